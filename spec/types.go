@@ -1,0 +1,215 @@
+package spec
+
+import (
+	"time"
+)
+
+// Experiment is a decoded, defaulted spec. Field paths in errors use the yaml names.
+type Experiment struct {
+	Name        string           `yaml:"name"`
+	Deadline    Duration         `yaml:"deadline"`
+	Seed        int64            `yaml:"seed"`
+	Objective   Objective        `yaml:"objective"`
+	Algorithm   Algorithm        `yaml:"algorithm"`
+	SearchSpace map[string]Param `yaml:"search_space"`
+	Trainer     Trainer          `yaml:"trainer"`
+	Cluster     Cluster          `yaml:"cluster"`
+	Profile     Profile          `yaml:"profile"`
+	Planner     PlannerOptions   `yaml:"planner"`
+
+	// File is the path the spec was read from ("" for specs parsed from memory).
+	File string `yaml:"-"`
+	// lines maps a field path ("cluster.gpus_per_node") to the line it was written on.
+	lines map[string]int
+	// profileFile is the file profile.* lines refer to, when the profile came from a file.
+	profileFile string
+}
+
+// Objective names the metric that ranks trials at each sync.
+type Objective struct {
+	Metric string `yaml:"metric"`
+	Mode   string `yaml:"mode"` // max | min
+}
+
+// Algorithm is exactly one of SHA, Hyperband or explicit Stages.
+type Algorithm struct {
+	SHA       *SHA        `yaml:"sha"`
+	Hyperband *Hyperband  `yaml:"hyperband"`
+	Stages    []StageSpec `yaml:"stages"`
+}
+
+// SHA is Successive Halving: n trials, r iterations first, R at most, keep 1/eta at each sync.
+type SHA struct {
+	Trials   int `yaml:"trials"`
+	MinIters int `yaml:"min_iters"`
+	MaxIters int `yaml:"max_iters"`
+	Eta      int `yaml:"eta"`
+}
+
+// Hyperband runs several SHA brackets at once (Li et al.).
+type Hyperband struct {
+	MinIters int `yaml:"min_iters"`
+	MaxIters int `yaml:"max_iters"`
+	Eta      int `yaml:"eta"`
+}
+
+// StageSpec is one explicitly given stage: how many trials train how many more iterations.
+type StageSpec struct {
+	Trials int `yaml:"trials"`
+	Iters  int `yaml:"iters"`
+}
+
+// Param is one dimension of the search space.
+type Param struct {
+	Type   string  `yaml:"type"` // uniform | loguniform | int | choice
+	Min    float64 `yaml:"min"`
+	Max    float64 `yaml:"max"`
+	Values []any   `yaml:"values"`
+}
+
+// Trainer is the program each trial runs: a command (raw process) or a container image.
+type Trainer struct {
+	Command []string          `yaml:"command"`
+	Image   string            `yaml:"image"`
+	Env     map[string]string `yaml:"env"`
+}
+
+// Cluster describes the instances a plan rents and what they cost.
+type Cluster struct {
+	InstanceType     string  `yaml:"instance_type"`
+	GPUModel         string  `yaml:"gpu_model"`
+	GPUsPerNode      int     `yaml:"gpus_per_node"`
+	PricePerHour     float64 `yaml:"price_per_hour"`
+	SpotPricePerHour float64 `yaml:"spot_price_per_hour"`
+	NetworkGbps      float64 `yaml:"network_gbps"`
+	Market           string  `yaml:"market"` // on-demand | spot
+	Billing          Billing `yaml:"billing"`
+	ScaleLatency     Dist    `yaml:"scale_latency"`
+	InitLatency      Dist    `yaml:"init_latency"`
+	MaxNodes         int     `yaml:"max_nodes"`
+	Data             Data    `yaml:"data"`
+}
+
+// HourlyPrice is what one node costs per hour in the chosen market.
+func (c Cluster) HourlyPrice() float64 {
+	if c.Market == MarketSpot {
+		return c.SpotPricePerHour
+	}
+	return c.PricePerHour
+}
+
+// Billing models.
+const (
+	PerInstance    = "per-instance"
+	PerFunction    = "per-function"
+	MarketOnDemand = "on-demand"
+	MarketSpot     = "spot"
+)
+
+// Billing says how rented time turns into dollars.
+type Billing struct {
+	Model     string   `yaml:"model"` // per-instance | per-function
+	Increment Duration `yaml:"increment"`
+	Minimum   Duration `yaml:"minimum"`
+}
+
+// Data is the dataset each new node downloads once.
+type Data struct {
+	SizeGB     float64 `yaml:"size_gb"`
+	PricePerGB float64 `yaml:"price_per_gb"`
+}
+
+// Profile is the model's scaling profile.
+type Profile struct {
+	// File, when set, names a YAML file (relative to the spec) holding the profile.
+	File string `yaml:"file"`
+	// IterLatency maps a GPU count to the latency of one iteration of one trial on that many GPUs.
+	IterLatency    map[int]Dist `yaml:"iter_latency"`
+	StartupLatency Dist         `yaml:"startup_latency"`
+	// Notes records where the numbers come from.
+	Notes string `yaml:"notes"`
+}
+
+// PlannerOptions choose and tune the planner.
+type PlannerOptions struct {
+	Name             string  `yaml:"name"`
+	Samples          int     `yaml:"samples"`
+	DeadlineQuantile float64 `yaml:"deadline_quantile"`
+}
+
+// Planner names.
+const (
+	PlannerStatic       = "static"
+	PlannerNaiveElastic = "naive-elastic"
+	PlannerGreedy       = "greedy"
+	PlannerOptimal      = "optimal"
+)
+
+// PlannerNames lists every planner, in the order tables show them.
+func PlannerNames() []string {
+	return []string{PlannerStatic, PlannerNaiveElastic, PlannerGreedy, PlannerOptimal}
+}
+
+// Dist kinds.
+const (
+	DistConstant  = "constant"
+	DistNormal    = "normal"
+	DistLogNormal = "lognormal"
+	DistUniform   = "uniform"
+	DistEmpirical = "empirical"
+)
+
+// Dist is a latency distribution; every value is in seconds. A bare number in YAML means
+// seconds, a string is a Go duration ("15s", "1m30s").
+type Dist struct {
+	Kind    string    `yaml:"dist"`
+	Value   Seconds   `yaml:"value"`
+	Mean    Seconds   `yaml:"mean"`
+	Std     Seconds   `yaml:"std"`
+	Min     Seconds   `yaml:"min"`
+	Max     Seconds   `yaml:"max"`
+	Samples []Seconds `yaml:"samples"`
+}
+
+// Constant returns a constant distribution of d.
+func Constant(d time.Duration) Dist {
+	return Dist{Kind: DistConstant, Value: Seconds(d.Seconds())}
+}
+
+// Seconds is a latency in seconds, written in YAML as a number of seconds or a Go duration.
+type Seconds float64
+
+// Duration is a Go duration, written in YAML as a string such as "20m".
+type Duration time.Duration
+
+// D converts to time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Seconds is the duration in seconds.
+func (d Duration) Seconds() float64 { return time.Duration(d).Seconds() }
+
+// Line returns the line a field path was written on, or the line of its nearest written
+// ancestor, or 0 when nothing of it was written.
+func (e *Experiment) Line(path string) int {
+	for p := path; p != ""; p = parentPath(p) {
+		if l, ok := e.lines[p]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// Has reports whether a field path was written in the spec (as opposed to defaulted).
+func (e *Experiment) Has(path string) bool {
+	_, ok := e.lines[path]
+	return ok
+}
+
+func parentPath(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '.' || p[i] == '[' {
+			return p[:i]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,301 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+)
+
+// Limits that keep a spec within what the planner and executor can handle.
+const (
+	MaxTrials  = 1_000_000
+	MaxIters   = 1_000_000_000
+	MaxSamples = 100_000
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+type validator struct {
+	e     *Experiment
+	probs Problems
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	file := v.e.File
+	if v.e.profileFile != "" && strings.HasPrefix(path, "profile.") && v.e.Has(path) {
+		file = v.e.profileFile
+	}
+	v.probs = append(v.probs, Problem{File: file, Line: v.e.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Validate checks a decoded, defaulted spec and returns every problem it finds.
+func (e *Experiment) Validate() Problems {
+	v := &validator{e: e}
+	if !nameRE.MatchString(e.Name) {
+		v.add("name", "%q is not a valid name (lowercase letters, digits and '-', not empty)", e.Name)
+	}
+	if e.Deadline < 0 {
+		v.add("deadline", "must not be negative")
+	}
+	if e.Objective.Metric == "" {
+		v.add("objective.metric", "is required (the metric the trainer reports, such as val_accuracy)")
+	}
+	if e.Objective.Mode != "max" && e.Objective.Mode != "min" {
+		v.add("objective.mode", "%q is not a mode (max or min)", e.Objective.Mode)
+	}
+	v.algorithm()
+	v.searchSpace()
+	v.trainer()
+	v.cluster()
+	v.profile()
+	v.planner()
+	return v.probs
+}
+
+func (v *validator) algorithm() {
+	a := v.e.Algorithm
+	set := 0
+	if a.SHA != nil {
+		set++
+	}
+	if a.Hyperband != nil {
+		set++
+	}
+	if a.Stages != nil {
+		set++
+	}
+	if set != 1 {
+		v.add("algorithm", "give exactly one of sha, hyperband or stages (found %d)", set)
+		return
+	}
+	switch {
+	case a.SHA != nil:
+		v.positive("algorithm.sha.trials", a.SHA.Trials, MaxTrials)
+		v.budget("algorithm.sha", a.SHA.MinIters, a.SHA.MaxIters, a.SHA.Eta)
+	case a.Hyperband != nil:
+		if v.budget("algorithm.hyperband", a.Hyperband.MinIters, a.Hyperband.MaxIters, a.Hyperband.Eta) {
+			total := 0
+			for _, b := range a.Brackets() {
+				total += b.Stages[0].Trials
+			}
+			if total > MaxTrials {
+				v.add("algorithm.hyperband", "expands to %d trials (at most %d): raise min_iters or eta", total, MaxTrials)
+			}
+		}
+	default:
+		if len(a.Stages) == 0 {
+			v.add("algorithm.stages", "needs at least one stage")
+		}
+		for i, s := range a.Stages {
+			p := fmt.Sprintf("algorithm.stages[%d]", i)
+			v.positive(p+".trials", s.Trials, MaxTrials)
+			v.positive(p+".iters", s.Iters, MaxIters)
+			if i > 0 && s.Trials > a.Stages[i-1].Trials {
+				v.add(p+".trials", "%d trials follow a stage of %d (a stage keeps some of the previous stage's trials)", s.Trials, a.Stages[i-1].Trials)
+			}
+		}
+	}
+}
+
+// budget checks min_iters, max_iters and eta; it reports whether all three are usable.
+func (v *validator) budget(path string, minIters, maxIters, eta int) bool {
+	before := len(v.probs)
+	v.positive(path+".min_iters", minIters, MaxIters)
+	v.positive(path+".max_iters", maxIters, MaxIters)
+	if minIters > 0 && maxIters > 0 && maxIters < minIters {
+		v.add(path+".max_iters", "%d is below min_iters %d", maxIters, minIters)
+	}
+	if eta < 2 || eta > 1000 {
+		v.add(path+".eta", "%d is not a reduction factor (an integer from 2 to 1000)", eta)
+	}
+	return len(v.probs) == before
+}
+
+func (v *validator) positive(path string, n, max int) {
+	if n < 1 || n > max {
+		v.add(path, "%d is out of range (1 to %d)", n, max)
+	}
+}
+
+func (v *validator) searchSpace() {
+	for _, name := range sortedKeys(v.e.SearchSpace) {
+		p := v.e.SearchSpace[name]
+		path := "search_space." + name
+		switch p.Type {
+		case "uniform", "loguniform", "int":
+			if !(p.Min < p.Max) && !(p.Type == "int" && p.Min == p.Max) {
+				v.add(path+".max", "%v must be above min %v", p.Max, p.Min)
+			}
+			if p.Type == "loguniform" && p.Min <= 0 {
+				v.add(path+".min", "%v must be above 0 for loguniform", p.Min)
+			}
+			if p.Type == "int" && (p.Min != math.Trunc(p.Min) || p.Max != math.Trunc(p.Max) || math.Abs(p.Min) > 1e15 || math.Abs(p.Max) > 1e15) {
+				v.add(path, "int bounds must be whole numbers below 1e15 (min %v, max %v)", p.Min, p.Max)
+			}
+			if len(p.Values) > 0 {
+				v.add(path+".values", "only choice takes values")
+			}
+		case "choice":
+			if len(p.Values) == 0 {
+				v.add(path+".values", "choice needs at least one value")
+			}
+			if v.e.Has(path+".min") || v.e.Has(path+".max") {
+				v.add(path, "choice takes values, not min/max")
+			}
+		default:
+			v.add(path+".type", "%q is not a parameter type (uniform, loguniform, int or choice)", p.Type)
+		}
+	}
+}
+
+func (v *validator) trainer() {
+	t := v.e.Trainer
+	if len(t.Command) > 0 && t.Image != "" {
+		v.add("trainer", "give command or image, not both")
+	}
+	if v.e.Has("trainer.command") && len(t.Command) == 0 {
+		v.add("trainer.command", "must not be empty")
+	}
+	for _, k := range sortedKeys(t.Env) {
+		if k == "" || strings.ContainsAny(k, "= \t\n") {
+			v.add("trainer.env."+k, "not a valid environment variable name")
+		}
+	}
+}
+
+func (v *validator) cluster() {
+	c := v.e.Cluster
+	if c.GPUsPerNode < 1 || c.GPUsPerNode > 1024 {
+		v.add("cluster.gpus_per_node", "%d is out of range (1 to 1024; or set instance_type)", c.GPUsPerNode)
+	}
+	if !(c.PricePerHour > 0) {
+		v.add("cluster.price_per_hour", "%v must be above 0 (or set instance_type)", c.PricePerHour)
+	}
+	if c.SpotPricePerHour < 0 {
+		v.add("cluster.spot_price_per_hour", "must not be negative")
+	}
+	if c.NetworkGbps < 0 {
+		v.add("cluster.network_gbps", "must not be negative")
+	}
+	switch c.Market {
+	case MarketOnDemand:
+	case MarketSpot:
+		if !(c.SpotPricePerHour > 0) {
+			v.add("cluster.spot_price_per_hour", "spot needs a spot price (the catalog has none for %q)", c.InstanceType)
+		}
+	default:
+		v.add("cluster.market", "%q is not a market (on-demand or spot)", c.Market)
+	}
+	switch c.Billing.Model {
+	case PerInstance, PerFunction:
+	default:
+		v.add("cluster.billing.model", "%q is not a billing model (per-instance or per-function)", c.Billing.Model)
+	}
+	if c.Billing.Increment <= 0 {
+		v.add("cluster.billing.increment", "must be above 0 (for example 1s)")
+	}
+	if c.Billing.Minimum < 0 {
+		v.add("cluster.billing.minimum", "must not be negative")
+	}
+	v.dist("cluster.scale_latency", c.ScaleLatency)
+	v.dist("cluster.init_latency", c.InitLatency)
+	if c.MaxNodes < 1 || c.MaxNodes > 100000 {
+		v.add("cluster.max_nodes", "%d is out of range (1 to 100000)", c.MaxNodes)
+	}
+	if c.Data.SizeGB < 0 {
+		v.add("cluster.data.size_gb", "must not be negative")
+	}
+	if c.Data.PricePerGB < 0 {
+		v.add("cluster.data.price_per_gb", "must not be negative")
+	}
+	if c.Data.SizeGB > 0 && c.NetworkGbps == 0 {
+		v.add("cluster.network_gbps", "a dataset to download needs the network bandwidth (set network_gbps or instance_type)")
+	}
+}
+
+// maxLatency bounds any latency a distribution may produce: a year, far beyond any deadline.
+const maxLatency = 365 * 24 * 3600
+
+func (v *validator) dist(path string, d Dist) {
+	bad := func(field string, x Seconds) bool {
+		f := float64(x)
+		if f < 0 || f > maxLatency || math.IsNaN(f) {
+			v.add(path+"."+field, "%v s is out of range (0 to one year)", f)
+			return true
+		}
+		return false
+	}
+	unused := func(fields ...string) {
+		for _, f := range fields {
+			if v.e.Has(path + "." + f) {
+				v.add(path+"."+f, "not used by dist %s", d.Kind)
+			}
+		}
+	}
+	switch d.Kind {
+	case DistConstant:
+		bad("value", d.Value)
+		unused("mean", "std", "min", "max", "samples")
+	case DistNormal, DistLogNormal:
+		bad("mean", d.Mean)
+		bad("std", d.Std)
+		if d.Kind == DistLogNormal && d.Mean == 0 && d.Std > 0 {
+			v.add(path+".mean", "lognormal needs a mean above 0")
+		}
+		unused("value", "min", "max", "samples")
+	case DistUniform:
+		if !bad("min", d.Min) && !bad("max", d.Max) && d.Max < d.Min {
+			v.add(path+".max", "%v s is below min %v s", float64(d.Max), float64(d.Min))
+		}
+		unused("value", "mean", "std", "samples")
+	case DistEmpirical:
+		if len(d.Samples) == 0 {
+			v.add(path+".samples", "empirical needs at least one sample")
+		}
+		for i, s := range d.Samples {
+			bad(fmt.Sprintf("samples[%d]", i), s)
+		}
+		unused("value", "mean", "std", "min", "max")
+	default:
+		v.add(path+".dist", "%q is not a distribution (constant, normal, lognormal, uniform or empirical)", d.Kind)
+	}
+}
+
+func (v *validator) profile() {
+	p := v.e.Profile
+	if len(p.IterLatency) == 0 {
+		v.add("profile.iter_latency", "is required: seconds per iteration of one trial at each measured GPU count (from `rubberband profile`)")
+	} else if _, ok := p.IterLatency[1]; !ok {
+		v.add("profile.iter_latency", "needs an entry for 1 GPU (trials run on one GPU each when a stage has fewer GPUs than trials)")
+	}
+	for _, g := range sortedKeys(p.IterLatency) {
+		path := fmt.Sprintf("profile.iter_latency.%d", g)
+		if g < 1 || g > 1<<20 {
+			v.add(path, "%d is not a GPU count (1 or more)", g)
+		}
+		d := p.IterLatency[g]
+		v.dist(path, d)
+		if d.Kind == DistNormal || d.Kind == DistLogNormal {
+			if !(d.Mean > 0) {
+				v.add(path+".mean", "an iteration must take some time (mean above 0)")
+			}
+		}
+	}
+	v.dist("profile.startup_latency", p.StartupLatency)
+}
+
+func (v *validator) planner() {
+	p := v.e.Planner
+	switch p.Name {
+	case PlannerStatic, PlannerNaiveElastic, PlannerGreedy, PlannerOptimal:
+	default:
+		v.add("planner.name", "%q is not a planner (%s)", p.Name, strings.Join(PlannerNames(), ", "))
+	}
+	if p.Samples < 1 || p.Samples > MaxSamples {
+		v.add("planner.samples", "%d is out of range (1 to %d)", p.Samples, MaxSamples)
+	}
+	if !(p.DeadlineQuantile > 0 && p.DeadlineQuantile <= 1) {
+		v.add("planner.deadline_quantile", "%v is out of range (above 0, at most 1; 0.5 plans for the median run)", p.DeadlineQuantile)
+	}
+}
