@@ -121,15 +121,11 @@ func (e *Experiment) applyDefaults() Problems {
 		c.MaxNodes = 64
 	}
 	for _, dist := range []*Dist{&c.ScaleLatency, &c.InitLatency, &e.Profile.StartupLatency} {
-		if dist.Kind == "" && dist.Value == 0 && dist.Mean == 0 && len(dist.Samples) == 0 {
-			dist.Kind = DistConstant
-		}
+		dist.inferKind()
 	}
 	for g, dist := range e.Profile.IterLatency {
-		if dist.Kind == "" {
-			dist.Kind = DistNormal
-			e.Profile.IterLatency[g] = dist
-		}
+		dist.inferKind()
+		e.Profile.IterLatency[g] = dist
 	}
 	if e.Objective.Mode == "" {
 		e.Objective.Mode = "max"
@@ -144,4 +140,23 @@ func (e *Experiment) applyDefaults() Problems {
 		e.Planner.DeadlineQuantile = 0.5
 	}
 	return nil
+}
+
+// inferKind names the distribution a spec left unnamed by the fields it gave: value means
+// constant, mean (and std) normal, min and max uniform, samples empirical; nothing at all is a
+// constant 0.
+func (d *Dist) inferKind() {
+	if d.Kind != "" {
+		return
+	}
+	switch {
+	case d.Mean != 0 || d.Std != 0:
+		d.Kind = DistNormal
+	case d.Min != 0 || d.Max != 0:
+		d.Kind = DistUniform
+	case len(d.Samples) > 0:
+		d.Kind = DistEmpirical
+	default:
+		d.Kind = DistConstant
+	}
 }

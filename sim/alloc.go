@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// StageAlloc is what a plan gives one stage: GPUs for its trials and the nodes held meanwhile.
+// Nodes is at least the nodes the GPUs need; a static plan holds more.
+type StageAlloc struct {
+	GPUs  int `json:"gpus"`
+	Nodes int `json:"nodes"`
+}
+
+// Alloc is a plan's allocation: one StageAlloc per stage of each bracket.
+type Alloc [][]StageAlloc
+
+// Elastic turns GPU counts per stage into an allocation that holds just the nodes they need.
+func (m *Model) Elastic(gpus [][]int) Alloc {
+	a := make(Alloc, len(gpus))
+	for b, stages := range gpus {
+		a[b] = make([]StageAlloc, len(stages))
+		for k, g := range stages {
+			a[b][k] = StageAlloc{GPUs: g, Nodes: m.NodesFor(g)}
+		}
+	}
+	return a
+}
+
+// Clone returns a deep copy.
+func (a Alloc) Clone() Alloc {
+	c := make(Alloc, len(a))
+	for b := range a {
+		c[b] = append([]StageAlloc(nil), a[b]...)
+	}
+	return c
+}
+
+// PeakNodes bounds the nodes held at once: brackets run concurrently, so it adds up each
+// bracket's largest stage. It is exact for one bracket and safe for several.
+func (a Alloc) PeakNodes() int {
+	total := 0
+	for _, stages := range a {
+		peak := 0
+		for _, s := range stages {
+			peak = max(peak, s.Nodes)
+		}
+		total += peak
+	}
+	return total
+}
+
+// GPUsPerTrial is what each trial of a stage gets: its share when there are enough GPUs, else 1
+// (trials then queue in waves on single-GPU slots).
+func GPUsPerTrial(s spec.Stage, a StageAlloc) int {
+	if a.GPUs >= s.Trials {
+		return a.GPUs / s.Trials
+	}
+	return 1
+}
+
+// Waves is how many rounds of trials a stage runs.
+func Waves(s spec.Stage, a StageAlloc) int {
+	if a.GPUs >= s.Trials {
+		return 1
+	}
+	return (s.Trials + a.GPUs - 1) / a.GPUs
+}
+
+// Check reports the first way an allocation does not fit the brackets and the model.
+func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
+	if len(a) != len(brackets) {
+		return fmt.Errorf("allocation has %d brackets, the experiment %d", len(a), len(brackets))
+	}
+	for b, br := range brackets {
+		if len(a[b]) != len(br.Stages) {
+			return fmt.Errorf("bracket %d: allocation has %d stages, the experiment %d", b, len(a[b]), len(br.Stages))
+		}
+		for k, s := range br.Stages {
+			sa := a[b][k]
+			where := fmt.Sprintf("bracket %d stage %d (%d trials)", b, k, s.Trials)
+			if sa.GPUs < 1 {
+				return fmt.Errorf("%s: %d GPUs (need at least 1)", where, sa.GPUs)
+			}
+			if sa.Nodes < m.NodesFor(sa.GPUs) {
+				return fmt.Errorf("%s: %d GPUs do not fit on %d nodes of %d GPUs", where, sa.GPUs, sa.Nodes, m.GPUsPerNode)
+			}
+			if sa.GPUs > s.Trials {
+				if sa.GPUs%s.Trials != 0 {
+					return fmt.Errorf("%s: %d GPUs do not divide evenly among the trials", where, sa.GPUs)
+				}
+				if g := sa.GPUs / s.Trials; !m.ValidTrialGPUs(g) {
+					return fmt.Errorf("%s: %d GPUs per trial is not placeable (powers of two up to %d, or whole nodes, at most %d as profiled)",
+						where, g, m.GPUsPerNode, m.MaxGPUsPerTrial())
+				}
+			}
+		}
+	}
+	if p := a.PeakNodes(); p > m.MaxNodes {
+		return fmt.Errorf("allocation holds up to %d nodes, above max_nodes %d", p, m.MaxNodes)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Kind is the type of a DAG node (paper §4.2).
+type Kind uint8
+
+const (
+	// Scale provisions new instances from the provider; it blocks the stage.
+	Scale Kind = iota
+	// InitInstance prepares one new instance (dependencies, joining the cluster).
+	InitInstance
+	// Data downloads the dataset onto one new instance.
+	Data
+	// Train runs one trial for the stage's iterations (startup, then iterations).
+	Train
+	// Sync is the barrier that ends a stage: rank, promote, release.
+	Sync
+)
+
+var kindNames = [...]string{"SCALE", "INIT_INSTANCE", "DATA", "TRAIN", "SYNC"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// MarshalText names the kind in JSON.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Node is one task of the DAG. Nodes are stored in topological order: predecessors first.
+type Node struct {
+	Kind    Kind  `json:"kind"`
+	Bracket int   `json:"bracket"`
+	Stage   int   `json:"stage"`
+	Trial   int   `json:"trial"` // TRAIN: the trial's index in its stage; -1 otherwise
+	Slot    int   `json:"slot"`  // TRAIN: the GPU slot or gang it runs on; INIT/DATA: the new node
+	GPUs    int   `json:"gpus"`  // TRAIN: GPUs of the trial
+	Iters   int   `json:"iters"` // TRAIN: iterations to run
+	Preds   []int `json:"preds"`
+}
+
+// DAG is a job's (or a stage's) task graph.
+type DAG struct {
+	Nodes []Node `json:"nodes"`
+}
+
+func (g *DAG) add(n Node) int {
+	g.Nodes = append(g.Nodes, n)
+	return len(g.Nodes) - 1
+}
+
+// addProvision adds the SCALE node and one INIT_INSTANCE (and DATA) per new node after preds,
+// and returns the nodes the stage's TRAIN nodes wait for.
+func (g *DAG) addProvision(m *Model, b, k, newNodes int, preds []int) []int {
+	scale := g.add(Node{Kind: Scale, Bracket: b, Stage: k, Trial: -1, Preds: preds})
+	ready := make([]int, 0, newNodes)
+	for i := range newNodes {
+		last := g.add(Node{Kind: InitInstance, Bracket: b, Stage: k, Trial: -1, Slot: i, Preds: []int{scale}})
+		if m.DataLatency > 0 || m.DataCost > 0 {
+			last = g.add(Node{Kind: Data, Bracket: b, Stage: k, Trial: -1, Slot: i, Preds: []int{last}})
+		}
+		ready = append(ready, last)
+	}
+	return ready
+}
+
+// addTrain adds the stage's TRAIN nodes after preds and the SYNC that ends the stage. With fewer
+// GPUs than trials, trials queue on single-GPU slots: slot j runs trials j, j+a, j+2a, ... in a
+// serial chain. It returns the SYNC node.
+func (g *DAG) addTrain(b, k int, s spec.Stage, a StageAlloc, preds []int) int {
+	gpt := GPUsPerTrial(s, a)
+	slots := min(a.GPUs, s.Trials)
+	var last []int
+	for t := range s.Trials {
+		p := preds
+		if t >= slots {
+			p = []int{last[t-slots]}
+		}
+		last = append(last, g.add(Node{Kind: Train, Bracket: b, Stage: k, Trial: t, Slot: t % slots, GPUs: gpt, Iters: s.Iters, Preds: p}))
+	}
+	return g.add(Node{Kind: Sync, Bracket: b, Stage: k, Trial: -1, Preds: last[max(0, len(last)-slots):]})
+}
+
+// BuildDAG builds the whole job's DAG for an allocation: per bracket, per stage, a SCALE node
+// and INIT_INSTANCE/DATA nodes when the stage needs more nodes than are up, its TRAIN nodes and
+// a SYNC. Brackets are independent chains that run at the same time.
+func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
+	if err := m.Check(brackets, a); err != nil {
+		return nil, fmt.Errorf("build dag: %w", err)
+	}
+	g := &DAG{}
+	for b, br := range brackets {
+		var preds []int
+		up := 0
+		for k, s := range br.Stages {
+			if n := a[b][k].Nodes; n > up {
+				preds = g.addProvision(m, b, k, n-up, preds)
+			}
+			up = a[b][k].Nodes
+			preds = []int{g.addTrain(b, k, s, a[b][k], preds)}
+		}
+	}
+	return g, nil
+}
+
+// Latency draws the latency of one node.
+func (m *Model) Latency(n *Node, r *rand.Rand) float64 {
+	switch n.Kind {
+	case Scale:
+		return m.Scale.Sample(r)
+	case InitInstance:
+		return m.Init.Sample(r)
+	case Data:
+		return m.DataLatency
+	case Train:
+		return m.Startup.Sample(r) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
+	default:
+		return 0
+	}
+}
+
+// CriticalPath is the paper's Algorithm 1 for one sample: draw every node's latency in
+// topological order, finish(v) = latency(v) + max over predecessors of finish, and return the
+// latest finish. finish, when long enough, receives every node's finish time; latency likewise.
+func (g *DAG) CriticalPath(m *Model, r *rand.Rand, finish, latency []float64) float64 {
+	if len(finish) < len(g.Nodes) {
+		finish = make([]float64, len(g.Nodes))
+	}
+	end := 0.0
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		start := 0.0
+		for _, p := range n.Preds {
+			start = max(start, finish[p])
+		}
+		l := m.Latency(n, r)
+		if len(latency) >= len(g.Nodes) {
+			latency[i] = l
+		}
+		finish[i] = start + l
+		end = max(end, finish[i])
+	}
+	return end
+}

@@ -1,0 +1,341 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Simulator predicts plans of one experiment. It draws each stage's samples once per allocation
+// and keeps them, so evaluating many plans (as a planner does) costs little more than adding up
+// stages. It is not safe for concurrent use.
+type Simulator struct {
+	m        *Model
+	brackets []spec.Bracket
+	samples  int
+	seed     int64
+	train    map[stageKey]*trainSamples
+	prov     map[stageKey]*provSamples
+	groups   []group
+}
+
+type stageKey struct{ b, k, x int }
+
+// trainSamples are the draws of a stage's TRAIN nodes and SYNC at one GPU allocation.
+type trainSamples struct {
+	dur    []float64 // critical path from the stage's start (cluster ready) to its SYNC
+	fnCost []float64 // per-function compute cost of the stage's TRAIN nodes
+}
+
+// provSamples are the draws of a stage's scale-up by some number of new nodes.
+type provSamples struct {
+	dur   []float64 // SCALE, then the slowest INIT_INSTANCE+DATA
+	scale []float64 // SCALE alone: new nodes are billed from its end
+}
+
+// group is a set of nodes started together and still held, with the seconds billed so far.
+type group struct {
+	count  int
+	billed float64
+}
+
+// New returns a simulator that draws samples per stage with the given seed.
+func New(m *Model, brackets []spec.Bracket, samples int, seed int64) *Simulator {
+	return &Simulator{m: m, brackets: brackets, samples: max(samples, 1), seed: seed,
+		train: map[stageKey]*trainSamples{}, prov: map[stageKey]*provSamples{}}
+}
+
+// Model returns the simulator's model.
+func (s *Simulator) Model() *Model { return s.m }
+
+// Brackets returns the brackets the simulator plans for.
+func (s *Simulator) Brackets() []spec.Bracket { return s.brackets }
+
+// Samples is the number of Monte Carlo samples per prediction.
+func (s *Simulator) Samples() int { return s.samples }
+
+// streams separates the random streams of different parts of the model.
+const (
+	streamTrain = iota + 1
+	streamProvision
+)
+
+func (s *Simulator) stream(kind, b, k, x int) uint64 {
+	z := uint64(kind)<<56 ^ uint64(b)<<40 ^ uint64(k)<<24 ^ uint64(x)
+	// splitmix64 finaliser: nearby keys get unrelated streams.
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
+	key := stageKey{b, k, a.GPUs}
+	if t, ok := s.train[key]; ok {
+		return t
+	}
+	g := &DAG{}
+	g.addTrain(b, k, s.brackets[b].Stages[k], a, nil)
+	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
+	t := &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples)}
+	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	gpuPrice := s.m.GPUPricePerSecond()
+	for i := range t.dur {
+		t.dur[i] = g.CriticalPath(s.m, r, finish, latency)
+		if s.m.PerFunction {
+			for j, n := range g.Nodes {
+				if n.Kind == Train {
+					t.fnCost[i] += float64(n.GPUs) * s.m.Bill(latency[j], gpuPrice)
+				}
+			}
+		}
+	}
+	s.train[key] = t
+	return t
+}
+
+func (s *Simulator) provPart(b, k, newNodes int) *provSamples {
+	key := stageKey{b, k, newNodes}
+	if p, ok := s.prov[key]; ok {
+		return p
+	}
+	g := &DAG{}
+	g.addProvision(s.m, b, k, newNodes, nil)
+	r := spec.NewRand(s.seed, s.stream(streamProvision, b, k, newNodes))
+	p := &provSamples{dur: make([]float64, s.samples), scale: make([]float64, s.samples)}
+	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	for i := range p.dur {
+		p.dur[i] = g.CriticalPath(s.m, r, finish, latency)
+		p.scale[i] = latency[0]
+	}
+	s.prov[key] = p
+	return p
+}
+
+// stagePlan is one stage's share of an evaluation: its draws and how many nodes it adds.
+type stagePlan struct {
+	alloc    StageAlloc
+	newNodes int
+	train    *trainSamples
+	prov     *provSamples
+}
+
+func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
+	plans := make([]stagePlan, len(a))
+	up := 0
+	for k, sa := range a {
+		plans[k] = stagePlan{alloc: sa, train: s.trainPart(b, k, sa)}
+		if sa.Nodes > up {
+			plans[k].newNodes = sa.Nodes - up
+			plans[k].prov = s.provPart(b, k, sa.Nodes-up)
+		}
+		up = sa.Nodes
+	}
+	return plans
+}
+
+// Outcome is one prediction, sample by sample.
+type Outcome struct {
+	JCT  []float64
+	Cost []float64
+}
+
+// Evaluate predicts an allocation's JCT and cost, per sample. The allocation must pass Check.
+func (s *Simulator) Evaluate(a Alloc) Outcome {
+	out := Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}
+	for b := range a {
+		plans := s.stagePlans(b, a[b])
+		for i := range out.JCT {
+			jct, cost := s.sampleBracket(plans, i, nil, nil, nil)
+			out.JCT[i] = max(out.JCT[i], jct)
+			out.Cost[i] += cost
+		}
+	}
+	return out
+}
+
+// sampleBracket walks one bracket's stages for sample i and returns its JCT and cost. When
+// start, dur and cost are given it adds each stage's start, duration and cost to them.
+func (s *Simulator) sampleBracket(plans []stagePlan, i int, startAcc, durAcc, costAcc []float64) (float64, float64) {
+	m := s.m
+	price := m.NodePricePerSecond
+	groups := s.groups[:0]
+	live := 0
+	t, total := 0.0, 0.0
+	release := func(n, k int) { // release n nodes at stage k's SYNC, newest first
+		for n > 0 {
+			g := &groups[len(groups)-1]
+			rel := min(g.count, n)
+			c := float64(rel) * m.Bill(g.billed, price)
+			total += c
+			if costAcc != nil {
+				costAcc[k] += c - float64(rel)*g.billed*price // rounding; the rest was added per stage
+			}
+			g.count -= rel
+			n -= rel
+			live -= rel
+			if g.count == 0 {
+				groups = groups[:len(groups)-1]
+			}
+		}
+	}
+	for k, p := range plans {
+		if !m.PerFunction && p.alloc.Nodes < live {
+			release(live-p.alloc.Nodes, k-1)
+		}
+		dur, scale := p.train.dur[i], 0.0
+		if p.prov != nil {
+			dur += p.prov.dur[i]
+			scale = p.prov.scale[i]
+		}
+		stageCost := float64(p.newNodes) * m.DataCost
+		if m.PerFunction {
+			stageCost += p.train.fnCost[i]
+		} else {
+			if p.newNodes > 0 {
+				groups = append(groups, group{count: p.newNodes, billed: -scale})
+				live += p.newNodes
+			}
+			for j := range groups {
+				groups[j].billed += dur
+			}
+			stageCost += price * (float64(live)*dur - float64(p.newNodes)*scale)
+		}
+		if m.PerFunction {
+			total += stageCost
+		} else {
+			total += float64(p.newNodes) * m.DataCost
+		}
+		if costAcc != nil {
+			startAcc[k] += t
+			durAcc[k] += dur
+			costAcc[k] += stageCost
+		}
+		t += dur
+	}
+	if !m.PerFunction && live > 0 {
+		release(live, len(plans)-1)
+	}
+	s.groups = groups
+	return t, total
+}
+
+// Summary describes a distribution of samples.
+type Summary struct {
+	Mean float64 `json:"mean"`
+	Std  float64 `json:"std"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+}
+
+// Summarize computes mean, standard deviation and the 50th and 95th percentiles.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	mean := 0.0
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	std := 0.0
+	if len(xs) > 1 {
+		std = math.Sqrt(ss / float64(len(xs)-1))
+	}
+	sorted := append([]float64(nil), xs...)
+	sort.Float64s(sorted)
+	return Summary{Mean: mean, Std: std, P50: quantileSorted(sorted, 0.5), P95: quantileSorted(sorted, 0.95)}
+}
+
+// Quantile is the nearest-rank q-quantile of xs: the smallest sample with at least q of the
+// samples at or below it.
+func Quantile(xs []float64, q float64) float64 {
+	sorted := append([]float64(nil), xs...)
+	sort.Float64s(sorted)
+	return quantileSorted(sorted, q)
+}
+
+func quantileSorted(sorted []float64, q float64) float64 {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// MissProb is the share of samples above the deadline (seconds).
+func MissProb(jct []float64, deadline float64) float64 {
+	n := 0
+	for _, x := range jct {
+		if x > deadline {
+			n++
+		}
+	}
+	return float64(n) / float64(len(jct))
+}
+
+// Result is a prediction with its per-stage breakdown.
+type Result struct {
+	Samples  int             `json:"samples"`
+	JCT      Summary         `json:"jct_s"`
+	Cost     Summary         `json:"cost_usd"`
+	Brackets []BracketResult `json:"brackets"`
+	Outcome  Outcome         `json:"-"`
+}
+
+// BracketResult is one bracket's share of a prediction.
+type BracketResult struct {
+	Name   string        `json:"name"`
+	JCT    Summary       `json:"jct_s"`
+	Cost   Summary       `json:"cost_usd"`
+	Stages []StageResult `json:"stages"`
+}
+
+// StageResult is one stage's allocation and its mean start, duration and cost. Stage costs add
+// up to the bracket's cost: billing rounding is charged to the stage whose SYNC releases a node.
+type StageResult struct {
+	Trials       int     `json:"trials"`
+	Iters        int     `json:"iters"`
+	GPUs         int     `json:"gpus"`
+	GPUsPerTrial int     `json:"gpus_per_trial"`
+	Nodes        int     `json:"nodes"`
+	NewNodes     int     `json:"new_nodes"`
+	Waves        int     `json:"waves"`
+	Start        float64 `json:"start_s"`
+	Duration     float64 `json:"duration_s"`
+	Cost         float64 `json:"cost_usd"`
+}
+
+// Simulate predicts an allocation with its per-stage breakdown.
+func (s *Simulator) Simulate(a Alloc) (Result, error) {
+	if err := s.m.Check(s.brackets, a); err != nil {
+		return Result{}, fmt.Errorf("simulate: %w", err)
+	}
+	res := Result{Samples: s.samples, Outcome: Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}}
+	for b, br := range s.brackets {
+		plans := s.stagePlans(b, a[b])
+		n := len(plans)
+		start, dur, cost := make([]float64, n), make([]float64, n), make([]float64, n)
+		bj, bc := make([]float64, s.samples), make([]float64, s.samples)
+		for i := range bj {
+			bj[i], bc[i] = s.sampleBracket(plans, i, start, dur, cost)
+			res.Outcome.JCT[i] = max(res.Outcome.JCT[i], bj[i])
+			res.Outcome.Cost[i] += bc[i]
+		}
+		brs := BracketResult{Name: br.Name, JCT: Summarize(bj), Cost: Summarize(bc)}
+		inv := 1 / float64(s.samples)
+		for k, st := range br.Stages {
+			sa := a[b][k]
+			brs.Stages = append(brs.Stages, StageResult{
+				Trials: st.Trials, Iters: st.Iters, GPUs: sa.GPUs, GPUsPerTrial: GPUsPerTrial(st, sa),
+				Nodes: sa.Nodes, NewNodes: plans[k].newNodes, Waves: Waves(st, sa),
+				Start: start[k] * inv, Duration: dur[k] * inv, Cost: cost[k] * inv,
+			})
+		}
+		res.Brackets = append(res.Brackets, brs)
+	}
+	res.JCT, res.Cost = Summarize(res.Outcome.JCT), Summarize(res.Outcome.Cost)
+	return res, nil
+}
