@@ -145,11 +145,10 @@ type Outcome struct {
 func (s *Simulator) Evaluate(a Alloc) Outcome {
 	out := Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}
 	for b := range a {
-		plans := s.stagePlans(b, a[b])
+		ob := s.EvaluateBracket(b, a[b])
 		for i := range out.JCT {
-			jct, cost := s.sampleBracket(plans, i, nil, nil, nil)
-			out.JCT[i] = max(out.JCT[i], jct)
-			out.Cost[i] += cost
+			out.JCT[i] = max(out.JCT[i], ob.JCT[i])
+			out.Cost[i] += ob.Cost[i]
 		}
 	}
 	return out
@@ -338,4 +337,30 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 	}
 	res.JCT, res.Cost = Summarize(res.Outcome.JCT), Summarize(res.Outcome.Cost)
 	return res, nil
+}
+
+// StageTrain returns the draws of stage k of bracket b at the given allocation: the time from
+// the stage's start (cluster ready) to its SYNC, and the per-function cost of its TRAIN nodes.
+// The slices are the simulator's own: callers must not modify them.
+func (s *Simulator) StageTrain(b, k int, a StageAlloc) (dur, fnCost []float64) {
+	t := s.trainPart(b, k, a)
+	return t.dur, t.fnCost
+}
+
+// StageProvision returns the draws of stage k of bracket b scaling up by newNodes: the time
+// until the new nodes are ready, and the SCALE latency alone (billing starts at its end). The
+// slices are the simulator's own: callers must not modify them.
+func (s *Simulator) StageProvision(b, k, newNodes int) (dur, scale []float64) {
+	p := s.provPart(b, k, newNodes)
+	return p.dur, p.scale
+}
+
+// EvaluateBracket predicts one bracket alone, per sample.
+func (s *Simulator) EvaluateBracket(b int, a []StageAlloc) Outcome {
+	out := Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}
+	plans := s.stagePlans(b, a)
+	for i := range out.JCT {
+		out.JCT[i], out.Cost[i] = s.sampleBracket(plans, i, nil, nil, nil)
+	}
+	return out
 }

@@ -182,7 +182,7 @@ planner: {name: clever, samples: 0, deadline_quantile: 1.5}
 	if n := len(err.(Problems)); n != len(want) {
 		t.Errorf("%d problems, want %d:\n%v", n, len(want), err)
 	}
-	
+
 }
 
 func TestProfileFile(t *testing.T) {

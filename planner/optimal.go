@@ -1,0 +1,180 @@
+package planner
+
+import (
+	"math"
+	"sort"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+)
+
+// Optimal searches the plan space exactly: for one bracket (SHA, explicit stages) it returns the
+// cheapest plan of all those whose stages get a factor or multiple of their trial count, the
+// space greedy walks, compared on the same Monte Carlo draws, so it never costs more than greedy.
+// It is a depth-first branch and bound over stages with the nodes already up as state, starting
+// from greedy's answer as the bound to beat; a partial plan is cut when even the fastest
+// remaining stages, sample by sample, would miss the deadline quantile, or when even the
+// cheapest remaining stages cannot beat the best plan found. For Hyperband it optimises one
+// bracket at a time exactly, the others held fixed, until no bracket improves.
+func Optimal(p *Problem) Result {
+	p.reset()
+	best := p.greedy()
+	for pass := 0; pass < 10; pass++ {
+		improved := false
+		for b := range p.brackets() {
+			if c := p.branchAndBound(b, best); c.Alloc != nil && better(c, best) {
+				best, improved = c, true
+			}
+		}
+		if !improved || len(p.brackets()) == 1 {
+			break
+		}
+	}
+	return p.result("optimal", best)
+}
+
+// stageOption is one allocation of one stage, with its draws.
+type stageOption struct {
+	alloc  sim.StageAlloc
+	dur    []float64 // start-to-SYNC draws, without scale-up
+	costLB float64   // a lower bound on the stage's mean cost with no scale-up
+	fnCost float64   // mean per-function cost
+}
+
+type bnb struct {
+	p        *Problem
+	b        int
+	base     sim.Alloc // the incumbent; bracket b is replaced while searching
+	opts     [][]stageOption
+	sufT     [][]float64 // sufT[k][s]: the fastest stages k.. can be, sample by sample
+	sufC     []float64   // sufC[k]: the cheapest stages k.. can be
+	others   []float64   // other brackets' completion times, sample by sample
+	othersC  float64     // and their mean cost
+	budget   int         // nodes bracket b may hold
+	partial  [][]float64 // partial[k][s]: completion time of stages ..k-1
+	choice   []sim.StageAlloc
+	best     Candidate
+	need     int
+	deadline float64
+}
+
+func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
+	m, s := p.model(), p.Sim
+	stages := p.brackets()[b].Stages
+	n := s.Samples()
+	t := &bnb{p: p, b: b, base: incumbent.Alloc, best: incumbent, need: p.need(), deadline: p.Deadline, budget: m.MaxNodes}
+	if incumbent.Alloc == nil {
+		t.best.Cost = math.Inf(1)
+		t.base = p.clusterAlloc(m.MaxNodes, true)
+	}
+	if len(p.brackets()) > 1 {
+		t.others = make([]float64, n)
+		for ob := range p.brackets() {
+			if ob == b {
+				continue
+			}
+			peak := 0
+			for _, sa := range t.base[ob] {
+				peak = max(peak, sa.Nodes)
+			}
+			t.budget -= peak
+			out := s.EvaluateBracket(ob, t.base[ob])
+			for i := range t.others {
+				t.others[i] = max(t.others[i], out.JCT[i])
+			}
+			t.othersC += mean(out.Cost)
+		}
+	}
+	t.opts = make([][]stageOption, len(stages))
+	for k, st := range stages {
+		for _, g := range Options(m, st.Trials) {
+			sa := sim.StageAlloc{GPUs: g, Nodes: m.NodesFor(g)}
+			if sa.Nodes > t.budget {
+				continue
+			}
+			dur, fn := s.StageTrain(b, k, sa)
+			o := stageOption{alloc: sa, dur: dur, fnCost: mean(fn)}
+			if m.PerFunction {
+				o.costLB = o.fnCost
+			} else {
+				o.costLB = m.NodePricePerSecond * float64(sa.Nodes) * mean(dur)
+			}
+			t.opts[k] = append(t.opts[k], o)
+		}
+		if len(t.opts[k]) == 0 {
+			return Candidate{}
+		}
+		sort.SliceStable(t.opts[k], func(i, j int) bool { return t.opts[k][i].costLB < t.opts[k][j].costLB })
+	}
+	K := len(stages)
+	t.sufT = make([][]float64, K+1)
+	t.sufC = make([]float64, K+1)
+	t.sufT[K] = make([]float64, n)
+	for k := K - 1; k >= 0; k-- {
+		t.sufT[k] = make([]float64, n)
+		cmin := math.Inf(1)
+		for i := range n {
+			fastest := math.Inf(1)
+			for _, o := range t.opts[k] {
+				fastest = min(fastest, o.dur[i])
+			}
+			t.sufT[k][i] = t.sufT[k+1][i] + fastest
+		}
+		for _, o := range t.opts[k] {
+			cmin = min(cmin, o.costLB)
+		}
+		t.sufC[k] = t.sufC[k+1] + cmin
+	}
+	t.partial = make([][]float64, K+1)
+	for k := range t.partial {
+		t.partial[k] = make([]float64, n)
+	}
+	t.choice = make([]sim.StageAlloc, K)
+	t.search(0, 0, 0)
+	return t.best
+}
+
+func (t *bnb) search(k, up int, cost float64) {
+	p, m := t.p, t.p.model()
+	if k == len(t.choice) {
+		a := t.base.Clone()
+		a[t.b] = append([]sim.StageAlloc(nil), t.choice...)
+		if c, ok := p.valid(a); ok && better(c, t.best) {
+			t.best = c
+		}
+		return
+	}
+	cur, next := t.partial[k], t.partial[k+1]
+	for _, o := range t.opts[k] {
+		newNodes := max(0, o.alloc.Nodes-up)
+		stageCost := o.costLB + float64(newNodes)*m.DataCost
+		var prov, scale []float64
+		if newNodes > 0 {
+			prov, scale = p.Sim.StageProvision(t.b, k, newNodes)
+			if !m.PerFunction {
+				stageCost += m.NodePricePerSecond * (float64(o.alloc.Nodes)*mean(prov) - float64(newNodes)*mean(scale))
+			}
+		}
+		if cost+stageCost+t.sufC[k+1] >= t.best.Cost-1e-12 {
+			continue
+		}
+		ok := 0
+		for i := range next {
+			next[i] = cur[i] + o.dur[i]
+			if prov != nil {
+				next[i] += prov[i]
+			}
+			done := next[i] + t.sufT[k+1][i]
+			if t.others != nil {
+				done = max(done, t.others[i])
+			}
+			if done <= t.deadline {
+				ok++
+			}
+		}
+		if ok < t.need {
+			continue
+		}
+		t.choice[k] = o.alloc
+		t.search(k+1, o.alloc.Nodes, cost+stageCost)
+	}
+}

@@ -1,0 +1,165 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Problem is one planning question: plan these brackets on this model, under this deadline
+// (seconds) at this quantile of the simulated completion times.
+type Problem struct {
+	Sim      *sim.Simulator
+	Deadline float64
+	Quantile float64
+
+	evaluated int
+	fastest   Candidate
+}
+
+// NewProblem checks the question and returns it.
+func NewProblem(s *sim.Simulator, deadline, quantile float64) (*Problem, error) {
+	if !(deadline > 0) {
+		return nil, fmt.Errorf("plan: a deadline is required (set deadline in the spec or --deadline)")
+	}
+	if !(quantile > 0 && quantile <= 1) {
+		return nil, fmt.Errorf("plan: deadline quantile %v is not in (0, 1]", quantile)
+	}
+	return &Problem{Sim: s, Deadline: deadline, Quantile: quantile}, nil
+}
+
+// Candidate is an evaluated allocation.
+type Candidate struct {
+	Alloc sim.Alloc
+	// JCT is the completion time at the deadline quantile; Cost the mean cost.
+	JCT, Cost float64
+	Feasible  bool
+	outcome   sim.Outcome
+}
+
+// Result is what a planner returns: the cheapest feasible plan it found, or, when none meets the
+// deadline, the fastest plan it saw (Feasible false).
+type Result struct {
+	Planner   string
+	Best      Candidate
+	Feasible  bool
+	Evaluated int
+}
+
+func (p *Problem) model() *sim.Model        { return p.Sim.Model() }
+func (p *Problem) brackets() []spec.Bracket { return p.Sim.Brackets() }
+
+// need is how many samples must finish by the deadline: nearest-rank quantile <= deadline.
+func (p *Problem) need() int {
+	return max(1, int(math.Ceil(p.Quantile*float64(p.Sim.Samples())-1e-9)))
+}
+
+// meets reports whether enough samples of jct finish by the deadline.
+func (p *Problem) meets(jct []float64) bool {
+	n := 0
+	for _, x := range jct {
+		if x <= p.Deadline {
+			n++
+		}
+	}
+	return n >= p.need()
+}
+
+// evaluate predicts an allocation that passes Check.
+func (p *Problem) evaluate(a sim.Alloc) Candidate {
+	out := p.Sim.Evaluate(a)
+	c := Candidate{Alloc: a, JCT: sim.Quantile(out.JCT, p.Quantile), Cost: mean(out.Cost), Feasible: p.meets(out.JCT), outcome: out}
+	p.evaluated++
+	if p.fastest.Alloc == nil || c.JCT < p.fastest.JCT || (c.JCT == p.fastest.JCT && c.Cost < p.fastest.Cost) {
+		p.fastest = c
+	}
+	return c
+}
+
+// valid evaluates an allocation if it fits the model, and reports whether it did.
+func (p *Problem) valid(a sim.Alloc) (Candidate, bool) {
+	if p.model().Check(p.brackets(), a) != nil {
+		return Candidate{}, false
+	}
+	return p.evaluate(a), true
+}
+
+// better reports whether c beats best: feasible first, then cheaper, then faster.
+func better(c, best Candidate) bool {
+	switch {
+	case best.Alloc == nil:
+		return true
+	case c.Feasible != best.Feasible:
+		return c.Feasible
+	case !c.Feasible:
+		return c.JCT < best.JCT
+	case c.Cost != best.Cost:
+		return c.Cost < best.Cost
+	default:
+		return c.JCT < best.JCT
+	}
+}
+
+// result wraps the best candidate; when nothing was feasible it reports the fastest plan seen.
+func (p *Problem) result(name string, best Candidate) Result {
+	if !best.Feasible && p.fastest.Alloc != nil {
+		best = p.fastest
+	}
+	return Result{Planner: name, Best: best, Feasible: best.Feasible, Evaluated: p.evaluated}
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// Options lists the GPU counts a stage of n trials may get, ascending: factors of n below n
+// (trials in even waves on single GPUs) and n times every placeable GPU count per trial, within
+// max_nodes. Stepping down this list is the paper's "smallest step that keeps the allocation a
+// factor or multiple of the number of trials".
+func Options(m *sim.Model, n int) []int {
+	var opts []int
+	for d := 1; d < n; d++ {
+		if n%d == 0 && m.NodesFor(d) <= m.MaxNodes {
+			opts = append(opts, d)
+		}
+	}
+	for g := 1; g <= m.MaxGPUsPerTrial(); g++ {
+		if m.ValidTrialGPUs(g) && m.NodesFor(n*g) <= m.MaxNodes {
+			opts = append(opts, n*g)
+		}
+	}
+	return opts
+}
+
+// snap returns the largest option at most g, or the smallest option.
+func snap(opts []int, g int) int {
+	best := opts[0]
+	for _, o := range opts {
+		if o <= g {
+			best = o
+		}
+	}
+	return best
+}
+
+// Run plans with the named planner.
+func Run(p *Problem, name string) (Result, error) {
+	switch name {
+	case spec.PlannerStatic:
+		return Static(p), nil
+	case spec.PlannerNaiveElastic:
+		return NaiveElastic(p), nil
+	case spec.PlannerGreedy:
+		return Greedy(p), nil
+	case spec.PlannerOptimal:
+		return Optimal(p), nil
+	default:
+		return Result{}, fmt.Errorf("plan: unknown planner %q", name)
+	}
+}
