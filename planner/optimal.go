@@ -11,10 +11,15 @@ import (
 // cheapest plan of all those whose stages get a factor or multiple of their trial count, the
 // space greedy walks, compared on the same Monte Carlo draws, so it never costs more than greedy.
 // It is a depth-first branch and bound over stages with the nodes already up as state, starting
-// from greedy's answer as the bound to beat; a partial plan is cut when even the fastest
-// remaining stages, sample by sample, would miss the deadline quantile, or when even the
-// cheapest remaining stages cannot beat the best plan found. For Hyperband it optimises one
-// bracket at a time exactly, the others held fixed, until no bracket improves.
+// from greedy's answer as the bound to beat. A partial plan is cut when even the fastest
+// remaining stages, sample by sample, would miss the deadline quantile, or when a lower bound on
+// the remaining cost cannot beat the best plan found. That bound couples time and cost: a plan
+// meets the deadline only if at least `need` samples finish in time, so the sum over stages of
+// the mean of each stage's `need` fastest draws (tau) fits in what is left of the deadline; the
+// cheapest remaining stages under that knapsack constraint cost at least
+// max over lambda >= 0 of sum_k min_o (cost_o + lambda tau_o) - lambda slack (its Lagrangian
+// dual). For Hyperband it optimises one bracket at a time exactly, the others held fixed, until
+// no bracket improves.
 func Optimal(p *Problem) Result {
 	p.reset()
 	best := p.greedy()
@@ -38,6 +43,17 @@ type stageOption struct {
 	dur    []float64 // start-to-SYNC draws, without scale-up
 	costLB float64   // a lower bound on the stage's mean cost with no scale-up
 	fnCost float64   // mean per-function cost
+	tau    float64   // mean of the need fastest draws of dur
+}
+
+// lambdaGrid returns the prices of time ($/s) at which the Lagrangian bound is evaluated; any
+// lambda gives a valid bound, more of them a tighter one.
+func lambdaGrid() []float64 {
+	l := []float64{0}
+	for x := 1e-7; x < 1e3; x *= 1.5 {
+		l = append(l, x)
+	}
+	return l
 }
 
 type bnb struct {
@@ -47,6 +63,9 @@ type bnb struct {
 	opts     [][]stageOption
 	sufT     [][]float64 // sufT[k][s]: the fastest stages k.. can be, sample by sample
 	sufC     []float64   // sufC[k]: the cheapest stages k.. can be
+	lambdas  []float64
+	sufG     [][]float64 // sufG[k][j]: sum over stages k.. of min_o (cost_o + lambdas[j] tau_o)
+	scratch  []float64
 	others   []float64   // other brackets' completion times, sample by sample
 	othersC  float64     // and their mean cost
 	budget   int         // nodes bracket b may hold
@@ -61,7 +80,7 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 	m, s := p.model(), p.Sim
 	stages := p.brackets()[b].Stages
 	n := s.Samples()
-	t := &bnb{p: p, b: b, base: incumbent.Alloc, best: incumbent, need: p.need(), deadline: p.Deadline, budget: m.MaxNodes}
+	t := &bnb{p: p, b: b, base: incumbent.Alloc, best: incumbent, need: p.need(), deadline: p.Deadline, budget: m.MaxNodes, lambdas: lambdaGrid()}
 	if incumbent.Alloc == nil {
 		t.best.Cost = math.Inf(1)
 		t.base = p.clusterAlloc(m.MaxNodes, true)
@@ -92,7 +111,7 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 				continue
 			}
 			dur, fn := s.StageTrain(b, k, sa)
-			o := stageOption{alloc: sa, dur: dur, fnCost: mean(fn)}
+			o := stageOption{alloc: sa, dur: dur, fnCost: mean(fn), tau: t.fastMean(dur)}
 			if m.PerFunction {
 				o.costLB = o.fnCost
 			} else {
@@ -109,7 +128,17 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 	t.sufT = make([][]float64, K+1)
 	t.sufC = make([]float64, K+1)
 	t.sufT[K] = make([]float64, n)
+	t.sufG = make([][]float64, K+1)
+	t.sufG[K] = make([]float64, len(t.lambdas))
 	for k := K - 1; k >= 0; k-- {
+		t.sufG[k] = make([]float64, len(t.lambdas))
+		for j, l := range t.lambdas {
+			g := math.Inf(1)
+			for _, o := range t.opts[k] {
+				g = min(g, o.costLB+l*o.tau)
+			}
+			t.sufG[k][j] = t.sufG[k+1][j] + g
+		}
 		t.sufT[k] = make([]float64, n)
 		cmin := math.Inf(1)
 		for i := range n {
@@ -174,7 +203,35 @@ func (t *bnb) search(k, up int, cost float64) {
 		if ok < t.need {
 			continue
 		}
+		if k+1 < len(t.choice) && cost+stageCost+t.costBound(k+1, next) >= t.best.Cost-1e-12 {
+			continue
+		}
 		t.choice[k] = o.alloc
 		t.search(k+1, o.alloc.Nodes, cost+stageCost)
 	}
+}
+
+// fastMean is the mean of the need smallest values of xs.
+func (t *bnb) fastMean(xs []float64) float64 {
+	t.scratch = append(t.scratch[:0], xs...)
+	sort.Float64s(t.scratch)
+	sum := 0.0
+	for _, x := range t.scratch[:t.need] {
+		sum += x
+	}
+	return sum / float64(t.need)
+}
+
+// costBound is the Lagrangian lower bound on the cost of stages k.. when the stages before them
+// took partial (sample by sample).
+func (t *bnb) costBound(k int, partial []float64) float64 {
+	slack := t.deadline - t.fastMean(partial)
+	if slack < 0 {
+		return math.Inf(1)
+	}
+	lb := 0.0
+	for j, l := range t.lambdas {
+		lb = max(lb, t.sufG[k][j]-l*slack)
+	}
+	return lb
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/urfave/cli/v2"
+)
+
+// predictionFlags are the flags plan and simulate share.
+func predictionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "deadline", Usage: "deadline as a Go duration (overrides the spec's), e.g. 30m"},
+		&cli.Float64Flag{Name: "quantile", Usage: "share of simulated runs that must meet the deadline (overrides planner.deadline_quantile)"},
+		&cli.IntFlag{Name: "samples", Usage: "Monte Carlo samples per prediction (overrides planner.samples)"},
+		&cli.Int64Flag{Name: "seed", Usage: "random seed (overrides the spec's)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+	}
+}
+
+// applyOverrides puts the command line's settings over the spec's.
+func applyOverrides(c *cli.Context, exp *spec.Experiment) error {
+	if c.IsSet("deadline") {
+		d, err := time.ParseDuration(c.String("deadline"))
+		if err != nil || d <= 0 {
+			return usageErr("--deadline %q is not a positive Go duration such as 30m", c.String("deadline"))
+		}
+		exp.Deadline = spec.Duration(d)
+	}
+	if c.IsSet("quantile") {
+		q := c.Float64("quantile")
+		if !(q > 0 && q <= 1) {
+			return usageErr("--quantile %v is not in (0, 1]", q)
+		}
+		exp.Planner.DeadlineQuantile = q
+	}
+	if c.IsSet("samples") {
+		n := c.Int("samples")
+		if n < 1 || n > spec.MaxSamples {
+			return usageErr("--samples %d is out of range (1 to %d)", n, spec.MaxSamples)
+		}
+		exp.Planner.Samples = n
+	}
+	if c.IsSet("seed") {
+		exp.Seed = c.Int64("seed")
+	}
+	if c.IsSet("planner") {
+		name := c.String("planner")
+		if !slices.Contains(spec.PlannerNames(), name) {
+			return usageErr("--planner %q is not a planner (%s)", name, strings.Join(spec.PlannerNames(), ", "))
+		}
+		exp.Planner.Name = name
+	}
+	if o := c.String("output"); o != "table" && o != "json" {
+		return usageErr("--output %q is not a format (table or json)", o)
+	}
+	return nil
+}
+
+// newSimulator builds the simulator for a spec.
+func newSimulator(exp *spec.Experiment) (*sim.Simulator, error) {
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		return nil, fmt.Errorf("build model: %w", err)
+	}
+	return sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

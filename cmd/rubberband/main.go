@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes.
+const (
+	exitError      = 1
+	exitInvalid    = 2
+	exitInfeasible = 3
+)
+
+// exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
+type exitErr struct {
+	code int
+	err  error
+}
+
+func (e *exitErr) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitErr) Unwrap() error { return e.err }
+
+func main() {
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+// run is the whole CLI with its streams passed in, so tests can drive it in process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := &cli.App{
+		Name:  "rubberband",
+		Usage: "cost-aware elastic hyperparameter tuning: plan, simulate, run",
+		Description: "rubberband predicts what a Successive Halving or Hyperband job will cost and when it will end,\n" +
+			"and picks the cheapest elastic allocation plan that meets a deadline.",
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Commands:        []*cli.Command{validateCommand(), planCommand(), simulateCommand()},
+	}
+	err := app.RunContext(ctx, flagsFirst(app.Commands, args))
+	if err == nil {
+		return 0
+	}
+	var ee *exitErr
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "rubberband:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "rubberband:", err)
+	return exitError
+}
+
+// usageErr reports bad arguments with exit code 2.
+func usageErr(format string, args ...any) error {
+	return &exitErr{code: exitInvalid, err: fmt.Errorf(format, args...)}
+}
+
+// flagsFirst moves a subcommand's flags before its arguments, because urfave/cli stops reading
+// flags at the first argument and the usage `rubberband plan SPEC --planner optimal` puts them
+// after it. "--" still ends the flags.
+func flagsFirst(cmds []*cli.Command, args []string) []string {
+	if len(args) < 3 {
+		return args
+	}
+	var cmd *cli.Command
+	for _, c := range cmds {
+		if c.HasName(args[1]) {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	flags, positional := []string{}, []string{}
+	rest := args[2:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			positional = append(positional, rest[i+1:]...)
+			i = len(rest)
+		case len(a) > 1 && a[0] == '-':
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
+				flags = append(flags, rest[i+1])
+				i++
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	out := append([]string{args[0], args[1]}, flags...)
+	if len(positional) > 0 {
+		out = append(append(out, "--"), positional...)
+	}
+	return out
+}

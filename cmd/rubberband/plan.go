@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/urfave/cli/v2"
+)
+
+func planCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "plan",
+		Usage:     "find the cheapest allocation plan that meets the deadline",
+		ArgsUsage: "SPEC",
+		Flags: append(predictionFlags(),
+			&cli.StringFlag{Name: "planner", Usage: "static, naive-elastic, greedy or optimal (overrides planner.name)"},
+			&cli.StringFlag{Name: "out", Usage: "write the plan as JSON to this file (for simulate --plan and run --plan)"},
+		),
+		Action: planAction,
+	}
+}
+
+func planAction(c *cli.Context) error {
+	exp, err := loadSpec(c, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	if err := applyOverrides(c, exp); err != nil {
+		return err
+	}
+	s, err := newSimulator(exp)
+	if err != nil {
+		return err
+	}
+	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	res, err := planner.Run(prob, exp.Planner.Name)
+	if err != nil {
+		return err
+	}
+	if res.Best.Alloc == nil {
+		return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan fits max_nodes %d", exp.Cluster.MaxNodes)}
+	}
+	static := res
+	if exp.Planner.Name != "static" {
+		static = planner.Static(prob)
+	}
+	predicted, err := s.Simulate(res.Best.Alloc)
+	if err != nil {
+		return err
+	}
+	rep := planner.NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), res.Feasible, predicted)
+	rep.Evaluated = res.Evaluated
+	if static.Best.Alloc != nil {
+		sp, err := s.Simulate(static.Best.Alloc)
+		if err != nil {
+			return err
+		}
+		rep.SetStatic(static.Feasible, sp)
+	}
+	if out := c.String("out"); out != "" && res.Feasible {
+		var buf bytes.Buffer
+		if err := writeJSON(&buf, rep); err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write plan: %w", err)
+		}
+	}
+	if c.String("output") == "json" {
+		if err := writeJSON(c.App.Writer, rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(c.App.Writer, rep)
+	}
+	if !res.Feasible {
+		return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan meets the deadline %s at p%.0f: the fastest plan found takes %s (p%.0f)",
+			exp.Deadline.D(), 100*exp.Planner.DeadlineQuantile, clock(res.Best.JCT), 100*exp.Planner.DeadlineQuantile)}
+	}
+	return nil
+}

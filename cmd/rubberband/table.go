@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+)
+
+// printReport writes a plan or prediction as tables a person reads.
+func printReport(w io.Writer, r *planner.Report) {
+	q := 100 * r.DeadlineQuantile
+	head := fmt.Sprintf("%s · planner %s", r.Experiment, r.Planner)
+	if r.DeadlineS > 0 {
+		head += fmt.Sprintf(" · deadline %s at p%.0f", clock(r.DeadlineS), q)
+	}
+	fmt.Fprintf(w, "%s · %d samples, seed %d\n", head, r.Samples, r.Seed)
+	node := r.Cluster.InstanceType
+	if node == "" {
+		node = "nodes"
+	}
+	fmt.Fprintf(w, "%s: %d GPUs, $%.4g/h %s, %s billing, up to %d nodes\n\n",
+		node, r.Cluster.GPUsPerNode, r.Cluster.PricePerHour, r.Cluster.Market, r.Cluster.Billing, r.Cluster.MaxNodes)
+	printStages(w, r.Brackets, len(r.Brackets) > 1)
+	fmt.Fprintln(w)
+	printPrediction(w, "predicted", r.Predicted, r.DeadlineS > 0)
+	if r.Static != nil {
+		printPrediction(w, "static", r.Static.Predicted, r.DeadlineS > 0)
+		nodes := 0
+		for _, b := range r.Static.Brackets {
+			nodes += b.Stages[0].Nodes
+		}
+		switch {
+		case r.SavingPct != nil:
+			fmt.Fprintf(w, "\nsaving vs the best static cluster (%d nodes): %.1f%% ($%.2f)\n", nodes, *r.SavingPct,
+				r.Static.Predicted.Cost.Mean-r.Predicted.Cost.Mean)
+		case !r.Static.Feasible:
+			fmt.Fprintf(w, "\nno static cluster meets the deadline (fastest: %d nodes)\n", nodes)
+		}
+	}
+	if r.DeadlineS > 0 && !r.Feasible {
+		fmt.Fprintf(w, "\nDEADLINE MISSED: this plan finishes after %s in %.0f%% of simulated runs\n",
+			clock(r.DeadlineS), 100*r.Predicted.DeadlineMissProb)
+	}
+}
+
+func printStages(w io.Writer, brackets []planner.BracketReport, named bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cols := []string{"STAGE", "TRIALS", "ITERS", "GPUS", "GPUS/TRIAL", "NODES", "WAVES", "START", "TIME", "COST", ""}
+	if named {
+		cols = append([]string{"BRACKET"}, cols...)
+	}
+	fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	for _, b := range brackets {
+		for k, s := range b.Stages {
+			row := []string{fmt.Sprint(k), fmt.Sprint(s.Trials), fmt.Sprint(s.Iters), fmt.Sprint(s.GPUs),
+				fmt.Sprint(s.GPUsPerTrial), fmt.Sprint(s.Nodes), fmt.Sprint(s.Waves), clock(s.Start),
+				clock(s.Duration), fmt.Sprintf("$%.2f", s.Cost), ""}
+			if named {
+				row = append([]string{b.Name}, row...)
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	}
+	tw.Flush()
+}
+
+func printPrediction(w io.Writer, label string, p planner.Prediction, deadline bool) {
+	line := fmt.Sprintf("%-10s JCT %s mean, %s p50, %s p95 (±%s)   cost $%.2f mean, $%.2f p50, $%.2f p95",
+		label, clock(p.JCT.Mean), clock(p.JCT.P50), clock(p.JCT.P95), clock(p.JCT.Std), p.Cost.Mean, p.Cost.P50, p.Cost.P95)
+	if deadline {
+		line += fmt.Sprintf("   P(miss) %.0f%%", 100*p.DeadlineMissProb)
+	}
+	fmt.Fprintln(w, line)
+}
+
+// clock formats seconds as m:ss or h:mm:ss.
+func clock(s float64) string {
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return "∞"
+	}
+	t := int(math.Round(s))
+	if t >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", t/3600, t/60%60, t%60)
+	}
+	return fmt.Sprintf("%d:%02d", t/60, t%60)
+}

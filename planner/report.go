@@ -1,0 +1,135 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Report is a plan with its prediction: what `rubberband plan -o json` prints, what --out
+// writes, and what `rubberband simulate --plan` and `rubberband run --plan` read back.
+type Report struct {
+	Experiment       string          `json:"experiment"`
+	Planner          string          `json:"planner"`
+	DeadlineS        float64         `json:"deadline_s"`
+	DeadlineQuantile float64         `json:"deadline_quantile"`
+	Samples          int             `json:"samples"`
+	Seed             int64           `json:"seed"`
+	Feasible         bool            `json:"feasible"`
+	Cluster          ClusterInfo     `json:"cluster"`
+	Brackets         []BracketReport `json:"brackets"`
+	Predicted        Prediction      `json:"predicted"`
+	// Static is the cheapest static cluster for the same question, for comparison.
+	Static *Baseline `json:"static,omitempty"`
+	// SavingPct is how much cheaper the plan is predicted to be than Static.
+	SavingPct *float64 `json:"saving_pct,omitempty"`
+	// Evaluated counts the plans the planner simulated.
+	Evaluated int `json:"evaluated,omitempty"`
+}
+
+// ClusterInfo says what the plan's nodes are.
+type ClusterInfo struct {
+	InstanceType string  `json:"instance_type,omitempty"`
+	GPUsPerNode  int     `json:"gpus_per_node"`
+	PricePerHour float64 `json:"price_per_hour"`
+	Market       string  `json:"market"`
+	Billing      string  `json:"billing"`
+	MaxNodes     int     `json:"max_nodes"`
+}
+
+// BracketReport is one bracket's stages with their allocation and prediction.
+type BracketReport struct {
+	Name   string            `json:"name"`
+	Stages []sim.StageResult `json:"stages"`
+}
+
+// Prediction is the predicted JCT (seconds) and cost (dollars).
+type Prediction struct {
+	JCT              sim.Summary `json:"jct_s"`
+	Cost             sim.Summary `json:"cost_usd"`
+	DeadlineMissProb float64     `json:"deadline_miss_prob"`
+}
+
+// Baseline is a comparison plan.
+type Baseline struct {
+	Feasible  bool            `json:"feasible"`
+	Brackets  []BracketReport `json:"brackets"`
+	Predicted Prediction      `json:"predicted"`
+}
+
+// NewReport describes a simulated allocation.
+func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible bool, res sim.Result) *Report {
+	c := exp.Cluster
+	return &Report{
+		Experiment: exp.Name, Planner: planner, DeadlineS: deadline, DeadlineQuantile: exp.Planner.DeadlineQuantile,
+		Samples: res.Samples, Seed: exp.Seed, Feasible: feasible,
+		Cluster: ClusterInfo{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, PricePerHour: c.HourlyPrice(),
+			Market: c.Market, Billing: c.Billing.Model, MaxNodes: c.MaxNodes},
+		Brackets:  bracketReports(res),
+		Predicted: prediction(res, deadline),
+	}
+}
+
+// SetStatic adds the static baseline and the saving against it.
+func (r *Report) SetStatic(feasible bool, res sim.Result) {
+	r.Static = &Baseline{Feasible: feasible, Brackets: bracketReports(res), Predicted: prediction(res, r.DeadlineS)}
+	if feasible && r.Feasible && res.Cost.Mean > 0 {
+		s := 100 * (1 - r.Predicted.Cost.Mean/res.Cost.Mean)
+		r.SavingPct = &s
+	}
+}
+
+func bracketReports(res sim.Result) []BracketReport {
+	out := make([]BracketReport, len(res.Brackets))
+	for i, b := range res.Brackets {
+		out[i] = BracketReport{Name: b.Name, Stages: b.Stages}
+	}
+	return out
+}
+
+func prediction(res sim.Result, deadline float64) Prediction {
+	p := Prediction{JCT: res.JCT, Cost: res.Cost}
+	if deadline > 0 {
+		p.DeadlineMissProb = sim.MissProb(res.Outcome.JCT, deadline)
+	}
+	return p
+}
+
+// Alloc returns the report's allocation after checking that it was made for these brackets.
+func (r *Report) Alloc(brackets []spec.Bracket) (sim.Alloc, error) {
+	if len(r.Brackets) != len(brackets) {
+		return nil, fmt.Errorf("plan has %d brackets, the spec %d", len(r.Brackets), len(brackets))
+	}
+	a := make(sim.Alloc, len(brackets))
+	for b, br := range brackets {
+		if len(r.Brackets[b].Stages) != len(br.Stages) {
+			return nil, fmt.Errorf("plan bracket %d has %d stages, the spec %d", b, len(r.Brackets[b].Stages), len(br.Stages))
+		}
+		for k, st := range br.Stages {
+			ps := r.Brackets[b].Stages[k]
+			if ps.Trials != st.Trials || ps.Iters != st.Iters {
+				return nil, fmt.Errorf("plan bracket %d stage %d is %d trials x %d iterations, the spec %d x %d (was the plan made for another spec?)",
+					b, k, ps.Trials, ps.Iters, st.Trials, st.Iters)
+			}
+			a[b] = append(a[b], sim.StageAlloc{GPUs: ps.GPUs, Nodes: ps.Nodes})
+		}
+	}
+	return a, nil
+}
+
+// ReadReport decodes a plan file.
+func ReadReport(r io.Reader) (*Report, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var rep Report
+	if err := dec.Decode(&rep); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	if len(rep.Brackets) == 0 {
+		return nil, fmt.Errorf("read plan: no brackets")
+	}
+	return &rep, nil
+}
