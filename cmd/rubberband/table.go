@@ -35,10 +35,10 @@ func printReport(w io.Writer, r *planner.Report) {
 		}
 		switch {
 		case r.SavingPct != nil:
-			fmt.Fprintf(w, "\nsaving vs the best static cluster (%d nodes): %.1f%% ($%.2f)\n", nodes, *r.SavingPct,
+			fmt.Fprintf(w, "\nsaving vs the best static cluster (%s): %.1f%% ($%.2f)\n", plural(nodes, "node"), *r.SavingPct,
 				r.Static.Predicted.Cost.Mean-r.Predicted.Cost.Mean)
 		case !r.Static.Feasible:
-			fmt.Fprintf(w, "\nno static cluster meets the deadline (fastest: %d nodes)\n", nodes)
+			fmt.Fprintf(w, "\nno static cluster meets the deadline (fastest: %s)\n", plural(nodes, "node"))
 		}
 	}
 	if r.DeadlineS > 0 && !r.Feasible {
@@ -87,4 +87,11 @@ func clock(s float64) string {
 		return fmt.Sprintf("%d:%02d:%02d", t/3600, t/60%60, t%60)
 	}
 	return fmt.Sprintf("%d:%02d", t/60, t%60)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -1,0 +1,35 @@
+# rubberband: `make demo` plans the example job; `make test` runs every test.
+GO      ?= go
+BIN     := bin/rubberband
+EXAMPLE ?= examples/quickstart.yaml
+
+.PHONY: build test bench deps demo paper fuzz clean
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/rubberband
+
+# Everything the tests need. Idempotent: a second run downloads nothing.
+deps:
+	$(GO) mod download
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The main job on the embedded default: validate and plan the example experiment.
+demo: build
+	./$(BIN) validate $(EXAMPLE)
+	./$(BIN) plan $(EXAMPLE)
+
+# The paper's settings, every planner, beside the paper's figures (examples/paper/README.md).
+paper: deps
+	$(GO) run ./examples/paper/table
+
+fuzz: deps
+	$(GO) test ./spec -run '^$$' -fuzz FuzzParse -fuzztime 60s
+
+clean:
+	rm -rf bin

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var binary string
+
+// TestMain builds the real binary once; every test drives it as a user would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rubberband-cli")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "rubberband")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func rb(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = "../.."
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+const table2 = "examples/paper/table2-resnet101.yaml"
+
+func TestValidate(t *testing.T) {
+	out, _, code := rb(t, "validate", table2)
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "ok: table2-resnet101-cifar10: SHA(n=32, r=1, R=50, eta=3), 1 bracket(s), 4 stages, 32 trials") {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: ok\nobjective: {metric: acc}\nalgorithm: {sha: {trials: 8, min_iters: 1, max_iters: 9, eta: 3}}\n"+
+		"cluster: {instance_type: p9.huge}\nprofile: {iter_latency: {1: {mean: 1}}}\nplanner: {samples: -1}\n"), 0o644)
+	_, errOut, code := rb(t, "validate", bad)
+	if code != 2 {
+		t.Fatalf("exit %d for an invalid spec", code)
+	}
+	for _, want := range []string{bad + `:4: cluster.instance_type: unknown instance type "p9.huge"`, bad + ":6: planner.samples: -1 is out of range"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestPlanJSONAndSimulateAgree(t *testing.T) {
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	out, errOut, code := rb(t, "plan", table2, "--planner", "optimal", "--deadline", "30m", "-o", "json", "--out", planFile)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep["experiment"] != "table2-resnet101-cifar10" || rep["planner"] != "optimal" || rep["deadline_s"] != 1800.0 || rep["feasible"] != true {
+		t.Fatalf("header fields: %v %v %v %v", rep["experiment"], rep["planner"], rep["deadline_s"], rep["feasible"])
+	}
+	stages := rep["brackets"].([]any)[0].(map[string]any)["stages"].([]any)
+	if len(stages) != 4 {
+		t.Fatalf("%d stages", len(stages))
+	}
+	for i, s := range stages {
+		st := s.(map[string]any)
+		for _, k := range []string{"trials", "iters", "gpus", "gpus_per_trial", "nodes"} {
+			if _, ok := st[k].(float64); !ok {
+				t.Fatalf("stage %d lacks %s", i, k)
+			}
+		}
+	}
+	pred := rep["predicted"].(map[string]any)
+	jct := pred["jct_s"].(map[string]any)
+	if jct["p50"].(float64) > 1800 || pred["deadline_miss_prob"].(float64) > 0.5 {
+		t.Fatalf("plan misses its deadline: %v", pred)
+	}
+	for _, block := range []map[string]any{pred, rep["static"].(map[string]any)["predicted"].(map[string]any)} {
+		for _, k := range []string{"jct_s", "cost_usd"} {
+			for _, q := range []string{"mean", "p50", "p95"} {
+				if _, ok := block[k].(map[string]any)[q].(float64); !ok {
+					t.Fatalf("predicted block lacks %s.%s: %v", k, q, block)
+				}
+			}
+		}
+	}
+	if rep["static"].(map[string]any)["predicted"].(map[string]any)["cost_usd"].(map[string]any)["mean"].(float64) < pred["cost_usd"].(map[string]any)["mean"].(float64) {
+		t.Fatal("optimal plan predicted dearer than static")
+	}
+	// The plan file, simulated with the same seed and samples, predicts the same numbers.
+	simOut, errOut, code := rb(t, "simulate", table2, "--plan", planFile, "--deadline", "30m", "-o", "json")
+	if code != 0 {
+		t.Fatalf("simulate exit %d: %s", code, errOut)
+	}
+	var sim map[string]any
+	json.Unmarshal([]byte(simOut), &sim)
+	if a, b := sim["predicted"].(map[string]any)["cost_usd"], pred["cost_usd"]; !equalJSON(a, b) {
+		t.Fatalf("simulate --plan predicts %v, plan said %v", a, b)
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestSimulateAllocTable(t *testing.T) {
+	out, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// The stage rows of the paper's Table 3 plan: trials, iterations, GPUs, GPUs per trial, nodes.
+	for _, row := range []string{`0\s+32\s+1\s+32\s+1\s+8\s+1`, `1\s+10\s+3\s+20\s+2\s+5\s+1`, `2\s+3\s+9\s+12\s+4\s+3\s+1`, `3\s+1\s+37\s+8\s+8\s+2\s+1`} {
+		if !regexp.MustCompile(row).MatchString(out) {
+			t.Errorf("no stage row %q in\n%s", row, out)
+		}
+	}
+	if !strings.Contains(out, "predicted  JCT") {
+		t.Errorf("no totals line:\n%s", out)
+	}
+	// Hyperband: one allocation per bracket, separated by ';'.
+	hb := filepath.Join(t.TempDir(), "hb.yaml")
+	os.WriteFile(hb, []byte("name: hb\nobjective: {metric: acc}\nalgorithm: {hyperband: {min_iters: 1, max_iters: 9, eta: 3}}\n"+
+		"cluster: {instance_type: p3.8xlarge}\nprofile: {file: "+filepath.Join(mustAbs(t, "../../examples/paper/profiles"), "resnet50-b512-p3.8xlarge.yaml")+"}\n"), 0o644)
+	out, errOut, code = rb(t, "simulate", hb, "--alloc", "9,3,1;5,2;3", "-o", "json")
+	if code != 0 {
+		t.Fatalf("hyperband exit %d: %s", code, errOut)
+	}
+	var rep struct{ Brackets []struct{ Stages []struct{ Trials, GPUs int } } }
+	json.Unmarshal([]byte(out), &rep)
+	if len(rep.Brackets) != 3 || rep.Brackets[1].Stages[0].Trials != 5 || rep.Brackets[1].Stages[1].GPUs != 2 {
+		t.Fatalf("hyperband brackets %+v", rep.Brackets)
+	}
+	// Allocations that cannot be placed are refused with exit 2.
+	_, errOut, code = rb(t, "simulate", table2, "--alloc", "32,15,12,8")
+	if code != 2 || !strings.Contains(errOut, "do not divide evenly") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestPlanInfeasibleExits3(t *testing.T) {
+	out, errOut, code := rb(t, "plan", table2, "--deadline", "5m")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3", code)
+	}
+	if !regexp.MustCompile(`no plan meets the deadline 5m0s at p50: the fastest plan found takes \d+:\d\d \(p50\)`).MatchString(errOut) {
+		t.Fatalf("stderr: %s", errOut)
+	}
+	if !strings.Contains(out, "DEADLINE MISSED") {
+		t.Fatalf("table does not say the deadline is missed:\n%s", out)
+	}
+}
+
+func TestPlanTableShowsStaticBaseline(t *testing.T) {
+	out, _, code := rb(t, "plan", "examples/quickstart.yaml", "--samples", "50", "--seed", "3")
+	if code != 0 || !strings.Contains(out, "static ") || !strings.Contains(out, "saving vs the best static cluster") || !strings.Contains(out, "50 samples, seed 3") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan"},
+		{"plan", table2, "--planner", "clever"},
+		{"plan", table2, "--deadline", "soon"},
+		{"plan", table2, "-o", "xml"},
+		{"simulate", table2},
+		{"simulate", table2, "--alloc", "1,x"},
+	} {
+		_, errOut, code := rb(t, args...)
+		if code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
