@@ -15,6 +15,9 @@ type Problem struct {
 	Deadline float64
 	Quantile float64
 
+	// Progress, when set, is told how many plans have been simulated, every 256 of them.
+	Progress func(evaluated int)
+
 	evaluated int
 	fastest   Candidate
 }
@@ -72,6 +75,9 @@ func (p *Problem) evaluate(a sim.Alloc) Candidate {
 	out := p.Sim.Evaluate(a)
 	c := Candidate{Alloc: a, JCT: sim.Quantile(out.JCT, p.Quantile), Cost: mean(out.Cost), Feasible: p.meets(out.JCT), outcome: out}
 	p.evaluated++
+	if p.Progress != nil && p.evaluated%256 == 0 {
+		p.Progress(p.evaluated)
+	}
 	if p.fastest.Alloc == nil || c.JCT < p.fastest.JCT || (c.JCT == p.fastest.JCT && c.Cost < p.fastest.Cost) {
 		p.fastest = c
 	}

@@ -38,7 +38,9 @@ func planAction(c *cli.Context) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	done := showProgress(c.App.ErrWriter, prob)
 	res, err := planner.Run(prob, exp.Planner.Name)
+	done()
 	if err != nil {
 		return err
 	}
