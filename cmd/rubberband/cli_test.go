@@ -146,7 +146,9 @@ func TestSimulateAllocTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("hyperband exit %d: %s", code, errOut)
 	}
-	var rep struct{ Brackets []struct{ Stages []struct{ Trials, GPUs int } } }
+	var rep struct {
+		Brackets []struct{ Stages []struct{ Trials, GPUs int } }
+	}
 	json.Unmarshal([]byte(out), &rep)
 	if len(rep.Brackets) != 3 || rep.Brackets[1].Stages[0].Trials != 5 || rep.Brackets[1].Stages[1].GPUs != 2 {
 		t.Fatalf("hyperband brackets %+v", rep.Brackets)

@@ -63,13 +63,21 @@ func applyOverrides(c *cli.Context, exp *spec.Experiment) error {
 	return nil
 }
 
-// newSimulator builds the simulator for a spec.
-func newSimulator(exp *spec.Experiment) (*sim.Simulator, error) {
+// prepare loads the spec named on the command line, puts the flags over it and builds its
+// simulator: what plan and simulate both start with.
+func prepare(c *cli.Context) (*spec.Experiment, *sim.Simulator, error) {
+	exp, err := loadSpec(c, c.App.ErrWriter)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := applyOverrides(c, exp); err != nil {
+		return nil, nil, err
+	}
 	m, err := sim.NewModel(exp)
 	if err != nil {
-		return nil, fmt.Errorf("build model: %w", err)
+		return nil, nil, fmt.Errorf("build model: %w", err)
 	}
-	return sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), nil
+	return exp, sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -25,14 +25,7 @@ func simulateCommand() *cli.Command {
 }
 
 func simulateAction(c *cli.Context) error {
-	exp, err := loadSpec(c, c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
-	if err := applyOverrides(c, exp); err != nil {
-		return err
-	}
-	s, err := newSimulator(exp)
+	exp, s, err := prepare(c)
 	if err != nil {
 		return err
 	}
