@@ -72,6 +72,7 @@ type bnb struct {
 	partial  [][]float64 // partial[k][s]: completion time of stages ..k-1
 	choice   []sim.StageAlloc
 	best     Candidate
+	bound    float64 // cost of the cheapest feasible plan found; +Inf until there is one
 	need     int
 	deadline float64
 }
@@ -81,8 +82,11 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 	stages := p.brackets()[b].Stages
 	n := s.Samples()
 	t := &bnb{p: p, b: b, base: incumbent.Alloc, best: incumbent, need: p.need(), deadline: p.Deadline, budget: m.MaxNodes, lambdas: lambdaGrid()}
+	t.bound = math.Inf(1)
+	if incumbent.Feasible {
+		t.bound = incumbent.Cost
+	}
 	if incumbent.Alloc == nil {
-		t.best.Cost = math.Inf(1)
 		t.base = p.clusterAlloc(m.MaxNodes, true)
 	}
 	if len(p.brackets()) > 1 {
@@ -169,6 +173,9 @@ func (t *bnb) search(k, up int, cost float64) {
 		a[t.b] = append([]sim.StageAlloc(nil), t.choice...)
 		if c, ok := p.valid(a); ok && better(c, t.best) {
 			t.best = c
+			if c.Feasible {
+				t.bound = c.Cost
+			}
 		}
 		return
 	}
@@ -183,7 +190,7 @@ func (t *bnb) search(k, up int, cost float64) {
 				stageCost += m.NodePricePerSecond * (float64(o.alloc.Nodes)*mean(prov) - float64(newNodes)*mean(scale))
 			}
 		}
-		if cost+stageCost+t.sufC[k+1] >= t.best.Cost-1e-12 {
+		if cost+stageCost+t.sufC[k+1] >= t.bound-1e-12 {
 			continue
 		}
 		ok := 0
@@ -203,7 +210,7 @@ func (t *bnb) search(k, up int, cost float64) {
 		if ok < t.need {
 			continue
 		}
-		if k+1 < len(t.choice) && cost+stageCost+t.costBound(k+1, next) >= t.best.Cost-1e-12 {
+		if k+1 < len(t.choice) && cost+stageCost+t.costBound(k+1, next) >= t.bound-1e-12 {
 			continue
 		}
 		t.choice[k] = o.alloc

@@ -123,8 +123,14 @@ profile: {iter_latency: {1: {mean: 30, std: 5}, 2: {mean: 16, std: 2}, 4: {mean:
 	}
 }
 
+// bruteForce tries the static plan and every elastic plan of a one-bracket job.
 func bruteForce(p *Problem) Candidate {
-	best, _ := p.static()
+	st, _ := p.static()
+	return bruteForceFrom(p, st)
+}
+
+// bruteForceFrom tries every elastic plan of a one-bracket job, starting from best.
+func bruteForceFrom(p *Problem, best Candidate) Candidate {
 	opts := p.options()[0]
 	choice := make([]int, len(opts))
 	var walk func(k int)
@@ -194,4 +200,48 @@ func TestOptions(t *testing.T) {
 	if got != "[1 2 3 4 6 12 24 48]" {
 		t.Fatalf("options %s", got)
 	}
+}
+
+// A cheap but infeasible incumbent must not bound the search: the exact search still finds the
+// cheapest feasible plan (brute force agrees).
+func TestBranchAndBoundFromInfeasibleIncumbent(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	tested := 0
+	for j := 0; j < 100 && tested < 10; j++ {
+		src, hyperband := randomJob(r)
+		if hyperband {
+			continue
+		}
+		probe := problem(t, src, 1e9, 0.5, 20)
+		slowest := Static(probe).Best // a cheap plan, usually slow
+		p := problem(t, src, slowest.JCT*0.7, 0.5, 20)
+		if spaceSize(p) > 20000 {
+			continue
+		}
+		incumbent := p.evaluate(slowest.Alloc)
+		if incumbent.Feasible {
+			continue
+		}
+		brute := bruteForceFrom(p, Candidate{}) // elastic plans only, as the search covers
+		if !brute.Feasible {
+			continue
+		}
+		tested++
+		got := p.branchAndBound(0, incumbent)
+		if !got.Feasible || got.Cost > brute.Cost+1e-9 {
+			t.Fatalf("job %d: from an infeasible $%.4f incumbent found feasible %v $%.4f, brute force $%.4f\n%s",
+				j, incumbent.Cost, got.Feasible, got.Cost, brute.Cost, src)
+		}
+	}
+	if tested < 3 {
+		t.Fatalf("only %d jobs exercised", tested)
+	}
+}
+
+func spaceSize(p *Problem) int {
+	n := 1
+	for _, o := range p.options()[0] {
+		n *= len(o)
+	}
+	return n
 }
