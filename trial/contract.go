@@ -1,0 +1,143 @@
+package trial
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Env is what one worker of a trial's gang is told, as environment variables.
+type Env struct {
+	TrialID    string
+	Experiment string
+	// Params is the trial's configuration as a JSON object.
+	Params        map[string]any
+	StartIter     int
+	TargetIter    int
+	CheckpointDir string
+	Rank          int
+	WorldSize     int
+	LocalRank     int
+	MasterAddr    string
+	MasterPort    int
+	// GPUs are the device indices on the worker's node.
+	GPUs []int
+}
+
+// Vars returns the worker's environment as KEY=VALUE pairs: rubberband's RB_* variables and
+// PyTorch's own names, so that a torch.distributed script runs unchanged.
+func (e Env) Vars() ([]string, error) {
+	params, err := json.Marshal(e.Params)
+	if err != nil {
+		return nil, fmt.Errorf("encode params: %w", err)
+	}
+	gpus := make([]string, len(e.GPUs))
+	for i, g := range e.GPUs {
+		gpus[i] = strconv.Itoa(g)
+	}
+	devices := strings.Join(gpus, ",")
+	return []string{
+		"RB_TRIAL_ID=" + e.TrialID,
+		"RB_EXPERIMENT=" + e.Experiment,
+		"RB_PARAMS=" + string(params),
+		"RB_START_ITER=" + strconv.Itoa(e.StartIter),
+		"RB_TARGET_ITER=" + strconv.Itoa(e.TargetIter),
+		"RB_CHECKPOINT_DIR=" + e.CheckpointDir,
+		"RB_GPUS=" + devices,
+		"CUDA_VISIBLE_DEVICES=" + devices,
+		"RANK=" + strconv.Itoa(e.Rank),
+		"WORLD_SIZE=" + strconv.Itoa(e.WorldSize),
+		"LOCAL_RANK=" + strconv.Itoa(e.LocalRank),
+		"MASTER_ADDR=" + e.MasterAddr,
+		"MASTER_PORT=" + strconv.Itoa(e.MasterPort),
+	}, nil
+}
+
+// ReportPrefix starts every report line a trainer prints on standard output.
+const ReportPrefix = "@rb "
+
+// Report is one progress report: the iteration reached and the metrics measured there.
+type Report struct {
+	Iter    int                `json:"iter"`
+	Metrics map[string]float64 `json:"metrics"`
+	// At is when the driver read the line.
+	At time.Time `json:"at"`
+}
+
+// ErrNotReport means a line is the trainer's own output, not a report.
+var ErrNotReport = errors.New("not a report line")
+
+// ParseReport reads one line of a trainer's output. Lines without the "@rb " prefix are
+// ErrNotReport; a prefixed line must hold exactly one JSON object with an integer "iter" >= 0 and
+// otherwise only finite numbers, else it is an error (the caller logs it and goes on).
+func ParseReport(line string) (Report, error) {
+	rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), ReportPrefix)
+	if !ok {
+		return Report{}, ErrNotReport
+	}
+	dec := json.NewDecoder(strings.NewReader(rest))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return Report{}, fmt.Errorf("report %q: not a JSON object: %w", rest, err)
+	}
+	if dec.More() {
+		return Report{}, fmt.Errorf("report %q: text after the JSON object", rest)
+	}
+	num, ok := obj["iter"].(json.Number)
+	if !ok {
+		return Report{}, fmt.Errorf("report %q: no integer \"iter\"", rest)
+	}
+	iter, err := num.Int64()
+	if err != nil || iter < 0 || iter > math.MaxInt32 {
+		return Report{}, fmt.Errorf("report %q: \"iter\" %s is not an iteration number", rest, num)
+	}
+	r := Report{Iter: int(iter), Metrics: map[string]float64{}}
+	for k, v := range obj {
+		if k == "iter" {
+			continue
+		}
+		n, ok := v.(json.Number)
+		f, err := n.Float64()
+		if !ok || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return Report{}, fmt.Errorf("report %q: %q is not a finite number", rest, k)
+		}
+		r.Metrics[k] = f
+	}
+	return r, nil
+}
+
+// FormatReport is the line a trainer prints for a report (what rbtrain writes).
+func FormatReport(iter int, metrics map[string]float64) string {
+	var b bytes.Buffer
+	b.WriteString(ReportPrefix + `{"iter":` + strconv.Itoa(iter))
+	keys := make([]string, 0, len(metrics))
+	for k := range metrics {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name, _ := json.Marshal(k)
+		b.WriteString("," + string(name) + ":" + strconv.FormatFloat(metrics[k], 'g', -1, 64))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// Exit codes of a trainer.
+const (
+	// ExitReached: the target iteration was reached and a checkpoint written.
+	ExitReached = 0
+	// Any other exit code, or death by a signal, is a failure: the trial is retried from its last
+	// checkpoint while retries last.
+)
+
+// GracePeriod is how long a trainer has, after SIGTERM, to write a checkpoint and exit before it
+// is killed.
+const GracePeriod = 10 * time.Second
