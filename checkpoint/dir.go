@@ -1,0 +1,169 @@
+package checkpoint
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Keep is how many checkpoint versions a trial keeps: the newest, and the one before in case the
+// newest turns out corrupt.
+const Keep = 2
+
+func trialPrefix(trial string) string { return "trials/" + trial + "/" }
+
+// SaveDir stores the files of dir as the trial's newest checkpoint version and deletes all but
+// the last Keep versions.
+func SaveDir(ctx context.Context, s Store, trial, dir string) (Info, error) {
+	versions, err := s.List(ctx, trialPrefix(trial))
+	if err != nil {
+		return Info{}, fmt.Errorf("save checkpoint of %s: %w", trial, err)
+	}
+	seq := 1
+	if n := len(versions); n > 0 {
+		fmt.Sscanf(filepath.Base(versions[n-1].Key), "%08d", &seq)
+		seq++
+	}
+	key := fmt.Sprintf("%s%08d.tar", trialPrefix(trial), seq)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeTar(pw, dir)) }()
+	info, err := s.Put(ctx, key, pr)
+	pr.CloseWithError(err)
+	if err != nil {
+		return Info{}, fmt.Errorf("save checkpoint of %s: %w", trial, err)
+	}
+	versions = append(versions, info)
+	for _, old := range versions[:max(0, len(versions)-Keep)] {
+		if err := s.Delete(ctx, old.Key); err != nil {
+			return info, fmt.Errorf("prune checkpoint of %s: %w", trial, err)
+		}
+	}
+	return info, nil
+}
+
+// Restored says which version RestoreDir used and which newer ones it had to skip.
+type Restored struct {
+	Info    Info
+	Skipped []error
+}
+
+// RestoreDir replaces dir with the trial's newest intact checkpoint. A corrupt version is
+// reported in Skipped and the previous one is tried. ok is false when the trial has no intact
+// checkpoint; dir is then empty.
+func RestoreDir(ctx context.Context, s Store, trial, dir string) (r Restored, ok bool, err error) {
+	versions, err := s.List(ctx, trialPrefix(trial))
+	if err != nil {
+		return r, false, fmt.Errorf("restore checkpoint of %s: %w", trial, err)
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i].Key > versions[j].Key })
+	for _, v := range versions {
+		tmp := dir + ".restoring"
+		os.RemoveAll(tmp)
+		err := extract(ctx, s, v.Key, tmp)
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, tar.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+			r.Skipped = append(r.Skipped, fmt.Errorf("%s: %w", v.Key, err))
+			os.RemoveAll(tmp)
+			continue
+		}
+		if err != nil {
+			os.RemoveAll(tmp)
+			return r, false, fmt.Errorf("restore checkpoint of %s: %w", trial, err)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return r, false, fmt.Errorf("restore checkpoint of %s: %w", trial, err)
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return r, false, fmt.Errorf("restore checkpoint of %s: %w", trial, err)
+		}
+		r.Info = v
+		return r, true, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return r, false, err
+	}
+	return r, false, os.MkdirAll(dir, 0o755)
+}
+
+func extract(ctx context.Context, s Store, key, dir string) error {
+	rc, _, err := s.Open(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if !filepath.IsLocal(h.Name) || h.Typeflag != tar.TypeReg {
+			return fmt.Errorf("%w: entry %q", tar.ErrHeader, h.Name)
+		}
+		p := filepath.Join(dir, h.Name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err = io.Copy(io.Discard, rc) // read to the end: that is where the sha256 is checked
+	return err
+}
+
+func writeTar(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == dir {
+				return nil // no checkpoint written yet: an empty version
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Size: info.Size(), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
