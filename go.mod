@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/urfave/cli/v2 v2.27.5
+	gonum.org/v1/gonum v0.16.0
 	gopkg.in/yaml.v3 v3.0.1
 )
 

@@ -126,10 +126,17 @@ func (s *statement) discard() {
 // when those still exist; the rest are placed largest first. It returns the new placement and the
 // trials it could not place (never placed in part).
 func Place(nodes []Node, reqs []Request, last Placement) (Placement, []string) {
+	return PlacePinned(nodes, reqs, last, nil)
+}
+
+// PlacePinned is Place where the pinned trials (running ones, say) keep their slots in last and
+// are never displaced.
+func PlacePinned(nodes []Node, reqs []Request, last Placement, pinned map[string]bool) (Placement, []string) {
 	c := newCluster(nodes)
 	var queue []Request
 	for _, r := range reqs {
 		if r.GPUs > 0 && keep(c, r, last[r.Trial]) {
+			c.locked[r.Trial] = pinned[r.Trial]
 			continue
 		}
 		queue = append(queue, r)

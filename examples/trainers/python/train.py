@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""A rubberband trainer in plain Python (standard library only): softmax regression on the UCI
+digits, trained with SGD. It follows the trainer contract: read RB_* from the environment, train
+from the checkpoint's iteration to RB_TARGET_ITER, print '@rb {json}' after each iteration, write
+the checkpoint into RB_CHECKPOINT_DIR, exit 0. Hyperparameters: lr, l2 (others are ignored)."""
+import csv
+import gzip
+import json
+import math
+import os
+import random
+import signal
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data", "digits.csv.gz")
+stop = False
+
+
+def on_term(signum, frame):
+    global stop
+    stop = True
+
+
+def load():
+    with gzip.open(DATA, "rt") as f:
+        rows = [list(map(int, r)) for r in csv.reader(f)]
+    random.Random(42).shuffle(rows)
+    data = [([v / 16 for v in r[:64]] + [1.0], r[64]) for r in rows]
+    return data[360:], data[:360]
+
+
+def scores(w, x):
+    s = [sum(wi * xi for wi, xi in zip(row, x)) for row in w]
+    top = max(s)
+    e = [math.exp(v - top) for v in s]
+    z = sum(e)
+    return [v / z for v in e]
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_term)
+    params = json.loads(os.environ.get("RB_PARAMS", "{}"))
+    lr, l2 = float(params.get("lr", 0.1)), float(params.get("l2", 0.0))
+    target = int(os.environ["RB_TARGET_ITER"])
+    ckdir = os.environ["RB_CHECKPOINT_DIR"]
+    rank = int(os.environ.get("RANK", "0"))
+    path = os.path.join(ckdir, "weights.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            state = json.load(f)
+    else:
+        state = {"iter": 0, "w": [[0.0] * 65 for _ in range(10)]}
+    train, val = load()
+    w = state["w"]
+    it = state["iter"]
+    while it < target and not stop:
+        it += 1
+        order = list(range(len(train)))
+        random.Random(it).shuffle(order)
+        for i in order:
+            x, y = train[i]
+            p = scores(w, x)
+            for c in range(10):
+                g = p[c] - (1.0 if c == y else 0.0)
+                row = w[c]
+                for j in range(65):
+                    row[j] -= lr * (g * x[j] + l2 * row[j])
+        right = sum(1 for x, y in val if max(range(10), key=lambda c: scores(w, x)[c]) == y)
+        if rank == 0:
+            print("@rb " + json.dumps({"iter": it, "val_accuracy": right / len(val)}), flush=True)
+    if rank == 0:
+        os.makedirs(ckdir, exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"iter": it, "w": w}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

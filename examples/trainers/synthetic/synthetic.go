@@ -1,0 +1,126 @@
+// Package synthetic is a trainer that does no learning: it sleeps each iteration for a latency
+// drawn from a spec's profile at its world size (times RB_TIME_SCALE), and reports a
+// deterministic learning curve of its hyperparameters. It is for fidelity and scale tests: a
+// job of synthetic trainers should take what the simulator predicts.
+package synthetic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
+)
+
+// Options configure the trainer.
+type Options struct {
+	// Spec is the experiment whose profile sets the latencies.
+	Spec *spec.Experiment
+	// Metric is the name reported (default: the spec's objective metric).
+	Metric string
+	// TimeScale multiplies every sleep (RB_TIME_SCALE).
+	TimeScale float64
+	// CrashAt, when "TRIAL@ITER", kills the worker (SIGKILL) when that trial reaches that
+	// iteration, once: a marker in CrashDir remembers that it did.
+	CrashAt, CrashDir string
+}
+
+type checkpoint struct {
+	Iter int `json:"iter"`
+}
+
+// Main runs one TRAIN run.
+func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
+	m, err := sim.NewModel(o.Spec)
+	if err != nil {
+		return err
+	}
+	if o.Metric == "" {
+		o.Metric = o.Spec.Objective.Metric
+	}
+	if o.TimeScale <= 0 {
+		o.TimeScale = 1
+	}
+	start := 0
+	if b, ok, err := run.ReadCheckpoint("state.json"); err != nil {
+		return err
+	} else if ok {
+		var c checkpoint
+		if err := json.Unmarshal(b, &c); err != nil {
+			return fmt.Errorf("synthetic: checkpoint: %w", err)
+		}
+		start = c.Iter
+	}
+	var params map[string]any
+	if err := run.Params(&params); err != nil {
+		return err
+	}
+	quality := Quality(params)
+	iterLatency := m.IterLatency(max(run.WorldSize, 1))
+	r := spec.NewRand(int64(hash(run.TrialID)), uint64(start))
+	if err := sleep(ctx, run, m.Startup.Sample(r)*o.TimeScale); err != nil {
+		return save(run, start)
+	}
+	for it := start + 1; it <= run.TargetIter; it++ {
+		if o.CrashAt == run.TrialID+"@"+strconv.Itoa(it) && run.Rank == 0 {
+			mark := filepath.Join(o.CrashDir, run.TrialID)
+			if _, err := os.Stat(mark); os.IsNotExist(err) {
+				os.WriteFile(mark, nil, 0o644)
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}
+		if err := sleep(ctx, run, iterLatency.Sample(r)*o.TimeScale); err != nil {
+			return save(run, it-1)
+		}
+		run.Report(it, map[string]float64{o.Metric: Curve(quality, it)})
+	}
+	return save(run, run.TargetIter)
+}
+
+// Quality is a trial's final metric in [0.5, 1): a hash of its parameters, so every trial has
+// its own and the same parameters always have the same.
+func Quality(params map[string]any) float64 {
+	b, _ := json.Marshal(params) // map keys are sorted: canonical
+	return 0.5 + 0.5*float64(hash(string(b))%1_000_000)/1_000_000
+}
+
+// Curve is the metric after iter iterations: it rises towards quality.
+func Curve(quality float64, iter int) float64 {
+	return quality * (1 - math.Exp(-float64(iter)/5))
+}
+
+func hash(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+func sleep(ctx context.Context, run *rbtrain.Run, seconds float64) error {
+	t := time.NewTimer(time.Duration(seconds * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-run.Terminated():
+		return fmt.Errorf("terminated")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func save(run *rbtrain.Run, iter int) error {
+	if run.Rank != 0 {
+		return nil
+	}
+	b, _ := json.Marshal(checkpoint{Iter: iter})
+	return run.WriteCheckpoint("state.json", b)
+}

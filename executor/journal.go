@@ -1,0 +1,126 @@
+package executor
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Event kinds of the journal.
+const (
+	EvStart   = "start"
+	EvNodeUp  = "node_up"
+	EvNodeOff = "node_down"
+	EvTrial   = "trial"
+	EvStage   = "stage"
+	EvLaunch  = "launch"
+	EvReport  = "report"
+	EvDone    = "done"
+	EvFail    = "fail"
+	EvSync    = "sync"
+	EvFinish  = "finish"
+)
+
+// Event is one line of the journal.
+type Event struct {
+	Ev      string             `json:"ev"`
+	At      time.Time          `json:"at"`
+	Bracket int                `json:"bracket,omitempty"`
+	Stage   int                `json:"stage,omitempty"`
+	Trial   string             `json:"trial,omitempty"`
+	Try     int                `json:"try,omitempty"`
+	GPUs    int                `json:"gpus,omitempty"`
+	Iter    int                `json:"iter,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Metric  *float64           `json:"metric,omitempty"`
+	Params  spec.Config        `json:"params,omitempty"`
+	Node    *cloud.Node        `json:"node,omitempty"`
+	Nodes   []string           `json:"nodes,omitempty"`
+	Keep    []string           `json:"keep,omitempty"`
+	Error   string             `json:"error,omitempty"`
+	Seconds float64            `json:"seconds,omitempty"`
+}
+
+// Journal is the append-only, fsynced record of a run.
+type Journal struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenJournal opens (or creates) a journal and returns the events already in it. A torn last
+// line, left by a crash in mid-write, is dropped.
+func OpenJournal(path string) (*Journal, []Event, error) {
+	var events []Event
+	good := int64(0) // bytes up to the end of the last whole event
+	f, err := os.Open(path)
+	if err == nil {
+		r := bufio.NewReaderSize(f, 1<<16)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				break // EOF, possibly after a torn line without its newline
+			}
+			var e Event
+			if json.Unmarshal(line, &e) != nil {
+				break
+			}
+			events = append(events, e)
+			good += int64(len(line))
+		}
+		f.Close()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	// Drop a torn tail so that the next event starts on a line of its own.
+	if err := w.Truncate(good); err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	if _, err := w.Seek(good, 0); err != nil {
+		return nil, nil, fmt.Errorf("open journal: %w", err)
+	}
+	return &Journal{f: w}, events, nil
+}
+
+// Append writes one event and syncs it to disk before returning.
+func (j *Journal) Append(e Event) error { return j.append(e, true) }
+
+// Note writes one event without waiting for the disk: for progress reports, which the next
+// decision's sync makes durable and which a crash may lose without harm.
+func (j *Journal) Note(e Event) error { return j.append(e, false) }
+
+func (j *Journal) append(e Event, sync bool) error {
+	if e.At.IsZero() {
+		e.At = time.Now().UTC()
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if !sync {
+		return nil
+	}
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// Close closes the journal file.
+func (j *Journal) Close() error { return j.f.Close() }

@@ -1,0 +1,278 @@
+// Package process is the executor's Runtime for one machine: every worker of a gang is a local
+// process in its own process group, the trial's checkpoint directory is restored from the
+// checkpoint.Store before the gang starts and saved to it after, and each trial's output goes to
+// its own log file in the state directory.
+package process
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/trial"
+)
+
+// Runtime launches gangs as local processes.
+type Runtime struct {
+	Store checkpoint.Store
+	// WorkDir holds each trial's live checkpoint directory, WorkDir/<trial>/checkpoint.
+	WorkDir string
+	// LogDir holds each trial's output, LogDir/<trial>.log.
+	LogDir string
+	// Self replaces a command's first word when it is "rubberband", so that the built-in
+	// trainers run from the same binary as the driver.
+	Self string
+	// ExtraEnv is added to every worker's environment (RB_TIME_SCALE, say).
+	ExtraEnv []string
+	// Grace is how long a stopped worker has before SIGKILL (default trial.GracePeriod).
+	Grace time.Duration
+	// Log receives what the runtime notices (corrupt checkpoints skipped, malformed reports).
+	Log io.Writer
+}
+
+// Launch restores the trial's checkpoint and starts every worker, or none.
+func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+	if len(g.Command) == 0 {
+		return nil, fmt.Errorf("launch %s: the process runtime runs trainer.command (images need the nomad backend)", g.Trial)
+	}
+	dir := filepath.Join(r.WorkDir, g.Trial, "checkpoint")
+	restored, _, err := checkpoint.RestoreDir(ctx, r.Store, g.Trial, dir)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	for _, skipped := range restored.Skipped {
+		r.logf("trial %s: skipped a damaged checkpoint, using the one before: %v", g.Trial, skipped)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	logf, err := os.OpenFile(filepath.Join(r.LogDir, g.Trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	h := &handle{r: r, trial: g.Trial, dir: dir, log: &syncWriter{w: logf}, logFile: logf, reports: make(chan trial.Report, 64)}
+	fmt.Fprintf(h.log, "=== %s: %d worker(s), iterations %d -> %d\n", time.Now().UTC().Format(time.RFC3339), len(g.Workers),
+		g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter)
+	argv := append([]string(nil), g.Command...)
+	if argv[0] == "rubberband" && r.Self != "" {
+		argv[0] = r.Self
+	}
+	base := append(os.Environ(), r.ExtraEnv...)
+	for _, k := range sortedKeys(g.Env) {
+		base = append(base, k+"="+g.Env[k])
+	}
+	var rank0 io.ReadCloser
+	for _, w := range g.Workers {
+		env := w.Env
+		env.CheckpointDir, env.MasterPort = dir, port
+		vars, err := env.Vars()
+		if err != nil {
+			h.kill()
+			return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(append([]string(nil), base...), vars...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Stderr = h.log
+		if env.Rank == 0 {
+			if rank0, err = cmd.StdoutPipe(); err != nil {
+				h.kill()
+				return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+			}
+		} else {
+			cmd.Stdout = h.log
+		}
+		if err := cmd.Start(); err != nil {
+			h.kill()
+			return nil, fmt.Errorf("launch %s: start worker %d: %w", g.Trial, env.Rank, err)
+		}
+		h.cmds = append(h.cmds, cmd)
+	}
+	h.watch(rank0)
+	return h, nil
+}
+
+func (r *Runtime) logf(format string, args ...any) {
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, format+"\n", args...)
+	}
+}
+
+type handle struct {
+	r       *Runtime
+	trial   string
+	dir     string
+	log     io.Writer
+	logFile *os.File
+	cmds    []*exec.Cmd
+	reports chan trial.Report
+
+	mu      sync.Mutex
+	stopped bool
+	failure error
+	done    chan struct{}
+	result  error
+}
+
+func (h *handle) Reports() <-chan trial.Report { return h.reports }
+
+// watch reads rank 0's output and waits for every worker; the first failure stops the gang.
+func (h *handle) watch(rank0 io.Reader) {
+	h.done = make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		defer close(h.reports)
+		sc := bufio.NewScanner(rank0)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintln(h.log, line)
+			rep, err := trial.ParseReport(line)
+			switch {
+			case errors.Is(err, trial.ErrNotReport):
+			case err != nil:
+				fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
+				h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
+			default:
+				rep.At = time.Now()
+				h.reports <- rep
+			}
+		}
+		io.Copy(h.log, rank0) // a line too long for the scanner: keep draining
+	}()
+	var workers sync.WaitGroup
+	for i, cmd := range h.cmds {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			if i == 0 {
+				readers.Wait() // Wait closes the pipe: read it to the end first
+			}
+			if err := cmd.Wait(); err != nil {
+				h.mu.Lock()
+				first := h.failure == nil && !h.stopped
+				if h.failure == nil {
+					h.failure = fmt.Errorf("worker %d: %w", i, err)
+				}
+				h.mu.Unlock()
+				if first {
+					h.signal(syscall.SIGTERM) // a gang is whole or not at all
+				}
+			}
+		}()
+	}
+	go func() {
+		workers.Wait()
+		h.result = h.finish()
+		h.logFile.Close()
+		close(h.done)
+	}()
+}
+
+// finish saves the checkpoint of a gang that reached its target or was stopped on purpose.
+func (h *handle) finish() error {
+	h.mu.Lock()
+	stopped, failure := h.stopped, h.failure
+	h.mu.Unlock()
+	if failure != nil && !stopped {
+		fmt.Fprintf(h.log, "rubberband: gang failed: %v\n", failure)
+		return failure
+	}
+	if _, err := checkpoint.SaveDir(context.Background(), h.r.Store, h.trial, h.dir); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if stopped {
+		return executor.ErrStopped
+	}
+	return nil
+}
+
+func (h *handle) Wait() error {
+	<-h.done
+	return h.result
+}
+
+// Stop sends SIGTERM to every worker's process group, and SIGKILL after the grace period.
+func (h *handle) Stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.signal(syscall.SIGTERM)
+}
+
+func (h *handle) signal(sig syscall.Signal) {
+	for _, cmd := range h.cmds {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, sig)
+		}
+	}
+	if sig == syscall.SIGTERM {
+		grace := h.r.Grace
+		if grace == 0 {
+			grace = trial.GracePeriod
+		}
+		go func() {
+			select {
+			case <-h.done:
+			case <-time.After(grace):
+				h.signal(syscall.SIGKILL)
+			}
+		}()
+	}
+}
+
+// kill ends workers started before a launch failed.
+func (h *handle) kill() {
+	for _, cmd := range h.cmds {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}
+	h.logFile.Close()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick a port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,46 @@
+package executor
+
+import (
+	"context"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/trial"
+)
+
+// Worker is one process of a gang: where it runs and what it is told.
+type Worker struct {
+	Node cloud.Node
+	Env  trial.Env
+}
+
+// Gang is one TRAIN run of one trial: all its workers, started together or not at all.
+type Gang struct {
+	Trial   string
+	Command []string
+	// Image, when set, runs the trainer as a container (runtimes that support it).
+	Image string
+	// Env is the trainer's own environment from the spec; the contract's variables come from
+	// each worker's Env.
+	Env     map[string]string
+	Workers []Worker
+}
+
+// Runtime launches gangs.
+//
+// Error contract: Launch either starts every worker of the gang and returns a Handle, or starts
+// none (stopping any it had started) and returns an error. The runtime restores the trial's
+// checkpoint before the gang starts and saves it after the gang exits 0 or is stopped.
+type Runtime interface {
+	Launch(ctx context.Context, g Gang) (Handle, error)
+}
+
+// Handle follows a running gang.
+type Handle interface {
+	// Reports delivers rank 0's reports as they are printed; it is closed when the gang ends.
+	Reports() <-chan trial.Report
+	// Wait blocks until every worker has ended: nil when all exited 0 (and the checkpoint was
+	// saved), ErrStopped after Stop, else the first failure.
+	Wait() error
+	// Stop sends SIGTERM to every worker, and SIGKILL after the grace period.
+	Stop()
+}
