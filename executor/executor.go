@@ -125,6 +125,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
+	if reaper, ok := cfg.Runtime.(Reaper); ok && len(cfg.Past) > 0 {
+		if err := reaper.Reap(ctx); err != nil {
+			return nil, fmt.Errorf("run: end the previous driver's gangs: %w", err)
+		}
+	}
 	if err := x.reconcile(ctx); err != nil {
 		return nil, err
 	}
@@ -317,6 +322,9 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			return err
 		}
 		keep := x.rank(b, k, active)
+		if len(keep) == 0 && len(active) > 0 {
+			return fmt.Errorf("run: bracket %d stage %d: every trial failed (their logs say why)", b, k)
+		}
 		if k+1 < len(br.Stages) {
 			keep = keep[:min(len(keep), br.Stages[k+1].Trials)]
 		}

@@ -44,3 +44,10 @@ type Handle interface {
 	// Stop sends SIGTERM to every worker, and SIGKILL after the grace period.
 	Stop()
 }
+
+// Reaper is implemented by runtimes whose gangs can outlive a driver that died (local
+// processes): Reap ends every gang an earlier driver started, before a resumed run relaunches
+// them from their checkpoints.
+type Reaper interface {
+	Reap(ctx context.Context) error
+}

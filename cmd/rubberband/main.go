@@ -82,8 +82,8 @@ func flagsFirst(cmds []*cli.Command, args []string) []string {
 			cmd = c
 		}
 	}
-	if cmd == nil {
-		return args
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		return args // subcommands parse their own flags
 	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {

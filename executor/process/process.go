@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -104,8 +106,52 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		}
 		h.cmds = append(h.cmds, cmd)
 	}
+	if err := h.writePIDs(); err != nil {
+		h.kill()
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
 	h.watch(rank0)
 	return h, nil
+}
+
+func (h *handle) pidFile() string { return filepath.Join(h.r.WorkDir, h.trial, "pids") }
+
+// writePIDs records the gang's process groups, so that a resumed driver can end them.
+func (h *handle) writePIDs() error {
+	var b strings.Builder
+	for _, c := range h.cmds {
+		fmt.Fprintln(&b, c.Process.Pid)
+	}
+	return os.WriteFile(h.pidFile(), []byte(b.String()), 0o644)
+}
+
+// Reap kills the process groups recorded by gangs of an earlier driver and waits until they are
+// gone.
+func (r *Runtime) Reap(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(r.WorkDir, "*", "pids"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(line)
+			if err != nil || pid <= 1 {
+				continue
+			}
+			if syscall.Kill(-pid, syscall.SIGKILL) == nil {
+				r.logf("resume: ended worker process group %d left by the previous driver (%s)", pid, filepath.Base(filepath.Dir(f)))
+			}
+			for i := 0; i < 100 && syscall.Kill(-pid, 0) == nil; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		os.Remove(f)
+	}
+	return nil
 }
 
 func (r *Runtime) logf(format string, args ...any) {
@@ -181,6 +227,7 @@ func (h *handle) watch(rank0 io.Reader) {
 	}
 	go func() {
 		workers.Wait()
+		os.Remove(h.pidFile())
 		h.result = h.finish()
 		h.logFile.Close()
 		close(h.done)

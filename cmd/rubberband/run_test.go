@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+)
+
+func readJournal(t *testing.T, dir string) []executor.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []executor.Event
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e executor.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("journal line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func readRunReport(t *testing.T, dir string) RunReport {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r RunReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A full SHA job with the real Go trainer, on a plan that changes GPUs per trial between stages:
+// 3 single-GPU slots (waves), then 2 GPUs per trial, then 2 workers for the last trial.
+func TestRunMLPMigratesAndPromotes(t *testing.T) {
+	tmp := t.TempDir()
+	plan := filepath.Join(tmp, "plan.json")
+	out, errOut, code := rb(t, "simulate", "cmd/rubberband/testdata/mlp.yaml", "--alloc", "3,6,2", "-o", "json")
+	if code != 0 {
+		t.Fatalf("simulate: %s", errOut)
+	}
+	os.WriteFile(plan, []byte(out), 0o644)
+	state := filepath.Join(tmp, "state")
+	out, errOut, code = rb(t, "run", "cmd/rubberband/testdata/mlp.yaml", "--plan", plan, "--state", state, "-o", "json")
+	if code != 0 {
+		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
+	}
+	var rep RunReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.8 || rep.Realized.JCT <= 0 || rep.Realized.Cost <= 0 || rep.Predicted.JCT <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	events := readJournal(t, state)
+	done := map[[2]string]float64{} // (stage, trial) -> metric
+	iters := map[string][]int{}
+	gpus := map[string][]int{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvDone:
+			done[[2]string{string(rune('0' + e.Stage)), e.Trial}] = *e.Metric
+		case executor.EvReport:
+			iters[e.Trial] = append(iters[e.Trial], e.Iter)
+		case executor.EvLaunch:
+			gpus[e.Trial] = append(gpus[e.Trial], e.GPUs)
+		}
+	}
+	// Promotions keep exactly the best reported metrics.
+	for _, e := range events {
+		if e.Ev != executor.EvSync {
+			continue
+		}
+		var all []string
+		for key := range done {
+			if key[0] == string(rune('0'+e.Stage)) {
+				all = append(all, key[1])
+			}
+		}
+		sort.Slice(all, func(i, j int) bool {
+			mi, mj := done[[2]string{string(rune('0' + e.Stage)), all[i]}], done[[2]string{string(rune('0' + e.Stage)), all[j]}]
+			if mi != mj {
+				return mi > mj
+			}
+			return all[i] < all[j]
+		})
+		want := all[:len(e.Keep)]
+		if strings.Join(want, ",") != strings.Join(e.Keep, ",") {
+			t.Fatalf("stage %d kept %v, best reported are %v", e.Stage, e.Keep, want)
+		}
+	}
+	// The winner's iterations run 1..9 without a restart: each launch resumed from the checkpoint,
+	// even when its GPU count changed (1, then 2 GPUs: migrated) and it ran data-parallel.
+	best := rep.Best.Trial
+	var want []int
+	for i := 1; i <= 9; i++ {
+		want = append(want, i)
+	}
+	if got := iters[best]; len(got) != 9 || strings.Trim(strings.Join(strings.Fields(strings.Trim(jsonOf(got), "[]")), ""), ",") != strings.Trim(jsonOf(want), "[]") {
+		t.Fatalf("best trial %s reported iterations %v", best, got)
+	}
+	if g := gpus[best]; len(g) != 3 || g[0] != 1 || g[1] != 2 || g[2] != 2 {
+		t.Fatalf("best trial's launches had GPUs %v, want [1 2 2]", g)
+	}
+	if _, err := os.Stat(filepath.Join(state, "logs", best+".log")); err != nil {
+		t.Fatalf("no log for the best trial: %v", err)
+	}
+	// status reads the same story from the state directory.
+	out, _, code = rb(t, "status", state, "-o", "json")
+	var st RunReport
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Best == nil || st.Best.Trial != best || !st.Finished {
+		t.Fatalf("status exit %d: %s", code, out)
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestRunPythonTrainer(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is needed for the Python trainer test")
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	out, errOut, code := rb(t, "run", "cmd/rubberband/testdata/python.yaml", "--state", state, "-o", "json")
+	if code != 0 {
+		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
+	}
+	var rep RunReport
+	json.Unmarshal([]byte(out), &rep)
+	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.5 {
+		t.Fatalf("report %s", out)
+	}
+}
+
+// A worker killed in mid-stage: the gang is retried from its checkpoint and the job completes.
+func TestRunWorkerKilledIsRetried(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "RB_SYNTH_CRASH=b0-t0003@1", "RB_SYNTH_CRASH_DIR="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	var fails, launches, doneAfter int
+	for _, e := range readJournal(t, state) {
+		if e.Trial != "b0-t0003" || e.Stage != 0 {
+			continue
+		}
+		switch e.Ev {
+		case executor.EvFail:
+			fails++
+		case executor.EvLaunch:
+			launches++
+		case executor.EvDone:
+			if fails > 0 {
+				doneAfter++
+			}
+		}
+	}
+	if fails != 1 || launches != 2 || doneAfter != 1 {
+		t.Fatalf("trial b0-t0003: %d failures, %d launches, done after failing %d times", fails, launches, doneAfter)
+	}
+	if rep := readRunReport(t, state); !rep.Finished || rep.Best == nil {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+// The driver is killed in mid-run; resume finishes the job without rerunning finished trial-
+// stages, and picks the same best trial as an uninterrupted run with the same seed.
+func TestResumeAfterDriverKilled(t *testing.T) {
+	tmp := t.TempDir()
+	whole := filepath.Join(tmp, "whole")
+	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", whole, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("uninterrupted run: %s", errOut)
+	}
+	state := filepath.Join(tmp, "killed")
+	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02")
+	cmd.Dir = "../.."
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the first stage is synced and the second is under way, then kill the driver.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		if strings.Contains(string(b), `"ev":"sync"`) && strings.Count(string(b), `"ev":"done"`) >= 18 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the run never reached its second stage")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	before := readJournal(t, state)
+	finished := map[[2]string]bool{}
+	for _, e := range before {
+		if e.Ev == executor.EvDone {
+			finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] = true
+		}
+	}
+	out, errOut, code := rb(t, "resume", state, "-o", "json")
+	if code != 0 {
+		t.Fatalf("resume exit %d: %s\n%s", code, errOut, out)
+	}
+	after := readJournal(t, state)[len(before):]
+	relaunched := 0
+	for _, e := range after {
+		if e.Ev == executor.EvLaunch && finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] {
+			t.Fatalf("resume relaunched %s in stage %d, which had finished", e.Trial, e.Stage)
+		}
+		if e.Ev == executor.EvLaunch && e.Stage == 1 {
+			relaunched++
+		}
+	}
+	if relaunched == 0 || relaunched > 6 {
+		t.Fatalf("resume launched %d trials of stage 1; 6 were unfinished", relaunched)
+	}
+	got, want := readRunReport(t, state), readRunReport(t, whole)
+	if !got.Finished || got.Best == nil || want.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
+		t.Fatalf("resumed best %+v, uninterrupted best %+v", got.Best, want.Best)
+	}
+	if n, _ := os.ReadFile(filepath.Join(state, "nodes.json")); strings.Contains(string(n), "local-") {
+		t.Fatalf("nodes left held after the run: %s", n)
+	}
+}
