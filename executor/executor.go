@@ -172,12 +172,12 @@ func (x *run) sample() error {
 		for i, params := range spec.SampleConfigs(x.exp.SearchSpace, br.Trials(), r) {
 			id := fmt.Sprintf("b%d-t%04d", b, i)
 			x.addTrial(id, b, params)
-			if err := x.journal(Event{Ev: EvTrial, Bracket: b, Trial: id, Params: params}); err != nil {
-				return err
+			if err := x.cfg.Journal.Note(Event{Ev: EvTrial, Bracket: b, Trial: id, Params: params}); err != nil {
+				return fmt.Errorf("run: %w", err)
 			}
 		}
 	}
-	return nil
+	return x.cfg.Journal.Sync() // one sync for all of them
 }
 
 func (x *run) addTrial(id string, b int, params spec.Config) {
@@ -430,9 +430,12 @@ func toPlacementNodes(nodes []cloud.Node) []placement.Node {
 	return out
 }
 
-// outcome is how one launch ended.
+// outcome is a message about one launch: started (handle), exited (its GPUs are free), or
+// final (err nil when it reached the target; also sent alone when the launch itself failed).
 type outcome struct {
 	trial   string
+	started Handle
+	exited  bool
 	err     error
 	metrics map[string]float64
 	iter    int
@@ -442,7 +445,9 @@ type outcome struct {
 
 // runStage runs every active trial of stage k that has not finished it: as many gangs at once as
 // the stage's GPUs allow, each placed with its GPUs together, a failed one relaunched from its
-// checkpoint while retries last. It returns the stage's placement.
+// checkpoint while retries last. The loop decides; launching and following a gang happen in its
+// own goroutine, so that one gang's I/O never delays the next one's start. It returns the
+// stage's placement.
 func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, active []string, last placement.Placement) (placement.Placement, error) {
 	alloc := x.cfg.Alloc[b][k]
 	gpt := sim.GPUsPerTrial(st, alloc)
@@ -463,28 +468,21 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, active []st
 	if last == nil {
 		last = placement.Placement{}
 	}
-	running := map[string]Handle{}
+	occupied := map[string]bool{}  // gangs holding GPUs: launching or running
+	handles := map[string]Handle{} // started gangs, to stop on cancellation
+	inflight := 0                  // gangs whose final message is still to come
 	tries := map[string]int{}
 	results := make(chan outcome)
 	doneCount := len(active) - len(queue)
-	stopAll := func() {
-		for _, h := range running {
-			h.Stop()
-		}
-		for range running {
-			<-results
-		}
-	}
-	for len(queue) > 0 || len(running) > 0 {
-		for len(queue) > 0 && len(running) < parallel {
+	cancelled := false
+	for len(queue) > 0 || inflight > 0 {
+		for !cancelled && len(queue) > 0 && len(occupied) < parallel {
 			id := queue[0]
 			reqs := []placement.Request{{Trial: id, GPUs: gpt}}
-			pinned := map[string]bool{}
-			for r := range running {
+			for r := range occupied {
 				reqs = append(reqs, placement.Request{Trial: r, GPUs: gpt})
-				pinned[r] = true
 			}
-			p, unplaced := placement.PlacePinned(nodes, reqs, last, pinned)
+			p, unplaced := placement.PlacePinned(nodes, reqs, last, occupied)
 			if len(unplaced) > 0 {
 				break // wait for a gang to finish
 			}
@@ -493,47 +491,76 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, active []st
 			}
 			queue = queue[1:]
 			tries[id]++
-			h, err := x.launch(ctx, b, k, st, id, p[id], byID, tries[id])
-			if err != nil {
-				results2 := x.failed(b, k, id, tries[id], err)
-				if results2 {
-					queue = append(queue, id)
-				}
-				continue
-			}
-			running[id] = h
-			go x.follow(id, h, gpt, results)
+			occupied[id] = true
+			inflight++
+			go x.launchAndFollow(ctx, b, k, st, id, p[id], byID, tries[id], gpt, results)
 		}
-		if len(running) == 0 {
-			if len(queue) > 0 {
+		if inflight == 0 {
+			if len(queue) > 0 && !cancelled {
 				return last, fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", b, k, gpt, len(nodes))
 			}
 			break
 		}
+		var o outcome
 		select {
 		case <-ctx.Done():
-			stopAll()
-			return last, ctx.Err()
-		case o := <-results:
-			delete(running, o.trial)
+			if !cancelled {
+				cancelled = true
+				for _, h := range handles {
+					h.Stop()
+				}
+			}
+			o = <-results
+		case o = <-results:
+		}
+		switch {
+		case o.started != nil:
+			handles[o.trial] = o.started
+			if cancelled {
+				o.started.Stop()
+			}
+			continue
+		case o.exited:
+			delete(occupied, o.trial)
+			delete(handles, o.trial)
 			x.mu.Lock()
 			x.launches = append(x.launches, launchSpan{bracket: b, gpus: o.gpus, start: o.start, end: time.Now()})
 			x.mu.Unlock()
-			if o.err != nil {
-				if x.failed(b, k, o.trial, tries[o.trial], o.err) {
-					queue = append(queue, o.trial)
-				}
-				continue
-			}
-			if err := x.finish(b, k, st, o); err != nil {
-				stopAll()
-				return last, err
-			}
-			doneCount++
-			x.progress(b, k, doneCount, len(active))
+			continue
 		}
+		inflight--
+		delete(occupied, o.trial) // a launch that failed never sent exited
+		delete(handles, o.trial)
+		if cancelled {
+			continue
+		}
+		if o.err != nil {
+			if x.failed(b, k, o.trial, tries[o.trial], o.err) {
+				queue = append(queue, o.trial)
+			}
+			continue
+		}
+		if err := x.finish(b, k, st, o); err != nil {
+			return last, err
+		}
+		doneCount++
+		x.progress(b, k, doneCount, len(active))
+	}
+	if cancelled {
+		return last, ctx.Err()
 	}
 	return last, nil
+}
+
+// launchAndFollow starts one gang and reports on it: started, exited, final.
+func (x *run) launchAndFollow(ctx context.Context, b, k int, st spec.Stage, id string, slots []placement.Slot, byID map[string]cloud.Node, try, gpus int, results chan<- outcome) {
+	h, err := x.launch(ctx, b, k, st, id, slots, byID, try)
+	if err != nil {
+		results <- outcome{trial: id, err: err}
+		return
+	}
+	results <- outcome{trial: id, started: h}
+	x.follow(id, h, gpus, results)
 }
 
 // launch starts one gang on its slots.
@@ -559,8 +586,9 @@ func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, id string, sl
 			rank++
 		}
 	}
-	if err := x.journal(Event{Ev: EvLaunch, Bracket: b, Stage: k, Trial: id, Try: try, GPUs: world, Nodes: slotNodes(slots)}); err != nil {
-		return nil, err
+	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this.
+	if err := x.cfg.Journal.Note(Event{Ev: EvLaunch, Bracket: b, Stage: k, Trial: id, Try: try, GPUs: world, Nodes: slotNodes(slots)}); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	return x.cfg.Runtime.Launch(ctx, g)
 }
@@ -583,6 +611,8 @@ func (x *run) follow(id string, h Handle, gpus int, results chan<- outcome) {
 		x.trials[id].metrics, x.trials[id].iter = r.Metrics, r.Iter
 		x.mu.Unlock()
 	}
+	<-h.Exited()
+	results <- outcome{trial: id, exited: true, start: o.start, gpus: gpus}
 	o.err = h.Wait()
 	results <- o
 }
@@ -619,8 +649,13 @@ func (x *run) finish(b, k int, st spec.Stage, o outcome) error {
 	t.done[k] = metricOrNaN(metric)
 	t.state = trial.Paused
 	x.mu.Unlock()
-	return x.journal(Event{Ev: EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
-		Seconds: time.Since(o.start).Seconds() / x.cfg.TimeScale})
+	// Group-committed: the checkpoint is saved already, so a machine crash before the sync costs
+	// a rerun of this trial-stage, never a wrong result.
+	if err := x.cfg.Journal.Note(Event{Ev: EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
+		Seconds: time.Since(o.start).Seconds() / x.cfg.TimeScale}); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
 }
 
 func (x *run) progress(b, k, done, total int) {

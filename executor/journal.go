@@ -49,11 +49,20 @@ type Event struct {
 	Seconds float64            `json:"seconds,omitempty"`
 }
 
-// Journal is the append-only, fsynced record of a run.
+// Journal is the append-only, fsynced record of a run. Decisions are synced before Append
+// returns; results noted with Note are written at once (a driver that dies keeps them) and synced
+// by a group commit within GroupCommit (a machine that dies may lose that much, and those trials
+// are rerun from their checkpoints).
 type Journal struct {
-	mu sync.Mutex
-	f  *os.File
+	mu    sync.Mutex
+	f     *os.File
+	dirty bool
+	stop  chan struct{}
+	done  chan struct{}
 }
+
+// GroupCommit is the longest a noted event waits for its sync.
+const GroupCommit = 100 * time.Millisecond
 
 // OpenJournal opens (or creates) a journal and returns the events already in it. A torn last
 // line, left by a crash in mid-write, is dropped.
@@ -90,15 +99,35 @@ func OpenJournal(path string) (*Journal, []Event, error) {
 	if _, err := w.Seek(good, 0); err != nil {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	return &Journal{f: w}, events, nil
+	j := &Journal{f: w, stop: make(chan struct{}), done: make(chan struct{})}
+	go j.flusher()
+	return j, events, nil
 }
 
 // Append writes one event and syncs it to disk before returning.
 func (j *Journal) Append(e Event) error { return j.append(e, true) }
 
-// Note writes one event without waiting for the disk: for progress reports, which the next
-// decision's sync makes durable and which a crash may lose without harm.
+// Note writes one event and leaves its sync to the group commit: for results and progress.
 func (j *Journal) Note(e Event) error { return j.append(e, false) }
+
+func (j *Journal) flusher() {
+	defer close(j.done)
+	t := time.NewTicker(GroupCommit)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-t.C:
+			j.mu.Lock()
+			if j.dirty {
+				j.f.Sync()
+				j.dirty = false
+			}
+			j.mu.Unlock()
+		}
+	}
+}
 
 func (j *Journal) append(e Event, sync bool) error {
 	if e.At.IsZero() {
@@ -114,13 +143,36 @@ func (j *Journal) append(e Event, sync bool) error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	if !sync {
+		j.dirty = true
 		return nil
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	j.dirty = false
 	return nil
 }
 
-// Close closes the journal file.
-func (j *Journal) Close() error { return j.f.Close() }
+// Sync makes everything written so far durable.
+func (j *Journal) Sync() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.f.Sync(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.dirty = false
+	return nil
+}
+
+// Close syncs what is pending and closes the journal file.
+func (j *Journal) Close() error {
+	close(j.stop)
+	<-j.done
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.f.Sync(); err != nil {
+		j.f.Close()
+		return fmt.Errorf("journal: %w", err)
+	}
+	return j.f.Close()
+}

@@ -38,8 +38,11 @@ type Runtime interface {
 type Handle interface {
 	// Reports delivers rank 0's reports as they are printed; it is closed when the gang ends.
 	Reports() <-chan trial.Report
-	// Wait blocks until every worker has ended: nil when all exited 0 (and the checkpoint was
-	// saved), ErrStopped after Stop, else the first failure.
+	// Exited is closed once every worker has ended: the gang's GPUs are free, though its
+	// checkpoint may still be on its way to the store.
+	Exited() <-chan struct{}
+	// Wait blocks until every worker has ended and the checkpoint is saved: nil when all exited
+	// 0, ErrStopped after Stop, else the first failure.
 	Wait() error
 	// Stop sends SIGTERM to every worker, and SIGKILL after the grace period.
 	Stop()

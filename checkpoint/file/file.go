@@ -55,11 +55,12 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (checkpoint.In
 		return checkpoint.Info{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	hr := &checkpoint.HashingReader{R: r}
-	if err := writeAtomic(data, func(w io.Writer) error { _, err := io.Copy(w, readerCtx{ctx, hr}); return err }); err != nil {
+	if err := writeAtomic(data, false, func(w io.Writer) error { _, err := io.Copy(w, readerCtx{ctx, hr}); return err }); err != nil {
 		return checkpoint.Info{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	info := checkpoint.Info{Key: key, Size: hr.Size, SHA256: hr.Sum(), Modified: time.Now().UTC()}
-	if err := writeAtomic(manifest, func(w io.Writer) error { return json.NewEncoder(w).Encode(info) }); err != nil {
+	// One directory sync after both renames makes both entries durable (same directory).
+	if err := writeAtomic(manifest, true, func(w io.Writer) error { return json.NewEncoder(w).Encode(info) }); err != nil {
 		return checkpoint.Info{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	return info, nil
@@ -85,7 +86,15 @@ func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, checkpoint
 // List walks the root for manifests under the prefix.
 func (s *Store) List(ctx context.Context, prefix string) ([]checkpoint.Info, error) {
 	var out []checkpoint.Info
-	err := filepath.WalkDir(s.Root, func(p string, d fs.DirEntry, err error) error {
+	// Walk only below the prefix's directory: listing one trial must not read every trial's.
+	start := s.Root
+	if i := strings.LastIndex(prefix, "/"); i > 0 {
+		if checkpoint.CheckKey(prefix[:i]) != nil {
+			return nil, fmt.Errorf("list %s: %w", prefix, checkpoint.ErrBadKey)
+		}
+		start = filepath.Join(s.Root, filepath.FromSlash(prefix[:i]))
+	}
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil
@@ -139,9 +148,9 @@ func readManifest(p string) (checkpoint.Info, error) {
 	return info, nil
 }
 
-// writeAtomic writes a file through a synced temporary file and a rename, then syncs the
-// directory so that the rename itself survives a crash.
-func writeAtomic(dst string, write func(io.Writer) error) error {
+// writeAtomic writes a file through a synced temporary file and a rename, then, with syncDir,
+// syncs the directory so that the rename itself survives a crash.
+func writeAtomic(dst string, syncDir bool, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(dst), ".tmp-"+filepath.Base(dst)+"-*")
 	if err != nil {
 		return err
@@ -160,6 +169,9 @@ func writeAtomic(dst string, write func(io.Writer) error) error {
 	}
 	if err := os.Rename(f.Name(), dst); err != nil {
 		return err
+	}
+	if !syncDir {
+		return nil
 	}
 	d, err := os.Open(filepath.Dir(dst))
 	if err != nil {

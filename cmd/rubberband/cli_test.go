@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func rb(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func rb(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = "../.."

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +34,15 @@ func (e *exitErr) Error() string {
 func (e *exitErr) Unwrap() error { return e.err }
 
 func main() {
+	if path := os.Getenv("RB_CPUPROFILE"); path != "" { // for developers: where does the driver's time go?
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			code := run(context.Background(), os.Args, os.Stdout, os.Stderr)
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
 }
 

@@ -247,3 +247,25 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 		t.Fatalf("nodes left held after the run: %s", n)
 	}
 }
+
+// Fidelity: the synthetic trainer sleeps exactly as its profile says, so a real run should take
+// and cost what the simulator predicted. Three seeds at a fifth of real time; the goal is 3%,
+// the test allows 6% for a loaded machine and logs what it measured.
+func TestFidelity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three jobs of about 16 s each")
+	}
+	for _, seed := range []string{"1", "2", "3"} {
+		state := filepath.Join(t.TempDir(), "state")
+		if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.2", "--seed", seed); code != 0 {
+			t.Fatalf("seed %s: %s", seed, errOut)
+		}
+		r := readRunReport(t, state)
+		dj, dc := pct(r.Realized.JCT, r.Predicted.JCT), pct(r.Realized.Cost, r.Predicted.Cost)
+		t.Logf("seed %s: JCT predicted %.1f s realized %.1f s (%+.1f%%); cost predicted $%.4f realized $%.4f (%+.1f%%)",
+			seed, r.Predicted.JCT, r.Realized.JCT, dj, r.Predicted.Cost, r.Realized.Cost, dc)
+		if dj < -6 || dj > 6 || dc < -6 || dc > 6 {
+			t.Errorf("seed %s: realized is %+.1f%% in time and %+.1f%% in cost off the prediction", seed, dj, dc)
+		}
+	}
+}

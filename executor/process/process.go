@@ -50,12 +50,8 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		return nil, fmt.Errorf("launch %s: the process runtime runs trainer.command (images need the nomad backend)", g.Trial)
 	}
 	dir := filepath.Join(r.WorkDir, g.Trial, "checkpoint")
-	restored, _, err := checkpoint.RestoreDir(ctx, r.Store, g.Trial, dir)
-	if err != nil {
+	if err := r.restore(ctx, g.Trial, dir); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
-	}
-	for _, skipped := range restored.Skipped {
-		r.logf("trial %s: skipped a damaged checkpoint, using the one before: %v", g.Trial, skipped)
 	}
 	port, err := freePort()
 	if err != nil {
@@ -154,6 +150,32 @@ func (r *Runtime) Reap(ctx context.Context) error {
 	return nil
 }
 
+// restore brings the trial's newest checkpoint into dir, unless dir already holds it: a trial
+// relaunched where it last ran (placement keeps it there when it can) needs no copy.
+func (r *Runtime) restore(ctx context.Context, trialID, dir string) error {
+	marker := filepath.Join(filepath.Dir(dir), "checkpoint.version")
+	versions, err := r.Store.List(ctx, "trials/"+trialID+"/")
+	if err != nil {
+		return err
+	}
+	have, err := os.ReadFile(marker)
+	// From here the directory is the gang's: the marker comes back only with a successful save.
+	if rmErr := os.Remove(marker); rmErr != nil && !os.IsNotExist(rmErr) {
+		return rmErr
+	}
+	if err == nil && len(versions) > 0 && string(have) == versions[len(versions)-1].SHA256 {
+		return nil
+	}
+	restored, _, err := checkpoint.RestoreDir(ctx, r.Store, trialID, dir)
+	if err != nil {
+		return err
+	}
+	for _, skipped := range restored.Skipped {
+		r.logf("trial %s: skipped a damaged checkpoint, using the one before: %v", trialID, skipped)
+	}
+	return nil
+}
+
 func (r *Runtime) logf(format string, args ...any) {
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, format+"\n", args...)
@@ -172,15 +194,18 @@ type handle struct {
 	mu      sync.Mutex
 	stopped bool
 	failure error
+	exited  chan struct{}
 	done    chan struct{}
 	result  error
 }
+
+func (h *handle) Exited() <-chan struct{} { return h.exited }
 
 func (h *handle) Reports() <-chan trial.Report { return h.reports }
 
 // watch reads rank 0's output and waits for every worker; the first failure stops the gang.
 func (h *handle) watch(rank0 io.Reader) {
-	h.done = make(chan struct{})
+	h.done, h.exited = make(chan struct{}), make(chan struct{})
 	var readers sync.WaitGroup
 	readers.Add(1)
 	go func() {
@@ -228,6 +253,7 @@ func (h *handle) watch(rank0 io.Reader) {
 	go func() {
 		workers.Wait()
 		os.Remove(h.pidFile())
+		close(h.exited)
 		h.result = h.finish()
 		h.logFile.Close()
 		close(h.done)
@@ -243,9 +269,12 @@ func (h *handle) finish() error {
 		fmt.Fprintf(h.log, "rubberband: gang failed: %v\n", failure)
 		return failure
 	}
-	if _, err := checkpoint.SaveDir(context.Background(), h.r.Store, h.trial, h.dir); err != nil {
+	info, err := checkpoint.SaveDir(context.Background(), h.r.Store, h.trial, h.dir)
+	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
+	// The directory now holds exactly the newest version: the next launch here can skip restoring.
+	os.WriteFile(filepath.Join(filepath.Dir(h.dir), "checkpoint.version"), []byte(info.SHA256), 0o644)
 	if stopped {
 		return executor.ErrStopped
 	}
@@ -278,7 +307,7 @@ func (h *handle) signal(sig syscall.Signal) {
 		}
 		go func() {
 			select {
-			case <-h.done:
+			case <-h.exited:
 			case <-time.After(grace):
 				h.signal(syscall.SIGKILL)
 			}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkOverhead runs many one-iteration trials of the synthetic trainer through the real
+// executor, local provider and process runtime, on 64 single-GPU slots:
+//   - zero: near-zero iteration time (1 ms): the time is all overhead, per trial and slot;
+//   - 1s: one-second trials, against the ideal JCT (waves x 1 s), Ray Tune's published setting.
+//
+// RB_BENCH_TRIALS sets the trial count (default 10000 for zero, a fifth of it for 1s).
+func BenchmarkOverhead(b *testing.B) {
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("RB_BENCH_TRIALS")); err == nil && v > 0 {
+		n = v
+	}
+	const slots = 64
+	for _, c := range []struct {
+		name   string
+		trials int
+		iter   float64
+	}{{"zero", n, 0.001}, {"1s", max(n/5, slots), 1}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				dir := b.TempDir()
+				specFile := filepath.Join(dir, "overhead.yaml")
+				os.WriteFile(specFile, []byte(fmt.Sprintf(`name: overhead
+deadline: 100h
+objective: {metric: score}
+algorithm: {stages: [{trials: %d, iters: 1}]}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [rubberband, trainer, synthetic, --spec, %s]}
+cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 8}
+profile: {iter_latency: {1: {dist: constant, value: %g}}}
+`, c.trials, specFile, c.iter)), 0o644)
+				plan := filepath.Join(dir, "plan.json")
+				out, errOut, code := rb(b, "simulate", specFile, "--alloc", strconv.Itoa(slots), "-o", "json")
+				if code != 0 {
+					b.Fatal(errOut)
+				}
+				os.WriteFile(plan, []byte(out), 0o644)
+				start := time.Now()
+				if _, errOut, code := rb(b, "run", specFile, "--plan", plan, "--state", filepath.Join(dir, "state")); code != 0 {
+					b.Fatal(errOut)
+				}
+				wall := time.Since(start).Seconds()
+				waves := (c.trials + slots - 1) / slots
+				ideal := float64(waves) * c.iter
+				b.ReportMetric(1000*(wall*slots/float64(c.trials)-c.iter), "overhead-ms/trial")
+				b.ReportMetric(100*(wall-ideal)/ideal, "%-over-ideal")
+				b.ReportMetric(float64(c.trials)/wall, "trials/s")
+			}
+		})
+	}
+}
