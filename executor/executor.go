@@ -208,14 +208,23 @@ func (x *run) replay(events []Event) bool {
 			t := x.trials[e.Trial]
 			t.done[e.Stage] = metricOrNaN(e.Metric)
 			t.metrics, t.iter = e.Metrics, e.Iter
+			t.state = trial.Paused
 		case EvReport:
 			t := x.trials[e.Trial]
 			t.metrics, t.iter = e.Metrics, e.Iter
 		case EvFail:
 			if e.Error == "gave up" {
 				x.trials[e.Trial].failed[e.Stage] = true
+				x.trials[e.Trial].state = trial.Failed
 			}
 		case EvSync:
+			var active []string
+			for _, id := range x.order[e.Bracket] {
+				if _, ok := x.trials[id].done[e.Stage]; ok || x.trials[id].failed[e.Stage] {
+					active = append(active, id)
+				}
+			}
+			x.settle(e.Bracket, e.Stage, active, e.Keep)
 			x.synced[key] = e.Keep
 			at := x.stageAt[key]
 			at[1] = e.At
@@ -225,6 +234,38 @@ func (x *run) replay(events []Event) bool {
 		}
 	}
 	return false
+}
+
+// move applies an event to a trial's state through the state machine; an impossible transition
+// is a driver bug, logged rather than fatal. Callers hold x.mu.
+func (x *run) move(t *trialRun, e trial.Event) {
+	next, err := trial.Transition(t.state, e)
+	if err != nil {
+		fmt.Fprintf(x.log, "trial %s: %v\n", t.id, err)
+		return
+	}
+	t.state = next
+}
+
+// settle applies a sync: kept trials are promoted (or, after the last stage, done), the others
+// cut. Callers hold x.mu.
+func (x *run) settle(b, k int, active, keep []string) {
+	kept := map[string]bool{}
+	for _, id := range keep {
+		kept[id] = true
+	}
+	last := k == len(x.brackets[b].Stages)-1
+	for _, id := range active {
+		t := x.trials[id]
+		if t.state == trial.Failed {
+			continue
+		}
+		if kept[id] && !last {
+			x.move(t, trial.Promote)
+		} else {
+			x.move(t, trial.Cut)
+		}
+	}
 }
 
 func metricOrNaN(m *float64) float64 {
@@ -330,6 +371,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		}
 		now := time.Now()
 		x.mu.Lock()
+		x.settle(b, k, active, keep)
 		x.synced[[2]int{b, k}] = keep
 		at := x.stageAt[[2]int{b, k}]
 		x.stageAt[[2]int{b, k}] = [2]time.Time{at[0], now}
@@ -567,7 +609,7 @@ func (x *run) launchAndFollow(ctx context.Context, b, k int, st spec.Stage, id s
 func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, id string, slots []placement.Slot, byID map[string]cloud.Node, try int) (Handle, error) {
 	x.mu.Lock()
 	t := x.trials[id]
-	t.state = trial.Running
+	x.move(t, trial.Launch)
 	params := t.params
 	x.mu.Unlock()
 	g := Gang{Trial: id, Command: x.exp.Trainer.Command, Image: x.exp.Trainer.Image, Env: x.exp.Trainer.Env}
@@ -621,13 +663,15 @@ func (x *run) follow(id string, h Handle, gpus int, results chan<- outcome) {
 func (x *run) failed(b, k int, id string, try int, cause error) bool {
 	retry := try <= x.cfg.MaxRetries
 	msg := cause.Error()
-	if !retry {
+	x.mu.Lock()
+	if retry {
+		x.move(x.trials[id], trial.Crashed)
+	} else {
 		msg = "gave up"
-		x.mu.Lock()
 		x.trials[id].failed[k] = true
-		x.trials[id].state = trial.Failed
-		x.mu.Unlock()
+		x.move(x.trials[id], trial.GaveUp)
 	}
+	x.mu.Unlock()
 	fmt.Fprintf(x.log, "trial %s stage %d try %d failed: %v (retry: %v)\n", id, k, try, cause, retry)
 	x.journal(Event{Ev: EvFail, Bracket: b, Stage: k, Trial: id, Try: try, Error: msg})
 	return retry
@@ -647,7 +691,7 @@ func (x *run) finish(b, k int, st spec.Stage, o outcome) error {
 	x.mu.Lock()
 	t := x.trials[o.trial]
 	t.done[k] = metricOrNaN(metric)
-	t.state = trial.Paused
+	x.move(t, trial.Reached)
 	x.mu.Unlock()
 	// Group-committed: the checkpoint is saved already, so a machine crash before the sync costs
 	// a rerun of this trial-stage, never a wrong result.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
 )
 
 // Result is what a run realized.
@@ -60,6 +61,7 @@ type TrialResult struct {
 	Stages  int                `json:"stages_done"`
 	Iter    int                `json:"iter"`
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	State   trial.State        `json:"state"`
 	Failed  bool               `json:"failed,omitempty"`
 }
 
@@ -186,7 +188,7 @@ func (x *run) result() *Result {
 			for range t.failed {
 				failed = true
 			}
-			res.Trials = append(res.Trials, TrialResult{ID: id, Bracket: b, Params: t.params, Stages: len(t.done), Iter: t.iter, Metrics: t.metrics, Failed: failed})
+			res.Trials = append(res.Trials, TrialResult{ID: id, Bracket: b, Params: t.params, Stages: len(t.done), Iter: t.iter, Metrics: t.metrics, State: t.state, Failed: failed})
 		}
 	}
 	sort.Slice(res.Trials, func(i, j int) bool { return res.Trials[i].ID < res.Trials[j].ID })

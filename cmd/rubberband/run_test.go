@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
 func readJournal(t *testing.T, dir string) []executor.Event {
@@ -266,6 +269,71 @@ func TestFidelity(t *testing.T) {
 			seed, r.Predicted.JCT, r.Realized.JCT, dj, r.Predicted.Cost, r.Realized.Cost, dc)
 		if dj < -6 || dj > 6 || dc < -6 || dc > 6 {
 			t.Errorf("seed %s: realized is %+.1f%% in time and %+.1f%% in cost off the prediction", seed, dj, dc)
+		}
+	}
+}
+
+// Hyperband's brackets run at the same time, each with its own nodes; the best trial is the best
+// of the brackets' winners.
+func TestRunHyperband(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	out, errOut, code := rb(t, "run", "cmd/rubberband/testdata/hyperband.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, errOut)
+	}
+	var rep RunReport
+	json.Unmarshal([]byte(out), &rep)
+	if !rep.Finished || rep.Best == nil || len(rep.Trials) != 9+5+3 {
+		t.Fatalf("report: finished %v best %+v, %d trials", rep.Finished, rep.Best, len(rep.Trials))
+	}
+	starts := map[int]time.Time{}
+	for _, e := range readJournal(t, state) {
+		if e.Ev == executor.EvStage && e.Stage == 0 {
+			starts[e.Bracket] = e.At
+		}
+	}
+	if len(starts) != 3 || starts[2].Sub(starts[0]) > time.Second || starts[0].Sub(starts[2]) > time.Second {
+		t.Fatalf("brackets did not start together: %v", starts)
+	}
+	winner := math.Inf(-1)
+	for _, tr := range rep.Trials {
+		if tr.State != "stopped" {
+			t.Fatalf("trial %s ended %s", tr.ID, tr.State)
+		}
+		if tr.Iter == 9 && tr.Metrics["score"] > winner {
+			winner = tr.Metrics["score"]
+		}
+	}
+	if rep.Best.Metric != winner {
+		t.Fatalf("best %v, but a trial that reached 9 iterations scored %v", rep.Best.Metric, winner)
+	}
+}
+
+// profile measures what the synthetic trainer was told to take.
+func TestProfileMeasuresTheTrainer(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "profile.yaml")
+	if _, errOut, code := rb(t, "profile", "cmd/rubberband/testdata/synthetic.yaml", "--gpus", "1,4", "--iters", "6",
+		"--time-scale", "0.05", "--out", out); code != 0 {
+		t.Fatalf("profile: %s", errOut)
+	}
+	src, _ := os.ReadFile(out)
+	spec := fmt.Sprintf("name: p\nobjective: {metric: m}\nalgorithm: {stages: [{trials: 1, iters: 1}]}\ncluster: {gpus_per_node: 4, price_per_hour: 1}\nprofile: {file: %s}\n", out)
+	specFile := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(specFile, []byte(spec), 0o644)
+	exp, err := specpkg.Load(specFile)
+	if err != nil {
+		t.Fatalf("the written profile does not load: %v\n%s", err, src)
+	}
+	// The synthetic spec says 4 s per iteration on 1 GPU and 1.3 s on 4, and 1 s of start-up.
+	for g, want := range map[int]float64{1: 4, 4: 1.3} {
+		got := float64(exp.Profile.IterLatency[g].Mean)
+		if math.Abs(got-want)/want > 0.15 {
+			t.Errorf("%d GPUs: measured %.3f s per iteration, the trainer takes %.1f\n%s", g, got, want, src)
+		}
+	}
+	for _, s := range exp.Profile.StartupLatency.Samples {
+		if math.Abs(float64(s)-1) > 0.6 {
+			t.Errorf("start-up measured %.2f s, the trainer takes 1 s\n%s", float64(s), src)
 		}
 	}
 }
