@@ -19,10 +19,13 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The main job on the embedded default: validate and plan the example experiment.
+# The main job on the embedded default: plan the example experiment, then run it for real (the Go
+# trainer on local virtual nodes) and report realized against predicted time and cost.
 demo: build
 	./$(BIN) validate $(EXAMPLE)
 	./$(BIN) plan $(EXAMPLE)
+	rm -rf out/demo
+	./$(BIN) run $(EXAMPLE) --state out/demo
 
 # The paper's settings, every planner, beside the paper's figures (examples/paper/README.md).
 paper: deps
@@ -32,4 +35,4 @@ fuzz: deps
 	$(GO) test ./spec -run '^$$' -fuzz FuzzParse -fuzztime 60s
 
 clean:
-	rm -rf bin
+	rm -rf bin out .rubberband

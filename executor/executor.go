@@ -379,7 +379,6 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		if err := x.journal(Event{Ev: EvSync, At: now, Bracket: b, Stage: k, Keep: keep}); err != nil {
 			return err
 		}
-		x.progress(b, k, len(active), len(active))
 		active = keep
 	}
 	_, err := x.scaleTo(ctx, b, 0, nil)

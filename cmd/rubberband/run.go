@@ -298,12 +298,12 @@ func printRun(c *cli.Context, st *state, res *executor.Result) error {
 	tw := newTable(&buf, "BRACKET", "STAGE", "TRIALS", "ITERS", "GPUS", "NODES", "DONE", "FAILED", "PRED TIME", "TIME", "PRED COST", "COST")
 	for _, s := range rep.Stages {
 		tw.row(s.Bracket, s.Stage, s.Realized.Trials, s.Realized.Iters, s.Realized.GPUs, s.Realized.Nodes, s.Realized.Done, s.Realized.Failed,
-			clock(s.Predicted.Duration), clock(s.Realized.Duration), fmt.Sprintf("$%.2f", s.Predicted.Cost), fmt.Sprintf("$%.2f", s.Realized.Cost))
+			clock(s.Predicted.Duration), clock(s.Realized.Duration), money(s.Predicted.Cost), money(s.Realized.Cost))
 	}
 	tw.flush()
 	w.Write(buf.Bytes())
-	fmt.Fprintf(w, "\npredicted  JCT %s   cost $%.2f\nrealized   JCT %s   cost $%.2f   (%+.1f%% time, %+.1f%% cost)\n",
-		clock(rep.Predicted.JCT), rep.Predicted.Cost, clock(rep.Realized.JCT), rep.Realized.Cost,
+	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\nrealized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost)\n",
+		clock(rep.Predicted.JCT), money(rep.Predicted.Cost), clock(rep.Realized.JCT), money(rep.Realized.Cost),
 		pct(rep.Realized.JCT, rep.Predicted.JCT), pct(rep.Realized.Cost, rep.Predicted.Cost))
 	return nil
 }
@@ -358,7 +358,7 @@ func (l *lineLog) progress(s executor.Status, predictedJCT float64) {
 	if s.Failed > 0 {
 		line += fmt.Sprintf(" (%d failed)", s.Failed)
 	}
-	line += fmt.Sprintf(" · elapsed %s · ETA %s · $%.2f so far", clock(s.Elapsed.Seconds()), clock(eta), s.Cost)
+	line += fmt.Sprintf(" · elapsed %s · ETA %s · %s so far", clock(s.Elapsed.Seconds()), clock(eta), money(s.Cost))
 	if f, ok := l.w.(*os.File); ok && isTerminal(f) {
 		fmt.Fprintf(l.w, "\r\033[K%s", line)
 		l.pending = true

@@ -77,10 +77,13 @@ func printPrediction(w io.Writer, label string, p planner.Prediction, deadline b
 	fmt.Fprintln(w, line)
 }
 
-// clock formats seconds as m:ss or h:mm:ss.
+// clock formats seconds as 12.3s, m:ss or h:mm:ss.
 func clock(s float64) string {
 	if math.IsInf(s, 0) || math.IsNaN(s) {
 		return "∞"
+	}
+	if s < 60 {
+		return fmt.Sprintf("%.1fs", s) // short jobs: tenths matter
 	}
 	t := int(math.Round(s))
 	if t >= 3600 {
@@ -94,4 +97,12 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// money formats dollars with cents, or with four decimals below a dollar.
+func money(x float64) string {
+	if math.Abs(x) < 1 {
+		return fmt.Sprintf("$%.4f", x)
+	}
+	return fmt.Sprintf("$%.2f", x)
 }
