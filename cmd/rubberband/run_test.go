@@ -337,3 +337,36 @@ func TestProfileMeasuresTheTrainer(t *testing.T) {
 		}
 	}
 }
+
+// A trial that fails every try is given up after its retries; the stage goes on without it.
+func TestRunTrialGivesUp(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "RB_SYNTH_CRASH=b0-t0005@1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	var rep RunReport
+	json.Unmarshal(out, &rep)
+	launches := 0
+	for _, e := range readJournal(t, state) {
+		if e.Ev == executor.EvLaunch && e.Trial == "b0-t0005" {
+			launches++
+		}
+	}
+	if launches != 3 || !rep.Finished || rep.Stages[0].Realized.Failed != 1 || rep.Stages[0].Realized.Done != 15 {
+		t.Fatalf("%d launches of the failing trial; stage 0 %+v", launches, rep.Stages[0].Realized)
+	}
+	for _, tr := range rep.Trials {
+		if tr.ID == "b0-t0005" && (tr.State != "failed" || !tr.Failed) {
+			t.Fatalf("failing trial ended %+v", tr)
+		}
+	}
+	for _, id := range rep.Stages[0].Realized.Promoted {
+		if id == "b0-t0005" {
+			t.Fatal("a failed trial was promoted")
+		}
+	}
+}

@@ -30,7 +30,7 @@ type Options struct {
 	// TimeScale multiplies every sleep (RB_TIME_SCALE).
 	TimeScale float64
 	// CrashAt, when "TRIAL@ITER", kills the worker (SIGKILL) when that trial reaches that
-	// iteration, once: a marker in CrashDir remembers that it did.
+	// iteration: once, when CrashDir is set (a marker there remembers it did), else every time.
 	CrashAt, CrashDir string
 }
 
@@ -73,8 +73,10 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 	for it := start + 1; it <= run.TargetIter; it++ {
 		if o.CrashAt == run.TrialID+"@"+strconv.Itoa(it) && run.Rank == 0 {
 			mark := filepath.Join(o.CrashDir, run.TrialID)
-			if _, err := os.Stat(mark); os.IsNotExist(err) {
-				os.WriteFile(mark, nil, 0o644)
+			if _, err := os.Stat(mark); o.CrashDir == "" || os.IsNotExist(err) {
+				if o.CrashDir != "" {
+					os.WriteFile(mark, nil, 0o644)
+				}
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		}
