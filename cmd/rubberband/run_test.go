@@ -18,7 +18,7 @@ import (
 	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
-func readJournal(t *testing.T, dir string) []executor.Event {
+func readJournal(t testing.TB, dir string) []executor.Event {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
@@ -38,7 +38,7 @@ func readJournal(t *testing.T, dir string) []executor.Event {
 	return out
 }
 
-func readRunReport(t *testing.T, dir string) RunReport {
+func readRunReport(t testing.TB, dir string) RunReport {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
