@@ -8,9 +8,10 @@ EXAMPLE ?= examples/quickstart.yaml
 build: deps
 	$(GO) build -o $(BIN) ./cmd/rubberband
 
-# Everything the tests need. Idempotent: a second run downloads nothing.
+# Everything the tests need: Go modules, and pinned MinIO and Nomad servers built into .tools/bin.
+# Idempotent: a second run builds nothing.
 deps:
-	$(GO) mod download
+	./scripts/deps.sh
 
 test: deps
 	$(GO) vet ./...

@@ -96,6 +96,16 @@ func extract(ctx context.Context, s Store, key, dir string) error {
 		return err
 	}
 	defer rc.Close()
+	err = untar(rc, dir)
+	if _, rest := io.Copy(io.Discard, rc); rest != nil { // the end is where the sha256 is checked
+		if errors.Is(rest, ErrCorrupt) || err == nil {
+			return rest // a damaged archive is reported by its cause: the checksum
+		}
+	}
+	return err
+}
+
+func untar(rc io.Reader, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -127,8 +137,7 @@ func extract(ctx context.Context, s Store, key, dir string) error {
 			return err
 		}
 	}
-	_, err = io.Copy(io.Discard, rc) // read to the end: that is where the sha256 is checked
-	return err
+	return nil
 }
 
 func writeTar(w io.Writer, dir string) error {

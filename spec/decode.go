@@ -109,6 +109,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 		case *Duration:
 			d.duration(n, p, path, line)
 			return
+		case *Checkpoints:
+			if n.Kind == yaml.ScalarNode { // the URL alone
+				p.URL = n.Value
+				return
+			}
 		}
 	}
 	switch v.Kind() {

@@ -234,3 +234,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestCheckpointsOption(t *testing.T) {
+	base := "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
+		"cluster: {gpus_per_node: 1, price_per_hour: 1}\nprofile: {iter_latency: {1: {mean: 1}}}\n"
+	exp, err := Parse("a.yaml", []byte(base+"checkpoints: s3://ckpts/team/exp\n"), nil)
+	if err != nil || exp.Checkpoints.URL != "s3://ckpts/team/exp" {
+		t.Fatalf("%+v %v", exp.Checkpoints, err)
+	}
+	exp, err = Parse("a.yaml", []byte(base+"checkpoints: {url: s3://ckpts, endpoint: 127.0.0.1:9000, insecure: true}\n"), nil)
+	if err != nil || exp.Checkpoints.Endpoint != "127.0.0.1:9000" || !exp.Checkpoints.Insecure {
+		t.Fatalf("%+v %v", exp.Checkpoints, err)
+	}
+	if s, b, p, err := ParseCheckpoints("s3://ckpts/team/exp/"); s != "s3" || b != "ckpts" || p != "team/exp" || err != nil {
+		t.Fatalf("%s %s %s %v", s, b, p, err)
+	}
+	for _, bad := range []string{"checkpoints: ftp://x", "checkpoints: s3://B", "checkpoints: s3://ok-bucket/../up",
+		"checkpoints: {url: file:///tmp/x, endpoint: 1.2.3.4:9}", "checkpoints: {url: s3://ckpts, endpoint: http://x}",
+		"checkpoints: {url: s3://ckpts, secret: x}"} {
+		if _, err := Parse("a.yaml", []byte(base+bad+"\n"), nil); err == nil || !strings.Contains(err.Error(), "checkpoints") {
+			t.Errorf("%s accepted (%v)", bad, err)
+		}
+	}
+}

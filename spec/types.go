@@ -16,6 +16,7 @@ type Experiment struct {
 	Cluster     Cluster          `yaml:"cluster"`
 	Profile     Profile          `yaml:"profile"`
 	Planner     PlannerOptions   `yaml:"planner"`
+	Checkpoints Checkpoints      `yaml:"checkpoints"`
 
 	// File is the path the spec was read from ("" for specs parsed from memory).
 	File string `yaml:"-"`
@@ -212,4 +213,16 @@ func parentPath(p string) string {
 		}
 	}
 	return ""
+}
+
+// Checkpoints says where trials' checkpoints are kept: a URL, file://DIR (the default: the run's
+// state directory) or s3://BUCKET/PREFIX, written alone or as a mapping with S3 options.
+// Credentials are never part of the spec: S3 stores read them from the environment or the
+// standard AWS chain.
+type Checkpoints struct {
+	URL string `yaml:"url"`
+	// Endpoint is host:port of an S3-compatible server (MinIO); empty means AWS S3.
+	Endpoint string `yaml:"endpoint"`
+	Insecure bool   `yaml:"insecure"`
+	Region   string `yaml:"region"`
 }

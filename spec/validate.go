@@ -50,7 +50,56 @@ func (e *Experiment) Validate() Problems {
 	v.cluster()
 	v.profile()
 	v.planner()
+	v.checkpoints()
 	return v.probs
+}
+
+// ParseCheckpoints splits a checkpoints URL into its scheme ("file" or "s3") and the rest: a
+// directory, or a bucket and a prefix.
+func ParseCheckpoints(url string) (scheme, dirOrBucket, prefix string, err error) {
+	switch {
+	case url == "":
+		return "file", "", "", nil
+	case strings.HasPrefix(url, "file://"):
+		dir := strings.TrimPrefix(url, "file://")
+		if dir == "" {
+			return "", "", "", fmt.Errorf("file:// needs a directory")
+		}
+		return "file", dir, "", nil
+	case strings.HasPrefix(url, "s3://"):
+		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
+		if !bucketRE.MatchString(bucket) {
+			return "", "", "", fmt.Errorf("%q is not a bucket name (3-63 lowercase letters, digits, '.', '-')", bucket)
+		}
+		prefix = strings.Trim(prefix, "/")
+		if prefix != "" {
+			for _, seg := range strings.Split(prefix, "/") {
+				if seg == "" || seg == "." || seg == ".." {
+					return "", "", "", fmt.Errorf("prefix %q holds an empty, '.' or '..' segment", prefix)
+				}
+			}
+		}
+		return "s3", bucket, prefix, nil
+	default:
+		return "", "", "", fmt.Errorf("%q is not a checkpoint URL (file://DIR or s3://BUCKET/PREFIX)", url)
+	}
+}
+
+var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+func (v *validator) checkpoints() {
+	c := v.e.Checkpoints
+	scheme, _, _, err := ParseCheckpoints(c.URL)
+	if err != nil {
+		v.add("checkpoints.url", "%v", err)
+		return
+	}
+	if scheme != "s3" && (c.Endpoint != "" || c.Insecure || c.Region != "") {
+		v.add("checkpoints", "endpoint, insecure and region are for s3:// checkpoints")
+	}
+	if c.Endpoint != "" && (strings.Contains(c.Endpoint, "/") || !strings.Contains(c.Endpoint, ":")) {
+		v.add("checkpoints.endpoint", "%q is not host:port", c.Endpoint)
+	}
 }
 
 func (v *validator) algorithm() {

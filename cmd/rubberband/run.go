@@ -17,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
 	"github.com/rubberband-hpo/rubberband/executor/process"
@@ -219,7 +218,7 @@ func execute(c *cli.Context, dir string, _ *spec.Experiment) error {
 	if err != nil {
 		return err
 	}
-	store, err := file.New(filepath.Join(dir, "checkpoints"))
+	store, err := openStore(c.Context, st.exp, dir)
 	if err != nil {
 		return err
 	}
