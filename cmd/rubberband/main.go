@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
-		Commands:        []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), profileCommand(), trainerCommand()},
+		Commands:        []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), profileCommand(), trainerCommand(), workerCommand()},
 	}
 	err := app.RunContext(ctx, flagsFirst(app.Commands, args))
 	if err == nil {

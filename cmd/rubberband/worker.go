@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/urfave/cli/v2"
+)
+
+// Environment the worker wrapper reads to find the checkpoint store (never credentials).
+const (
+	envCheckpoints         = "RB_CHECKPOINTS"
+	envCheckpointsEndpoint = "RB_CHECKPOINTS_ENDPOINT"
+	envCheckpointsInsecure = "RB_CHECKPOINTS_INSECURE"
+	envCheckpointsRegion   = "RB_CHECKPOINTS_REGION"
+)
+
+// storeEnv tells remote workers where the experiment's checkpoints are.
+func storeEnv(exp *spec.Experiment, stateDir string) ([]string, error) {
+	url := exp.Checkpoints.URL
+	if url == "" {
+		abs, err := filepath.Abs(filepath.Join(stateDir, "checkpoints"))
+		if err != nil {
+			return nil, err
+		}
+		url = "file://" + abs
+	}
+	return []string{envCheckpoints + "=" + url, envCheckpointsEndpoint + "=" + exp.Checkpoints.Endpoint,
+		envCheckpointsInsecure + "=" + strconv.FormatBool(exp.Checkpoints.Insecure), envCheckpointsRegion + "=" + exp.Checkpoints.Region}, nil
+}
+
+// workerCommand is what a remote runtime (Nomad) runs on a node: restore the trial's checkpoint
+// from the store, run the trainer under the contract, save the checkpoint when rank 0 exits 0.
+func workerCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "worker",
+		Usage:     "run one worker of a trial on this node (launched by the nomad runtime)",
+		ArgsUsage: "-- TRAINER [ARGS...]",
+		Hidden:    true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "trial", Required: true},
+			&cli.IntFlag{Name: "rank", Required: true},
+		},
+		Action: func(c *cli.Context) error {
+			argv := c.Args().Slice()
+			if len(argv) == 0 {
+				return usageErr("worker needs the trainer command after --")
+			}
+			insecure, _ := strconv.ParseBool(os.Getenv(envCheckpointsInsecure))
+			exp := &spec.Experiment{Checkpoints: spec.Checkpoints{URL: os.Getenv(envCheckpoints), Endpoint: os.Getenv(envCheckpointsEndpoint),
+				Insecure: insecure, Region: os.Getenv(envCheckpointsRegion)}}
+			work := os.Getenv("NOMAD_TASK_DIR")
+			if work == "" {
+				var err error
+				if work, err = os.MkdirTemp("", "rb-worker-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(work)
+			}
+			store, err := openStore(c.Context, exp, work)
+			if err != nil {
+				return err
+			}
+			trialID, rank := c.String("trial"), c.Int("rank")
+			dir := filepath.Join(work, "checkpoint")
+			restored, _, err := checkpoint.RestoreDir(c.Context, store, trialID, dir)
+			if err != nil {
+				return fmt.Errorf("worker: restore: %w", err)
+			}
+			for _, s := range restored.Skipped {
+				fmt.Fprintf(os.Stderr, "rubberband: skipped a damaged checkpoint: %v\n", s)
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), "RB_CHECKPOINT_DIR="+dir)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			if err := cmd.Start(); err != nil {
+				return fmt.Errorf("worker: start trainer: %w", err)
+			}
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+			go func() {
+				for s := range sig {
+					cmd.Process.Signal(s) // the trainer checkpoints and exits within the grace period
+				}
+			}()
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				return &exitErr{code: max(exit.ExitCode(), 1)}
+			}
+			if err != nil {
+				return err
+			}
+			if rank == 0 {
+				if _, err := checkpoint.SaveDir(c.Context, store, trialID, dir); err != nil {
+					return fmt.Errorf("worker: save checkpoint: %w", err)
+				}
+			}
+			return nil
+		},
+	}
+}
