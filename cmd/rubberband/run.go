@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -28,6 +29,7 @@ import (
 
 // runFile is what a state directory remembers of how its run was started.
 type runFile struct {
+	Backend    string  `json:"backend"`
 	Spec       string  `json:"spec"`
 	SpecSHA256 string  `json:"spec_sha256"`
 	TimeScale  float64 `json:"time_scale"`
@@ -45,6 +47,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", Usage: "state directory (journal, checkpoints, logs); default .rubberband/NAME"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
+			&cli.StringFlag{Name: "backend", Value: "local", Usage: "local (processes on this machine) or nomad (NOMAD_ADDR's cluster, or a local server started for you)"},
 		),
 		Action: runAction,
 	}
@@ -146,7 +149,10 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rf := runFile{Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
+	rf := runFile{Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
+	if rf.Backend != "local" && rf.Backend != "nomad" {
+		return usageErr("--backend %q is not a backend (local or nomad)", rf.Backend)
+	}
 	if rf.TimeScale <= 0 {
 		return usageErr("--time-scale must be above 0")
 	}
@@ -213,22 +219,32 @@ func execute(c *cli.Context, dir string, _ *spec.Experiment) error {
 		return err
 	}
 	defer journal.Close()
-	provider, err := local.New(local.Config{StateFile: filepath.Join(dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
-		Scale: m.Scale, Init: m.Init, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
-	if err != nil {
-		return err
-	}
-	store, err := openStore(c.Context, st.exp, dir)
-	if err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	logw := &lineLog{w: c.App.ErrWriter}
-	runtime := &process.Runtime{Store: store, WorkDir: filepath.Join(dir, "work"), LogDir: filepath.Join(dir, "logs"), Self: self,
-		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
+	var provider cloud.Provider
+	var runtime executor.Runtime
+	switch st.run.Backend {
+	case "nomad":
+		var stopNomad func()
+		if provider, runtime, stopNomad, err = nomadBackend(c.Context, st.exp, dir, st.run.TimeScale, self); err != nil {
+			return err
+		}
+		defer stopNomad()
+	default:
+		if provider, err = local.New(local.Config{StateFile: filepath.Join(dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
+			Scale: m.Scale, Init: m.Init, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))}); err != nil {
+			return err
+		}
+		store, err := openStore(c.Context, st.exp, dir)
+		if err != nil {
+			return err
+		}
+		runtime = &process.Runtime{Store: store, WorkDir: filepath.Join(dir, "work"), LogDir: filepath.Join(dir, "logs"), Self: self,
+			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	predicted := st.plan.Predicted.JCT.Mean

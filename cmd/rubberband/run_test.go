@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/servers"
 	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -368,5 +369,40 @@ func TestRunTrialGivesUp(t *testing.T) {
 		if id == "b0-t0005" {
 			t.Fatal("a failed trial was promoted")
 		}
+	}
+}
+
+// The same job on Nomad: the CLI starts a server of its own, the provider adds client agents as
+// nodes, gangs run as jobs, checkpoints go through the store; promotions, and so the best trial,
+// are those of the local backend (the synthetic metrics depend only on the parameters).
+func TestRunOnNomad(t *testing.T) {
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "synthetic.yaml")
+	src, _ := os.ReadFile("testdata/synthetic.yaml")
+	// Nomad runs tasks in their own directories: paths in trainer.command must be absolute.
+	os.WriteFile(specFile, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", specFile)), 0o644)
+	state := filepath.Join(dir, "state")
+	cmd := exec.Command(binary, "run", specFile, "--backend", "nomad", "--state", state, "--time-scale", "0.05", "-o", "json")
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run on nomad: %v\n%s", err, out)
+	}
+	var rep RunReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	local := filepath.Join(dir, "local")
+	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
+		t.Fatal(errOut)
+	}
+	want := readRunReport(t, local)
+	if !rep.Finished || rep.Best == nil || rep.Best.Trial != want.Best.Trial {
+		t.Fatalf("nomad best %+v, local best %+v", rep.Best, want.Best)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mounts")
+	if strings.Contains(string(mounts), state) {
+		t.Fatal("allocation mounts left behind")
 	}
 }

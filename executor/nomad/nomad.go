@@ -29,6 +29,8 @@ const NodeMeta = "rb_node"
 // Runtime launches gangs as Nomad jobs.
 type Runtime struct {
 	Client *nomad.Client
+	// Experiment tags the jobs, so that Reap finds this experiment's and no other's.
+	Experiment string
 	// Self is the rubberband binary on the nodes (raw_exec runs it as the worker wrapper).
 	Self string
 	// StoreEnv tells the wrapper where checkpoints live (RB_CHECKPOINTS=..., never credentials).
@@ -57,7 +59,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	id := fmt.Sprintf("rb-%s-%d", g.Trial, time.Now().UnixNano())
 	job := nomad.NewBatchJob(id, id, "global", 50)
 	job.Datacenters = []string{"*"}
-	job.Meta = map[string]string{"rb_trial": g.Trial}
+	job.Meta = map[string]string{"rb_trial": g.Trial, "rb_experiment": r.Experiment}
 	port := r.port()
 	zero := 0
 	for _, w := range g.Workers {
@@ -331,4 +333,23 @@ func tail(b []byte) string {
 		return ""
 	}
 	return ": " + s
+}
+
+// Reap stops the jobs of this experiment that an earlier driver left running.
+func (r *Runtime) Reap(ctx context.Context) error {
+	jobs, _, err := r.Client.Jobs().List((&nomad.QueryOptions{Prefix: "rb-"}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("reap: %w", err)
+	}
+	for _, j := range jobs {
+		job, _, err := r.Client.Jobs().Info(j.ID, nil)
+		if err != nil || job.Meta["rb_experiment"] != r.Experiment {
+			continue
+		}
+		r.logf("resume: stopping job %s left by the previous driver", j.ID)
+		if _, _, err := r.Client.Jobs().Deregister(j.ID, true, nil); err != nil {
+			return fmt.Errorf("reap %s: %w", j.ID, err)
+		}
+	}
+	return nil
 }

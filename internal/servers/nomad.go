@@ -5,18 +5,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 )
 
 // Nomad is a real Nomad server for one test; clients join it as nodes.
 type Nomad struct {
 	Addr   string // http://127.0.0.1:PORT of the server's HTTP API
 	RPC    string // 127.0.0.1:PORT that clients join
+	Bin    string // the nomad binary
 	bin    string
 	dir    string
 	t      testing.TB
@@ -59,7 +61,7 @@ advertise { http = "127.0.0.1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.Client = c
+	n.Client, n.Bin = c, n.bin
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if leader, err := c.Status().Leader(); err == nil && leader != "" {
@@ -72,32 +74,11 @@ advertise { http = "127.0.0.1"
 	}
 }
 
-// ClientConfig is the agent configuration of one client node joining server rpc.
-func ClientConfig(name, dataDir, rpc string, httpPort, gpus int) string {
-	return fmt.Sprintf(`name = %q
-data_dir = %q
-bind_addr = "127.0.0.1"
-log_level = "WARN"
-ports { http = %d }
-client {
-  enabled = true
-  servers = [%q]
-  meta { rb_node = %q
-    gpus = "%d" }
-  options { "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean" }
-}
-advertise { http = "127.0.0.1"
-  rpc = "127.0.0.1"
-  serf = "127.0.0.1" }
-plugin "raw_exec" { config { enabled = true } }
-`, name, dataDir, httpPort, rpc, name, gpus)
-}
-
 // AddClient starts a client agent named name with gpus GPUs in its meta, and waits until the
 // server lists it as ready.
 func (n *Nomad) AddClient(name string, gpus int) {
 	n.t.Helper()
-	n.start(name, ClientConfig(name, filepath.Join(n.dir, name), n.RPC, FreePort(n.t), gpus))
+	n.start(name, nomadlocal.ClientConfig(name, filepath.Join(n.dir, name), n.RPC, FreePort(n.t), gpus))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		nodes, _, err := n.Client.Nodes().List(nil)
@@ -180,25 +161,7 @@ func (n *Nomad) Stop() {
 		}
 		delete(n.agents, name)
 	}
-	unmountUnder(n.dir)
+	nomadlocal.UnmountUnder(n.dir)
 	os.RemoveAll(n.dir)
 	os.RemoveAll("/tmp/alloc_mounts")
-}
-
-// unmountUnder unmounts every mount point below dir, deepest first.
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 1 && strings.HasPrefix(f[1], dir) {
-			points = append(points, f[1])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
 }
