@@ -321,6 +321,44 @@ func (x *run) reconcile(ctx context.Context) error {
 	return nil
 }
 
+// heal forgets bracket b's nodes the provider no longer holds and rents replacements up to want.
+// It reports whether the bracket's nodes changed.
+func (x *run) heal(ctx context.Context, b, want int) (bool, error) {
+	held, err := x.cfg.Provider.List(ctx)
+	if err != nil {
+		return false, fmt.Errorf("run: list nodes: %w", err)
+	}
+	alive := map[string]bool{}
+	for _, n := range held {
+		alive[n.ID] = true
+	}
+	x.mu.Lock()
+	var lost []string
+	for _, n := range x.nodes[b] {
+		if !alive[n.ID] {
+			lost = append(lost, n.ID)
+		}
+	}
+	now := time.Now()
+	x.dropNodes(b, lost, now)
+	have := len(x.nodes[b])
+	x.mu.Unlock()
+	if len(lost) == 0 {
+		return false, nil
+	}
+	fmt.Fprintf(x.log, "nodes lost: %v; replacing them\n", lost)
+	if err := x.journal(Event{Ev: EvNodeOff, At: now, Bracket: b, Nodes: lost, Error: "lost"}); err != nil {
+		return true, err
+	}
+	x.cfg.Provider.Delete(ctx, lost) // release what is left of them (billing stops)
+	if have < want {
+		if _, err := x.scaleTo(ctx, b, want, nil); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
 func (x *run) dropNodes(b int, ids []string, at time.Time) {
 	drop := map[string]bool{}
 	for _, id := range ids {
@@ -578,6 +616,27 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, active []st
 		if o.err != nil {
 			if x.failed(b, k, o.trial, tries[o.trial], o.err) {
 				queue = append(queue, o.trial)
+			}
+			// A gang may have failed because its node is gone: replace lost nodes before relaunching.
+			healed, err := x.heal(ctx, b, alloc.Nodes)
+			if err != nil {
+				return last, err
+			}
+			if healed {
+				x.mu.Lock()
+				nodes = toPlacementNodes(x.nodes[b])
+				byID = map[string]cloud.Node{}
+				for _, n := range x.nodes[b] {
+					byID[n.ID] = n
+				}
+				x.mu.Unlock()
+				for t, slots := range last {
+					for _, sl := range slots {
+						if _, ok := byID[sl.Node]; !ok && !occupied[t] {
+							delete(last, t)
+						}
+					}
+				}
 			}
 			continue
 		}

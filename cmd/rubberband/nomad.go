@@ -48,6 +48,11 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		stop()
 		return nil, nil, nil, err
 	}
+	if os.Getenv("NOMAD_ADDR") == "" {
+		// Our own server stops with us: so do the agents that joined it.
+		stopServer := stop
+		stop = func() { provider.Shutdown(); stopServer() }
+	}
 	env, err := storeEnv(exp, dir)
 	if err != nil {
 		stop()
@@ -97,7 +102,9 @@ ports { http = %d
   rpc = %d
   serf = %d }
 server { enabled = true
-  bootstrap_expect = 1 }
+  bootstrap_expect = 1
+  heartbeat_grace = "2s"
+  min_heartbeat_ttl = "1s" }
 advertise { http = "127.0.0.1"
   rpc = "127.0.0.1"
   serf = "127.0.0.1" }

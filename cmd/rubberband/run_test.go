@@ -406,3 +406,79 @@ func TestRunOnNomad(t *testing.T) {
 		t.Fatal("allocation mounts left behind")
 	}
 }
+
+// A node lost mid-stage (its Nomad client agent killed): its gangs fail, the node is replaced,
+// the trials are relaunched from their checkpoints, and the job completes with the same winner.
+func TestRunOnNomadNodeLost(t *testing.T) {
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "synthetic.yaml")
+	src, _ := os.ReadFile("testdata/synthetic.yaml")
+	os.WriteFile(specFile, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", specFile)), 0o644)
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := rb(t, "simulate", specFile, "--alloc", "8,8,4,2", "-o", "json") // two nodes in stages 0 and 1
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	os.WriteFile(plan, []byte(out), 0o644)
+	state := filepath.Join(dir, "state")
+	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "-o", "json")
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once trials run on both nodes, kill the second node's agent.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		j, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		if strings.Count(string(j), `"ev":"launch"`) >= 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("trials never started:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var nodes struct {
+		Nodes map[string]struct {
+			PID int `json:"pid"`
+		} `json:"nodes"`
+	}
+	b, _ := os.ReadFile(filepath.Join(state, "nomad", "nomad-nodes.json"))
+	json.Unmarshal(b, &nodes)
+	victim, ok := nodes.Nodes["rb-node-0002"]
+	if !ok {
+		cmd.Process.Kill()
+		t.Fatalf("no second node in %s", b)
+	}
+	syscall.Kill(-victim.PID, syscall.SIGKILL)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var rep RunReport
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	lost, replaced := false, false
+	for _, e := range readJournal(t, state) {
+		if e.Ev == executor.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == "rb-node-0002" {
+			lost = true
+		}
+		if lost && e.Ev == executor.EvNodeUp {
+			replaced = true
+		}
+	}
+	if !lost || !replaced || !rep.Finished || rep.Best == nil {
+		t.Fatalf("lost %v, replaced %v, finished %v\n%s", lost, replaced, rep.Finished, stderr.String())
+	}
+	local := filepath.Join(dir, "local")
+	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if want := readRunReport(t, local); rep.Best.Trial != want.Best.Trial {
+		t.Fatalf("best %s after losing a node, %s without", rep.Best.Trial, want.Best.Trial)
+	}
+}

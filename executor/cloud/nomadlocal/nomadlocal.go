@@ -263,3 +263,15 @@ func unmountUnder(dir string) {
 
 // UnmountUnder is unmountUnder for test helpers that run agents themselves.
 func UnmountUnder(dir string) { unmountUnder(dir) }
+
+// Shutdown stops every agent this provider started, keeping its state file: for a driver that
+// exits without finishing (its own server goes with it). A resumed driver finds the nodes gone,
+// forgets them, and rents new ones.
+func (p *Provider) Shutdown() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.state.Nodes {
+		stopGroup(n.PID)
+		unmountUnder(filepath.Join(p.dir, n.ID))
+	}
+}
