@@ -462,10 +462,10 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 	x.mu.Unlock()
 	if len(held) > n {
 		release := placement.Release(toPlacementNodes(held), n, last)
+		now := time.Now() // billing stops when the release is asked for, not when the node is gone
 		if err := x.cfg.Provider.Delete(ctx, release); err != nil {
 			return last, fmt.Errorf("run: release nodes: %w", err)
 		}
-		now := time.Now()
 		x.mu.Lock()
 		x.dropNodes(b, release, now)
 		x.mu.Unlock()

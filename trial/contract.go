@@ -75,7 +75,8 @@ var ErrNotReport = errors.New("not a report line")
 
 // ParseReport reads one line of a trainer's output. Lines without the "@rb " prefix are
 // ErrNotReport; a prefixed line must hold exactly one JSON object with an integer "iter" >= 0 and
-// otherwise only finite numbers, else it is an error (the caller logs it and goes on).
+// otherwise only finite numbers, else it is an error (the caller logs it and goes on). An optional
+// "at" (Unix seconds) says when the line was printed; it is not a metric.
 func ParseReport(line string) (Report, error) {
 	rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), ReportPrefix)
 	if !ok {
@@ -99,8 +100,11 @@ func ParseReport(line string) (Report, error) {
 		return Report{}, fmt.Errorf("report %q: \"iter\" %s is not an iteration number", rest, num)
 	}
 	r := Report{Iter: int(iter), Metrics: map[string]float64{}}
+	if at, ok := obj["at"].(json.Number); ok {
+		r.At = unixSeconds(string(at))
+	}
 	for k, v := range obj {
-		if k == "iter" {
+		if k == "iter" || k == "at" {
 			continue
 		}
 		n, ok := v.(json.Number)
@@ -141,3 +145,36 @@ const (
 // GracePeriod is how long a trainer has, after SIGTERM, to write a checkpoint and exit before it
 // is killed.
 const GracePeriod = 10 * time.Second
+
+// StampReport adds "at" (now) to a report line that has none, so that a report relayed through
+// logs keeps the time it was printed. Other lines are returned unchanged.
+func StampReport(line string, now time.Time) string {
+	rest, ok := strings.CutPrefix(line, ReportPrefix+"{")
+	if !ok || strings.Contains(line, `"at"`) {
+		return line
+	}
+	stamp := `"at":` + strconv.FormatFloat(float64(now.UnixNano())/1e9, 'f', 6, 64)
+	if strings.HasPrefix(strings.TrimSpace(rest), "}") {
+		return ReportPrefix + "{" + stamp + rest
+	}
+	return ReportPrefix + "{" + stamp + "," + rest
+}
+
+// unixSeconds reads "1700000000.25" to the nanosecond (a float64 cannot hold it); zero when it
+// is not such a number.
+func unixSeconds(s string) time.Time {
+	whole, frac, _ := strings.Cut(s, ".")
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || sec <= 0 || len(frac) > 9 {
+		return time.Time{}
+	}
+	ns := int64(0)
+	if frac != "" {
+		n, err := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		if err != nil {
+			return time.Time{}
+		}
+		ns = n
+	}
+	return time.Unix(sec, ns)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTransitions(t *testing.T) {
@@ -93,5 +94,20 @@ func TestEnvVars(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %s in %s", want, got)
 		}
+	}
+}
+
+func TestStampReport(t *testing.T) {
+	at := time.Unix(1700000000, 250000000)
+	line := StampReport(`@rb {"iter": 3, "acc": 0.5}`, at)
+	r, err := ParseReport(line)
+	if err != nil || r.Iter != 3 || r.Metrics["acc"] != 0.5 || len(r.Metrics) != 1 || !r.At.Equal(at) {
+		t.Fatalf("%q -> %+v %v", line, r, err)
+	}
+	if StampReport("plain output", at) != "plain output" || StampReport(line, at.Add(time.Hour)) != line {
+		t.Fatal("stamped what it should have left alone")
+	}
+	if r, err := ParseReport(StampReport(`@rb {}`, at)); err == nil {
+		t.Fatalf("a report without iter accepted: %+v", r)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/urfave/cli/v2"
 )
@@ -28,6 +29,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "iters", Value: 5, Usage: "iterations per measurement (at least 2)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
+			&cli.StringFlag{Name: "backend", Value: "local", Usage: "local or nomad: measure where the job will run (a Nomad job's start-up included)"},
 		},
 		Action: profileAction,
 	}
@@ -55,13 +57,45 @@ func profileAction(c *cli.Context) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	store, err := file.New(filepath.Join(tmp, "checkpoints"))
-	if err != nil {
-		return err
-	}
 	self, _ := os.Executable()
-	rt := &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self,
-		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64)}}
+	var rt executor.Runtime
+	var nodeStart []float64                                 // seconds from asking for nodes to their being ready
+	nodesFor := func(g int) ([]cloud.Node, func(), error) { // local: one virtual node of g GPUs
+		return []cloud.Node{{ID: "profile", GPUs: g, Addr: "127.0.0.1"}}, func() {}, nil
+	}
+	switch c.String("backend") {
+	case "local":
+		store, err := file.New(filepath.Join(tmp, "checkpoints"))
+		if err != nil {
+			return err
+		}
+		rt = &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self,
+			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64)}}
+	case "nomad":
+		exp.Checkpoints = spec.Checkpoints{} // a scratch store in tmp: profiling keeps nothing
+		provider, nrt, stop, err := nomadBackend(c.Context, exp, tmp, scale, self)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		rt = nrt
+		nodesFor = func(g int) ([]cloud.Node, func(), error) {
+			n := (g + exp.Cluster.GPUsPerNode - 1) / exp.Cluster.GPUsPerNode
+			start := time.Now()
+			nodes, err := provider.Create(c.Context, n)
+			if err != nil {
+				return nil, nil, err
+			}
+			nodeStart = append(nodeStart, time.Since(start).Seconds()/scale)
+			ids := make([]string, len(nodes))
+			for i, nd := range nodes {
+				ids[i] = nd.ID
+			}
+			return nodes, func() { provider.Delete(context.Background(), ids) }, nil
+		}
+	default:
+		return usageErr("--backend %q is not a backend (local or nomad)", c.String("backend"))
+	}
 	params := map[string]any{}
 	for name, p := range exp.SearchSpace { // the middle of the space: a typical trial
 		switch p.Type {
@@ -80,7 +114,12 @@ func profileAction(c *cli.Context) error {
 		hostname(), time.Now().UTC().Format("2006-01-02"), iters)
 	startups := []float64{}
 	for _, g := range counts {
-		mean, std, startup, err := measure(c.Context, rt, exp.Name, exp.Trainer.Command, exp.Trainer.Env, params, g, iters, scale)
+		nodes, release, err := nodesFor(g)
+		if err != nil {
+			return fmt.Errorf("profile at %d GPUs: %w", g, err)
+		}
+		mean, std, startup, err := measure(c.Context, rt, nodes, exp.Name, exp.Trainer.Command, exp.Trainer.Env, params, g, iters, scale)
+		release()
 		if err != nil {
 			return fmt.Errorf("profile at %d GPUs: %w", g, err)
 		}
@@ -89,39 +128,74 @@ func profileAction(c *cli.Context) error {
 		startups = append(startups, startup)
 	}
 	fmt.Fprintf(&out, "startup_latency: {dist: empirical, samples: [%s]}\n", joinFloats(startups))
+	if len(nodeStart) > 0 {
+		// Not part of a profile: the cluster's own latency, for cluster.init_latency.
+		fmt.Fprintf(&out, "# node start-up measured (request to ready): [%s] s; set cluster.scale_latency and init_latency to match\n", joinFloats(nodeStart))
+		fmt.Fprintf(c.App.ErrWriter, "node start-up: %s s (cluster.scale_latency + init_latency)\n", joinFloats(nodeStart))
+	}
 	if err := os.WriteFile(c.String("out"), []byte(out.String()), 0o644); err != nil {
 		return fmt.Errorf("write profile: %w", err)
 	}
 	return nil
 }
 
-// measure runs the trainer on g GPUs of one virtual node and times its reports.
-func measure(ctx context.Context, rt *process.Runtime, name string, command []string, env map[string]string, params map[string]any, g, iters int, scale float64) (mean, std, startup float64, err error) {
-	node := cloud.Node{ID: "profile", GPUs: g, Addr: "127.0.0.1"}
-	id := fmt.Sprintf("profile-%dgpu", g)
+// measure runs the trainer on g GPUs spread over nodes (whole nodes first) and times its reports.
+func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, name string, command []string, env map[string]string, params map[string]any, g, iters int, scale float64) (mean, std, startup float64, err error) {
+	id := fmt.Sprintf("profile-%dgpu-%d", g, time.Now().UnixNano())
 	gang := executor.Gang{Trial: id, Command: command, Env: env}
 	for r := range g {
+		node := nodes[min(r/max(nodes[0].GPUs, 1), len(nodes)-1)]
+		local := r % max(node.GPUs, 1)
 		gang.Workers = append(gang.Workers, executor.Worker{Node: node, Env: trial.Env{TrialID: id, Experiment: name, Params: params,
-			TargetIter: iters, Rank: r, WorldSize: g, LocalRank: r, MasterAddr: node.Addr, GPUs: []int{r}}})
+			TargetIter: iters, Rank: r, WorldSize: g, LocalRank: local, MasterAddr: nodes[0].Addr, GPUs: []int{local}}})
 	}
+	// As many gangs side by side as fit on the node, as a stage runs them: launching several
+	// at once costs more than launching one.
+	side := max(1, nodes[0].GPUs/g)
+	type result struct {
+		at     []time.Time
+		exited time.Time
+		err    error
+	}
+	results := make(chan result, side)
 	start := time.Now()
-	h, err := rt.Launch(ctx, gang)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	var at []time.Time
-	for rep := range h.Reports() {
-		at = append(at, rep.At)
-	}
-	if err := h.Wait(); err != nil {
-		return 0, 0, 0, err
-	}
-	if len(at) < 2 {
-		return 0, 0, 0, fmt.Errorf("the trainer reported %d time(s); need one per iteration", len(at))
+	for k := range side {
+		gk := gang
+		gk.Trial = fmt.Sprintf("%s-%d", gang.Trial, k)
+		gk.Workers = append([]executor.Worker(nil), gang.Workers...)
+		for i := range gk.Workers {
+			gk.Workers[i].Env.TrialID = gk.Trial
+		}
+		go func() {
+			h, err := rt.Launch(ctx, gk)
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			var r result
+			for rep := range h.Reports() {
+				r.at = append(r.at, rep.At)
+			}
+			<-h.Exited()
+			r.exited = time.Now()
+			r.err = h.Wait()
+			results <- r
+		}()
 	}
 	var d []float64
-	for i := 1; i < len(at); i++ {
-		d = append(d, at[i].Sub(at[i-1]).Seconds()/scale)
+	var runs []result
+	for range side {
+		r := <-results
+		if r.err != nil {
+			return 0, 0, 0, r.err
+		}
+		if len(r.at) < 2 {
+			return 0, 0, 0, fmt.Errorf("the trainer reported %d time(s); need one per iteration", len(r.at))
+		}
+		for i := 1; i < len(r.at); i++ {
+			d = append(d, r.at[i].Sub(r.at[i-1]).Seconds()/scale)
+		}
+		runs = append(runs, r)
 	}
 	for _, x := range d {
 		mean += x
@@ -133,7 +207,12 @@ func measure(ctx context.Context, rt *process.Runtime, name string, command []st
 	if len(d) > 1 {
 		std = math.Sqrt(std / float64(len(d)-1))
 	}
-	startup = max(0, at[0].Sub(start).Seconds()/scale-mean)
+	// A TRAIN run costs startup + iterations: what a whole run took, launch to the gang's exit
+	// being seen, beyond its iterations, is start-up (and tear-down) as the runtime has it.
+	for _, r := range runs {
+		startup += max(0, r.exited.Sub(start).Seconds()/scale-float64(len(r.at))*mean)
+	}
+	startup /= float64(len(runs))
 	return mean, std, startup, nil
 }
 

@@ -482,3 +482,60 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 		t.Fatalf("best %s after losing a node, %s without", rep.Best.Trial, want.Best.Trial)
 	}
 }
+
+// Fidelity on Nomad: the synthetic trainer is profiled on Nomad (a Nomad job's start-up
+// included), the job is planned with that profile and run on Nomad for three seeds.
+func TestFidelityOnNomad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("profiles, then runs three jobs on Nomad")
+	}
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	dir := t.TempDir()
+	trainerSpec := filepath.Join(dir, "trainer.yaml") // the truth the synthetic trainer sleeps
+	src, _ := os.ReadFile("testdata/synthetic.yaml")
+	os.WriteFile(trainerSpec, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", trainerSpec)), 0o644)
+	env := append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	profile := filepath.Join(dir, "nomad-profile.yaml")
+	cmd := exec.Command(binary, "profile", trainerSpec, "--backend", "nomad", "--gpus", "1,2,4", "--iters", "6", "--time-scale", "0.2", "--out", profile)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("profile on nomad: %v\n%s", err, out)
+	}
+	// The planned spec: same job and trainer, the profile measured on Nomad, and the node start-up
+	// measured there as the cluster's latency (the profile file notes it).
+	prof, _ := os.ReadFile(profile)
+	var starts []float64
+	if _, after, ok := strings.Cut(string(prof), "# node start-up measured (request to ready): ["); ok {
+		for _, f := range strings.Split(strings.SplitN(after, "]", 2)[0], ",") {
+			var v float64
+			fmt.Sscan(strings.TrimSpace(f), &v)
+			starts = append(starts, v)
+		}
+	}
+	if len(starts) == 0 {
+		t.Fatalf("the profile does not note node start-up:\n%s", prof)
+	}
+	planned := strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", trainerSpec)
+	planned = strings.Replace(planned, "scale_latency: {value: 10s}", "scale_latency: {value: 0s}", 1)
+	planned = strings.Replace(planned, "init_latency: {value: 5s}", fmt.Sprintf("init_latency: {value: %.3f}", starts[0]), 1)
+	i := strings.Index(planned, "profile:")
+	j := strings.Index(planned, "planner:")
+	planned = planned[:i] + "profile: {file: " + profile + "}\n" + planned[j:]
+	plannedSpec := filepath.Join(dir, "planned.yaml")
+	os.WriteFile(plannedSpec, []byte(planned), 0o644)
+	for _, seed := range []string{"1", "2", "3"} {
+		state := filepath.Join(dir, "state-"+seed)
+		cmd := exec.Command(binary, "run", plannedSpec, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "--seed", seed)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("seed %s: %v\n%s", seed, err, out)
+		}
+		r := readRunReport(t, state)
+		dj, dc := pct(r.Realized.JCT, r.Predicted.JCT), pct(r.Realized.Cost, r.Predicted.Cost)
+		t.Logf("nomad seed %s: JCT predicted %.1f s realized %.1f s (%+.1f%%); cost predicted $%.4f realized $%.4f (%+.1f%%)",
+			seed, r.Predicted.JCT, r.Realized.JCT, dj, r.Predicted.Cost, r.Realized.Cost, dc)
+		if dj < -6 || dj > 6 || dc < -6 || dc > 6 {
+			t.Errorf("seed %s on nomad: %+.1f%% in time, %+.1f%% in cost off the prediction", seed, dj, dc)
+		}
+	}
+}

@@ -1,17 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/urfave/cli/v2"
 )
 
@@ -80,10 +84,24 @@ func workerCommand() *cli.Command {
 			}
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "RB_CHECKPOINT_DIR="+dir)
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				return err
+			}
 			if err := cmd.Start(); err != nil {
 				return fmt.Errorf("worker: start trainer: %w", err)
 			}
+			relayed := make(chan struct{})
+			go func() { // reports reach the driver through logs: stamp them with when they were printed
+				defer close(relayed)
+				sc := bufio.NewScanner(out)
+				sc.Buffer(make([]byte, 64<<10), 1<<20)
+				for sc.Scan() {
+					fmt.Fprintln(os.Stdout, trial.StampReport(sc.Text(), time.Now()))
+				}
+				io.Copy(os.Stdout, out)
+			}()
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 			go func() {
@@ -91,6 +109,7 @@ func workerCommand() *cli.Command {
 					cmd.Process.Signal(s) // the trainer checkpoints and exits within the grace period
 				}
 			}()
+			<-relayed
 			err = cmd.Wait()
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {

@@ -293,7 +293,9 @@ func (h *handle) parse(r io.Reader) {
 			}
 			h.mu.Unlock()
 			if fresh {
-				rep.At = time.Now()
+				if rep.At.IsZero() {
+					rep.At = time.Now()
+				}
 				h.reports <- rep
 			}
 		}

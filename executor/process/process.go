@@ -223,7 +223,9 @@ func (h *handle) watch(rank0 io.Reader) {
 				fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
 				h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
 			default:
-				rep.At = time.Now()
+				if rep.At.IsZero() {
+					rep.At = time.Now()
+				}
 				h.reports <- rep
 			}
 		}
