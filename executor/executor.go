@@ -706,7 +706,7 @@ func (x *run) follow(id string, h Handle, gpus int, results chan<- outcome) {
 	o := outcome{trial: id, start: time.Now(), gpus: gpus}
 	for r := range h.Reports() {
 		o.metrics, o.iter = r.Metrics, r.Iter
-		x.cfg.Journal.Note(Event{Ev: EvReport, Trial: id, Iter: r.Iter, Metrics: r.Metrics})
+		x.cfg.Journal.Note(Event{Ev: EvReport, At: r.At, Trial: id, Iter: r.Iter, Metrics: r.Metrics}) // when printed
 		x.mu.Lock()
 		x.trials[id].metrics, x.trials[id].iter = r.Metrics, r.Iter
 		x.mu.Unlock()
