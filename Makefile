@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/rubberband
 EXAMPLE ?= examples/quickstart.yaml
 
-.PHONY: build test bench deps demo paper fuzz clean
+.PHONY: build test bench deps demo paper fuzz clean image
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/rubberband
@@ -34,6 +34,12 @@ paper: deps
 
 fuzz: deps
 	$(GO) test ./spec -run '^$$' -fuzz FuzzParse -fuzztime 60s
+
+# The trainer image for the Nomad docker driver: a static binary in an image FROM scratch.
+image:
+	mkdir -p out/image
+	CGO_ENABLED=0 $(GO) build -o out/image/rubberband ./cmd/rubberband
+	docker build -t rubberband-trainer:latest -f examples/trainers/Dockerfile out/image
 
 clean:
 	rm -rf bin out .rubberband

@@ -68,7 +68,8 @@ type Param struct {
 	Values []any   `yaml:"values"`
 }
 
-// Trainer is the program each trial runs: a command (raw process) or a container image.
+// Trainer is the program each trial runs: a command, run as a process, or run inside a
+// container image (the Nomad docker driver) when an image is given.
 type Trainer struct {
 	Command []string          `yaml:"command"`
 	Image   string            `yaml:"image"`

@@ -200,8 +200,8 @@ func (v *validator) searchSpace() {
 
 func (v *validator) trainer() {
 	t := v.e.Trainer
-	if len(t.Command) > 0 && t.Image != "" {
-		v.add("trainer", "give command or image, not both")
+	if t.Image != "" && len(t.Command) == 0 {
+		v.add("trainer.command", "an image needs the command to run in it (for example [/rubberband, trainer, mlp])")
 	}
 	if v.e.Has("trainer.command") && len(t.Command) == 0 {
 		v.add("trainer.command", "must not be empty")

@@ -60,6 +60,13 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 	}
 	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, Self: self, StoreEnv: env,
 		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, Log: os.Stderr}
+	if exp.Trainer.Image != "" {
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
+			if v := os.Getenv(k); v != "" {
+				rt.ImageEnv = append(rt.ImageEnv, k+"="+v)
+			}
+		}
+	}
 	return provider, rt, stop, nil
 }
 

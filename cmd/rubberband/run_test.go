@@ -539,3 +539,76 @@ func TestFidelityOnNomad(t *testing.T) {
 		}
 	}
 }
+
+// A full SHA job with trainer.image through Nomad's docker driver, checkpoints in MinIO: trials
+// move between nodes from stage to stage, each launch restoring what another node saved.
+func TestRunImageOnNomadWithMinIO(t *testing.T) {
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("docker is needed for the image test: %v", err)
+		}
+		t.Skip("no docker engine")
+	}
+	minio := servers.StartMinIO(t)
+	dir := t.TempDir()
+	// The image: the static binary FROM scratch, as `make image` builds it.
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "rubberband"), ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
+	}
+	image := "rubberband-trainer:e2e"
+	if out, err := exec.Command("docker", "build", "-q", "-t", image, "-f", "../../examples/trainers/Dockerfile", dir).CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", image).Run() })
+	specFile := filepath.Join(dir, "image.yaml")
+	os.WriteFile(specFile, []byte(fmt.Sprintf(`name: e2e-image
+deadline: 1h
+seed: 7
+objective: {metric: val_accuracy, mode: max}
+algorithm: {sha: {trials: 9, min_iters: 1, max_iters: 9, eta: 3}}
+search_space:
+  lr:     {type: loguniform, min: 1.0e-2, max: 0.3}
+  hidden: {type: choice, values: [16, 32, 64]}
+trainer: {image: %s, command: [/rubberband, trainer, mlp]}
+cluster: {gpus_per_node: 2, price_per_hour: 3.6, max_nodes: 4}
+profile: {iter_latency: {1: {mean: 0.01}, 2: {mean: 0.02}}}
+checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
+`, image, minio.Endpoint)), 0o644)
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code := rb(t, "simulate", specFile, "--alloc", "4,6,2", "-o", "json")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	os.WriteFile(plan, []byte(out), 0o644)
+	state := filepath.Join(dir, "state")
+	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "-o", "json")
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	var rep RunReport
+	json.Unmarshal([]byte(stdout.String()), &rep)
+	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.8 {
+		t.Fatalf("report %s\n%s", stdout.String(), stderr.String())
+	}
+	// The winner ran its three stages on more than one node, continuing its iterations.
+	nodesOf, iters := map[string]bool{}, []int{}
+	for _, e := range readJournal(t, state) {
+		if e.Trial == rep.Best.Trial && e.Ev == executor.EvLaunch {
+			for _, n := range e.Nodes {
+				nodesOf[n] = true
+			}
+		}
+		if e.Trial == rep.Best.Trial && e.Ev == executor.EvReport {
+			iters = append(iters, e.Iter)
+		}
+	}
+	if len(nodesOf) < 2 || len(iters) != 9 || iters[8] != 9 {
+		t.Fatalf("winner ran on %v, reported %v", nodesOf, iters)
+	}
+}

@@ -23,6 +23,10 @@ import (
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
+// ImageBinary is where a trainer image holds the rubberband binary, whose `worker` wrapper
+// restores and saves checkpoints inside the container.
+const ImageBinary = "/rubberband"
+
 // NodeMeta is the client meta key that names a node, so that a task group can be pinned to it.
 const NodeMeta = "rb_node"
 
@@ -37,11 +41,16 @@ type Runtime struct {
 	StoreEnv []string
 	// ExtraEnv is added to every worker (RB_TIME_SCALE, say).
 	ExtraEnv []string
+	// ImageEnv is added to workers in containers, which inherit nothing from the node: the
+	// store's credentials, when the store needs them (they are then part of the Nomad job).
+	ImageEnv []string
 	// Grace is the kill timeout after SIGTERM (default trial.GracePeriod).
 	Grace time.Duration
 	// Poll is how often allocation states are read (default 100 ms).
 	Poll time.Duration
-	Log  io.Writer
+	// PlaceTimeout bounds how long Nomad may take to place a gang (default 2 minutes).
+	PlaceTimeout time.Duration
+	Log          io.Writer
 
 	mu    sync.Mutex
 	ports int
@@ -50,7 +59,7 @@ type Runtime struct {
 // Launch registers the gang's job.
 func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
 	if len(g.Command) == 0 {
-		return nil, fmt.Errorf("launch %s: trainer.command is empty (images need the docker driver, not yet supported)", g.Trial)
+		return nil, fmt.Errorf("launch %s: trainer.command is empty", g.Trial)
 	}
 	grace := r.Grace
 	if grace == 0 {
@@ -75,13 +84,25 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		tg.RestartPolicy = &nomad.RestartPolicy{Attempts: &zero, Mode: strPtr("fail")}
 		tg.ReschedulePolicy = &nomad.ReschedulePolicy{Attempts: &zero, Unlimited: boolPtr(false)}
 		trainer := append([]string(nil), g.Command...)
+		self := r.Self
+		if g.Image != "" {
+			self = ImageBinary // the image carries the wrapper
+		}
 		if trainer[0] == "rubberband" {
-			trainer[0] = r.Self // the built-in trainers run from the same binary
+			trainer[0] = self // the built-in trainers run from the same binary
 		}
 		args := append([]string{"worker", "--trial", g.Trial, "--rank", strconv.Itoa(env.Rank), "--"}, trainer...)
-		task := nomad.NewTask("trainer", "raw_exec").SetConfig("command", r.Self).SetConfig("args", args)
+		task := nomad.NewTask("trainer", "raw_exec").SetConfig("command", self).SetConfig("args", args)
+		extra := append(append([]string(nil), r.StoreEnv...), r.ExtraEnv...)
+		if g.Image != "" {
+			// A container: its entrypoint is the wrapper; it shares the node's network (rank 0's
+			// rendezvous and the store on loopback), and gets what a process would inherit.
+			task = nomad.NewTask("trainer", "docker").SetConfig("image", g.Image).SetConfig("entrypoint", []string{self}).
+				SetConfig("args", args).SetConfig("network_mode", "host")
+			extra = append(extra, r.ImageEnv...)
+		}
 		task.Env = map[string]string{}
-		for _, kv := range append(append(append([]string(nil), r.StoreEnv...), r.ExtraEnv...), vars...) {
+		for _, kv := range append(extra, vars...) {
 			k, v, _ := strings.Cut(kv, "=")
 			task.Env[k] = v
 		}
@@ -150,6 +171,10 @@ func (h *handle) watch() {
 		poll = 100 * time.Millisecond
 	}
 	jobs := h.r.Client.Jobs()
+	placeBy := time.Now().Add(h.r.PlaceTimeout)
+	if h.r.PlaceTimeout == 0 {
+		placeBy = time.Now().Add(2 * time.Minute)
+	}
 	var logs sync.WaitGroup
 	streaming := false
 	cancel := make(chan struct{})
@@ -188,6 +213,17 @@ func (h *handle) watch() {
 					h.stream(id, cancel)
 				}(a.ID)
 			}
+		}
+		if len(allocs) < h.workers && failed == "" && time.Now().After(placeBy) {
+			failed = "Nomad did not place the whole gang: " + h.placementFailure()
+			h.stopped = true
+			jobs.Deregister(h.job, true, nil)
+			close(cancel)
+			logs.Wait()
+			close(h.reports)
+			close(h.exited)
+			h.result = fmt.Errorf("gang failed: %s", failed)
+			return
 		}
 		if failed != "" && !h.stopped {
 			h.stopped = true // a gang is whole or not at all: stop the rest
@@ -354,4 +390,27 @@ func (r *Runtime) Reap(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// placementFailure says why Nomad could not place the job, from its evaluations.
+func (h *handle) placementFailure() string {
+	evals, _, err := h.r.Client.Jobs().Evaluations(h.job, nil)
+	if err != nil {
+		return err.Error()
+	}
+	var why []string
+	for _, e := range evals {
+		for tg, m := range e.FailedTGAllocs {
+			for reason, n := range m.ConstraintFiltered {
+				why = append(why, fmt.Sprintf("%s: %d node(s) filtered by %s", tg, n, reason))
+			}
+			if m.NodesEvaluated == 0 {
+				why = append(why, tg+": no node available")
+			}
+		}
+	}
+	if len(why) == 0 {
+		return "no reason given"
+	}
+	return strings.Join(why, "; ")
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,25 @@ func TestGangFailure(t *testing.T) {
 	err = h.Wait()
 	if err == nil || errors.Is(err, executor.ErrStopped) || time.Since(start) > 30*time.Second {
 		t.Fatalf("wait: %v after %v", err, time.Since(start))
+	}
+}
+
+// A gang Nomad cannot place (pinned to a node that does not exist) fails with Nomad's reason
+// instead of waiting forever.
+func TestUnplaceableGangFails(t *testing.T) {
+	n := servers.StartNomad(t)
+	n.AddClient("node-a", 1)
+	r := &Runtime{Client: n.Client, Self: binary(t), StoreEnv: []string{"RB_CHECKPOINTS=file://" + t.TempDir()}, PlaceTimeout: 3 * time.Second}
+	g := executor.Gang{Trial: "b0-t0003", Command: []string{"/bin/true"}, Workers: []executor.Worker{{
+		Node: cloud.Node{ID: "node-z", GPUs: 1}, Env: trial.Env{TrialID: "b0-t0003", TargetIter: 1, WorldSize: 1}}}}
+	h, err := r.Launch(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range h.Reports() {
+	}
+	err = h.Wait()
+	if err == nil || !strings.Contains(err.Error(), "did not place") || !strings.Contains(err.Error(), "rb_node") {
+		t.Fatalf("wait: %v", err)
 	}
 }
