@@ -670,7 +670,8 @@ func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, id string, sl
 	x.move(t, trial.Launch)
 	params := t.params
 	x.mu.Unlock()
-	g := Gang{Trial: id, Command: x.exp.Trainer.Command, Image: x.exp.Trainer.Image, Env: x.exp.Trainer.Env}
+	g := Gang{Trial: id, Command: x.exp.Trainer.Command, Image: x.exp.Trainer.Image, Env: x.exp.Trainer.Env,
+		CPUMHz: x.exp.Trainer.Resources.CPUMHz, MemoryMB: x.exp.Trainer.Resources.MemoryMB}
 	world := 0
 	for _, s := range slots {
 		world += len(s.GPUs)

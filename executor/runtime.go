@@ -23,6 +23,8 @@ type Gang struct {
 	// each worker's Env.
 	Env     map[string]string
 	Workers []Worker
+	// CPUMHz and MemoryMB size each worker for a cluster scheduler.
+	CPUMHz, MemoryMB int
 }
 
 // Runtime launches gangs.

@@ -127,6 +127,12 @@ func (e *Experiment) applyDefaults() Problems {
 		dist.inferKind()
 		e.Profile.IterLatency[g] = dist
 	}
+	if e.Trainer.Resources.CPUMHz == 0 {
+		e.Trainer.Resources.CPUMHz = 500
+	}
+	if e.Trainer.Resources.MemoryMB == 0 {
+		e.Trainer.Resources.MemoryMB = 512
+	}
 	if e.Objective.Mode == "" {
 		e.Objective.Mode = "max"
 	}

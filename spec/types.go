@@ -74,6 +74,15 @@ type Trainer struct {
 	Command []string          `yaml:"command"`
 	Image   string            `yaml:"image"`
 	Env     map[string]string `yaml:"env"`
+	// Resources are what each worker asks a cluster scheduler for, besides its GPUs (which
+	// rubberband's own placement accounts for).
+	Resources Resources `yaml:"resources"`
+}
+
+// Resources of one worker.
+type Resources struct {
+	CPUMHz   int `yaml:"cpu_mhz"`   // default 500
+	MemoryMB int `yaml:"memory_mb"` // default 512
 }
 
 // Cluster describes the instances a plan rents and what they cost.

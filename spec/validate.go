@@ -206,6 +206,12 @@ func (v *validator) trainer() {
 	if v.e.Has("trainer.command") && len(t.Command) == 0 {
 		v.add("trainer.command", "must not be empty")
 	}
+	if t.Resources.CPUMHz < 0 || t.Resources.CPUMHz > 10_000_000 {
+		v.add("trainer.resources.cpu_mhz", "%d is out of range (1 to 10000000)", t.Resources.CPUMHz)
+	}
+	if t.Resources.MemoryMB < 0 || t.Resources.MemoryMB > 100_000_000 {
+		v.add("trainer.resources.memory_mb", "%d is out of range (1 to 100000000)", t.Resources.MemoryMB)
+	}
 	for _, k := range sortedKeys(t.Env) {
 		if k == "" || strings.ContainsAny(k, "= \t\n") {
 			v.add("trainer.env."+k, "not a valid environment variable name")

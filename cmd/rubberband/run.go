@@ -175,6 +175,11 @@ type state struct {
 }
 
 func openState(dir string) (*state, error) {
+	abs, err := filepath.Abs(dir) // agents and workers need absolute paths
+	if err != nil {
+		return nil, err
+	}
+	dir = abs
 	st := &state{dir: dir}
 	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	if err != nil {
@@ -207,6 +212,7 @@ func execute(c *cli.Context, dir string, _ *spec.Experiment) error {
 	if err != nil {
 		return err
 	}
+	dir = st.dir // absolute from here on
 	if sum, err := fileSHA(st.run.Spec); err == nil && sum != st.run.SpecSHA256 {
 		fmt.Fprintf(c.App.ErrWriter, "rubberband: warning: %s changed since the run started\n", st.run.Spec)
 	}

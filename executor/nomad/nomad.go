@@ -110,7 +110,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 			task.Env[k] = v
 		}
 		task.KillTimeout = &grace
-		task.Require(&nomad.Resources{CPU: intPtr(100), MemoryMB: intPtr(256)})
+		task.Require(&nomad.Resources{CPU: intPtr(or(g.CPUMHz, 500)), MemoryMB: intPtr(or(g.MemoryMB, 512))})
 		tg.AddTask(task)
 		job.AddTaskGroup(tg)
 	}
@@ -342,6 +342,13 @@ func (h *handle) parse(r io.Reader) {
 func strPtr(s string) *string { return &s }
 func boolPtr(b bool) *bool    { return &b }
 func intPtr(i int) *int       { return &i }
+
+func or(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
 
 // stderrTail is the end of a failed task's standard error, for the failure message.
 func (h *handle) stderrTail(allocID string) string {
