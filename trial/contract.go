@@ -1,10 +1,12 @@
 package trial
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -177,4 +179,33 @@ func unixSeconds(s string) time.Time {
 		ns = n
 	}
 	return time.Unix(sec, ns)
+}
+
+// ScanReports reads a trainer's output line by line: each line goes to echo (when not nil), each
+// report to emit (timed now when the line carries no "at"), each malformed report to bad. What
+// is left after a line too long to scan is passed to echo as it is.
+func ScanReports(r io.Reader, echo io.Writer, emit func(Report), bad func(error)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if echo != nil {
+			fmt.Fprintln(echo, line)
+		}
+		rep, err := ParseReport(line)
+		switch {
+		case errors.Is(err, ErrNotReport):
+		case err != nil:
+			bad(err)
+		default:
+			if rep.At.IsZero() {
+				rep.At = time.Now()
+			}
+			emit(rep)
+		}
+	}
+	if echo == nil {
+		echo = io.Discard
+	}
+	io.Copy(echo, r)
 }

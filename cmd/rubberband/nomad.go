@@ -101,21 +101,7 @@ func startNomadServer(dir, bin string) (string, func(), error) {
 		ports[i] = p
 	}
 	conf := filepath.Join(dir, "server.hcl")
-	os.WriteFile(conf, []byte(fmt.Sprintf(`name = "rb-server"
-data_dir = %q
-bind_addr = "127.0.0.1"
-log_level = "WARN"
-ports { http = %d
-  rpc = %d
-  serf = %d }
-server { enabled = true
-  bootstrap_expect = 1
-  heartbeat_grace = "2s"
-  min_heartbeat_ttl = "1s" }
-advertise { http = "127.0.0.1"
-  rpc = "127.0.0.1"
-  serf = "127.0.0.1" }
-`, filepath.Join(dir, "data"), ports[0], ports[1], ports[2])), 0o644)
+	os.WriteFile(conf, []byte(nomadlocal.ServerConfig(filepath.Join(dir, "data"), ports[0], ports[1], ports[2])), 0o644)
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return "", nil, err

@@ -7,7 +7,6 @@
 package nomad
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -313,30 +312,17 @@ func (h *handle) frames(alloc *nomad.Allocation, follow bool, cancel <-chan stru
 
 // parse passes on the reports in r whose iteration is beyond the last one passed on.
 func (h *handle) parse(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		rep, err := trial.ParseReport(sc.Text())
-		switch {
-		case errors.Is(err, trial.ErrNotReport):
-		case err != nil:
-			h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
-		default:
-			h.mu.Lock()
-			fresh := rep.Iter > h.lastIter
-			if fresh {
-				h.lastIter = rep.Iter
-			}
-			h.mu.Unlock()
-			if fresh {
-				if rep.At.IsZero() {
-					rep.At = time.Now()
-				}
-				h.reports <- rep
-			}
+	trial.ScanReports(r, nil, func(rep trial.Report) {
+		h.mu.Lock()
+		fresh := rep.Iter > h.lastIter
+		if fresh {
+			h.lastIter = rep.Iter
 		}
-	}
-	io.Copy(io.Discard, r)
+		h.mu.Unlock()
+		if fresh {
+			h.reports <- rep
+		}
+	}, func(err error) { h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err) })
 }
 
 func strPtr(s string) *string { return &s }

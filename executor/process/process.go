@@ -5,9 +5,7 @@
 package process
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -211,25 +209,10 @@ func (h *handle) watch(rank0 io.Reader) {
 	go func() {
 		defer readers.Done()
 		defer close(h.reports)
-		sc := bufio.NewScanner(rank0)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(h.log, line)
-			rep, err := trial.ParseReport(line)
-			switch {
-			case errors.Is(err, trial.ErrNotReport):
-			case err != nil:
-				fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
-				h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
-			default:
-				if rep.At.IsZero() {
-					rep.At = time.Now()
-				}
-				h.reports <- rep
-			}
-		}
-		io.Copy(h.log, rank0) // a line too long for the scanner: keep draining
+		trial.ScanReports(rank0, h.log, func(rep trial.Report) { h.reports <- rep }, func(err error) {
+			fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
+			h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
+		})
 	}()
 	var workers sync.WaitGroup
 	for i, cmd := range h.cmds {

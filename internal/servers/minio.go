@@ -76,16 +76,6 @@ func (m *MinIO) Restart() { m.start() }
 
 // Stop ends the server; the test's temporary directory holds its data and goes with it.
 func (m *MinIO) Stop() {
-	if m.cmd != nil && m.cmd.Process != nil {
-		syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { m.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		m.cmd = nil
-	}
+	stopGroup(m.cmd, 5*time.Second)
+	m.cmd = nil
 }

@@ -42,21 +42,7 @@ func StartNomad(t testing.TB) *Nomad {
 	n.dir = dir
 	http, rpc, serf := FreePort(t), FreePort(t), FreePort(t)
 	n.Addr, n.RPC = fmt.Sprintf("http://127.0.0.1:%d", http), fmt.Sprintf("127.0.0.1:%d", rpc)
-	cfg := fmt.Sprintf(`name = "rb-server"
-data_dir = %q
-bind_addr = "127.0.0.1"
-log_level = "WARN"
-ports { http = %d
-  rpc = %d
-  serf = %d }
-server { enabled = true
-  bootstrap_expect = 1
-  heartbeat_grace = "2s"
-  min_heartbeat_ttl = "1s" }
-advertise { http = "127.0.0.1"
-  rpc = "127.0.0.1"
-  serf = "127.0.0.1" }
-`, filepath.Join(dir, "server"), http, rpc, serf)
+	cfg := nomadlocal.ServerConfig(filepath.Join(dir, "server"), http, rpc, serf)
 	t.Cleanup(n.Stop)
 	n.start("server", cfg)
 	c, err := nomad.NewClient(&nomad.Config{Address: n.Addr})
@@ -150,17 +136,7 @@ func (n *Nomad) Stop() {
 		n.Client.System().GarbageCollect()
 	}
 	for name, a := range n.agents {
-		if a.cmd.Process != nil {
-			syscall.Kill(-a.cmd.Process.Pid, syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { a.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
-				<-done
-			}
-		}
+		stopGroup(a.cmd, 10*time.Second)
 		delete(n.agents, name)
 	}
 	nomadlocal.UnmountUnder(n.dir)

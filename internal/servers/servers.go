@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -77,5 +78,21 @@ func waitTCP(addr string, timeout time.Duration) error {
 			return fmt.Errorf("nothing listens at %s after %v", addr, timeout)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopGroup sends SIGTERM to a process group and SIGKILL after grace, and waits for the process.
+func stopGroup(cmd *exec.Cmd, grace time.Duration) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
 	}
 }

@@ -47,6 +47,26 @@ plugin "raw_exec" { config { enabled = true } }
 `, name, dataDir, httpPort, serverRPC, name, gpus)
 }
 
+// ServerConfig is the agent configuration of a one-server cluster on loopback, with heartbeats
+// short enough that a lost node is noticed within seconds.
+func ServerConfig(dataDir string, httpPort, rpcPort, serfPort int) string {
+	return fmt.Sprintf(`name = "rb-server"
+data_dir = %q
+bind_addr = "127.0.0.1"
+log_level = "WARN"
+ports { http = %d
+  rpc = %d
+  serf = %d }
+server { enabled = true
+  bootstrap_expect = 1
+  heartbeat_grace = "2s"
+  min_heartbeat_ttl = "1s" }
+advertise { http = "127.0.0.1"
+  rpc = "127.0.0.1"
+  serf = "127.0.0.1" }
+`, dataDir, httpPort, rpcPort, serfPort)
+}
+
 // Provider starts and stops client agents.
 type Provider struct {
 	bin, dir, rpc string
