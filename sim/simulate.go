@@ -224,11 +224,12 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int, startAcc, durAcc, co
 type Summary struct {
 	Mean float64 `json:"mean"`
 	Std  float64 `json:"std"`
+	P5   float64 `json:"p5"`
 	P50  float64 `json:"p50"`
 	P95  float64 `json:"p95"`
 }
 
-// Summarize computes mean, standard deviation and the 50th and 95th percentiles.
+// Summarize computes mean, standard deviation and the 5th, 50th and 95th percentiles.
 func Summarize(xs []float64) Summary {
 	if len(xs) == 0 {
 		return Summary{}
@@ -248,7 +249,7 @@ func Summarize(xs []float64) Summary {
 	}
 	sorted := append([]float64(nil), xs...)
 	sort.Float64s(sorted)
-	return Summary{Mean: mean, Std: std, P50: quantileSorted(sorted, 0.5), P95: quantileSorted(sorted, 0.95)}
+	return Summary{Mean: mean, Std: std, P5: quantileSorted(sorted, 0.05), P50: quantileSorted(sorted, 0.5), P95: quantileSorted(sorted, 0.95)}
 }
 
 // Quantile is the nearest-rank q-quantile of xs: the smallest sample with at least q of the

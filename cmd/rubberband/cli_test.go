@@ -203,3 +203,55 @@ func TestBadArguments(t *testing.T) {
 		}
 	}
 }
+
+func TestWhatIf(t *testing.T) {
+	dir := t.TempDir()
+	png := filepath.Join(dir, "cost.png")
+	out, errOut, code := rb(t, "whatif", table2, "--sweep", "deadline=20m..40m/10m", "--sweep", "cluster.billing.model=per-instance,per-function",
+		"--planners", "static,greedy", "--samples", "30", "-o", "json", "--plot", png)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var w WhatIf
+	if err := json.Unmarshal([]byte(out), &w); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Points) != 6 || w.Points[0].Params["deadline"] != "20m0s" || w.Points[1].Params["cluster.billing.model"] != "per-function" {
+		t.Fatalf("points %+v", w.Points)
+	}
+	for _, p := range w.Points {
+		st, gr := p.Results["static"], p.Results["greedy"]
+		if st.Predicted.JCT.Mean <= 0 || (st.Feasible && gr.Predicted.Cost.Mean > st.Predicted.Cost.Mean+1e-9) {
+			t.Fatalf("point %v: %+v", p.Params, p.Results)
+		}
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("no PNG chart: %v", err)
+	}
+	csvOut, _, code := rb(t, "whatif", table2, "--sweep", "deadline=5m,30m", "--planners", "static,optimal", "--samples", "20", "-o", "csv")
+	lines := strings.Split(strings.TrimSpace(csvOut), "\n")
+	if code != 0 || len(lines) != 1+2*2 || !strings.HasPrefix(lines[0], "deadline,planner,feasible") || !strings.Contains(lines[1], "5m,static,false") {
+		t.Fatalf("csv exit %d:\n%s", code, csvOut)
+	}
+	for _, bad := range [][]string{{"--sweep", "deadline=1m..2m"}, {"--sweep", "cluster.billing.model=monthly"}, {"--sweep", "cluster.colour=red"}, {}} {
+		if _, errOut, code := rb(t, append([]string{"whatif", table2}, bad...)...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d %s", bad, code, errOut)
+		}
+	}
+}
+
+// plan --gantt and simulate --gantt/--hist write pictures.
+func TestPlanAndSimulatePictures(t *testing.T) {
+	dir := t.TempDir()
+	if _, errOut, code := rb(t, "plan", table2, "--gantt", filepath.Join(dir, "g.svg")); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8", "--hist", filepath.Join(dir, "h.png"), "--gantt", filepath.Join(dir, "g.png")); code != 0 {
+		t.Fatal(errOut)
+	}
+	for _, f := range []string{"g.svg", "h.png", "h-cost.png", "g.png"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

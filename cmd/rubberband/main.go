@@ -56,8 +56,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		Commands:        []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), profileCommand(), trainerCommand(), workerCommand()},
+		// --sweep NAME=a,b,c carries its own commas.
+		DisableSliceFlagSeparator: true,
+		ExitErrHandler:            func(*cli.Context, error) {},
+		Commands:                  []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), profileCommand(), whatifCommand(), trainerCommand(), workerCommand()},
 	}
 	err := app.RunContext(ctx, flagsFirst(app.Commands, args))
 	if err == nil {

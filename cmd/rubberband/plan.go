@@ -17,6 +17,7 @@ func planCommand() *cli.Command {
 		Flags: append(predictionFlags(),
 			&cli.StringFlag{Name: "planner", Usage: "static, naive-elastic, greedy or optimal (overrides planner.name)"},
 			&cli.StringFlag{Name: "out", Usage: "write the plan as JSON to this file (for simulate --plan and run --plan)"},
+			&cli.StringFlag{Name: "gantt", Usage: "draw the plan's cluster schedule (FILE.png or FILE.svg)"},
 		),
 		Action: planAction,
 	}
@@ -56,6 +57,11 @@ func planAction(c *cli.Context) error {
 			return err
 		}
 		rep.SetStatic(static.Feasible, sp)
+	}
+	if g := c.String("gantt"); g != "" {
+		if err := drawGantt(g, s, res.Best.Alloc, fmt.Sprintf("%s: %s plan, one sampled run", exp.Name, exp.Planner.Name)); err != nil {
+			return err
+		}
 	}
 	if out := c.String("out"); out != "" && res.Feasible {
 		var buf bytes.Buffer

@@ -18,6 +18,8 @@ func simulateCommand() *cli.Command {
 		ArgsUsage: "SPEC",
 		Flags: append(predictionFlags(),
 			&cli.StringFlag{Name: "plan", Usage: "a plan file written by `plan --out`"},
+			&cli.StringFlag{Name: "gantt", Usage: "draw the cluster schedule of one sampled run (FILE.png or FILE.svg)"},
+			&cli.StringFlag{Name: "hist", Usage: "draw JCT (FILE) and cost (FILE-cost) histograms, deadline marked"},
 			&cli.StringFlag{Name: "alloc", Usage: "GPUs per stage, e.g. 32,20,12,8; brackets separated by ';'; GPUS/NODES holds more nodes than the GPUs need (a static cluster: 24/6,24/6)"},
 		),
 		Action: simulateAction,
@@ -62,6 +64,16 @@ func simulateAction(c *cli.Context) error {
 	}
 	deadline := exp.Deadline.Seconds()
 	feasible := deadline == 0 || sim.Quantile(res.Outcome.JCT, exp.Planner.DeadlineQuantile) <= deadline
+	if g := c.String("gantt"); g != "" {
+		if err := drawGantt(g, s, alloc, exp.Name+": cluster schedule, one sampled run"); err != nil {
+			return err
+		}
+	}
+	if h := c.String("hist"); h != "" {
+		if err := drawHistograms(h, res, deadline, exp.Name); err != nil {
+			return err
+		}
+	}
 	rep := planner.NewReport(exp, name, deadline, feasible, res)
 	if c.String("output") == "json" {
 		return writeJSON(c.App.Writer, rep)

@@ -1,0 +1,215 @@
+// Package charts draws rubberband's pictures with gonum/plot, as PNG or SVG by the file's
+// extension: cost against a swept parameter, a plan's cluster schedule as a Gantt chart, and
+// histograms of predicted JCT and cost.
+package charts
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Size of every chart.
+const (
+	Width  = 10 * vg.Inch
+	Height = 6 * vg.Inch
+)
+
+func save(p *plot.Plot, file string, w, h vg.Length) error {
+	switch strings.ToLower(filepath.Ext(file)) {
+	case ".png", ".svg":
+	default:
+		return fmt.Errorf("chart %s: write .png or .svg", file)
+	}
+	if err := p.Save(w, h, file); err != nil {
+		return fmt.Errorf("chart %s: %w", file, err)
+	}
+	return nil
+}
+
+// Series is one line of a band chart: the middle (P50) with a band from Lo to Hi.
+type Series struct {
+	Name        string
+	X           []float64
+	P50, Lo, Hi []float64
+}
+
+// Band draws one line per series with its shaded band; ticks, when given, label the x values.
+func Band(file, title, xLabel, yLabel string, series []Series, ticks []plot.Tick) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	if ticks != nil {
+		p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	}
+	for i, s := range series {
+		if len(s.X) == 0 {
+			continue
+		}
+		c := plotutil.Color(i)
+		band := make(plotter.XYs, 0, 2*len(s.X))
+		for j := range s.X {
+			band = append(band, plotter.XY{X: s.X[j], Y: s.Hi[j]})
+		}
+		for j := len(s.X) - 1; j >= 0; j-- {
+			band = append(band, plotter.XY{X: s.X[j], Y: s.Lo[j]})
+		}
+		poly, err := plotter.NewPolygon(band)
+		if err != nil {
+			return err
+		}
+		r, g, b, _ := c.RGBA()
+		poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 50}
+		poly.LineStyle.Width = 0
+		mid := make(plotter.XYs, len(s.X))
+		for j := range s.X {
+			mid[j] = plotter.XY{X: s.X[j], Y: s.P50[j]}
+		}
+		line, points, err := plotter.NewLinePoints(mid)
+		if err != nil {
+			return err
+		}
+		line.Color, points.Color = c, c
+		line.Width = vg.Points(2)
+		points.Shape = plotutil.Shape(i)
+		p.Add(poly, line, points)
+		p.Legend.Add(s.Name+" (p50, p5-p95 band)", line, points)
+	}
+	return save(p, file, Width, Height)
+}
+
+// Bar is one span of the cluster schedule on one row (a node).
+type Bar struct {
+	Row        int
+	Start, End float64
+	// Kind is "train" (coloured by Label, the trial) or "provision" (shaded: SCALE and INIT).
+	Kind  string
+	Label int
+}
+
+// Gantt draws the schedule: one row per node, TRAIN spans coloured by trial, provisioning
+// shaded, and a dashed line at each stage boundary. It returns how many TRAIN bars it drew.
+func Gantt(file, title string, rows int, bars []Bar, stageEnds []float64) (int, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (minutes)"
+	p.Y.Label.Text = "node"
+	p.Y.Min, p.Y.Max = 0, float64(rows)
+	step := max(1, rows/20) // no overlapping labels with hundreds of nodes
+	var ticks []plot.Tick
+	for r := 0; r < rows; r += step {
+		ticks = append(ticks, plot.Tick{Value: float64(r) + 0.5, Label: fmt.Sprint(r)})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	trains := 0
+	end := 0.0
+	for _, b := range bars {
+		x0, x1 := b.Start/60, b.End/60
+		y0, y1 := float64(b.Row)+0.1, float64(b.Row)+0.9
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+		if err != nil {
+			return 0, err
+		}
+		poly.LineStyle.Width = vg.Points(0.3)
+		poly.LineStyle.Color = color.White
+		if b.Kind == "train" {
+			poly.Color = trialColor(b.Label)
+			trains++
+		} else {
+			poly.Color = color.NRGBA{R: 160, G: 160, B: 160, A: 140}
+		}
+		p.Add(poly)
+		end = math.Max(end, x1)
+	}
+	for _, t := range stageEnds {
+		l, err := plotter.NewLine(plotter.XYs{{X: t / 60, Y: 0}, {X: t / 60, Y: float64(rows)}})
+		if err != nil {
+			return 0, err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = color.Black
+		p.Add(l)
+	}
+	p.X.Min, p.X.Max = 0, end*1.02
+	shade, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 0, Y: 0}, {X: 0, Y: 0}})
+	shade.Color = color.NRGBA{R: 160, G: 160, B: 160, A: 140}
+	train, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 0, Y: 0}, {X: 0, Y: 0}})
+	train.Color = trialColor(0)
+	p.Legend.Add("TRAIN (colour per trial)", train)
+	p.Legend.Add("SCALE + INIT_INSTANCE", shade)
+	p.Legend.Top = true
+	h := Height
+	if rows > 24 {
+		h = vg.Length(math.Min(24, 3+float64(rows)*0.12)) * vg.Inch
+	}
+	return trains, save(p, file, Width, h)
+}
+
+// trialColor spreads trials over the hue circle (golden angle), so that neighbours differ.
+func trialColor(i int) color.Color {
+	h := math.Mod(float64(i)*137.508, 360)
+	return hsv(h, 0.65, 0.85)
+}
+
+func hsv(h, s, v float64) color.Color {
+	c := v * s
+	x := c * (1 - math.Abs(math.Mod(h/60, 2)-1))
+	m := v - c
+	var r, g, b float64
+	switch {
+	case h < 60:
+		r, g = c, x
+	case h < 120:
+		r, g = x, c
+	case h < 180:
+		g, b = c, x
+	case h < 240:
+		g, b = x, c
+	case h < 300:
+		r, b = x, c
+	default:
+		r, b = c, x
+	}
+	return color.NRGBA{R: uint8((r + m) * 255), G: uint8((g + m) * 255), B: uint8((b + m) * 255), A: 255}
+}
+
+// Histogram draws the distribution of values with a vertical line at mark (when above 0).
+func Histogram(file, title, xLabel string, values []float64, mark float64, markLabel string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = "samples"
+	h, err := plotter.NewHist(plotter.Values(values), 30)
+	if err != nil {
+		return err
+	}
+	h.FillColor = color.NRGBA{R: 70, G: 130, B: 180, A: 255}
+	p.Add(h)
+	if mark > 0 {
+		top := 0.0
+		for _, b := range h.Bins {
+			top = math.Max(top, b.Weight)
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: mark, Y: 0}, {X: mark, Y: top * 1.05}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.NRGBA{R: 200, A: 255}
+		l.Width = vg.Points(2)
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(markLabel, l)
+		p.Legend.Top = true
+	}
+	return save(p, file, Width, Height)
+}

@@ -1,0 +1,55 @@
+package charts
+
+import (
+	"image"
+	_ "image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func checkPNG(t *testing.T, file string) image.Config {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, format, err := image.DecodeConfig(f)
+	if err != nil || format != "png" {
+		t.Fatalf("%s: not a PNG (%v)", file, err)
+	}
+	return cfg
+}
+
+func TestCharts(t *testing.T) {
+	dir := t.TempDir()
+	band := filepath.Join(dir, "band.png")
+	if err := Band(band, "t", "x", "y", []Series{{Name: "a", X: []float64{1, 2, 3}, P50: []float64{3, 2, 1}, Lo: []float64{2, 1, 0.5}, Hi: []float64{4, 3, 2}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cfg := checkPNG(t, band); cfg.Width != int(Width.Dots(96)) || cfg.Height != int(Height.Dots(96)) {
+		t.Fatalf("band chart %dx%d", cfg.Width, cfg.Height)
+	}
+	svg := filepath.Join(dir, "gantt.svg")
+	bars := []Bar{{Row: 0, Start: 0, End: 30, Kind: "provision"}, {Row: 0, Start: 30, End: 90, Kind: "train", Label: 1},
+		{Row: 1, Start: 30, End: 80, Kind: "train", Label: 2}, {Row: 1, Start: 90, End: 200, Kind: "train", Label: 3}}
+	n, err := Gantt(svg, "schedule", 2, bars, []float64{90, 200})
+	if err != nil || n != 3 {
+		t.Fatalf("gantt drew %d TRAIN bars (want 3): %v", n, err)
+	}
+	b, _ := os.ReadFile(svg)
+	// Every bar is a filled path; the SVG holds at least the four bars and the two legend swatches.
+	if !strings.HasPrefix(strings.TrimSpace(string(b)), "<?xml") || !strings.Contains(string(b), "<svg") || strings.Count(string(b), "<path") < 6 {
+		t.Fatalf("not the expected SVG (%d paths)", strings.Count(string(b), "<path"))
+	}
+	hist := filepath.Join(dir, "hist.png")
+	if err := Histogram(hist, "h", "x", []float64{1, 2, 2, 3, 3, 3}, 2.5, "deadline"); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, hist)
+	if err := Histogram(filepath.Join(dir, "h.jpg"), "h", "x", []float64{1}, 0, ""); err == nil {
+		t.Fatal("a .jpg was accepted")
+	}
+}

@@ -1,0 +1,56 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Outcome is what one planner predicts for one experiment.
+type Outcome struct {
+	Feasible  bool       `json:"feasible"`
+	Predicted Prediction `json:"predicted"`
+	// SavingPct is how much cheaper than the static plan, when both are feasible.
+	SavingPct *float64  `json:"saving_pct,omitempty"`
+	Alloc     sim.Alloc `json:"-"`
+}
+
+// Compare runs the named planners on one experiment, all on one simulator so that they compare
+// on the same draws. A planner that finds no plan at all (nothing fits max_nodes) is left out.
+func Compare(exp *spec.Experiment, names []string) (map[string]Outcome, error) {
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	s := sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed)
+	p, err := NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Outcome{}
+	for _, name := range names {
+		res, err := Run(p, name)
+		if err != nil {
+			return nil, err
+		}
+		if res.Best.Alloc == nil {
+			continue
+		}
+		pred, err := s.Simulate(res.Best.Alloc)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = Outcome{Feasible: res.Feasible, Predicted: prediction(pred, exp.Deadline.Seconds()), Alloc: res.Best.Alloc}
+	}
+	if st, ok := out[spec.PlannerStatic]; ok && st.Feasible && st.Predicted.Cost.Mean > 0 {
+		for name, o := range out {
+			if o.Feasible && name != spec.PlannerStatic {
+				saving := 100 * (1 - o.Predicted.Cost.Mean/st.Predicted.Cost.Mean)
+				o.SavingPct = &saving
+				out[name] = o
+			}
+		}
+	}
+	return out, nil
+}

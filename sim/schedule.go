@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Span is one bar of a cluster schedule: a node row busy from Start to End (seconds).
+type Span struct {
+	Row        int
+	Start, End float64
+	Provision  bool // SCALE and INIT_INSTANCE (and DATA) of a new node; else a trial's TRAIN
+	Bracket    int
+	Stage      int
+	Trial      int
+}
+
+// Schedule is one sampled run of a plan laid out on nodes, for a Gantt chart.
+type Schedule struct {
+	Rows      int
+	Spans     []Span
+	StageEnds []float64
+	TrainDAG  int // TRAIN nodes in the DAG: every one has at least one span
+}
+
+// Schedule samples the plan's whole DAG once (seeded) and places every TRAIN node on the node
+// rows its GPUs occupy: trial t with g GPUs per trial holds GPUs t*g..t*g+g-1 of its bracket's
+// cluster, a trial waiting in a wave takes its slot's GPU. Brackets get rows of their own.
+func (s *Simulator) Schedule(a Alloc) (Schedule, error) {
+	m := s.m
+	g, err := BuildDAG(m, s.brackets, a)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("schedule: %w", err)
+	}
+	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	g.CriticalPath(m, spec.NewRand(s.seed, 0x5c4ed), finish, latency)
+	var sc Schedule
+	offset := make([]int, len(a))
+	for b := range a {
+		offset[b] = sc.Rows
+		sc.Rows += a.PeakNodesOf(b)
+	}
+	up := make([]int, len(a))
+	stageOf := map[[2]int]int{} // (bracket, stage) -> nodes up before its provisioning
+	for i, n := range g.Nodes {
+		start := finish[i] - latency[i]
+		switch n.Kind {
+		case Scale:
+			stageOf[[2]int{n.Bracket, n.Stage}] = up[n.Bracket]
+		case InitInstance, Data:
+			row := offset[n.Bracket] + stageOf[[2]int{n.Bracket, n.Stage}] + n.Slot
+			if n.Kind == InitInstance { // the span runs from the SCALE's start: the node is being rented
+				start = finish[n.Preds[0]] - latency[n.Preds[0]]
+			}
+			sc.Spans = append(sc.Spans, Span{Row: row, Start: start, End: finish[i], Provision: true, Bracket: n.Bracket, Stage: n.Stage})
+		case Train:
+			sc.TrainDAG++
+			gpt := n.GPUs
+			first := n.Slot * gpt
+			if gpt == 1 {
+				first = n.Slot
+			}
+			for gpu := first; gpu < first+gpt; gpu += m.GPUsPerNode {
+				sc.Spans = append(sc.Spans, Span{Row: offset[n.Bracket] + gpu/m.GPUsPerNode, Start: start, End: finish[i],
+					Bracket: n.Bracket, Stage: n.Stage, Trial: n.Trial})
+				if gpt < m.GPUsPerNode {
+					break
+				}
+			}
+		case Sync:
+			sc.StageEnds = append(sc.StageEnds, finish[i])
+			up[n.Bracket] = a[n.Bracket][n.Stage].Nodes
+		}
+	}
+	return sc, nil
+}
+
+// PeakNodesOf is the most nodes bracket b holds in any stage.
+func (a Alloc) PeakNodesOf(b int) int {
+	peak := 0
+	for _, s := range a[b] {
+		peak = max(peak, s.Nodes)
+	}
+	return peak
+}
