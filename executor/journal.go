@@ -67,26 +67,9 @@ const GroupCommit = 100 * time.Millisecond
 // OpenJournal opens (or creates) a journal and returns the events already in it. A torn last
 // line, left by a crash in mid-write, is dropped.
 func OpenJournal(path string) (*Journal, []Event, error) {
-	var events []Event
-	good := int64(0) // bytes up to the end of the last whole event
-	f, err := os.Open(path)
-	if err == nil {
-		r := bufio.NewReaderSize(f, 1<<16)
-		for {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				break // EOF, possibly after a torn line without its newline
-			}
-			var e Event
-			if json.Unmarshal(line, &e) != nil {
-				break
-			}
-			events = append(events, e)
-			good += int64(len(line))
-		}
-		f.Close()
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("open journal: %w", err)
+	events, good, err := readJournal(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	w, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -175,4 +158,39 @@ func (j *Journal) Close() error {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return j.f.Close()
+}
+
+// ReadJournal returns a journal's whole events without touching the file: what `status` and
+// `report` read while a driver may still be writing.
+func ReadJournal(path string) ([]Event, error) {
+	events, _, err := readJournal(path)
+	return events, err
+}
+
+// readJournal returns the events and the length of the file up to the last whole one.
+func readJournal(path string) ([]Event, int64, error) {
+	var events []Event
+	good := int64(0)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("open journal: %w", err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<16)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // EOF, possibly after a torn line without its newline
+		}
+		var e Event
+		if json.Unmarshal(line, &e) != nil {
+			break
+		}
+		events = append(events, e)
+		good += int64(len(line))
+	}
+	return events, good, nil
 }

@@ -10,18 +10,21 @@ import (
 type Span struct {
 	Row        int
 	Start, End float64
-	Provision  bool // SCALE and INIT_INSTANCE (and DATA) of a new node; else a trial's TRAIN
-	Bracket    int
-	Stage      int
-	Trial      int
+	// GPU and GPUs are the first GPU and the number of GPUs held on the row's node.
+	GPU, GPUs int
+	Provision bool // SCALE and INIT_INSTANCE (and DATA) of a new node; else a trial's TRAIN
+	Bracket   int
+	Stage     int
+	Trial     int
 }
 
 // Schedule is one sampled run of a plan laid out on nodes, for a Gantt chart.
 type Schedule struct {
-	Rows      int
-	Spans     []Span
-	StageEnds []float64
-	TrainDAG  int // TRAIN nodes in the DAG: every one has at least one span
+	Rows        int
+	GPUsPerNode int
+	Spans       []Span
+	StageEnds   []float64
+	TrainDAG    int // TRAIN nodes in the DAG: every one has at least one span
 }
 
 // Schedule samples the plan's whole DAG once (seeded) and places every TRAIN node on the node
@@ -35,7 +38,7 @@ func (s *Simulator) Schedule(a Alloc) (Schedule, error) {
 	}
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	g.CriticalPath(m, spec.NewRand(s.seed, 0x5c4ed), finish, latency)
-	var sc Schedule
+	sc := Schedule{GPUsPerNode: m.GPUsPerNode}
 	offset := make([]int, len(a))
 	for b := range a {
 		offset[b] = sc.Rows
@@ -53,7 +56,7 @@ func (s *Simulator) Schedule(a Alloc) (Schedule, error) {
 			if n.Kind == InitInstance { // the span runs from the SCALE's start: the node is being rented
 				start = finish[n.Preds[0]] - latency[n.Preds[0]]
 			}
-			sc.Spans = append(sc.Spans, Span{Row: row, Start: start, End: finish[i], Provision: true, Bracket: n.Bracket, Stage: n.Stage})
+			sc.Spans = append(sc.Spans, Span{Row: row, Start: start, End: finish[i], GPUs: m.GPUsPerNode, Provision: true, Bracket: n.Bracket, Stage: n.Stage})
 		case Train:
 			sc.TrainDAG++
 			gpt := n.GPUs
@@ -63,7 +66,7 @@ func (s *Simulator) Schedule(a Alloc) (Schedule, error) {
 			}
 			for gpu := first; gpu < first+gpt; gpu += m.GPUsPerNode {
 				sc.Spans = append(sc.Spans, Span{Row: offset[n.Bracket] + gpu/m.GPUsPerNode, Start: start, End: finish[i],
-					Bracket: n.Bracket, Stage: n.Stage, Trial: n.Trial})
+					GPU: gpu % m.GPUsPerNode, GPUs: min(gpt, m.GPUsPerNode), Bracket: n.Bracket, Stage: n.Stage, Trial: n.Trial})
 				if gpt < m.GPUsPerNode {
 					break
 				}

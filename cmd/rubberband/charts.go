@@ -26,7 +26,9 @@ func drawGantt(file string, s *sim.Simulator, a sim.Alloc, title string) error {
 		if sp.Provision {
 			kind = "provision"
 		}
-		bars[i] = charts.Bar{Row: sp.Row, Start: sp.Start, End: sp.End, Kind: kind, Label: sp.Bracket*100000 + sp.Trial}
+		gpn := float64(sc.GPUsPerNode)
+		bars[i] = charts.Bar{Row: sp.Row, Start: sp.Start, End: sp.End, Kind: kind, Label: sp.Bracket*100000 + sp.Trial,
+			Lo: float64(sp.GPU) / gpn, Hi: float64(sp.GPU+sp.GPUs) / gpn}
 	}
 	_, err = charts.Gantt(file, title, sc.Rows, bars, sc.StageEnds)
 	return err

@@ -85,3 +85,12 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// newSimulatorFor builds the simulator a run's plan was predicted with.
+func newSimulatorFor(st *state) (*sim.Simulator, error) {
+	m, err := sim.NewModel(st.exp)
+	if err != nil {
+		return nil, fmt.Errorf("build model: %w", err)
+	}
+	return sim.New(m, st.exp.Algorithm.Brackets(), st.exp.Planner.Samples, st.exp.Seed), nil
+}

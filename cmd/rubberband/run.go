@@ -82,11 +82,10 @@ func statusCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			j, past, err := executor.OpenJournal(filepath.Join(st.dir, "journal.jsonl"))
+			past, err := executor.ReadJournal(filepath.Join(st.dir, "journal.jsonl"))
 			if err != nil {
 				return err
 			}
-			j.Close()
 			res, err := executor.Replay(executor.Config{Experiment: st.exp, Alloc: st.alloc, Past: past, TimeScale: st.run.TimeScale})
 			if err != nil {
 				return err

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Size of every chart.
@@ -95,6 +96,9 @@ type Bar struct {
 	// Kind is "train" (coloured by Label, the trial) or "provision" (shaded: SCALE and INIT).
 	Kind  string
 	Label int
+	// Lo and Hi place the bar within its row, as fractions (the GPUs it holds of the node's);
+	// both 0 means the whole row.
+	Lo, Hi float64
 }
 
 // Gantt draws the schedule: one row per node, TRAIN spans coloured by trial, provisioning
@@ -115,7 +119,11 @@ func Gantt(file, title string, rows int, bars []Bar, stageEnds []float64) (int, 
 	end := 0.0
 	for _, b := range bars {
 		x0, x1 := b.Start/60, b.End/60
-		y0, y1 := float64(b.Row)+0.1, float64(b.Row)+0.9
+		lo, hi := b.Lo, b.Hi
+		if hi <= lo {
+			lo, hi = 0, 1
+		}
+		y0, y1 := float64(b.Row)+0.08+0.84*lo, float64(b.Row)+0.08+0.84*hi
 		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
 		if err != nil {
 			return 0, err
@@ -211,5 +219,78 @@ func Histogram(file, title, xLabel string, values []float64, mark float64, markL
 		p.Legend.Add(markLabel, l)
 		p.Legend.Top = true
 	}
+	return save(p, file, Width, Height)
+}
+
+// Curve is one trial's metric over iterations; Marks are the points where a sync promoted it.
+type Curve struct {
+	X, Y  []float64
+	Marks []int // indices into X and Y
+}
+
+// Curves draws every trial's learning curve (thin, one colour per trial) and marks promotions.
+func Curves(file, title, yLabel string, curves []Curve) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "iteration"
+	p.Y.Label.Text = yLabel
+	p.Add(plotter.NewGrid())
+	var marks plotter.XYs
+	for i, c := range curves {
+		if len(c.X) == 0 {
+			continue
+		}
+		xy := make(plotter.XYs, len(c.X))
+		for j := range c.X {
+			xy[j] = plotter.XY{X: c.X[j], Y: c.Y[j]}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		l.Color = trialColor(i)
+		l.Width = vg.Points(0.8)
+		p.Add(l)
+		for _, m := range c.Marks {
+			marks = append(marks, plotter.XY{X: c.X[m], Y: c.Y[m]})
+		}
+	}
+	if len(marks) > 0 {
+		s, err := plotter.NewScatter(marks)
+		if err != nil {
+			return err
+		}
+		s.Shape = draw.CircleGlyph{}
+		s.Radius = vg.Points(3)
+		s.Color = color.Black
+		p.Add(s)
+		p.Legend.Add("promoted at a sync", s)
+		p.Legend.Top = true
+		p.Legend.Left = false
+	}
+	return save(p, file, Width, Height)
+}
+
+// Paired draws two bars per category (say predicted and realized cost per stage).
+func Paired(file, title, yLabel string, categories []string, a, b []float64, aName, bName string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = yLabel
+	w := vg.Points(18)
+	ba, err := plotter.NewBarChart(plotter.Values(a), w)
+	if err != nil {
+		return err
+	}
+	bb, err := plotter.NewBarChart(plotter.Values(b), w)
+	if err != nil {
+		return err
+	}
+	ba.Color, bb.Color = plotutil.Color(0), plotutil.Color(2)
+	ba.Offset, bb.Offset = -w/2, w/2
+	p.Add(ba, bb)
+	p.Legend.Add(aName, ba)
+	p.Legend.Add(bName, bb)
+	p.Legend.Top = true
+	p.NominalX(categories...)
 	return save(p, file, Width, Height)
 }
