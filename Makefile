@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/rubberband
 EXAMPLE ?= examples/quickstart.yaml
 
-.PHONY: build test bench deps demo paper fuzz clean image
+.PHONY: build test bench deps demo paper figures fuzz clean image
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/rubberband
@@ -31,6 +31,10 @@ demo: build
 # The paper's settings, every planner, beside the paper's figures (examples/paper/README.md).
 paper: deps
 	$(GO) run ./examples/paper/table
+
+# The paper's simulated figures 9-12 as charts and CSV (examples/paper/whatif).
+figures: build
+	./examples/paper/whatif/figures.sh
 
 fuzz: deps
 	$(GO) test ./spec -run '^$$' -fuzz FuzzParse -fuzztime 60s

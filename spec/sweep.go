@@ -16,8 +16,14 @@ type Sweep struct {
 	Values []string
 }
 
-// IterLatencyScale is the sweep name that multiplies every iteration latency of the profile.
-const IterLatencyScale = "profile.iter_latency"
+// Sweep names that act on the whole profile rather than one field.
+const (
+	// IterLatencyScale multiplies every iteration latency of the profile.
+	IterLatencyScale = "profile.iter_latency"
+	// IterLatencyStd sets the standard deviation of one iteration on one GPU, and at every
+	// other GPU count in proportion to its mean (the paper's straggler sweep, Fig. 9).
+	IterLatencyStd = "profile.iter_latency.std"
+)
 
 // ParseSweep reads NAME=VALUES, where VALUES is a list (1s,10s,100s) or a range FROM..TO/STEP of
 // numbers or Go durations (10m..60m/5m); a range holds both ends when the steps reach TO.
@@ -113,8 +119,16 @@ func ApplyPoint(file string, data []byte, read ReadFunc, sweeps []Sweep, p Point
 	if err := yaml.Unmarshal(data, &root); err != nil || len(root.Content) == 0 {
 		return nil, fmt.Errorf("%s: not a YAML document", file)
 	}
-	scale := 1.0
+	scale, std := 1.0, -1.0
 	for i, sw := range sweeps {
+		if sw.Name == IterLatencyStd {
+			v, err := strconv.ParseFloat(p[i], 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("sweep %s: %q is not a number of seconds at least 0", sw.Name, p[i])
+			}
+			std = v
+			continue
+		}
 		if sw.Name == IterLatencyScale {
 			f, err := strconv.ParseFloat(p[i], 64)
 			if err != nil || !(f > 0) {
@@ -134,6 +148,16 @@ func ApplyPoint(file string, data []byte, read ReadFunc, sweeps []Sweep, p Point
 	exp, err := Parse(file, out, read)
 	if err != nil {
 		return nil, err
+	}
+	if std >= 0 {
+		one := exp.Profile.IterLatency[1].Mean
+		for g, d := range exp.Profile.IterLatency {
+			if d.Kind != DistNormal && d.Kind != DistLogNormal {
+				return nil, fmt.Errorf("sweep %s: the profile's %d-GPU latency is %s, not normal or lognormal", IterLatencyStd, g, d.Kind)
+			}
+			d.Std = Seconds(std) * d.Mean / one
+			exp.Profile.IterLatency[g] = d
+		}
 	}
 	if scale != 1 {
 		for g, d := range exp.Profile.IterLatency {

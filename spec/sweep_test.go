@@ -49,6 +49,10 @@ func TestApplyPoint(t *testing.T) {
 		exp.Cluster.GPUsPerNode != 8 {
 		t.Fatalf("applied: %+v %+v", exp.Cluster, exp.Algorithm.SHA)
 	}
+	exp, err = ApplyPoint("full.yaml", data, nil, []Sweep{{Name: IterLatencyStd}}, Point{"6"})
+	if err != nil || exp.Profile.IterLatency[1].Std != 6 || exp.Profile.IterLatency[4].Std != 6*17.0/60 {
+		t.Fatalf("std sweep: %+v %v", exp.Profile.IterLatency, err)
+	}
 	// A bad value is a spec error naming the field.
 	_, err = ApplyPoint("full.yaml", data, nil, []Sweep{{Name: "cluster.billing.model"}}, Point{"by-the-minute"})
 	if err == nil || !strings.Contains(err.Error(), "cluster.billing.model") {

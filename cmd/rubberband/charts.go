@@ -86,7 +86,11 @@ func plotWhatIf(file string, out WhatIf, sweeps []spec.Sweep) error {
 	if len(sweeps) > 1 {
 		title += " (other sweeps at their first value)"
 	}
-	return charts.Band(file, title, first.Name+unit, "cost (dollars)", series, ticks)
+	label := first.Name + unit
+	if l, ok := axisLabel(first.Name); ok {
+		label = l
+	}
+	return charts.Band(file, title, label, "cost (dollars)", series, ticks)
 }
 
 // sweepAxis turns sweep values into x positions: minutes for durations, numbers as they are,
@@ -135,4 +139,23 @@ func indexOfValue(values []string, v string) int {
 		}
 	}
 	return 0
+}
+
+// axisLabel names the usual sweeps with their units.
+func axisLabel(name string) (string, bool) {
+	switch name {
+	case "deadline":
+		return "deadline (minutes)", true
+	case spec.IterLatencyStd:
+		return "standard deviation of one iteration on one GPU (seconds)", true
+	case spec.IterLatencyScale:
+		return "iteration latency (times the profile's)", true
+	case "cluster.data.price_per_gb":
+		return "data price (dollars per GB)", true
+	case "algorithm.sha.trials":
+		return "trials", true
+	case "cluster.init_latency.value":
+		return "instance initialisation (minutes)", true
+	}
+	return "", false
 }

@@ -53,6 +53,16 @@ func Band(file, title, xLabel, yLabel string, series []Series, ticks []plot.Tick
 	if ticks != nil {
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
+	top, bottom := math.Inf(-1), math.Inf(1)
+	for _, s := range series {
+		for j := range s.X {
+			top, bottom = math.Max(top, s.Hi[j]), math.Min(bottom, s.Lo[j])
+		}
+	}
+	if !math.IsInf(top, 0) { // headroom above the data for the legend, so it covers no line
+		p.Y.Min = math.Max(0, bottom-0.05*(top-bottom))
+		p.Y.Max = top + 0.12*(top-p.Y.Min)*float64(len(series))
+	}
 	for i, s := range series {
 		if len(s.X) == 0 {
 			continue
