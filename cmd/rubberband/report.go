@@ -27,7 +27,7 @@ func reportCommand() *cli.Command {
 
 func reportAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageErr("report needs exactly one DIR argument")
+		return usageErr("%s needs exactly one DIR argument", c.Command.Name)
 	}
 	st, err := openState(c.Args().First())
 	if err != nil {

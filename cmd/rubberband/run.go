@@ -74,24 +74,7 @@ func statusCommand() *cli.Command {
 		Usage:     "show a run's progress from its state directory",
 		ArgsUsage: "DIR",
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"}},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("status needs exactly one DIR argument")
-			}
-			st, err := openState(c.Args().First())
-			if err != nil {
-				return err
-			}
-			past, err := executor.ReadJournal(filepath.Join(st.dir, "journal.jsonl"))
-			if err != nil {
-				return err
-			}
-			res, err := executor.Replay(executor.Config{Experiment: st.exp, Alloc: st.alloc, Past: past, TimeScale: st.run.TimeScale})
-			if err != nil {
-				return err
-			}
-			return printRun(c, st, res)
-		},
+		Action:    reportAction, // report without pictures
 	}
 }
 
