@@ -157,30 +157,47 @@ func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, name 
 		exited time.Time
 		err    error
 	}
-	results := make(chan result, side)
-	start := time.Now()
-	for k := range side {
-		gk := gang
-		gk.Trial = fmt.Sprintf("%s-%d", gang.Trial, k)
-		gk.Workers = append([]executor.Worker(nil), gang.Workers...)
-		for i := range gk.Workers {
-			gk.Workers[i].Env.TrialID = gk.Trial
+	// round launches the gangs side by side and collects them; the first round on fresh nodes
+	// is a warm-up (a node's first jobs pay one-time costs later launches do not), not measured.
+	round := func(tag string) (time.Time, []result) {
+		results := make(chan result, side)
+		start := time.Now()
+		for k := range side {
+			gk := gang
+			gk.Trial = fmt.Sprintf("%s-%s%d", gang.Trial, tag, k)
+			gk.Workers = append([]executor.Worker(nil), gang.Workers...)
+			for i := range gk.Workers {
+				gk.Workers[i].Env.TrialID = gk.Trial
+			}
+			go func() {
+				h, err := rt.Launch(ctx, gk)
+				if err != nil {
+					results <- result{err: err}
+					return
+				}
+				var r result
+				for rep := range h.Reports() {
+					r.at = append(r.at, rep.At)
+				}
+				<-h.Exited()
+				r.exited = time.Now()
+				r.err = h.Wait()
+				results <- r
+			}()
 		}
-		go func() {
-			h, err := rt.Launch(ctx, gk)
-			if err != nil {
-				results <- result{err: err}
-				return
-			}
-			var r result
-			for rep := range h.Reports() {
-				r.at = append(r.at, rep.At)
-			}
-			<-h.Exited()
-			r.exited = time.Now()
-			r.err = h.Wait()
-			results <- r
-		}()
+		out := make([]result, 0, side)
+		for range side {
+			out = append(out, <-results)
+		}
+		return start, out
+	}
+	if _, warm := round("warmup-"); len(warm) > 0 && warm[0].err != nil {
+		return 0, 0, 0, warm[0].err
+	}
+	start, measured := round("")
+	results := make(chan result, len(measured))
+	for _, r := range measured {
+		results <- r
 	}
 	var d []float64
 	var runs []result
@@ -207,10 +224,14 @@ func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, name 
 	if len(d) > 1 {
 		std = math.Sqrt(std / float64(len(d)-1))
 	}
-	// A TRAIN run costs startup + iterations: what a whole run took, launch to the gang's exit
-	// being seen, beyond its iterations, is start-up (and tear-down) as the runtime has it.
+	// A TRAIN run costs startup + iterations. What it takes beyond its iterations, as the runtime
+	// has it, is before the first report less one iteration, plus from the last report to the
+	// gang's exit being seen. (Subtracting n mean iterations from the whole run instead would
+	// carry all n iterations' noise into the estimate.)
 	for _, r := range runs {
-		startup += max(0, r.exited.Sub(start).Seconds()/scale-float64(len(r.at))*mean)
+		head := r.at[0].Sub(start).Seconds()/scale - mean
+		tail := r.exited.Sub(r.at[len(r.at)-1]).Seconds() / scale
+		startup += max(0, head+tail)
 	}
 	startup /= float64(len(runs))
 	return mean, std, startup, nil
