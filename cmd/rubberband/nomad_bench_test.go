@@ -28,12 +28,7 @@ trainer: {command: [rubberband, trainer, synthetic, --spec, %s]}
 cluster: {gpus_per_node: 4, price_per_hour: 12, max_nodes: 16}
 profile: {iter_latency: {1: {dist: constant, value: 0.001}}}
 `, specFile)), 0o644)
-		plan := filepath.Join(dir, "plan.json")
-		out, errOut, code := rb(b, "simulate", specFile, "--alloc", "64,64", "-o", "json")
-		if code != 0 {
-			b.Fatal(errOut)
-		}
-		os.WriteFile(plan, []byte(out), 0o644)
+		plan := planFile(b, dir, specFile, "64,64")
 		state := filepath.Join(dir, "state")
 		cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state)
 		cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")

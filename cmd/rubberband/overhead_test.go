@@ -39,12 +39,7 @@ trainer: {command: [rubberband, trainer, synthetic, --spec, %s]}
 cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 8}
 profile: {iter_latency: {1: {dist: constant, value: %g}}}
 `, c.trials, specFile, c.iter)), 0o644)
-				plan := filepath.Join(dir, "plan.json")
-				out, errOut, code := rb(b, "simulate", specFile, "--alloc", strconv.Itoa(slots), "-o", "json")
-				if code != 0 {
-					b.Fatal(errOut)
-				}
-				os.WriteFile(plan, []byte(out), 0o644)
+				plan := planFile(b, dir, specFile, strconv.Itoa(slots))
 				start := time.Now()
 				state := filepath.Join(dir, "state")
 				if _, errOut, code := rb(b, "run", specFile, "--plan", plan, "--state", state); code != 0 {

@@ -56,14 +56,9 @@ func readRunReport(t testing.TB, dir string) RunReport {
 // 3 single-GPU slots (waves), then 2 GPUs per trial, then 2 workers for the last trial.
 func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	tmp := t.TempDir()
-	plan := filepath.Join(tmp, "plan.json")
-	out, errOut, code := rb(t, "simulate", "cmd/rubberband/testdata/mlp.yaml", "--alloc", "3,6,2", "-o", "json")
-	if code != 0 {
-		t.Fatalf("simulate: %s", errOut)
-	}
-	os.WriteFile(plan, []byte(out), 0o644)
+	plan := planFile(t, tmp, "cmd/rubberband/testdata/mlp.yaml", "3,6,2")
 	state := filepath.Join(tmp, "state")
-	out, errOut, code = rb(t, "run", "cmd/rubberband/testdata/mlp.yaml", "--plan", plan, "--state", state, "-o", "json")
+	out, errOut, code := rb(t, "run", "cmd/rubberband/testdata/mlp.yaml", "--plan", plan, "--state", state, "-o", "json")
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
@@ -378,10 +373,7 @@ func TestRunTrialGivesUp(t *testing.T) {
 func TestRunOnNomad(t *testing.T) {
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	dir := t.TempDir()
-	specFile := filepath.Join(dir, "synthetic.yaml")
-	src, _ := os.ReadFile("testdata/synthetic.yaml")
-	// Nomad runs tasks in their own directories: paths in trainer.command must be absolute.
-	os.WriteFile(specFile, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", specFile)), 0o644)
+	specFile, _ := syntheticSpec(t, dir, "synthetic.yaml")
 	state := filepath.Join(dir, "state")
 	cmd := exec.Command(binary, "run", specFile, "--backend", "nomad", "--state", state, "--time-scale", "0.05", "-o", "json")
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
@@ -412,15 +404,8 @@ func TestRunOnNomad(t *testing.T) {
 func TestRunOnNomadNodeLost(t *testing.T) {
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	dir := t.TempDir()
-	specFile := filepath.Join(dir, "synthetic.yaml")
-	src, _ := os.ReadFile("testdata/synthetic.yaml")
-	os.WriteFile(specFile, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", specFile)), 0o644)
-	plan := filepath.Join(dir, "plan.json")
-	out, errOut, code := rb(t, "simulate", specFile, "--alloc", "8,8,4,2", "-o", "json") // two nodes in stages 0 and 1
-	if code != 0 {
-		t.Fatal(errOut)
-	}
-	os.WriteFile(plan, []byte(out), 0o644)
+	specFile, _ := syntheticSpec(t, dir, "synthetic.yaml")
+	plan := planFile(t, dir, specFile, "8,8,4,2") // two nodes in stages 0 and 1
 	state := filepath.Join(dir, "state")
 	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "-o", "json")
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
@@ -493,9 +478,7 @@ func TestFidelityOnNomad(t *testing.T) {
 	}
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	dir := t.TempDir()
-	trainerSpec := filepath.Join(dir, "trainer.yaml") // the truth the synthetic trainer sleeps
-	src, _ := os.ReadFile("testdata/synthetic.yaml")
-	os.WriteFile(trainerSpec, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", trainerSpec)), 0o644)
+	trainerSpec, src := syntheticSpec(t, dir, "trainer.yaml") // the truth the synthetic trainer sleeps
 	env := append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
 	profile := filepath.Join(dir, "nomad-profile.yaml")
 	cmd := exec.Command(binary, "profile", trainerSpec, "--backend", "nomad", "--gpus", "1,2,4", "--iters", "6", "--time-scale", "0.2", "--out", profile)
@@ -579,12 +562,7 @@ cluster: {gpus_per_node: 2, price_per_hour: 3.6, max_nodes: 4}
 profile: {iter_latency: {1: {mean: 0.01}, 2: {mean: 0.02}}}
 checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 `, image, minio.Endpoint)), 0o644)
-	plan := filepath.Join(dir, "plan.json")
-	out, errOut, code := rb(t, "simulate", specFile, "--alloc", "4,6,2", "-o", "json")
-	if code != 0 {
-		t.Fatal(errOut)
-	}
-	os.WriteFile(plan, []byte(out), 0o644)
+	plan := planFile(t, dir, specFile, "4,6,2")
 	state := filepath.Join(dir, "state")
 	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "-o", "json")
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
@@ -613,4 +591,34 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	if len(nodesOf) < 2 || len(iters) != 9 || iters[8] != 9 {
 		t.Fatalf("winner ran on %v, reported %v", nodesOf, iters)
 	}
+}
+
+// planFile writes the plan `simulate --alloc` gives for a spec into dir and returns its path.
+func planFile(t testing.TB, dir, specFile, alloc string) string {
+	t.Helper()
+	out, errOut, code := rb(t, "simulate", specFile, "--alloc", alloc, "-o", "json")
+	if code != 0 {
+		t.Fatalf("simulate --alloc %s: %s", alloc, errOut)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(plan, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// syntheticSpec copies testdata/synthetic.yaml into dir with its own absolute path as the
+// trainer's --spec (Nomad runs tasks in their own directories: paths in trainer.command must be
+// absolute). It returns the new file and the original text.
+func syntheticSpec(t testing.TB, dir, name string) (string, string) {
+	t.Helper()
+	src, err := os.ReadFile("testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", file)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, string(src)
 }
