@@ -613,6 +613,11 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, active []st
 		if cancelled {
 			continue
 		}
+		if o.err == nil && o.iter < st.EndIter() {
+			// Exit 0 means the target was reached; short of it the gang was interrupted (a stop,
+			// a trainer that exits 0 on SIGTERM): relaunch it from its checkpoint.
+			o.err = fmt.Errorf("exited 0 at iteration %d, short of the target %d: interrupted, not done", o.iter, st.EndIter())
+		}
 		if o.err != nil {
 			if x.failed(b, k, o.trial, tries[o.trial], o.err) {
 				queue = append(queue, o.trial)
@@ -744,16 +749,17 @@ func (x *run) finish(b, k int, st spec.Stage, o outcome) error {
 	} else {
 		fmt.Fprintf(x.log, "trial %s stage %d reported no %q: it ranks last\n", o.trial, k, x.exp.Objective.Metric)
 	}
-	if o.iter != st.EndIter() {
-		fmt.Fprintf(x.log, "trial %s stage %d: last report at iteration %d, target %d\n", o.trial, k, o.iter, st.EndIter())
+	if o.iter > st.EndIter() {
+		fmt.Fprintf(x.log, "trial %s stage %d: last report at iteration %d, past the target %d\n", o.trial, k, o.iter, st.EndIter())
 	}
 	x.mu.Lock()
 	t := x.trials[o.trial]
 	t.done[k] = metricOrNaN(metric)
 	x.move(t, trial.Reached)
 	x.mu.Unlock()
-	// Group-committed: the checkpoint is saved already, so a machine crash before the sync costs
-	// a rerun of this trial-stage, never a wrong result.
+	// Group-committed: the checkpoint is saved already with this report beside it, so a driver or
+	// machine that dies before this line is durable costs a relaunch that re-reports the result
+	// (trial.LastReportFile), never a lost or changed one.
 	if err := x.cfg.Journal.Note(Event{Ev: EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
 		Seconds: time.Since(o.start).Seconds() / x.cfg.TimeScale}); err != nil {
 		return fmt.Errorf("run: %w", err)

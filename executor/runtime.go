@@ -31,7 +31,10 @@ type Gang struct {
 //
 // Error contract: Launch either starts every worker of the gang and returns a Handle, or starts
 // none (stopping any it had started) and returns an error. The runtime restores the trial's
-// checkpoint before the gang starts and saves it after the gang exits 0 or is stopped.
+// checkpoint before the gang starts and saves it after the gang exits 0 or is stopped, with rank
+// 0's last report beside it (trial.LastReportFile). When the restored checkpoint is at the
+// gang's target already, nothing is trained: the kept report is delivered again and the gang
+// ends at once (Reported), so a result outlives a driver that died before it journaled it.
 type Runtime interface {
 	Launch(ctx context.Context, g Gang) (Handle, error)
 }
@@ -56,3 +59,26 @@ type Handle interface {
 type Reaper interface {
 	Reap(ctx context.Context) error
 }
+
+// Reported is the Handle of a gang that had nothing to train: its checkpoint was at the target
+// already. It delivers the checkpoint's kept report and has ended.
+func Reported(r trial.Report) Handle {
+	reports := make(chan trial.Report, 1)
+	reports <- r
+	close(reports)
+	exited := make(chan struct{})
+	close(exited)
+	return reportedHandle{reports: reports, exited: exited}
+}
+
+type reportedHandle struct {
+	reports chan trial.Report
+	exited  chan struct{}
+}
+
+func (h reportedHandle) Reports() <-chan trial.Report { return h.reports }
+func (h reportedHandle) Exited() <-chan struct{}      { return h.exited }
+func (h reportedHandle) Wait() error                  { return nil }
+func (h reportedHandle) Stop()                        {}
+
+var _ Handle = reportedHandle{}

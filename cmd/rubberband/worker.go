@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -82,6 +84,16 @@ func workerCommand() *cli.Command {
 			for _, s := range restored.Skipped {
 				fmt.Fprintf(os.Stderr, "rubberband: skipped a damaged checkpoint: %v\n", s)
 			}
+			target, _ := strconv.Atoi(os.Getenv("RB_TARGET_ITER"))
+			if rep, ok, err := trial.AtTarget(dir, target); err != nil {
+				return fmt.Errorf("worker: %w", err)
+			} else if ok { // a result the driver may have missed: report it again, train nothing
+				fmt.Fprintf(os.Stderr, "rubberband: the checkpoint is at iteration %d already (target %d): re-reporting instead of training\n", rep.Iter, target)
+				if rank == 0 {
+					fmt.Fprintln(os.Stdout, trial.StampReport(trial.FormatReport(rep.Iter, rep.Metrics), rep.At))
+				}
+				return nil
+			}
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "RB_CHECKPOINT_DIR="+dir)
 			cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
@@ -92,36 +104,50 @@ func workerCommand() *cli.Command {
 			if err := cmd.Start(); err != nil {
 				return fmt.Errorf("worker: start trainer: %w", err)
 			}
+			var last *trial.Report
 			relayed := make(chan struct{})
 			go func() { // reports reach the driver through logs: stamp them with when they were printed
 				defer close(relayed)
 				sc := bufio.NewScanner(out)
 				sc.Buffer(make([]byte, 64<<10), 1<<20)
 				for sc.Scan() {
-					fmt.Fprintln(os.Stdout, trial.StampReport(sc.Text(), time.Now()))
+					line := trial.StampReport(sc.Text(), time.Now())
+					if rep, err := trial.ParseReport(line); err == nil {
+						last = &rep
+					}
+					fmt.Fprintln(os.Stdout, line)
 				}
 				io.Copy(os.Stdout, out)
 			}()
+			var stopped atomic.Bool
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 			go func() {
 				for s := range sig {
+					stopped.Store(true)
 					cmd.Process.Signal(s) // the trainer checkpoints and exits within the grace period
 				}
 			}()
 			<-relayed
 			err = cmd.Wait()
 			var exit *exec.ExitError
-			if errors.As(err, &exit) {
-				return &exitErr{code: max(exit.ExitCode(), 1)}
-			}
-			if err != nil {
+			if err != nil && !errors.As(err, &exit) {
 				return err
 			}
-			if rank == 0 {
-				if _, err := checkpoint.SaveDir(c.Context, store, trialID, dir); err != nil {
+			// Saved after a clean exit, and after a stop whatever the exit code: an interrupted gang
+			// is relaunched from what it reached.
+			if rank == 0 && (err == nil || stopped.Load()) {
+				if last != nil {
+					if err := trial.SaveLastReport(dir, *last); err != nil {
+						return fmt.Errorf("worker: %w", err)
+					}
+				}
+				if _, err := checkpoint.SaveDir(context.WithoutCancel(c.Context), store, trialID, dir); err != nil {
 					return fmt.Errorf("worker: save checkpoint: %w", err)
 				}
+			}
+			if exit != nil {
+				return &exitErr{code: max(exit.ExitCode(), 1)}
 			}
 			return nil
 		},

@@ -51,6 +51,13 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if err := r.restore(ctx, g.Trial, dir); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
+	if rep, ok, err := trial.AtTarget(dir, g.Workers[0].Env.TargetIter); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	} else if ok {
+		r.appendLog(g.Trial, fmt.Sprintf("=== %s: the checkpoint is at iteration %d already (target %d): re-reporting its last report instead of training\n",
+			time.Now().UTC().Format(time.RFC3339), rep.Iter, g.Workers[0].Env.TargetIter))
+		return executor.Reported(rep), nil
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
@@ -174,6 +181,17 @@ func (r *Runtime) restore(ctx context.Context, trialID, dir string) error {
 	return nil
 }
 
+// appendLog adds a line of the runtime's own to a trial's log.
+func (r *Runtime) appendLog(trialID, line string) {
+	if os.MkdirAll(r.LogDir, 0o755) != nil {
+		return
+	}
+	if f, err := os.OpenFile(filepath.Join(r.LogDir, trialID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		f.WriteString(line)
+		f.Close()
+	}
+}
+
 func (r *Runtime) logf(format string, args ...any) {
 	if r.Log != nil {
 		fmt.Fprintf(r.Log, format+"\n", args...)
@@ -192,6 +210,7 @@ type handle struct {
 	mu      sync.Mutex
 	stopped bool
 	failure error
+	last    *trial.Report // rank 0's last report, kept beside the checkpoint
 	exited  chan struct{}
 	done    chan struct{}
 	result  error
@@ -209,7 +228,12 @@ func (h *handle) watch(rank0 io.Reader) {
 	go func() {
 		defer readers.Done()
 		defer close(h.reports)
-		trial.ScanReports(rank0, h.log, func(rep trial.Report) { h.reports <- rep }, func(err error) {
+		trial.ScanReports(rank0, h.log, func(rep trial.Report) {
+			h.mu.Lock()
+			h.last = &rep
+			h.mu.Unlock()
+			h.reports <- rep
+		}, func(err error) {
 			fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
 			h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
 		})
@@ -248,11 +272,16 @@ func (h *handle) watch(rank0 io.Reader) {
 // finish saves the checkpoint of a gang that reached its target or was stopped on purpose.
 func (h *handle) finish() error {
 	h.mu.Lock()
-	stopped, failure := h.stopped, h.failure
+	stopped, failure, last := h.stopped, h.failure, h.last
 	h.mu.Unlock()
 	if failure != nil && !stopped {
 		fmt.Fprintf(h.log, "rubberband: gang failed: %v\n", failure)
 		return failure
+	}
+	if last != nil {
+		if err := trial.SaveLastReport(h.dir, *last); err != nil {
+			return err
+		}
 	}
 	info, err := checkpoint.SaveDir(context.Background(), h.r.Store, h.trial, h.dir)
 	if err != nil {

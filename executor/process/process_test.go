@@ -154,3 +154,75 @@ func TestReap(t *testing.T) {
 		}
 	}
 }
+
+// A result survives a driver that died between the checkpoint's save and its journal: the
+// relaunch finds the checkpoint at the target and re-reports the kept report instead of training
+// (here the trainer would fail if it ran again), from the same work dir and from a fresh one.
+func TestRelaunchAtTargetReReports(t *testing.T) {
+	r := runtime(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := `[ -e ` + marker + ` ] && exit 7; touch ` + marker + `; echo '@rb {"iter": 2, "acc": 0.75}'; echo 2 > "$RB_CHECKPOINT_DIR/state"`
+	first := waitReports(t, r, gang("t7", 1, script))
+	if len(first) != 1 || first[0].Iter != 2 {
+		t.Fatalf("first launch reported %+v", first)
+	}
+	for _, fresh := range []bool{false, true} {
+		if fresh {
+			os.RemoveAll(r.WorkDir) // the relaunch restores from the store, report included
+		}
+		again := waitReports(t, r, gang("t7", 1, script))
+		if len(again) != 1 || again[0].Iter != 2 || again[0].Metrics["acc"] != 0.75 || !again[0].At.Equal(first[0].At) {
+			t.Fatalf("relaunch (fresh work dir: %v) reported %+v, want the kept %+v", fresh, again, first)
+		}
+	}
+	if list, _ := r.Store.List(context.Background(), "trials/t7/"); len(list) != 1 {
+		t.Fatalf("re-reporting saved a new checkpoint: %v", list)
+	}
+	// A later stage (a higher target) trains again.
+	g := gang("t7", 1, `echo '@rb {"iter": 3, "acc": 0.8}'`)
+	g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter = 2, 3
+	if reps := waitReports(t, r, g); len(reps) != 1 || reps[0].Iter != 3 {
+		t.Fatalf("next stage reported %+v", reps)
+	}
+}
+
+// A stopped gang keeps what it reached, report included, whatever its exit code: the relaunch
+// continues from there.
+func TestStoppedGangKeepsItsLastReport(t *testing.T) {
+	r := runtime(t)
+	h, err := r.Launch(context.Background(), gang("t8", 1, `echo '@rb {"iter": 1, "acc": 0.5}'; echo 1 > "$RB_CHECKPOINT_DIR/state"; sleep 30`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.Reports()
+	h.Stop()
+	for range h.Reports() {
+	}
+	if err := h.Wait(); !errors.Is(err, executor.ErrStopped) {
+		t.Fatalf("wait after stop: %v", err)
+	}
+	rep, ok, err := trial.LoadLastReport(filepath.Join(r.WorkDir, "t8", "checkpoint"))
+	if err != nil || !ok || rep.Iter != 1 {
+		t.Fatalf("kept report %+v, %v, %v", rep, ok, err)
+	}
+	// Short of the target (2): the relaunch trains.
+	if reps := waitReports(t, r, gang("t8", 1, `echo '@rb {"iter": 2, "acc": 0.6}'`)); len(reps) != 1 || reps[0].Iter != 2 {
+		t.Fatalf("relaunch reported %+v", reps)
+	}
+}
+
+func waitReports(t *testing.T, r *Runtime, g executor.Gang) []trial.Report {
+	t.Helper()
+	h, err := r.Launch(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []trial.Report
+	for rep := range h.Reports() {
+		out = append(out, rep)
+	}
+	if err := h.Wait(); err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	return out
+}

@@ -1,0 +1,242 @@
+// Package fake holds in-memory fakes of the executor's own interfaces, cloud.Provider and
+// executor.Runtime, for unit tests of the control loop: they record every call and inject the
+// faults a test asks for (a partial Create, a lost node, a gang that fails N times, hangs or
+// exits short of its target, a Delete that errs). They stand beside the real backends' tests,
+// never instead of them.
+package fake
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/trial"
+)
+
+// Provider rents nodes that exist only in memory.
+type Provider struct {
+	GPUsPerNode int
+	// CreateFault, when set, is asked at each Create call (numbered from 1) how many of the n
+	// nodes come up and with what error for the rest.
+	CreateFault func(call, n int) (up int, err error)
+	// DeleteFault, when set, is the error of each Delete call (numbered from 1).
+	DeleteFault func(call int, ids []string) error
+
+	mu      sync.Mutex
+	next    int
+	nodes   map[string]cloud.Node
+	creates int
+	deletes int
+	// Created and Deleted record every node ever created and every delete asked for, in order.
+	Created []string
+	Deleted []string
+}
+
+var _ cloud.Provider = (*Provider)(nil)
+
+// Create rents n nodes, or fewer when CreateFault says so.
+func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nodes == nil {
+		p.nodes = map[string]cloud.Node{}
+	}
+	p.creates++
+	up, err := n, error(nil)
+	if p.CreateFault != nil {
+		up, err = p.CreateFault(p.creates, n)
+	}
+	var out []cloud.Node
+	for range min(up, n) {
+		p.next++
+		node := cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: time.Now()}
+		p.nodes[node.ID] = node
+		p.Created = append(p.Created, node.ID)
+		out = append(out, node)
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return out, err
+}
+
+// Delete releases nodes; unknown ones are not an error.
+func (p *Provider) Delete(ctx context.Context, ids []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deletes++
+	if p.DeleteFault != nil {
+		if err := p.DeleteFault(p.deletes, ids); err != nil {
+			return err
+		}
+	}
+	for _, id := range ids {
+		delete(p.nodes, id)
+		p.Deleted = append(p.Deleted, id)
+	}
+	return nil
+}
+
+// List returns the nodes held, by ID.
+func (p *Provider) List(ctx context.Context) ([]cloud.Node, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]cloud.Node, 0, len(p.nodes))
+	for _, n := range p.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Lose makes a node vanish, as a crashed machine or a spot interruption would.
+func (p *Provider) Lose(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.nodes, id)
+}
+
+// Held is how many nodes are held now.
+func (p *Provider) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.nodes)
+}
+
+// Behavior is what one launch of a gang does.
+type Behavior struct {
+	// Reports are printed in order; nil means one report at the target with Metric's value.
+	Reports []trial.Report
+	// Err is what Wait returns once the reports are out (the checkpoint is not saved then).
+	Err error
+	// Hang keeps the gang running after its reports until it is stopped.
+	Hang bool
+	// Duration is how long the gang runs before its reports.
+	Duration time.Duration
+}
+
+// Runtime launches gangs in memory and keeps each trial's checkpoint as its last report, so that
+// it honours the runtime contract: a relaunch at the target re-reports instead of training.
+type Runtime struct {
+	// Behave, when set, says what launch number n (from 1, per trial) of g does.
+	Behave func(g executor.Gang, n int) Behavior
+	// LaunchFault, when set, fails launch number n (per trial) before anything starts.
+	LaunchFault func(g executor.Gang, n int) error
+
+	mu       sync.Mutex
+	kept     map[string]trial.Report
+	tries    map[string]int
+	Launches []executor.Gang
+	running  int
+	peak     int
+}
+
+var _ executor.Runtime = (*Runtime)(nil)
+
+// Metric is the deterministic objective value a trial reports at an iteration by default.
+func Metric(trialID string, iter int) float64 {
+	h := fnv.New32a()
+	h.Write([]byte(trialID))
+	return float64(h.Sum32()%1000)/1000*0.5 + 0.5 - 0.4/float64(iter+1)
+}
+
+// Launch starts a gang.
+func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+	r.mu.Lock()
+	if r.kept == nil {
+		r.kept, r.tries = map[string]trial.Report{}, map[string]int{}
+	}
+	r.tries[g.Trial]++
+	n := r.tries[g.Trial]
+	r.Launches = append(r.Launches, g)
+	kept, haveKept := r.kept[g.Trial]
+	r.mu.Unlock()
+	if r.LaunchFault != nil {
+		if err := r.LaunchFault(g, n); err != nil {
+			return nil, err
+		}
+	}
+	target := g.Workers[0].Env.TargetIter
+	if haveKept && kept.Iter >= target {
+		return executor.Reported(kept), nil
+	}
+	b := Behavior{}
+	if r.Behave != nil {
+		b = r.Behave(g, n)
+	}
+	if b.Reports == nil && b.Err == nil {
+		b.Reports = []trial.Report{{Iter: target, Metrics: map[string]float64{"score": Metric(g.Trial, target)}}}
+	}
+	h := &handle{reports: make(chan trial.Report, len(b.Reports)+1), exited: make(chan struct{}), stop: make(chan struct{})}
+	r.mu.Lock()
+	r.running++
+	r.peak = max(r.peak, r.running)
+	r.mu.Unlock()
+	go func() {
+		stopped := false
+		select {
+		case <-time.After(b.Duration):
+		case <-h.stop:
+			stopped = true
+		}
+		var last *trial.Report
+		if !stopped {
+			for _, rep := range b.Reports {
+				rep.At = time.Now()
+				h.reports <- rep
+				last = &rep
+			}
+			if b.Hang {
+				<-h.stop
+				stopped = true
+			}
+		}
+		close(h.reports)
+		r.mu.Lock()
+		r.running--
+		if last != nil && (b.Err == nil || stopped) {
+			r.kept[g.Trial] = *last
+		}
+		r.mu.Unlock()
+		switch {
+		case stopped:
+			h.err = executor.ErrStopped
+		default:
+			h.err = b.Err
+		}
+		close(h.exited)
+	}()
+	return h, nil
+}
+
+// Tries is how often a trial was launched.
+func (r *Runtime) Tries(trialID string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tries[trialID]
+}
+
+// Running is how many gangs run now; Peak the most that ever ran at once.
+func (r *Runtime) Running() (now, peak int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running, r.peak
+}
+
+type handle struct {
+	reports  chan trial.Report
+	exited   chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+	err      error
+}
+
+func (h *handle) Reports() <-chan trial.Report { return h.reports }
+func (h *handle) Exited() <-chan struct{}      { return h.exited }
+func (h *handle) Wait() error                  { <-h.exited; return h.err }
+func (h *handle) Stop()                        { h.stopOnce.Do(func() { close(h.stop) }) }
