@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -95,12 +93,9 @@ func workerCommand() *cli.Command {
 			relayed := make(chan struct{})
 			go func() { // reports reach the driver through logs: stamp them with when they were printed
 				defer close(relayed)
-				sc := bufio.NewScanner(out)
-				sc.Buffer(make([]byte, 64<<10), 1<<20)
-				for sc.Scan() {
-					fmt.Fprintln(os.Stdout, trial.StampReport(sc.Text(), time.Now()))
+				if err := trial.RelayReports(out, os.Stdout, time.Now); err != nil {
+					fmt.Fprintf(os.Stderr, "rubberband: %v\n", err)
 				}
-				io.Copy(os.Stdout, out)
 			}()
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
