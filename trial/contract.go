@@ -1,12 +1,10 @@
 package trial
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -64,6 +62,16 @@ func (e Env) Vars() ([]string, error) {
 // ReportPrefix starts every report line a trainer prints on standard output.
 const ReportPrefix = "@rb "
 
+// MaxReportLine is the longest report line, in bytes without its line ending, that is parsed:
+// a trainer's output is read in bounded memory, so a longer line still reaches the log intact
+// (streamed, never held whole) but, when it starts with ReportPrefix, is rejected as a report
+// (ErrReportTooLong) rather than half read. Lines that are not reports may be of any length, and
+// nothing before a report line changes how it is read.
+const MaxReportLine = 64 << 10
+
+// ErrReportTooLong means a report line is longer than MaxReportLine.
+var ErrReportTooLong = errors.New("report line too long")
+
 // Report is one progress report: the iteration reached and the metrics measured there.
 type Report struct {
 	Iter    int                `json:"iter"`
@@ -78,7 +86,8 @@ var ErrNotReport = errors.New("not a report line")
 // ParseReport reads one line of a trainer's output. Lines without the "@rb " prefix are
 // ErrNotReport; a prefixed line must hold exactly one JSON object with an integer "iter" >= 0 and
 // otherwise only finite numbers, else it is an error (the caller logs it and goes on). An optional
-// "at" (Unix seconds) says when the line was printed; it is not a metric.
+// "at" (Unix seconds) says when the line was printed; it is not a metric. ScanReports parses only
+// report lines of at most MaxReportLine bytes.
 func ParseReport(line string) (Report, error) {
 	rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), ReportPrefix)
 	if !ok {
@@ -179,33 +188,4 @@ func unixSeconds(s string) time.Time {
 		ns = n
 	}
 	return time.Unix(sec, ns)
-}
-
-// ScanReports reads a trainer's output line by line: each line goes to echo (when not nil), each
-// report to emit (timed now when the line carries no "at"), each malformed report to bad. What
-// is left after a line too long to scan is passed to echo as it is.
-func ScanReports(r io.Reader, echo io.Writer, emit func(Report), bad func(error)) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if echo != nil {
-			fmt.Fprintln(echo, line)
-		}
-		rep, err := ParseReport(line)
-		switch {
-		case errors.Is(err, ErrNotReport):
-		case err != nil:
-			bad(err)
-		default:
-			if rep.At.IsZero() {
-				rep.At = time.Now()
-			}
-			emit(rep)
-		}
-	}
-	if echo == nil {
-		echo = io.Discard
-	}
-	io.Copy(echo, r)
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -108,16 +106,9 @@ func workerCommand() *cli.Command {
 			relayed := make(chan struct{})
 			go func() { // reports reach the driver through logs: stamp them with when they were printed
 				defer close(relayed)
-				sc := bufio.NewScanner(out)
-				sc.Buffer(make([]byte, 64<<10), 1<<20)
-				for sc.Scan() {
-					line := trial.StampReport(sc.Text(), time.Now())
-					if rep, err := trial.ParseReport(line); err == nil {
-						last = &rep
-					}
-					fmt.Fprintln(os.Stdout, line)
+				if err := trial.RelayReports(out, os.Stdout, time.Now, func(rep trial.Report) { last = &rep }); err != nil {
+					fmt.Fprintf(os.Stderr, "rubberband: %v\n", err)
 				}
-				io.Copy(os.Stdout, out)
 			}()
 			var stopped atomic.Bool
 			sig := make(chan os.Signal, 1)
