@@ -10,44 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor/cloud"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
-
-// Event kinds of the journal.
-const (
-	EvStart   = "start"
-	EvNodeUp  = "node_up"
-	EvNodeOff = "node_down"
-	EvTrial   = "trial"
-	EvStage   = "stage"
-	EvLaunch  = "launch"
-	EvReport  = "report"
-	EvDone    = "done"
-	EvFail    = "fail"
-	EvSync    = "sync"
-	EvFinish  = "finish"
-)
-
-// Event is one line of the journal.
-type Event struct {
-	Ev      string             `json:"ev"`
-	At      time.Time          `json:"at"`
-	Bracket int                `json:"bracket,omitempty"`
-	Stage   int                `json:"stage,omitempty"`
-	Trial   string             `json:"trial,omitempty"`
-	Try     int                `json:"try,omitempty"`
-	GPUs    int                `json:"gpus,omitempty"`
-	Iter    int                `json:"iter,omitempty"`
-	Metrics map[string]float64 `json:"metrics,omitempty"`
-	Metric  *float64           `json:"metric,omitempty"`
-	Params  spec.Config        `json:"params,omitempty"`
-	Node    *cloud.Node        `json:"node,omitempty"`
-	Nodes   []string           `json:"nodes,omitempty"`
-	Keep    []string           `json:"keep,omitempty"`
-	Error   string             `json:"error,omitempty"`
-	Seconds float64            `json:"seconds,omitempty"`
-}
 
 // Journal is the append-only, fsynced record of a run. Decisions are synced before Append
 // returns; results noted with Note are written at once (a driver that dies keeps them) and synced

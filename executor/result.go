@@ -12,7 +12,9 @@ import (
 // Result is what a run realized.
 type Result struct {
 	Experiment string          `json:"experiment"`
+	RunID      string          `json:"run_id,omitempty"`
 	Finished   bool            `json:"finished"`
+	Cancelled  string          `json:"cancelled,omitempty"`
 	Best       *BestTrial      `json:"best"`
 	Realized   Measured        `json:"realized"`
 	Brackets   []BracketResult `json:"brackets"`
@@ -47,6 +49,8 @@ type StageResult struct {
 	Nodes    int      `json:"nodes"`
 	Done     int      `json:"done"`
 	Failed   int      `json:"failed"`
+	Retries  int      `json:"retries,omitempty"`
+	Timeouts int      `json:"timeouts,omitempty"`
 	Promoted []string `json:"promoted,omitempty"`
 	Start    float64  `json:"start_s"`
 	Duration float64  `json:"duration_s"`
@@ -73,17 +77,17 @@ type costs struct {
 func (x *run) cost(now time.Time) costs {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	m := x.model
+	m, s := x.model, x.st
 	var c costs
-	spans := append([]nodeSpan(nil), x.released...)
-	for b, nodes := range x.nodes {
+	spans := append([]nodeSpan(nil), s.released...)
+	for b, nodes := range s.nodes {
 		for _, n := range nodes {
 			spans = append(spans, nodeSpan{bracket: b, node: n, released: now})
 		}
 	}
 	c.total = float64(len(spans)) * m.DataCost
 	if m.PerFunction {
-		for _, l := range x.launches {
+		for _, l := range s.launches {
 			c.total += float64(l.gpus) * m.Bill(l.end.Sub(l.start).Seconds()/x.cfg.TimeScale, m.GPUPricePerSecond())
 		}
 		return c
@@ -96,7 +100,7 @@ func (x *run) cost(now time.Time) costs {
 
 // stageCost is what bracket b's nodes (or launches) cost within a time window, unrounded.
 func (x *run) stageCost(b int, from, to time.Time, now time.Time) float64 {
-	m := x.model
+	m, st := x.model, x.st
 	overlap := func(s, e time.Time) float64 {
 		if s.Before(from) {
 			s = from
@@ -111,15 +115,15 @@ func (x *run) stageCost(b int, from, to time.Time, now time.Time) float64 {
 	}
 	total := 0.0
 	if m.PerFunction {
-		for _, l := range x.launches {
+		for _, l := range st.launches {
 			if l.bracket == b {
 				total += float64(l.gpus) * overlap(l.start, l.end) * m.GPUPricePerSecond()
 			}
 		}
 		return total
 	}
-	spans := append([]nodeSpan(nil), x.released...)
-	for _, n := range x.nodes[b] {
+	spans := append([]nodeSpan(nil), st.released...)
+	for _, n := range st.nodes[b] {
 		spans = append(spans, nodeSpan{bracket: b, node: n, released: now})
 	}
 	for _, s := range spans {
@@ -132,23 +136,26 @@ func (x *run) stageCost(b int, from, to time.Time, now time.Time) float64 {
 
 // result describes the run so far.
 func (x *run) result() *Result {
-	now := time.Now()
+	now := x.cfg.Now()
 	total := x.cost(now).total
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	res := &Result{Experiment: x.exp.Name, Finished: true}
-	end := x.start
-	for b, br := range x.brackets {
+	s := x.st
+	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled}
+	end := s.start
+	for b, br := range s.brackets {
 		bres := BracketResult{Name: br.Name}
 		for k, st := range br.Stages {
-			at := x.stageAt[[2]int{b, k}]
-			keep, synced := x.synced[[2]int{b, k}]
+			key := stageKey{b, k}
+			at := s.stageAt[key]
+			keep, synced := s.synced[key]
 			if !synced {
 				res.Finished = false
 			}
-			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.cfg.Alloc[b][k].GPUs, Nodes: x.cfg.Alloc[b][k].Nodes, Promoted: keep}
-			for _, id := range x.order[b] {
-				t := x.trials[id]
+			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.cfg.Alloc[b][k].GPUs, Nodes: x.cfg.Alloc[b][k].Nodes, Promoted: keep,
+				Retries: s.retries[key], Timeouts: s.timeouts[key]}
+			for _, id := range s.order[b] {
+				t := s.trials[id]
 				if _, ok := t.done[k]; ok {
 					sr.Done++
 				}
@@ -156,14 +163,14 @@ func (x *run) result() *Result {
 					sr.Failed++
 				}
 			}
-			if !at[0].IsZero() {
-				stop := at[1]
+			if !at.start.IsZero() {
+				stop := at.end
 				if stop.IsZero() {
 					stop = now
 				}
-				sr.Start = at[0].Sub(x.start).Seconds() / x.cfg.TimeScale
-				sr.Duration = stop.Sub(at[0]).Seconds() / x.cfg.TimeScale
-				sr.Cost = x.stageCost(b, at[0], stop, now)
+				sr.Start = at.start.Sub(s.start).Seconds() / x.cfg.TimeScale
+				sr.Duration = stop.Sub(at.start).Seconds() / x.cfg.TimeScale
+				sr.Cost = x.stageCost(b, at.start, stop, now)
 				if stop.After(end) {
 					end = stop
 				}
@@ -173,17 +180,17 @@ func (x *run) result() *Result {
 		res.Brackets = append(res.Brackets, bres)
 		// The bracket's best: the top of its last stage.
 		last := len(br.Stages) - 1
-		if keep := x.synced[[2]int{b, last}]; len(keep) > 0 {
-			t := x.trials[keep[0]]
+		if keep := s.synced[stageKey{b, last}]; len(keep) > 0 {
+			t := s.trials[keep[0]]
 			m := t.done[last]
-			if !math.IsNaN(m) && (res.Best == nil || x.better(m, res.Best.Metric)) {
+			if !math.IsNaN(m) && (res.Best == nil || s.better(m, res.Best.Metric)) {
 				res.Best = &BestTrial{Trial: t.id, Params: t.params, Metric: m}
 			}
 		}
 	}
-	for b := range x.brackets {
-		for _, id := range x.order[b] {
-			t := x.trials[id]
+	for b := range s.brackets {
+		for _, id := range s.order[b] {
+			t := s.trials[id]
 			failed := false
 			for range t.failed {
 				failed = true
@@ -195,13 +202,6 @@ func (x *run) result() *Result {
 	if !res.Finished {
 		end = now
 	}
-	res.Realized = Measured{JCT: end.Sub(x.start).Seconds() / x.cfg.TimeScale, Cost: total}
+	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / x.cfg.TimeScale, Cost: total}
 	return res
-}
-
-func (x *run) better(a, b float64) bool {
-	if x.exp.Objective.Mode == "min" {
-		return a < b
-	}
-	return a > b
 }

@@ -77,6 +77,10 @@ type Trainer struct {
 	// Resources are what each worker asks a cluster scheduler for, besides its GPUs (which
 	// rubberband's own placement accounts for).
 	Resources Resources `yaml:"resources"`
+	// Timeout bounds one launch (one trial's stage): past it the gang is stopped and retried
+	// from its checkpoint. Default: three times the launch's predicted p99.9 duration plus a
+	// minute.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // Resources of one worker.

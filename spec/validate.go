@@ -212,6 +212,9 @@ func (v *validator) trainer() {
 	if t.Resources.MemoryMB < 0 || t.Resources.MemoryMB > 100_000_000 {
 		v.add("trainer.resources.memory_mb", "%d is out of range (1 to 100000000)", t.Resources.MemoryMB)
 	}
+	if t.Timeout < 0 {
+		v.add("trainer.timeout", "must not be negative (0: three times the predicted duration)")
+	}
 	for _, k := range sortedKeys(t.Env) {
 		if k == "" || strings.ContainsAny(k, "= \t\n") {
 			v.add("trainer.env."+k, "not a valid environment variable name")

@@ -1,0 +1,55 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Event kinds of the journal. What each one means for the run's state is written once, in
+// (*state).apply, which serves both the live run and the replay of a journal.
+const (
+	EvStart   = "start"     // a run began: its ID and start time
+	EvTrial   = "trial"     // a trial was sampled
+	EvNodeUp  = "node_up"   // a node is held (billing from its RunningAt)
+	EvNodeOff = "node_down" // nodes were released (billing stops at At) or lost (Error "lost")
+	EvStage   = "stage"     // a bracket's stage began
+	EvLaunch  = "launch"    // a trial's gang is being started (try Try)
+	EvReport  = "report"    // rank 0 reported (At: when it printed the line)
+	EvDone    = "done"      // the trial reached the stage's target
+	EvFail    = "fail"      // a try failed; GaveUp when no retry is left
+	EvTimeout = "timeout"   // a gang ran past its budget and is being stopped
+	EvSync    = "sync"      // the stage's survivors (Keep)
+	EvResume  = "resume"    // a new driver took over: gangs of the old one are gone
+	EvSpec    = "spec"      // resume --spec changed the run's spec (Spec: its sha256)
+	EvCancel  = "cancel"    // the run was cancelled; resume refuses it without --force
+	EvFinish  = "finish"    // every bracket finished
+)
+
+// Event is one record of the journal.
+type Event struct {
+	Ev      string             `json:"ev"`
+	At      time.Time          `json:"at"`
+	RunID   string             `json:"run_id,omitempty"`
+	Bracket int                `json:"bracket,omitempty"`
+	Stage   int                `json:"stage,omitempty"`
+	Trial   string             `json:"trial,omitempty"`
+	Try     int                `json:"try,omitempty"`
+	GPUs    int                `json:"gpus,omitempty"`
+	Iter    int                `json:"iter,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Metric  *float64           `json:"metric,omitempty"`
+	Params  spec.Config        `json:"params,omitempty"`
+	Node    *cloud.Node        `json:"node,omitempty"`
+	Nodes   []string           `json:"nodes,omitempty"`
+	Keep    []string           `json:"keep,omitempty"`
+	Error   string             `json:"error,omitempty"`
+	GaveUp  bool               `json:"gave_up,omitempty"`
+	Seconds float64            `json:"seconds,omitempty"`
+	// Began and Exited bound a launch on done and fail events: its workers held their GPUs from
+	// Began to Exited (what per-function billing charges).
+	Began  time.Time `json:"began,omitzero"`
+	Exited time.Time `json:"exited,omitzero"`
+	Spec   string    `json:"spec,omitempty"`
+}

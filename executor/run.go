@@ -1,0 +1,240 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// ErrStopped is what Handle.Wait returns for a gang stopped on purpose.
+var ErrStopped = errors.New("gang stopped")
+
+// ErrCancelled is returned by Run for a run that was cancelled (`rubberband cancel`); resuming
+// it needs Config.Force.
+var ErrCancelled = errors.New("the run was cancelled")
+
+// Config is one run: the experiment, its plan, and the adapters that do the work.
+type Config struct {
+	Experiment *spec.Experiment
+	Alloc      sim.Alloc
+	Provider   cloud.Provider
+	Runtime    Runtime
+	Journal    *Journal
+	// Past holds the journal of an earlier driver of this run; Run resumes from it.
+	Past []Event
+	// RunID names a new run (journaled in its start event); a resumed run keeps its own.
+	RunID string
+	// TimeScale is wall seconds per spec second: 1 for real trainers, less when the local
+	// provider and the synthetic trainer compress time for tests. Realized times and costs are
+	// reported in spec seconds.
+	TimeScale float64
+	// MaxRetries bounds how often a failed trial is relaunched in one stage (default 2).
+	MaxRetries int
+	// KeepNodes keeps the nodes of a run that fails or is interrupted (default: release them).
+	KeepNodes bool
+	// Force resumes a cancelled run.
+	Force bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Progress, when set, is told of every finished trial and stage.
+	Progress func(Status)
+	// Log receives what the run notices and carries on from (nil: discarded).
+	Log io.Writer
+}
+
+// Status is a progress snapshot of one bracket's current stage.
+type Status struct {
+	Bracket       string
+	Stage, Stages int
+	Done, Total   int
+	Failed        int
+	Elapsed       time.Duration // spec time since the run started
+	Cost          float64       // dollars so far
+}
+
+// run is the driver: the state, and the adapters that change the world. Bracket goroutines
+// share it; mu guards st, and record holds it from the journal write to the apply, so that the
+// journal's order is the order events were applied in.
+type run struct {
+	cfg   Config
+	model *sim.Model
+	mu    sync.Mutex
+	st    *state
+	log   io.Writer
+}
+
+func (cfg *Config) defaults() {
+	if cfg.TimeScale <= 0 {
+		cfg.TimeScale = 1
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 2
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+}
+
+func newRun(cfg Config) (*run, error) {
+	cfg.defaults()
+	m, err := sim.NewModel(cfg.Experiment)
+	if err != nil {
+		return nil, err
+	}
+	brackets := cfg.Experiment.Algorithm.Brackets()
+	if cfg.Alloc != nil {
+		if err := m.Check(brackets, cfg.Alloc); err != nil {
+			return nil, fmt.Errorf("plan does not fit the spec: %w", err)
+		}
+	}
+	x := &run{cfg: cfg, model: m, st: newState(cfg.Experiment, brackets, cfg.Log), log: cfg.Log}
+	for _, e := range cfg.Past {
+		x.st.apply(e)
+	}
+	return x, nil
+}
+
+// Run executes the plan, or resumes it from cfg.Past, and returns what was realized. A run that
+// fails or is interrupted releases every node it holds (unless cfg.KeepNodes) before it returns.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	x, err := newRun(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if x.st.finished {
+		return x.result(), nil
+	}
+	if x.st.cancelled != "" && !x.cfg.Force {
+		return x.result(), fmt.Errorf("run: %w (%s); resume --force carries on", ErrCancelled, x.st.cancelled)
+	}
+	if err := x.begin(ctx); err != nil {
+		return x.fail(ctx, err)
+	}
+	errs := make([]error, len(x.st.brackets))
+	var wg sync.WaitGroup
+	bctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	for b := range x.st.brackets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[b] = x.runBracket(bctx, b); errs[b] != nil {
+				cancelAll() // one bracket's failure ends the run: stop the others' gangs
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstCause(ctx, errs); err != nil {
+		return x.fail(ctx, err)
+	}
+	if err := x.record(Event{Ev: EvFinish}, true); err != nil {
+		return x.fail(ctx, err)
+	}
+	return x.result(), nil
+}
+
+// firstCause is the error that ended a run: a bracket's own failure rather than the
+// cancellation it caused in the others, unless the caller cancelled.
+func firstCause(ctx context.Context, errs []error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// begin starts a new run (sampling its trials) or takes over an earlier driver's: its gangs are
+// ended and its nodes reconciled with what the provider holds.
+func (x *run) begin(ctx context.Context) error {
+	if x.st.start.IsZero() {
+		if err := x.record(Event{Ev: EvStart, RunID: x.cfg.RunID}, true); err != nil {
+			return err
+		}
+		return x.sample()
+	}
+	if reaper, ok := x.cfg.Runtime.(Reaper); ok {
+		if err := reaper.Reap(ctx); err != nil {
+			return fmt.Errorf("run: end the previous driver's gangs: %w", err)
+		}
+	}
+	if err := x.record(Event{Ev: EvResume}, true); err != nil {
+		return err
+	}
+	return x.reconcile(ctx)
+}
+
+// fail ends a run that cannot go on: every node it holds is released and journaled (unless
+// KeepNodes), and err is returned with what was realized.
+func (x *run) fail(ctx context.Context, err error) (*Result, error) {
+	if !x.cfg.KeepNodes {
+		if rerr := x.releaseAll(context.WithoutCancel(ctx), "the run stopped: "+err.Error()); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return x.result(), err
+}
+
+// record journals an event, applies it, and (durable) syncs the journal before returning: the
+// caller acts on a decision only once it is on disk.
+func (x *run) record(e Event, durable bool) error {
+	if e.At.IsZero() {
+		e.At = x.cfg.Now()
+	}
+	x.mu.Lock()
+	err := x.cfg.Journal.Note(e)
+	if err == nil {
+		x.st.apply(e)
+	}
+	x.mu.Unlock()
+	if err == nil && durable {
+		err = x.cfg.Journal.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// sample draws every bracket's configurations from the experiment's seed and journals them.
+func (x *run) sample() error {
+	for b, br := range x.st.brackets {
+		r := spec.NewRand(x.cfg.Experiment.Seed, uint64(b))
+		for i, params := range spec.SampleConfigs(x.cfg.Experiment.SearchSpace, br.Trials(), r) {
+			if err := x.record(Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i), Params: params}, false); err != nil {
+				return err
+			}
+		}
+	}
+	return x.cfg.Journal.Sync() // one sync for all of them
+}
+
+func (x *run) specDuration(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / x.cfg.TimeScale)
+}
+
+// Replay describes a run from its journal alone, without running anything: what `status` shows.
+func Replay(cfg Config) (*Result, error) {
+	cfg.Log = io.Discard
+	x, err := newRun(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	if x.st.start.IsZero() {
+		return nil, fmt.Errorf("replay: the journal holds no run")
+	}
+	return x.result(), nil
+}

@@ -1,0 +1,324 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/placement"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// runBracket runs one bracket's stages from the first one not yet synced.
+func (x *run) runBracket(ctx context.Context, b int) error {
+	br := x.st.brackets[b]
+	var last placement.Placement
+	for k, st := range br.Stages {
+		x.mu.Lock()
+		_, synced := x.st.synced[stageKey{b, k}]
+		x.mu.Unlock()
+		if synced {
+			continue
+		}
+		if err := x.record(Event{Ev: EvStage, Bracket: b, Stage: k, GPUs: x.cfg.Alloc[b][k].GPUs}, true); err != nil {
+			return err
+		}
+		var err error
+		if last, err = x.scaleTo(ctx, b, x.cfg.Alloc[b][k].Nodes, last); err != nil {
+			return err
+		}
+		if last, err = x.runStage(ctx, b, k, st, last); err != nil {
+			return err
+		}
+		x.mu.Lock()
+		keep, took := x.st.rank(b, k), len(x.st.active(b, k))
+		x.mu.Unlock()
+		if len(keep) == 0 && took > 0 {
+			return fmt.Errorf("run: bracket %d stage %d: every trial failed (their logs say why)", b, k)
+		}
+		if k+1 < len(br.Stages) {
+			keep = keep[:min(len(keep), br.Stages[k+1].Trials)]
+		}
+		if err := x.record(Event{Ev: EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
+			return err
+		}
+	}
+	_, err := x.scaleTo(ctx, b, 0, nil)
+	return err
+}
+
+// outcome is a message about one launch: started (handle), exited (its GPUs are free), or
+// final (err nil when it exited 0; also sent alone when the launch itself failed).
+type outcome struct {
+	trial    string
+	started  Handle
+	exited   bool
+	err      error
+	metrics  map[string]float64
+	iter     int
+	began    time.Time
+	exitedAt time.Time
+	gpus     int
+	timedOut bool
+}
+
+// runStage runs every trial of stage k that has not finished it: as many gangs at once as the
+// stage's GPUs allow, each placed with its GPUs together, a failed one relaunched from its
+// checkpoint while retries last. The loop decides; launching and following a gang happen in its
+// own goroutine, so that one gang's I/O never delays the next one's start. It returns the
+// stage's placement.
+func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placement.Placement) (placement.Placement, error) {
+	alloc := x.cfg.Alloc[b][k]
+	gpt := sim.GPUsPerTrial(st, alloc)
+	parallel := max(1, alloc.GPUs/gpt)
+	budget := x.budget(st, gpt)
+	x.mu.Lock()
+	queue := x.st.pending(b, k)
+	total := len(x.st.active(b, k))
+	nodes, byID := x.bracketNodes(b)
+	x.mu.Unlock()
+	if last == nil {
+		last = placement.Placement{}
+	}
+	occupied := map[string]bool{}  // gangs holding GPUs: launching or running
+	handles := map[string]Handle{} // started gangs, to stop on cancellation
+	inflight := 0                  // gangs whose final message is still to come
+	results := make(chan outcome)
+	doneCount := total - len(queue)
+	cancelled := false
+	for len(queue) > 0 || inflight > 0 {
+		for !cancelled && len(queue) > 0 && len(occupied) < parallel {
+			id := queue[0]
+			reqs := []placement.Request{{Trial: id, GPUs: gpt}}
+			for r := range occupied {
+				reqs = append(reqs, placement.Request{Trial: r, GPUs: gpt})
+			}
+			p, unplaced := placement.PlacePinned(nodes, reqs, last, occupied)
+			if len(unplaced) > 0 {
+				break // wait for a gang to finish
+			}
+			for t, s := range p {
+				last[t] = s
+			}
+			queue = queue[1:]
+			occupied[id] = true
+			inflight++
+			go x.launchAndFollow(ctx, b, k, st, id, p[id], byID, gpt, budget, results)
+		}
+		if inflight == 0 {
+			if len(queue) > 0 && !cancelled {
+				return last, fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", b, k, gpt, len(nodes))
+			}
+			break
+		}
+		var o outcome
+		select {
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				for _, h := range handles {
+					h.Stop()
+				}
+			}
+			o = <-results
+		case o = <-results:
+		}
+		switch {
+		case o.started != nil:
+			handles[o.trial] = o.started
+			if cancelled {
+				o.started.Stop()
+			}
+			continue
+		case o.exited:
+			delete(occupied, o.trial)
+			delete(handles, o.trial)
+			continue
+		}
+		inflight--
+		delete(occupied, o.trial) // a launch that failed never sent exited
+		delete(handles, o.trial)
+		if cancelled {
+			continue
+		}
+		if err := x.judge(st, &o, budget); err != nil {
+			retry, jerr := x.failed(b, k, o, err)
+			if jerr != nil {
+				return last, jerr
+			}
+			if retry {
+				queue = append(queue, o.trial)
+			}
+			// A gang may have failed because its node is gone: replace lost nodes before relaunching.
+			healed, err := x.heal(ctx, b, alloc.Nodes)
+			if err != nil {
+				return last, err
+			}
+			if healed {
+				x.mu.Lock()
+				nodes, byID = x.bracketNodes(b)
+				x.mu.Unlock()
+				for t, slots := range last {
+					for _, sl := range slots {
+						if _, ok := byID[sl.Node]; !ok && !occupied[t] {
+							delete(last, t)
+						}
+					}
+				}
+			}
+			continue
+		}
+		if err := x.finish(b, k, o); err != nil {
+			return last, err
+		}
+		doneCount++
+		x.progress(b, k, doneCount, total)
+	}
+	if cancelled {
+		return last, ctx.Err()
+	}
+	return last, nil
+}
+
+// judge says why a launch that ended is not done, or nil when it reached the stage's target.
+func (x *run) judge(st spec.Stage, o *outcome, budget time.Duration) error {
+	switch {
+	case o.err == nil && o.iter >= st.EndIter():
+		return nil // reached, even if its budget ran out as it ended
+	case o.timedOut:
+		return fmt.Errorf("timed out: still running after its budget of %s (spec time %s); stopped", budget.Round(time.Millisecond), x.specDuration(budget).Round(time.Second))
+	case errors.Is(o.err, ErrStopped):
+		return fmt.Errorf("stopped at iteration %d, short of the target %d: relaunched from its checkpoint", o.iter, st.EndIter())
+	case o.err != nil:
+		return o.err
+	case o.iter < st.EndIter():
+		// Exit 0 means the target was reached; short of it the gang was interrupted (a trainer
+		// that exits 0 on SIGTERM): it is relaunched from its checkpoint.
+		return fmt.Errorf("exited 0 at iteration %d, short of the target %d: interrupted, not done", o.iter, st.EndIter())
+	}
+	return nil
+}
+
+func (x *run) bracketNodes(b int) ([]placement.Node, map[string]cloud.Node) {
+	byID := map[string]cloud.Node{}
+	for _, n := range x.st.nodes[b] {
+		byID[n.ID] = n
+	}
+	return toPlacementNodes(x.st.nodes[b]), byID
+}
+
+// budget is how long one launch of a stage may run before it is stopped and retried: three
+// times its predicted p99.9 duration (start-up and iterations, mean plus 3σ), plus a minute for
+// what the profile does not see (process start, checkpoint transfer), in wall time.
+// trainer.timeout in the spec overrides it.
+func (x *run) budget(st spec.Stage, gpus int) time.Duration {
+	if t := x.cfg.Experiment.Trainer.Timeout.D(); t > 0 {
+		return time.Duration(float64(t) * x.cfg.TimeScale)
+	}
+	it := x.model.IterLatency(gpus)
+	n := float64(st.Iters)
+	mean := x.model.Startup.Mean() + n*it.Mean()
+	sd := math.Sqrt(x.model.Startup.Var() + n*it.Var())
+	secs := 3*(mean+3*sd) + 60
+	return time.Duration(secs * x.cfg.TimeScale * float64(time.Second))
+}
+
+// launchAndFollow starts one gang and reports on it: started, exited, final. A gang still
+// running after its budget is stopped (SIGTERM, then SIGKILL) and its end is a timeout.
+func (x *run) launchAndFollow(ctx context.Context, b, k int, st spec.Stage, id string, slots []placement.Slot, byID map[string]cloud.Node, gpus int, budget time.Duration, results chan<- outcome) {
+	x.mu.Lock()
+	t := x.st.trials[id]
+	g := BuildGang(GangSpec{Trial: id, Experiment: x.cfg.Experiment, Params: t.params, StartIter: st.StartIter, TargetIter: st.EndIter()}, slots, byID)
+	try := x.st.tries[trialStage{id, k}] + 1
+	x.mu.Unlock()
+	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this.
+	if err := x.record(Event{Ev: EvLaunch, Bracket: b, Stage: k, Trial: id, Try: try, GPUs: gpus, Nodes: slotNodes(slots)}, false); err != nil {
+		results <- outcome{trial: id, err: err}
+		return
+	}
+	began := x.cfg.Now()
+	h, err := x.cfg.Runtime.Launch(ctx, g)
+	if err != nil {
+		results <- outcome{trial: id, err: err, began: began, exitedAt: x.cfg.Now(), gpus: gpus}
+		return
+	}
+	results <- outcome{trial: id, started: h}
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(budget, func() {
+		timedOut.Store(true)
+		fmt.Fprintf(x.log, "trial %s stage %d try %d: still running after its budget of %s: stopping it\n", id, k, try, budget.Round(time.Millisecond))
+		x.record(Event{Ev: EvTimeout, Bracket: b, Stage: k, Trial: id, Try: try, Seconds: x.specDuration(budget).Seconds()}, false)
+		h.Stop()
+	})
+	o := outcome{trial: id, began: began, gpus: gpus}
+	for r := range h.Reports() {
+		o.metrics, o.iter = r.Metrics, r.Iter
+		x.record(Event{Ev: EvReport, At: r.At, Bracket: b, Stage: k, Trial: id, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
+	}
+	<-h.Exited()
+	o.exitedAt = x.cfg.Now()
+	timer.Stop()
+	results <- outcome{trial: id, exited: true}
+	o.err = h.Wait()
+	o.timedOut = timedOut.Load()
+	results <- o
+}
+
+func slotNodes(slots []placement.Slot) []string {
+	out := make([]string, len(slots))
+	for i, s := range slots {
+		out[i] = s.Node
+	}
+	return out
+}
+
+// failed journals a failed try and reports whether the trial gets another.
+func (x *run) failed(b, k int, o outcome, cause error) (bool, error) {
+	x.mu.Lock()
+	ts := trialStage{o.trial, k}
+	retry := x.st.fails[ts]+1 <= x.cfg.MaxRetries
+	try := x.st.tries[ts]
+	x.mu.Unlock()
+	fmt.Fprintf(x.log, "trial %s stage %d try %d failed: %v (retry: %v)\n", o.trial, k, try, cause, retry)
+	err := x.record(Event{Ev: EvFail, Bracket: b, Stage: k, Trial: o.trial, Try: try, Error: cause.Error(), GaveUp: !retry,
+		GPUs: o.gpus, Began: o.began, Exited: o.exitedAt}, false)
+	return retry, err
+}
+
+// finish records a trial that reached the stage's target.
+func (x *run) finish(b, k int, o outcome) error {
+	metric := new(float64)
+	if v, ok := o.metrics[x.cfg.Experiment.Objective.Metric]; ok {
+		*metric = v
+	} else {
+		metric = nil
+		fmt.Fprintf(x.log, "trial %s stage %d reported no %q: it ranks last\n", o.trial, k, x.cfg.Experiment.Objective.Metric)
+	}
+	// Group-committed: the checkpoint is saved already with this report beside it, so a driver or
+	// machine that dies before this line is durable costs a relaunch that re-reports the result
+	// (trial.LastReportFile), never a lost or changed one.
+	return x.record(Event{Ev: EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
+		GPUs: o.gpus, Began: o.began, Exited: o.exitedAt, Seconds: x.specDuration(o.exitedAt.Sub(o.began)).Seconds()}, false)
+}
+
+func (x *run) progress(b, k, done, total int) {
+	if x.cfg.Progress == nil {
+		return
+	}
+	failed := 0
+	x.mu.Lock()
+	for _, id := range x.st.order[b] {
+		if x.st.trials[id].failed[k] {
+			failed++
+		}
+	}
+	elapsed := x.specDuration(x.cfg.Now().Sub(x.st.start))
+	x.mu.Unlock()
+	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
+		Failed: failed, Elapsed: elapsed, Cost: x.cost(x.cfg.Now()).total})
+}

@@ -1,0 +1,273 @@
+package executor
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
+)
+
+// state is what a run knows: a fold of its journal's events. Only apply changes it, for the live
+// run (journal the event, then apply it) and for a replay alike.
+type state struct {
+	exp      *spec.Experiment
+	brackets []spec.Bracket
+	log      io.Writer // impossible transitions are noted here: a driver bug, not fatal
+
+	runID     string
+	start     time.Time
+	trials    map[string]*trialRun
+	order     [][]string // trial IDs per bracket, in sampling order
+	nodes     [][]cloud.Node
+	released  []nodeSpan
+	synced    map[stageKey][]string // survivors of each synced stage
+	stageAt   map[stageKey]window
+	launches  []launchSpan
+	tries     map[trialStage]int // launches journaled
+	fails     map[trialStage]int // failed tries journaled: what retries are counted on
+	timeouts  map[stageKey]int
+	retries   map[stageKey]int
+	finished  bool
+	cancelled string // why, once cancelled
+}
+
+type stageKey struct{ bracket, stage int }
+
+type trialStage struct {
+	trial string
+	stage int
+}
+
+type window struct{ start, end time.Time }
+
+type trialRun struct {
+	id      string
+	bracket int
+	params  spec.Config
+	state   trial.State
+	done    map[int]float64 // stage -> objective metric (NaN when the trainer never reported it)
+	metrics map[string]float64
+	iter    int
+	failed  map[int]bool
+}
+
+type nodeSpan struct {
+	bracket  int
+	node     cloud.Node
+	released time.Time
+}
+
+type launchSpan struct {
+	bracket    int
+	gpus       int
+	start, end time.Time
+}
+
+func newState(exp *spec.Experiment, brackets []spec.Bracket, log io.Writer) *state {
+	return &state{exp: exp, brackets: brackets, log: log, trials: map[string]*trialRun{},
+		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)),
+		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
+		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{}}
+}
+
+// apply folds one event into the state. It is the only place that says what an event means.
+func (s *state) apply(e Event) {
+	key := stageKey{e.Bracket, e.Stage}
+	switch e.Ev {
+	case EvStart:
+		s.start, s.runID = e.At, e.RunID
+	case EvTrial:
+		s.trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, params: e.Params, state: trial.Pending,
+			done: map[int]float64{}, failed: map[int]bool{}}
+		s.order[e.Bracket] = append(s.order[e.Bracket], e.Trial)
+	case EvNodeUp:
+		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
+	case EvNodeOff:
+		s.dropNodes(e.Bracket, e.Nodes, e.At)
+	case EvStage:
+		if w := s.stageAt[key]; w.start.IsZero() {
+			s.stageAt[key] = window{start: e.At}
+		}
+	case EvLaunch:
+		ts := trialStage{e.Trial, e.Stage}
+		s.tries[ts] = max(s.tries[ts], e.Try)
+		s.move(s.trials[e.Trial], trial.Launch)
+	case EvReport:
+		t := s.trials[e.Trial]
+		t.metrics, t.iter = e.Metrics, e.Iter
+	case EvDone:
+		t := s.trials[e.Trial]
+		t.done[e.Stage] = metricOrNaN(e.Metric)
+		t.metrics, t.iter = e.Metrics, e.Iter
+		s.move(t, trial.Reached)
+		s.launched(e)
+	case EvFail:
+		t := s.trials[e.Trial]
+		if e.GaveUp || e.Error == "gave up" { // "gave up": journals of before GaveUp
+			t.failed[e.Stage] = true
+			s.move(t, trial.GaveUp)
+		} else {
+			s.retries[key]++
+			s.fails[trialStage{e.Trial, e.Stage}]++
+			s.move(t, trial.Crashed)
+		}
+		s.launched(e)
+	case EvTimeout:
+		s.timeouts[key]++
+	case EvSync:
+		s.settle(e.Bracket, e.Stage, e.Keep)
+		s.synced[key] = e.Keep
+		w := s.stageAt[key]
+		w.end = e.At
+		s.stageAt[key] = w
+	case EvResume:
+		// The previous driver's gangs were ended before this event: their trials wait again.
+		for _, id := range s.allTrials() {
+			if t := s.trials[id]; t.state == trial.Running {
+				s.move(t, trial.Interrupted)
+			}
+		}
+	case EvCancel:
+		s.cancelled = e.Error
+		if s.cancelled == "" {
+			s.cancelled = "cancelled"
+		}
+	case EvFinish:
+		s.finished = true
+	}
+}
+
+// launched records a launch's span from a done or fail event, for per-function billing.
+func (s *state) launched(e Event) {
+	if !e.Began.IsZero() && !e.Exited.IsZero() {
+		s.launches = append(s.launches, launchSpan{bracket: e.Bracket, gpus: e.GPUs, start: e.Began, end: e.Exited})
+	}
+}
+
+// move applies an event to a trial through the state machine; an impossible transition is a
+// driver bug, logged rather than fatal.
+func (s *state) move(t *trialRun, e trial.Event) {
+	next, err := trial.Transition(t.state, e)
+	if err != nil {
+		fmt.Fprintf(s.log, "trial %s: %v\n", t.id, err)
+		return
+	}
+	t.state = next
+}
+
+// settle applies a sync: kept trials are promoted (or, after the last stage, done), the others
+// that took part in the stage cut.
+func (s *state) settle(b, k int, keep []string) {
+	kept := map[string]bool{}
+	for _, id := range keep {
+		kept[id] = true
+	}
+	last := k == len(s.brackets[b].Stages)-1
+	for _, id := range s.order[b] {
+		t := s.trials[id]
+		if _, done := t.done[k]; !done || t.state == trial.Failed {
+			continue
+		}
+		if kept[id] && !last {
+			s.move(t, trial.Promote)
+		} else {
+			s.move(t, trial.Cut)
+		}
+	}
+}
+
+func (s *state) dropNodes(b int, ids []string, at time.Time) {
+	drop := map[string]bool{}
+	for _, id := range ids {
+		drop[id] = true
+	}
+	var keep []cloud.Node
+	for _, n := range s.nodes[b] {
+		if drop[n.ID] {
+			s.released = append(s.released, nodeSpan{bracket: b, node: n, released: at})
+		} else {
+			keep = append(keep, n)
+		}
+	}
+	s.nodes[b] = keep
+}
+
+func (s *state) allTrials() []string {
+	var ids []string
+	for _, o := range s.order {
+		ids = append(ids, o...)
+	}
+	return ids
+}
+
+// active is who takes part in bracket b's stage k: every trial at stage 0, then the survivors
+// of the stage before.
+func (s *state) active(b, k int) []string {
+	if k == 0 {
+		return append([]string(nil), s.order[b]...)
+	}
+	return s.synced[stageKey{b, k - 1}]
+}
+
+// pending is the trials of stage k that have neither finished it nor given up.
+func (s *state) pending(b, k int) []string {
+	var out []string
+	for _, id := range s.active(b, k) {
+		if _, done := s.trials[id].done[k]; !done && !s.trials[id].failed[k] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// rank orders a stage's finished trials for the sync: those with the objective first, best
+// first; ties and trials without it by ID, so that promotion is deterministic. Failed trials are
+// left out.
+func (s *state) rank(b, k int) []string {
+	var ok []string
+	for _, id := range s.active(b, k) {
+		if _, done := s.trials[id].done[k]; done {
+			ok = append(ok, id)
+		}
+	}
+	sort.SliceStable(ok, func(i, j int) bool {
+		mi, mj := s.trials[ok[i]].done[k], s.trials[ok[j]].done[k]
+		switch {
+		case math.IsNaN(mi) != math.IsNaN(mj):
+			return !math.IsNaN(mi)
+		case !math.IsNaN(mi) && mi != mj:
+			return s.better(mi, mj)
+		default:
+			return ok[i] < ok[j]
+		}
+	})
+	return ok
+}
+
+func (s *state) better(a, b float64) bool {
+	if s.exp.Objective.Mode == "min" {
+		return a < b
+	}
+	return a > b
+}
+
+// held is every node the run holds now, across brackets.
+func (s *state) held() []cloud.Node {
+	var out []cloud.Node
+	for _, ns := range s.nodes {
+		out = append(out, ns...)
+	}
+	return out
+}
+
+func metricOrNaN(m *float64) float64 {
+	if m == nil {
+		return math.NaN()
+	}
+	return *m
+}
