@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
 )
 
 // Journal is the append-only, fsynced record of a run. Decisions are synced before Append
