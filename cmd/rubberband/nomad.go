@@ -23,7 +23,7 @@ import (
 // NOMAD_NAMESPACE, as the nomad CLI reads them), or starts a server of its own in the state
 // directory when none is set, and returns the provider (client agents as nodes), the runtime and
 // a function that stops what it started.
-func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, self string) (cloud.Provider, executor.Runtime, func(), error) {
+func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, self, runID string) (cloud.Provider, executor.Runtime, func(), error) {
 	bin, err := nomadBinary()
 	if err != nil {
 		return nil, nil, nil, err
@@ -58,7 +58,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		stop()
 		return nil, nil, nil, err
 	}
-	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, Self: self, StoreEnv: env,
+	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: self, StoreEnv: env,
 		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, Log: os.Stderr}
 	if exp.Trainer.Image != "" {
 		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,7 +74,7 @@ func profileAction(c *cli.Context) error {
 			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64)}}
 	case "nomad":
 		exp.Checkpoints = spec.Checkpoints{} // a scratch store in tmp: profiling keeps nothing
-		provider, nrt, stop, err := nomadBackend(c.Context, exp, tmp, scale, self)
+		provider, nrt, stop, err := nomadBackend(c.Context, exp, tmp, scale, self, executor.NewRunID(time.Now(), rand.Uint32()))
 		if err != nil {
 			return err
 		}

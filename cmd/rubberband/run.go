@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,20 +28,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// runFile is what a state directory remembers of how its run was started.
-type runFile struct {
-	Backend    string  `json:"backend"`
-	Spec       string  `json:"spec"`
-	SpecSHA256 string  `json:"spec_sha256"`
-	TimeScale  float64 `json:"time_scale"`
-	Samples    int     `json:"samples"`
-	Seed       int64   `json:"seed"`
-}
-
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
-		Usage:     "execute a plan on the embedded local backend and report realized vs predicted time and cost",
+		Usage:     "execute a plan (local processes or Nomad) and report realized vs predicted time and cost",
 		ArgsUsage: "SPEC",
 		Flags: append(predictionFlags(),
 			&cli.StringFlag{Name: "planner", Usage: "planner to use when no --plan is given"},
@@ -48,6 +39,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			&cli.StringFlag{Name: "backend", Value: "local", Usage: "local (processes on this machine) or nomad (NOMAD_ADDR's cluster, or a local server started for you)"},
+			keepNodesFlag,
 		),
 		Action: runAction,
 	}
@@ -58,13 +50,13 @@ func resumeCommand() *cli.Command {
 		Name:      "resume",
 		Usage:     "finish a run whose driver died: finished trial-stages are kept, running ones restart from their checkpoints",
 		ArgsUsage: "DIR",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"}},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("resume needs exactly one DIR argument")
-			}
-			return execute(c, c.Args().First(), nil)
+		Flags: []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+			keepNodesFlag,
+			&cli.BoolFlag{Name: "force", Usage: "resume a cancelled run"},
+			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
+			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"},
 		},
+		Action: resumeAction,
 	}
 }
 
@@ -78,6 +70,8 @@ func statusCommand() *cli.Command {
 	}
 }
 
+var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (default: release them)"}
+
 func runAction(c *cli.Context) error {
 	exp, s, err := prepare(c)
 	if err != nil {
@@ -87,11 +81,19 @@ func runAction(c *cli.Context) error {
 	if dir == "" {
 		dir = filepath.Join(".rubberband", exp.Name)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "journal.jsonl")); err == nil {
-		return usageErr("%s already holds a run: `rubberband resume %s` finishes it, or choose another --state", dir, dir)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
+	}
+	runID := executor.NewRunID(time.Now(), rand.Uint32())
+	lock, err := lockState(c, dir, runID)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	for _, f := range []string{"journal.jsonl", "run.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return usageErr("%s already holds a run: `rubberband resume %s` finishes it, or choose another --state", dir, dir)
+		}
 	}
 	// The plan: given, or made now with the spec's planner.
 	var rep *planner.Report
@@ -131,120 +133,169 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rf := runFile{Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
+	rf := runFile{RunID: runID, Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
 	if rf.Backend != "local" && rf.Backend != "nomad" {
 		return usageErr("--backend %q is not a backend (local or nomad)", rf.Backend)
 	}
 	if rf.TimeScale <= 0 {
 		return usageErr("--time-scale must be above 0")
 	}
-	if err := writeJSONFile(filepath.Join(dir, "run.json"), rf); err != nil {
+	if err := copySpec(dir, specPath, exp, &rf); err != nil {
 		return err
 	}
 	if err := writeJSONFile(filepath.Join(dir, "plan.json"), rep); err != nil {
 		return err
 	}
-	return execute(c, dir, exp)
+	if err := writeJSONFile(filepath.Join(dir, "run.json"), rf); err != nil { // last: it makes dir a run
+		return err
+	}
+	return execute(c, dir)
 }
 
-// state is a run's state directory, loaded.
-type state struct {
-	dir   string
-	run   runFile
-	exp   *spec.Experiment
-	plan  *planner.Report
-	alloc sim.Alloc
+func resumeAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("resume needs exactly one DIR argument")
+	}
+	dir := c.Args().First()
+	st, err := openState(dir)
+	if err != nil {
+		return err
+	}
+	lock, err := lockState(c, st.dir, st.run.RunID)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	journal := filepath.Join(st.dir, "journal.jsonl")
+	if c.Bool("repair-journal") {
+		kept, dropped, backup, err := executor.RepairJournal(journal, time.Now())
+		if err != nil {
+			return err
+		}
+		if backup != "" {
+			fmt.Fprintf(c.App.ErrWriter, "rubberband: kept the journal's first %d record(s), cut %d line(s); the whole file is in %s\n", kept, dropped, backup)
+		}
+	}
+	if p := c.String("spec"); p != "" {
+		if err := changeSpec(c, st, p); err != nil {
+			return err
+		}
+	} else if cur, err := os.ReadFile(st.run.Spec); err == nil {
+		if copied, err := os.ReadFile(filepath.Join(st.dir, specCopy)); err == nil && !bytes.Equal(cur, copied) {
+			fmt.Fprintf(c.App.ErrWriter, "rubberband: warning: %s changed since the run started; the run goes on with its own copy (%s). `resume --spec %s` would change it:\n%s",
+				st.run.Spec, filepath.Join(st.dir, specCopy), st.run.Spec, lineDiff(copied, cur))
+		}
+	}
+	return execute(c, st.dir)
 }
 
-func openState(dir string) (*state, error) {
-	abs, err := filepath.Abs(dir) // agents and workers need absolute paths
+// changeSpec makes the spec at path the run's spec, when its stages are the run's: journaled,
+// then copied into the state directory.
+func changeSpec(c *cli.Context, st *state, path string) error {
+	exp, err := spec.Load(path)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	exp.Seed, exp.Planner.Samples = st.run.Seed, st.run.Samples
+	if a, b := fmt.Sprint(exp.Algorithm.Brackets()), fmt.Sprint(st.exp.Algorithm.Brackets()); a != b {
+		return usageErr("%s has other stages than the run (%s, the run: %s): start a new run instead", path, a, b)
+	}
+	if _, err := st.plan.Alloc(exp.Algorithm.Brackets()); err != nil {
+		return usageErr("the run's plan does not fit %s: %v", path, err)
+	}
+	old, _ := os.ReadFile(filepath.Join(st.dir, specCopy))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	j, _, err := executor.OpenJournal(filepath.Join(st.dir, "journal.jsonl"))
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	err = j.Append(executor.Event{Ev: executor.EvSpec, Spec: hex.EncodeToString(sum[:]), Error: "resume --spec " + path})
+	if cerr := j.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	abs, _ := filepath.Abs(path)
+	st.run.Spec, st.run.SpecSHA256 = abs, hex.EncodeToString(sum[:])
+	if err := copySpec(st.dir, abs, exp, &st.run); err != nil {
+		return err
+	}
+	if err := writeJSONFile(filepath.Join(st.dir, "run.json"), st.run); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "rubberband: the run's spec is now %s:\n%s", path, lineDiff(old, data))
+	return nil
+}
+
+// lockState takes the state directory's lock for this driver's life, or says who holds it.
+func lockState(c *cli.Context, dir, runID string) (*executor.DirLock, error) {
+	lock, err := executor.LockDir(dir, runID)
+	var held *executor.LockedError
+	if errors.As(err, &held) {
+		return nil, usageErr("%v", err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	dir = abs
-	st := &state{dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		return nil, usageErr("%s is not a run's state directory: %v", dir, err)
+	if p := lock.Previous; p != nil {
+		fmt.Fprintf(c.App.ErrWriter, "rubberband: took over the lock of PID %d on %s, which is gone\n", p.PID, p.Host)
 	}
-	if err := json.Unmarshal(b, &st.run); err != nil {
-		return nil, fmt.Errorf("read run.json: %w", err)
-	}
-	if st.exp, err = spec.Load(st.run.Spec); err != nil {
-		return nil, usageErr("load the run's spec %s: %v", st.run.Spec, err)
-	}
-	st.exp.Seed, st.exp.Planner.Samples = st.run.Seed, st.run.Samples
-	f, err := os.Open(filepath.Join(dir, "plan.json"))
-	if err != nil {
-		return nil, fmt.Errorf("open plan: %w", err)
-	}
-	defer f.Close()
-	if st.plan, err = planner.ReadReport(f); err != nil {
-		return nil, err
-	}
-	if st.alloc, err = st.plan.Alloc(st.exp.Algorithm.Brackets()); err != nil {
-		return nil, fmt.Errorf("the run's plan: %w", err)
-	}
-	return st, nil
+	return lock, nil
 }
 
 // execute runs (or resumes) the run in dir until it finishes, the user interrupts it, or it fails.
-func execute(c *cli.Context, dir string, _ *spec.Experiment) error {
+// The caller holds the state directory's lock.
+func execute(c *cli.Context, dir string) error {
 	st, err := openState(dir)
 	if err != nil {
 		return err
 	}
 	dir = st.dir // absolute from here on
-	if sum, err := fileSHA(st.run.Spec); err == nil && sum != st.run.SpecSHA256 {
-		fmt.Fprintf(c.App.ErrWriter, "rubberband: warning: %s changed since the run started\n", st.run.Spec)
-	}
-	m, err := sim.NewModel(st.exp)
-	if err != nil {
-		return err
-	}
 	journal, past, err := executor.OpenJournal(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
 		return err
 	}
 	defer journal.Close()
-	self, err := os.Executable()
+	logw := &lineLog{w: c.App.ErrWriter}
+	provider, runtime, stopBackend, err := openBackend(c.Context, st, logw)
 	if err != nil {
 		return err
 	}
-	logw := &lineLog{w: c.App.ErrWriter}
-	var provider cloud.Provider
-	var runtime executor.Runtime
-	switch st.run.Backend {
-	case "nomad":
-		var stopNomad func()
-		if provider, runtime, stopNomad, err = nomadBackend(c.Context, st.exp, dir, st.run.TimeScale, self); err != nil {
-			return err
-		}
-		defer stopNomad()
-	default:
-		if provider, err = local.New(local.Config{StateFile: filepath.Join(dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
-			Scale: m.Scale, Init: m.Init, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))}); err != nil {
-			return err
-		}
-		store, err := openStore(c.Context, st.exp, dir)
-		if err != nil {
-			return err
-		}
-		runtime = &process.Runtime{Store: store, WorkDir: filepath.Join(dir, "work"), LogDir: filepath.Join(dir, "logs"), Self: self,
-			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
-	}
+	defer stopBackend()
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	predicted := st.plan.Predicted.JCT.Mean
-	res, err := executor.Run(ctx, executor.Config{Experiment: st.exp, Alloc: st.alloc, Provider: provider, Runtime: runtime,
-		Journal: journal, Past: past, TimeScale: st.run.TimeScale, Log: logw,
-		Progress: func(s executor.Status) { logw.progress(s, predicted) }})
+	cfg := executor.Config{Experiment: st.exp, Alloc: st.alloc, Provider: provider, Runtime: runtime,
+		Journal: journal, Past: past, RunID: st.run.RunID, TimeScale: st.run.TimeScale, Log: logw,
+		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"),
+		Progress: func(s executor.Status) { logw.progress(s, predicted) }}
+	res, err := executor.Run(ctx, cfg)
 	logw.done()
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return &exitErr{code: exitError, err: fmt.Errorf("interrupted: `rubberband resume %s` carries on", dir)}
+		if cancelRequested(dir) { // `rubberband cancel` stopped us: mark the run so
+			cfg.Past, err = executor.ReadJournal(filepath.Join(dir, "journal.jsonl"))
+			cerr := err
+			if cerr == nil {
+				cerr = executor.Cancel(context.WithoutCancel(c.Context), cfg, "cancelled by `rubberband cancel`")
+			}
+			return &exitErr{code: exitError, err: errors.Join(fmt.Errorf("cancelled; its nodes are released"), cerr)}
 		}
-		return fmt.Errorf("run: %w (state kept in %s)", err, dir)
+		kept := "its nodes are released"
+		if cfg.KeepNodes {
+			kept = "its nodes are kept (--keep-nodes)"
+		}
+		switch {
+		case errors.Is(err, executor.ErrCancelled):
+			return &exitErr{code: exitError, err: err}
+		case errors.Is(err, context.Canceled):
+			return &exitErr{code: exitError, err: fmt.Errorf("interrupted; %s; `rubberband resume %s` carries on", kept, dir)}
+		}
+		return fmt.Errorf("run: %w (%s; state kept in %s)", err, kept, dir)
 	}
 	if err := writeJSONFile(filepath.Join(dir, "report.json"), runReport(st, res)); err != nil {
 		return err
@@ -255,7 +306,9 @@ func execute(c *cli.Context, dir string, _ *spec.Experiment) error {
 // RunReport is the JSON report of a run: the best trial, and predicted vs realized.
 type RunReport struct {
 	Experiment string                 `json:"experiment"`
+	RunID      string                 `json:"run_id,omitempty"`
 	Finished   bool                   `json:"finished"`
+	Cancelled  string                 `json:"cancelled,omitempty"`
 	Best       *executor.BestTrial    `json:"best"`
 	Predicted  executor.Measured      `json:"predicted"`
 	Realized   executor.Measured      `json:"realized"`
@@ -272,7 +325,7 @@ type StageReport struct {
 }
 
 func runReport(st *state, res *executor.Result) RunReport {
-	r := RunReport{Experiment: res.Experiment, Finished: res.Finished, Best: res.Best, Realized: res.Realized, Trials: res.Trials,
+	r := RunReport{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best, Realized: res.Realized, Trials: res.Trials,
 		Predicted: executor.Measured{JCT: st.plan.Predicted.JCT.Mean, Cost: st.plan.Predicted.Cost.Mean}}
 	for b, br := range res.Brackets {
 		for k, real := range br.Stages {
@@ -289,10 +342,13 @@ func printRun(c *cli.Context, st *state, res *executor.Result) error {
 	}
 	w := c.App.Writer
 	state := "finished"
-	if !res.Finished {
+	switch {
+	case res.Cancelled != "":
+		state = "cancelled"
+	case !res.Finished:
 		state = "not finished"
 	}
-	fmt.Fprintf(w, "%s · %s · state in %s\n\n", res.Experiment, state, st.dir)
+	fmt.Fprintf(w, "%s · run %s · %s · state in %s\n\n", res.Experiment, res.RunID, state, st.dir)
 	if res.Best != nil {
 		params, _ := json.Marshal(res.Best.Params)
 		fmt.Fprintf(w, "best trial %s: %s %.4f with %s\n\n", res.Best.Trial, st.exp.Objective.Metric, res.Best.Metric, params)
@@ -318,6 +374,33 @@ func pct(real, pred float64) float64 {
 	return 100 * (real - pred) / pred
 }
 
+// openBackend builds the run's provider and runtime.
+func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider, executor.Runtime, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if st.run.Backend == "nomad" {
+		return nomadBackend(ctx, st.exp, st.dir, st.run.TimeScale, self, st.run.RunID)
+	}
+	m, err := sim.NewModel(st.exp)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
+		Scale: m.Scale, Init: m.Init, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, err := openStore(ctx, st.exp, st.dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	runtime := &process.Runtime{Store: store, WorkDir: filepath.Join(st.dir, "work"), LogDir: filepath.Join(st.dir, "logs"), Self: self,
+		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
+	return provider, runtime, func() {}, nil
+}
+
 func fileSHA(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -340,18 +423,24 @@ func writeJSONFile(path string, v any) error {
 }
 
 // lineLog writes the run's messages and its live progress line to the terminal (or a log).
+// Brackets report from their own goroutines: mu keeps the line whole.
 type lineLog struct {
+	mu      sync.Mutex
 	w       io.Writer
 	last    time.Time
 	pending bool
 }
 
 func (l *lineLog) Write(p []byte) (int, error) {
-	l.done()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
 	return l.w.Write(p)
 }
 
 func (l *lineLog) progress(s executor.Status, predictedJCT float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if time.Since(l.last) < 200*time.Millisecond && s.Done < s.Total {
 		return
 	}
@@ -371,6 +460,12 @@ func (l *lineLog) progress(s executor.Status, predictedJCT float64) {
 }
 
 func (l *lineLog) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.clear()
+}
+
+func (l *lineLog) clear() {
 	if l.pending {
 		fmt.Fprint(l.w, "\r\033[K")
 		l.pending = false

@@ -32,8 +32,10 @@ const NodeMeta = "rb_node"
 // Runtime launches gangs as Nomad jobs.
 type Runtime struct {
 	Client *nomad.Client
-	// Experiment tags the jobs, so that Reap finds this experiment's and no other's.
+	// Experiment and RunID tag the jobs; Reap matches the run ID, so that resuming one run never
+	// touches another run of the same spec.
 	Experiment string
+	RunID      string
 	// Self is the rubberband binary on the nodes (raw_exec runs it as the worker wrapper).
 	Self string
 	// StoreEnv tells the wrapper where checkpoints live (RB_CHECKPOINTS=..., never credentials).
@@ -64,10 +66,10 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if grace == 0 {
 		grace = trial.GracePeriod
 	}
-	id := fmt.Sprintf("rb-%s-%d", g.Trial, time.Now().UnixNano())
+	id := fmt.Sprintf("%s%s-%d", r.jobPrefix(), g.Trial, time.Now().UnixNano())
 	job := nomad.NewBatchJob(id, id, "global", 50)
 	job.Datacenters = []string{"*"}
-	job.Meta = map[string]string{"rb_trial": g.Trial, "rb_experiment": r.Experiment}
+	job.Meta = map[string]string{"rb_trial": g.Trial, "rb_experiment": r.Experiment, "rb_run": r.RunID}
 	port := r.port()
 	zero := 0
 	for _, w := range g.Workers {
@@ -366,15 +368,23 @@ func tail(b []byte) string {
 	return ": " + s
 }
 
-// Reap stops the jobs of this experiment that an earlier driver left running.
+// jobPrefix starts the ID of every job of this run.
+func (r *Runtime) jobPrefix() string {
+	if r.RunID == "" {
+		return "rb-"
+	}
+	return "rb-" + r.RunID + "-"
+}
+
+// Reap stops the jobs of this run that an earlier driver left running.
 func (r *Runtime) Reap(ctx context.Context) error {
-	jobs, _, err := r.Client.Jobs().List((&nomad.QueryOptions{Prefix: "rb-"}).WithContext(ctx))
+	jobs, _, err := r.Client.Jobs().List((&nomad.QueryOptions{Prefix: r.jobPrefix()}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("reap: %w", err)
 	}
 	for _, j := range jobs {
 		job, _, err := r.Client.Jobs().Info(j.ID, nil)
-		if err != nil || job.Meta["rb_experiment"] != r.Experiment {
+		if err != nil || job.Meta["rb_run"] != r.RunID || job.Meta["rb_experiment"] != r.Experiment {
 			continue
 		}
 		r.logf("resume: stopping job %s left by the previous driver", j.ID)

@@ -91,7 +91,9 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(append([]string(nil), base...), vars...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// Pdeathsig: a worker does not outlive a driver that died (its own children are ended by
+		// Reap on resume or cancel, through the recorded process group).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Stderr = h.log
 		if env.Rank == 0 {
 			if rank0, err = cmd.StdoutPipe(); err != nil {
