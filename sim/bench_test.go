@@ -47,3 +47,21 @@ func BenchmarkEvaluate(b *testing.B) {
 		s.Evaluate(a)
 	}
 }
+
+// BenchmarkSimulate measures one full prediction of a Fig. 12 plan with 100 samples and its
+// per-stage breakdown (what plan, run and simulate print), draws cached.
+func BenchmarkSimulate(b *testing.B) {
+	exp, err := spec.Load("../examples/paper/fig12-init1s.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, _ := NewModel(exp)
+	s := New(m, exp.Algorithm.Brackets(), 100, 1)
+	a := m.Elastic([][]int{{128, 256, 256, 256, 128, 64, 32, 16, 8, 4}})
+	if _, err := s.Simulate(a); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s.Simulate(a)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/rubberband-hpo/rubberband/sim/meter"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -14,13 +15,13 @@ type Model struct {
 	MaxNodes    int
 	// NodePricePerSecond is what one node costs per second in the chosen market.
 	NodePricePerSecond float64
-	PerFunction        bool
-	// Increment and Minimum round each billed span, in seconds (per node or per TRAIN node).
-	Increment, Minimum float64
-	Scale, Init        Dist
-	Startup            Dist
-	// DataLatency is how long a new node takes to download the dataset; DataCost what it pays.
-	DataLatency, DataCost float64
+	// Rules are the billing rules, the cost meter's: per-instance or per-function, rounding,
+	// and DataCost, what a new node pays for the dataset. The executor bills a run with them.
+	meter.Rules
+	Scale, Init Dist
+	Startup     Dist
+	// DataLatency is how long a new node takes to download the dataset.
+	DataLatency float64
 
 	points []int        // measured GPU counts, ascending
 	iter   map[int]Dist // iteration latency at each measured count
@@ -33,11 +34,13 @@ func NewModel(exp *spec.Experiment) (*Model, error) {
 		GPUsPerNode:        c.GPUsPerNode,
 		MaxNodes:           c.MaxNodes,
 		NodePricePerSecond: c.HourlyPrice() / 3600,
-		PerFunction:        c.Billing.Model == spec.PerFunction,
-		Increment:          c.Billing.Increment.Seconds(),
-		Minimum:            c.Billing.Minimum.Seconds(),
-		DataCost:           c.Data.SizeGB * c.Data.PricePerGB,
-		iter:               map[int]Dist{},
+		Rules: meter.Rules{
+			PerFunction: c.Billing.Model == spec.PerFunction,
+			Increment:   c.Billing.Increment.Seconds(),
+			Minimum:     c.Billing.Minimum.Seconds(),
+			DataCost:    c.Data.SizeGB * c.Data.PricePerGB,
+		},
+		iter: map[int]Dist{},
 	}
 	if c.Data.SizeGB > 0 {
 		m.DataLatency = c.Data.SizeGB * 8 / c.NetworkGbps
@@ -101,13 +104,8 @@ func (m *Model) ValidTrialGPUs(g int) bool {
 }
 
 // Bill is what a span of t seconds costs at a price per second, after rounding up to the
-// increment and applying the minimum charge.
-func (m *Model) Bill(t, pricePerSecond float64) float64 {
-	if m.Increment > 0 {
-		t = math.Ceil(t/m.Increment-1e-9) * m.Increment
-	}
-	return math.Max(t, m.Minimum) * pricePerSecond
-}
+// increment and applying the minimum charge: the meter's rule.
+func (m *Model) Bill(t, pricePerSecond float64) float64 { return m.Charge(t, pricePerSecond) }
 
 // GPUPricePerSecond is the per-function price of one GPU.
 func (m *Model) GPUPricePerSecond() float64 {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/rubberband-hpo/rubberband/sim/meter"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -75,14 +76,10 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 	if t, ok := s.train[key]; ok {
 		return t
 	}
-	g := &DAG{}
-	g.addTrain(b, k, s.brackets[b].Stages[k], a, nil)
-	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
 	t := &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples)}
-	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	gpuPrice := s.m.GPUPricePerSecond()
-	for i := range t.dur {
-		t.dur[i] = g.CriticalPath(s.m, r, finish, latency)
+	s.drawTrain(b, k, a, func(i int, g *DAG, end float64, _, latency []float64) {
+		t.dur[i] = end
 		if s.m.PerFunction {
 			for j, n := range g.Nodes {
 				if n.Kind == Train {
@@ -90,9 +87,42 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 				}
 			}
 		}
-	}
+	})
 	s.train[key] = t
 	return t
+}
+
+// drawTrain draws a stage's TRAIN nodes and SYNC sample by sample from the stage's own stream,
+// and hands each sample's DAG, critical path, and every node's finish and latency to each. The
+// same stage and allocation always give the same draws.
+func (s *Simulator) drawTrain(b, k int, a StageAlloc, each func(i int, g *DAG, end float64, finish, latency []float64)) {
+	g := &DAG{}
+	g.addTrain(b, k, s.brackets[b].Stages[k], a, nil)
+	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
+	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	for i := range s.samples {
+		end := g.CriticalPath(s.m, r, finish, latency)
+		each(i, g, end, finish, latency)
+	}
+}
+
+// trainLaunches replays each stage's TRAIN draws (trainPart's) as launch spans: per stage, per
+// sample, one span per TRAIN node, timed from the stage's TRAIN start. Per-function billing
+// needs them; the planners' hot path gets by with trainPart's sums.
+func (s *Simulator) trainLaunches(b int, a []StageAlloc) [][][]meter.LaunchSpan {
+	price := s.m.GPUPricePerSecond()
+	out := make([][][]meter.LaunchSpan, len(a))
+	for k, sa := range a {
+		out[k] = make([][]meter.LaunchSpan, s.samples)
+		s.drawTrain(b, k, sa, func(i int, g *DAG, _ float64, finish, latency []float64) {
+			for j, n := range g.Nodes {
+				if n.Kind == Train {
+					out[k][i] = append(out[k][i], meter.LaunchSpan{Bracket: b, Start: finish[j] - latency[j], End: finish[j], GPUs: n.GPUs, PricePerGPUSecond: price})
+				}
+			}
+		})
+	}
+	return out
 }
 
 func (s *Simulator) provPart(b, k, newNodes int) *provSamples {
@@ -154,23 +184,21 @@ func (s *Simulator) Evaluate(a Alloc) Outcome {
 	return out
 }
 
-// sampleBracket walks one bracket's stages for sample i and returns its JCT and cost. When
-// start, dur and cost are given it adds each stage's start, duration and cost to them.
-func (s *Simulator) sampleBracket(plans []stagePlan, i int, startAcc, durAcc, costAcc []float64) (float64, float64) {
+// sampleBracket walks one bracket's stages for sample i and returns its JCT and cost. It is the
+// planners' inner loop, so it keeps the total alone: nodes held are grouped by when they
+// started, and each group is billed when released, newest first. Simulate's per-stage split
+// lays the same sample out for the meter instead (layout); a test holds the two to one total.
+func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	m := s.m
 	price := m.NodePricePerSecond
 	groups := s.groups[:0]
 	live := 0
 	t, total := 0.0, 0.0
-	release := func(n, k int) { // release n nodes at stage k's SYNC, newest first
+	release := func(n int) { // release n nodes, newest first
 		for n > 0 {
 			g := &groups[len(groups)-1]
 			rel := min(g.count, n)
-			c := float64(rel) * m.Bill(g.billed, price)
-			total += c
-			if costAcc != nil {
-				costAcc[k] += c - float64(rel)*g.billed*price // rounding; the rest was added per stage
-			}
+			total += float64(rel) * m.Bill(g.billed, price)
 			g.count -= rel
 			n -= rel
 			live -= rel
@@ -179,19 +207,19 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int, startAcc, durAcc, co
 			}
 		}
 	}
-	for k, p := range plans {
+	for _, p := range plans {
 		if !m.PerFunction && p.alloc.Nodes < live {
-			release(live-p.alloc.Nodes, k-1)
+			release(live - p.alloc.Nodes)
 		}
 		dur, scale := p.train.dur[i], 0.0
 		if p.prov != nil {
 			dur += p.prov.dur[i]
 			scale = p.prov.scale[i]
 		}
-		stageCost := float64(p.newNodes) * m.DataCost
 		if m.PerFunction {
-			stageCost += p.train.fnCost[i]
+			total += float64(p.newNodes)*m.DataCost + p.train.fnCost[i]
 		} else {
+			total += float64(p.newNodes) * m.DataCost
 			if p.newNodes > 0 {
 				groups = append(groups, group{count: p.newNodes, billed: -scale})
 				live += p.newNodes
@@ -199,25 +227,59 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int, startAcc, durAcc, co
 			for j := range groups {
 				groups[j].billed += dur
 			}
-			stageCost += price * (float64(live)*dur - float64(p.newNodes)*scale)
-		}
-		if m.PerFunction {
-			total += stageCost
-		} else {
-			total += float64(p.newNodes) * m.DataCost
-		}
-		if costAcc != nil {
-			startAcc[k] += t
-			durAcc[k] += dur
-			costAcc[k] += stageCost
 		}
 		t += dur
 	}
 	if !m.PerFunction && live > 0 {
-		release(live, len(plans)-1)
+		release(live)
 	}
 	s.groups = groups
 	return t, total
+}
+
+// timeline is one sample of a bracket laid out for the meter, on a clock from the run's start.
+type timeline struct {
+	windows  []meter.StageWindow
+	nodes    []meter.NodeSpan
+	launches []meter.LaunchSpan
+	held     []int // the nodes held, oldest first, as indices into nodes
+}
+
+// layout lays out sample i of bracket b as sampleBracket walks it: stage k's window runs from
+// the previous SYNC to its own; a new node runs from the end of its SCALE until the SYNC after
+// which the plan no longer needs it (newest first) or the bracket's last SYNC; under
+// per-function billing each TRAIN node is a launch, from launches (trainLaunches), shifted to
+// its stage's TRAIN start.
+func (s *Simulator) layout(b int, plans []stagePlan, launches [][][]meter.LaunchSpan, i int, tl *timeline) {
+	tl.windows, tl.nodes, tl.launches, tl.held = tl.windows[:0], tl.nodes[:0], tl.launches[:0], tl.held[:0]
+	t := 0.0
+	release := func(keep int) {
+		for len(tl.held) > keep {
+			tl.nodes[tl.held[len(tl.held)-1]].ReleasedAt = t
+			tl.held = tl.held[:len(tl.held)-1]
+		}
+	}
+	for k, p := range plans {
+		release(p.alloc.Nodes)
+		dur, ready, scale := p.train.dur[i], 0.0, 0.0
+		if p.prov != nil {
+			ready, scale = p.prov.dur[i], p.prov.scale[i]
+			dur += ready
+		}
+		for range p.newNodes {
+			tl.held = append(tl.held, len(tl.nodes))
+			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, RunningFrom: t + scale, PricePerSecond: s.m.NodePricePerSecond})
+		}
+		if launches != nil {
+			for _, l := range launches[k][i] {
+				l.Start, l.End = t+ready+l.Start, t+ready+l.End
+				tl.launches = append(tl.launches, l)
+			}
+		}
+		tl.windows = append(tl.windows, meter.StageWindow{Bracket: b, Stage: k, Start: t, Sync: t + dur})
+		t += dur
+	}
+	release(0)
 }
 
 // Summary describes a distribution of samples.
@@ -294,7 +356,8 @@ type BracketResult struct {
 }
 
 // StageResult is one stage's allocation and its mean start, duration and cost. Stage costs add
-// up to the bracket's cost: billing rounding is charged to the stage whose SYNC releases a node.
+// up to the bracket's cost: the meter splits each sample's bill among stages (package meter
+// says how), as it splits a real run's.
 type StageResult struct {
 	Trials       int     `json:"trials"`
 	Iters        int     `json:"iters"`
@@ -314,15 +377,30 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 		return Result{}, fmt.Errorf("simulate: %w", err)
 	}
 	res := Result{Samples: s.samples, Outcome: Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}}
+	var tl timeline
 	for b, br := range s.brackets {
 		plans := s.stagePlans(b, a[b])
+		var launches [][][]meter.LaunchSpan
+		if s.m.PerFunction {
+			launches = s.trainLaunches(b, a[b])
+		}
 		n := len(plans)
 		start, dur, cost := make([]float64, n), make([]float64, n), make([]float64, n)
 		bj, bc := make([]float64, s.samples), make([]float64, s.samples)
 		for i := range bj {
-			bj[i], bc[i] = s.sampleBracket(plans, i, start, dur, cost)
+			bj[i], bc[i] = s.sampleBracket(plans, i)
 			res.Outcome.JCT[i] = max(res.Outcome.JCT[i], bj[i])
 			res.Outcome.Cost[i] += bc[i]
+			s.layout(b, plans, launches, i, &tl)
+			bill, err := meter.Bill(s.m.Rules, tl.nodes, tl.launches, tl.windows)
+			if err != nil {
+				return Result{}, fmt.Errorf("simulate: bracket %d sample %d: %w", b, i, err)
+			}
+			for k, w := range tl.windows {
+				start[k] += w.Start
+				dur[k] += w.Sync - w.Start
+				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
+			}
 		}
 		brs := BracketResult{Name: br.Name, JCT: Summarize(bj), Cost: Summarize(bc)}
 		inv := 1 / float64(s.samples)
@@ -361,7 +439,7 @@ func (s *Simulator) EvaluateBracket(b int, a []StageAlloc) Outcome {
 	out := Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}
 	plans := s.stagePlans(b, a)
 	for i := range out.JCT {
-		out.JCT[i], out.Cost[i] = s.sampleBracket(plans, i, nil, nil, nil)
+		out.JCT[i], out.Cost[i] = s.sampleBracket(plans, i)
 	}
 	return out
 }
