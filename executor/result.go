@@ -1,10 +1,12 @@
 package executor
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/sim/meter"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -41,7 +43,8 @@ type BracketResult struct {
 }
 
 // StageResult is one stage as it happened. Start and Duration are spec seconds from the run's
-// start; Cost leaves out billing rounding, which only the total includes.
+// start; Cost is the stage's share of the total by the cost meter's rule (sim/meter), the
+// simulator's rule, so that the stages add up to the total.
 type StageResult struct {
 	Trials   int      `json:"trials"`
 	Iters    int      `json:"iters"`
@@ -69,78 +72,70 @@ type TrialResult struct {
 	Failed  bool               `json:"failed,omitempty"`
 }
 
-type costs struct {
-	total float64
+// bill meters the run until now with the one cost meter the simulator's per-stage breakdown
+// uses too (sim/meter: its doc says how cost is split into stages), on spans in spec seconds from
+// the run's start. Callers hold x.mu.
+func (x *run) bill(now time.Time) meter.Breakdown {
+	m, s := x.model, x.st
+	if s.start.IsZero() {
+		return meter.Breakdown{}
+	}
+	sec := func(t time.Time) float64 { return t.Sub(s.start).Seconds() / x.cfg.TimeScale }
+	var nodes []meter.NodeSpan
+	for _, r := range s.released {
+		nodes = append(nodes, meter.NodeSpan{Bracket: r.bracket, RunningFrom: sec(r.node.RunningAt), ReleasedAt: sec(r.released), PricePerSecond: m.NodePricePerSecond})
+	}
+	for b, held := range s.nodes {
+		for _, n := range held {
+			nodes = append(nodes, meter.NodeSpan{Bracket: b, RunningFrom: sec(n.RunningAt), ReleasedAt: max(sec(now), sec(n.RunningAt)), PricePerSecond: m.NodePricePerSecond})
+		}
+	}
+	var launches []meter.LaunchSpan
+	for _, l := range s.launches {
+		launches = append(launches, meter.LaunchSpan{Bracket: l.bracket, Start: sec(l.start), End: sec(l.end), GPUs: l.gpus, PricePerGPUSecond: m.GPUPricePerSecond()})
+	}
+	var windows []meter.StageWindow
+	for b, br := range s.brackets {
+		for k := range br.Stages {
+			w, ok := s.stageAt[stageKey{b, k}]
+			if !ok || w.start.IsZero() {
+				continue
+			}
+			end := w.end
+			if end.IsZero() {
+				end = now
+			}
+			windows = append(windows, meter.StageWindow{Bracket: b, Stage: k, Start: sec(w.start), Sync: max(sec(end), sec(w.start))})
+		}
+	}
+	bill, err := meter.Bill(m.Rules, nodes, launches, windows)
+	if err != nil {
+		// Spans the meter cannot place (a node of a bracket with no stage started) would be a
+		// driver bug; bill them whole rather than lose them.
+		fmt.Fprintf(x.log, "cost meter: %v\n", err)
+		bill = meter.Breakdown{Stages: map[meter.StageKey]float64{}}
+		for _, n := range nodes {
+			bill.Total += m.DataCost + m.Bill(n.ReleasedAt-n.RunningFrom, n.PricePerSecond)
+		}
+	}
+	return bill
 }
 
-// cost meters what the run's nodes cost until now, with the simulator's billing rules.
-func (x *run) cost(now time.Time) costs {
+// cost is what the run has cost until now.
+func (x *run) cost(now time.Time) float64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	m, s := x.model, x.st
-	var c costs
-	spans := append([]nodeSpan(nil), s.released...)
-	for b, nodes := range s.nodes {
-		for _, n := range nodes {
-			spans = append(spans, nodeSpan{bracket: b, node: n, released: now})
-		}
-	}
-	c.total = float64(len(spans)) * m.DataCost
-	if m.PerFunction {
-		for _, l := range s.launches {
-			c.total += float64(l.gpus) * m.Bill(l.end.Sub(l.start).Seconds()/x.cfg.TimeScale, m.GPUPricePerSecond())
-		}
-		return c
-	}
-	for _, s := range spans {
-		c.total += m.Bill(s.released.Sub(s.node.RunningAt).Seconds()/x.cfg.TimeScale, m.NodePricePerSecond)
-	}
-	return c
-}
-
-// stageCost is what bracket b's nodes (or launches) cost within a time window, unrounded.
-func (x *run) stageCost(b int, from, to time.Time, now time.Time) float64 {
-	m, st := x.model, x.st
-	overlap := func(s, e time.Time) float64 {
-		if s.Before(from) {
-			s = from
-		}
-		if e.After(to) {
-			e = to
-		}
-		if !e.After(s) {
-			return 0
-		}
-		return e.Sub(s).Seconds() / x.cfg.TimeScale
-	}
-	total := 0.0
-	if m.PerFunction {
-		for _, l := range st.launches {
-			if l.bracket == b {
-				total += float64(l.gpus) * overlap(l.start, l.end) * m.GPUPricePerSecond()
-			}
-		}
-		return total
-	}
-	spans := append([]nodeSpan(nil), st.released...)
-	for _, n := range st.nodes[b] {
-		spans = append(spans, nodeSpan{bracket: b, node: n, released: now})
-	}
-	for _, s := range spans {
-		if s.bracket == b {
-			total += overlap(s.node.RunningAt, s.released) * m.NodePricePerSecond
-		}
-	}
-	return total
+	return x.bill(now).Total
 }
 
 // result describes the run so far.
 func (x *run) result() *Result {
 	now := x.cfg.Now()
-	total := x.cost(now).total
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s := x.st
+	bill := x.bill(now)
+	total := bill.Total
 	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled}
 	end := s.start
 	for b, br := range s.brackets {
@@ -170,7 +165,7 @@ func (x *run) result() *Result {
 				}
 				sr.Start = at.start.Sub(s.start).Seconds() / x.cfg.TimeScale
 				sr.Duration = stop.Sub(at.start).Seconds() / x.cfg.TimeScale
-				sr.Cost = x.stageCost(b, at.start, stop, now)
+				sr.Cost = bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
 				if stop.After(end) {
 					end = stop
 				}

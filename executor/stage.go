@@ -47,6 +47,13 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		if err := x.record(Event{Ev: EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
 			return err
 		}
+		// Nodes the next stage does not need go at this sync, as the simulator releases them:
+		// their cost (rounding included) belongs to this stage.
+		if k+1 < len(br.Stages) && x.cfg.Alloc[b][k+1].Nodes < x.cfg.Alloc[b][k].Nodes {
+			if last, err = x.scaleTo(ctx, b, x.cfg.Alloc[b][k+1].Nodes, last); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := x.scaleTo(ctx, b, 0, nil)
 	return err
@@ -320,5 +327,5 @@ func (x *run) progress(b, k, done, total int) {
 	elapsed := x.specDuration(x.cfg.Now().Sub(x.st.start))
 	x.mu.Unlock()
 	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
-		Failed: failed, Elapsed: elapsed, Cost: x.cost(x.cfg.Now()).total})
+		Failed: failed, Elapsed: elapsed, Cost: x.cost(x.cfg.Now())})
 }
