@@ -2,9 +2,13 @@ package executor_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
@@ -134,5 +138,336 @@ func TestCleanExitShortOfTargetIsNotDone(t *testing.T) {
 	}
 	if fails != 1 || dones != 1 || h.runtime.Tries("b0-t0002") < 2 {
 		t.Fatalf("%d fails, %d dones, %d launches", fails, dones, h.runtime.Tries("b0-t0002"))
+	}
+}
+
+// winner and survivors of a finished run, from its journal.
+func outcome(t testing.TB, events []executor.Event) (best string, survivors map[[2]int]string) {
+	t.Helper()
+	survivors = map[[2]int]string{}
+	for _, e := range events {
+		if e.Ev == executor.EvSync {
+			survivors[[2]int{e.Bracket, e.Stage}] = strings.Join(e.Keep, ",")
+		}
+	}
+	return bestOf(events), survivors
+}
+
+// bestOf is the top of the last sync of every bracket with the best metric, from the journal.
+func bestOf(events []executor.Event) string {
+	metric := map[[2]string]float64{}
+	lastSync := map[int]executor.Event{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvDone:
+			if e.Metric != nil {
+				metric[[2]string{e.Trial, fmt.Sprint(e.Stage)}] = *e.Metric
+			}
+		case executor.EvSync:
+			if prev, ok := lastSync[e.Bracket]; !ok || e.Stage >= prev.Stage {
+				lastSync[e.Bracket] = e
+			}
+		}
+	}
+	best, bestM := "", 0.0
+	for _, e := range lastSync {
+		if len(e.Keep) == 0 {
+			continue
+		}
+		if m := metric[[2]string{e.Keep[0], fmt.Sprint(e.Stage)}]; best == "" || m > bestM {
+			best, bestM = e.Keep[0], m
+		}
+	}
+	return best
+}
+
+// doneTwice names a trial-stage journaled done more than once.
+func doneTwice(events []executor.Event) string {
+	seen := map[[2]string]bool{}
+	for _, e := range events {
+		if e.Ev != executor.EvDone {
+			continue
+		}
+		k := [2]string{e.Trial, fmt.Sprint(e.Stage)}
+		if seen[k] {
+			return fmt.Sprintf("%s stage %s", e.Trial, k[1])
+		}
+		seen[k] = true
+	}
+	return ""
+}
+
+func launches(events []executor.Event, trialID string, stage int) int {
+	n := 0
+	for _, e := range events {
+		if e.Ev == executor.EvLaunch && e.Trial == trialID && e.Stage == stage {
+			n++
+		}
+	}
+	return n
+}
+
+func count(events []executor.Event, ev, trialID string) int {
+	n := 0
+	for _, e := range events {
+		if e.Ev == ev && (trialID == "" || e.Trial == trialID) {
+			n++
+		}
+	}
+	return n
+}
+
+// A gang that fails is retried from its checkpoint; one that fails every time is given up after
+// MaxRetries retries and the stage goes on without it.
+func TestRetryThenGiveUp(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	boom := errors.New("worker 0: exit status 3")
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		switch {
+		case g.Trial == "b0-t0001" && n == 1:
+			return fake.Behavior{Err: boom}
+		case g.Trial == "b0-t0005":
+			return fake.Behavior{Err: boom}
+		}
+		return fake.Behavior{}
+	}
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	if n := launches(events, "b0-t0001", 0); n != 2 {
+		t.Errorf("b0-t0001 launched %d times in stage 0, want 2", n)
+	}
+	if n := launches(events, "b0-t0005", 0); n != 3 {
+		t.Errorf("b0-t0005 launched %d times in stage 0, want 3 (two retries)", n)
+	}
+	gaveUp := 0
+	for _, e := range events {
+		if e.Ev == executor.EvFail && e.GaveUp {
+			gaveUp++
+			if e.Trial != "b0-t0005" || !strings.Contains(e.Error, "exit status 3") {
+				t.Errorf("gave up on %s: %q", e.Trial, e.Error)
+			}
+		}
+	}
+	if gaveUp != 1 || res.Brackets[0].Stages[0].Failed != 1 || res.Brackets[0].Stages[0].Retries != 3 {
+		t.Fatalf("gave up %d times; stage 0 %+v", gaveUp, res.Brackets[0].Stages[0])
+	}
+}
+
+// A node lost mid-stage fails its gang; the node is journaled lost, replaced, and the trial
+// relaunched from its checkpoint.
+func TestLostNodeIsReplaced(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	var lost string
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		if g.Trial == "b0-t0003" && n == 1 {
+			lost = g.Workers[0].Node.ID
+			h.provider.Lose(lost)
+			return fake.Behavior{Err: errors.New("node gone")}
+		}
+		return fake.Behavior{}
+	}
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	var journaled bool
+	for _, e := range events {
+		if e.Ev == executor.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == lost {
+			journaled = true
+		}
+	}
+	if !journaled || len(h.provider.Created) != 5 || h.runtime.Tries("b0-t0003") != 2 {
+		t.Fatalf("lost %s journaled %v; created %v; tries %d", lost, journaled, h.provider.Created, h.runtime.Tries("b0-t0003"))
+	}
+	if h.provider.Held() != 0 {
+		t.Fatalf("%d nodes held after the run", h.provider.Held())
+	}
+}
+
+// The cluster shrinks at each sync to what the next stage needs, and to nothing at the end.
+func TestScaleDownAtSync(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	// 8, 4, 2 GPUs on nodes of 2: 4, 2, 1 nodes.
+	held, peak := 0, 0
+	var atSync []int
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvNodeUp:
+			held++
+			peak = max(peak, held)
+		case executor.EvNodeOff:
+			held -= len(e.Nodes)
+		case executor.EvStage:
+			atSync = append(atSync, held)
+		}
+	}
+	if peak != 4 || held != 0 || strings.Trim(fmt.Sprint(atSync), "[]") != "0 2 1" || h.provider.Held() != 0 {
+		t.Fatalf("peak %d, held at each stage's start %v, at the end %d (provider %d)", peak, atSync, held, h.provider.Held())
+	}
+}
+
+const hyperbandSpec = `
+name: unit-hb
+deadline: 1h
+seed: 5
+objective: {metric: score, mode: max}
+algorithm: {hyperband: {min_iters: 1, max_iters: 9, eta: 3}}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [train]}
+cluster:
+  gpus_per_node: 2
+  price_per_hour: 3.6
+  scale_latency: {value: 0s}
+  init_latency: {value: 0s}
+  max_nodes: 16
+profile:
+  iter_latency: {1: {mean: 1}}
+`
+
+// Hyperband's brackets run at the same time, each on its own nodes, and each picks its best.
+func TestHyperbandBracketsInParallel(t *testing.T) {
+	h := newHarness(t, hyperbandSpec)
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Duration: 20 * time.Millisecond} }
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	brackets := map[int]bool{}
+	for _, e := range events {
+		if e.Ev == executor.EvSync {
+			brackets[e.Bracket] = true
+		}
+	}
+	_, peak := h.runtime.Running()
+	if len(brackets) != len(res.Brackets) || len(res.Brackets) != 3 || peak <= 9 || res.Best == nil {
+		t.Fatalf("%d brackets synced of %d; %d gangs at most at once; best %+v", len(brackets), len(res.Brackets), peak, res.Best)
+	}
+}
+
+// Cancelling a run stops its gangs and releases every node, journaled; a resumed run finishes
+// with the winner of a clean run.
+func TestInterruptReleasesNodesAndResumes(t *testing.T) {
+	clean := newHarness(t, shaSpec)
+	_, cleanEvents, err := clean.run(t, context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, shaSpec)
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		b := fake.Behavior{}
+		if g.Workers[0].Env.TargetIter > 1 {
+			once.Do(func() {
+				cancel() // the first gang of stage 1: the user presses Ctrl-C
+				b.Hang = true
+			})
+		}
+		return b
+	}
+	_, events, err := h.run(t, ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if now, _ := h.runtime.Running(); now != 0 || h.provider.Held() != 0 {
+		t.Fatalf("%d gangs still running, %d nodes held after the interrupt", now, h.provider.Held())
+	}
+	up, down := 0, 0
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvNodeUp:
+			up++
+		case executor.EvNodeOff:
+			down += len(e.Nodes)
+		}
+	}
+	if up != down {
+		t.Fatalf("journal: %d nodes up, %d released", up, down)
+	}
+	h.runtime.Behave = nil
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("resume: %v", err)
+	}
+	wantBest, wantSurv := outcome(t, cleanEvents)
+	gotBest, gotSurv := outcome(t, events)
+	if gotBest != wantBest || fmt.Sprint(gotSurv) != fmt.Sprint(wantSurv) || doneTwice(events) != "" {
+		t.Fatalf("resumed best %s survivors %v (done twice: %q); clean %s %v", gotBest, gotSurv, doneTwice(events), wantBest, wantSurv)
+	}
+}
+
+// A gang past its budget (trainer.timeout) is stopped and retried from its checkpoint, and the
+// journal says so.
+func TestTimeoutStopsAndRetries(t *testing.T) {
+	h := newHarness(t, strings.Replace(shaSpec, "trainer: {command: [train]}", "trainer: {command: [train], timeout: 300ms}", 1))
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		if g.Trial == "b0-t0004" && n == 1 {
+			return fake.Behavior{Hang: true, Reports: []trial.Report{}}
+		}
+		return fake.Behavior{}
+	}
+	start := time.Now()
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("a hanging gang held the run for %v", el)
+	}
+	if count(events, executor.EvTimeout, "b0-t0004") != 1 || h.runtime.Tries("b0-t0004") != 2 || res.Brackets[0].Stages[0].Timeouts != 1 {
+		t.Fatalf("timeouts %d, tries %d, stage %+v", count(events, executor.EvTimeout, "b0-t0004"), h.runtime.Tries("b0-t0004"), res.Brackets[0].Stages[0])
+	}
+	if !strings.Contains(h.log.String(), "budget") {
+		t.Fatalf("the run log does not say why: %s", h.log.String())
+	}
+}
+
+// A run that fails releases its nodes, unless told to keep them.
+func TestFailedRunReleasesNodes(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		h := newHarness(t, shaSpec)
+		h.cfg.KeepNodes = keep
+		h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Err: errors.New("exit status 1")} }
+		_, events, err := h.run(t, context.Background())
+		if err == nil || !strings.Contains(err.Error(), "every trial failed") {
+			t.Fatalf("keep %v: run: %v", keep, err)
+		}
+		held := h.provider.Held()
+		if keep && held != 4 || !keep && held != 0 {
+			t.Fatalf("keep %v: %d nodes held after the failure", keep, held)
+		}
+		if !keep && count(events, executor.EvNodeOff, "") == 0 {
+			t.Fatal("the release is not journaled")
+		}
+	}
+}
+
+// A Create that brings up only some nodes fails the run, and the nodes that did come up are
+// journaled and released, not leaked.
+func TestPartialCreateReleasesWhatCameUp(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	h.provider.CreateFault = func(call, n int) (int, error) { return n - 1, errors.New("insufficient capacity") }
+	_, events, err := h.run(t, context.Background())
+	if err == nil || !strings.Contains(err.Error(), "insufficient capacity") {
+		t.Fatalf("run: %v", err)
+	}
+	if h.provider.Held() != 0 || count(events, executor.EvNodeUp, "") != 3 || len(h.provider.Deleted) != 3 {
+		t.Fatalf("held %d, journaled up %d, deleted %v", h.provider.Held(), count(events, executor.EvNodeUp, ""), h.provider.Deleted)
+	}
+}
+
+// A release that fails is an error that says so, not a silent leak.
+func TestDeleteErrorIsReported(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	h.provider.DeleteFault = func(call int, ids []string) error { return errors.New("throttled") }
+	_, _, err := h.run(t, context.Background())
+	if err == nil || !strings.Contains(err.Error(), "throttled") {
+		t.Fatalf("run: %v", err)
 	}
 }

@@ -166,6 +166,9 @@ func (x *run) begin(ctx context.Context) error {
 		}
 		return x.sample()
 	}
+	if err := x.sample(); err != nil { // a driver that died while sampling
+		return err
+	}
 	if reaper, ok := x.cfg.Runtime.(Reaper); ok {
 		if err := reaper.Reap(ctx); err != nil {
 			return fmt.Errorf("run: end the previous driver's gangs: %w", err)
@@ -209,11 +212,16 @@ func (x *run) record(e Event, durable bool) error {
 	return nil
 }
 
-// sample draws every bracket's configurations from the experiment's seed and journals them.
+// sample draws every bracket's configurations from the experiment's seed and journals those
+// the journal does not hold yet (all of them, unless a driver died while sampling: the draws
+// are the same every time).
 func (x *run) sample() error {
 	for b, br := range x.st.brackets {
 		r := spec.NewRand(x.cfg.Experiment.Seed, uint64(b))
 		for i, params := range spec.SampleConfigs(x.cfg.Experiment.SearchSpace, br.Trials(), r) {
+			if i < len(x.st.order[b]) {
+				continue
+			}
 			if err := x.record(Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i), Params: params}, false); err != nil {
 				return err
 			}

@@ -94,6 +94,23 @@ func (p *Provider) List(ctx context.Context) ([]cloud.Node, error) {
 	return out, nil
 }
 
+// Adopt makes the provider hold nodes rented before it existed (by an earlier driver's
+// provider), as a cloud account would.
+func (p *Provider) Adopt(nodes ...cloud.Node) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.nodes == nil {
+		p.nodes = map[string]cloud.Node{}
+	}
+	for _, n := range nodes {
+		p.nodes[n.ID] = n
+		var seq int
+		if _, err := fmt.Sscanf(n.ID, "n%d", &seq); err == nil {
+			p.next = max(p.next, seq)
+		}
+	}
+}
+
 // Lose makes a node vanish, as a crashed machine or a spot interruption would.
 func (p *Provider) Lose(id string) {
 	p.mu.Lock()
@@ -212,6 +229,16 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		close(h.exited)
 	}()
 	return h, nil
+}
+
+// Keep sets a trial's checkpoint as if a launch had saved it with this last report.
+func (r *Runtime) Keep(trialID string, rep trial.Report) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kept == nil {
+		r.kept, r.tries = map[string]trial.Report{}, map[string]int{}
+	}
+	r.kept[trialID] = rep
 }
 
 // Tries is how often a trial was launched.
