@@ -126,7 +126,9 @@ func (s *state) apply(e Event) {
 		w.end = e.At
 		s.stageAt[key] = w
 	case EvResume:
-		// The previous driver's gangs were ended before this event: their trials wait again.
+		// A driver took over (a cancelled run only with --force: it is no longer cancelled). The
+		// previous driver's gangs were ended before this event: their trials wait again.
+		s.cancelled = ""
 		for _, id := range s.allTrials() {
 			if t := s.trials[id]; t.state == trial.Running {
 				s.move(t, trial.Interrupted)

@@ -93,6 +93,7 @@ func cancelStale(c *cli.Context, st *state) error {
 	for _, e := range events {
 		switch e.Ev {
 		case executor.EvCancel:
+			os.Remove(filepath.Join(st.dir, cancelFile))
 			fmt.Fprintf(c.App.Writer, "%s is cancelled\n", st.dir)
 			return nil
 		case executor.EvFinish:
@@ -115,6 +116,7 @@ func cancelStale(c *cli.Context, st *state) error {
 	if err := executor.Cancel(context.WithoutCancel(c.Context), cfg, "cancelled by `rubberband cancel`"); err != nil {
 		return err
 	}
+	os.Remove(filepath.Join(st.dir, cancelFile))
 	fmt.Fprintf(c.App.Writer, "%s is cancelled\n", st.dir)
 	return nil
 }

@@ -11,16 +11,22 @@ import (
 	"testing"
 )
 
-var binary string
+// binary is the CLI built with the race detector: end-to-end tests of behaviour drive it as a user
+// would, and a data race anywhere in a run fails them (exit 66). timedBinary is a plain build for
+// the tests and benchmarks that time runs against predictions, which the race detector would slow.
+var binary, timedBinary string
 
-// TestMain builds the real binary once; every test drives it as a user would.
+// TestMain builds both binaries once.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "rubberband-cli")
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "rubberband")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	binary, timedBinary = filepath.Join(dir, "race", "rubberband"), filepath.Join(dir, "rubberband")
+	if out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	if out, err := exec.Command("go", "build", "-o", timedBinary, ".").CombinedOutput(); err != nil {
 		panic(string(out))
 	}
 	code := m.Run()
@@ -30,7 +36,18 @@ func TestMain(m *testing.M) {
 
 func rb(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return rbWith(t, binary, args...)
+}
+
+// rbTimed runs the plain build: for runs whose timing is measured.
+func rbTimed(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return rbWith(t, timedBinary, args...)
+}
+
+func rbWith(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = "../.."
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

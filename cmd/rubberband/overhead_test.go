@@ -42,7 +42,7 @@ profile: {iter_latency: {1: {dist: constant, value: %g}}}
 				plan := planFile(b, dir, specFile, strconv.Itoa(slots))
 				start := time.Now()
 				state := filepath.Join(dir, "state")
-				if _, errOut, code := rb(b, "run", specFile, "--plan", plan, "--state", state); code != 0 {
+				if _, errOut, code := rbTimed(b, "run", specFile, "--plan", plan, "--state", state); code != 0 {
 					b.Fatal(errOut)
 				}
 				wall := time.Since(start).Seconds()

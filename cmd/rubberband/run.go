@@ -277,11 +277,14 @@ func execute(c *cli.Context, dir string) error {
 	res, err := executor.Run(ctx, cfg)
 	logw.done()
 	if err != nil {
-		if cancelRequested(dir) { // `rubberband cancel` stopped us: mark the run so
+		if errors.Is(err, context.Canceled) && cancelRequested(dir) { // `rubberband cancel` stopped us: mark the run so
 			cfg.Past, err = executor.ReadJournal(filepath.Join(dir, "journal.jsonl"))
 			cerr := err
 			if cerr == nil {
 				cerr = executor.Cancel(context.WithoutCancel(c.Context), cfg, "cancelled by `rubberband cancel`")
+			}
+			if cerr == nil {
+				os.Remove(filepath.Join(dir, cancelFile))
 			}
 			return &exitErr{code: exitError, err: errors.Join(fmt.Errorf("cancelled; its nodes are released"), cerr)}
 		}

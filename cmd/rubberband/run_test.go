@@ -256,7 +256,7 @@ func TestFidelity(t *testing.T) {
 	}
 	for _, seed := range []string{"1", "2", "3"} {
 		state := filepath.Join(t.TempDir(), "state")
-		if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.2", "--seed", seed); code != 0 {
+		if _, errOut, code := rbTimed(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.2", "--seed", seed); code != 0 {
 			t.Fatalf("seed %s: %s", seed, errOut)
 		}
 		r := readRunReport(t, state)
@@ -308,7 +308,7 @@ func TestRunHyperband(t *testing.T) {
 // profile measures what the synthetic trainer was told to take.
 func TestProfileMeasuresTheTrainer(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "profile.yaml")
-	if _, errOut, code := rb(t, "profile", "cmd/rubberband/testdata/synthetic.yaml", "--gpus", "1,4", "--iters", "6",
+	if _, errOut, code := rbTimed(t, "profile", "cmd/rubberband/testdata/synthetic.yaml", "--gpus", "1,4", "--iters", "6",
 		"--time-scale", "0.05", "--out", out); code != 0 {
 		t.Fatalf("profile: %s", errOut)
 	}
@@ -481,7 +481,7 @@ func TestFidelityOnNomad(t *testing.T) {
 	trainerSpec, src := syntheticSpec(t, dir, "trainer.yaml") // the truth the synthetic trainer sleeps
 	env := append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
 	profile := filepath.Join(dir, "nomad-profile.yaml")
-	cmd := exec.Command(binary, "profile", trainerSpec, "--backend", "nomad", "--gpus", "1,2,4", "--iters", "6", "--time-scale", "0.2", "--out", profile)
+	cmd := exec.Command(timedBinary, "profile", trainerSpec, "--backend", "nomad", "--gpus", "1,2,4", "--iters", "6", "--time-scale", "0.2", "--out", profile)
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("profile on nomad: %v\n%s", err, out)
@@ -510,7 +510,7 @@ func TestFidelityOnNomad(t *testing.T) {
 	os.WriteFile(plannedSpec, []byte(planned), 0o644)
 	for _, seed := range []string{"1", "2", "3"} {
 		state := filepath.Join(dir, "state-"+seed)
-		cmd := exec.Command(binary, "run", plannedSpec, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "--seed", seed)
+		cmd := exec.Command(timedBinary, "run", plannedSpec, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "--seed", seed)
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("seed %s: %v\n%s", seed, err, out)

@@ -47,8 +47,10 @@ func trainerCommand() *cli.Command {
 						return err
 					}
 					scale, _ := strconv.ParseFloat(os.Getenv("RB_TIME_SCALE"), 64)
+					noise, _ := strconv.Atoi(os.Getenv("RB_SYNTH_NOISE")) // bytes of a hostile line before each report
 					return synthetic.Main(c.Context, run, synthetic.Options{Spec: exp, Metric: c.String("metric"), TimeScale: scale,
-						CrashAt: os.Getenv("RB_SYNTH_CRASH"), CrashDir: os.Getenv("RB_SYNTH_CRASH_DIR")})
+						CrashAt: os.Getenv("RB_SYNTH_CRASH"), CrashDir: os.Getenv("RB_SYNTH_CRASH_DIR"),
+						HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise})
 				},
 			},
 		},

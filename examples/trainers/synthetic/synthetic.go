@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,6 +33,11 @@ type Options struct {
 	// CrashAt, when "TRIAL@ITER", kills the worker (SIGKILL) when that trial reaches that
 	// iteration: once, when CrashDir is set (a marker there remembers it did), else every time.
 	CrashAt, CrashDir string
+	// HangAt, "TRIAL@ITER", makes the worker hang there (until SIGTERM, which it then obeys
+	// without a checkpoint of that iteration), once per CrashDir marker as CrashAt.
+	HangAt string
+	// Noise, when above 0, prints a line of that many bytes before each report: hostile output.
+	Noise int
 }
 
 type checkpoint struct {
@@ -80,12 +86,37 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		}
+		if o.HangAt == run.TrialID+"@"+strconv.Itoa(it) && once(o.CrashDir, run.TrialID+".hang") {
+			select {
+			case <-run.Terminated():
+				return save(run, it-1)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		if err := sleep(ctx, run, iterLatency.Sample(r)*o.TimeScale); err != nil {
 			return save(run, it-1)
+		}
+		if o.Noise > 0 && run.Rank == 0 {
+			fmt.Println(strings.Repeat("x", o.Noise))
 		}
 		run.Report(it, map[string]float64{o.Metric: Curve(quality, it)})
 	}
 	return save(run, run.TargetIter)
+}
+
+// once reports whether the marker name in dir is new, and leaves it: an injected fault happens
+// once per marker directory (every time when dir is empty).
+func once(dir, name string) bool {
+	if dir == "" {
+		return true
+	}
+	mark := filepath.Join(dir, name)
+	if _, err := os.Stat(mark); err == nil {
+		return false
+	}
+	os.WriteFile(mark, nil, 0o644)
+	return true
 }
 
 // Quality is a trial's final metric in [0.5, 1): a hash of its parameters, so every trial has

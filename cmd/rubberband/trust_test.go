@@ -1,0 +1,382 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+)
+
+// The run path as an adversary tries it: two drivers, a damaged journal, hostile output, a run
+// that fails, a trainer that hangs, an edited or vanished spec, a cancel. Each test reproduces a
+// failure the run path once had.
+
+// trialSpec writes a synthetic job into dir: spec.yaml, whose trainer reads its profile from a
+// copy of its own (trainer.yaml), so that editing or deleting spec.yaml leaves the trainer alone.
+// edit changes spec.yaml's text.
+func trialSpec(t *testing.T, dir string, edit func(string) string) string {
+	t.Helper()
+	trainer, _ := syntheticSpec(t, dir, "trainer.yaml")
+	src, err := os.ReadFile(trainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	if edit != nil {
+		text = edit(text)
+	}
+	file := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// startRun starts the CLI in the background.
+func startRun(t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// waitFor polls the journal until cond holds.
+func waitFor(t *testing.T, state string, what string, cond func(journal string) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		if cond(string(b)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// processesWith counts live processes whose command line mentions s.
+func processesWith(s string) int {
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range dirs {
+		b, err := os.ReadFile(f)
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			if st, err := os.ReadFile(filepath.Join(filepath.Dir(f), "stat")); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func heldNodes(t *testing.T, state string) int {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(state, "nodes.json"))
+	return strings.Count(string(b), `"id"`)
+}
+
+// 1. One driver per state directory: a second run or resume is refused with the holder's PID;
+// the lock of a driver that died is taken over.
+func TestSecondDriverIsRefused(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	state := filepath.Join(tmp, "state")
+	first := startRun(t, nil, "run", spec, "--state", state, "--time-scale", "0.05")
+	waitFor(t, state, "the first stage", func(j string) bool { return strings.Contains(j, `"ev":"launch"`) })
+	pid := strconv.Itoa(first.Process.Pid)
+	for _, args := range [][]string{{"resume", state}, {"run", spec, "--state", state}} {
+		_, errOut, code := rb(t, args...)
+		if code != 2 || !strings.Contains(errOut, "in use by PID "+pid) || !strings.Contains(errOut, "rubberband cancel") {
+			t.Fatalf("%s while a driver runs: exit %d: %s", args[0], code, errOut)
+		}
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	first.Wait()
+	out, errOut, code := rb(t, "resume", state, "-o", "json")
+	if code != 0 || !strings.Contains(errOut, "took over the lock of PID "+pid) {
+		t.Fatalf("resume after the driver died: exit %d: %s\n%s", code, errOut, out)
+	}
+	events := readJournal(t, state) // every line whole and valid
+	if rep := readRunReport(t, state); !rep.Finished || rep.Best == nil || count(events, executor.EvFinish) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+func count(events []executor.Event, ev string) int {
+	n := 0
+	for _, e := range events {
+		if e.Ev == ev {
+			n++
+		}
+	}
+	return n
+}
+
+// 2. A damaged record in the middle of the journal is an error that names it, never a silent
+// truncation; --repair-journal keeps what came before and the run ends with the same winner.
+func TestDamagedJournalIsAnError(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	state := filepath.Join(tmp, "state")
+	if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	want := readRunReport(t, state)
+	path := filepath.Join(state, "journal.jsonl")
+	whole, _ := os.ReadFile(path)
+	lines := bytes.SplitAfter(whole, []byte("\n"))
+	// Flip a byte inside line 40's metrics: still JSON, only the checksum tells.
+	start := len(bytes.Join(lines[:39], nil))
+	damaged := bytes.Clone(whole)
+	at := start + bytes.LastIndexByte(lines[39], '}') - 2
+	damaged[at] ^= 0x01
+	os.WriteFile(path, damaged, 0o644)
+	for _, cmd := range []string{"resume", "status"} {
+		_, errOut, code := rb(t, cmd, state)
+		if code == 0 || !strings.Contains(errOut, "line 40") || !strings.Contains(errOut, "--repair-journal") {
+			t.Fatalf("%s of a damaged journal: exit %d: %s", cmd, code, errOut)
+		}
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
+		t.Fatal("the damaged journal was changed")
+	}
+	_, errOut, code := rb(t, "resume", state, "--repair-journal")
+	if code != 0 || !strings.Contains(errOut, "first 39 record(s)") {
+		t.Fatalf("resume --repair-journal: exit %d: %s", code, errOut)
+	}
+	if got := readRunReport(t, state); got.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
+		t.Fatalf("repaired run's best %+v, the run's own %+v", got.Best, want.Best)
+	}
+	if backups, _ := filepath.Glob(path + ".damaged-*"); len(backups) != 1 {
+		t.Fatalf("backups of the damaged journal: %v", backups)
+	}
+}
+
+// 4. A line of several MiB on a trainer's stdout is logged intact and reports after it are still
+// read.
+func TestHugeOutputLineIsLoggedAndReportsGoOn(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, func(s string) string { return strings.Replace(s, "trials: 16", "trials: 4", 1) })
+	state := filepath.Join(tmp, "state")
+	cmd := exec.Command(binary, "run", spec, "--state", state, "--time-scale", "0.02", "-o", "json")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "RB_SYNTH_NOISE=3000000")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%.2000s", err, out)
+	}
+	rep := readRunReport(t, state)
+	if !rep.Finished || rep.Best == nil {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, e := range readJournal(t, state) {
+		if e.Ev == executor.EvDone && e.Metric == nil {
+			t.Fatalf("trial %s stage %d: no metric: reports after the long line were lost", e.Trial, e.Stage)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(state, "logs", rep.Best.Trial+".log"))
+	if !bytes.Contains(log, bytes.Repeat([]byte("x"), 3000000)) {
+		t.Fatalf("the 3 MB line is not in the log intact (log of %d bytes)", len(log))
+	}
+}
+
+// 5. A run that fails releases its nodes at once (the meter stops), and says so.
+func TestFailedRunReleasesItsNodes(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, func(s string) string {
+		return strings.Replace(s, "trainer: {command: [rubberband, trainer, synthetic", "trainer: {command: [sh, -c, 'exit 3', synthetic", 1)
+	})
+	state := filepath.Join(tmp, "state")
+	_, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02")
+	if code != 1 || !strings.Contains(errOut, "every trial failed") || !strings.Contains(errOut, "nodes are released") {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	if n := heldNodes(t, state); n != 0 {
+		t.Fatalf("%d nodes still held after the run failed", n)
+	}
+	cost := func() float64 {
+		out, _, _ := rb(t, "status", state, "-o", "json")
+		var r RunReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Realized.Cost
+	}
+	before := cost()
+	time.Sleep(1500 * time.Millisecond)
+	if after := cost(); after != before || before <= 0 {
+		t.Fatalf("the cost of a failed run goes on rising: %v then %v", before, after)
+	}
+}
+
+// 6. A trainer that hangs is stopped after its budget and retried from its checkpoint; a driver
+// that dies leaves no trainer running.
+func TestHangingTrainerTimesOut(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, func(s string) string {
+		return strings.Replace(s, "trainer: {command: [rubberband", "trainer: {timeout: 40s, command: [rubberband", 1)
+	})
+	state := filepath.Join(tmp, "state")
+	cmd := exec.Command(binary, "run", spec, "--state", state, "--time-scale", "0.05", "-o", "json")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "RB_SYNTH_HANG=b0-t0002@1", "RB_SYNTH_CRASH_DIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	events := readJournal(t, state)
+	var timeouts, fails, done int
+	for _, e := range events {
+		if e.Trial != "b0-t0002" || e.Stage != 0 {
+			continue
+		}
+		switch e.Ev {
+		case executor.EvTimeout:
+			timeouts++
+		case executor.EvFail:
+			fails++
+			if !strings.Contains(e.Error, "timed out") {
+				t.Errorf("fail event %q", e.Error)
+			}
+		case executor.EvDone:
+			done++
+		}
+	}
+	if timeouts != 1 || fails != 1 || done != 1 || !strings.Contains(string(out), "budget") {
+		t.Fatalf("b0-t0002: %d timeouts, %d fails, %d done; output:\n%s", timeouts, fails, done, out)
+	}
+}
+
+// 6b. Trainers do not outlive a driver killed with SIGKILL.
+func TestNoTrainerOutlivesItsDriver(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	state := filepath.Join(tmp, "state")
+	driver := startRun(t, nil, "run", spec, "--state", state, "--time-scale", "0.2")
+	waitFor(t, state, "running gangs", func(j string) bool { return strings.Count(j, `"ev":"launch"`) >= 4 })
+	trainer := filepath.Join(tmp, "trainer.yaml") // on every trainer's command line
+	if processesWith(trainer) == 0 {
+		t.Fatal("no trainer process found while the stage runs")
+	}
+	driver.Process.Signal(syscall.SIGKILL)
+	driver.Wait()
+	for deadline := time.Now().Add(5 * time.Second); processesWith(trainer) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d trainer processes outlived their driver", processesWith(trainer))
+		}
+	}
+}
+
+// 7. The state directory holds its own spec: an edited original only warns (with the diff) and
+// the run goes on with its copy; a vanished original does not matter; resume --spec changes the
+// run's spec, journaled.
+func TestStateDirIsSelfContained(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	whole := filepath.Join(tmp, "whole")
+	if _, errOut, code := rb(t, "run", spec, "--state", whole, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	state := filepath.Join(tmp, "state")
+	driver := startRun(t, nil, "run", spec, "--state", state, "--time-scale", "0.02")
+	waitFor(t, state, "the first sync", func(j string) bool { return strings.Contains(j, `"ev":"sync"`) })
+	driver.Process.Signal(syscall.SIGKILL)
+	driver.Wait()
+	src, _ := os.ReadFile(spec)
+	os.WriteFile(spec, bytes.Replace(src, []byte("mode: max"), []byte("mode: min"), 1), 0o644)
+	_, errOut, code := rb(t, "resume", state)
+	if code != 0 || !strings.Contains(errOut, "changed since the run started") || !strings.Contains(errOut, "mode: min") {
+		t.Fatalf("resume after the spec was edited: exit %d: %s", code, errOut)
+	}
+	got, want := readRunReport(t, state), readRunReport(t, whole)
+	if got.Best == nil || got.Best.Trial != want.Best.Trial {
+		t.Fatalf("best %+v; the run as started picks %+v", got.Best, want.Best)
+	}
+	os.Remove(spec)
+	for _, args := range [][]string{{"status", state}, {"report", state}} {
+		if out, errOut, code := rb(t, args...); code != 0 || !strings.Contains(out, want.Best.Trial) {
+			t.Fatalf("%s without the original spec: exit %d: %s\n%s", args[0], code, errOut, out)
+		}
+	}
+	// resume --spec: a new spec for a run, journaled (here on a run that had finished: a no-op run).
+	next := filepath.Join(tmp, "next.yaml")
+	os.WriteFile(next, bytes.Replace(src, []byte("price_per_hour: 12"), []byte("price_per_hour: 13"), 1), 0o644)
+	if _, errOut, code := rb(t, "resume", state, "--spec", next); code != 0 || !strings.Contains(errOut, "price_per_hour: 13") {
+		t.Fatalf("resume --spec: exit %d: %s", code, errOut)
+	}
+	if count(readJournal(t, state), executor.EvSpec) != 1 {
+		t.Fatal("the spec change is not journaled")
+	}
+	bad := filepath.Join(tmp, "bad.yaml")
+	os.WriteFile(bad, bytes.Replace(src, []byte("trials: 16"), []byte("trials: 8"), 1), 0o644)
+	if _, errOut, code := rb(t, "resume", state, "--spec", bad); code != 2 || !strings.Contains(errOut, "other stages") {
+		t.Fatalf("resume --spec with other stages: exit %d: %s", code, errOut)
+	}
+}
+
+// cancel: the driver stops, the nodes go, the run is marked cancelled and resume refuses it
+// without --force.
+func TestCancel(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	state := filepath.Join(tmp, "state")
+	driver := startRun(t, nil, "run", spec, "--state", state, "--time-scale", "0.1")
+	waitFor(t, state, "running gangs", func(j string) bool { return strings.Count(j, `"ev":"launch"`) >= 4 })
+	out, errOut, code := rb(t, "cancel", state)
+	if code != 0 || !strings.Contains(out, "is cancelled") {
+		t.Fatalf("cancel: exit %d: %s\n%s", code, errOut, out)
+	}
+	driver.Wait()
+	if driver.ProcessState.ExitCode() != 1 {
+		t.Fatalf("the cancelled driver exited %d", driver.ProcessState.ExitCode())
+	}
+	if n := heldNodes(t, state); n != 0 || count(readJournal(t, state), executor.EvCancel) != 1 {
+		t.Fatalf("%d nodes held; journal cancel events %d", n, count(readJournal(t, state), executor.EvCancel))
+	}
+	if processesWith(filepath.Join(tmp, "trainer.yaml")) != 0 {
+		t.Fatal("trainers still running after cancel")
+	}
+	if out, _, _ := rb(t, "status", state); !strings.Contains(out, "cancelled") {
+		t.Fatalf("status of a cancelled run:\n%s", out)
+	}
+	if _, errOut, code := rb(t, "resume", state); code != 1 || !strings.Contains(errOut, "--force") {
+		t.Fatalf("resume of a cancelled run: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := rb(t, "resume", state, "--force"); code != 0 {
+		t.Fatalf("resume --force: exit %d: %s", code, errOut)
+	}
+	// A stale cancel: no driver; cancel releases what the journal knows itself.
+	state2 := filepath.Join(tmp, "state2")
+	driver = startRun(t, nil, "run", spec, "--state", state2, "--time-scale", "0.1")
+	waitFor(t, state2, "nodes", func(j string) bool { return strings.Contains(j, `"ev":"launch"`) })
+	driver.Process.Signal(syscall.SIGKILL)
+	driver.Wait()
+	if heldNodes(t, state2) == 0 {
+		t.Fatal("the killed driver's nodes vanished by themselves")
+	}
+	if out, errOut, code := rb(t, "cancel", state2); code != 0 || !strings.Contains(out, "is cancelled") {
+		t.Fatalf("cancel of a dead driver's run: exit %d: %s\n%s", code, errOut, out)
+	}
+	if n := heldNodes(t, state2); n != 0 {
+		t.Fatalf("%d nodes held after cancel", n)
+	}
+}
