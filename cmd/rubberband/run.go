@@ -391,7 +391,7 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 		return nil, nil, nil, err
 	}
 	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
-		Scale: m.Scale, Init: m.Init, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
+		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
 	if err != nil {
 		return nil, nil, nil, err
 	}

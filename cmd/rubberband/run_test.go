@@ -622,3 +622,30 @@ func syntheticSpec(t testing.TB, dir, name string) (string, string) {
 	}
 	return file, string(src)
 }
+
+// One cost meter: with constant latencies, a minimum charge, increments and a data price, every
+// stage's realized cost is its predicted cost (the same rule splits both) up to the executor's
+// own overhead per launch (tens of milliseconds: 5% allowed at this time scale), and the stages
+// add up to the total on both sides exactly. Before the one meter, the realized stages left
+// data and rounding out and missed by the whole data cost.
+func TestPerStageCostsAgree(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	plan := planFile(t, t.TempDir(), "cmd/rubberband/testdata/billing.yaml", "8,4,2")
+	if _, errOut, code := rbTimed(t, "run", "cmd/rubberband/testdata/billing.yaml", "--plan", plan, "--state", state, "--time-scale", "0.2"); code != 0 {
+		t.Fatalf("run: %s", errOut)
+	}
+	r := readRunReport(t, state)
+	var predSum, realSum float64
+	for _, s := range r.Stages {
+		predSum += s.Predicted.Cost
+		realSum += s.Realized.Cost
+		d := pct(s.Realized.Cost, s.Predicted.Cost)
+		t.Logf("stage %d: predicted $%.4f realized $%.4f (%+.1f%%)", s.Stage, s.Predicted.Cost, s.Realized.Cost, d)
+		if math.Abs(d) > 5 {
+			t.Errorf("stage %d: realized $%.4f, predicted $%.4f (%+.1f%%)", s.Stage, s.Realized.Cost, s.Predicted.Cost, d)
+		}
+	}
+	if math.Abs(predSum-r.Predicted.Cost) > 1e-6 || math.Abs(realSum-r.Realized.Cost) > 1e-6 {
+		t.Fatalf("stages add up to $%.6f predicted (total $%.6f), $%.6f realized (total $%.6f)", predSum, r.Predicted.Cost, realSum, r.Realized.Cost)
+	}
+}

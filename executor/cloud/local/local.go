@@ -26,6 +26,7 @@ type Provider struct {
 	file        string
 	gpus        int
 	scale, init sim.Dist
+	data        float64
 	timeScale   float64
 
 	mu    sync.Mutex
@@ -44,6 +45,8 @@ type Config struct {
 	StateFile   string
 	GPUsPerNode int
 	Scale, Init sim.Dist
+	// Data is how long (seconds) a new node takes to download the dataset, after INIT.
+	Data float64
 	// TimeScale multiplies every emulated latency (1 = real time; 0.01 for fast tests).
 	TimeScale float64
 	Rand      *rand.Rand
@@ -51,7 +54,7 @@ type Config struct {
 
 // New returns a provider, loading the nodes an earlier driver left in the state file.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{file: cfg.StateFile, gpus: cfg.GPUsPerNode, scale: cfg.Scale, init: cfg.Init, timeScale: cfg.TimeScale,
+	p := &Provider{file: cfg.StateFile, gpus: cfg.GPUsPerNode, scale: cfg.Scale, init: cfg.Init, data: cfg.Data, timeScale: cfg.TimeScale,
 		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}}
 	b, err := os.ReadFile(cfg.StateFile)
 	if err == nil {
@@ -64,7 +67,8 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-// Create sleeps one SCALE latency, then the slowest of n INIT latencies, and registers the nodes.
+// Create sleeps one SCALE latency, then the slowest of n INIT latencies and the DATA download,
+// and registers the nodes.
 func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
 	if n <= 0 {
 		return nil, nil
@@ -80,7 +84,7 @@ func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
 		return nil, err
 	}
 	running := time.Now()
-	if err := p.sleep(ctx, slowest); err != nil {
+	if err := p.sleep(ctx, slowest+p.data); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
