@@ -52,8 +52,21 @@ func (x *run) reconcile(ctx context.Context) error {
 	}
 	if len(orphans) > 0 {
 		fmt.Fprintf(x.log, "resume: releasing nodes no bracket knows: %v\n", orphans)
+		at := x.cfg.Now()
 		if err := x.cfg.Provider.Delete(ctx, orphans); err != nil {
 			return fmt.Errorf("run: release orphans: %w", err)
+		}
+		// A driver that died between renting a node and journaling it still paid for it: bill
+		// the orphan's time, to the first bracket (the journal does not say whose it was).
+		for _, n := range held {
+			if !known[n.ID] {
+				if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false); err != nil {
+					return err
+				}
+				if err := x.record(Event{Ev: EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released"}, true); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -379,4 +381,150 @@ func TestCancel(t *testing.T) {
 	if n := heldNodes(t, state2); n != 0 {
 		t.Fatalf("%d nodes held after cancel", n)
 	}
+}
+
+// The crash campaign: the driver is killed with SIGKILL again and again — just after it starts
+// (during resume itself), while nodes come up, mid-stage, at a sync — and resumed each time.
+// The run ends with the clean run's winner and survivors, no trial-stage done twice, no trainer
+// left running, and a realized cost that includes the time the dead drivers held nodes.
+func TestCrashCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a driver two dozen times")
+	}
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, func(s string) string { return strings.Replace(s, "trials: 16", "trials: 32", 1) })
+	plan := planFile(t, tmp, spec, "16,16,8,4") // 4 nodes, then 2, then 1: scale-downs at the syncs
+	whole := filepath.Join(tmp, "whole")
+	if _, errOut, code := rb(t, "run", spec, "--plan", plan, "--state", whole, "--time-scale", "0.1"); code != 0 {
+		t.Fatalf("clean run: %s", errOut)
+	}
+	clean := readJournal(t, whole)
+	state := filepath.Join(tmp, "state")
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	kills := map[string]int{}
+	args := []string{"run", spec, "--plan", plan, "--state", state, "--time-scale", "0.1"}
+	const campaign = 24
+	for i := 0; ; i++ {
+		before, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		total := 0
+		for _, n := range kills {
+			total += n
+		}
+		if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+			args = []string{"resume", state} // else killed while planning: `run` again
+		}
+		driver := startRun(t, nil, args...)
+		moment := []string{"starting", "scale-up", "mid-stage", "sync"}[i%4]
+		trigger := func(j string) bool {
+			news := j[min(len(before), len(j)):]
+			switch moment {
+			case "scale-up":
+				return strings.Contains(news, `"ev":"node_up"`)
+			case "mid-stage":
+				return strings.Count(news, `"ev":"done"`) >= 1+r.IntN(3)
+			case "sync":
+				return strings.Contains(news, `"ev":"sync"`)
+			}
+			return true
+		}
+		if total >= campaign {
+			trigger = func(string) bool { return false } // enough: let this one finish
+		}
+		if moment == "starting" && total < campaign {
+			time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
+		}
+		exited := make(chan struct{})
+		go func() { driver.Wait(); close(exited) }()
+		// When the moment does not come: a random moment once this driver is under way.
+		var fallback time.Time
+		patience := time.Duration(200+r.IntN(1000)) * time.Millisecond
+		if moment == "sync" || moment == "scale-up" {
+			patience = 2500 * time.Millisecond // about a stage: the moment comes first, mostly
+		}
+	wait:
+		for {
+			select {
+			case <-exited:
+				break wait
+			case <-time.After(5 * time.Millisecond):
+				b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+				hit := trigger(string(b))
+				if news := string(b[min(len(before), len(b)):]); fallback.IsZero() && strings.Contains(news, `"ev":"launch"`) {
+					fallback = time.Now().Add(patience)
+				}
+				if !hit && total < campaign && !fallback.IsZero() && time.Now().After(fallback) {
+					hit, moment = true, moment+" (by timer)"
+				}
+				if hit {
+					driver.Process.Signal(syscall.SIGKILL)
+					<-exited
+					kills[moment]++
+					break wait
+				}
+			}
+		}
+		if driver.ProcessState.Success() {
+			break // it finished before the trigger
+		}
+		if status := driver.ProcessState.Sys().(syscall.WaitStatus); !status.Signaled() {
+			t.Fatalf("%s exited %d by itself: %s", args[0], driver.ProcessState.ExitCode(), driver.Stdout)
+		}
+		if i > 200 {
+			t.Fatal("the run never finishes")
+		}
+	}
+	total := 0
+	for _, n := range kills {
+		total += n
+	}
+	t.Logf("killed the driver %d times: %v", total, kills)
+	if total < 20 {
+		t.Fatalf("only %d kills: the campaign needs at least 20", total)
+	}
+	events := readJournal(t, state)
+	if twice := doneTwice(events); twice != "" {
+		t.Fatalf("%s done twice", twice)
+	}
+	if got, want := syncs(events), syncs(clean); got != want {
+		t.Fatalf("survivors after the campaign:\n%s\nclean run:\n%s", got, want)
+	}
+	got, want := readRunReport(t, state), readRunReport(t, whole)
+	if got.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
+		t.Fatalf("best %+v; clean run %+v", got.Best, want.Best)
+	}
+	if got.Realized.Cost <= want.Realized.Cost {
+		out, _, _ := rb(t, "status", state)
+		t.Log(out)
+		t.Fatalf("realized cost $%.4f after %d crashes is not above the clean run's $%.4f: dead drivers' node time is missing", got.Realized.Cost, total, want.Realized.Cost)
+	}
+	if n := processesWith(filepath.Join(tmp, "trainer.yaml")); n != 0 {
+		t.Fatalf("%d trainer processes left", n)
+	}
+	if n := heldNodes(t, state); n != 0 {
+		t.Fatalf("%d nodes held after the run", n)
+	}
+}
+
+func doneTwice(events []executor.Event) string {
+	seen := map[string]bool{}
+	for _, e := range events {
+		if e.Ev == executor.EvDone {
+			k := e.Trial + " stage " + strconv.Itoa(e.Stage)
+			if seen[k] {
+				return k
+			}
+			seen[k] = true
+		}
+	}
+	return ""
+}
+
+func syncs(events []executor.Event) string {
+	var b strings.Builder
+	for _, e := range events {
+		if e.Ev == executor.EvSync {
+			fmt.Fprintf(&b, "bracket %d stage %d: %v\n", e.Bracket, e.Stage, e.Keep)
+		}
+	}
+	return b.String()
 }
