@@ -57,12 +57,27 @@ type Restored struct {
 // reported in Skipped and the previous one is tried. ok is false when the trial has no intact
 // checkpoint; dir is then empty.
 func RestoreDir(ctx context.Context, s Store, trial, dir string) (r Restored, ok bool, err error) {
+	return restoreDir(ctx, s, trial, dir, "")
+}
+
+// RestoreDirBefore is RestoreDir among the versions older than the one whose key is given: for a
+// worker that restored a version its own gang saved meanwhile (another worker ran ahead) and needs
+// the one the gang started from.
+func RestoreDirBefore(ctx context.Context, s Store, trial, dir, key string) (r Restored, ok bool, err error) {
+	return restoreDir(ctx, s, trial, dir, key)
+}
+
+// restoreDir restores the newest intact version whose key sorts before before (any, when empty).
+func restoreDir(ctx context.Context, s Store, trial, dir, before string) (r Restored, ok bool, err error) {
 	versions, err := s.List(ctx, trialPrefix(trial))
 	if err != nil {
 		return r, false, fmt.Errorf("restore checkpoint of %s: %w", trial, err)
 	}
 	sort.Slice(versions, func(i, j int) bool { return versions[i].Key > versions[j].Key })
 	for _, v := range versions {
+		if before != "" && v.Key >= before {
+			continue
+		}
 		tmp := dir + ".restoring"
 		os.RemoveAll(tmp)
 		err := extract(ctx, s, v.Key, tmp)

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -27,17 +28,31 @@ type Gang struct {
 	CPUMHz, MemoryMB int
 }
 
-// Runtime launches gangs.
+// Runtime launches gangs. executor/runtimetest is this contract as a test suite, run over every
+// runtime.
 //
 // Error contract: Launch either starts every worker of the gang and returns a Handle, or starts
-// none (stopping any it had started) and returns an error. The runtime restores the trial's
-// checkpoint before the gang starts and saves it after the gang exits 0 or is stopped, with rank
-// 0's last report beside it (trial.LastReportFile). When the restored checkpoint is at the
-// gang's target already, nothing is trained: the kept report is delivered again and the gang
-// ends at once (Reported), so a result outlives a driver that died before it journaled it.
+// none (stopping any it had started) and returns an error. A gang that cannot be placed whole on
+// the nodes its workers name (a node unknown or gone, a node too small for the workers' resources,
+// or one still busy when the runtime's placement timeout ends) fails in Launch, within a bounded
+// time, with an error wrapping ErrUnplaceable that says why: no worker of it is left running and
+// nothing waits for capacity unboundedly, so the executor can re-place the gang. (The process
+// runtime runs every worker on this machine and has no such case.)
+//
+// Once started, a worker's failure (a nonzero exit, a lost node) stops the rest of the gang and
+// is what Wait returns. The runtime restores the trial's checkpoint before the gang starts and
+// saves it after the gang exits 0 or is stopped (whatever the exit codes then), never after a
+// failure, with rank 0's last report beside it (trial.LastReportFile). When the restored
+// checkpoint is at the gang's target already, nothing is trained: the kept report is delivered
+// again and the gang ends at once (Reported), so a result outlives a driver that died before it
+// journaled it. Every worker's standard output and error end up in the runtime's log of the
+// trial (LogDir/<trial>.log for the process and Nomad runtimes).
 type Runtime interface {
 	Launch(ctx context.Context, g Gang) (Handle, error)
 }
+
+// ErrUnplaceable is wrapped by the error of a Launch whose gang cannot be placed whole.
+var ErrUnplaceable = errors.New("gang cannot be placed")
 
 // Handle follows a running gang.
 type Handle interface {

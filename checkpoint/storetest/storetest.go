@@ -136,6 +136,17 @@ func Run(t *testing.T, h Harness) {
 		if b, _ := os.ReadFile(filepath.Join(out, "state.json")); string(b) != "3" {
 			t.Fatalf("restored state %q", b)
 		}
+		// The version before a given one.
+		r, ok, err = checkpoint.RestoreDirBefore(ctx, s, "t9", out, keys[2])
+		if err != nil || !ok || r.Info.Key != keys[1] {
+			t.Fatalf("restore before %s: %+v %v %v", keys[2], r, ok, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, "state.json")); string(b) != "2" {
+			t.Fatalf("restored before the newest: state %q", b)
+		}
+		if _, ok, err = checkpoint.RestoreDirBefore(ctx, s, "t9", out, keys[1]); err != nil || ok {
+			t.Fatalf("restore before the oldest kept: %v %v", ok, err)
+		}
 		// The newest is damaged: the one before is used, and the damage reported.
 		h.Corrupt(t, s, keys[2])
 		r, ok, err = checkpoint.RestoreDir(ctx, s, "t9", out)

@@ -59,7 +59,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		return nil, nil, nil, err
 	}
 	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: self, StoreEnv: env,
-		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, Log: os.Stderr}
+		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, LogDir: filepath.Join(dir, "logs"), Log: os.Stderr}
 	if exp.Trainer.Image != "" {
 		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
 			if v := os.Getenv(k); v != "" {

@@ -9,11 +9,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor/nomad"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/urfave/cli/v2"
@@ -41,6 +43,27 @@ func storeEnv(exp *spec.Experiment, stateDir string) ([]string, error) {
 		envCheckpointsInsecure + "=" + strconv.FormatBool(exp.Checkpoints.Insecure), envCheckpointsRegion + "=" + exp.Checkpoints.Region}, nil
 }
 
+// gangFile is kept in a checkpoint the worker wrapper saves: the ID of the gang whose rank 0 saved
+// it. The workers of a gang restore on their own nodes at their own pace, and one that starts
+// after rank 0 has finished and saved must not take that version (it would find the trial at its
+// target and train nothing) but the one the gang started from.
+const gangFile = ".rubberband-gang"
+
+// restoreGangCheckpoint restores the trial's newest checkpoint into dir, unless gang's own rank 0
+// saved it: then the version before it.
+func restoreGangCheckpoint(ctx context.Context, store checkpoint.Store, trialID, dir, gang string) (checkpoint.Restored, error) {
+	restored, ok, err := checkpoint.RestoreDir(ctx, store, trialID, dir)
+	if err != nil || !ok || gang == "" {
+		return restored, err
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, gangFile)); string(b) != gang {
+		return restored, nil
+	}
+	before, _, err := checkpoint.RestoreDirBefore(ctx, store, trialID, dir, restored.Info.Key)
+	before.Skipped = append(restored.Skipped, before.Skipped...)
+	return before, err
+}
+
 // workerCommand is what a remote runtime (Nomad) runs on a node: restore the trial's checkpoint
 // from the store, run the trainer under the contract, save the checkpoint when rank 0 exits 0.
 func workerCommand() *cli.Command {
@@ -52,6 +75,8 @@ func workerCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "trial", Required: true},
 			&cli.IntFlag{Name: "rank", Required: true},
+			&cli.StringFlag{Name: "gang", Usage: "the ID of this launch of the trial, shared by its workers (the Nomad job)"},
+			&cli.DurationFlag{Name: "grace", Value: trial.GracePeriod, Usage: "how long the trainer has after SIGTERM before it is killed"},
 		},
 		Action: func(c *cli.Context) error {
 			argv := c.Args().Slice()
@@ -75,7 +100,7 @@ func workerCommand() *cli.Command {
 			}
 			trialID, rank := c.String("trial"), c.Int("rank")
 			dir := filepath.Join(work, "checkpoint")
-			restored, _, err := checkpoint.RestoreDir(c.Context, store, trialID, dir)
+			restored, err := restoreGangCheckpoint(c.Context, store, trialID, dir, c.String("gang"))
 			if err != nil {
 				return fmt.Errorf("worker: restore: %w", err)
 			}
@@ -95,6 +120,9 @@ func workerCommand() *cli.Command {
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "RB_CHECKPOINT_DIR="+dir)
 			cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
+			// Its own process group, so that a stop reaches the trainer's children too; and it dies
+			// with the wrapper, should Nomad kill the wrapper first.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				return err
@@ -110,13 +138,24 @@ func workerCommand() *cli.Command {
 					fmt.Fprintf(os.Stderr, "rubberband: %v\n", err)
 				}
 			}()
-			var stopped atomic.Bool
+			// SIGTERM (a stop) or the runtime's abort signal (another worker of the gang failed)
+			// reach the trainer as SIGTERM; the wrapper itself kills it after the grace period, so
+			// that it still has the time to save what a stopped trainer reached.
+			var stopped, aborted atomic.Bool
 			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, nomad.AbortSignal)
 			go func() {
+				var kill sync.Once
 				for s := range sig {
-					stopped.Store(true)
-					cmd.Process.Signal(s) // the trainer checkpoints and exits within the grace period
+					if s == nomad.AbortSignal {
+						aborted.Store(true)
+					} else {
+						stopped.Store(true)
+					}
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+					kill.Do(func() {
+						time.AfterFunc(c.Duration("grace"), func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+					})
 				}
 			}()
 			<-relayed
@@ -126,10 +165,15 @@ func workerCommand() *cli.Command {
 				return err
 			}
 			// Saved after a clean exit, and after a stop whatever the exit code: an interrupted gang
-			// is relaunched from what it reached.
-			if rank == 0 && (err == nil || stopped.Load()) {
+			// is relaunched from what it reached. Not when the gang failed.
+			if rank == 0 && !aborted.Load() && (err == nil || stopped.Load()) {
 				if last != nil {
 					if err := trial.SaveLastReport(dir, *last); err != nil {
+						return fmt.Errorf("worker: %w", err)
+					}
+				}
+				if gang := c.String("gang"); gang != "" {
+					if err := os.WriteFile(filepath.Join(dir, gangFile), []byte(gang), 0o644); err != nil {
 						return fmt.Errorf("worker: %w", err)
 					}
 				}

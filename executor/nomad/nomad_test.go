@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/runtimetest"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -27,6 +29,53 @@ func binary(t *testing.T) string {
 	return out
 }
 
+// cluster is one Nomad server with two client nodes of two GPUs, shared by the tests of this
+// package (an agent takes seconds to start).
+type cluster struct {
+	n    *servers.Nomad
+	self string
+}
+
+func startCluster(t *testing.T) cluster {
+	n := servers.StartNomad(t)
+	n.AddClient("node-a", 2)
+	n.AddClient("node-b", 2)
+	return cluster{n: n, self: binary(t)}
+}
+
+// runtime is a Runtime on the cluster with its own checkpoint store and log directory.
+func (c cluster) runtime(t *testing.T) (*Runtime, string) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "checkpoints")
+	return &Runtime{Client: c.n.Client, Self: c.self, StoreEnv: []string{"RB_CHECKPOINTS=file://" + store}, LogDir: filepath.Join(dir, "logs"),
+		Grace: time.Second, PlaceTimeout: 2 * time.Second}, store
+}
+
+func TestNomad(t *testing.T) {
+	c := startCluster(t)
+	nodes := []cloud.Node{{ID: "node-a", GPUs: 2, Addr: "127.0.0.1"}, {ID: "node-b", GPUs: 2, Addr: "127.0.0.1"}}
+	// The Runtime contract, with gangs across both nodes.
+	t.Run("Contract", func(t *testing.T) {
+		runtimetest.Run(t, func(t *testing.T) runtimetest.Env {
+			r, dir := c.runtime(t)
+			store, err := file.New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if jobs, _, _ := c.n.Client.Jobs().List(nil); len(jobs) != 0 {
+					t.Errorf("jobs left behind (finished ones are purged, refused ones never registered): %v", jobs[0].ID)
+				}
+			})
+			return runtimetest.Env{Runtime: r, Store: store, Nodes: nodes, Unplaceable: "node-z", LogDir: r.LogDir, Grace: r.Grace,
+				Slack: 15 * time.Second}
+		})
+	})
+	t.Run("GangAcrossNodes", func(t *testing.T) { gangAcrossNodes(t, c) })
+	t.Run("UnplaceableSaysWhy", func(t *testing.T) { unplaceableSaysWhy(t, c) })
+	t.Run("NoRoomIsBounded", func(t *testing.T) { noRoomIsBounded(t, c) })
+}
+
 const synthSpec = `name: nomad-synth
 objective: {metric: score}
 algorithm: {stages: [{trials: 1, iters: 3}]}
@@ -35,18 +84,13 @@ cluster: {gpus_per_node: 1, price_per_hour: 1}
 profile: {iter_latency: {1: {dist: constant, value: 0.05}, 2: {dist: constant, value: 0.03}}}
 `
 
-// A gang of two workers on two client nodes: reports arrive through the API, rank 0's
-// checkpoint reaches the store, and the next launch continues from it.
-func TestGangAcrossNodes(t *testing.T) {
-	n := servers.StartNomad(t)
-	n.AddClient("node-a", 1)
-	n.AddClient("node-b", 1)
-	self := binary(t)
-	dir := t.TempDir()
-	specFile := filepath.Join(dir, "spec.yaml")
+// The built-in trainer as a gang of two workers on two client nodes: reports arrive through the
+// API, rank 0's checkpoint reaches the store, the next launch continues from it, the trial's log
+// holds each worker's output under its own header, and finished jobs are purged.
+func gangAcrossNodes(t *testing.T, c cluster) {
+	r, store := c.runtime(t)
+	specFile := filepath.Join(t.TempDir(), "spec.yaml")
 	os.WriteFile(specFile, []byte(synthSpec), 0o644)
-	store := filepath.Join(dir, "checkpoints")
-	r := &Runtime{Client: n.Client, Self: self, StoreEnv: []string{"RB_CHECKPOINTS=file://" + store}, Grace: time.Second}
 	gang := func(start, target int) executor.Gang {
 		g := executor.Gang{Trial: "b0-t0001", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile}}
 		for rank, node := range []string{"node-a", "node-b"} {
@@ -80,50 +124,80 @@ func TestGangAcrossNodes(t *testing.T) {
 	if got := run(3, 5); len(got) != 2 || got[0] != 4 || got[1] != 5 {
 		t.Fatalf("second launch reported %v: it did not continue from the checkpoint", got)
 	}
-	if jobs, _, _ := n.Client.Jobs().List(nil); len(jobs) != 0 {
+	log, _ := os.ReadFile(filepath.Join(r.LogDir, "b0-t0001.log"))
+	for _, want := range []string{"2 worker(s), iterations 0 -> 3", "2 worker(s), iterations 3 -> 5", "rank 0 on node node-a, allocation ",
+		"rank 1 on node node-b, allocation ", "(complete): stderr"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	if jobs, _, _ := c.n.Client.Jobs().List(nil); len(jobs) != 0 {
 		t.Fatalf("finished jobs not purged: %v", jobs)
 	}
 }
 
-// A worker that fails stops the gang; the failure comes back from Wait.
-func TestGangFailure(t *testing.T) {
-	n := servers.StartNomad(t)
-	n.AddClient("node-a", 2)
-	r := &Runtime{Client: n.Client, Self: binary(t), StoreEnv: []string{"RB_CHECKPOINTS=file://" + t.TempDir()}, Grace: time.Second}
-	g := executor.Gang{Trial: "b0-t0002", Command: []string{"/bin/sh", "-c", `[ "$RANK" = 1 ] && exit 3; sleep 60`}}
-	for rank := range 2 {
-		g.Workers = append(g.Workers, executor.Worker{Node: cloud.Node{ID: "node-a", GPUs: 2, Addr: "127.0.0.1"},
-			Env: trial.Env{TrialID: "b0-t0002", TargetIter: 1, Rank: rank, WorldSize: 2, GPUs: []int{rank}}})
-	}
+// A gang pinned to a node Nomad does not have is refused with Nomad's reason, at once, and never
+// registered.
+func unplaceableSaysWhy(t *testing.T, c cluster) {
+	r, _ := c.runtime(t)
+	r.PlaceTimeout = time.Minute // refused by the plan, not by the timeout
+	g := executor.Gang{Trial: "b0-t0003", Command: []string{"/bin/true"}, Workers: []executor.Worker{{
+		Node: cloud.Node{ID: "node-z", GPUs: 1}, Env: trial.Env{TrialID: "b0-t0003", TargetIter: 1, WorldSize: 1}}}}
 	start := time.Now()
-	h, err := r.Launch(context.Background(), g)
-	if err != nil {
-		t.Fatal(err)
+	_, err := r.Launch(context.Background(), g)
+	if !errors.Is(err, executor.ErrUnplaceable) || !strings.Contains(err.Error(), "rb_node") || !strings.Contains(err.Error(), "rank-0") {
+		t.Fatalf("launch: %v", err)
 	}
-	for range h.Reports() {
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("refused after %v", took)
 	}
-	err = h.Wait()
-	if err == nil || errors.Is(err, executor.ErrStopped) || time.Since(start) > 30*time.Second {
-		t.Fatalf("wait: %v after %v", err, time.Since(start))
+	if jobs, _, _ := c.n.Client.Jobs().List(nil); len(jobs) != 0 {
+		t.Fatalf("a refused gang was registered: %v", jobs[0].ID)
 	}
 }
 
-// A gang Nomad cannot place (pinned to a node that does not exist) fails with Nomad's reason
-// instead of waiting forever.
-func TestUnplaceableGangFails(t *testing.T) {
-	n := servers.StartNomad(t)
-	n.AddClient("node-a", 1)
-	r := &Runtime{Client: n.Client, Self: binary(t), StoreEnv: []string{"RB_CHECKPOINTS=file://" + t.TempDir()}, PlaceTimeout: 3 * time.Second}
-	g := executor.Gang{Trial: "b0-t0003", Command: []string{"/bin/true"}, Workers: []executor.Worker{{
-		Node: cloud.Node{ID: "node-z", GPUs: 1}, Env: trial.Env{TrialID: "b0-t0003", TargetIter: 1, WorldSize: 1}}}}
-	h, err := r.Launch(context.Background(), g)
-	if err != nil {
-		t.Fatal(err)
+// A gang whose node has no room for it is planned again until PlaceTimeout, then refused, having
+// registered nothing.
+func noRoomIsBounded(t *testing.T, c cluster) {
+	r, _ := c.runtime(t)
+	g := executor.Gang{Trial: "b0-t0004", Command: []string{"/bin/true"}, MemoryMB: 1 << 30, Workers: []executor.Worker{{
+		Node: cloud.Node{ID: "node-a", GPUs: 1}, Env: trial.Env{TrialID: "b0-t0004", TargetIter: 1, WorldSize: 1}}}}
+	start := time.Now()
+	_, err := r.Launch(context.Background(), g)
+	took := time.Since(start)
+	if !errors.Is(err, executor.ErrUnplaceable) || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("launch: %v", err)
 	}
-	for range h.Reports() {
+	if took < r.PlaceTimeout || took > r.PlaceTimeout+10*time.Second {
+		t.Fatalf("refused after %v, want after the place timeout of %v", took, r.PlaceTimeout)
 	}
-	err = h.Wait()
-	if err == nil || !strings.Contains(err.Error(), "did not place") || !strings.Contains(err.Error(), "rb_node") {
-		t.Fatalf("wait: %v", err)
+	if jobs, _, _ := c.n.Client.Jobs().List(nil); len(jobs) != 0 {
+		t.Fatalf("a refused gang was registered: %v", jobs[0].ID)
+	}
+}
+
+// The workers of a gang restore on their own nodes at their own pace: one that starts after its
+// rank 0 has finished and saved restores the version the gang started from, not rank 0's new one
+// (it would find the trial at its target and train nothing). A later gang takes the newest.
+func TestWrapperRestoresWhatItsGangStartedFrom(t *testing.T) {
+	self := binary(t)
+	store := filepath.Join(t.TempDir(), "checkpoints")
+	worker := func(gang string, rank int, script string) string {
+		t.Helper()
+		cmd := exec.Command(self, "worker", "--trial", "t1", "--rank", strconv.Itoa(rank), "--gang", gang, "--", "/bin/sh", "-c", script)
+		cmd.Env = append(os.Environ(), "RB_CHECKPOINTS=file://"+store, "RB_TARGET_ITER=2")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("worker %d of %s: %v\n%s", rank, gang, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	worker("gang-1", 0, `echo 1 > "$RB_CHECKPOINT_DIR/state"`)
+	worker("gang-2", 0, `echo 2 > "$RB_CHECKPOINT_DIR/state"`) // gang-2's rank 0 ran ahead and saved
+	if got := worker("gang-2", 1, `cat "$RB_CHECKPOINT_DIR/state"`); got != "1" {
+		t.Fatalf("rank 1 of gang-2 restored state %q, want 1, what gang-2 started from", got)
+	}
+	if got := worker("gang-3", 1, `cat "$RB_CHECKPOINT_DIR/state"`); got != "2" {
+		t.Fatalf("a later gang restored state %q, want the newest, 2", got)
 	}
 }

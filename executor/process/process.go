@@ -42,10 +42,18 @@ type Runtime struct {
 	Log io.Writer
 }
 
+var (
+	_ executor.Runtime = (*Runtime)(nil)
+	_ executor.Reaper  = (*Runtime)(nil)
+)
+
 // Launch restores the trial's checkpoint and starts every worker, or none.
 func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
 	if len(g.Command) == 0 {
 		return nil, fmt.Errorf("launch %s: the process runtime runs trainer.command (images need the nomad backend)", g.Trial)
+	}
+	if len(g.Workers) == 0 {
+		return nil, fmt.Errorf("launch %s: the gang has no workers", g.Trial)
 	}
 	dir := filepath.Join(r.WorkDir, g.Trial, "checkpoint")
 	if err := r.restore(ctx, g.Trial, dir); err != nil {
@@ -80,14 +88,17 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	for _, k := range sortedKeys(g.Env) {
 		base = append(base, k+"="+g.Env[k])
 	}
+	// Every worker's command is built before any starts: a gang that cannot be described whole
+	// (its environment does not encode) starts nothing at all.
 	var rank0 io.ReadCloser
-	for _, w := range g.Workers {
+	cmds := make([]*exec.Cmd, len(g.Workers))
+	for i, w := range g.Workers {
 		env := w.Env
 		env.CheckpointDir, env.MasterPort = dir, port
 		vars, err := env.Vars()
 		if err != nil {
 			h.kill()
-			return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+			return nil, fmt.Errorf("launch %s: worker %d: %w", g.Trial, env.Rank, err)
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(append([]string(nil), base...), vars...)
@@ -103,9 +114,12 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		} else {
 			cmd.Stdout = h.log
 		}
+		cmds[i] = cmd
+	}
+	for i, cmd := range cmds {
 		if err := cmd.Start(); err != nil {
 			h.kill()
-			return nil, fmt.Errorf("launch %s: start worker %d: %w", g.Trial, env.Rank, err)
+			return nil, fmt.Errorf("launch %s: start worker %d: %w", g.Trial, g.Workers[i].Env.Rank, err)
 		}
 		h.cmds = append(h.cmds, cmd)
 	}

@@ -39,6 +39,8 @@ type state struct {
 	Nodes map[string]cloud.Node `json:"nodes"`
 }
 
+var _ cloud.Provider = (*Provider)(nil)
+
 // Config sets up a local provider.
 type Config struct {
 	// StateFile keeps the nodes held (created if missing).

@@ -78,6 +78,8 @@ type Provider struct {
 	state state
 }
 
+var _ cloud.Provider = (*Provider)(nil)
+
 type state struct {
 	Next  int             `json:"next"`
 	Nodes map[string]node `json:"nodes"`
@@ -123,6 +125,9 @@ func (p *Provider) stateFile() string { return filepath.Join(p.dir, "nomad-nodes
 func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
 	var created []cloud.Node
 	for range n {
+		if err := ctx.Err(); err != nil { // cancelled: start no more agents
+			return created, fmt.Errorf("nomadlocal: create: %w", err)
+		}
 		p.mu.Lock()
 		p.state.Next++
 		name := fmt.Sprintf("rb-node-%04d", p.state.Next)
@@ -181,8 +186,8 @@ func (p *Provider) waitReady(ctx context.Context, name string) error {
 				}
 			}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("nomadlocal: node %s: %w", name, err)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("nomadlocal: node %s never became ready (log: %s)", name, filepath.Join(p.dir, name, "agent.log"))

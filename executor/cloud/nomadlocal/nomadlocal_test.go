@@ -1,0 +1,43 @@
+package nomadlocal_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
+	"github.com/rubberband-hpo/rubberband/internal/servers"
+)
+
+// The Provider contract with real client agents joining one real Nomad server, reopened from the
+// provider's state file.
+func TestContract(t *testing.T) {
+	n := servers.StartNomad(t)
+	providertest.Run(t, providertest.Harness{
+		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
+			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: freePort}
+			open := func(t *testing.T) cloud.Provider {
+				p, err := nomadlocal.New(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			return open(t), open
+		},
+		GPUsPerNode: 2,
+		CancelAfter: 300 * time.Millisecond, // the agents have started, and are not ready yet
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,119 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/trial"
+)
+
+type handle struct {
+	r       *Runtime
+	job     string
+	trial   string
+	header  string // the gang's first line in the trial's log
+	workers int
+	reports chan trial.Report
+	exited  chan struct{}
+	done    chan struct{}
+	stop    chan struct{}
+	once    sync.Once
+	result  error
+
+	mu       sync.Mutex
+	lastIter int
+}
+
+func (h *handle) Reports() <-chan trial.Report { return h.reports }
+func (h *handle) Exited() <-chan struct{}      { return h.exited }
+func (h *handle) Wait() error                  { <-h.done; return h.result }
+
+// Stop deregisters the job: Nomad sends SIGTERM to every worker's wrapper, which passes it on and
+// kills the trainer after the grace period.
+func (h *handle) Stop() {
+	h.once.Do(func() { close(h.stop) })
+}
+
+// watch follows the job's allocations until all are terminal, streaming rank 0's reports; the
+// first failure stops the rest of the gang. It then collects the logs and purges the job.
+func (h *handle) watch() {
+	defer close(h.done)
+	jobs := h.r.Client.Jobs()
+	stream, endStream := context.WithCancel(context.Background())
+	defer endStream()
+	var streaming sync.WaitGroup
+	streamed := false
+	stopped := false // Stop was asked for
+	ending := false  // the job is deregistered: stopped, or a worker failed
+	failed := ""     // the allocation that failed first
+	for {
+		select {
+		case <-h.stop:
+			stopped = true
+			if !ending {
+				ending = true
+				jobs.Deregister(h.job, false, nil)
+			}
+		default:
+		}
+		allocs, _, err := jobs.Allocations(h.job, true, nil)
+		if err != nil {
+			time.Sleep(h.r.poll())
+			continue
+		}
+		for _, a := range allocs {
+			if failed == "" && (a.ClientStatus == "failed" || a.ClientStatus == "lost") {
+				failed = a.ID
+			}
+			if !streamed && a.TaskGroup == "rank-0" && a.ClientStatus != "pending" {
+				streamed = true
+				streaming.Add(1)
+				go func() {
+					defer streaming.Done()
+					h.parse(h.stream(stream, a, "stdout", true), nil, func(err error) {
+						h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
+					})
+				}()
+			}
+		}
+		if failed != "" && !ending {
+			ending = true // a gang is whole or not at all: stop the rest, saving nothing
+			h.abort(allocs)
+			jobs.Deregister(h.job, false, nil)
+		}
+		if len(allocs) >= h.workers && terminal(allocs) == len(allocs) {
+			endStream()
+			streaming.Wait()
+			why := h.collect(allocs, failed)
+			switch {
+			case stopped:
+				h.result = executor.ErrStopped
+			case failed != "":
+				h.result = fmt.Errorf("gang failed: %s", why)
+			}
+			jobs.Deregister(h.job, true, nil) // purge
+			return
+		}
+		time.Sleep(h.r.poll())
+	}
+}
+
+// parse passes on the reports in the output read whose iteration is beyond the last one passed
+// on, echoing the output to echo (when not nil).
+func (h *handle) parse(out io.Reader, echo io.Writer, bad func(error)) {
+	trial.ScanReports(out, echo, func(rep trial.Report) {
+		h.mu.Lock()
+		fresh := rep.Iter > h.lastIter
+		if fresh {
+			h.lastIter = rep.Iter
+		}
+		h.mu.Unlock()
+		if fresh {
+			h.reports <- rep
+		}
+	}, bad)
+}

@@ -1,0 +1,185 @@
+package nomad
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	nomad "github.com/hashicorp/nomad/api"
+)
+
+// readTimeout bounds one read of a finished task's log (a node that went away answers nothing).
+const readTimeout = 30 * time.Second
+
+// collect reads every worker's output once, now that the gang has ended: rank 0's standard
+// output first, passing on the reports the live stream missed (it may stop short of the end, and
+// the last report is the stage's metric), then closes Reports and Exited; then every other
+// stream into the trial's log, LogDir/<trial>.log, under a header per worker. It returns why the
+// allocation named failed failed, with the end of its standard error.
+func (h *handle) collect(allocs []*nomad.AllocationListStub, failed string) string {
+	sort.SliceStable(allocs, func(i, j int) bool { return rankOf(allocs[i]) < rankOf(allocs[j]) })
+	log, closeLog := h.openLog()
+	defer closeLog()
+	for _, a := range allocs {
+		if a.TaskGroup == "rank-0" && a.ClientStatus != "lost" {
+			section(log, a, "stdout")
+			h.read(a, "stdout", func(out io.Reader) {
+				h.parse(out, log, func(err error) { fmt.Fprintf(log, "rubberband: ignored a malformed report: %v\n", err) })
+			})
+		}
+	}
+	close(h.reports)
+	close(h.exited)
+	keep := h.r.LogDir != ""
+	why := ""
+	for _, a := range allocs {
+		if a.ClientStatus == "lost" { // its output went with its node
+			fmt.Fprintf(log, "=== rank %d on node %s, allocation %s (lost): no output, the node is gone\n", rankOf(a), a.NodeName, a.ID)
+			if a.ID == failed {
+				why = fmt.Sprintf("task group %s lost on node %s", a.TaskGroup, a.NodeName)
+			}
+			continue
+		}
+		if keep && a.TaskGroup != "rank-0" {
+			section(log, a, "stdout")
+			h.read(a, "stdout", func(out io.Reader) { io.Copy(log, out) })
+		}
+		if keep || a.ID == failed {
+			section(log, a, "stderr")
+			tail := &tailWriter{max: 600}
+			h.read(a, "stderr", func(out io.Reader) { io.Copy(io.MultiWriter(log, tail), out) })
+			if a.ID == failed {
+				why = fmt.Sprintf("task group %s %s on node %s%s", a.TaskGroup, a.ClientStatus, a.NodeName, tail.String())
+			}
+		}
+	}
+	return why
+}
+
+// openLog opens the trial's log for appending, with the gang's header written; without a LogDir
+// (or when it cannot be opened) output is discarded.
+func (h *handle) openLog() (io.Writer, func()) {
+	if h.r.LogDir == "" {
+		return io.Discard, func() {}
+	}
+	if err := os.MkdirAll(h.r.LogDir, 0o755); err != nil {
+		h.r.logf("trial %s: keep its log: %v", h.trial, err)
+		return io.Discard, func() {}
+	}
+	f, err := os.OpenFile(filepath.Join(h.r.LogDir, h.trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		h.r.logf("trial %s: keep its log: %v", h.trial, err)
+		return io.Discard, func() {}
+	}
+	f.WriteString(h.header)
+	return f, func() { f.Close() }
+}
+
+func section(w io.Writer, a *nomad.AllocationListStub, stream string) {
+	fmt.Fprintf(w, "=== rank %d on node %s, allocation %s (%s): %s\n", rankOf(a), a.NodeName, a.ID, a.ClientStatus, stream)
+}
+
+// rankOf reads a worker's rank from its task group's name, rank-N.
+func rankOf(a *nomad.AllocationListStub) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(a.TaskGroup, "rank-"))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// read hands use the whole of one of a finished task's logs, bounded by readTimeout.
+func (h *handle) read(a *nomad.AllocationListStub, stream string, use func(io.Reader)) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	use(h.stream(ctx, a, stream, false))
+}
+
+// stream reads one of a task's logs from its start; with follow it goes on as the log grows,
+// until ctx ends.
+func (h *handle) stream(ctx context.Context, a *nomad.AllocationListStub, stream string, follow bool) io.Reader {
+	alloc := &nomad.Allocation{ID: a.ID, NodeID: a.NodeID}
+	frames, errs := h.r.Client.AllocFS().Logs(alloc, follow, "trainer", stream, "start", 0, ctx.Done(), (&nomad.QueryOptions{}).WithContext(ctx))
+	pr, pw := io.Pipe()
+	go func() {
+		defer pw.Close()
+		if !copyFrames(ctx, pw, frames, errs) {
+			return
+		}
+		// Stopped early: let the API's reader end, as it may be blocked handing over a frame.
+		for {
+			select {
+			case _, ok := <-frames:
+				if !ok {
+					return
+				}
+			case <-errs:
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// copyFrames writes the frames' data to w until the stream ends, or until ctx ends (passing on
+// what is buffered already); it reports whether it stopped before the stream's end.
+func copyFrames(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFrame, errs <-chan error) (early bool) {
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return false
+			}
+			if f != nil {
+				if _, err := w.Write(f.Data); err != nil {
+					return true
+				}
+			}
+		case <-errs:
+			return false
+		case <-ctx.Done():
+			for {
+				select {
+				case f, ok := <-frames:
+					if !ok {
+						return false
+					}
+					if f != nil {
+						w.Write(f.Data)
+					}
+				default:
+					return true
+				}
+			}
+		}
+	}
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	b   []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+// String is the tail as the end of a failure message: ": <text>", or nothing.
+func (t *tailWriter) String() string {
+	s := strings.TrimSpace(string(t.b))
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
