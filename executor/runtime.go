@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -26,6 +27,9 @@ type Gang struct {
 	Workers []Worker
 	// CPUMHz and MemoryMB size each worker for a cluster scheduler.
 	CPUMHz, MemoryMB int
+	// Timeout is the launch's budget: the driver stops the gang past it. Runtimes whose workers
+	// can outlive the driver pass it on, so that a worker left alone stops by itself.
+	Timeout time.Duration
 }
 
 // Runtime launches gangs. executor/runtimetest is this contract as a test suite, run over every

@@ -241,6 +241,7 @@ func (x *run) launchAndFollow(ctx context.Context, b, k int, st spec.Stage, id s
 	x.mu.Lock()
 	t := x.st.trials[id]
 	g := BuildGang(GangSpec{Trial: id, Experiment: x.cfg.Experiment, Params: t.params, StartIter: st.StartIter, TargetIter: st.EndIter()}, slots, byID)
+	g.Timeout = budget
 	try := x.st.tries[trialStage{id, k}] + 1
 	x.mu.Unlock()
 	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this.

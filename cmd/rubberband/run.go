@@ -20,6 +20,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -267,6 +268,15 @@ func execute(c *cli.Context, dir string) error {
 		return err
 	}
 	defer stopBackend()
+	if st.run.Backend == "nomad" { // its workers can outlive us: they watch this heartbeat
+		store, err := openStore(c.Context, st.exp, dir)
+		if err != nil {
+			return err
+		}
+		beat, stopBeat := context.WithCancel(context.WithoutCancel(c.Context))
+		defer stopBeat()
+		go heartbeat.Beat(beat, store, st.run.RunID, heartbeat.Every, func(err error) { fmt.Fprintln(logw, err) })
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	predicted := st.plan.Predicted.JCT.Mean

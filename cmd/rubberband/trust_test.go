@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -527,4 +528,40 @@ func syncs(events []executor.Event) string {
 		}
 	}
 	return b.String()
+}
+
+// A worker left by a driver that died stops by itself: when the driver's heartbeat is gone, and
+// past its launch's deadline. Its trainer gets SIGTERM, its checkpoint is saved, and the wrapper
+// says why (exit 124).
+func TestWorkerStopsWithoutItsDriver(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		why  string
+	}{
+		{"heartbeat", []string{"--run", "r-gone", "--heartbeat-timeout", "1s"}, "no heartbeat from the driver of run r-gone"},
+		{"deadline", []string{"--timeout", "1s"}, "past the launch's deadline of 1s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := t.TempDir()
+			args := append([]string{"worker", "--trial", "t1", "--rank", "0", "--grace", "2s"}, c.args...)
+			args = append(args, "--", "sh", "-c", `trap 'echo 3 > "$RB_CHECKPOINT_DIR/state"; exit 0' TERM; echo '@rb {"iter": 1, "score": 0.5}'; sleep 60 & wait`)
+			cmd := exec.Command(binary, args...)
+			cmd.Env = append(os.Environ(), "RB_CHECKPOINTS=file://"+store, "RB_TARGET_ITER=5")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 124 || !strings.Contains(out.String(), c.why) {
+				t.Fatalf("worker: %v\n%s", err, out.String())
+			}
+			if el := time.Since(start); el > 8*time.Second {
+				t.Fatalf("the worker went on for %v", el)
+			}
+			if saved, _ := filepath.Glob(filepath.Join(store, "trials", "t1", "*")); len(saved) == 0 {
+				t.Fatalf("no checkpoint saved; output:\n%s", out.String())
+			}
+		})
+	}
 }

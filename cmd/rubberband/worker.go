@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/nomad"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -66,6 +68,10 @@ func restoreGangCheckpoint(ctx context.Context, store checkpoint.Store, trialID,
 
 // workerCommand is what a remote runtime (Nomad) runs on a node: restore the trial's checkpoint
 // from the store, run the trainer under the contract, save the checkpoint when rank 0 exits 0.
+// exitWatchdog is the wrapper's exit code when it stopped its trainer by itself (deadline or
+// heartbeat), as timeout(1) exits.
+const exitWatchdog = 124
+
 func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "worker",
@@ -77,6 +83,9 @@ func workerCommand() *cli.Command {
 			&cli.IntFlag{Name: "rank", Required: true},
 			&cli.StringFlag{Name: "gang", Usage: "the ID of this launch of the trial, shared by its workers (the Nomad job)"},
 			&cli.DurationFlag{Name: "grace", Value: trial.GracePeriod, Usage: "how long the trainer has after SIGTERM before it is killed"},
+			&cli.StringFlag{Name: "run", Usage: "the run's ID: watch its driver's heartbeat in the checkpoint store"},
+			&cli.DurationFlag{Name: "heartbeat-timeout", Value: heartbeat.DefaultTimeout, Usage: "stop the trainer after this long without a heartbeat from the driver"},
+			&cli.DurationFlag{Name: "timeout", Usage: "stop the trainer after this long (the launch's deadline; 0: none)"},
 		},
 		Action: func(c *cli.Context) error {
 			argv := c.Args().Slice()
@@ -140,24 +149,51 @@ func workerCommand() *cli.Command {
 			}()
 			// SIGTERM (a stop) or the runtime's abort signal (another worker of the gang failed)
 			// reach the trainer as SIGTERM; the wrapper itself kills it after the grace period, so
-			// that it still has the time to save what a stopped trainer reached.
+			// that it still has the time to save what a stopped trainer reached. The wrapper also
+			// stops the trainer by itself past the launch's deadline or when the driver's heartbeat
+			// is gone: a driver that died must not leave rented machines training.
 			var stopped, aborted atomic.Bool
+			var kill sync.Once
+			var whyMu sync.Mutex
+			var why error // what made the wrapper stop the trainer by itself
+			stop := func(abort bool, reason error) {
+				if abort {
+					aborted.Store(true)
+				} else {
+					stopped.Store(true)
+				}
+				if reason != nil {
+					whyMu.Lock()
+					why = cmp.Or(why, reason)
+					whyMu.Unlock()
+					fmt.Fprintf(os.Stderr, "rubberband: stopping the trainer: %v\n", reason)
+				}
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+				kill.Do(func() {
+					time.AfterFunc(c.Duration("grace"), func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+				})
+			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, nomad.AbortSignal)
 			go func() {
-				var kill sync.Once
 				for s := range sig {
-					if s == nomad.AbortSignal {
-						aborted.Store(true)
-					} else {
-						stopped.Store(true)
-					}
-					syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-					kill.Do(func() {
-						time.AfterFunc(c.Duration("grace"), func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-					})
+					stop(s == nomad.AbortSignal, nil)
 				}
 			}()
+			watch, endWatch := context.WithCancel(context.WithoutCancel(c.Context))
+			defer endWatch()
+			if d := c.Duration("timeout"); d > 0 {
+				deadline := time.AfterFunc(d, func() { stop(false, fmt.Errorf("past the launch's deadline of %s", d)) })
+				defer deadline.Stop()
+			}
+			if runID := c.String("run"); runID != "" {
+				timeout := c.Duration("heartbeat-timeout")
+				go func() {
+					if err := heartbeat.Watch(watch, store, runID, timeout, min(timeout/4, heartbeat.Every)); err != nil && watch.Err() == nil {
+						stop(false, err)
+					}
+				}()
+			}
 			<-relayed
 			err = cmd.Wait()
 			var exit *exec.ExitError
@@ -180,6 +216,12 @@ func workerCommand() *cli.Command {
 				if _, err := checkpoint.SaveDir(context.WithoutCancel(c.Context), store, trialID, dir); err != nil {
 					return fmt.Errorf("worker: save checkpoint: %w", err)
 				}
+			}
+			whyMu.Lock()
+			reason := why
+			whyMu.Unlock()
+			if reason != nil {
+				return &exitErr{code: exitWatchdog, err: fmt.Errorf("worker: %w (checkpoint saved)", reason)}
 			}
 			if exit != nil {
 				return &exitErr{code: max(exit.ExitCode(), 1)}

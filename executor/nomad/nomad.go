@@ -20,6 +20,7 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -51,6 +52,9 @@ type Runtime struct {
 	// touches another run of the same spec.
 	Experiment string
 	RunID      string
+	// HeartbeatTimeout is how long a worker goes on without its driver's heartbeat (the driver
+	// beats with heartbeat.Beat into the checkpoint store); default heartbeat.DefaultTimeout.
+	HeartbeatTimeout time.Duration
 	// Self is the rubberband binary on the nodes (raw_exec runs it as the worker wrapper).
 	Self string
 	// StoreEnv tells the wrapper where checkpoints live (RB_CHECKPOINTS=..., never credentials).
@@ -146,7 +150,8 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 		if trainer[0] == "rubberband" {
 			trainer[0] = self // the built-in trainers run from the same binary
 		}
-		args := append([]string{"worker", "--trial", g.Trial, "--rank", strconv.Itoa(env.Rank), "--gang", id, "--grace", grace.String(), "--"}, trainer...)
+		args := append(r.watchdogArgs(g, grace, "worker", "--trial", g.Trial, "--rank", strconv.Itoa(env.Rank), "--gang", id, "--grace", grace.String()), "--")
+		args = append(args, trainer...)
 		task := nomad.NewTask("trainer", "raw_exec").SetConfig("command", self).SetConfig("args", args)
 		extra := append(append([]string(nil), r.StoreEnv...), r.ExtraEnv...)
 		if g.Image != "" {
@@ -201,6 +206,23 @@ func (r *Runtime) poll() time.Duration {
 		return r.Poll
 	}
 	return 100 * time.Millisecond
+}
+
+// watchdogArgs adds what lets a worker stop by itself when its driver is gone: the run's
+// heartbeat to watch, and the launch's deadline, with a margin so that the driver, while it
+// lives, stops the gang first.
+func (r *Runtime) watchdogArgs(g executor.Gang, grace time.Duration, args ...string) []string {
+	if r.RunID != "" {
+		timeout := r.HeartbeatTimeout
+		if timeout <= 0 {
+			timeout = heartbeat.DefaultTimeout
+		}
+		args = append(args, "--run", r.RunID, "--heartbeat-timeout", timeout.String())
+	}
+	if g.Timeout > 0 {
+		args = append(args, "--timeout", (g.Timeout + 2*grace + time.Minute).String())
+	}
+	return args
 }
 
 // jobPrefix starts the ID of every job of this run.
