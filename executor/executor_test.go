@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -469,5 +471,23 @@ func TestDeleteErrorIsReported(t *testing.T) {
 	_, _, err := h.run(t, context.Background())
 	if err == nil || !strings.Contains(err.Error(), "throttled") {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+// The meter bills every node at the price it was rented at, which the provider says.
+func TestNodesBilledAtTheirOwnPrice(t *testing.T) {
+	cost := func(price float64) float64 {
+		h := newHarness(t, shaSpec)
+		h.provider.Offer = cloud.Offer{Market: cloud.OnDemand, PricePerHour: price}
+		res, _, err := h.run(t, context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Realized.Cost
+	}
+	// Every node is held less than the 60 s minimum charge: the cost is exact.
+	at, twice := cost(3.6), cost(7.2)
+	if want := 4 * 60 * 3.6 / 3600; math.Abs(at-want) > 1e-9 || math.Abs(twice-2*at) > 1e-9 {
+		t.Fatalf("cost at $3.6/h %v (want %v: 4 nodes, a minute each), at $7.2/h %v", at, want, twice)
 	}
 }

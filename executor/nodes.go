@@ -133,7 +133,8 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 		}
 	}
 	if len(held) < n {
-		created, err := x.cfg.Provider.Create(ctx, n-len(held))
+		c := x.cfg.Experiment.Cluster
+		created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: n - len(held), InstanceType: c.InstanceType, Market: cloud.Market(c.Market)})
 		for i := range created {
 			if jerr := x.record(Event{Ev: EvNodeUp, At: created[i].RunningAt, Bracket: b, Node: &created[i]}, true); jerr != nil {
 				// The journal cannot hold them: release them rather than leave them billing.

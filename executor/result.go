@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim/meter"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -81,13 +82,20 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 		return meter.Breakdown{}
 	}
 	sec := func(t time.Time) float64 { return t.Sub(s.start).Seconds() / x.cfg.TimeScale }
+	// Each node at its own price; the spec's for nodes journaled before nodes carried one.
+	price := func(n cloud.Node) float64 {
+		if n.PricePerHour > 0 {
+			return n.PricePerHour / 3600
+		}
+		return m.NodePricePerSecond
+	}
 	var nodes []meter.NodeSpan
 	for _, r := range s.released {
-		nodes = append(nodes, meter.NodeSpan{Bracket: r.bracket, RunningFrom: sec(r.node.RunningAt), ReleasedAt: sec(r.released), PricePerSecond: m.NodePricePerSecond})
+		nodes = append(nodes, meter.NodeSpan{Bracket: r.bracket, RunningFrom: sec(r.node.RunningAt), ReleasedAt: sec(r.released), PricePerSecond: price(r.node)})
 	}
 	for b, held := range s.nodes {
 		for _, n := range held {
-			nodes = append(nodes, meter.NodeSpan{Bracket: b, RunningFrom: sec(n.RunningAt), ReleasedAt: max(sec(now), sec(n.RunningAt)), PricePerSecond: m.NodePricePerSecond})
+			nodes = append(nodes, meter.NodeSpan{Bracket: b, RunningFrom: sec(n.RunningAt), ReleasedAt: max(sec(now), sec(n.RunningAt)), PricePerSecond: price(n)})
 		}
 	}
 	var launches []meter.LaunchSpan

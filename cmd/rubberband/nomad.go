@@ -16,6 +16,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/executor/nomad"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -24,6 +25,11 @@ import (
 // directory when none is set, and returns the provider (client agents as nodes), the runtime and
 // a function that stops what it started.
 func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, self, runID string) (cloud.Provider, executor.Runtime, func(), error) {
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	offer := offerOf(exp, m)
 	bin, err := nomadBinary()
 	if err != nil {
 		return nil, nil, nil, err
@@ -43,7 +49,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		return nil, nil, nil, fmt.Errorf("nomad: %w", err)
 	}
 	provider, err := nomadlocal.New(ctx, nomadlocal.Config{NomadBin: bin, Dir: filepath.Join(dir, "nomad"), Client: client,
-		GPUsPerNode: exp.Cluster.GPUsPerNode, FreePort: freePort})
+		GPUsPerNode: exp.Cluster.GPUsPerNode, FreePort: freePort, Offer: offer})
 	if err != nil {
 		stop()
 		return nil, nil, nil, err

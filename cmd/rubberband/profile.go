@@ -83,7 +83,7 @@ func profileAction(c *cli.Context) error {
 		nodesFor = func(g int) ([]cloud.Node, func(), error) {
 			n := (g + exp.Cluster.GPUsPerNode - 1) / exp.Cluster.GPUsPerNode
 			start := time.Now()
-			nodes, err := provider.Create(c.Context, n)
+			nodes, err := provider.Create(c.Context, cloud.Request{Count: n})
 			if err != nil {
 				return nil, nil, err
 			}

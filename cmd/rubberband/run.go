@@ -401,7 +401,7 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 		return nil, nil, nil, err
 	}
 	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
-		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
+		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, Offer: offerOf(st.exp, m), TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -412,6 +412,11 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	runtime := &process.Runtime{Store: store, WorkDir: filepath.Join(st.dir, "work"), LogDir: filepath.Join(st.dir, "logs"), Self: self,
 		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
 	return provider, runtime, func() {}, nil
+}
+
+// offerOf is the kind of node the spec's cluster rents, at the price the model bills.
+func offerOf(exp *spec.Experiment, m *sim.Model) cloud.Offer {
+	return cloud.Offer{InstanceType: exp.Cluster.InstanceType, Market: cloud.Market(exp.Cluster.Market), PricePerHour: m.NodePricePerSecond * 3600}
 }
 
 func fileSHA(path string) (string, error) {

@@ -4,8 +4,73 @@ package cloud
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
+
+// Market is how a node is rented.
+type Market string
+
+// Markets.
+const (
+	OnDemand Market = "on-demand"
+	Spot     Market = "spot"
+)
+
+// Request asks for nodes: how many, of which instance type, on which market. An empty type or
+// market asks for the provider's own (the spec's cluster).
+type Request struct {
+	Count        int
+	InstanceType string
+	Market       Market
+}
+
+// CapacityError says a provider cannot rent what was asked now: no capacity in a zone, a quota,
+// a type or market it does not offer. The caller may wait, ask for another type or market, or
+// stop; check it with errors.As.
+type CapacityError struct {
+	InstanceType string
+	Market       Market
+	Zone         string
+	Reason       string
+}
+
+func (e *CapacityError) Error() string {
+	where := ""
+	if e.Zone != "" {
+		where = " in " + e.Zone
+	}
+	return fmt.Sprintf("no %s %s capacity%s: %s", e.Market, e.InstanceType, where, e.Reason)
+}
+
+// Offer is what a provider that rents one kind of node offers (the local and emulated ones).
+type Offer struct {
+	InstanceType string
+	Market       Market
+	PricePerHour float64
+}
+
+// Check says whether req asks for this offer; empty fields of req match.
+func (o Offer) Check(req Request) error {
+	if (req.InstanceType != "" && req.InstanceType != o.InstanceType) || (req.Market != "" && req.Market != o.market()) {
+		return &CapacityError{InstanceType: req.InstanceType, Market: req.Market,
+			Reason: fmt.Sprintf("this provider offers only %s %s", o.market(), o.InstanceType)}
+	}
+	return nil
+}
+
+// Stamp gives a node the offer's type, market and price.
+func (o Offer) Stamp(n Node) Node {
+	n.InstanceType, n.Market, n.PricePerHour = o.InstanceType, o.market(), o.PricePerHour
+	return n
+}
+
+func (o Offer) market() Market {
+	if o.Market == "" {
+		return OnDemand
+	}
+	return o.Market
+}
 
 // Node is one rented machine.
 type Node struct {
@@ -15,17 +80,27 @@ type Node struct {
 	Addr string `json:"addr"`
 	// RunningAt is when the node started running: billing starts here, before initialisation.
 	RunningAt time.Time `json:"running_at"`
+	// InstanceType, Market and PricePerHour are what the node is and what it costs: the cost
+	// meter bills each node at its own price.
+	InstanceType string  `json:"instance_type,omitempty"`
+	Market       Market  `json:"market,omitempty"`
+	PricePerHour float64 `json:"price_per_hour,omitempty"`
 }
 
 // Provider rents nodes for one experiment.
 //
 // Error contract: Create returns the nodes that did come up even when it fails for the rest, and
-// the caller owns those; Delete of an unknown or already deleted node is not an error; List
-// returns every node the provider holds for the experiment, so that a resumed driver can find
-// what an earlier one rented. Errors are wrapped; none of a backend's own types leak.
+// the caller owns those; what it cannot rent is a *CapacityError; Delete of an unknown or already
+// deleted node is not an error; List returns every node the provider holds for the experiment,
+// so that a resumed driver can find what an earlier one rented. Errors are wrapped; none of a
+// backend's own types leak.
+//
+// A node going away (a crash, a spot interruption) is learnt by polling: the executor calls List
+// when a gang fails (its node may be the cause) and when a driver takes over a run. A lost node
+// fails its gangs first, so nothing is missed between polls, and providers need no event stream.
 type Provider interface {
-	// Create rents n nodes and returns once they are running and initialised.
-	Create(ctx context.Context, n int) ([]Node, error)
+	// Create rents req.Count nodes and returns once they are running and initialised.
+	Create(ctx context.Context, req Request) ([]Node, error)
 	// Delete releases nodes.
 	Delete(ctx context.Context, ids []string) error
 	// List returns the nodes held now.

@@ -21,6 +21,8 @@ import (
 // Provider rents nodes that exist only in memory.
 type Provider struct {
 	GPUsPerNode int
+	// Offer is what it rents (a request for another type or market is a *cloud.CapacityError).
+	Offer cloud.Offer
 	// CreateFault, when set, is asked at each Create call (numbered from 1) how many of the n
 	// nodes come up and with what error for the rest.
 	CreateFault func(call, n int) (up int, err error)
@@ -40,7 +42,11 @@ type Provider struct {
 var _ cloud.Provider = (*Provider)(nil)
 
 // Create rents n nodes, or fewer when CreateFault says so.
-func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
+func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
+	if err := p.Offer.Check(req); err != nil {
+		return nil, err
+	}
+	n := req.Count
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.nodes == nil {
@@ -54,7 +60,7 @@ func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
 	var out []cloud.Node
 	for range min(up, n) {
 		p.next++
-		node := cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: time.Now()}
+		node := p.Offer.Stamp(cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: time.Now()})
 		p.nodes[node.ID] = node
 		p.Created = append(p.Created, node.ID)
 		out = append(out, node)

@@ -27,6 +27,7 @@ type Provider struct {
 	gpus        int
 	scale, init sim.Dist
 	data        float64
+	offer       cloud.Offer
 	timeScale   float64
 
 	mu    sync.Mutex
@@ -49,6 +50,8 @@ type Config struct {
 	Scale, Init sim.Dist
 	// Data is how long (seconds) a new node takes to download the dataset, after INIT.
 	Data float64
+	// Offer is the one kind of node it rents.
+	Offer cloud.Offer
 	// TimeScale multiplies every emulated latency (1 = real time; 0.01 for fast tests).
 	TimeScale float64
 	Rand      *rand.Rand
@@ -56,7 +59,7 @@ type Config struct {
 
 // New returns a provider, loading the nodes an earlier driver left in the state file.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{file: cfg.StateFile, gpus: cfg.GPUsPerNode, scale: cfg.Scale, init: cfg.Init, data: cfg.Data, timeScale: cfg.TimeScale,
+	p := &Provider{file: cfg.StateFile, gpus: cfg.GPUsPerNode, scale: cfg.Scale, init: cfg.Init, data: cfg.Data, offer: cfg.Offer, timeScale: cfg.TimeScale,
 		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}}
 	b, err := os.ReadFile(cfg.StateFile)
 	if err == nil {
@@ -71,9 +74,13 @@ func New(cfg Config) (*Provider, error) {
 
 // Create sleeps one SCALE latency, then the slowest of n INIT latencies and the DATA download,
 // and registers the nodes.
-func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
+func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
+	n := req.Count
 	if n <= 0 {
 		return nil, nil
+	}
+	if err := p.offer.Check(req); err != nil {
+		return nil, fmt.Errorf("local provider: %w", err)
 	}
 	p.mu.Lock()
 	scale := p.scale.Sample(p.rng)
@@ -94,7 +101,7 @@ func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
 	nodes := make([]cloud.Node, n)
 	for i := range nodes {
 		p.state.Next++
-		nodes[i] = cloud.Node{ID: fmt.Sprintf("local-%04d", p.state.Next), GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: running}
+		nodes[i] = p.offer.Stamp(cloud.Node{ID: fmt.Sprintf("local-%04d", p.state.Next), GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: running})
 		p.state.Nodes[nodes[i].ID] = nodes[i]
 	}
 	return nodes, p.save()

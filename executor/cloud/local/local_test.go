@@ -12,10 +12,12 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
+var offer = cloud.Offer{InstanceType: "p3.8xlarge", Market: cloud.OnDemand, PricePerHour: 12.24}
+
 // config is a provider whose nodes take 0.2 s to scale and 0.1 s to initialise.
 func config(t *testing.T) Config {
 	return Config{StateFile: filepath.Join(t.TempDir(), "nodes.json"), GPUsPerNode: 4, Scale: sim.Constant(20), Init: sim.Constant(10),
-		TimeScale: 0.01, Rand: spec.NewRand(1, 1)}
+		TimeScale: 0.01, Rand: spec.NewRand(1, 1), Offer: offer}
 }
 
 // The Provider contract, reopened from the state file.
@@ -36,6 +38,7 @@ func TestContract(t *testing.T) {
 			}
 		},
 		GPUsPerNode: 4,
+		Offer:       offer,
 		CancelAfter: 100 * time.Millisecond, // within the scale latency
 	})
 }
@@ -48,7 +51,7 @@ func TestEmulatedLatencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	nodes, err := p.Create(context.Background(), 3)
+	nodes, err := p.Create(context.Background(), cloud.Request{Count: 3})
 	if err != nil || len(nodes) != 3 {
 		t.Fatal(nodes, err)
 	}

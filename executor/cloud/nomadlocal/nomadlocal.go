@@ -73,6 +73,7 @@ type Provider struct {
 	gpus          int
 	client        *nomad.Client
 	freePort      func() (int, error)
+	offer         cloud.Offer
 
 	mu    sync.Mutex
 	state state
@@ -98,6 +99,8 @@ type Config struct {
 	Client      *nomad.Client // the server's API
 	GPUsPerNode int
 	FreePort    func() (int, error)
+	// Offer is the one kind of node it rents.
+	Offer cloud.Offer
 }
 
 // New returns a provider, finding the agents an earlier driver started.
@@ -106,7 +109,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if err != nil || leader == "" {
 		return nil, fmt.Errorf("nomadlocal: no Nomad server leader (%v)", err)
 	}
-	p := &Provider{bin: cfg.NomadBin, dir: cfg.Dir, rpc: leader, gpus: cfg.GPUsPerNode, client: cfg.Client, freePort: cfg.FreePort,
+	p := &Provider{bin: cfg.NomadBin, dir: cfg.Dir, rpc: leader, gpus: cfg.GPUsPerNode, client: cfg.Client, freePort: cfg.FreePort, offer: cfg.Offer,
 		state: state{Nodes: map[string]node{}}}
 	b, err := os.ReadFile(p.stateFile())
 	if err == nil {
@@ -122,7 +125,11 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 func (p *Provider) stateFile() string { return filepath.Join(p.dir, "nomad-nodes.json") }
 
 // Create starts n client agents and waits until the server lists each as ready.
-func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
+func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
+	n := req.Count
+	if err := p.offer.Check(req); err != nil {
+		return nil, fmt.Errorf("nomadlocal: %w", err)
+	}
 	var created []cloud.Node
 	for range n {
 		if err := ctx.Err(); err != nil { // cancelled: start no more agents
@@ -157,7 +164,7 @@ func (p *Provider) Create(ctx context.Context, n int) ([]cloud.Node, error) {
 		}
 		logf.Close()
 		go cmd.Wait() // reap; the agent's life is followed through the server
-		nd := node{Node: cloud.Node{ID: name, GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: time.Now()}, PID: cmd.Process.Pid}
+		nd := node{Node: p.offer.Stamp(cloud.Node{ID: name, GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: time.Now()}), PID: cmd.Process.Pid}
 		p.mu.Lock()
 		p.state.Nodes[name] = nd
 		err = p.save()

@@ -12,13 +12,15 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 )
 
+var offer = cloud.Offer{InstanceType: "g4dn.2xlarge", Market: cloud.Spot, PricePerHour: 0.23}
+
 // The Provider contract with real client agents joining one real Nomad server, reopened from the
 // provider's state file.
 func TestContract(t *testing.T) {
 	n := servers.StartNomad(t)
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
-			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: freePort}
+			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: freePort, Offer: offer}
 			open := func(t *testing.T) cloud.Provider {
 				p, err := nomadlocal.New(context.Background(), cfg)
 				if err != nil {
@@ -29,6 +31,7 @@ func TestContract(t *testing.T) {
 			return open(t), open
 		},
 		GPUsPerNode: 2,
+		Offer:       offer,
 		CancelAfter: 300 * time.Millisecond, // the agents have started, and are not ready yet
 	})
 }

@@ -17,6 +17,8 @@ type Harness struct {
 	New func(t *testing.T) (p cloud.Provider, reopen func(t *testing.T) cloud.Provider)
 	// GPUsPerNode is what every node of the providers has.
 	GPUsPerNode int
+	// Offer is the instance type, market and price the providers were set up to rent.
+	Offer cloud.Offer
 	// CancelAfter is how long into a Create the suite cancels its context, to catch the provider
 	// half way (0: only the case of a context cancelled before Create).
 	CancelAfter time.Duration
@@ -33,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeleteReleases", deleteReleases},
 		{"ReopenFindsHeld", reopenFindsHeld},
 		{"CreateCancelled", createCancelled},
+		{"NodesCarryTheirOffer", nodesCarryTheirOffer},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
 	}
@@ -66,11 +69,11 @@ func releaseAtEnd(t *testing.T, p cloud.Provider) {
 func createRunningNodes(t *testing.T, h Harness) {
 	p, _ := h.open(t)
 	ctx := context.Background()
-	if nodes, err := p.Create(ctx, 0); err != nil || len(nodes) != 0 {
+	if nodes, err := p.Create(ctx, cloud.Request{Count: 0}); err != nil || len(nodes) != 0 {
 		t.Fatalf("create 0: %v, %v", nodes, err)
 	}
 	before := time.Now()
-	nodes, err := p.Create(ctx, 2)
+	nodes, err := p.Create(ctx, cloud.Request{Count: 2})
 	after := time.Now()
 	if err != nil || len(nodes) != 2 {
 		t.Fatalf("create 2: %v, %v", nodes, err)
@@ -97,7 +100,7 @@ func listIsWhatIsHeld(t *testing.T, h Harness) {
 		t.Fatalf("a fresh provider holds %v", want)
 	}
 	for _, n := range []int{2, 1} {
-		nodes, err := p.Create(ctx, n)
+		nodes, err := p.Create(ctx, cloud.Request{Count: n})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +121,7 @@ func listIsWhatIsHeld(t *testing.T, h Harness) {
 func deleteReleases(t *testing.T, h Harness) {
 	p, _ := h.open(t)
 	ctx := context.Background()
-	nodes, err := p.Create(ctx, 2)
+	nodes, err := p.Create(ctx, cloud.Request{Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +152,7 @@ func reopenFindsHeld(t *testing.T, h Harness) {
 		t.Skip("this provider keeps no state")
 	}
 	ctx := context.Background()
-	nodes, err := p.Create(ctx, 2)
+	nodes, err := p.Create(ctx, cloud.Request{Count: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +163,7 @@ func reopenFindsHeld(t *testing.T, h Harness) {
 	if got := held(t, q); !slices.Equal(got, []string{nodes[1].ID}) {
 		t.Fatalf("the reopened provider holds %v, want [%s]", got, nodes[1].ID)
 	}
-	more, err := q.Create(ctx, 1)
+	more, err := q.Create(ctx, cloud.Request{Count: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +196,7 @@ func createCancelled(t *testing.T, h Harness) {
 			} else {
 				time.AfterFunc(c.after, cancel)
 			}
-			nodes, err := p.Create(ctx, 2)
+			nodes, err := p.Create(ctx, cloud.Request{Count: 2})
 			cancel()
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("create with a cancelled context: %v, %v; want an error wrapping context.Canceled", nodes, err)
@@ -232,4 +235,29 @@ func ids(nodes []cloud.Node) []string {
 		out[i] = n.ID
 	}
 	return out
+}
+
+// A node carries the instance type, market and price it is rented at (what the meter bills); a
+// request for a type or market the provider does not offer is a *cloud.CapacityError and rents
+// nothing.
+func nodesCarryTheirOffer(t *testing.T, h Harness) {
+	p, _ := h.open(t)
+	ctx := context.Background()
+	nodes, err := p.Create(ctx, cloud.Request{Count: 1, InstanceType: h.Offer.InstanceType, Market: h.Offer.Market})
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("create: %v, %v", nodes, err)
+	}
+	if n := nodes[0]; n.InstanceType != h.Offer.InstanceType || n.Market != h.Offer.Market || n.PricePerHour != h.Offer.PricePerHour {
+		t.Fatalf("node %+v, offer %+v", n, h.Offer)
+	}
+	for _, req := range []cloud.Request{{Count: 1, InstanceType: "no-such-type"}, {Count: 1, Market: "no-such-market"}} {
+		nodes, err := p.Create(ctx, req)
+		var capacity *cloud.CapacityError
+		if !errors.As(err, &capacity) || len(nodes) != 0 {
+			t.Fatalf("create %+v: %v, %v; want a *cloud.CapacityError and no node", req, nodes, err)
+		}
+	}
+	if got := held(t, p); len(got) != 1 {
+		t.Fatalf("held %v after refused requests", got)
+	}
 }
