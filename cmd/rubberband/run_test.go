@@ -522,9 +522,36 @@ func TestFidelityOnNomad(t *testing.T) {
 		t.Logf("nomad seed %s: JCT predicted %.1f s realized %.1f s (%+.1f%%); cost predicted $%.4f realized $%.4f (%+.1f%%)",
 			seed, r.Predicted.JCT, r.Realized.JCT, dj, r.Predicted.Cost, r.Realized.Cost, dc)
 		if dj < -10 || dj > 10 || dc < -10 || dc > 10 {
-			t.Errorf("seed %s on nomad: %+.1f%% in time, %+.1f%% in cost off the prediction", seed, dj, dc)
+			t.Errorf("seed %s on nomad: %+.1f%% in time, %+.1f%% in cost off the prediction\n%s", seed, dj, dc, explainMiss(t, state, r))
+		} else if math.Abs(dj) > 3 {
+			t.Logf("seed %s: %s", seed, explainMiss(t, state, r))
 		}
 	}
+}
+
+// explainMiss says where a run's time went against its prediction: per stage, and what the
+// journal holds that the model does not (failed tries, lost nodes, timeouts, slow node start-up).
+func explainMiss(t *testing.T, state string, r RunReport) string {
+	var b strings.Builder
+	for _, s := range r.Stages {
+		fmt.Fprintf(&b, "  stage %d: predicted %.1f s realized %.1f s (%+.1f s)\n", s.Stage, s.Predicted.Duration, s.Realized.Duration, s.Realized.Duration-s.Predicted.Duration)
+	}
+	var stageAt time.Time
+	for _, e := range readJournal(t, state) {
+		switch e.Ev {
+		case executor.EvStage:
+			stageAt = e.At
+		case executor.EvFail, executor.EvTimeout:
+			fmt.Fprintf(&b, "  %s %s stage %d try %d: %s\n", e.Ev, e.Trial, e.Stage, e.Try, e.Error)
+		case executor.EvNodeOff:
+			if e.Error != "" {
+				fmt.Fprintf(&b, "  node_down %v: %s\n", e.Nodes, e.Error)
+			}
+		case executor.EvNodeUp:
+			fmt.Fprintf(&b, "  node_up %s running %.2f s (wall) after its stage began\n", e.Node.ID, e.Node.RunningAt.Sub(stageAt).Seconds())
+		}
+	}
+	return b.String()
 }
 
 // A full SHA job with trainer.image through Nomad's docker driver, checkpoints in MinIO: trials
