@@ -118,7 +118,7 @@ func drawRunPlots(dir string, st *state, res *executor.Result, events []executor
 		return err
 	}
 	// Cost per stage, predicted against realized.
-	rep := runReport(st, res)
+	rep := executor.Compare(st.plan, res)
 	var cats []string
 	var pred, real []float64
 	for _, sr := range rep.Stages {
