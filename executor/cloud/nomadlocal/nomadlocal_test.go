@@ -2,7 +2,6 @@ package nomadlocal_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ func TestContract(t *testing.T) {
 	n := servers.StartNomad(t)
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
-			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: freePort}
+			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: nomadlocal.FreePort}
 			open := func(t *testing.T) cloud.Provider {
 				p, err := nomadlocal.New(context.Background(), cfg)
 				if err != nil {
@@ -31,13 +30,4 @@ func TestContract(t *testing.T) {
 		GPUsPerNode: 2,
 		CancelAfter: 300 * time.Millisecond, // the agents have started, and are not ready yet
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
