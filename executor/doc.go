@@ -4,5 +4,6 @@
 // sync and releases the nodes the next stage does not need. It journals every decision and
 // result, so that a driver that died can be resumed (by one driver at a time: LockDir), and
 // meters the cost of the nodes it holds with the simulator's billing rules, so that realized and
-// predicted runs compare line by line.
+// predicted runs compare line by line: Compare joins a plan's per-stage predictions with a run's
+// result, and RealizedSchedule lays a journal out on nodes as the simulator lays out a sampled run.
 package executor

@@ -20,17 +20,22 @@ func drawGantt(file string, s *sim.Simulator, a sim.Alloc, title string) error {
 	if err != nil {
 		return err
 	}
+	return drawSchedule(file, title, sc, func(sp sim.Span) int { return sp.Bracket*100000 + sp.Trial })
+}
+
+// drawSchedule draws a schedule, planned or realized, its TRAIN spans coloured by label.
+func drawSchedule(file, title string, sc sim.Schedule, label func(sim.Span) int) error {
 	bars := make([]charts.Bar, len(sc.Spans))
+	gpn := float64(sc.GPUsPerNode)
 	for i, sp := range sc.Spans {
 		kind := "train"
 		if sp.Provision {
 			kind = "provision"
 		}
-		gpn := float64(sc.GPUsPerNode)
-		bars[i] = charts.Bar{Row: sp.Row, Start: sp.Start, End: sp.End, Kind: kind, Label: sp.Bracket*100000 + sp.Trial,
+		bars[i] = charts.Bar{Row: sp.Row, Start: sp.Start, End: sp.End, Kind: kind, Label: label(sp),
 			Lo: float64(sp.GPU) / gpn, Hi: float64(sp.GPU+sp.GPUs) / gpn}
 	}
-	_, err = charts.Gantt(file, title, sc.Rows, bars, sc.StageEnds)
+	_, err := charts.Gantt(file, title, max(sc.Rows, 1), bars, sc.StageEnds)
 	return err
 }
 

@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
-	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
@@ -37,11 +34,11 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 	stop := func() {}
 	cfg := nomadapi.DefaultConfig() // NOMAD_ADDR, NOMAD_TOKEN, NOMAD_REGION, NOMAD_NAMESPACE
 	if os.Getenv("NOMAD_ADDR") == "" {
-		addr, stopServer, err := startNomadServer(filepath.Join(dir, "nomad", "server"), bin)
+		server, err := nomadlocal.StartServer(ctx, bin, filepath.Join(dir, "nomad", "server"), nomadlocal.FreePort)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		cfg.Address, stop = addr, stopServer
+		cfg.Address, stop = server.Addr, server.Stop
 	}
 	client, err := nomadapi.NewClient(cfg)
 	if err != nil {
@@ -49,7 +46,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		return nil, nil, nil, fmt.Errorf("nomad: %w", err)
 	}
 	provider, err := nomadlocal.New(ctx, nomadlocal.Config{NomadBin: bin, Dir: filepath.Join(dir, "nomad"), Client: client,
-		GPUsPerNode: exp.Cluster.GPUsPerNode, FreePort: freePort, Offer: offer})
+		GPUsPerNode: exp.Cluster.GPUsPerNode, FreePort: nomadlocal.FreePort, Offer: offer})
 	if err != nil {
 		stop()
 		return nil, nil, nil, err
@@ -91,65 +88,4 @@ func nomadBinary() (string, error) {
 		return p, nil
 	}
 	return "", usageErr("no nomad binary: run `make deps`, put nomad on PATH or set RB_NOMAD_BIN")
-}
-
-// startNomadServer runs a one-server Nomad cluster on loopback, in dir.
-func startNomadServer(dir, bin string) (string, func(), error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
-	}
-	var ports [3]int
-	for i := range ports {
-		p, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
-		ports[i] = p
-	}
-	conf := filepath.Join(dir, "server.hcl")
-	os.WriteFile(conf, []byte(nomadlocal.ServerConfig(filepath.Join(dir, "data"), ports[0], ports[1], ports[2])), 0o644)
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(bin, "agent", "-config", conf)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return "", nil, fmt.Errorf("start nomad server: %w", err)
-	}
-	logf.Close()
-	stop := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}
-	addr := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	c, _ := nomadapi.NewClient(&nomadapi.Config{Address: addr})
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if leader, err := c.Status().Leader(); err == nil && leader != "" {
-			return addr, stop, nil
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("the local nomad server did not start (see %s)", filepath.Join(dir, "server.log"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/urfave/cli/v2"
 )
 
@@ -113,12 +113,13 @@ func drawRunPlots(dir string, st *state, res *executor.Result, events []executor
 	if err := drawGantt(filepath.Join(dir, "gantt-planned.png"), s, st.alloc, st.exp.Name+": planned schedule (one sampled run)"); err != nil {
 		return err
 	}
-	rows, bars, ends := realizedSchedule(events, st.run.TimeScale, st.exp.Cluster.GPUsPerNode)
-	if _, err := charts.Gantt(filepath.Join(dir, "gantt-realized.png"), st.exp.Name+": realized schedule", max(rows, 1), bars, ends); err != nil {
+	realized := executor.RealizedSchedule(events, st.run.TimeScale, st.exp.Cluster.GPUsPerNode)
+	if err := drawSchedule(filepath.Join(dir, "gantt-realized.png"), st.exp.Name+": realized schedule", realized,
+		func(sp sim.Span) int { return sp.Trial }); err != nil {
 		return err
 	}
 	// Cost per stage, predicted against realized.
-	rep := runReport(st, res)
+	rep := executor.Compare(st.plan, res)
 	var cats []string
 	var pred, real []float64
 	for _, sr := range rep.Stages {
@@ -126,97 +127,4 @@ func drawRunPlots(dir string, st *state, res *executor.Result, events []executor
 		pred, real = append(pred, sr.Predicted.Cost), append(real, sr.Realized.Cost)
 	}
 	return charts.Paired(filepath.Join(dir, "cost.png"), st.exp.Name+": cost per stage", "cost (dollars)", cats, pred, real, "predicted", "realized")
-}
-
-// realizedSchedule lays the journal's launches out on the nodes they ran on: a bar from each
-// launch to the trial's next result, on the first free GPUs of each node (the journal keeps
-// nodes, not GPU indices); provisioning shaded from the stage's start to the node's first
-// launch; the syncs as stage boundaries. Times are spec seconds from the run's start.
-func realizedSchedule(events []executor.Event, timeScale float64, gpn int) (int, []charts.Bar, []float64) {
-	var start time.Time
-	rows := map[string]int{}
-	row := func(id string) int {
-		if r, ok := rows[id]; ok {
-			return r
-		}
-		rows[id] = len(rows)
-		return rows[id]
-	}
-	sec := func(t time.Time) float64 { return t.Sub(start).Seconds() / timeScale }
-	stageStart := map[[2]int]time.Time{}
-	lastStage := map[int]int{}
-	pending := map[string]time.Time{} // node -> when it was asked for, until its first launch
-	busy := map[string][]bool{}       // node -> GPUs in use
-	type open struct {
-		at    time.Time
-		nodes []string
-		lanes [][2]int
-	}
-	launched := map[string]open{}
-	trialNo := map[string]int{}
-	var bars []charts.Bar
-	var ends []float64
-	frac := func(i int) float64 { return float64(i) / float64(gpn) }
-	for _, e := range events {
-		switch e.Ev {
-		case executor.EvStart:
-			start = e.At
-		case executor.EvStage:
-			if _, ok := stageStart[[2]int{e.Bracket, e.Stage}]; !ok {
-				stageStart[[2]int{e.Bracket, e.Stage}] = e.At
-			}
-			lastStage[e.Bracket] = e.Stage
-		case executor.EvNodeUp:
-			row(e.Node.ID)
-			pending[e.Node.ID] = stageStart[[2]int{e.Bracket, lastStage[e.Bracket]}]
-			busy[e.Node.ID] = make([]bool, gpn)
-		case executor.EvLaunch:
-			if _, ok := trialNo[e.Trial]; !ok {
-				trialNo[e.Trial] = len(trialNo)
-			}
-			o := open{at: e.At, nodes: e.Nodes}
-			per := max(1, e.GPUs/max(len(e.Nodes), 1))
-			for _, n := range e.Nodes {
-				if from, ok := pending[n]; ok {
-					bars = append(bars, charts.Bar{Row: row(n), Start: sec(from), End: sec(e.At), Kind: "provision"})
-					delete(pending, n)
-				}
-				lane := freeLanes(busy[n], per)
-				o.lanes = append(o.lanes, [2]int{lane, per})
-			}
-			launched[e.Trial] = o
-		case executor.EvDone, executor.EvFail:
-			if o, ok := launched[e.Trial]; ok {
-				for i, n := range o.nodes {
-					l := o.lanes[i]
-					bars = append(bars, charts.Bar{Row: row(n), Start: sec(o.at), End: sec(e.At), Kind: "train", Label: trialNo[e.Trial],
-						Lo: frac(l[0]), Hi: frac(l[0] + l[1])})
-					for g := l[0]; g < l[0]+l[1] && g < len(busy[n]); g++ {
-						busy[n][g] = false
-					}
-				}
-				delete(launched, e.Trial)
-			}
-		case executor.EvSync:
-			ends = append(ends, sec(e.At))
-		}
-	}
-	return len(rows), bars, ends
-}
-
-// freeLanes takes the first k free GPUs of a node (from 0 when none are known).
-func freeLanes(gpus []bool, k int) int {
-	for i := 0; i+k <= len(gpus); i++ {
-		ok := true
-		for g := i; g < i+k; g++ {
-			ok = ok && !gpus[g]
-		}
-		if ok {
-			for g := i; g < i+k; g++ {
-				gpus[g] = true
-			}
-			return i
-		}
-	}
-	return 0
 }

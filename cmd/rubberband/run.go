@@ -310,46 +310,14 @@ func execute(c *cli.Context, dir string) error {
 		}
 		return fmt.Errorf("run: %w (%s; state kept in %s)", err, kept, dir)
 	}
-	if err := writeJSONFile(filepath.Join(dir, "report.json"), runReport(st, res)); err != nil {
+	if err := writeJSONFile(filepath.Join(dir, "report.json"), executor.Compare(st.plan, res)); err != nil {
 		return err
 	}
 	return printRun(c, st, res)
 }
 
-// RunReport is the JSON report of a run: the best trial, and predicted vs realized.
-type RunReport struct {
-	Experiment string                 `json:"experiment"`
-	RunID      string                 `json:"run_id,omitempty"`
-	Finished   bool                   `json:"finished"`
-	Cancelled  string                 `json:"cancelled,omitempty"`
-	Best       *executor.BestTrial    `json:"best"`
-	Predicted  executor.Measured      `json:"predicted"`
-	Realized   executor.Measured      `json:"realized"`
-	Stages     []StageReport          `json:"stages"`
-	Trials     []executor.TrialResult `json:"trials"`
-}
-
-// StageReport puts one stage's prediction beside what happened.
-type StageReport struct {
-	Bracket   string               `json:"bracket"`
-	Stage     int                  `json:"stage"`
-	Predicted sim.StageResult      `json:"predicted"`
-	Realized  executor.StageResult `json:"realized"`
-}
-
-func runReport(st *state, res *executor.Result) RunReport {
-	r := RunReport{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best, Realized: res.Realized, Trials: res.Trials,
-		Predicted: executor.Measured{JCT: st.plan.Predicted.JCT.Mean, Cost: st.plan.Predicted.Cost.Mean}}
-	for b, br := range res.Brackets {
-		for k, real := range br.Stages {
-			r.Stages = append(r.Stages, StageReport{Bracket: br.Name, Stage: k, Predicted: st.plan.Brackets[b].Stages[k], Realized: real})
-		}
-	}
-	return r
-}
-
 func printRun(c *cli.Context, st *state, res *executor.Result) error {
-	rep := runReport(st, res)
+	rep := executor.Compare(st.plan, res)
 	if c.String("output") == "json" {
 		return writeJSON(c.App.Writer, rep)
 	}

@@ -39,13 +39,13 @@ func readJournal(t testing.TB, dir string) []executor.Event {
 	return out
 }
 
-func readRunReport(t testing.TB, dir string) RunReport {
+func readRunReport(t testing.TB, dir string) executor.Report {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r RunReport
+	var r executor.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
-	var rep RunReport
+	var rep executor.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -124,7 +124,7 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	}
 	// status reads the same story from the state directory.
 	out, _, code = rb(t, "status", state, "-o", "json")
-	var st RunReport
+	var st executor.Report
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Best == nil || st.Best.Trial != best || !st.Finished {
 		t.Fatalf("status exit %d: %s", code, out)
 	}
@@ -144,7 +144,7 @@ func TestRunPythonTrainer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
-	var rep RunReport
+	var rep executor.Report
 	json.Unmarshal([]byte(out), &rep)
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.5 {
 		t.Fatalf("report %s", out)
@@ -277,7 +277,7 @@ func TestRunHyperband(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s", code, errOut)
 	}
-	var rep RunReport
+	var rep executor.Report
 	json.Unmarshal([]byte(out), &rep)
 	if !rep.Finished || rep.Best == nil || len(rep.Trials) != 9+5+3 {
 		t.Fatalf("report: finished %v best %+v, %d trials", rep.Finished, rep.Best, len(rep.Trials))
@@ -346,7 +346,7 @@ func TestRunTrialGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	var rep RunReport
+	var rep executor.Report
 	json.Unmarshal(out, &rep)
 	launches := 0
 	for _, e := range readJournal(t, state) {
@@ -383,7 +383,7 @@ func TestRunOnNomad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run on nomad: %v\n%s", err, out)
 	}
-	var rep RunReport
+	var rep executor.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	var rep RunReport
+	var rep executor.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ func TestFidelityOnNomad(t *testing.T) {
 
 // explainMiss says where a run's time went against its prediction: per stage, and what the
 // journal holds that the model does not (failed tries, lost nodes, timeouts, slow node start-up).
-func explainMiss(t *testing.T, state string, r RunReport) string {
+func explainMiss(t *testing.T, state string, r executor.Report) string {
 	var b strings.Builder
 	for _, s := range r.Stages {
 		fmt.Fprintf(&b, "  stage %d: predicted %.1f s realized %.1f s (%+.1f s)\n", s.Stage, s.Predicted.Duration, s.Realized.Duration, s.Realized.Duration-s.Predicted.Duration)
@@ -600,7 +600,7 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	var rep RunReport
+	var rep executor.Report
 	json.Unmarshal([]byte(stdout.String()), &rep)
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.8 {
 		t.Fatalf("report %s\n%s", stdout.String(), stderr.String())

@@ -218,7 +218,7 @@ func TestFailedRunReleasesItsNodes(t *testing.T) {
 	}
 	cost := func() float64 {
 		out, _, _ := rb(t, "status", state, "-o", "json")
-		var r RunReport
+		var r executor.Report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}

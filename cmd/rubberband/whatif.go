@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -107,32 +107,16 @@ func whatifAction(c *cli.Context) error {
 		out.Sweeps = append(out.Sweeps, sw.Name)
 	}
 	bar := newProgressBar(c.App.ErrWriter, len(grid))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.NumCPU() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				pt := WhatIfPoint{Params: map[string]string{}, values: grid[i]}
-				for k, sw := range sweeps {
-					pt.Params[sw.Name] = grid[i][k]
-				}
-				res, err := planner.Compare(exps[i], names)
-				if err != nil {
-					pt.Error = err.Error()
-				}
-				pt.Results = res
-				out.Points[i] = pt
-				bar.step()
-			}
-		}()
+	for i, p := range planner.Sweep(exps, names, 0, bar.step) {
+		pt := WhatIfPoint{Params: map[string]string{}, Results: p.Results, values: grid[i]}
+		for k, sw := range sweeps {
+			pt.Params[sw.Name] = grid[i][k]
+		}
+		if p.Err != nil { // the row names the point
+			pt.Error = errors.Unwrap(p.Err).Error()
+		}
+		out.Points[i] = pt
 	}
-	for i := range grid {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
 	bar.done()
 	if p := c.String("plot"); p != "" {
 		if err := plotWhatIf(p, out, sweeps); err != nil {
@@ -245,10 +229,11 @@ func newProgressBar(w io.Writer, total int) *progressBar {
 	return b
 }
 
-func (b *progressBar) step() {
+// step shows that done points of the total are evaluated.
+func (b *progressBar) step(done, total int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.n++
+	b.n, b.total = done, total
 	if b.tty {
 		width := 30
 		filled := width * b.n / b.total

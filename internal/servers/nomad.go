@@ -1,7 +1,7 @@
 package servers
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,47 +19,34 @@ type Nomad struct {
 	Addr   string // http://127.0.0.1:PORT of the server's HTTP API
 	RPC    string // 127.0.0.1:PORT that clients join
 	Bin    string // the nomad binary
-	bin    string
 	dir    string
 	t      testing.TB
-	agents map[string]*agent
+	server *nomadlocal.Server
+	agents map[string]*exec.Cmd
 	Client *nomad.Client
 }
 
-type agent struct {
-	cmd *exec.Cmd
-	dir string
-}
-
-// StartNomad starts a Nomad server in a temporary directory.
+// StartNomad starts a Nomad server in a temporary directory (nomadlocal.StartServer, as the CLI
+// does).
 func StartNomad(t testing.TB) *Nomad {
 	t.Helper()
-	n := &Nomad{bin: Binary(t, "nomad", "RB_NOMAD_BIN"), t: t, agents: map[string]*agent{}}
+	n := &Nomad{Bin: Binary(t, "nomad", "RB_NOMAD_BIN"), t: t, agents: map[string]*exec.Cmd{}}
 	dir, err := os.MkdirTemp("", "rb-nomad-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.dir = dir
-	http, rpc, serf := FreePort(t), FreePort(t), FreePort(t)
-	n.Addr, n.RPC = fmt.Sprintf("http://127.0.0.1:%d", http), fmt.Sprintf("127.0.0.1:%d", rpc)
-	cfg := nomadlocal.ServerConfig(filepath.Join(dir, "server"), http, rpc, serf)
 	t.Cleanup(n.Stop)
-	n.start("server", cfg)
-	c, err := nomad.NewClient(&nomad.Config{Address: n.Addr})
+	server, err := nomadlocal.StartServer(context.Background(), n.Bin, filepath.Join(dir, "server"), nomadlocal.FreePort)
 	if err != nil {
+		b, _ := os.ReadFile(filepath.Join(dir, "server", "server.log"))
+		t.Fatalf("%v:\n%s", err, tail(b))
+	}
+	n.server, n.Addr, n.RPC = server, server.Addr, server.RPC
+	if n.Client, err = nomad.NewClient(&nomad.Config{Address: n.Addr}); err != nil {
 		t.Fatal(err)
 	}
-	n.Client, n.Bin = c, n.bin
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if leader, err := c.Status().Leader(); err == nil && leader != "" {
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nomad server elected no leader:\n%s", n.log("server"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return n
 }
 
 // AddClient starts a client agent named name with gpus GPUs in its meta, and waits until the
@@ -92,23 +79,20 @@ func (n *Nomad) start(name, cfg string) {
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		n.t.Fatal(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "agent.log"))
+	cmd, err := nomadlocal.StartAgent(n.Bin, file, filepath.Join(dir, "agent.log"))
 	if err != nil {
-		n.t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(n.bin, "agent", "-config", file)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("start nomad %s: %v", name, err)
 	}
-	n.agents[name] = &agent{cmd: cmd, dir: filepath.Join(n.dir, name)}
+	n.agents[name] = cmd
 }
 
 // log returns the end of an agent's output.
 func (n *Nomad) log(name string) string {
 	b, _ := os.ReadFile(filepath.Join(n.dir, name+"-conf", "agent.log"))
+	return tail(b)
+}
+
+func tail(b []byte) string {
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
 	}
@@ -117,9 +101,9 @@ func (n *Nomad) log(name string) string {
 
 // KillClient stops a client agent abruptly, as a lost node.
 func (n *Nomad) KillClient(name string) {
-	if a, ok := n.agents[name]; ok && a.cmd.Process != nil {
-		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
-		a.cmd.Wait()
+	if cmd, ok := n.agents[name]; ok {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
 		delete(n.agents, name)
 	}
 }
@@ -135,9 +119,13 @@ func (n *Nomad) Stop() {
 		}
 		n.Client.System().GarbageCollect()
 	}
-	for name, a := range n.agents {
-		stopGroup(a.cmd, 10*time.Second)
+	for name, cmd := range n.agents {
+		stopGroup(cmd, 10*time.Second)
 		delete(n.agents, name)
+	}
+	if n.server != nil {
+		n.server.Stop()
+		n.server = nil
 	}
 	nomadlocal.UnmountUnder(n.dir)
 	os.RemoveAll(n.dir)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 )
 
 // Binary returns the path of a server binary built by `make deps` (or named by the environment
@@ -57,12 +59,11 @@ func moduleRoot() (string, error) {
 // FreePort returns a loopback port nobody listens on.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := nomadlocal.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // waitTCP waits until something accepts connections at addr.

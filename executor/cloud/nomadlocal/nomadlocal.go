@@ -2,7 +2,9 @@
 // node is one `nomad agent` with its own data directory, name and meta (rb_node, gpus), joining a
 // Nomad server. Scale-up latency is what starting an agent really takes; a node is released by
 // draining it and stopping its agent. It lets the Nomad backend run on one machine, and is the
-// shape the EC2 provider takes with instances instead of processes.
+// shape the EC2 provider takes with instances instead of processes. StartServer runs the
+// one-server cluster on loopback that the agents join when there is no cluster to join (the CLI's
+// own, and the tests').
 package nomadlocal
 
 import (
@@ -12,7 +14,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -151,18 +152,10 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		if err := os.WriteFile(conf, []byte(ClientConfig(name, filepath.Join(data, "data"), p.rpc, port, p.gpus)), 0o644); err != nil {
 			return created, fmt.Errorf("nomadlocal: %w", err)
 		}
-		logf, err := os.Create(filepath.Join(data, "agent.log"))
+		cmd, err := StartAgent(p.bin, conf, filepath.Join(data, "agent.log"))
 		if err != nil {
-			return created, fmt.Errorf("nomadlocal: %w", err)
-		}
-		cmd := exec.Command(p.bin, "agent", "-config", conf)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			logf.Close()
 			return created, fmt.Errorf("nomadlocal: start agent: %w", err)
 		}
-		logf.Close()
 		go cmd.Wait() // reap; the agent's life is followed through the server
 		nd := node{Node: p.offer.Stamp(cloud.Node{ID: name, GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: time.Now()}), PID: cmd.Process.Pid}
 		p.mu.Lock()

@@ -2,7 +2,6 @@ package nomadlocal_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ func TestContract(t *testing.T) {
 	n := servers.StartNomad(t)
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
-			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: freePort, Offer: offer}
+			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: nomadlocal.FreePort, Offer: offer}
 			open := func(t *testing.T) cloud.Provider {
 				p, err := nomadlocal.New(context.Background(), cfg)
 				if err != nil {
@@ -34,13 +33,4 @@ func TestContract(t *testing.T) {
 		Offer:       offer,
 		CancelAfter: 300 * time.Millisecond, // the agents have started, and are not ready yet
 	})
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,0 +1,48 @@
+package executor
+
+import (
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+)
+
+// Report is a run's report: the best trial, and the plan's prediction beside what the run
+// realized, in total and per stage. It is the JSON of a state directory's report.json and of
+// `rubberband status -o json`.
+type Report struct {
+	Experiment string        `json:"experiment"`
+	RunID      string        `json:"run_id,omitempty"`
+	Finished   bool          `json:"finished"`
+	Cancelled  string        `json:"cancelled,omitempty"`
+	Best       *BestTrial    `json:"best"`
+	Predicted  Measured      `json:"predicted"`
+	Realized   Measured      `json:"realized"`
+	Stages     []StageReport `json:"stages"`
+	Trials     []TrialResult `json:"trials"`
+}
+
+// StageReport puts one stage's prediction beside what happened.
+type StageReport struct {
+	Bracket   string          `json:"bracket"`
+	Stage     int             `json:"stage"`
+	Predicted sim.StageResult `json:"predicted"`
+	Realized  StageResult     `json:"realized"`
+}
+
+// Compare joins the plan's per-stage predictions with the run's realized stages, stage by stage
+// of each bracket. The prediction of the whole run is the plan's mean JCT and mean cost. A stage
+// the plan does not hold (a plan of other stages than the run's) has a zero prediction.
+func Compare(plan *planner.Report, res *Result) Report {
+	r := Report{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best,
+		Realized: res.Realized, Trials: res.Trials,
+		Predicted: Measured{JCT: plan.Predicted.JCT.Mean, Cost: plan.Predicted.Cost.Mean}}
+	for b, br := range res.Brackets {
+		for k, real := range br.Stages {
+			sr := StageReport{Bracket: br.Name, Stage: k, Realized: real}
+			if b < len(plan.Brackets) && k < len(plan.Brackets[b].Stages) {
+				sr.Predicted = plan.Brackets[b].Stages[k]
+			}
+			r.Stages = append(r.Stages, sr)
+		}
+	}
+	return r
+}

@@ -1,0 +1,115 @@
+package profiler
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Config says what to measure, and where.
+type Config struct {
+	// Experiment gives the trainer (as a run launches it), the search space (the trial measured
+	// sits in its middle) and the nodes' GPU count.
+	Experiment *spec.Experiment
+	Runtime    executor.Runtime
+	// Provider, when set, rents the nodes of each measurement (whole nodes of the experiment's
+	// GPUs per node) and its start-up is measured too; when nil, each measurement runs on one
+	// virtual node of exactly its GPU count on this machine.
+	Provider cloud.Provider
+	GPUs     []int // the GPU counts to measure
+	Iters    int   // iterations per measurement, at least 2
+	// TimeScale divides what is measured (a trainer told to sleep TimeScale times its profile).
+	TimeScale float64
+	// Measured, when set, is told each GPU count's result as soon as it is measured.
+	Measured func(Point)
+}
+
+// Point is what one GPU count measured, in spec seconds.
+type Point struct {
+	GPUs    int
+	Mean    float64 // seconds per iteration
+	Std     float64 // their sample standard deviation
+	Startup float64 // what a TRAIN run takes beyond its iterations
+}
+
+// Profile is what Run measured.
+type Profile struct {
+	Points []Point
+	// NodeStart is, per measurement on a Provider's nodes, how long renting them took, from
+	// asking to ready, in spec seconds: the cluster's latency, not the trainer's.
+	NodeStart []float64
+}
+
+// Run measures every GPU count of cfg in turn.
+func Run(ctx context.Context, cfg Config) (*Profile, error) {
+	if cfg.Iters < 2 {
+		return nil, fmt.Errorf("profile: %d iteration(s) per measurement: need at least 2", cfg.Iters)
+	}
+	if cfg.TimeScale <= 0 {
+		return nil, fmt.Errorf("profile: time scale %v is not above 0", cfg.TimeScale)
+	}
+	params := typicalParams(cfg.Experiment.SearchSpace)
+	p := &Profile{}
+	for _, g := range cfg.GPUs {
+		nodes, release, err := p.rent(ctx, cfg, g)
+		if err != nil {
+			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)
+		}
+		gs := executor.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, time.Now().UnixNano()), Experiment: cfg.Experiment,
+			Params: params, TargetIter: cfg.Iters}
+		pt, err := measure(ctx, cfg.Runtime, nodes, gs, g, cfg.TimeScale)
+		release()
+		if err != nil {
+			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)
+		}
+		p.Points = append(p.Points, pt)
+		if cfg.Measured != nil {
+			cfg.Measured(pt)
+		}
+	}
+	return p, nil
+}
+
+// rent gets the nodes of a measurement at g GPUs and the function that gives them back.
+func (p *Profile) rent(ctx context.Context, cfg Config, g int) ([]cloud.Node, func(), error) {
+	if cfg.Provider == nil {
+		return []cloud.Node{{ID: "profile", GPUs: g, Addr: "127.0.0.1"}}, func() {}, nil
+	}
+	gpn := max(cfg.Experiment.Cluster.GPUsPerNode, 1)
+	start := time.Now()
+	nodes, err := cfg.Provider.Create(ctx, cloud.Request{Count: (g + gpn - 1) / gpn})
+	ids := make([]string, len(nodes))
+	for i, nd := range nodes {
+		ids[i] = nd.ID
+	}
+	release := func() { cfg.Provider.Delete(context.WithoutCancel(ctx), ids) }
+	if err != nil {
+		release() // what came up of a partial Create
+		return nil, nil, err
+	}
+	p.NodeStart = append(p.NodeStart, time.Since(start).Seconds()/cfg.TimeScale)
+	return nodes, release, nil
+}
+
+// typicalParams is the middle of the search space: a typical trial.
+func typicalParams(space map[string]spec.Param) spec.Config {
+	params := spec.Config{}
+	for name, p := range space {
+		switch p.Type {
+		case "choice":
+			params[name] = p.Values[len(p.Values)/2]
+		case "int":
+			params[name] = int64((p.Min + p.Max) / 2)
+		case "loguniform":
+			params[name] = math.Sqrt(p.Min * p.Max)
+		default:
+			params[name] = (p.Min + p.Max) / 2
+		}
+	}
+	return params
+}

@@ -1,0 +1,159 @@
+package profiler_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/profiler"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
+)
+
+func experiment() *spec.Experiment {
+	return &spec.Experiment{Name: "prof",
+		Trainer: spec.Trainer{Command: []string{"train", "--fast"}, Env: map[string]string{"DATA": "digits"}},
+		Cluster: spec.Cluster{GPUsPerNode: 4},
+		SearchSpace: map[string]spec.Param{
+			"lr":     {Type: "loguniform", Min: 1e-4, Max: 1e-2},
+			"hidden": {Type: "choice", Values: []any{64, 128, 256}},
+			"layers": {Type: "int", Min: 1, Max: 4},
+			"m":      {Type: "uniform", Min: 0.8, Max: 1.0},
+		}}
+}
+
+// reports makes each launch report every iteration up to its target.
+func reports(g executor.Gang, n int) fake.Behavior {
+	var b fake.Behavior
+	for i := 1; i <= g.Workers[0].Env.TargetIter; i++ {
+		b.Reports = append(b.Reports, trial.Report{Iter: i, Metrics: map[string]float64{"score": 0.5}})
+	}
+	return b
+}
+
+// On a provider's nodes: whole nodes per GPU count, rented before and released after each
+// measurement (and timed); as many gangs side by side as fit on a node, launched twice (a warm-up
+// round, then the measured one); each gang the typical trial laid out as a run lays it out.
+func TestRunOnAProvider(t *testing.T) {
+	exp := experiment()
+	rt := &fake.Runtime{Behave: reports}
+	prov := &fake.Provider{GPUsPerNode: 4}
+	var measured []int
+	prof, err := profiler.Run(context.Background(), profiler.Config{Experiment: exp, Runtime: rt, Provider: prov,
+		GPUs: []int{1, 2, 4, 8}, Iters: 3, TimeScale: 1, Measured: func(p profiler.Point) { measured = append(measured, p.GPUs) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(measured, []int{1, 2, 4, 8}) || len(prof.Points) != 4 || prof.Points[3].GPUs != 8 {
+		t.Fatalf("measured %v, points %+v", measured, prof.Points)
+	}
+	if len(prof.NodeStart) != 4 || prov.Held() != 0 || !slices.Equal(prov.Created, []string{"n001", "n002", "n003", "n004", "n005"}) ||
+		!slices.Equal(prov.Deleted, prov.Created) {
+		t.Fatalf("node start %v; created %v, deleted %v, %d held", prof.NodeStart, prov.Created, prov.Deleted, prov.Held())
+	}
+	perCount := map[int]int{}
+	ids := map[string]bool{}
+	for _, g := range rt.Launches {
+		perCount[len(g.Workers)]++
+		if ids[g.Trial] {
+			t.Errorf("trial ID %s launched twice", g.Trial)
+		}
+		ids[g.Trial] = true
+	}
+	if want := map[int]int{1: 8, 2: 4, 4: 2, 8: 2}; !reflect.DeepEqual(perCount, want) {
+		t.Fatalf("launches by gang size %v, want %v", perCount, want)
+	}
+	wantParams := spec.Config{"lr": 1e-3, "hidden": 128, "layers": int64(2), "m": 0.9}
+	last := rt.Launches[len(rt.Launches)-1] // the measured 8-GPU gang, over n004 and n005
+	if !slices.Equal(last.Command, exp.Trainer.Command) || last.Env["DATA"] != "digits" {
+		t.Fatalf("gang %+v", last)
+	}
+	for r, w := range last.Workers {
+		e := w.Env
+		if wantNode := []string{"n004", "n005"}[r/4]; w.Node.ID != wantNode || e.Rank != r || e.LocalRank != r%4 || !slices.Equal(e.GPUs, []int{r % 4}) ||
+			e.WorldSize != 8 || e.TargetIter != 3 || e.StartIter != 0 || e.Experiment != "prof" || e.TrialID != last.Trial || e.MasterAddr != "127.0.0.1" {
+			t.Errorf("worker %d: node %s, env %+v", r, w.Node.ID, e)
+		}
+		if math.Abs(e.Params["lr"].(float64)-1e-3) > 1e-15 || e.Params["hidden"] != wantParams["hidden"] || e.Params["layers"] != wantParams["layers"] || e.Params["m"] != wantParams["m"] {
+			t.Errorf("worker %d params %v, want %v", r, e.Params, wantParams)
+		}
+	}
+}
+
+// Without a provider each GPU count runs on one virtual node of exactly that many GPUs: one gang
+// per round.
+func TestRunOnAVirtualNode(t *testing.T) {
+	rt := &fake.Runtime{Behave: reports}
+	prof, err := profiler.Run(context.Background(), profiler.Config{Experiment: experiment(), Runtime: rt, GPUs: []int{2, 8}, Iters: 2, TimeScale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.Launches) != 4 || len(prof.NodeStart) != 0 {
+		t.Fatalf("%d launches, node start %v", len(rt.Launches), prof.NodeStart)
+	}
+	for _, g := range rt.Launches {
+		for _, w := range g.Workers {
+			if w.Node.ID != "profile" || w.Node.GPUs != len(g.Workers) {
+				t.Fatalf("worker on %+v in a gang of %d", w.Node, len(g.Workers))
+			}
+		}
+	}
+}
+
+// A failing gang, in either round and whichever of the gangs side by side, a trainer that does
+// not report each iteration and a provider that cannot rent fail the profile, naming the GPU
+// count, and leave no node rented.
+func TestRunFails(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name   string
+		behave func(g executor.Gang, n int) fake.Behavior
+		create func(call, n int) (int, error)
+		want   string
+	}{
+		{"warm-up gang", func(g executor.Gang, n int) fake.Behavior {
+			if strings.HasSuffix(g.Trial, "-warmup-1") {
+				return fake.Behavior{Err: boom}
+			}
+			return reports(g, n)
+		}, nil, "profile at 2 GPUs: boom"},
+		{"measured gang", func(g executor.Gang, n int) fake.Behavior {
+			if !strings.Contains(g.Trial, "warmup") {
+				return fake.Behavior{Err: boom}
+			}
+			return reports(g, n)
+		}, nil, "profile at 2 GPUs: boom"},
+		{"one report", func(g executor.Gang, n int) fake.Behavior {
+			return fake.Behavior{Reports: []trial.Report{{Iter: 2}}}
+		}, nil, "profile at 2 GPUs: the trainer reported 1 time(s)"},
+		{"partial create", reports, func(call, n int) (int, error) { return n - 1, boom }, "profile at 8 GPUs: boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prov := &fake.Provider{GPUsPerNode: 4, CreateFault: tc.create}
+			gpus := []int{2}
+			if tc.create != nil {
+				gpus = []int{8}
+			}
+			_, err := profiler.Run(context.Background(), profiler.Config{Experiment: experiment(), Runtime: &fake.Runtime{Behave: tc.behave},
+				Provider: prov, GPUs: gpus, Iters: 2, TimeScale: 1})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if prov.Held() != 0 {
+				t.Fatalf("%d node(s) left rented", prov.Held())
+			}
+		})
+	}
+	for _, cfg := range []profiler.Config{{Iters: 1, TimeScale: 1}, {Iters: 2, TimeScale: 0}} {
+		cfg.Experiment, cfg.Runtime, cfg.GPUs = experiment(), &fake.Runtime{}, []int{1}
+		if _, err := profiler.Run(context.Background(), cfg); err == nil {
+			t.Errorf("iters %d, time scale %v: no error", cfg.Iters, cfg.TimeScale)
+		}
+	}
+}

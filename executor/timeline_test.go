@@ -1,0 +1,55 @@
+package executor_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/sim"
+)
+
+// The realized schedule of a hand-made journal: provisioning from the stage's start to each
+// node's first launch; a TRAIN span per launch per node, in GPU lanes that never overlap on a
+// node at one time (a freed lane is reused); times in spec seconds; a stage end at each sync.
+func TestRealizedSchedule(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) } // wall seconds
+	n1, n2 := cloud.Node{ID: "n1", GPUs: 4}, cloud.Node{ID: "n2", GPUs: 4}
+	events := []executor.Event{
+		{Ev: executor.EvStart, At: at(0)},
+		{Ev: executor.EvStage, At: at(2)},
+		{Ev: executor.EvNodeUp, At: at(10), Node: &n1},
+		{Ev: executor.EvNodeUp, At: at(10), Node: &n2},
+		{Ev: executor.EvLaunch, At: at(15), Trial: "a", GPUs: 2, Nodes: []string{"n1"}},
+		{Ev: executor.EvLaunch, At: at(15), Trial: "b", GPUs: 2, Nodes: []string{"n1"}},
+		{Ev: executor.EvLaunch, At: at(16), Trial: "c", GPUs: 8, Nodes: []string{"n2", "n1"}},
+		{Ev: executor.EvReport, At: at(40), Trial: "a"},
+		{Ev: executor.EvDone, At: at(50), Trial: "a"},
+		{Ev: executor.EvLaunch, At: at(52), Trial: "d", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: executor.EvFail, At: at(60), Trial: "b"},
+		{Ev: executor.EvDone, At: at(64), Trial: "d"},
+		{Ev: executor.EvDone, At: at(70), Trial: "c"},
+		{Ev: executor.EvDone, At: at(80), Trial: "nobody"}, // never launched: no span
+		{Ev: executor.EvSync, At: at(72)},
+		{Ev: executor.EvStage, At: at(72), Stage: 1},
+		{Ev: executor.EvLaunch, At: at(74), Stage: 1, Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: executor.EvDone, At: at(90), Stage: 1, Trial: "a"},
+		{Ev: executor.EvSync, At: at(92), Stage: 1},
+	}
+	got := executor.RealizedSchedule(events, 2, 4) // two wall seconds per spec second
+	want := sim.Schedule{Rows: 2, GPUsPerNode: 4, StageEnds: []float64{36, 46}, Spans: []sim.Span{
+		{Row: 0, Start: 1, End: 7.5, GPUs: 4, Provision: true},
+		{Row: 1, Start: 1, End: 8, GPUs: 4, Provision: true},
+		{Row: 0, Start: 7.5, End: 25, GPU: 0, GPUs: 2, Trial: 0}, // a
+		{Row: 0, Start: 7.5, End: 30, GPU: 2, GPUs: 2, Trial: 1}, // b, beside a (spans in the order of results)
+		{Row: 0, Start: 26, End: 32, GPU: 0, GPUs: 1, Trial: 3},  // d, in a's freed lane
+		{Row: 1, Start: 8, End: 35, GPU: 0, GPUs: 4, Trial: 2},   // c on n2 ...
+		{Row: 0, Start: 8, End: 35, GPU: 0, GPUs: 4, Trial: 2},   // ... and on n1, which is full: lane 0
+		{Row: 0, Start: 37, End: 45, GPU: 0, GPUs: 4, Stage: 1, Trial: 0},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("schedule\n got %+v\nwant %+v", got, want)
+	}
+}
