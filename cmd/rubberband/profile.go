@@ -26,6 +26,7 @@ func profileCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "gpus", Value: "1,2,4", Usage: "GPU counts to measure"},
 			&cli.IntFlag{Name: "iters", Value: 5, Usage: "iterations per measurement (at least 2)"},
+			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
 			&cli.StringFlag{Name: "backend", Value: "local", Usage: "local or nomad: measure where the job will run (a Nomad job's start-up included)"},
@@ -57,7 +58,10 @@ func profileAction(c *cli.Context) error {
 	}
 	defer os.RemoveAll(tmp)
 	self, _ := os.Executable()
-	cfg := profiler.Config{Experiment: exp, GPUs: counts, Iters: iters, TimeScale: scale, Measured: func(p profiler.Point) {
+	if c.Int("rounds") < 1 {
+		return usageErr("--rounds must be at least 1")
+	}
+	cfg := profiler.Config{Experiment: exp, GPUs: counts, Iters: iters, TimeScale: scale, Rounds: c.Int("rounds"), Measured: func(p profiler.Point) {
 		fmt.Fprintf(c.App.ErrWriter, "%d GPU(s): %.4f s per iteration (std %.4f), start-up %.3f s\n", p.GPUs, p.Mean, p.Std, p.Startup)
 	}}
 	switch c.String("backend") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
@@ -12,6 +13,7 @@ import (
 
 // gangRun is one measured launch: when rank 0 reported, and when the gang was seen to exit.
 type gangRun struct {
+	start  time.Time // its round's start, when fit is given runs of several rounds
 	at     []time.Time
 	exited time.Time
 	err    error
@@ -20,8 +22,9 @@ type gangRun struct {
 // measure runs the trial of gs on g GPUs spread over nodes (whole nodes first), as many gangs
 // side by side as fit on the first node, as a stage runs them (launching several at once costs
 // more than launching one). The first round on fresh nodes is a warm-up (a node's first jobs pay
-// one-time costs later launches do not), not measured; the second is.
-func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, gs executor.GangSpec, g int, scale float64) (Point, error) {
+// one-time costs later launches do not), not measured; the next rounds are. Iteration times are
+// pooled over the rounds; the start-up is the median of the rounds' start-ups.
+func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, gs executor.GangSpec, g int, scale float64, rounds int) (Point, error) {
 	byID := make(map[string]cloud.Node, len(nodes))
 	for _, n := range nodes {
 		byID[n.ID] = n
@@ -46,13 +49,36 @@ func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, gs ex
 	if _, warm := round("warmup-"); firstErr(warm) != nil {
 		return Point{}, firstErr(warm)
 	}
-	start, runs := round("")
-	if err := firstErr(runs); err != nil {
-		return Point{}, err
+	var all []gangRun
+	var startups []float64
+	for i := range rounds {
+		start, runs := round(fmt.Sprintf("r%d-", i))
+		if err := firstErr(runs); err != nil {
+			return Point{}, err
+		}
+		pt, err := fit(start, runs, scale)
+		if err != nil {
+			return Point{}, err
+		}
+		startups = append(startups, pt.Startup)
+		for _, r := range runs {
+			r.start = start
+			all = append(all, r)
+		}
 	}
-	pt, err := fit(start, runs, scale)
-	pt.GPUs = g
+	pt, err := fit(time.Time{}, all, scale)
+	pt.GPUs, pt.Startup = g, median(startups)
 	return pt, err
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // launch runs one gang to its end and collects the times of its reports.
@@ -110,7 +136,11 @@ func fit(start time.Time, runs []gangRun, scale float64) (Point, error) {
 		pt.Std = math.Sqrt(pt.Std / float64(len(d)-1))
 	}
 	for _, r := range runs {
-		head := r.at[0].Sub(start).Seconds()/scale - pt.Mean
+		from := start
+		if !r.start.IsZero() {
+			from = r.start
+		}
+		head := r.at[0].Sub(from).Seconds()/scale - pt.Mean
 		tail := r.exited.Sub(r.at[len(r.at)-1]).Seconds() / scale
 		pt.Startup += max(0, head+tail)
 	}

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -25,6 +26,10 @@ type Config struct {
 	Iters    int   // iterations per measurement, at least 2
 	// TimeScale divides what is measured (a trainer told to sleep TimeScale times its profile).
 	TimeScale float64
+	// Rounds is how many rounds of gangs are measured per GPU count after the warm-up (default
+	// 3); the start-up is the median of the rounds', so that one round slowed by something else
+	// on the machine does not skew every prediction made from the profile.
+	Rounds int
 	// Measured, when set, is told each GPU count's result as soon as it is measured.
 	Measured func(Point)
 }
@@ -62,7 +67,7 @@ func Run(ctx context.Context, cfg Config) (*Profile, error) {
 		}
 		gs := executor.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, time.Now().UnixNano()), Experiment: cfg.Experiment,
 			Params: params, TargetIter: cfg.Iters}
-		pt, err := measure(ctx, cfg.Runtime, nodes, gs, g, cfg.TimeScale)
+		pt, err := measure(ctx, cfg.Runtime, nodes, gs, g, cfg.TimeScale, cmp.Or(max(cfg.Rounds, 0), 3))
 		release()
 		if err != nil {
 			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
@@ -38,15 +39,15 @@ func reports(g executor.Gang, n int) fake.Behavior {
 }
 
 // On a provider's nodes: whole nodes per GPU count, rented before and released after each
-// measurement (and timed); as many gangs side by side as fit on a node, launched twice (a warm-up
-// round, then the measured one); each gang the typical trial laid out as a run lays it out.
+// measurement (and timed); as many gangs side by side as fit on a node, launched in rounds (a
+// warm-up, then the measured ones); each gang the typical trial laid out as a run lays it out.
 func TestRunOnAProvider(t *testing.T) {
 	exp := experiment()
 	rt := &fake.Runtime{Behave: reports}
 	prov := &fake.Provider{GPUsPerNode: 4}
 	var measured []int
 	prof, err := profiler.Run(context.Background(), profiler.Config{Experiment: exp, Runtime: rt, Provider: prov,
-		GPUs: []int{1, 2, 4, 8}, Iters: 3, TimeScale: 1, Measured: func(p profiler.Point) { measured = append(measured, p.GPUs) }})
+		GPUs: []int{1, 2, 4, 8}, Iters: 3, TimeScale: 1, Rounds: 2, Measured: func(p profiler.Point) { measured = append(measured, p.GPUs) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestRunOnAProvider(t *testing.T) {
 		}
 		ids[g.Trial] = true
 	}
-	if want := map[int]int{1: 8, 2: 4, 4: 2, 8: 2}; !reflect.DeepEqual(perCount, want) {
+	if want := map[int]int{1: 12, 2: 6, 4: 3, 8: 3}; !reflect.DeepEqual(perCount, want) { // warm-up and 2 rounds
 		t.Fatalf("launches by gang size %v, want %v", perCount, want)
 	}
 	wantParams := spec.Config{"lr": 1e-3, "hidden": 128, "layers": int64(2), "m": 0.9}
@@ -87,14 +88,14 @@ func TestRunOnAProvider(t *testing.T) {
 }
 
 // Without a provider each GPU count runs on one virtual node of exactly that many GPUs: one gang
-// per round.
+// per round, three measured rounds by default.
 func TestRunOnAVirtualNode(t *testing.T) {
 	rt := &fake.Runtime{Behave: reports}
 	prof, err := profiler.Run(context.Background(), profiler.Config{Experiment: experiment(), Runtime: rt, GPUs: []int{2, 8}, Iters: 2, TimeScale: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rt.Launches) != 4 || len(prof.NodeStart) != 0 {
+	if len(rt.Launches) != 8 || len(prof.NodeStart) != 0 { // 2 counts x (warm-up + 3 rounds)
 		t.Fatalf("%d launches, node start %v", len(rt.Launches), prof.NodeStart)
 	}
 	for _, g := range rt.Launches {
@@ -155,5 +156,29 @@ func TestRunFails(t *testing.T) {
 		if _, err := profiler.Run(context.Background(), cfg); err == nil {
 			t.Errorf("iters %d, time scale %v: no error", cfg.Iters, cfg.TimeScale)
 		}
+	}
+}
+
+// One round slowed by something else on the machine does not skew the start-up: it is the median
+// of the rounds'.
+func TestOneSlowRoundDoesNotSkewStartup(t *testing.T) {
+	startup := func(slow bool) float64 {
+		rt := &fake.Runtime{Behave: func(g executor.Gang, n int) fake.Behavior {
+			b := reports(g, n)
+			b.Duration = 20 * time.Millisecond
+			if slow && strings.Contains(g.Trial, "-r1-") {
+				b.Duration = 600 * time.Millisecond
+			}
+			return b
+		}}
+		prof, err := profiler.Run(context.Background(), profiler.Config{Experiment: experiment(), Runtime: rt, GPUs: []int{2}, Iters: 2, TimeScale: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return prof.Points[0].Startup
+	}
+	quiet, disturbed := startup(false), startup(true)
+	if disturbed > quiet+0.1 {
+		t.Fatalf("start-up %.3f s with one slow round, %.3f s without", disturbed, quiet)
 	}
 }
