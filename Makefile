@@ -5,8 +5,11 @@ EXAMPLE ?= examples/quickstart.yaml
 
 .PHONY: build test bench deps demo paper figures fuzz clean image
 
+# The CLI and, beside it, the built-in trainers alone (rubberband-trainer), which the local
+# runtime launches: they start in milliseconds where the whole CLI takes tens.
 build: deps
-	$(GO) build -o $(BIN) ./cmd/rubberband
+	mkdir -p bin
+	$(GO) build -o bin/ ./cmd/rubberband ./cmd/rubberband-trainer
 
 # Everything the tests need: Go modules, and pinned MinIO and Nomad servers built into .tools/bin.
 # Idempotent: a second run builds nothing.

@@ -94,8 +94,8 @@ func flagsFirst(cmds []*cli.Command, args []string) []string {
 			cmd = c
 		}
 	}
-	if cmd == nil || len(cmd.Subcommands) > 0 {
-		return args // subcommands parse their own flags
+	if cmd == nil || len(cmd.Subcommands) > 0 || cmd.SkipFlagParsing {
+		return args // subcommands, and commands that pass their arguments on, parse their own flags
 	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {

@@ -70,7 +70,7 @@ func profileAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		cfg.Runtime = &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self,
+		cfg.Runtime = &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self, Trainer: trainerBinary(self),
 			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64)}}
 		local := *exp
 		local.Trainer.Image = "" // processes run the command

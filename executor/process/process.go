@@ -34,6 +34,10 @@ type Runtime struct {
 	// Self replaces a command's first word when it is "rubberband", so that the built-in
 	// trainers run from the same binary as the driver.
 	Self string
+	// Trainer, when set, is the small binary of the built-in trainers alone
+	// (rubberband-trainer): [rubberband, trainer, NAME, ...] runs as [Trainer, NAME, ...], which
+	// starts in a few milliseconds where the whole CLI takes tens.
+	Trainer string
 	// ExtraEnv is added to every worker's environment (RB_TIME_SCALE, say).
 	ExtraEnv []string
 	// Grace is how long a stopped worker has before SIGKILL (default trial.GracePeriod).
@@ -81,7 +85,10 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	fmt.Fprintf(h.log, "=== %s: %d worker(s), iterations %d -> %d\n", time.Now().UTC().Format(time.RFC3339), len(g.Workers),
 		g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter)
 	argv := append([]string(nil), g.Command...)
-	if argv[0] == "rubberband" && r.Self != "" {
+	switch {
+	case argv[0] == "rubberband" && len(argv) > 1 && argv[1] == "trainer" && r.Trainer != "":
+		argv = append([]string{r.Trainer}, argv[2:]...)
+	case argv[0] == "rubberband" && r.Self != "":
 		argv[0] = r.Self
 	}
 	base := append(os.Environ(), r.ExtraEnv...)

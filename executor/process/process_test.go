@@ -122,3 +122,26 @@ func waitReports(t *testing.T, r *Runtime, g executor.Gang) []trial.Report {
 	}
 	return out
 }
+
+// The built-in trainers run from their own small binary when the runtime has one:
+// [rubberband, trainer, NAME, ARGS...] becomes [Trainer, NAME, ARGS...]; other commands naming
+// rubberband run the driver's binary.
+func TestBuiltInTrainersRunFromTheirOwnBinary(t *testing.T) {
+	r := runtime(t)
+	dir := t.TempDir()
+	r.Trainer = filepath.Join(dir, "trainer.sh")
+	os.WriteFile(r.Trainer, []byte("#!/bin/sh\necho \"small binary: $*\"\n"), 0o755)
+	g := gang("t9", 1, "")
+	g.Command = []string{"rubberband", "trainer", "synthetic", "--spec", "x.yaml"}
+	h, err := r.Launch(context.Background(), g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range h.Reports() {
+	}
+	h.Wait()
+	log, _ := os.ReadFile(filepath.Join(r.LogDir, "t9.log"))
+	if !strings.Contains(string(log), "small binary: synthetic --spec x.yaml") {
+		t.Fatalf("log:\n%s", log)
+	}
+}
