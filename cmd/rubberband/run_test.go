@@ -330,7 +330,9 @@ func TestProfileMeasuresTheTrainer(t *testing.T) {
 		}
 	}
 	for _, s := range exp.Profile.StartupLatency.Samples {
-		if math.Abs(float64(s)-1) > 0.6 {
+		// Start-up is the time before the first report less one mean iteration: it carries one
+		// iteration's noise (σ 0.4 s at 1 GPU), hence a bound of 1 s.
+		if math.Abs(float64(s)-1) > 1 {
 			t.Errorf("start-up measured %.2f s, the trainer takes 1 s\n%s", float64(s), src)
 		}
 	}
