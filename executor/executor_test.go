@@ -314,23 +314,13 @@ func TestScaleDownAtSync(t *testing.T) {
 	}
 }
 
-const hyperbandSpec = `
-name: unit-hb
-deadline: 1h
-seed: 5
-objective: {metric: score, mode: max}
-algorithm: {hyperband: {min_iters: 1, max_iters: 9, eta: 3}}
-search_space: {x: {type: uniform, min: 0, max: 1}}
-trainer: {command: [train]}
-cluster:
-  gpus_per_node: 2
-  price_per_hour: 3.6
-  scale_latency: {value: 0s}
-  init_latency: {value: 0s}
-  max_nodes: 16
-profile:
-  iter_latency: {1: {mean: 1}}
-`
+// hyperbandSpec is shaSpec as a Hyperband job of three brackets, on up to 16 nodes.
+var hyperbandSpec = strings.NewReplacer(
+	"name: unit\n", "name: unit-hb\n",
+	"seed: 3", "seed: 5",
+	"algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}", "algorithm: {hyperband: {min_iters: 1, max_iters: 9, eta: 3}}",
+	"max_nodes: 4", "max_nodes: 16",
+).Replace(shaSpec)
 
 // Hyperband's brackets run at the same time, each on its own nodes, and each picks its best.
 func TestHyperbandBracketsInParallel(t *testing.T) {

@@ -411,11 +411,7 @@ func writeJSONFile(path string, v any) error {
 	if err := writeJSON(&buf, v); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return writeFileAtomic(path, buf.Bytes())
 }
 
 // lineLog writes the run's messages and its live progress line to the terminal (or a log).
