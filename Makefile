@@ -6,8 +6,9 @@ EXAMPLE ?= examples/quickstart.yaml
 .PHONY: build test bench deps demo paper figures fuzz clean image
 
 # The CLI and, beside it, the built-in trainers alone (rubberband-trainer), which the local
-# runtime launches: they start in milliseconds where the whole CLI takes tens.
-build: deps
+# runtime launches: they start in milliseconds where the whole CLI takes tens. Needs only Go:
+# the servers of `make deps` are for the tests and the Nomad backend.
+build:
 	mkdir -p bin
 	$(GO) build -o bin/ ./cmd/rubberband ./cmd/rubberband-trainer
 
