@@ -676,7 +676,9 @@ func TestPerStageCostsAgree(t *testing.T) {
 		realSum += s.Realized.Cost
 		d := pct(s.Realized.Cost, s.Predicted.Cost)
 		t.Logf("stage %d: predicted $%.4f realized $%.4f (%+.1f%%)", s.Stage, s.Predicted.Cost, s.Realized.Cost, d)
-		if math.Abs(d) > 5 {
+		// Within 5%, or within two spec seconds of one node ($0.02: the launch overhead of a
+		// short stage); the data cost alone, which the old per-stage meter left out, is $0.10.
+		if math.Abs(d) > 5 && math.Abs(s.Realized.Cost-s.Predicted.Cost) > 0.02 {
 			t.Errorf("stage %d: realized $%.4f, predicted $%.4f (%+.1f%%)", s.Stage, s.Realized.Cost, s.Predicted.Cost, d)
 		}
 	}
