@@ -25,6 +25,7 @@ const (
 	EvSpec    = "spec"      // resume --spec changed the run's spec (Spec: its sha256)
 	EvCancel  = "cancel"    // the run was cancelled; resume refuses it without --force
 	EvFinish  = "finish"    // every bracket finished
+	EvStop    = "stop"      // the driver stopped short of the end (Error: why); resume carries on
 )
 
 // Event is one record of the journal.

@@ -18,6 +18,7 @@ type Result struct {
 	RunID      string          `json:"run_id,omitempty"`
 	Finished   bool            `json:"finished"`
 	Cancelled  string          `json:"cancelled,omitempty"`
+	Stopped    string          `json:"stopped,omitempty"` // why its driver stopped short of the end
 	Best       *BestTrial      `json:"best"`
 	Realized   Measured        `json:"realized"`
 	Brackets   []BracketResult `json:"brackets"`
@@ -71,6 +72,7 @@ type TrialResult struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	State   trial.State        `json:"state"`
 	Failed  bool               `json:"failed,omitempty"`
+	Nodes   []string           `json:"nodes,omitempty"` // where its last launch ran
 }
 
 // bill meters the run until now with the one cost meter the simulator's per-stage breakdown
@@ -144,7 +146,7 @@ func (x *run) result() *Result {
 	s := x.st
 	bill := x.bill(now)
 	total := bill.Total
-	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled}
+	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled, Stopped: s.stopped}
 	end := s.start
 	for b, br := range s.brackets {
 		bres := BracketResult{Name: br.Name}
@@ -198,7 +200,7 @@ func (x *run) result() *Result {
 			for range t.failed {
 				failed = true
 			}
-			res.Trials = append(res.Trials, TrialResult{ID: id, Bracket: b, Params: t.params, Stages: len(t.done), Iter: t.iter, Metrics: t.metrics, State: t.state, Failed: failed})
+			res.Trials = append(res.Trials, TrialResult{ID: id, Bracket: b, Params: t.params, Stages: len(t.done), Iter: t.iter, Metrics: t.metrics, State: t.state, Failed: failed, Nodes: t.nodes})
 		}
 	}
 	sort.Slice(res.Trials, func(i, j int) bool { return res.Trials[i].ID < res.Trials[j].ID })

@@ -181,13 +181,18 @@ func (x *run) begin(ctx context.Context) error {
 }
 
 // fail ends a run that cannot go on: every node it holds is released and journaled (unless
-// KeepNodes), and err is returned with what was realized.
+// KeepNodes), why is journaled (EvStop), and err is returned with what was realized.
 func (x *run) fail(ctx context.Context, err error) (*Result, error) {
 	if !x.cfg.KeepNodes {
 		if rerr := x.releaseAll(context.WithoutCancel(ctx), "the run stopped: "+err.Error()); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
+	why := err.Error()
+	if errors.Is(err, context.Canceled) {
+		why = "interrupted"
+	}
+	x.record(Event{Ev: EvStop, Error: why}, true) // best effort: a broken journal is what err says already
 	return x.result(), err
 }
 

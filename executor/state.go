@@ -34,6 +34,7 @@ type state struct {
 	retries   map[stageKey]int
 	finished  bool
 	cancelled string // why, once cancelled
+	stopped   string // why the last driver stopped short of the end; "" while one drives it
 }
 
 type stageKey struct{ bracket, stage int }
@@ -54,6 +55,7 @@ type trialRun struct {
 	metrics map[string]float64
 	iter    int
 	failed  map[int]bool
+	nodes   []string // where its last launch ran
 }
 
 type nodeSpan struct {
@@ -96,6 +98,7 @@ func (s *state) apply(e Event) {
 	case EvLaunch:
 		ts := trialStage{e.Trial, e.Stage}
 		s.tries[ts] = max(s.tries[ts], e.Try)
+		s.trials[e.Trial].nodes = e.Nodes
 		s.move(s.trials[e.Trial], trial.Launch)
 	case EvReport:
 		t := s.trials[e.Trial]
@@ -128,7 +131,7 @@ func (s *state) apply(e Event) {
 	case EvResume:
 		// A driver took over (a cancelled run only with --force: it is no longer cancelled). The
 		// previous driver's gangs were ended before this event: their trials wait again.
-		s.cancelled = ""
+		s.cancelled, s.stopped = "", ""
 		for _, id := range s.allTrials() {
 			if t := s.trials[id]; t.state == trial.Running {
 				s.move(t, trial.Interrupted)
@@ -141,6 +144,8 @@ func (s *state) apply(e Event) {
 		}
 	case EvFinish:
 		s.finished = true
+	case EvStop:
+		s.stopped = e.Error
 	}
 }
 

@@ -25,16 +25,16 @@ func cancelCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "cancel",
 		Usage:     "stop a run for good: its gangs are stopped and every node it holds is released",
-		ArgsUsage: "DIR",
+		ArgsUsage: "RUN",
 		Description: "A live driver on this host is asked to stop (SIGTERM) and waited for. When no driver is alive,\n" +
 			"cancel ends the run's gangs and releases its nodes itself. A driver on another host is refused:\n" +
 			"cancel it there. `resume` refuses a cancelled run unless --force.",
-		Flags: []cli.Flag{&cli.DurationFlag{Name: "wait", Value: 2 * time.Minute, Usage: "how long to wait for the driver to stop"}},
+		Flags: []cli.Flag{rootFlag(), &cli.DurationFlag{Name: "wait", Value: 2 * time.Minute, Usage: "how long to wait for the driver to stop"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usageErr("cancel needs exactly one DIR argument")
+				return usageErr("cancel needs exactly one RUN argument")
 			}
-			st, err := openState(c.Args().First())
+			st, err := openRun(c)
 			if err != nil {
 				return err
 			}

@@ -52,8 +52,15 @@ func rbTimed(t testing.TB, args ...string) (stdout, stderr string, code int) {
 
 func rbWith(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return rbEnv(t, bin, nil, args...)
+}
+
+// rbEnv runs bin with env added to the test's environment.
+func rbEnv(t testing.TB, bin string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -16,11 +16,11 @@ import (
 // predictionFlags are the flags plan and simulate share.
 func predictionFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "deadline", Usage: "deadline as a Go duration (overrides the spec's), e.g. 30m"},
-		&cli.Float64Flag{Name: "quantile", Usage: "share of simulated runs that must meet the deadline (overrides planner.deadline_quantile)"},
-		&cli.IntFlag{Name: "samples", Usage: "Monte Carlo samples per prediction (overrides planner.samples)"},
-		&cli.Int64Flag{Name: "seed", Usage: "random seed (overrides the spec's)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+		&cli.StringFlag{Name: "deadline", DefaultText: "from the spec", Usage: "deadline as a Go duration (overrides the spec's), e.g. 30m"},
+		&cli.Float64Flag{Name: "quantile", DefaultText: "from the spec", Usage: "share of simulated runs that must meet the deadline (overrides planner.deadline_quantile)"},
+		&cli.IntFlag{Name: "samples", DefaultText: "from the spec", Usage: "Monte Carlo samples per prediction (overrides planner.samples)"},
+		&cli.Int64Flag{Name: "seed", DefaultText: "from the spec", Usage: "random seed (overrides the spec's)"},
+		outputFlag(),
 	}
 }
 

@@ -52,14 +52,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Name:  "rubberband",
 		Usage: "cost-aware elastic hyperparameter tuning: plan, simulate, run",
 		Description: "rubberband predicts what a Successive Halving or Hyperband job will cost and when it will end,\n" +
-			"and picks the cheapest elastic allocation plan that meets a deadline.",
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
+			"and picks the cheapest elastic allocation plan that meets a deadline.\n\n" +
+			"Exit codes: 0 ok, 1 failed, 2 bad input (spec, flag, command), 3 no plan meets the deadline.",
+		Version:   version(),
+		Writer:    stdout,
+		ErrWriter: stderr,
 		// --sweep NAME=a,b,c carries its own commas.
 		DisableSliceFlagSeparator: true,
+		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
-		Commands:                  []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), cancelCommand(), reportCommand(), profileCommand(), whatifCommand(), trainerCommand(), workerCommand()},
+		Commands: []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
+			listCommand(), statusCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
+			completionCommand(), trainerCommand(), workerCommand()},
+		// Without a command: the help; with one that does not exist: a usage error.
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageErr("%q is not a command; `rubberband help` lists them", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		OnUsageError: onUsageError,
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = onUsageError
+	}
+	if len(args) > 2 && (args[1] == "help" || args[1] == "h") && args[2] != "help" && app.Command(args[2]) == nil { // urfave/cli exits 3: ours is infeasible
+		fmt.Fprintf(stderr, "rubberband: %q is not a command; `rubberband help` lists them\n", args[2])
+		return exitInvalid
 	}
 	err := app.RunContext(ctx, flagsFirst(app.Commands, args))
 	if err == nil {
@@ -76,6 +95,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
+// onUsageError makes every unknown or malformed flag exit 2, pointing at the command's help.
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	name := "rubberband"
+	if isSubcommand {
+		name = c.Command.HelpName
+	}
+	return usageErr("%v; `%s --help` lists the flags", err, name)
+}
+
 // usageErr reports bad arguments with exit code 2.
 func usageErr(format string, args ...any) error {
 	return &exitErr{code: exitInvalid, err: fmt.Errorf(format, args...)}
@@ -85,7 +113,7 @@ func usageErr(format string, args ...any) error {
 // flags at the first argument and the usage `rubberband plan SPEC --planner optimal` puts them
 // after it. "--" still ends the flags.
 func flagsFirst(cmds []*cli.Command, args []string) []string {
-	if len(args) < 3 {
+	if len(args) < 3 || args[len(args)-1] == "--generate-bash-completion" { // completion reads its flag last
 		return args
 	}
 	var cmd *cli.Command

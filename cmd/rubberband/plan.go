@@ -15,7 +15,7 @@ func planCommand() *cli.Command {
 		Usage:     "find the cheapest allocation plan that meets the deadline",
 		ArgsUsage: "SPEC",
 		Flags: append(predictionFlags(),
-			&cli.StringFlag{Name: "planner", Usage: "static, naive-elastic, greedy or optimal (overrides planner.name)"},
+			&cli.StringFlag{Name: "planner", DefaultText: "from the spec", Usage: "static, naive-elastic, greedy or optimal (overrides planner.name)"},
 			&cli.StringFlag{Name: "out", Usage: "write the plan as JSON to this file (for simulate --plan and run --plan)"},
 			&cli.StringFlag{Name: "gantt", Usage: "draw the plan's cluster schedule (FILE.png or FILE.svg)"},
 		),

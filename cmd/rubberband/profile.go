@@ -29,7 +29,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
-			&cli.StringFlag{Name: "backend", Value: "local", Usage: "local or nomad: measure where the job will run (a Nomad job's start-up included)"},
+			backendFlag("local or nomad: measure where the job will run (a Nomad job's start-up included)"),
 		},
 		Action: profileAction,
 	}

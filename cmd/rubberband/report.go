@@ -16,9 +16,8 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "report on a finished or running run, with pictures",
-		ArgsUsage: "DIR",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+		ArgsUsage: "RUN",
+		Flags: []cli.Flag{rootFlag(), outputFlag(),
 			&cli.StringFlag{Name: "plots", Usage: "write curves.png, gantt-planned.png, gantt-realized.png and cost.png into this directory"},
 		},
 		Action: reportAction,
@@ -27,9 +26,9 @@ func reportCommand() *cli.Command {
 
 func reportAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageErr("%s needs exactly one DIR argument", c.Command.Name)
+		return usageErr("%s needs exactly one RUN argument", c.Command.Name)
 	}
-	st, err := openState(c.Args().First())
+	st, err := openRun(c)
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,12 @@ func runCommand() *cli.Command {
 		Usage:     "execute a plan (local processes or Nomad) and report realized vs predicted time and cost",
 		ArgsUsage: "SPEC",
 		Flags: append(predictionFlags(),
-			&cli.StringFlag{Name: "planner", Usage: "planner to use when no --plan is given"},
-			&cli.StringFlag{Name: "state", Usage: "state directory (journal, checkpoints, logs); default .rubberband/NAME"},
+			&cli.StringFlag{Name: "planner", DefaultText: "from the spec", Usage: "planner to use when no --plan is given (overrides planner.name)"},
+			rootFlag(),
+			&cli.StringFlag{Name: "state", DefaultText: "ROOT/NAME, or NAME-2, NAME-3… when taken", Usage: "the run's state directory (journal, checkpoints, logs)"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
-			&cli.StringFlag{Name: "backend", Value: "local", Usage: "local (processes on this machine) or nomad (NOMAD_ADDR's cluster, or a local server started for you)"},
+			backendFlag("local (processes on this machine) or nomad (NOMAD_ADDR's cluster, or a local server started for you)"),
 			keepNodesFlag,
 		),
 		Action: runAction,
@@ -50,8 +51,8 @@ func resumeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "resume",
 		Usage:     "finish a run whose driver died: finished trial-stages are kept, running ones restart from their checkpoints",
-		ArgsUsage: "DIR",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+		ArgsUsage: "RUN",
+		Flags: []cli.Flag{rootFlag(), outputFlag(),
 			keepNodesFlag,
 			&cli.BoolFlag{Name: "force", Usage: "resume a cancelled run"},
 			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
@@ -61,17 +62,24 @@ func resumeCommand() *cli.Command {
 	}
 }
 
-func statusCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "status",
-		Usage:     "show a run's progress from its state directory",
-		ArgsUsage: "DIR",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"}},
-		Action:    reportAction, // report without pictures
+// backendFlag chooses where runs go; RUBBERBAND_BACKEND sets its default for a shell or a team.
+func backendFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "backend", Value: "local", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: usage}
+}
+
+// freeRunDir is ROOT/NAME, or the first of NAME-2, NAME-3, … that holds no run yet, so that
+// running a spec again starts a new run beside the last one.
+func freeRunDir(root, name string) string {
+	dir := filepath.Join(root, name)
+	for i := 2; ; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+			return dir
+		}
+		dir = filepath.Join(root, fmt.Sprintf("%s-%d", name, i))
 	}
 }
 
-var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (default: release them)"}
+var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (they are released otherwise)"}
 
 func runAction(c *cli.Context) error {
 	exp, s, err := prepare(c)
@@ -80,7 +88,7 @@ func runAction(c *cli.Context) error {
 	}
 	dir := c.String("state")
 	if dir == "" {
-		dir = filepath.Join(".rubberband", exp.Name)
+		dir = freeRunDir(c.String("root"), exp.Name)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("state dir: %w", err)
@@ -155,10 +163,9 @@ func runAction(c *cli.Context) error {
 
 func resumeAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageErr("resume needs exactly one DIR argument")
+		return usageErr("resume needs exactly one RUN argument")
 	}
-	dir := c.Args().First()
-	st, err := openState(dir)
+	st, err := openRun(c)
 	if err != nil {
 		return err
 	}
@@ -262,12 +269,17 @@ func execute(c *cli.Context, dir string) error {
 		return err
 	}
 	defer journal.Close()
-	logw := &lineLog{w: c.App.ErrWriter}
+	logw := &lineLog{w: c.App.ErrWriter, runID: st.run.RunID}
+	if f, err := os.OpenFile(filepath.Join(dir, driverLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		defer f.Close()
+		logw.file = f
+	}
 	provider, runtime, stopBackend, err := openBackend(c.Context, st, logw)
 	if err != nil {
 		return err
 	}
 	defer stopBackend()
+	logw.note("driver PID %d took the run: %s backend, %d event(s) in the journal", os.Getpid(), st.run.Backend, len(past))
 	if st.run.Backend == "nomad" { // its workers can outlive us: they watch this heartbeat
 		store, err := openStore(c.Context, st.exp, dir)
 		if err != nil {
@@ -286,6 +298,11 @@ func execute(c *cli.Context, dir string) error {
 		Progress: func(s executor.Status) { logw.progress(s, predicted) }}
 	res, err := executor.Run(ctx, cfg)
 	logw.done()
+	if err != nil {
+		logw.note("driver stopped: %v", err)
+	} else {
+		logw.note("finished: JCT %s, cost %s", clock(res.Realized.JCT), money(res.Realized.Cost))
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) && cancelRequested(dir) { // `rubberband cancel` stopped us: mark the run so
 			cfg.Past, err = executor.ReadJournal(filepath.Join(dir, "journal.jsonl"))
@@ -316,20 +333,27 @@ func execute(c *cli.Context, dir string) error {
 	return printRun(c, st, res)
 }
 
+// printRun writes a run's report: as JSON, or as its best trial, its stages predicted beside
+// realized, and the totals.
 func printRun(c *cli.Context, st *state, res *executor.Result) error {
 	rep := executor.Compare(st.plan, res)
 	if c.String("output") == "json" {
 		return writeJSON(c.App.Writer, rep)
 	}
-	w := c.App.Writer
-	state := "finished"
+	status := "finished"
 	switch {
 	case res.Cancelled != "":
-		state = "cancelled"
+		status = "cancelled"
 	case !res.Finished:
-		state = "not finished"
+		status = "not finished"
 	}
-	fmt.Fprintf(w, "%s · run %s · %s · state in %s\n\n", res.Experiment, res.RunID, state, st.dir)
+	printRunTable(c.App.Writer, st, res, status)
+	return nil
+}
+
+func printRunTable(w io.Writer, st *state, res *executor.Result, status string) {
+	rep := executor.Compare(st.plan, res)
+	fmt.Fprintf(w, "%s · run %s · %s · state in %s\n\n", res.Experiment, res.RunID, status, st.dir)
 	if res.Best != nil {
 		params, _ := json.Marshal(res.Best.Params)
 		fmt.Fprintf(w, "best trial %s: %s %.4f with %s\n\n", res.Best.Trial, st.exp.Objective.Metric, res.Best.Metric, params)
@@ -345,7 +369,6 @@ func printRun(c *cli.Context, st *state, res *executor.Result) error {
 	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\nrealized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost)\n",
 		clock(rep.Predicted.JCT), money(rep.Predicted.Cost), clock(rep.Realized.JCT), money(rep.Realized.Cost),
 		pct(rep.Realized.JCT, rep.Predicted.JCT), pct(rep.Realized.Cost, rep.Predicted.Cost))
-	return nil
 }
 
 func pct(real, pred float64) float64 {
@@ -416,17 +439,33 @@ func writeJSONFile(path string, v any) error {
 
 // lineLog writes the run's messages and its live progress line to the terminal (or a log).
 // Brackets report from their own goroutines: mu keeps the line whole.
+// Messages also go to the run's driver log, stamped (`rubberband logs RUN`).
 type lineLog struct {
 	mu      sync.Mutex
 	w       io.Writer
+	file    io.Writer // the driver log; nil: none
+	runID   string
 	last    time.Time
 	pending bool
+	stage   string // the bracket's stage last reported, to note each new one in the driver log
+}
+
+// note writes a line to the driver log only: what a later reader needs, not the terminal.
+func (l *lineLog) note(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		l.file.Write(stampLines([]byte(fmt.Sprintf(format, args...)), time.Now(), l.runID))
+	}
 }
 
 func (l *lineLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.clear()
+	if l.file != nil {
+		l.file.Write(stampLines(p, time.Now(), l.runID)) // best effort: the terminal has it too
+	}
 	return l.w.Write(p)
 }
 
@@ -439,6 +478,10 @@ func (l *lineLog) progress(s executor.Status, predictedJCT float64) {
 	l.last = time.Now()
 	eta := max(0, predictedJCT-s.Elapsed.Seconds())
 	line := fmt.Sprintf("[%s] stage %d/%d: %d/%d trials done", s.Bracket, s.Stage+1, s.Stages, s.Done, s.Total)
+	if stage := fmt.Sprintf("[%s] stage %d/%d", s.Bracket, s.Stage+1, s.Stages); stage != l.stage && l.file != nil {
+		l.stage = stage
+		l.file.Write(stampLines([]byte(line+fmt.Sprintf(" · elapsed %s · %s so far", clock(s.Elapsed.Seconds()), money(s.Cost))), time.Now(), l.runID))
+	}
 	if s.Failed > 0 {
 		line += fmt.Sprintf(" (%d failed)", s.Failed)
 	}

@@ -26,7 +26,7 @@ func whatifCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "sweep", Usage: "NAME=VALUES: a spec field by path and a list (1s,10s) or range (10m..60m/5m); repeat for a grid"},
 			&cli.StringFlag{Name: "planners", Value: strings.Join(spec.PlannerNames(), ","), Usage: "planners to compare"},
-			&cli.IntFlag{Name: "samples", Usage: "Monte Carlo samples per prediction (overrides planner.samples)"},
+			&cli.IntFlag{Name: "samples", DefaultText: "from the spec", Usage: "Monte Carlo samples per prediction (overrides planner.samples)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table, json or csv"},
 			&cli.StringFlag{Name: "plot", Usage: "draw cost against the first sweep, one line per planner (FILE.png or FILE.svg)"},
 		},

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/urfave/cli/v2"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show a run's progress: its stages predicted beside realized, and with --trials every trial",
+		ArgsUsage: "RUN",
+		Description: "RUN is a run's name or ID under the root folder (`rubberband list`), or its state directory.\n" +
+			"With --watch it redraws until the run's driver stops.",
+		Flags: []cli.Flag{rootFlag(), outputFlag(),
+			&cli.BoolFlag{Name: "trials", Aliases: []string{"t"}, Usage: "one row per trial: stage reached, state, last metric, node"},
+			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "follow the run: redraw until its driver stops"},
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often --watch redraws"},
+		},
+		Action: statusAction,
+	}
+}
+
+// statusJSON is `status -o json`: the run's report, and where the run is.
+type statusJSON struct {
+	*executor.Report
+	Status string `json:"status"`
+	Why    string `json:"why,omitempty"`
+	Live   bool   `json:"live"`
+}
+
+func statusAction(c *cli.Context) error {
+	if err := checkOutput(c); err != nil {
+		return err
+	}
+	if c.NArg() != 1 {
+		return usageErr("status needs exactly one RUN argument")
+	}
+	st, err := openRun(c)
+	if err != nil {
+		return err
+	}
+	if !c.Bool("watch") {
+		out, _, err := renderStatus(c, st)
+		if err == nil {
+			_, err = c.App.Writer.Write(out)
+		}
+		return err
+	}
+	if c.Duration("interval") < 10*time.Millisecond {
+		return usageErr("--interval %s is too short (at least 10ms)", c.Duration("interval"))
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f, isFile := c.App.Writer.(*os.File)
+	redraw := isFile && isTerminal(f)
+	var last []byte
+	for {
+		out, live, err := renderStatus(c, st)
+		if err != nil {
+			return err
+		}
+		switch {
+		case redraw:
+			fmt.Fprintf(c.App.Writer, "\033[H\033[2J%s", out)
+		case !bytes.Equal(out, last): // a log or a pipe gets each new state once
+			if last != nil && c.String("output") == "table" {
+				fmt.Fprintln(c.App.Writer)
+			}
+			c.App.Writer.Write(out)
+		}
+		last = out
+		if !live {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(c.Duration("interval")):
+		}
+	}
+}
+
+// renderStatus draws the run's status once, and says whether a driver holds it now.
+func renderStatus(c *cli.Context, st *state) ([]byte, bool, error) {
+	v, err := viewRun(st)
+	if err != nil {
+		return nil, false, err
+	}
+	status, why := v.status()
+	var buf bytes.Buffer
+	if v.res == nil {
+		if c.String("output") == "json" {
+			err := json.NewEncoder(&buf).Encode(statusJSON{Report: &executor.Report{Experiment: st.exp.Name, RunID: st.run.RunID}, Status: status, Live: v.live})
+			return buf.Bytes(), v.live, err
+		}
+		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.exp.Name, st.run.RunID, status, st.dir)
+		return buf.Bytes(), v.live, nil
+	}
+	if c.String("output") == "json" {
+		rep := executor.Compare(st.plan, v.res)
+		enc := json.NewEncoder(&buf)
+		if !c.Bool("watch") {
+			enc.SetIndent("", "  ")
+		}
+		err := enc.Encode(statusJSON{Report: &rep, Status: status, Why: why, Live: v.live})
+		return buf.Bytes(), v.live, err
+	}
+	if why != "" {
+		status += ": " + why
+	}
+	printRunTable(&buf, st, v.res, status)
+	if c.Bool("trials") {
+		fmt.Fprintln(&buf)
+		printTrials(&buf, st, v.res)
+	}
+	return buf.Bytes(), v.live, nil
+}
+
+// printTrials is one row per trial: how far it got, where it is, its last metric and node.
+func printTrials(buf *bytes.Buffer, st *state, res *executor.Result) {
+	brackets := st.exp.Algorithm.Brackets()
+	metric := st.exp.Objective.Metric
+	tw := newTable(buf, "TRIAL", "BRACKET", "STAGES DONE", "STATE", "ITER", strings.ToUpper(metric), "NODE")
+	for _, t := range res.Trials {
+		m := "-"
+		if v, ok := t.Metrics[metric]; ok {
+			m = fmt.Sprintf("%.4g", v)
+		}
+		state := string(t.State)
+		if t.Failed {
+			state += " (failed)"
+		}
+		node := "-"
+		if len(t.Nodes) > 0 {
+			node = strings.Join(t.Nodes, ",")
+		}
+		tw.row(t.ID, brackets[t.Bracket].Name, fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages)), state, t.Iter, m, node)
+	}
+	tw.flush()
+}
