@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// --sweep NAME=a,b,c carries its own commas.
 		DisableSliceFlagSeparator: true,
 		ExitErrHandler:            func(*cli.Context, error) {},
-		Commands:                  []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), cancelCommand(), reportCommand(), profileCommand(), whatifCommand(), trainerCommand(), workerCommand()},
+		Commands:                  []*cli.Command{validateCommand(), planCommand(), simulateCommand(), runCommand(), resumeCommand(), statusCommand(), cancelCommand(), reportCommand(), profileCommand(), schemaCommand(), whatifCommand(), trainerCommand(), workerCommand()},
 	}
 	err := app.RunContext(ctx, flagsFirst(app.Commands, args))
 	if err == nil {
