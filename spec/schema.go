@@ -1,0 +1,268 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+)
+
+// SchemaDialect is the JSON Schema draft Schema declares.
+const SchemaDialect = "https://json-schema.org/draft/2020-12/schema"
+
+// goDuration matches what time.ParseDuration accepts, less a sign: no spec duration may be negative.
+const goDuration = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+
+// Schema returns the JSON Schema of a spec file, for editors. It is generated from Experiment's
+// fields by their yaml tags, so a field the decoder knows cannot be missing from it. It checks
+// what one field alone can get wrong; `rubberband validate` remains the judge of the rest (which
+// fields a dist uses, min_iters <= max_iters, ...). It uses no keyword newer than draft 7, so
+// language servers that know only draft 7 read it the same.
+func Schema() map[string]any {
+	s, _ := schema()
+	return s
+}
+
+// schema also returns the keys of fieldDocs and fieldRules it used, so a test can find stale ones.
+func schema() (map[string]any, map[string]bool) {
+	g := schemaGen{docs: fieldDocs(), rules: fieldRules(), used: map[string]bool{}}
+	s := g.of(reflect.TypeFor[Experiment]())
+	s["$schema"] = SchemaDialect
+	s["title"] = "rubberband experiment spec"
+	s["description"] = g.doc("Experiment")
+	return s, g.used
+}
+
+// schemaGen walks Go types the way the decoder does (decode.go) and writes their schemas.
+type schemaGen struct {
+	docs  map[string]string         // "Type.field" -> description
+	rules map[string]map[string]any // "Type" or "Type.field" -> keywords added to its schema
+	used  map[string]bool
+}
+
+func (g schemaGen) doc(key string) string {
+	g.used[key] = true
+	return g.docs[key]
+}
+
+func (g schemaGen) of(t reflect.Type) map[string]any {
+	// The decoder's own cases first, as decode checks them first.
+	switch t {
+	case reflect.TypeFor[Seconds]():
+		return map[string]any{"oneOf": []any{
+			map[string]any{"type": "number", "minimum": 0, "maximum": maxLatency},
+			map[string]any{"type": "string", "pattern": goDuration},
+		}}
+	case reflect.TypeFor[Duration]():
+		// A bare 0 is the one duration time.ParseDuration takes without a unit.
+		return map[string]any{"oneOf": []any{
+			map[string]any{"type": "string", "pattern": goDuration},
+			map[string]any{"const": 0},
+		}}
+	case reflect.TypeFor[Checkpoints]():
+		obj := g.object(t)
+		url := obj["properties"].(map[string]any)["url"]
+		return map[string]any{"oneOf": []any{url, obj}}
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return g.of(t.Elem())
+	case reflect.Struct:
+		return g.object(t)
+	case reflect.Map:
+		if t.Key().Kind() == reflect.Int { // YAML keys such as GPU counts
+			return map[string]any{"type": "object", "additionalProperties": false,
+				"patternProperties": map[string]any{"^[0-9]+$": g.of(t.Elem())}}
+		}
+		return map[string]any{"type": "object", "additionalProperties": g.of(t.Elem())}
+	case reflect.Slice:
+		return map[string]any{"type": "array", "items": g.of(t.Elem())}
+	case reflect.String, reflect.Interface:
+		// The decoder takes any scalar's text for a string: env: {N: 4} is fine.
+		return map[string]any{"type": []string{"string", "number", "boolean"}}
+	case reflect.Int:
+		return map[string]any{"type": "integer", "minimum": math.MinInt32, "maximum": math.MaxInt32}
+	case reflect.Int64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	}
+	// Only a new field of a kind the decoder cannot decode either gets here; tests call Schema.
+	panic(fmt.Sprintf("spec: no JSON Schema for %s", t))
+}
+
+func (g schemaGen) object(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name == "" || name == "-" || !f.IsExported() { // as decodeStruct skips them
+			continue
+		}
+		key := t.Name() + "." + name
+		p := g.of(f.Type)
+		g.merge(p, key)
+		p["description"] = g.doc(key)
+		props[name] = p
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	g.merge(s, t.Name())
+	return s
+}
+
+func (g schemaGen) merge(s map[string]any, key string) {
+	if r, ok := g.rules[key]; ok {
+		g.used[key] = true
+		for k, v := range r {
+			s[k] = v
+		}
+	}
+}
+
+// oneOfStrings is an enumeration of strings.
+func oneOfStrings(values ...string) map[string]any {
+	return map[string]any{"type": "string", "enum": values}
+}
+
+func between(lo, hi int) map[string]any { return map[string]any{"minimum": lo, "maximum": hi} }
+
+// fieldRules are the one-field checks of validate.go that a schema can state, and the fields
+// validation requires. Their values come from the spec's constants where it has them.
+func fieldRules() map[string]map[string]any {
+	var instances []string
+	for _, it := range Catalog() {
+		instances = append(instances, it.Name)
+	}
+	atLeast0 := map[string]any{"minimum": 0}
+	iters := between(1, MaxIters)
+	return map[string]map[string]any{
+		"Experiment":                       {"required": []string{"name", "objective", "algorithm", "cluster", "profile"}},
+		"Experiment.name":                  {"type": "string", "pattern": nameRE.String()},
+		"Objective":                        {"required": []string{"metric"}},
+		"Objective.mode":                   oneOfStrings("max", "min"),
+		"Algorithm":                        {"minProperties": 1, "maxProperties": 1},
+		"SHA.trials":                       between(1, MaxTrials),
+		"SHA.min_iters":                    iters,
+		"SHA.max_iters":                    iters,
+		"SHA.eta":                          between(2, 1000),
+		"Hyperband.min_iters":              iters,
+		"Hyperband.max_iters":              iters,
+		"Hyperband.eta":                    between(2, 1000),
+		"Algorithm.stages":                 {"minItems": 1},
+		"StageSpec.trials":                 between(1, MaxTrials),
+		"StageSpec.iters":                  iters,
+		"Param":                            {"required": []string{"type"}},
+		"Param.type":                       oneOfStrings("uniform", "loguniform", "int", "choice"),
+		"Resources.cpu_mhz":                between(0, 10_000_000),
+		"Resources.memory_mb":              between(0, 100_000_000),
+		"Cluster.instance_type":            oneOfStrings(instances...),
+		"Cluster.gpus_per_node":            between(1, 1024),
+		"Cluster.price_per_hour":           {"exclusiveMinimum": 0},
+		"Cluster.spot_price_per_hour":      atLeast0,
+		"Cluster.network_gbps":             atLeast0,
+		"Cluster.market":                   oneOfStrings(MarketOnDemand, MarketSpot),
+		"Cluster.max_nodes":                between(1, 100_000),
+		"Billing.model":                    oneOfStrings(PerInstance, PerFunction),
+		"Data.size_gb":                     atLeast0,
+		"Data.price_per_gb":                atLeast0,
+		"Dist.dist":                        oneOfStrings(DistConstant, DistNormal, DistLogNormal, DistUniform, DistEmpirical),
+		"Dist.samples":                     {"minItems": 1},
+		"PlannerOptions.name":              oneOfStrings(PlannerNames()...),
+		"PlannerOptions.samples":           between(1, MaxSamples),
+		"PlannerOptions.deadline_quantile": {"exclusiveMinimum": 0, "maximum": 1},
+		"Checkpoints.url":                  {"type": "string", "pattern": `^(file://.+|s3://.+)?$`},
+	}
+}
+
+// fieldDocs describes every field; a test fails for a field without a description.
+func fieldDocs() map[string]string {
+	return map[string]string{
+		"Experiment":              "An experiment: what to tune, with which algorithm, on which cluster, by when. Check one with `rubberband validate`.",
+		"Experiment.name":         "The experiment's name: lowercase letters, digits and '-'.",
+		"Experiment.deadline":     "When the job must end, as a Go duration (20m, 1h30m); plan needs it or --deadline.",
+		"Experiment.seed":         "Seeds search-space sampling and the simulator (default 0).",
+		"Experiment.objective":    "The metric that ranks trials at each sync.",
+		"Experiment.algorithm":    "Exactly one of sha, hyperband or stages.",
+		"Experiment.search_space": "The parameters to tune, by name.",
+		"Experiment.trainer":      "The program each trial runs (used by run).",
+		"Experiment.cluster":      "The instances a plan rents and what they cost.",
+		"Experiment.profile":      "The model's scaling profile, inline or {file: profile.yaml} relative to the spec.",
+		"Experiment.planner":      "Which planner, and how it samples.",
+		"Experiment.checkpoints":  "Where checkpoints are kept: file://DIR (default: the run's state directory) or s3://BUCKET/PREFIX, alone or as a mapping with S3 options.",
+
+		"Objective.metric": "The metric the trainer reports, such as val_accuracy.",
+		"Objective.mode":   "Whether a higher (max, the default) or lower (min) metric is better.",
+
+		"Algorithm.sha":       "Successive Halving: trials start with min_iters iterations; 1/eta of them go on at each sync, up to max_iters.",
+		"Algorithm.hyperband": "Hyperband: several SHA brackets run at once on one elastic cluster.",
+		"Algorithm.stages":    "Explicit stages, each keeping no more trials than the one before.",
+
+		"SHA.trials":          "Trials in the first stage.",
+		"SHA.min_iters":       "Iterations each trial trains in the first stage.",
+		"SHA.max_iters":       "Iterations the best trial trains in all.",
+		"SHA.eta":             "Reduction factor: 1/eta of the trials survive each sync.",
+		"Hyperband.min_iters": "The fewest iterations of any bracket's first stage.",
+		"Hyperband.max_iters": "Iterations the best trial of each bracket trains in all.",
+		"Hyperband.eta":       "Reduction factor of every bracket.",
+		"StageSpec.trials":    "Trials in this stage.",
+		"StageSpec.iters":     "Iterations each trial trains in this stage, on top of earlier stages'.",
+
+		"Param.type":   "uniform, loguniform (min above 0), int (min and max included) or choice (values).",
+		"Param.min":    "The smallest value (not for choice).",
+		"Param.max":    "The largest value (not for choice).",
+		"Param.values": "The values a choice picks from.",
+
+		"Trainer.command":   "The command each trial's workers run; with image, the command inside it.",
+		"Trainer.image":     "A container image to run the command in (the Nomad docker driver).",
+		"Trainer.env":       "Environment variables for the trainer.",
+		"Trainer.resources": "What each worker asks a cluster scheduler for besides its GPUs.",
+		"Trainer.timeout":   "One launch's time budget, a Go duration; default three times its predicted p99.9 plus a minute.",
+
+		"Resources.cpu_mhz":   "CPU per worker in MHz (default 500).",
+		"Resources.memory_mb": "Memory per worker in MB (default 512).",
+
+		"Cluster.instance_type":       "A catalog instance type: fills gpus_per_node, price_per_hour, spot_price_per_hour, gpu_model and network_gbps, each of which may still be set.",
+		"Cluster.gpu_model":           "The GPU model, for reports.",
+		"Cluster.gpus_per_node":       "GPUs per node.",
+		"Cluster.price_per_hour":      "On-demand dollars per node-hour.",
+		"Cluster.spot_price_per_hour": "Spot dollars per node-hour (market: spot).",
+		"Cluster.network_gbps":        "Each node's network bandwidth in Gbit/s, for the dataset download.",
+		"Cluster.market":              "on-demand (the default) or spot.",
+		"Cluster.billing":             "How rented time turns into dollars.",
+		"Cluster.scale_latency":       "From requesting an instance to it running (not billed).",
+		"Cluster.init_latency":        "From running to ready for trials (billed).",
+		"Cluster.max_nodes":           "The most nodes a plan may rent at once (default 64).",
+		"Cluster.data":                "The dataset each new node downloads once.",
+
+		"Billing.model":     "per-instance (the default) or per-function.",
+		"Billing.increment": "Billed time is rounded up to this, a Go duration (default 1s).",
+		"Billing.minimum":   "The least time billed per node, a Go duration (per-instance default 1m).",
+
+		"Data.size_gb":      "Dataset size in GB.",
+		"Data.price_per_gb": "Dollars per GB downloaded.",
+
+		"Profile.file":            "A YAML file holding the profile, relative to the spec; then iter_latency and startup_latency are left out here.",
+		"Profile.iter_latency":    "Seconds per iteration of one trial on N GPUs, by N; 1 GPU is required.",
+		"Profile.startup_latency": "Seconds per training launch before its first iteration (restore, connect).",
+		"Profile.notes":           "Where the numbers come from.",
+
+		"Dist.dist":    "constant (value), normal or lognormal (mean, std), uniform (min, max) or empirical (samples); left out, the fields given decide.",
+		"Dist.value":   "The constant latency: seconds, or a Go duration such as 15s.",
+		"Dist.mean":    "The mean latency: seconds, or a Go duration.",
+		"Dist.std":     "The latency's standard deviation: seconds, or a Go duration.",
+		"Dist.min":     "The least latency of a uniform: seconds, or a Go duration.",
+		"Dist.max":     "The greatest latency of a uniform: seconds, or a Go duration.",
+		"Dist.samples": "Measured latencies, each equally likely: seconds, or Go durations.",
+
+		"PlannerOptions.name":              "The planner (default greedy).",
+		"PlannerOptions.samples":           "Simulated runs per plan evaluated (default 100).",
+		"PlannerOptions.deadline_quantile": "The quantile of the job's duration that must meet the deadline (default 0.5, the median).",
+
+		"Checkpoints.url":      "file://DIR or s3://BUCKET/PREFIX.",
+		"Checkpoints.endpoint": "host:port of an S3-compatible server such as MinIO; empty means AWS S3.",
+		"Checkpoints.insecure": "Talk plain HTTP to the endpoint.",
+		"Checkpoints.region":   "The S3 region.",
+	}
+}
