@@ -164,9 +164,9 @@ func (e *Experiment) loadProfile(read ReadFunc) Problems {
 func (e *Experiment) applyDefaults() Problems {
 	var probs Problems
 	c := &e.Cluster
-	if c.InstanceType != "" || e.undecoded("cluster.instance_type") {
+	if c.InstanceType != "" || e.unknown("cluster.instance_type") {
 		it, ok := LookupInstance(c.InstanceType)
-		if !ok && !e.undecoded("cluster.instance_type") {
+		if !ok && !e.unknown("cluster.instance_type") {
 			probs = append(probs, Problem{File: e.File, Line: e.Line("cluster.instance_type"), Path: "cluster.instance_type",
 				Msg: fmt.Sprintf("unknown instance type %q (catalog: %v; or leave it out and set gpus_per_node and price_per_hour)", c.InstanceType, catalogNames())})
 		}
@@ -185,10 +185,10 @@ func (e *Experiment) applyDefaults() Problems {
 		fill("cluster.gpu_model", func() { c.GPUModel = it.GPUModel })
 		fill("cluster.network_gbps", func() { c.NetworkGbps = it.NetworkGbps })
 	}
-	if c.Market == "" && !e.undecoded("cluster.market") {
+	if c.Market == "" && !e.unknown("cluster.market") {
 		c.Market = MarketOnDemand
 	}
-	if c.Billing.Model == "" && !e.undecoded("cluster.billing.model") {
+	if c.Billing.Model == "" && !e.unknown("cluster.billing.model") {
 		c.Billing.Model = PerInstance
 	}
 	if !e.Has("cluster.billing.increment") {
@@ -207,16 +207,16 @@ func (e *Experiment) applyDefaults() Problems {
 		dist.inferKind()
 		e.Profile.IterLatency[g] = dist
 	}
-	if e.Trainer.Resources.CPUMHz == 0 && !e.undecoded("trainer.resources.cpu_mhz") {
+	if e.Trainer.Resources.CPUMHz == 0 && !e.unknown("trainer.resources.cpu_mhz") {
 		e.Trainer.Resources.CPUMHz = 500
 	}
-	if e.Trainer.Resources.MemoryMB == 0 && !e.undecoded("trainer.resources.memory_mb") {
+	if e.Trainer.Resources.MemoryMB == 0 && !e.unknown("trainer.resources.memory_mb") {
 		e.Trainer.Resources.MemoryMB = 512
 	}
-	if e.Objective.Mode == "" && !e.undecoded("objective.mode") {
+	if e.Objective.Mode == "" && !e.unknown("objective.mode") {
 		e.Objective.Mode = "max"
 	}
-	if e.Planner.Name == "" && !e.undecoded("planner.name") {
+	if e.Planner.Name == "" && !e.unknown("planner.name") {
 		e.Planner.Name = PlannerGreedy
 	}
 	if e.Planner.Samples == 0 && !e.Has("planner.samples") {

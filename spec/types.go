@@ -233,9 +233,9 @@ func (e *Experiment) markFailed(path string) {
 	}
 }
 
-// undecoded reports whether path, a field it belongs to, or a part of it has an unknown value:
+// unknown reports whether path, a field it belongs to, or a part of it has an unknown value:
 // any problem found there would only follow from the one already reported.
-func (e *Experiment) undecoded(path string) bool {
+func (e *Experiment) unknown(path string) bool {
 	if _, ok := e.failed[path]; ok {
 		return true
 	}

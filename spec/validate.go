@@ -54,9 +54,9 @@ type validator struct {
 	probs Problems
 }
 
-// add reports a problem at path, unless the value there is unknown (see undecoded).
+// add reports a problem at path, unless the value there is unknown (see Experiment.unknown).
 func (v *validator) add(path, format string, args ...any) {
-	if v.e.undecoded(path) {
+	if v.e.unknown(path) {
 		return
 	}
 	// The line is that of path or its nearest written ancestor; it is in the profile file when
@@ -370,7 +370,7 @@ func (v *validator) cluster() {
 const maxLatency = 365 * 24 * 3600
 
 func (v *validator) dist(path string, d Dist) {
-	if v.e.undecoded(path + ".dist") { // the other fields cannot be judged without the kind
+	if v.e.unknown(path + ".dist") { // the other fields cannot be judged without the kind
 		return
 	}
 	bad := func(field string, x Seconds) bool {
