@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Problem is one thing wrong with a spec, located by file, line and field path.
@@ -48,22 +48,39 @@ const maxNodes = 100000
 // decoder walks a yaml.Node tree into Go values by their yaml tags, recording the line of every
 // field and collecting every problem instead of stopping at the first.
 type decoder struct {
-	file   string
-	lines  map[string]int
+	file  string
+	lines map[string]int
+	// failed holds the paths whose value could not be decoded (wrong type, given twice): they
+	// keep their zero value, which validation must not judge.
+	failed map[string]bool
+	// fatal says nothing usable was decoded (not YAML, empty, too large): validating would only
+	// list every field as missing.
+	fatal  bool
 	probs  Problems
 	budget int
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, lines: map[string]int{}, budget: maxNodes}
+	return &decoder{file: file, lines: map[string]int{}, failed: map[string]bool{}, budget: maxNodes}
 }
 
 func (d *decoder) problem(line int, path, format string, args ...any) {
 	d.probs = append(d.probs, Problem{File: d.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// fail reports a value that could not be decoded and marks its path failed.
+func (d *decoder) fail(line int, path, format string, args ...any) {
+	d.failed[path] = true
+	d.problem(line, path, format, args...)
+}
+
 // document decodes a whole YAML document into v.
 func (d *decoder) document(data []byte, v any) {
+	if len(data) > MaxFileSize { // checked before parsing: the parser's memory grows with the input
+		d.fatal = true
+		d.problem(1, "", "the document is %d bytes, more than the %d (%d MiB) a spec or profile may hold", len(data), MaxFileSize, MaxFileSize>>20)
+		return
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		line := 0
@@ -71,10 +88,12 @@ func (d *decoder) document(data []byte, v any) {
 		if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &n); scanErr == nil {
 			line = n
 		}
+		d.fatal = true
 		d.problem(line, "", "not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
+		d.fatal = true
 		d.problem(1, "", "the document is empty")
 		return
 	}
@@ -85,6 +104,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 	d.budget--
 	if d.budget < 0 {
 		if d.budget == -1 {
+			d.fatal = true
 			d.problem(line, path, "document too large (more than %d YAML nodes, aliases included)", maxNodes)
 		}
 		return
@@ -139,7 +159,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 		}
 		i, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, 64)
 		if err != nil || n.Tag != "!!int" || (v.Kind() == reflect.Int && (i > math.MaxInt32 || i < math.MinInt32)) {
-			d.problem(line, path, "%q is not an integer (expected a whole number such as 4)", s)
+			d.fail(line, path, "%q is not an integer (expected a whole number such as 4)", s)
 			return
 		}
 		v.SetInt(i)
@@ -150,7 +170,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 		}
 		f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 		if err != nil || (n.Tag != "!!int" && n.Tag != "!!float") || math.IsNaN(f) || math.IsInf(f, 0) {
-			d.problem(line, path, "%q is not a number (expected a finite number such as 0.5)", s)
+			d.fail(line, path, "%q is not a number (expected a finite number such as 0.5)", s)
 			return
 		}
 		v.SetFloat(f)
@@ -161,7 +181,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 		}
 		b, err := strconv.ParseBool(s)
 		if err != nil || n.Tag != "!!bool" {
-			d.problem(line, path, "%q is not a boolean (expected true or false)", s)
+			d.fail(line, path, "%q is not a boolean (expected true or false)", s)
 			return
 		}
 		v.SetBool(b)
@@ -170,7 +190,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 			v.Set(reflect.ValueOf(typedScalar(n.Tag, s)))
 		}
 	default:
-		d.problem(line, path, "cannot decode into %s", v.Type())
+		d.fail(line, path, "cannot decode into %s", v.Type())
 	}
 }
 
@@ -195,7 +215,7 @@ func typedScalar(tag, s string) any {
 
 func (d *decoder) scalar(n *yaml.Node, path string, line int, want string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
-		d.problem(line, path, "expected %s, found %s", want, kindName(n))
+		d.fail(line, path, "expected %s, found %s", want, kindName(n))
 		return "", false
 	}
 	return n.Value, true
@@ -226,7 +246,7 @@ func (d *decoder) seconds(n *yaml.Node, p *Seconds, path string, line int) {
 	}
 	dur, err := time.ParseDuration(s)
 	if err != nil {
-		d.problem(line, path, "%q is not a duration (a number of seconds or a Go duration such as 15s or 1m30s)", s)
+		d.fail(line, path, "%q is not a duration (a number of seconds or a Go duration such as 15s or 1m30s)", s)
 		return
 	}
 	*p = Seconds(dur.Seconds())
@@ -239,7 +259,7 @@ func (d *decoder) duration(n *yaml.Node, p *Duration, path string, line int) {
 	}
 	dur, err := time.ParseDuration(s)
 	if err != nil {
-		d.problem(line, path, "%q is not a duration (a Go duration with a unit, such as 20m, 90s or 1h30m)", s)
+		d.fail(line, path, "%q is not a duration (a Go duration with a unit, such as 20m, 90s or 1h30m)", s)
 		return
 	}
 	*p = Duration(dur)
@@ -247,7 +267,7 @@ func (d *decoder) duration(n *yaml.Node, p *Duration, path string, line int) {
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, line int) {
 	if n.Kind != yaml.MappingNode {
-		d.problem(line, path, "expected a mapping, found %s", kindName(n))
+		d.fail(line, path, "expected a mapping, found %s", kindName(n))
 		return
 	}
 	t := v.Type()
@@ -271,7 +291,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, line 
 			continue
 		}
 		if seen[key.Value] {
-			d.problem(key.Line, sub, "given twice")
+			d.fail(key.Line, sub, "given twice")
 			continue
 		}
 		seen[key.Value] = true
@@ -281,7 +301,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string, line 
 
 func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, line int) {
 	if n.Kind != yaml.MappingNode {
-		d.problem(line, path, "expected a mapping, found %s", kindName(n))
+		d.fail(line, path, "expected a mapping, found %s", kindName(n))
 		return
 	}
 	if v.IsNil() {
@@ -298,13 +318,13 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, line int
 		case reflect.Int:
 			i, err := strconv.Atoi(key.Value)
 			if err != nil {
-				d.problem(key.Line, sub, "key %q is not a whole number", key.Value)
+				d.fail(key.Line, sub, "key %q is not a whole number", key.Value)
 				continue
 			}
 			k.SetInt(int64(i))
 		}
 		if v.MapIndex(k).IsValid() {
-			d.problem(key.Line, sub, "given twice")
+			d.fail(key.Line, sub, "given twice")
 			continue
 		}
 		elem := reflect.New(v.Type().Elem()).Elem()
@@ -315,7 +335,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string, line int
 
 func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string, line int) {
 	if n.Kind != yaml.SequenceNode {
-		d.problem(line, path, "expected a list, found %s", kindName(n))
+		d.fail(line, path, "expected a list, found %s", kindName(n))
 		return
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))

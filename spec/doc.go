@@ -4,5 +4,17 @@
 // catalog of cloud instance types.
 //
 // Everything here is pure: Parse takes bytes and returns data; randomness comes in as a
-// *rand.Rand. Only Load touches the file system, to read the spec and its profile file.
+// *rand.Rand. Only Load (through ReadFile) touches the file system, to read the spec and its
+// profile file: regular files only, of at most MaxFileSize (4 MiB) bytes.
+//
+// A value that fails to decode (a type error, a key given twice) is reported once and not
+// judged further, and the other fields are still validated: one pass lists every problem,
+// sorted by line. An unknown instance_type is one problem too, not one per field it would
+// have filled.
+//
+// Every number and string a spec gives is bounded, so that sums and products of them stay
+// finite and no launch fails on a value that validated: MaxTrials, MaxIters, MaxStages,
+// MaxTrialRuns, MaxSamples, MaxDeadline, MaxPricePerHour, MaxPricePerGB, MaxDataGB,
+// MinNetworkGbps, MaxNetworkGbps, MaxNameLen, MaxParams, MaxParamNameLen, MaxChoiceValues,
+// MaxEnvKeyLen and MaxTrainerBytes; docs/spec.md gives their values.
 package spec

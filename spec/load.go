@@ -2,10 +2,17 @@ package spec
 
 import (
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 )
+
+// MaxFileSize bounds a spec or profile file: real ones are a few KiB, and a wrong path (a log, a
+// disk image) must be refused before it is read into memory.
+const MaxFileSize = 4 << 20
 
 // ReadFunc reads a file that a spec refers to (its profile), by a path relative to the spec.
 type ReadFunc func(path string) ([]byte, error)
@@ -13,7 +20,7 @@ type ReadFunc func(path string) ([]byte, error)
 // Load reads, decodes, defaults and validates the spec at path. On any problem it returns the
 // Experiment decoded so far and a Problems error listing every problem found.
 func Load(path string) (*Experiment, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
@@ -22,27 +29,86 @@ func Load(path string) (*Experiment, error) {
 		if !filepath.IsAbs(rel) {
 			rel = filepath.Join(dir, rel)
 		}
-		return os.ReadFile(rel)
+		return ReadFile(rel)
 	})
 }
 
+// ReadFile reads a spec or profile file of at most MaxFileSize bytes. It refuses anything but a
+// regular file (a symbolic link to one is fine) before opening it, since opening a FIFO blocks
+// and /dev/zero never ends.
+func ReadFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, fileKind(st.Mode()))
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s is %d bytes, above the limit of %d bytes (%d MiB) for a spec or profile file", path, st.Size(), MaxFileSize, MaxFileSize>>20)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// One byte over the limit tells a file that grew since the stat.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s grew past the limit of %d bytes (%d MiB) for a spec or profile file while it was read", path, MaxFileSize, MaxFileSize>>20)
+	}
+	return data, nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	default:
+		return "a special file"
+	}
+}
+
 // Parse decodes, defaults and validates a spec held in memory; file names it in problems. read
-// loads a profile file when the spec names one; nil refuses profile files.
+// loads a profile file when the spec names one; nil refuses profile files. Problems come sorted
+// by line, the spec's own before its profile file's.
 func Parse(file string, data []byte, read ReadFunc) (*Experiment, error) {
-	exp := &Experiment{File: file}
+	exp := &Experiment{File: file, failed: map[string]bool{}}
 	d := newDecoder(file)
 	d.document(data, exp)
 	exp.lines = d.lines
+	if d.fatal {
+		return exp, d.probs
+	}
+	for p := range d.failed {
+		exp.markFailed(p)
+	}
 	probs := d.probs
 	probs = append(probs, exp.loadProfile(read)...)
 	probs = append(probs, exp.applyDefaults()...)
-	if len(d.probs) == 0 { // validating a half-decoded spec would only repeat its decode errors
-		probs = append(probs, exp.Validate()...)
+	probs = append(probs, exp.Validate()...)
+	if len(probs) == 0 {
+		return exp, nil
 	}
-	if len(probs) > 0 {
-		return exp, probs
-	}
-	return exp, nil
+	sort.SliceStable(probs, func(i, j int) bool {
+		a, b := probs[i], probs[j]
+		if a.File != b.File {
+			return a.File == file || b.File != file && a.File < b.File
+		}
+		return a.Line < b.Line
+	})
+	return exp, probs
 }
 
 // loadProfile replaces profile: {file: F} with the profile decoded from F.
@@ -52,26 +118,39 @@ func (e *Experiment) loadProfile(read ReadFunc) Problems {
 	}
 	line := e.Line("profile.file")
 	if e.Has("profile.iter_latency") || e.Has("profile.startup_latency") {
+		e.markFailed("profile.file")
 		return Problems{{File: e.File, Line: line, Path: "profile.file",
 			Msg: "a profile is either a file or inline, not both (remove iter_latency/startup_latency or file)"}}
 	}
 	if read == nil {
+		e.markFailed("profile") // unknown, not missing
 		return Problems{{File: e.File, Line: line, Path: "profile.file", Msg: "profile files cannot be read here"}}
 	}
 	data, err := read(e.Profile.File)
 	if err != nil {
+		e.markFailed("profile")
 		return Problems{{File: e.File, Line: line, Path: "profile.file", Msg: fmt.Sprintf("cannot read profile: %v", err)}}
 	}
 	var p Profile
 	d := newDecoder(e.Profile.File)
 	d.document(data, &p)
+	if d.fatal {
+		e.markFailed("profile")
+		return d.probs
+	}
 	if p.File != "" {
 		d.problem(d.lines["file"], "file", "a profile file cannot point to another file")
 	}
 	// Field paths of the profile file are recorded under "profile." so validation finds them;
-	// lines there belong to the profile file, so remember which file they come from.
+	// lines there belong to the profile file, so remember which file they come from. The spec's
+	// own profile.file line stays.
 	for k, l := range d.lines {
-		e.lines["profile."+k] = l
+		if k != "file" {
+			e.lines["profile."+k] = l
+		}
+	}
+	for k := range d.failed {
+		e.markFailed("profile." + k)
 	}
 	e.profileFile = e.Profile.File
 	p.File = e.Profile.File
@@ -80,35 +159,36 @@ func (e *Experiment) loadProfile(read ReadFunc) Problems {
 }
 
 // applyDefaults fills fields the spec left out: first from the instance catalog, then the
-// design's defaults. Fields written in the spec always win.
+// design's defaults. Fields written in the spec always win; one written but not decoded stays
+// unset rather than defaulted, so that it is not taken for a value the user gave.
 func (e *Experiment) applyDefaults() Problems {
+	var probs Problems
 	c := &e.Cluster
-	if c.InstanceType != "" {
+	if c.InstanceType != "" || e.unknown("cluster.instance_type") {
 		it, ok := LookupInstance(c.InstanceType)
-		if !ok {
-			return Problems{{File: e.File, Line: e.Line("cluster.instance_type"), Path: "cluster.instance_type",
-				Msg: fmt.Sprintf("unknown instance type %q (catalog: %v; or leave it out and set gpus_per_node and price_per_hour)", c.InstanceType, catalogNames())}}
+		if !ok && !e.unknown("cluster.instance_type") {
+			probs = append(probs, Problem{File: e.File, Line: e.Line("cluster.instance_type"), Path: "cluster.instance_type",
+				Msg: fmt.Sprintf("unknown instance type %q (catalog: %v; or leave it out and set gpus_per_node and price_per_hour)", c.InstanceType, catalogNames())})
 		}
-		if !e.Has("cluster.gpus_per_node") {
-			c.GPUsPerNode = it.GPUs
+		fill := func(path string, set func()) {
+			switch {
+			case e.Has(path):
+			case ok:
+				set()
+			default: // the catalog could not fill it: unknown, like a field that failed to decode
+				e.markFailed(path)
+			}
 		}
-		if !e.Has("cluster.price_per_hour") {
-			c.PricePerHour = it.PricePerHour
-		}
-		if !e.Has("cluster.spot_price_per_hour") {
-			c.SpotPricePerHour = it.SpotPricePerHour
-		}
-		if !e.Has("cluster.gpu_model") {
-			c.GPUModel = it.GPUModel
-		}
-		if !e.Has("cluster.network_gbps") {
-			c.NetworkGbps = it.NetworkGbps
-		}
+		fill("cluster.gpus_per_node", func() { c.GPUsPerNode = it.GPUs })
+		fill("cluster.price_per_hour", func() { c.PricePerHour = it.PricePerHour })
+		fill("cluster.spot_price_per_hour", func() { c.SpotPricePerHour = it.SpotPricePerHour })
+		fill("cluster.gpu_model", func() { c.GPUModel = it.GPUModel })
+		fill("cluster.network_gbps", func() { c.NetworkGbps = it.NetworkGbps })
 	}
-	if c.Market == "" {
+	if c.Market == "" && !e.unknown("cluster.market") {
 		c.Market = MarketOnDemand
 	}
-	if c.Billing.Model == "" {
+	if c.Billing.Model == "" && !e.unknown("cluster.billing.model") {
 		c.Billing.Model = PerInstance
 	}
 	if !e.Has("cluster.billing.increment") {
@@ -127,16 +207,16 @@ func (e *Experiment) applyDefaults() Problems {
 		dist.inferKind()
 		e.Profile.IterLatency[g] = dist
 	}
-	if e.Trainer.Resources.CPUMHz == 0 {
+	if e.Trainer.Resources.CPUMHz == 0 && !e.unknown("trainer.resources.cpu_mhz") {
 		e.Trainer.Resources.CPUMHz = 500
 	}
-	if e.Trainer.Resources.MemoryMB == 0 {
+	if e.Trainer.Resources.MemoryMB == 0 && !e.unknown("trainer.resources.memory_mb") {
 		e.Trainer.Resources.MemoryMB = 512
 	}
-	if e.Objective.Mode == "" {
+	if e.Objective.Mode == "" && !e.unknown("objective.mode") {
 		e.Objective.Mode = "max"
 	}
-	if e.Planner.Name == "" {
+	if e.Planner.Name == "" && !e.unknown("planner.name") {
 		e.Planner.Name = PlannerGreedy
 	}
 	if e.Planner.Samples == 0 && !e.Has("planner.samples") {
@@ -145,7 +225,7 @@ func (e *Experiment) applyDefaults() Problems {
 	if e.Planner.DeadlineQuantile == 0 && !e.Has("planner.deadline_quantile") {
 		e.Planner.DeadlineQuantile = 0.5
 	}
-	return nil
+	return probs
 }
 
 // inferKind names the distribution a spec left unnamed by the fields it gave: value means

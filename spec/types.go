@@ -24,6 +24,9 @@ type Experiment struct {
 	lines map[string]int
 	// profileFile is the file profile.* lines refer to, when the profile came from a file.
 	profileFile string
+	// failed holds the paths whose value is unknown (true): written but not decoded, or left to
+	// a catalog entry that does not exist; and every path above one (false).
+	failed map[string]bool
 }
 
 // Objective names the metric that ranks trials at each sync.
@@ -218,6 +221,31 @@ func (e *Experiment) Line(path string) int {
 func (e *Experiment) Has(path string) bool {
 	_, ok := e.lines[path]
 	return ok
+}
+
+// markFailed records that path's value is unknown.
+func (e *Experiment) markFailed(path string) {
+	e.failed[path] = true
+	for p := parentPath(path); p != ""; p = parentPath(p) {
+		if _, ok := e.failed[p]; !ok {
+			e.failed[p] = false
+		}
+	}
+}
+
+// unknown reports whether path, a field it belongs to, or a part of it has an unknown value:
+// any problem found there would only follow from the one already reported.
+func (e *Experiment) unknown(path string) bool {
+	if _, ok := e.failed[path]; ok {
+		return true
+	}
+	for p := path; p != ""; {
+		p = parentPath(p)
+		if e.failed[p] {
+			return true
+		}
+	}
+	return false
 }
 
 func parentPath(p string) string {

@@ -5,38 +5,85 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"time"
 )
 
-// Limits that keep a spec within what the planner and executor can handle.
+// Limits that keep a spec within what the planner and executor can handle, and its numbers
+// finite through every sum and product: each is far above any real experiment (the largest the
+// benchmarks run has 10,000 trials). docs/spec.md lists them.
 const (
 	MaxTrials  = 1_000_000
 	MaxIters   = 1_000_000_000
 	MaxSamples = 100_000
+	// MaxStages bounds explicit stages; SHA and Hyperband within MaxTrials expand to at most
+	// about 20 per bracket.
+	MaxStages = 100
+	// MaxTrialRuns bounds the trials of every stage added up, which the simulator holds in
+	// memory once per run. SHA and Hyperband within MaxTrials stay under it (each stage keeps at
+	// most half the previous one's trials); explicit stages need not.
+	MaxTrialRuns = 2 * MaxTrials
+	// MaxDeadline is a year.
+	MaxDeadline = Duration(365 * 24 * time.Hour)
+	// MaxPricePerHour bounds a node's on-demand and spot prices, in dollars.
+	MaxPricePerHour = 100_000
+	// MaxPricePerGB and MaxDataGB bound the dataset each new node downloads.
+	MaxPricePerGB = 1_000
+	MaxDataGB     = 1_000_000
+	// MinNetworkGbps and MaxNetworkGbps bound a node's bandwidth when one is given.
+	MinNetworkGbps = 0.001
+	MaxNetworkGbps = 100_000
+	// MaxNameLen is a DNS label's length: the name ends up in job names and tags.
+	MaxNameLen = 63
+	// MaxParams, MaxParamNameLen and MaxChoiceValues bound the search space.
+	MaxParams       = 1_000
+	MaxParamNameLen = 64
+	MaxChoiceValues = 10_000
+	// MaxEnvKeyLen and MaxTrainerBytes bound what each launch passes to the trainer: its command,
+	// image and environment together.
+	MaxEnvKeyLen    = 256
+	MaxTrainerBytes = 128 << 10
 )
 
-var nameRE = regexp.MustCompile(`^[a-z0-9-]+$`)
+var (
+	nameRE  = regexp.MustCompile(`^[a-z0-9-]+$`)
+	paramRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+)
 
 type validator struct {
 	e     *Experiment
 	probs Problems
 }
 
+// add reports a problem at path, unless the value there is unknown (see Experiment.unknown).
 func (v *validator) add(path, format string, args ...any) {
-	file := v.e.File
-	if v.e.profileFile != "" && strings.HasPrefix(path, "profile.") && v.e.Has(path) {
-		file = v.e.profileFile
+	if v.e.unknown(path) {
+		return
 	}
-	v.probs = append(v.probs, Problem{File: file, Line: v.e.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+	// The line is that of path or its nearest written ancestor; it is in the profile file when
+	// that ancestor came from there.
+	file, line := v.e.File, 0
+	for p := path; p != ""; p = parentPath(p) {
+		if l, ok := v.e.lines[p]; ok {
+			line = l
+			if v.e.profileFile != "" && strings.HasPrefix(p, "profile.") && p != "profile.file" {
+				file = v.e.profileFile
+			}
+			break
+		}
+	}
+	v.probs = append(v.probs, Problem{File: file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 // Validate checks a decoded, defaulted spec and returns every problem it finds.
 func (e *Experiment) Validate() Problems {
 	v := &validator{e: e}
-	if !nameRE.MatchString(e.Name) {
+	if len(e.Name) > MaxNameLen {
+		v.add("name", "is %d characters long (at most %d: it becomes part of job names and tags)", len(e.Name), MaxNameLen)
+	} else if !nameRE.MatchString(e.Name) {
 		v.add("name", "%q is not a valid name (lowercase letters, digits and '-', not empty)", e.Name)
 	}
-	if e.Deadline < 0 {
-		v.add("deadline", "must not be negative")
+	if e.Deadline < 0 || e.Deadline > MaxDeadline {
+		v.add("deadline", "%s is out of range (0 to one year)", e.Deadline.D())
 	}
 	if e.Objective.Metric == "" {
 		v.add("objective.metric", "is required (the metric the trainer reports, such as val_accuracy)")
@@ -136,45 +183,75 @@ func (v *validator) algorithm() {
 		if len(a.Stages) == 0 {
 			v.add("algorithm.stages", "needs at least one stage")
 		}
+		if len(a.Stages) > MaxStages {
+			v.add("algorithm.stages", "holds %d stages (at most %d)", len(a.Stages), MaxStages)
+			return
+		}
+		ok, iters, runs := true, 0, 0
 		for i, s := range a.Stages {
 			p := fmt.Sprintf("algorithm.stages[%d]", i)
-			v.positive(p+".trials", s.Trials, MaxTrials)
-			v.positive(p+".iters", s.Iters, MaxIters)
+			ok = v.positive(p+".trials", s.Trials, MaxTrials) && ok
+			ok = v.positive(p+".iters", s.Iters, MaxIters) && ok
 			if i > 0 && s.Trials > a.Stages[i-1].Trials {
 				v.add(p+".trials", "%d trials follow a stage of %d (a stage keeps some of the previous stage's trials)", s.Trials, a.Stages[i-1].Trials)
 			}
+			iters += s.Iters
+			runs += s.Trials
+		}
+		// The sums say something only when every stage is in range.
+		if ok && iters > MaxIters {
+			v.add("algorithm.stages", "train %d iterations in all (at most %d)", iters, MaxIters)
+		}
+		if ok && runs > MaxTrialRuns {
+			v.add("algorithm.stages", "run %d trials in all, counting each trial once per stage (at most %d)", runs, MaxTrialRuns)
 		}
 	}
 }
 
-// budget checks min_iters, max_iters and eta; it reports whether all three are usable.
+// budget checks min_iters, max_iters and eta; it reports whether all three are usable, whether
+// or not a problem was reported (a field that failed to decode is not).
 func (v *validator) budget(path string, minIters, maxIters, eta int) bool {
-	before := len(v.probs)
-	v.positive(path+".min_iters", minIters, MaxIters)
-	v.positive(path+".max_iters", maxIters, MaxIters)
-	if minIters > 0 && maxIters > 0 && maxIters < minIters {
+	ok := v.positive(path+".min_iters", minIters, MaxIters)
+	ok = v.positive(path+".max_iters", maxIters, MaxIters) && ok
+	if ok && maxIters < minIters {
 		v.add(path+".max_iters", "%d is below min_iters %d", maxIters, minIters)
+		ok = false
 	}
 	if eta < 2 || eta > 1000 {
 		v.add(path+".eta", "%d is not a reduction factor (an integer from 2 to 1000)", eta)
+		ok = false
 	}
-	return len(v.probs) == before
+	return ok
 }
 
-func (v *validator) positive(path string, n, max int) {
+// positive checks 1 <= n <= max and reports whether it holds.
+func (v *validator) positive(path string, n, max int) bool {
 	if n < 1 || n > max {
 		v.add(path, "%d is out of range (1 to %d)", n, max)
+		return false
 	}
+	return true
 }
 
 func (v *validator) searchSpace() {
+	if len(v.e.SearchSpace) > MaxParams {
+		v.add("search_space", "holds %d parameters (at most %d)", len(v.e.SearchSpace), MaxParams)
+		return
+	}
 	for _, name := range sortedKeys(v.e.SearchSpace) {
 		p := v.e.SearchSpace[name]
 		path := "search_space." + name
+		if len(name) > MaxParamNameLen {
+			v.add(path, "the name is %d characters long (at most %d)", len(name), MaxParamNameLen)
+		} else if !paramRE.MatchString(name) {
+			v.add(path, "not a parameter name (a letter or '_', then letters, digits, '_' or '-')")
+		}
 		switch p.Type {
 		case "uniform", "loguniform", "int":
 			if !(p.Min < p.Max) && !(p.Type == "int" && p.Min == p.Max) {
 				v.add(path+".max", "%v must be above min %v", p.Max, p.Min)
+			} else if p.Type == "uniform" && math.IsInf(p.Max-p.Min, 0) {
+				v.add(path, "the range from min %v to max %v is too wide to sample (max-min overflows)", p.Min, p.Max)
 			}
 			if p.Type == "loguniform" && p.Min <= 0 {
 				v.add(path+".min", "%v must be above 0 for loguniform", p.Min)
@@ -186,8 +263,8 @@ func (v *validator) searchSpace() {
 				v.add(path+".values", "only choice takes values")
 			}
 		case "choice":
-			if len(p.Values) == 0 {
-				v.add(path+".values", "choice needs at least one value")
+			if len(p.Values) == 0 || len(p.Values) > MaxChoiceValues {
+				v.add(path+".values", "choice needs 1 to %d values (found %d)", MaxChoiceValues, len(p.Values))
 			}
 			if v.e.Has(path+".min") || v.e.Has(path+".max") {
 				v.add(path, "choice takes values, not min/max")
@@ -215,10 +292,26 @@ func (v *validator) trainer() {
 	if t.Timeout < 0 {
 		v.add("trainer.timeout", "must not be negative (0: three times the predicted duration)")
 	}
-	for _, k := range sortedKeys(t.Env) {
-		if k == "" || strings.ContainsAny(k, "= \t\n") {
-			v.add("trainer.env."+k, "not a valid environment variable name")
+	size := len(t.Image)
+	for i, arg := range t.Command {
+		size += len(arg)
+		if strings.ContainsRune(arg, 0) {
+			v.add(fmt.Sprintf("trainer.command[%d]", i), "holds a NUL byte, which no process argument can")
 		}
+	}
+	for _, k := range sortedKeys(t.Env) {
+		size += len(k) + len(t.Env[k])
+		switch {
+		case len(k) > MaxEnvKeyLen:
+			v.add("trainer.env."+k, "the name is %d bytes long (at most %d)", len(k), MaxEnvKeyLen)
+		case k == "" || strings.ContainsAny(k, "= \t\n\x00"):
+			v.add("trainer.env."+k, "not a valid environment variable name")
+		case strings.ContainsRune(t.Env[k], 0):
+			v.add("trainer.env."+k, "holds a NUL byte, which no environment variable can")
+		}
+	}
+	if size > MaxTrainerBytes {
+		v.add("trainer", "command, image and env hold %d bytes (at most %d)", size, MaxTrainerBytes)
 	}
 }
 
@@ -227,14 +320,15 @@ func (v *validator) cluster() {
 	if c.GPUsPerNode < 1 || c.GPUsPerNode > 1024 {
 		v.add("cluster.gpus_per_node", "%d is out of range (1 to 1024; or set instance_type)", c.GPUsPerNode)
 	}
-	if !(c.PricePerHour > 0) {
-		v.add("cluster.price_per_hour", "%v must be above 0 (or set instance_type)", c.PricePerHour)
+	if !(c.PricePerHour > 0) || c.PricePerHour > MaxPricePerHour {
+		v.add("cluster.price_per_hour", "%v is out of range (above 0, at most %d dollars an hour; or set instance_type)", c.PricePerHour, MaxPricePerHour)
 	}
-	if c.SpotPricePerHour < 0 {
-		v.add("cluster.spot_price_per_hour", "must not be negative")
+	if c.SpotPricePerHour < 0 || c.SpotPricePerHour > MaxPricePerHour {
+		v.add("cluster.spot_price_per_hour", "%v is out of range (0 to %d dollars an hour)", c.SpotPricePerHour, MaxPricePerHour)
 	}
-	if c.NetworkGbps < 0 {
-		v.add("cluster.network_gbps", "must not be negative")
+	// A tiny positive bandwidth would make a download take forever (or +Inf seconds).
+	if c.NetworkGbps < 0 || c.NetworkGbps > MaxNetworkGbps || c.NetworkGbps > 0 && c.NetworkGbps < MinNetworkGbps {
+		v.add("cluster.network_gbps", "%v is out of range (0 when unknown, or %v to %d Gb/s)", c.NetworkGbps, MinNetworkGbps, MaxNetworkGbps)
 	}
 	switch c.Market {
 	case MarketOnDemand:
@@ -261,11 +355,11 @@ func (v *validator) cluster() {
 	if c.MaxNodes < 1 || c.MaxNodes > 100000 {
 		v.add("cluster.max_nodes", "%d is out of range (1 to 100000)", c.MaxNodes)
 	}
-	if c.Data.SizeGB < 0 {
-		v.add("cluster.data.size_gb", "must not be negative")
+	if c.Data.SizeGB < 0 || c.Data.SizeGB > MaxDataGB {
+		v.add("cluster.data.size_gb", "%v is out of range (0 to %d GB)", c.Data.SizeGB, MaxDataGB)
 	}
-	if c.Data.PricePerGB < 0 {
-		v.add("cluster.data.price_per_gb", "must not be negative")
+	if c.Data.PricePerGB < 0 || c.Data.PricePerGB > MaxPricePerGB {
+		v.add("cluster.data.price_per_gb", "%v is out of range (0 to %d dollars a GB)", c.Data.PricePerGB, MaxPricePerGB)
 	}
 	if c.Data.SizeGB > 0 && c.NetworkGbps == 0 {
 		v.add("cluster.network_gbps", "a dataset to download needs the network bandwidth (set network_gbps or instance_type)")
@@ -276,6 +370,9 @@ func (v *validator) cluster() {
 const maxLatency = 365 * 24 * 3600
 
 func (v *validator) dist(path string, d Dist) {
+	if v.e.unknown(path + ".dist") { // the other fields cannot be judged without the kind
+		return
+	}
 	bad := func(field string, x Seconds) bool {
 		f := float64(x)
 		if f < 0 || f > maxLatency || math.IsNaN(f) {

@@ -55,7 +55,7 @@ func whatifAction(c *cli.Context) error {
 		return usageErr("whatif needs exactly one SPEC argument")
 	}
 	file := c.Args().First()
-	data, err := os.ReadFile(file)
+	data, err := spec.ReadFile(file) // bounded: not /dev/zero, not a FIFO
 	if err != nil {
 		return usageErr("read spec: %v", err)
 	}
@@ -87,7 +87,7 @@ func whatifAction(c *cli.Context) error {
 		if !filepath.IsAbs(rel) {
 			rel = filepath.Join(dir, rel)
 		}
-		return os.ReadFile(rel)
+		return spec.ReadFile(rel)
 	}
 	grid := spec.Grid(sweeps)
 	// Every point's spec is checked before any is planned: a bad value fails at once.
