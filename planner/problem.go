@@ -15,15 +15,41 @@ type Problem struct {
 	Deadline float64
 	Quantile float64
 
-	// Progress, when set, is told how many plans have been simulated, every 256 of them.
+	// Progress, when set, is told how many plans have been simulated, after each one: keep it
+	// cheap (an atomic store), and draw from another goroutine.
 	Progress func(evaluated int)
 
 	evaluated int
 	fastest   Candidate
 }
 
+// MaxWork bounds one prediction's Monte Carlo work: samples times the job's trial-stages (each
+// stage's trials, summed). Every plan a planner weighs costs that much; past the bound a plan
+// takes tens of minutes, so it is refused with what to change instead. 10,000 trials of SHA at
+// 200 samples are 3e6; a million trials at 200 samples, 3e8.
+const MaxWork = 40_000_000
+
+// Work is one prediction's Monte Carlo work, as MaxWork counts it.
+func Work(brackets []spec.Bracket, samples int) int {
+	stages := 0
+	for _, b := range brackets {
+		for _, s := range b.Stages {
+			stages += s.Trials
+		}
+	}
+	return stages * samples
+}
+
 // NewProblem checks the question and returns it.
 func NewProblem(s *sim.Simulator, deadline, quantile float64) (*Problem, error) {
+	if w := Work(s.Brackets(), s.Samples()); w > MaxWork {
+		per := Work(s.Brackets(), 1)
+		if per > MaxWork {
+			return nil, fmt.Errorf("plan: too big to plan: %d trial-stages (each stage's trials, summed; at most %.0e): plan fewer trials", per, float64(MaxWork))
+		}
+		return nil, fmt.Errorf("plan: too big to plan: %d samples of %d trial-stages are %.1e simulated trial-stages per plan weighed (at most %.0e): "+
+			"lower planner.samples to %d or fewer, or plan fewer trials", s.Samples(), per, float64(w), float64(MaxWork), max(1, MaxWork/per))
+	}
 	if !(deadline > 0) {
 		return nil, fmt.Errorf("plan: a deadline is required (set deadline in the spec or --deadline)")
 	}
@@ -75,7 +101,7 @@ func (p *Problem) evaluate(a sim.Alloc) Candidate {
 	out := p.Sim.Evaluate(a)
 	c := Candidate{Alloc: a, JCT: sim.Quantile(out.JCT, p.Quantile), Cost: mean(out.Cost), Feasible: p.meets(out.JCT), outcome: out}
 	p.evaluated++
-	if p.Progress != nil && p.evaluated%256 == 0 {
+	if p.Progress != nil {
 		p.Progress(p.evaluated)
 	}
 	if p.fastest.Alloc == nil || c.JCT < p.fastest.JCT || (c.JCT == p.fastest.JCT && c.Cost < p.fastest.Cost) {

@@ -121,7 +121,9 @@ func runAction(c *cli.Context) error {
 		if err != nil {
 			return usageErr("%v", err)
 		}
+		stop := showProgress(c.App.ErrWriter, prob)
 		res, err := planner.Run(prob, exp.Planner.Name)
+		stop()
 		if err != nil {
 			return err
 		}

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -106,8 +104,11 @@ func whatifAction(c *cli.Context) error {
 	for _, sw := range sweeps {
 		out.Sweeps = append(out.Sweeps, sw.Name)
 	}
-	bar := newProgressBar(c.App.ErrWriter, len(grid))
-	for i, p := range planner.Sweep(exps, names, 0, bar.step) {
+	var done atomic.Int64
+	stop := ticker(c.App.ErrWriter, "whatif", func() string { return fmt.Sprintf("%d/%d points", done.Load(), len(grid)) })
+	points := planner.Sweep(exps, names, 0, func(n, _ int) { done.Store(int64(n)) })
+	stop()
+	for i, p := range points {
 		pt := WhatIfPoint{Params: map[string]string{}, Results: p.Results, values: grid[i]}
 		for k, sw := range sweeps {
 			pt.Params[sw.Name] = grid[i][k]
@@ -117,7 +118,6 @@ func whatifAction(c *cli.Context) error {
 		}
 		out.Points[i] = pt
 	}
-	bar.done()
 	if p := c.String("plot"); p != "" {
 		if err := plotWhatIf(p, out, sweeps); err != nil {
 			return err
@@ -179,6 +179,11 @@ func printWhatIf(w io.Writer, out WhatIf, sweeps []spec.Sweep) {
 	}
 	t.flush()
 	w.Write(buf.Bytes())
+	for _, p := range out.Points { // each error said in full, by its point
+		if p.Error != "" {
+			fmt.Fprintf(w, "error at %s: %s\n", describe(sweeps, p.values), p.Error)
+		}
+	}
 	fmt.Fprintln(w, "\ncells: mean cost in mean JCT; 'misses' gives the fastest plan's p50 JCT; SAVING is against the best static cluster")
 }
 
@@ -209,45 +214,3 @@ func writeWhatIfCSV(w io.Writer, out WhatIf, sweeps []spec.Sweep) error {
 }
 
 func f(x float64) string { return fmt.Sprintf("%.4f", x) }
-
-// progressBar draws `[#####.....] 12/40` on a terminal, or a line every few seconds elsewhere.
-type progressBar struct {
-	mu    sync.Mutex
-	w     io.Writer
-	n     int
-	total int
-	tty   bool
-	last  time.Time
-	start time.Time
-}
-
-func newProgressBar(w io.Writer, total int) *progressBar {
-	b := &progressBar{w: w, total: total, start: time.Now()}
-	if fl, ok := w.(*os.File); ok {
-		b.tty = isTerminal(fl)
-	}
-	return b
-}
-
-// step shows that done points of the total are evaluated.
-func (b *progressBar) step(done, total int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.n, b.total = done, total
-	if b.tty {
-		width := 30
-		filled := width * b.n / b.total
-		fmt.Fprintf(b.w, "\r[%s%s] %d/%d points, %.1fs", strings.Repeat("#", filled), strings.Repeat(".", width-filled), b.n, b.total, time.Since(b.start).Seconds())
-		return
-	}
-	if time.Since(b.last) > 5*time.Second && b.n < b.total {
-		b.last = time.Now()
-		fmt.Fprintf(b.w, "whatif: %d/%d points\n", b.n, b.total)
-	}
-}
-
-func (b *progressBar) done() {
-	if b.tty {
-		fmt.Fprint(b.w, "\r\033[K")
-	}
-}

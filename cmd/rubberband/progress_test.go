@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a strings.Builder the ticker's goroutine and the test can share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Work over a second shows progress even where stderr is not a terminal; quick work shows none.
+func TestTickerShowsLongWorkOnly(t *testing.T) {
+	var quick syncBuffer
+	ticker(&quick, "planning", func() string { return "3 plans simulated" })()
+	var slow syncBuffer
+	stop := ticker(&slow, "planning", func() string { return "7 plans simulated" })
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(slow.String(), "\n"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no progress line after 10 s")
+		}
+	}
+	stop()
+	stop() // idempotent
+	if quick.String() != "" {
+		t.Errorf("work done at once printed %q", quick.String())
+	}
+	if got := slow.String(); !strings.HasPrefix(got, "planning: 7 plans simulated, 1s\n") && !strings.HasPrefix(got, "planning: 7 plans simulated, 2s\n") {
+		t.Errorf("progress line %q", got)
+	}
+}
+
+// A job too big to plan is refused at once, saying what to change; whatif says so per point.
+func TestTooBigToPlan(t *testing.T) {
+	specFile := filepath.Join(t.TempDir(), "huge.yaml")
+	os.WriteFile(specFile, []byte(`name: huge
+deadline: 100h
+objective: {metric: score}
+algorithm: {sha: {trials: 1000000, min_iters: 1, max_iters: 27, eta: 3}}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [rubberband, trainer, synthetic]}
+cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 64}
+profile: {iter_latency: {1: {dist: constant, value: 1}}}
+planner: {samples: 200}
+`), 0o644)
+	start := time.Now()
+	for _, cmd := range []string{"plan", "run"} {
+		_, errOut, code := rb(t, cmd, specFile, "--state", filepath.Join(t.TempDir(), "state"))
+		if cmd == "plan" {
+			_, errOut, code = rb(t, cmd, specFile)
+		}
+		if code != 2 || !strings.Contains(errOut, "too big to plan") || !strings.Contains(errOut, "lower planner.samples to 27 or fewer") {
+			t.Errorf("%s: exit %d: %s", cmd, code, errOut)
+		}
+	}
+	out, _, code := rb(t, "whatif", specFile, "--sweep", "deadline=50h,100h", "--planners", "greedy")
+	if code != 0 || strings.Count(out, "too big to plan") != 2 {
+		t.Errorf("whatif: exit %d:\n%s", code, out)
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("refusing took %s", d)
+	}
+}
