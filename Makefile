@@ -2,6 +2,8 @@
 GO      ?= go
 BIN     := bin/rubberband
 EXAMPLE ?= examples/quickstart.yaml
+# What `rubberband --version` says: the commit, and whether the tree differed from it.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build test bench deps demo paper figures fuzz clean image
 
@@ -10,7 +12,7 @@ EXAMPLE ?= examples/quickstart.yaml
 # the servers of `make deps` are for the tests and the Nomad backend.
 build:
 	mkdir -p bin
-	$(GO) build -o bin/ ./cmd/rubberband ./cmd/rubberband-trainer
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/ ./cmd/rubberband ./cmd/rubberband-trainer
 
 # Everything the tests need: Go modules, and pinned MinIO and Nomad servers built into .tools/bin.
 # Idempotent: a second run builds nothing.
@@ -26,8 +28,9 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# The main job on the embedded default: plan the example experiment, then run it for real (the Go
-# trainer on local virtual nodes) and report realized against predicted time and cost.
+# The main job on the embedded default: plan the example experiment (its elastic plan beside the
+# best static cluster), then run it for real on local virtual nodes and report realized against
+# predicted time and cost. Needs only Go.
 demo: build
 	./$(BIN) validate $(EXAMPLE)
 	./$(BIN) plan $(EXAMPLE)

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,35 +30,9 @@ func planAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	done := showProgress(c.App.ErrWriter, prob)
-	res, err := planner.Run(prob, exp.Planner.Name)
-	done()
+	rep, res, err := makePlan(c, exp, s)
 	if err != nil {
 		return err
-	}
-	if res.Best.Alloc == nil {
-		return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan fits max_nodes %d", exp.Cluster.MaxNodes)}
-	}
-	static := res
-	if exp.Planner.Name != "static" {
-		static = planner.Static(prob)
-	}
-	predicted, err := s.Simulate(res.Best.Alloc)
-	if err != nil {
-		return err
-	}
-	rep := planner.NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), res.Feasible, predicted)
-	rep.Evaluated = res.Evaluated
-	if static.Best.Alloc != nil {
-		sp, err := s.Simulate(static.Best.Alloc)
-		if err != nil {
-			return err
-		}
-		rep.SetStatic(static.Feasible, sp)
 	}
 	if g := c.String("gantt"); g != "" {
 		if err := drawGantt(g, s, res.Best.Alloc, fmt.Sprintf("%s: %s plan, one sampled run", exp.Name, exp.Planner.Name)); err != nil {
@@ -80,8 +56,48 @@ func planAction(c *cli.Context) error {
 		printReport(c.App.Writer, rep)
 	}
 	if !res.Feasible {
-		return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan meets the deadline %s at p%.0f: the fastest plan found takes %s (p%.0f)",
-			exp.Deadline.D(), 100*exp.Planner.DeadlineQuantile, clock(res.Best.JCT), 100*exp.Planner.DeadlineQuantile)}
+		return infeasible(exp, res)
 	}
 	return nil
+}
+
+// makePlan runs the spec's planner, with progress, and reports its plan beside the cheapest
+// static cluster's: what plan prints and run executes.
+func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.Report, *planner.Result, error) {
+	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	done := showProgress(c.App.ErrWriter, prob)
+	res, err := planner.Run(prob, exp.Planner.Name)
+	done()
+	if err != nil {
+		return nil, nil, err
+	}
+	if res.Best.Alloc == nil {
+		return nil, nil, &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan fits max_nodes %d", exp.Cluster.MaxNodes)}
+	}
+	static := res
+	if exp.Planner.Name != spec.PlannerStatic {
+		static = planner.Static(prob)
+	}
+	predicted, err := s.Simulate(res.Best.Alloc)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep := planner.NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), res.Feasible, predicted)
+	rep.Evaluated = res.Evaluated
+	if static.Best.Alloc != nil {
+		sp, err := s.Simulate(static.Best.Alloc)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.SetStatic(static.Feasible, sp)
+	}
+	return rep, &res, nil
+}
+
+func infeasible(exp *spec.Experiment, res *planner.Result) error {
+	return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan meets the deadline %s at p%.0f: the fastest plan found takes %s (p%.0f)",
+		exp.Deadline.D(), 100*exp.Planner.DeadlineQuantile, clock(res.Best.JCT), 100*exp.Planner.DeadlineQuantile)}
 }

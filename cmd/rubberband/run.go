@@ -117,24 +117,13 @@ func runAction(c *cli.Context) error {
 			return usageErr("%v", err)
 		}
 	} else {
-		prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		stop := showProgress(c.App.ErrWriter, prob)
-		res, err := planner.Run(prob, exp.Planner.Name)
-		stop()
-		if err != nil {
+		var res *planner.Result
+		if rep, res, err = makePlan(c, exp, s); err != nil {
 			return err
 		}
 		if !res.Feasible {
-			return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan meets the deadline %s: the fastest takes %s", exp.Deadline.D(), clock(res.Best.JCT))}
+			return infeasible(exp, res)
 		}
-		predicted, err := s.Simulate(res.Best.Alloc)
-		if err != nil {
-			return err
-		}
-		rep = planner.NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), true, predicted)
 	}
 	specPath, err := filepath.Abs(c.Args().First())
 	if err != nil {
@@ -371,6 +360,15 @@ func printRunTable(w io.Writer, st *state, res *executor.Result, status string) 
 	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\nrealized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost)\n",
 		clock(rep.Predicted.JCT), money(rep.Predicted.Cost), clock(rep.Realized.JCT), money(rep.Realized.Cost),
 		pct(rep.Realized.JCT, rep.Predicted.JCT), pct(rep.Realized.Cost, rep.Predicted.Cost))
+	if p := st.plan; p.Static != nil && p.SavingPct != nil && res.Finished {
+		nodes := 0
+		for _, b := range p.Static.Brackets {
+			nodes += b.Stages[0].Nodes
+		}
+		static := p.Static.Predicted.Cost.Mean
+		fmt.Fprintf(w, "static     cost %s predicted for the best static cluster (%s): the elastic plan saved %.1f%% (%.1f%% predicted)\n",
+			money(static), plural(nodes, "node"), -pct(rep.Realized.Cost, static), *p.SavingPct)
+	}
 }
 
 func pct(real, pred float64) float64 {
