@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/planner"
 	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -684,5 +687,34 @@ func TestPerStageCostsAgree(t *testing.T) {
 	}
 	if math.Abs(predSum-r.Predicted.Cost) > 1e-6 || math.Abs(realSum-r.Realized.Cost) > 1e-6 {
 		t.Fatalf("stages add up to $%.6f predicted (total $%.6f), $%.6f realized (total $%.6f)", predSum, r.Predicted.Cost, realSum, r.Realized.Cost)
+	}
+}
+
+// The demo's job shows the product's point: its elastic plan is predicted at least 25% cheaper
+// than the best static cluster, and running it for real lands near the prediction.
+func TestQuickstartShowsTheSaving(t *testing.T) {
+	out, errOut, code := rbTimed(t, "plan", "examples/quickstart.yaml", "-o", "json")
+	var rep planner.Report
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.SavingPct == nil {
+		t.Fatalf("plan: exit %d: %s", code, errOut)
+	}
+	if *rep.SavingPct < 25 {
+		t.Fatalf("the quickstart's elastic plan saves %.1f%% against the best static cluster, want at least 25%%", *rep.SavingPct)
+	}
+	out, errOut, code = rbTimed(t, "run", "examples/quickstart.yaml", "--state", filepath.Join(t.TempDir(), "demo"))
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	m := regexp.MustCompile(`\(([-+][0-9.]+)% time, ([-+][0-9.]+)% cost\)\nstatic .* the elastic plan saved ([0-9.]+)%`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the run's report lacks realized against predicted and the saving:\n%s", out)
+	}
+	for i, what := range []string{"time", "cost"} {
+		if d, _ := strconv.ParseFloat(m[i+1], 64); math.Abs(d) > 8 {
+			t.Errorf("realized %s %+.1f%% off the prediction:\n%s", what, d, out)
+		}
+	}
+	if saved, _ := strconv.ParseFloat(m[3], 64); saved < 20 {
+		t.Errorf("the run saved %.1f%% against the static cluster's prediction:\n%s", saved, out)
 	}
 }
