@@ -52,7 +52,7 @@ func problems(t *testing.T, err error) Problems {
 // A type error, an unknown field and a duplicate key do not hide the ten invalid values: all
 // thirteen come out in one pass, sorted by line, each with its file, line and path.
 func TestEveryProblemInOnePass(t *testing.T) {
-	const file = "testdata/every-problem.yaml"
+	const file = "testdata/invalid/every-problem.yaml"
 	_, err := Load(file)
 	probs := problems(t, err)
 	want := []struct {

@@ -16,7 +16,7 @@ import (
 // message, and exits 2: a type error, an unknown field and a duplicate key hide none of the ten
 // invalid values.
 func TestValidateReportsEveryProblem(t *testing.T) {
-	const file = "spec/testdata/every-problem.yaml"
+	const file = "spec/testdata/invalid/every-problem.yaml"
 	_, errOut, code := rb(t, "validate", file)
 	if code != 2 {
 		t.Fatalf("exit %d, want 2:\n%s", code, errOut)
