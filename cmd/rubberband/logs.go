@@ -33,6 +33,7 @@ func logsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing what is written until the run's driver stops"},
 			&cli.IntFlag{Name: "tail", Aliases: []string{"n"}, Value: -1, Usage: "start with the last N lines (default: all)"},
 		},
+		BashComplete: completeRun,
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 || c.NArg() > 2 {
 				return usageErr("logs needs RUN and at most one TRIAL")

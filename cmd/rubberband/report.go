@@ -20,7 +20,8 @@ func reportCommand() *cli.Command {
 		Flags: []cli.Flag{rootFlag(), outputFlag(),
 			&cli.StringFlag{Name: "plots", Usage: "write curves.png, gantt-planned.png, gantt-realized.png and cost.png into this directory"},
 		},
-		Action: reportAction,
+		BashComplete: completeRun,
+		Action:       reportAction,
 	}
 }
 

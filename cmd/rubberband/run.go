@@ -58,7 +58,8 @@ func resumeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
 			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"},
 		},
-		Action: resumeAction,
+		BashComplete: completeRun,
+		Action:       resumeAction,
 	}
 }
 

@@ -300,3 +300,14 @@ func checkOutput(c *cli.Context) error {
 	}
 	return nil
 }
+
+// completeRun completes a RUN argument with the names of the runs under the root (flags as usual).
+func completeRun(c *cli.Context) {
+	if n := len(os.Args); n > 2 && strings.HasPrefix(os.Args[n-2], "-") || c.NArg() > 0 {
+		cli.DefaultCompleteWithFlags(c.Command)(c)
+		return
+	}
+	for _, dir := range runDirs(c.String("root")) {
+		fmt.Fprintln(c.App.Writer, filepath.Base(dir))
+	}
+}

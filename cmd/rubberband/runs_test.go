@@ -152,6 +152,15 @@ func TestListStatusLogs(t *testing.T) {
 	if k := byName["killed"]; k.Status != "interrupted" || k.Stages != 0 || k.Best == nil {
 		t.Fatalf("killed run listed as %+v", k)
 	}
+	// The shell completes a RUN with the runs' names.
+	script, _, _ := rb(t, "completion", "bash")
+	line := script + `
+COMP_WORDS=(rubberband status e2e); COMP_CWORD=2; _rubberband; printf '%s\n' "${COMPREPLY[@]}"`
+	sh := exec.Command("bash", "-c", line)
+	sh.Env = append(os.Environ(), append(env, "PATH="+filepath.Dir(binary)+":"+os.Getenv("PATH"))...)
+	if b, err := sh.CombinedOutput(); err != nil || strings.Join(strings.Fields(string(b)), " ") != "e2e-synthetic e2e-synthetic-2" {
+		t.Errorf("rubberband status e2e<TAB> = %q (%v)", b, err)
+	}
 	table, _, _ := rbEnv(t, binary, env, "list")
 	if !strings.Contains(table, "STATUS") || !strings.Contains(table, "failed: ") || strings.Count(table, "\n") != 5 {
 		t.Fatalf("list table:\n%s", table)

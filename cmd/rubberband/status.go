@@ -26,7 +26,8 @@ func statusCommand() *cli.Command {
 			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "follow the run: redraw until its driver stops"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "how often --watch redraws"},
 		},
-		Action: statusAction,
+		BashComplete: completeRun,
+		Action:       statusAction,
 	}
 }
 
