@@ -16,5 +16,8 @@
 // finite and no launch fails on a value that validated: MaxTrials, MaxIters, MaxStages,
 // MaxTrialRuns, MaxSamples, MaxDeadline, MaxPricePerHour, MaxPricePerGB, MaxDataGB,
 // MinNetworkGbps, MaxNetworkGbps, MaxNameLen, MaxParams, MaxParamNameLen, MaxChoiceValues,
-// MaxEnvKeyLen and MaxTrainerBytes; docs/spec.md gives their values.
+// MaxEnvKeyLen, MaxTrainerBytes, and for the cluster's spot, ec2 and nomad blocks
+// MaxInterruptionsPerHour, MaxSpotNotice, MaxEC2Tags, MaxTagKeyLen, MaxTagValueLen,
+// MaxUserDataBytes, MaxSubnets, MaxSecurityGroups, MaxKeyNameLen, MaxNomadNameLen and
+// MaxNomadMeta; docs/spec.md gives their values.
 package spec

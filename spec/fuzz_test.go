@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"))
 	f.Add([]byte("algorithm: {stages: [{trials: 3, iters: 1}, {trials: 5, iters: 2}]}\n"))
 	f.Add([]byte("cluster: {scale_latency: {dist: empirical, samples: [1s, 2, 3m]}}\n"))
+	f.Add([]byte("cluster: {instance_type: p3.2xlarge, market: spot, spot: {discount: 0.7, lifetimes: {mean: 2h}}, ec2: {ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d], tags: {a: b}}, nomad: {meta: {k: v}}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		exp, err := Parse("fuzz.yaml", data, func(string) ([]byte, error) { return data, nil })
 		if err != nil {

@@ -181,10 +181,14 @@ func (e *Experiment) applyDefaults() Problems {
 		}
 		fill("cluster.gpus_per_node", func() { c.GPUsPerNode = it.GPUs })
 		fill("cluster.price_per_hour", func() { c.PricePerHour = it.PricePerHour })
-		fill("cluster.spot_price_per_hour", func() { c.SpotPricePerHour = it.SpotPricePerHour })
+		// A spot price given under either name, or as a discount, leaves the catalog's unused.
+		if !e.Has(pathSpotPrice) && !e.Has(pathSpotPriceNew) && !e.Has(pathDiscount) {
+			fill(pathSpotPrice, func() { c.SpotPricePerHour = it.SpotPricePerHour })
+		}
 		fill("cluster.gpu_model", func() { c.GPUModel = it.GPUModel })
 		fill("cluster.network_gbps", func() { c.NetworkGbps = it.NetworkGbps })
 	}
+	probs = append(probs, e.spotDefaults()...)
 	if c.Market == "" && !e.unknown("cluster.market") {
 		c.Market = MarketOnDemand
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strings"
 )
 
@@ -173,7 +174,36 @@ func fieldRules() map[string]map[string]any {
 		"PlannerOptions.samples":           between(1, MaxSamples),
 		"PlannerOptions.deadline_quantile": {"exclusiveMinimum": 0, "maximum": 1},
 		"Checkpoints.url":                  {"type": "string", "pattern": `^(file://.+|s3://.+)?$`},
+
+		"Spot.price_per_hour":         atLeast0,
+		"Spot.discount":               {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+		"Spot.interruptions_per_hour": between(0, MaxInterruptionsPerHour),
+		"Spot.fallback":               oneOfStrings(FallbackOnDemand, FallbackNone),
+		"EC2":                         {"required": []string{"ami", "subnets"}},
+		"EC2.region":                  {"type": "string", "pattern": regionRE.String()},
+		"EC2.ami":                     {"type": "string", "pattern": amiRE.String()},
+		"EC2.subnets":                 idList(subnetRE, 1, MaxSubnets),
+		"EC2.security_groups":         idList(sgRE, 0, MaxSecurityGroups),
+		"EC2.instance_profile":        {"type": "string", "pattern": profileRE.String()},
+		"EC2.key_name":                {"type": "string", "maxLength": MaxKeyNameLen},
+		"EC2.tags": {"maxProperties": MaxEC2Tags,
+			"propertyNames":        map[string]any{"minLength": 1, "maxLength": MaxTagKeyLen, "not": map[string]any{"pattern": reservedTagPattern}},
+			"additionalProperties": map[string]any{"type": []string{"string", "number", "boolean"}, "maxLength": MaxTagValueLen}},
+		"EC2.user_data":        {"type": "string", "maxLength": MaxUserDataBytes},
+		"NomadPool":            {"minProperties": 1},
+		"NomadPool.node_pool":  {"type": "string", "pattern": nomadNameRE.String()},
+		"NomadPool.datacenter": {"type": "string", "pattern": nomadNameRE.String()},
+		"NomadPool.class":      {"type": "string", "maxLength": MaxNomadNameLen},
+		"NomadPool.meta":       {"maxProperties": MaxNomadMeta, "propertyNames": map[string]any{"pattern": nomadMetaKeyRE.String()}},
 	}
+}
+
+// reservedTagPattern matches the EC2 tag keys reservedTag refuses.
+const reservedTagPattern = `^([aA][wW][sS]:|rubberband:|Name$)`
+
+// idList is a list of unique resource ids.
+func idList(re *regexp.Regexp, lo, hi int) map[string]any {
+	return map[string]any{"minItems": lo, "maxItems": hi, "uniqueItems": true, "items": map[string]any{"type": "string", "pattern": re.String()}}
 }
 
 // fieldDocs describes every field; a test fails for a field without a description.
@@ -227,14 +257,38 @@ func fieldDocs() map[string]string {
 		"Cluster.gpu_model":           "The GPU model, for reports.",
 		"Cluster.gpus_per_node":       "GPUs per node.",
 		"Cluster.price_per_hour":      "On-demand dollars per node-hour.",
-		"Cluster.spot_price_per_hour": "Spot dollars per node-hour (market: spot).",
+		"Cluster.spot_price_per_hour": "Spot dollars per node-hour: the same value as spot.price_per_hour (give one).",
 		"Cluster.network_gbps":        "Each node's network bandwidth in Gbit/s, for the dataset download.",
-		"Cluster.market":              "on-demand (the default) or spot.",
+		"Cluster.market":              "on-demand (the default) or spot (which needs a spot price: spot.price_per_hour, spot.discount or the catalog's).",
 		"Cluster.billing":             "How rented time turns into dollars.",
 		"Cluster.scale_latency":       "From requesting an instance to it running (not billed).",
 		"Cluster.init_latency":        "From running to ready for trials (billed).",
 		"Cluster.max_nodes":           "The most nodes a plan may rent at once (default 64).",
 		"Cluster.data":                "The dataset each new node downloads once.",
+		"Cluster.spot":                "The spot market: its price (or a discount off on-demand), interruptions, notice and fallback; read whatever the market.",
+		"Cluster.ec2":                 "Where and how to rent instances on EC2 (--backend ec2): region, AMI, subnets, security groups, instance profile, key pair, tags, user-data. Credentials come from the AWS SDK's chain, never from the spec.",
+		"Cluster.nomad":               "Filters selecting a team's existing Nomad clients (--backend nomad, with NOMAD_ADDR): node pool, datacenter, class, meta.",
+
+		"Spot.price_per_hour":         "Spot dollars per node-hour; the same value as cluster.spot_price_per_hour (give one), or use discount.",
+		"Spot.discount":               "The fraction off the on-demand price, above 0 and below 1 (0.7: spot costs 30% of price_per_hour); instead of a spot price.",
+		"Spot.interruptions_per_hour": "How often one node is interrupted, per hour (0 to 60); or give lifetimes.",
+		"Spot.lifetimes":              "The distribution of a spot instance's lifetime (seconds, or Go durations); instead of interruptions_per_hour.",
+		"Spot.notice":                 "The warning before an interruption, a Go duration (default 2m, at most 1h).",
+		"Spot.fallback":               "What to rent when no spot capacity is left: on-demand (the default) or none (wait for spot).",
+
+		"EC2.region":           "The AWS region, such as us-east-1; default the SDK's (AWS_REGION, shared config).",
+		"EC2.ami":              "The AMI every instance boots (ami-...): it must hold Nomad and rubberband.",
+		"EC2.subnets":          "Subnet ids (subnet-...), one per availability zone, tried in order when a zone has no capacity.",
+		"EC2.security_groups":  "Security group ids (sg-...); default the VPC's default group.",
+		"EC2.instance_profile": "An IAM instance profile, by name or ARN, giving instances their credentials (for s3:// checkpoints).",
+		"EC2.key_name":         "An EC2 key pair for SSH access.",
+		"EC2.tags":             "Extra tags on every instance and volume (at most 40; keys not starting with aws: or rubberband:, not Name).",
+		"EC2.user_data":        "Extra shell run after rubberband's own user-data (at most 8 KiB).",
+
+		"NomadPool.node_pool":  "The node pool of the clients to use; jobs run in it.",
+		"NomadPool.datacenter": "The datacenter of the clients to use.",
+		"NomadPool.class":      "The node class of the clients to use.",
+		"NomadPool.meta":       "Node meta values the clients must carry, by key.",
 
 		"Billing.model":     "per-instance (the default) or per-function.",
 		"Billing.increment": "Billed time is rounded up to this, a Go duration (default 1s).",

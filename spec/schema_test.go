@@ -172,6 +172,21 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		{"checkpoints URL", "planner:", "checkpoints: s3://my-bucket/exp\nplanner:", true},
 		{"checkpoints mapping", "planner:", "checkpoints: {url: s3://my-bucket/exp, endpoint: 127.0.0.1:9000, insecure: true}\nplanner:", true},
 		{"stages", "sha: {trials: 32, min_iters: 1, max_iters: 50, eta: 3}", "stages: [{trials: 4, iters: 1}, {trials: 1, iters: 3}]", true},
+		{"spot block", "max_nodes: 64", "max_nodes: 64\n  spot: {discount: 0.7, lifetimes: {dist: lognormal, mean: 2h, std: 1h}, notice: 2m, fallback: none}", true},
+		{"spot discount 1", "max_nodes: 64", "max_nodes: 64\n  spot: {discount: 1}", false},
+		{"spot rate above 60", "max_nodes: 64", "max_nodes: 64\n  spot: {interruptions_per_hour: 61}", false},
+		{"bad fallback", "max_nodes: 64", "max_nodes: 64\n  spot: {fallback: wait}", false},
+		{"ec2 block", "max_nodes: 64", "max_nodes: 64\n  ec2: {region: us-east-1, ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d], security_groups: [sg-0a1b2c3d], instance_profile: rb, tags: {team: ml}}", true},
+		{"ec2 credentials", "max_nodes: 64", "max_nodes: 64\n  ec2: {ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d], secret_access_key: x}", false},
+		{"ec2 bad ami", "max_nodes: 64", "max_nodes: 64\n  ec2: {ami: ami-1, subnets: [subnet-0a1b2c3d]}", false},
+		{"ec2 no subnets", "max_nodes: 64", "max_nodes: 64\n  ec2: {ami: ami-0123456789abcdef0, subnets: []}", false},
+		{"ec2 bad subnet", "max_nodes: 64", "max_nodes: 64\n  ec2: {ami: ami-0123456789abcdef0, subnets: [sn-0a1b2c3d]}", false},
+		{"ec2 reserved tag", "max_nodes: 64", "max_nodes: 64\n  ec2: {ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d], tags: {AWS:x: y}}", false},
+		{"ec2 Name tag", "max_nodes: 64", "max_nodes: 64\n  ec2: {ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d], tags: {Name: y}}", false},
+		{"ec2 bad region", "max_nodes: 64", "max_nodes: 64\n  ec2: {region: Virginia, ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d]}", false},
+		{"nomad block", "max_nodes: 64", "max_nodes: 64\n  nomad: {node_pool: gpu, datacenter: dc1, class: a100, meta: {team: ml}}", true},
+		{"nomad empty", "max_nodes: 64", "max_nodes: 64\n  nomad: {}", false},
+		{"nomad bad pool", "max_nodes: 64", "max_nodes: 64\n  nomad: {node_pool: a/b}", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !strings.Contains(string(base), c.old) {

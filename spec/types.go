@@ -106,6 +106,13 @@ type Cluster struct {
 	InitLatency      Dist    `yaml:"init_latency"`
 	MaxNodes         int     `yaml:"max_nodes"`
 	Data             Data    `yaml:"data"`
+	// Spot describes the spot market: its price (spot_price_per_hour is the same price under
+	// another name), interruptions and what to do when no spot capacity is left.
+	Spot Spot `yaml:"spot"`
+	// EC2 says where and how to rent instances on EC2 (--backend ec2); nil when not given.
+	EC2 *EC2 `yaml:"ec2"`
+	// Nomad selects a team's existing Nomad clients (--backend nomad); nil when not given.
+	Nomad *NomadPool `yaml:"nomad"`
 }
 
 // HourlyPrice is what one node costs per hour in the chosen market.

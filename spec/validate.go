@@ -323,19 +323,12 @@ func (v *validator) cluster() {
 	if !(c.PricePerHour > 0) || c.PricePerHour > MaxPricePerHour {
 		v.add("cluster.price_per_hour", "%v is out of range (above 0, at most %d dollars an hour; or set instance_type)", c.PricePerHour, MaxPricePerHour)
 	}
-	if c.SpotPricePerHour < 0 || c.SpotPricePerHour > MaxPricePerHour {
-		v.add("cluster.spot_price_per_hour", "%v is out of range (0 to %d dollars an hour)", c.SpotPricePerHour, MaxPricePerHour)
-	}
 	// A tiny positive bandwidth would make a download take forever (or +Inf seconds).
 	if c.NetworkGbps < 0 || c.NetworkGbps > MaxNetworkGbps || c.NetworkGbps > 0 && c.NetworkGbps < MinNetworkGbps {
 		v.add("cluster.network_gbps", "%v is out of range (0 when unknown, or %v to %d Gb/s)", c.NetworkGbps, MinNetworkGbps, MaxNetworkGbps)
 	}
 	switch c.Market {
-	case MarketOnDemand:
-	case MarketSpot:
-		if !(c.SpotPricePerHour > 0) {
-			v.add("cluster.spot_price_per_hour", "spot needs a spot price (the catalog has none for %q)", c.InstanceType)
-		}
+	case MarketOnDemand, MarketSpot: // spot() checks that spot has a price
 	default:
 		v.add("cluster.market", "%q is not a market (on-demand or spot)", c.Market)
 	}
@@ -364,6 +357,9 @@ func (v *validator) cluster() {
 	if c.Data.SizeGB > 0 && c.NetworkGbps == 0 {
 		v.add("cluster.network_gbps", "a dataset to download needs the network bandwidth (set network_gbps or instance_type)")
 	}
+	v.spot()
+	v.ec2()
+	v.nomadPool()
 }
 
 // maxLatency bounds any latency a distribution may produce: a year, far beyond any deadline.

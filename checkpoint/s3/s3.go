@@ -2,14 +2,18 @@
 // through minio-go. Objects live under a configured prefix that no key can leave; each carries its
 // sha256 in its metadata, checked on every read. Credentials come from the environment or the
 // standard AWS chain only, never from the spec.
+//
+// Retries happen in one place, Store's own loop (minio-go's are off): transient failures are
+// retried with full-jitter exponential backoff for at most Config.RetryFor (30 s by default) per
+// operation; a refused request, a bad bucket name or a canceled context fail at once, and a
+// failure says how many attempts it made (RetryError).
 package s3
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
@@ -34,10 +38,16 @@ type Config struct {
 	// Insecure talks plain HTTP (a local MinIO).
 	Insecure bool
 	Region   string
-	// Retries bounds attempts per operation on transient errors (default 6), with exponential
-	// backoff from Backoff (default 200 ms).
-	Retries int
-	Backoff time.Duration
+	// RetryFor bounds how long one store operation retries transient failures (the server
+	// unreachable or restarting, 5xx, 408, 429, throttling): no attempt starts later than
+	// RetryFor after the first (default 30 s), so an operation fails within RetryFor plus its
+	// last attempt. Other failures are not retried. This is the only retry layer: minio-go's
+	// own retries are off.
+	RetryFor time.Duration
+	// Backoff and MaxBackoff shape the waits between attempts: the wait after attempt n is
+	// drawn uniformly from [0, min(MaxBackoff, Backoff·2^(n-1))) (defaults 100 ms and 5 s).
+	Backoff    time.Duration
+	MaxBackoff time.Duration
 	// PartSize is the multipart part size for large objects (default 16 MiB).
 	PartSize uint64
 	// TempDir is where Put spools an object before uploading it (default os.TempDir()).
@@ -48,6 +58,8 @@ type Config struct {
 type Store struct {
 	c   *minio.Client
 	cfg Config
+	// draw returns a random number in [0, n), for the backoff's jitter.
+	draw func(n int64) int64
 }
 
 // New connects to the bucket, creating it when it does not exist.
@@ -58,11 +70,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = "s3.amazonaws.com"
 	}
-	if cfg.Retries <= 0 {
-		cfg.Retries = 6
+	if cfg.RetryFor <= 0 {
+		cfg.RetryFor = DefaultRetryFor
 	}
 	if cfg.Backoff <= 0 {
-		cfg.Backoff = 200 * time.Millisecond
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
 	}
 	if cfg.PartSize == 0 {
 		cfg.PartSize = 16 << 20
@@ -77,11 +92,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		&credentials.EnvAWS{}, &credentials.EnvMinio{}, &credentials.FileAWSCredentials{},
 		&credentials.IAM{Client: &http.Client{Transport: http.DefaultTransport}},
 	})
-	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region})
+	// MaxRetries 1 is one attempt: retry below is the only retry layer, so that its bound holds.
+	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region, MaxRetries: 1})
 	if err != nil {
 		return nil, fmt.Errorf("s3: connect %s: %w", cfg.Endpoint, err)
 	}
-	s := &Store{c: c, cfg: cfg}
+	s := &Store{c: c, cfg: cfg, draw: rand.Int64N}
 	err = s.retry(ctx, func() error {
 		ok, err := c.BucketExists(ctx, cfg.Bucket)
 		if err != nil || ok {
@@ -182,6 +198,9 @@ func (s *Store) List(ctx context.Context, prefix string) ([]checkpoint.Info, err
 	var out []checkpoint.Info
 	err := s.retry(ctx, func() error {
 		out = out[:0]
+		// Canceled on return, so that a listing left on an error does not leave its goroutine behind.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		for o := range s.c.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: full, Recursive: true, WithMetadata: true}) {
 			if o.Err != nil {
 				return o.Err
@@ -218,37 +237,4 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	return nil
-}
-
-// retry runs op until it succeeds, fails for good, or runs out of attempts; transient failures
-// (the server unreachable or restarting, throttling, 5xx) are retried with exponential backoff.
-// A missing object comes back as fs.ErrNotExist.
-func (s *Store) retry(ctx context.Context, op func() error) error {
-	wait := s.cfg.Backoff
-	var err error
-	for attempt := 1; ; attempt++ {
-		err = op()
-		if err == nil {
-			return nil
-		}
-		resp := minio.ToErrorResponse(err)
-		switch resp.Code {
-		case "NoSuchKey", "NoSuchObject":
-			return fmt.Errorf("%w: %s", fs.ErrNotExist, resp.Message)
-		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket", "InvalidBucketName":
-			return errors.New(resp.Code + ": " + resp.Message) // never transient
-		}
-		if resp.StatusCode == http.StatusNotFound {
-			return fmt.Errorf("%w: %v", fs.ErrNotExist, err)
-		}
-		if attempt >= s.cfg.Retries || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
 }
