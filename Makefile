@@ -5,7 +5,7 @@ EXAMPLE ?= examples/quickstart.yaml
 # What `rubberband --version` says: the commit, and whether the tree differed from it.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build test bench deps demo paper figures fuzz clean image
+.PHONY: build test test-torch bench deps demo paper figures fuzz clean image
 
 # The CLI and, beside it, the built-in trainers alone (rubberband-trainer), which the local
 # runtime launches: they start in milliseconds where the whole CLI takes tens. Needs only Go:
@@ -24,6 +24,14 @@ deps:
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -p 1 -count=1 -timeout 30m ./...
+
+# Opt-in, not part of `make test`: the PyTorch DDP trainer (examples/trainers/pytorch), unchanged,
+# through `rubberband profile` and `rubberband run` on the local backend, on CPU with gloo; a trial
+# migrates from one worker to two through its checkpoint. Installs Debian's python3-torch for
+# /usr/bin/python3 first (scripts/torch.sh: about 650 MB, once).
+test-torch:
+	./scripts/torch.sh
+	RB_TORCH=1 $(GO) test -count=1 -timeout 20m -run '^TestTorchTrainer$$' -v ./cmd/rubberband
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
