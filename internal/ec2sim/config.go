@@ -81,21 +81,31 @@ const (
 	QuotaSpotG            = "L-3819A6DF" // All G and VT Spot Instance Requests
 )
 
-// quotaNames are the quotas' names as Service Quotas gives them.
-var quotaNames = map[string]string{
-	QuotaOnDemandStandard: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances",
-	QuotaOnDemandP:        "Running On-Demand P instances",
-	QuotaOnDemandG:        "Running On-Demand G and VT instances",
-	QuotaSpotStandard:     "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests",
-	QuotaSpotP:            "All P Spot Instance Requests",
-	QuotaSpotG:            "All G and VT Spot Instance Requests",
+// quotaName is a quota's name as Service Quotas gives it, "" for a code the fake does not
+// enforce.
+func quotaName(code string) string {
+	switch code {
+	case QuotaOnDemandStandard:
+		return "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+	case QuotaOnDemandP:
+		return "Running On-Demand P instances"
+	case QuotaOnDemandG:
+		return "Running On-Demand G and VT instances"
+	case QuotaSpotStandard:
+		return "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"
+	case QuotaSpotP:
+		return "All P Spot Instance Requests"
+	case QuotaSpotG:
+		return "All G and VT Spot Instance Requests"
+	}
+	return ""
 }
 
 // DefaultQuotas gives every enforced quota 1024 vCPUs: enough that only a test that lowers one
 // meets it.
 func DefaultQuotas() map[string]float64 {
 	q := map[string]float64{}
-	for code := range quotaNames {
+	for _, code := range []string{QuotaOnDemandStandard, QuotaOnDemandP, QuotaOnDemandG, QuotaSpotStandard, QuotaSpotP, QuotaSpotG} {
 		q[code] = 1024
 	}
 	return q
@@ -109,30 +119,26 @@ func DefaultSubnets(region string) map[string]string {
 	}
 }
 
-// shape is what the catalog does not say about an instance type.
-type shape struct {
-	vcpus, memMiB, gpuMemMiB int
-}
-
-// shapes are AWS's figures; p3.24xlarge is the catalog's (STASH's) name for p3dn.24xlarge.
-var shapes = map[string]shape{
-	"g3.8xlarge":   {32, 249856, 8192},
-	"g4dn.2xlarge": {8, 32768, 16384},
-	"g4dn.8xlarge": {32, 131072, 16384},
-	"p2.16xlarge":  {64, 749568, 12288},
-	"p2.8xlarge":   {32, 499712, 12288},
-	"p2.xlarge":    {4, 62464, 12288},
-	"p3.16xlarge":  {64, 499712, 16384},
-	"p3.24xlarge":  {96, 786432, 32768},
-	"p3.2xlarge":   {8, 62464, 16384},
-	"p3.8xlarge":   {32, 249856, 16384},
-	"p4d.24xlarge": {96, 1179648, 40960},
-}
-
 // DefaultInstanceTypes are the built-in catalog's GPU types (spec.Catalog), so that the prices
 // the fake serves are the ones a plan was made with, plus a few small types for tests that need
 // no GPU. A spot price the catalog lacks is 30% of on-demand.
 func DefaultInstanceTypes() []InstanceType {
+	// AWS's figures of what the catalog does not say; p3.24xlarge is the catalog's (STASH's)
+	// name for p3dn.24xlarge.
+	type shape struct{ vcpus, memMiB, gpuMemMiB int }
+	shapes := map[string]shape{
+		"g3.8xlarge":   {32, 249856, 8192},
+		"g4dn.2xlarge": {8, 32768, 16384},
+		"g4dn.8xlarge": {32, 131072, 16384},
+		"p2.16xlarge":  {64, 749568, 12288},
+		"p2.8xlarge":   {32, 499712, 12288},
+		"p2.xlarge":    {4, 62464, 12288},
+		"p3.16xlarge":  {64, 499712, 16384},
+		"p3.24xlarge":  {96, 786432, 32768},
+		"p3.2xlarge":   {8, 62464, 16384},
+		"p3.8xlarge":   {32, 249856, 16384},
+		"p4d.24xlarge": {96, 1179648, 40960},
+	}
 	var out []InstanceType
 	for _, c := range spec.Catalog() {
 		sh, ok := shapes[c.Name]

@@ -5,7 +5,8 @@
 // A test starts it with Start and points the SDK at it through the SDK's own endpoint
 // variables (EndpointEnv: AWS_ENDPOINT_URL_EC2, AWS_ENDPOINT_URL_PRICING,
 // AWS_ENDPOINT_URL_SERVICE_QUOTAS), with credentials and AWS_REGION in the environment and
-// AWS_EC2_METADATA_DISABLED=true so that the driver never looks for a real IMDS. Leave the SDK
+// AWS_EC2_METADATA_DISABLED=true so that the driver never looks for a real IMDS (ClientEnv is
+// all of these). Leave the SDK
 // its own HTTP client (awshttp.NewBuildableClient, the default): on machines where AWS_CA_BUNDLE
 // is set, a plain *http.Client makes config.LoadDefaultConfig fail.
 //
@@ -32,6 +33,9 @@
 // not followed.
 //
 // Faults are injected with FailCapacity, Throttle, NeverBoot, Interrupt, RecommendRebalance,
-// SetQuota, SetSpotPrice and Deny; Instances and Calls show what happened. Terminated instances
-// stay listed until Close.
+// SetQuota, SetSpotPrice and Deny; Instances and Calls show what happened, and WaitState waits
+// for a state. Terminated instances stay listed (EC2 forgets them after about an hour).
+//
+// Every instance is this machine: its private address is 127.0.0.1, so the agents that
+// user-data starts must not share ports.
 package ec2sim

@@ -57,13 +57,10 @@ func start(t *testing.T, cfg Config) (*Server, clients) {
 			t.Error(err)
 		}
 	})
+	// Nothing of the machine's own AWS configuration may leak in.
 	home := t.TempDir()
 	for k, v := range map[string]string{
-		"AWS_ACCESS_KEY_ID":           "AKIDEC2SIMTEST",
-		"AWS_SECRET_ACCESS_KEY":       "ec2sim-secret",
 		"AWS_SESSION_TOKEN":           "",
-		"AWS_REGION":                  s.cfg.Region,
-		"AWS_EC2_METADATA_DISABLED":   "true",
 		"AWS_PROFILE":                 "",
 		"AWS_CONFIG_FILE":             filepath.Join(home, "config"),
 		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
@@ -71,7 +68,7 @@ func start(t *testing.T, cfg Config) (*Server, clients) {
 	} {
 		t.Setenv(k, v)
 	}
-	for k, v := range s.EndpointEnv() {
+	for k, v := range s.ClientEnv() {
 		t.Setenv(k, v)
 	}
 	return s, newClients(t)

@@ -44,10 +44,17 @@ const (
 	ReasonSpotTermination   = "Server.SpotInstanceTermination"   // Interrupt's notice ran out
 )
 
-var reasonMessages = map[string]string{
-	ReasonUserInitiated:     "Client.UserInitiatedShutdown: User initiated shutdown",
-	ReasonInstanceInitiated: "Client.InstanceInitiatedShutdown: Instance initiated shutdown",
-	ReasonSpotTermination:   "Server.SpotInstanceTermination: Spot instance termination",
+// reasonMessage is EC2's stateReason/message for a reason code.
+func reasonMessage(code string) string {
+	switch code {
+	case ReasonUserInitiated:
+		return "Client.UserInitiatedShutdown: User initiated shutdown"
+	case ReasonInstanceInitiated:
+		return "Client.InstanceInitiatedShutdown: Instance initiated shutdown"
+	case ReasonSpotTermination:
+		return "Server.SpotInstanceTermination: Spot instance termination"
+	}
+	return code
 }
 
 // Markets.
@@ -108,7 +115,6 @@ type instance struct {
 	interrupt  *time.Timer
 	action     string // spot/instance-action, "" until an interruption notice
 	rebalance  string // events/recommendations/rebalance, "" until recommended
-	imds       *imdsServer
 }
 
 func (in *instance) snapshot() Instance {
@@ -147,7 +153,7 @@ func (s *Server) live(in *instance, delay time.Duration) {
 		s.finish(in)
 		return
 	}
-	in.State, in.RunningTime, in.imds = StateRunning, time.Now().UTC(), md
+	in.State, in.RunningTime = StateRunning, time.Now().UTC()
 	if md != nil {
 		in.IMDS = md.url
 	}
@@ -203,13 +209,17 @@ func (s *Server) haltLocked(in *instance, why haltReason) string {
 	if in.interrupt != nil && why != haltSpot {
 		in.interrupt.Stop()
 	}
+	reason, transition := ReasonUserInitiated, fmt.Sprintf("User initiated (%s)", gmt(time.Now()))
+	if why == haltSpot {
+		reason, transition = ReasonSpotTermination, fmt.Sprintf("Service initiated (%s)", gmt(time.Now()))
+	}
 	switch in.State {
 	case StateTerminated, StateShuttingDown:
 		return prev
 	case StateStopped:
 		// Nothing runs on a stopped instance: it ends at once.
 		in.State, in.EndTime = StateTerminated, time.Now().UTC()
-		in.StateReason = ReasonUserInitiated
+		in.StateReason, in.transition = reason, transition
 		s.notifyLocked()
 		return prev
 	case StateStopping:
@@ -219,12 +229,7 @@ func (s *Server) haltLocked(in *instance, why haltReason) string {
 		return prev
 	}
 	in.State, in.final = StateShuttingDown, StateTerminated
-	in.StateReason = ReasonUserInitiated
-	in.transition = fmt.Sprintf("User initiated (%s)", gmt(time.Now()))
-	if why == haltSpot {
-		in.StateReason = ReasonSpotTermination
-		in.transition = fmt.Sprintf("Service initiated (%s)", gmt(time.Now()))
-	}
+	in.StateReason, in.transition = reason, transition
 	if !in.halted {
 		in.halted = true
 		close(in.halt)

@@ -106,7 +106,7 @@ func (s *Server) getServiceQuota(in getServiceQuotaInput) (any, error) {
 	if in.ServiceCode != "ec2" || !ok {
 		return nil, jsonErr(http.StatusBadRequest, "NoSuchResourceException", "The request failed because the specified quota %s/%s does not exist.", in.ServiceCode, in.QuotaCode)
 	}
-	name := quotaNames[in.QuotaCode]
+	name := quotaName(in.QuotaCode)
 	if name == "" {
 		name = in.QuotaCode
 	}

@@ -114,6 +114,19 @@ func (s *Server) EndpointEnv() map[string]string {
 	}
 }
 
+// ClientEnv is the whole environment a driver process needs to use the fake through the SDK's
+// default configuration: EndpointEnv, test credentials, the region, and
+// AWS_EC2_METADATA_DISABLED=true so that the driver itself never looks for an IMDS. A test
+// sets it with t.Setenv, or appends it to a child process's environment.
+func (s *Server) ClientEnv() map[string]string {
+	env := s.EndpointEnv()
+	env["AWS_ACCESS_KEY_ID"] = "AKIDEC2SIMTEST"
+	env["AWS_SECRET_ACCESS_KEY"] = "ec2sim-secret"
+	env["AWS_REGION"] = s.cfg.Region
+	env["AWS_EC2_METADATA_DISABLED"] = "true"
+	return env
+}
+
 // Dir is the directory that holds the instances' directories.
 func (s *Server) Dir() string { return s.cfg.Dir }
 

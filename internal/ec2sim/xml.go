@@ -156,7 +156,7 @@ func (s *Server) xmlInstanceLocked(in *instance) xmlInstance {
 		x.Groups = append(x.Groups, xmlGroup{GroupID: g, GroupName: g})
 	}
 	if in.StateReason != "" {
-		x.StateReason = &xmlStateReason{Code: in.StateReason, Message: reasonMessages[in.StateReason]}
+		x.StateReason = &xmlStateReason{Code: in.StateReason, Message: reasonMessage(in.StateReason)}
 	} else if in.State == StatePending {
 		x.StateReason = &xmlStateReason{Code: "pending", Message: "pending"}
 	}
