@@ -1,0 +1,115 @@
+package ec2sim
+
+import (
+	"encoding/xml"
+	"slices"
+	"sort"
+	"strings"
+)
+
+type describeInstanceTypesResponse struct {
+	XMLName xml.Name `xml:"DescribeInstanceTypesResponse"`
+	respMeta
+	Types     []xmlInstanceType `xml:"instanceTypeSet>item"`
+	NextToken string            `xml:"nextToken,omitempty"`
+}
+
+type xmlInstanceType struct {
+	InstanceType          string      `xml:"instanceType"`
+	CurrentGeneration     bool        `xml:"currentGeneration"`
+	SupportedUsageClasses []string    `xml:"supportedUsageClasses>item"`
+	Architectures         []string    `xml:"processorInfo>supportedArchitectures>item"`
+	VCPUs                 xmlVCPUInfo `xml:"vCpuInfo"`
+	MemoryMiB             int         `xml:"memoryInfo>sizeInMiB"`
+	GPUs                  *xmlGPUInfo `xml:"gpuInfo,omitempty"`
+}
+
+type xmlVCPUInfo struct {
+	DefaultVCPUs          int `xml:"defaultVCpus"`
+	DefaultCores          int `xml:"defaultCores"`
+	DefaultThreadsPerCore int `xml:"defaultThreadsPerCore"`
+}
+
+type xmlGPUInfo struct {
+	GPUs        []xmlGPU `xml:"gpus>item"`
+	TotalMemory int      `xml:"totalGpuMemoryInMiB"`
+}
+
+type xmlGPU struct {
+	Name         string `xml:"name"`
+	Manufacturer string `xml:"manufacturer"`
+	Count        int    `xml:"count"`
+	MemoryMiB    int    `xml:"memoryInfo>sizeInMiB"`
+}
+
+func xmlType(t InstanceType) xmlInstanceType {
+	threads := 2
+	if t.VCPUs%2 != 0 {
+		threads = 1
+	}
+	x := xmlInstanceType{InstanceType: t.Name, CurrentGeneration: true,
+		SupportedUsageClasses: []string{"on-demand", "spot"}, Architectures: []string{"x86_64"},
+		VCPUs:     xmlVCPUInfo{DefaultVCPUs: t.VCPUs, DefaultCores: t.VCPUs / threads, DefaultThreadsPerCore: threads},
+		MemoryMiB: t.MemoryMiB}
+	if t.GPUs > 0 {
+		x.GPUs = &xmlGPUInfo{GPUs: []xmlGPU{{Name: t.GPUModel, Manufacturer: "NVIDIA", Count: t.GPUs, MemoryMiB: t.GPUMemoryMiB}},
+			TotalMemory: t.GPUs * t.GPUMemoryMiB}
+	}
+	return x
+}
+
+func (s *Server) describeInstanceTypes(p params) (response, error) {
+	names := p.list("InstanceType")
+	fs := p.filters()
+	if err := checkFilters(fs, func(name string) bool { return name == "instance-type" }); err != nil {
+		return nil, err
+	}
+	var unknown []string
+	for _, n := range names {
+		if _, ok := s.types[n]; !ok {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, ec2Err("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", strings.Join(unknown, ", "))
+	}
+	max, err := p.integer("MaxResults", 100)
+	if err != nil {
+		return nil, err
+	}
+	if max < 5 || max > 100 {
+		return nil, ec2Err("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 100.", max)
+	}
+	from, ok := readPageToken(p.Get("NextToken"))
+	if !ok {
+		return nil, ec2Err("InvalidPaginationToken", "Invalid pagination token: %q", p.Get("NextToken"))
+	}
+	if dry, err := p.boolean("DryRun"); err != nil {
+		return nil, err
+	} else if dry {
+		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+	}
+	var all []InstanceType
+	for _, t := range s.cfg.InstanceTypes {
+		if len(names) > 0 && !slices.Contains(names, t.Name) {
+			continue
+		}
+		ok := true
+		for _, f := range fs {
+			ok = ok && anyGlob(f.values, t.Name)
+		}
+		if ok {
+			all = append(all, t)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	out := &describeInstanceTypesResponse{}
+	for i := from; i < len(all); i++ {
+		if len(out.Types) == max {
+			out.NextToken = pageToken(i)
+			break
+		}
+		out.Types = append(out.Types, xmlType(all[i]))
+	}
+	return out, nil
+}
