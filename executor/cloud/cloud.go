@@ -1,5 +1,5 @@
 // Package cloud is what the executor needs from whoever rents it machines: the Provider
-// interface. Backends live in subpackages named after what they talk to (local here; ec2 next).
+// interface. Backends live in subpackages named after what they talk to (local, nomadlocal, ec2).
 package cloud
 
 import (
@@ -23,6 +23,11 @@ type Request struct {
 	Count        int
 	InstanceType string
 	Market       Market
+	// Token is an idempotency key the caller journals before Create; providers that rent use it
+	// so that a request repeated after a crash rents nothing new (the same Token and Count give
+	// back the nodes the first request rented). Empty: the provider makes one, and a repeated
+	// request rents again.
+	Token string
 }
 
 // CapacityError says a provider cannot rent what was asked now: no capacity in a zone, a quota,
