@@ -1,0 +1,29 @@
+// Package ec2 is a cloud.Provider that rents EC2 instances through aws-sdk-go-v2: one instance
+// per node, on-demand or one-time spot, tagged with the experiment, the run and the node, and
+// found again by those tags. It owns the choice of where to rent (the spec's subnets in order,
+// then on-demand when spot runs out and the spec allows it), the idempotency tokens that keep a
+// resumed driver from renting twice, the wait until a node runs and is ready, and the release
+// of anything a failed or cancelled Create started. Credentials and the endpoint come from the
+// SDK's own configuration chain, never from the spec; tests point it at internal/ec2sim.
+//
+// Decisions a caller relies on:
+//
+//   - Billing: a node returned by Create has RunningAt = the provider's clock when it sent the
+//     DescribeInstances that first saw the instance running (EC2 bills from running; the
+//     instance started running at most one poll interval earlier). List cannot know that
+//     moment for a node it did not see start, and gives LaunchTime, which is earlier than
+//     running by the boot time: a resumed driver overbills such a node a little, never
+//     underbills it.
+//   - Pending instances of the run are listed (a resumed driver must find what a dead one
+//     rented) with RunningAt zero: they have not started billing.
+//   - Idempotency: every node's RunInstances carries ClientToken = run ID, the request's Token
+//     and the node's index (hashed past EC2's 64 characters). Repeating a request with the same
+//     Token gives back the instances the first one rented, wherever they landed; the node name
+//     (tag rubberband:node) is derived from the same token, so a replay sends the same request.
+//   - Capacity errors (InsufficientInstanceCapacity, SpotMaxPriceTooLow, Unsupported, ...) are
+//     not retried in place: the next subnet is the better retry. When every subnet failed, spot
+//     falls back to on-demand if the spec allows it, else Create returns a *cloud.CapacityError.
+//   - VcpuLimitExceeded is not a CapacityError: a caller that waits for capacity would wait for
+//     ever on a quota only a person can raise. Create stops at once with an error naming the
+//     quota code.
+package ec2

@@ -1,0 +1,170 @@
+package ec2
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+)
+
+// maxFilterValues is what one DescribeInstances filter takes.
+const maxFilterValues = 200
+
+// cleanupTimeout bounds the release of what a failed Create started, which runs even when the
+// Create's context is done.
+const cleanupTimeout = 2 * time.Minute
+
+// waitRunning polls the rented nodes until each runs, ends, or the wait is over (the context,
+// or BootTimeout). One DescribeInstances serves every node of the Create.
+func (p *Provider) waitRunning(ctx context.Context, nodes []*launch) {
+	pending := map[string]*launch{}
+	for _, n := range nodes {
+		if n.id != "" && n.err == nil {
+			pending[n.id] = n
+		}
+	}
+	boot, cancel := context.WithTimeout(ctx, p.cfg.BootTimeout)
+	defer cancel()
+	interval := p.cfg.PollInterval
+	timer := time.NewTimer(0) // the instance may be running already (a replayed request)
+	defer timer.Stop()
+	for len(pending) > 0 {
+		select {
+		case <-boot.Done():
+			err := ctx.Err()
+			if err == nil {
+				err = fmt.Errorf("still pending after %v (the boot timeout)", p.cfg.BootTimeout)
+			}
+			for _, n := range pending {
+				n.err = fmt.Errorf("node %s: instance %s is not running: %w", n.name, n.id, err)
+			}
+			return
+		case <-timer.C:
+		}
+		sent := p.cfg.Clock()
+		insts, err := p.describeIDs(boot, keys(pending))
+		if err != nil && boot.Err() == nil {
+			for _, n := range pending {
+				n.err = fmt.Errorf("node %s: watch instance %s: %w", n.name, n.id, err)
+			}
+			return
+		}
+		for _, in := range insts {
+			n := pending[aws.ToString(in.InstanceId)]
+			if n == nil || in.State == nil {
+				continue
+			}
+			switch in.State.Name {
+			case types.InstanceStateNamePending:
+				continue
+			case types.InstanceStateNameRunning:
+				n.inst, n.running = in, sent
+			default:
+				n.err = ended(n, in)
+			}
+			delete(pending, n.id)
+		}
+		timer.Reset(interval)
+		interval = min(interval*3/2, 4*p.cfg.PollInterval)
+	}
+}
+
+// ended says why an instance ended before it ran; a spot instance taken back is capacity.
+func ended(n *launch, in types.Instance) error {
+	reason := ""
+	if in.StateReason != nil {
+		reason = aws.ToString(in.StateReason.Code)
+	}
+	if reason == "Server.SpotInstanceTermination" {
+		return &cloud.CapacityError{InstanceType: string(in.InstanceType), Market: cloud.Spot,
+			Reason: fmt.Sprintf("spot instance %s was taken back while it booted", n.id)}
+	}
+	return fmt.Errorf("node %s: instance %s is %s before it ran (%s)", n.name, n.id, in.State.Name, reason)
+}
+
+func keys(m map[string]*launch) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// describeIDs describes instances by ID through a filter: an instance EC2 does not show yet
+// (its API is eventually consistent) is missing from the answer rather than an error.
+func (p *Provider) describeIDs(ctx context.Context, ids []string) ([]types.Instance, error) {
+	var out []types.Instance
+	for start := 0; start < len(ids); start += maxFilterValues {
+		insts, err := p.describe(ctx, filter("instance-id", ids[start:min(start+maxFilterValues, len(ids))]...))
+		if err != nil {
+			return out, err
+		}
+		out = append(out, insts...)
+	}
+	return out, nil
+}
+
+// readyAll waits for Ready on every running node at once.
+func (p *Provider) readyAll(ctx context.Context, nodes []*launch) {
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if n.running.IsZero() || n.err != nil {
+			continue
+		}
+		if p.cfg.Ready == nil {
+			n.ready = true
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.cfg.Ready(ctx, n.id); err != nil {
+				n.err = fmt.Errorf("node %s: instance %s is not ready: %w", n.name, n.id, err)
+				return
+			}
+			// A Ready that returns nil as the context ends still hands over a node that is up.
+			n.ready = true
+		}()
+	}
+	wg.Wait()
+}
+
+// cleanup terminates every instance the Create started and does not return: those rented and
+// not ready, and those a RunInstances without an answer (a cancelled context, a lost
+// connection) may have rented, found by their tokens.
+func (p *Provider) cleanup(ctx context.Context, nodes []*launch) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var ids, tokens []string
+	for _, n := range nodes {
+		switch {
+		case n.ready:
+		case n.id != "":
+			ids = append(ids, n.id)
+		case n.tried:
+			tokens = append(tokens, n.token)
+		}
+	}
+	for start := 0; start < len(tokens); start += maxFilterValues {
+		found, err := p.describe(ctx, filter("client-token", tokens[start:min(start+maxFilterValues, len(tokens))]...),
+			filter("tag:"+TagRun, p.cfg.RunID), filter("instance-state-name", liveStates...))
+		if err != nil {
+			return fmt.Errorf("find the instances of requests that got no answer (List shows them): %w", err)
+		}
+		for _, in := range found {
+			ids = append(ids, aws.ToString(in.InstanceId))
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := p.terminate(ctx, ids, true); err != nil {
+		return fmt.Errorf("release instances %v that did not come up (List shows them): %w", ids, err)
+	}
+	return nil
+}
