@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -479,5 +481,55 @@ func TestNodesBilledAtTheirOwnPrice(t *testing.T) {
 	at, twice := cost(3.6), cost(7.2)
 	if want := 4 * 60 * 3.6 / 3600; math.Abs(at-want) > 1e-9 || math.Abs(twice-2*at) > 1e-9 {
 		t.Fatalf("cost at $3.6/h %v (want %v: 4 nodes, a minute each), at $7.2/h %v", at, want, twice)
+	}
+}
+
+// An instance the journal does not know, listed while still pending (RunningAt zero: a dead
+// driver's last RunInstances), is released on resume and bills nothing beyond the minimum
+// charge of a span that starts at its release: it never ran.
+func TestPendingOrphanIsNotBilled(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		b := fake.Behavior{}
+		if g.Workers[0].Env.TargetIter > 1 {
+			once.Do(func() { cancel(); b.Hang = true })
+		}
+		return b
+	}
+	if _, _, err := h.run(t, ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	h.runtime.Behave = nil
+	interrupted, err := os.ReadFile(h.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resume := func(orphan bool) (float64, []executor.Event) {
+		if err := os.WriteFile(h.journal, interrupted, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if orphan {
+			h.provider.Adopt(cloud.Node{ID: "pending-1", GPUs: 2, InstanceType: "p3.2xlarge", Market: cloud.OnDemand, PricePerHour: 3.6})
+		}
+		res, events, err := h.run(t, context.Background())
+		if err != nil || !res.Finished {
+			t.Fatalf("resume: %v", err)
+		}
+		return res.Realized.Cost, events
+	}
+	without, _ := resume(false)
+	with, events := resume(true)
+	if d := with - without; d < 0 || d > 60*3.6/3600+1e-9 {
+		t.Fatalf("a pending orphan added $%v to the cost ($%v without it): want at most one minimum charge", d, without)
+	}
+	for _, e := range events {
+		if e.Ev == executor.EvNodeUp && e.Node.ID == "pending-1" && (e.At.Year() < 2000 || e.Node.RunningAt.Year() < 2000) {
+			t.Fatalf("the orphan is journaled running at %v (event at %v)", e.Node.RunningAt, e.At)
+		}
+	}
+	if !slices.Contains(h.provider.Deleted, "pending-1") {
+		t.Fatalf("the orphan was not released: deleted %v", h.provider.Deleted)
 	}
 }

@@ -60,6 +60,9 @@ func (x *run) reconcile(ctx context.Context) error {
 		// the orphan's time, to the first bracket (the journal does not say whose it was).
 		for _, n := range held {
 			if !known[n.ID] {
+				if n.RunningAt.IsZero() { // listed while pending: it never billed
+					n.RunningAt = at
+				}
 				if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false); err != nil {
 					return err
 				}
