@@ -67,7 +67,7 @@ func dryRunError(typ, market, subnet, code string, err error) error {
 	default:
 		what = "the launch would fail"
 	}
-	return fmt.Errorf("%s: a %s %s in %s: %w", what, market, typ, subnet, err)
+	return fmt.Errorf("%s (a %s %s instance in %s): %w", what, typ, market, subnet, err)
 }
 
 // checkQuota compares the vCPU quota of the configured market's family with maxNodes nodes.
