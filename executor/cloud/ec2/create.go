@@ -12,14 +12,19 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
-// maxParallelLaunches bounds the RunInstances in flight for one Create.
-const maxParallelLaunches = 8
+// maxParallelLaunches bounds the RunInstances in flight for one Create; maxErrors the node
+// errors a Create's error spells out.
+const (
+	maxParallelLaunches = 8
+	maxErrors           = 3
+)
 
 // launch is one node of a Create, from its plan to its end.
 type launch struct {
@@ -27,7 +32,7 @@ type launch struct {
 	token    string
 	name     string
 	userData string // base64
-	tried    bool   // RunInstances was sent: EC2 may hold an instance under token
+	unsure   bool   // a RunInstances got no definite answer: EC2 may hold an instance under token
 	id       string // the instance, once rented
 	market   cloud.Market
 	inst     types.Instance
@@ -64,14 +69,21 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 
 	var out []cloud.Node
 	var errs []error
-	seen := map[string]bool{}
+	seen, more := map[string]bool{}, 0
 	for _, n := range nodes {
-		if n.ready {
+		switch {
+		case n.ready:
 			out = append(out, p.node(n.inst, n.running))
-		} else if n.err != nil && !seen[n.err.Error()] {
+		case n.err == nil || seen[n.err.Error()]:
+		case len(errs) == maxErrors:
+			more++ // a request for many nodes that fail alike says it once, not once a node
+		default:
 			seen[n.err.Error()] = true
 			errs = append(errs, n.err)
 		}
+	}
+	if more > 0 {
+		errs = append(errs, fmt.Errorf("and %d more node(s) failed", more))
 	}
 	if ctx.Err() != nil && !errors.Is(errors.Join(errs...), ctx.Err()) {
 		errs = append(errs, ctx.Err())
@@ -177,7 +189,6 @@ func (p *Provider) launchAll(ctx context.Context, nodes []*launch, market cloud.
 func (p *Provider) launch(ctx context.Context, n *launch, plan []attempt, asked cloud.Market) error {
 	var fails []failure
 	for _, a := range plan {
-		n.tried = true
 		out, err := p.ec2.RunInstances(ctx, p.runInput(n, a))
 		if err == nil {
 			if len(out.Instances) != 1 {
@@ -196,6 +207,7 @@ func (p *Provider) launch(ctx context.Context, n *launch, plan []attempt, asked 
 		case kindMismatch:
 			return p.adopt(ctx, n)
 		}
+		n.unsure = !definite(err)
 		return fmt.Errorf("node %s: rent %s %s in %s: %w", n.name, a.market, p.cfg.InstanceType, a.subnet, err)
 	}
 	return capacityError(p.cfg.InstanceType, asked, fails)
@@ -206,6 +218,7 @@ func (p *Provider) launch(ctx context.Context, n *launch, plan []attempt, asked 
 func (p *Provider) adopt(ctx context.Context, n *launch) error {
 	found, err := p.describe(ctx, filter("client-token", n.token), filter("tag:"+TagRun, p.cfg.RunID))
 	if err != nil {
+		n.unsure = true
 		return fmt.Errorf("node %s: find the instance of token %s: %w", n.name, n.token, err)
 	}
 	for _, in := range found {
@@ -219,6 +232,13 @@ func (p *Provider) adopt(ctx context.Context, n *launch) error {
 			n.name, aws.ToString(found[0].InstanceId), n.token, stateName(found[0]))
 	}
 	return fmt.Errorf("node %s: token %s was used with other parameters, and no instance of this run carries it", n.name, n.token)
+}
+
+// definite: err is EC2's answer that it rented nothing (a client error, 4xx). No answer (a
+// cancelled context, a lost connection) or a server error may hide a rented instance.
+func definite(err error) bool {
+	var re *awshttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500
 }
 
 func stateName(in types.Instance) string {

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
@@ -300,5 +303,36 @@ func TestNeverBootIsBounded(t *testing.T) {
 				t.Fatalf("the stuck instance was not terminated: %+v", alive(s))
 			}
 		})
+	}
+}
+
+// A RunInstances whose answer is lost (EC2 rented; the connection dropped before the driver
+// heard of it) rents once however often the SDK retries it (same token), and leaves no
+// instance behind: the failed Create finds it by its token and terminates it.
+func TestLostAnswerIsNotOrphaned(t *testing.T) {
+	s := startSim(t, ec2sim.Config{})
+	ac, err := awsconfig.LoadDefaultConfig(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost atomic.Int32
+	ac.APIOptions = append(ac.APIOptions, func(st *middleware.Stack) error {
+		return st.Deserialize.Add(middleware.DeserializeMiddlewareFunc("loseAnswer",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleDeserialize(ctx, in)
+				if err == nil && middleware.GetOperationName(ctx) == "RunInstances" {
+					lost.Add(1)
+					return middleware.DeserializeOutput{}, md, errors.New("read: connection reset by peer")
+				}
+				return out, md, err
+			}), middleware.Before)
+	})
+	cfg := config()
+	cfg.AWS = &ac
+	nodes, err := open(t, cfg).Create(t.Context(), cloud.Request{Count: 1})
+	mustContain(t, err, "connection reset")
+	if len(nodes) != 0 || len(s.Instances()) != 1 || len(alive(s)) != 0 || lost.Load() < 2 {
+		t.Fatalf("%v returned, %d instances rented, %d alive, %d answers lost: want the one rented, terminated, after retries",
+			nodes, len(s.Instances()), len(alive(s)), lost.Load())
 	}
 }

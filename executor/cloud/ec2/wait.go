@@ -135,8 +135,8 @@ func (p *Provider) readyAll(ctx context.Context, nodes []*launch) {
 }
 
 // cleanup terminates every instance the Create started and does not return: those rented and
-// not ready, and those a RunInstances without an answer (a cancelled context, a lost
-// connection) may have rented, found by their tokens.
+// not ready, and those a RunInstances without a definite answer (a cancelled context, a lost
+// connection, a server error) may have rented, found by their tokens.
 func (p *Provider) cleanup(ctx context.Context, nodes []*launch) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
@@ -146,7 +146,7 @@ func (p *Provider) cleanup(ctx context.Context, nodes []*launch) error {
 		case n.ready:
 		case n.id != "":
 			ids = append(ids, n.id)
-		case n.tried:
+		case n.unsure:
 			tokens = append(tokens, n.token)
 		}
 	}
