@@ -35,7 +35,8 @@ type launch struct {
 	unsure   bool   // a RunInstances got no definite answer: EC2 may hold an instance under token
 	id       string // the instance, once rented
 	market   cloud.Market
-	inst     types.Instance
+	rented   types.Instance // as RunInstances (or the token's lookup) gave it
+	inst     types.Instance // as last described
 	running  time.Time
 	ready    bool
 	err      error
@@ -194,7 +195,7 @@ func (p *Provider) launch(ctx context.Context, n *launch, plan []attempt, asked 
 			if len(out.Instances) != 1 {
 				return fmt.Errorf("node %s: RunInstances answered %d instances, want 1", n.name, len(out.Instances))
 			}
-			n.inst, n.id, n.market = out.Instances[0], aws.ToString(out.Instances[0].InstanceId), marketOf(out.Instances[0])
+			n.setRented(out.Instances[0])
 			return nil
 		}
 		code := apiCode(err)
@@ -223,7 +224,7 @@ func (p *Provider) adopt(ctx context.Context, n *launch) error {
 	}
 	for _, in := range found {
 		if s := in.State; s != nil && (s.Name == types.InstanceStateNamePending || s.Name == types.InstanceStateNameRunning) {
-			n.inst, n.id, n.market = in, aws.ToString(in.InstanceId), marketOf(in)
+			n.setRented(in)
 			return nil
 		}
 	}
@@ -232,6 +233,10 @@ func (p *Provider) adopt(ctx context.Context, n *launch) error {
 			n.name, aws.ToString(found[0].InstanceId), n.token, stateName(found[0]))
 	}
 	return fmt.Errorf("node %s: token %s was used with other parameters, and no instance of this run carries it", n.name, n.token)
+}
+
+func (n *launch) setRented(in types.Instance) {
+	n.rented, n.inst, n.id, n.market = in, in, aws.ToString(in.InstanceId), marketOf(in)
 }
 
 // definite: err is EC2's answer that it rented nothing (a client error, 4xx). No answer (a

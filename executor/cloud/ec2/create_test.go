@@ -111,6 +111,14 @@ func TestSameTokenRentsOnce(t *testing.T) {
 			if !slices.Equal(ids(first), ids(again)) || len(s.Instances()) != rented || rented != 2 {
 				t.Fatalf("first %v, repeated %v, %d instances rented then %d", ids(first), ids(again), rented, len(s.Instances()))
 			}
+			// The repeat did not see them start: they bill from their launch, no later than the
+			// first request saw them run.
+			for _, n := range again {
+				in := instance(t, s, n.ID)
+				if !n.RunningAt.Equal(in.LaunchTime.Truncate(time.Millisecond)) {
+					t.Errorf("repeated node %s running at %v, launched %v", n.ID, n.RunningAt, in.LaunchTime)
+				}
+			}
 			if c.capacity {
 				var mismatch int
 				for _, call := range runCalls(s) {

@@ -10,10 +10,10 @@
 //
 //   - Billing: a node returned by Create has RunningAt = the provider's clock when it sent the
 //     DescribeInstances that first saw the instance running (EC2 bills from running; the
-//     instance started running at most one poll interval earlier). List cannot know that
-//     moment for a node it did not see start, and gives LaunchTime, which is earlier than
-//     running by the boot time: a resumed driver overbills such a node a little, never
-//     underbills it.
+//     instance started running at most one poll interval earlier). For an instance it did not
+//     see start (List; a repeated request whose instance already ran) it gives LaunchTime,
+//     earlier than running by the boot time: such a node is overbilled a little, never
+//     underbilled.
 //   - Pending instances of the run are listed (a resumed driver must find what a dead one
 //     rented) with RunningAt zero: they have not started billing.
 //   - Idempotency: every node's RunInstances carries ClientToken = run ID, the request's Token

@@ -63,7 +63,7 @@ func (p *Provider) waitRunning(ctx context.Context, nodes []*launch) {
 			case types.InstanceStateNamePending:
 				continue
 			case types.InstanceStateNameRunning:
-				n.inst, n.running = in, sent
+				n.inst, n.running = in, runningAt(n.rented, in, sent)
 			default:
 				n.err = ended(n, in)
 			}
@@ -72,6 +72,19 @@ func (p *Provider) waitRunning(ctx context.Context, nodes []*launch) {
 		timer.Reset(interval)
 		interval = min(interval*3/2, 4*p.cfg.PollInterval)
 	}
+}
+
+// runningAt is when a node started billing: when this poll was sent, if the instance was
+// pending when rented (it ran since); LaunchTime, if it ran already (a repeated request's
+// instance, whose start nobody here saw: the earliest it can have billed from).
+func runningAt(rented, seen types.Instance, sent time.Time) time.Time {
+	if rented.State != nil && rented.State.Name == types.InstanceStateNamePending {
+		return sent
+	}
+	if seen.LaunchTime != nil {
+		return *seen.LaunchTime
+	}
+	return sent
 }
 
 // ended says why an instance ended before it ran; a spot instance taken back is capacity.
