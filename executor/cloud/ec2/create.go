@@ -76,8 +76,8 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		case n.ready:
 			out = append(out, p.node(n.inst, n.running))
 		case n.err == nil || seen[n.err.Error()]:
-		case len(errs) == maxErrors:
-			more++ // a request for many nodes that fail alike says it once, not once a node
+		case len(errs) >= maxErrors && !errors.As(n.err, new(*cloud.CapacityError)):
+			more++ // many nodes that fail alike are said once; a typed error is always kept
 		default:
 			seen[n.err.Error()] = true
 			errs = append(errs, n.err)
