@@ -26,6 +26,8 @@ const (
 	EvCancel  = "cancel"    // the run was cancelled; resume refuses it without --force
 	EvFinish  = "finish"    // every bracket finished
 	EvStop    = "stop"      // the driver stopped short of the end (Error: why); resume carries on
+	EvRequest = "request"   // a bracket asks the provider for Try nodes under Token, before it asks
+	EvAnswer  = "answer"    // the provider answered the request under Token (its nodes are journaled)
 )
 
 // Event is one record of the journal.
@@ -53,4 +55,7 @@ type Event struct {
 	Began  time.Time `json:"began,omitzero"`
 	Exited time.Time `json:"exited,omitzero"`
 	Spec   string    `json:"spec,omitempty"`
+	// Token is a node request's idempotency key: journaled before the request, so that a driver
+	// that died before the answer repeats the request under it and rents nothing twice.
+	Token string `json:"token,omitempty"`
 }

@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -531,5 +532,74 @@ func TestPendingOrphanIsNotBilled(t *testing.T) {
 	}
 	if !slices.Contains(h.provider.Deleted, "pending-1") {
 		t.Fatalf("the orphan was not released: deleted %v", h.provider.Deleted)
+	}
+}
+
+// A driver that dies while the provider rents its nodes (the request journaled, no answer) rents
+// nothing twice: its resumed successor adopts the nodes that came up, and repeats the request
+// under its token for those still starting, which the provider hands back.
+func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
+	clean := newHarness(t, shaSpec)
+	if _, _, err := clean.run(t, context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(clean.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(whole, []byte("\n"))
+	events, _ := executor.ReadJournal(clean.journal)
+	cut := -1
+	for i, e := range events {
+		if e.Ev == executor.EvRequest {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 || events[cut].Token == "" || events[cut].Try < 1 {
+		t.Fatalf("the clean run journaled no request with a token: %v", events)
+	}
+	req := events[cut]
+	for _, pending := range []bool{false, true} {
+		h := newHarness(t, shaSpec)
+		if err := os.WriteFile(h.journal, bytes.Join(lines[:cut+1], nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// What the dead driver's request rented, unknown to the journal.
+		rented, err := h.provider.Create(context.Background(), cloud.Request{Count: req.Try, Token: req.Token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, n := range rented {
+			ids = append(ids, n.ID)
+		}
+		if pending {
+			h.provider.Pending(ids...)
+		}
+		res, after, err := h.run(t, context.Background())
+		if err != nil || !res.Finished {
+			t.Fatalf("pending %v: resume: %v", pending, err)
+		}
+		if len(h.provider.Created) != len(clean.provider.Created) {
+			t.Errorf("pending %v: %d nodes rented in all, a clean run rents %d: the dead driver's %v were rented again", pending, len(h.provider.Created), len(clean.provider.Created), ids)
+		}
+		journaled := map[string]bool{}
+		for _, e := range after {
+			if e.Ev == executor.EvNodeUp {
+				journaled[e.Node.ID] = true
+			}
+		}
+		for _, id := range ids {
+			if !journaled[id] {
+				t.Errorf("pending %v: node %s of the dead driver's request is not in the journal", pending, id)
+			}
+		}
+		if h.provider.Held() != 0 {
+			t.Errorf("pending %v: %d nodes still held at the end", pending, h.provider.Held())
+		}
+		if want := "adopts node"; !pending && !strings.Contains(h.log.String(), want) {
+			t.Errorf("the resumed driver did not say it adopted the nodes: %s", h.log.String())
+		}
 	}
 }

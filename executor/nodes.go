@@ -13,7 +13,10 @@ import (
 // is missed between polls.
 
 // reconcile makes the nodes the journal says are held agree with what the provider holds:
-// nodes the provider lost are forgotten, nodes it holds that no bracket knows are released.
+// nodes the provider lost are forgotten. Nodes it holds that no bracket knows (a driver died
+// between renting and journaling them) are adopted by a bracket whose current stage still wants
+// nodes; still-pending ones are left to the request that rented them, which the bracket repeats
+// under its token; the rest are released. Each is said.
 func (x *run) reconcile(ctx context.Context) error {
 	held, err := x.cfg.Provider.List(ctx)
 	if err != nil {
@@ -46,7 +49,20 @@ func (x *run) reconcile(ctx context.Context) error {
 	}
 	var orphans []string
 	for _, n := range held {
-		if !known[n.ID] {
+		if known[n.ID] {
+			continue
+		}
+		switch b, fate := x.fateOf(n); fate {
+		case adopt:
+			fmt.Fprintf(x.log, "resume: bracket %d adopts node %s, rented by a driver that died before journaling it\n", b, n.ID)
+			if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Bracket: b, Node: &n, Error: "adopted: rented by a driver that died before journaling it"}, true); err != nil {
+				return err
+			}
+			known[n.ID] = true
+		case leave:
+			fmt.Fprintf(x.log, "resume: node %s is still starting: left to the request that rented it, which is repeated\n", n.ID)
+			known[n.ID] = true
+		default:
 			orphans = append(orphans, n.ID)
 		}
 	}
@@ -73,6 +89,46 @@ func (x *run) reconcile(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// What reconcile does with a node the provider holds and the journal does not know.
+type orphanFate int
+
+const (
+	release orphanFate = iota
+	adopt              // into the bracket fateOf names
+	leave              // still starting: the request that rented it is repeated and hands it back
+)
+
+// fateOf decides an orphan's fate: a running one goes to the first bracket whose current stage
+// wants more nodes than it holds; a pending one is left while a bracket has a request without an
+// answer; anything else is released.
+func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for b := range x.st.brackets {
+		if len(x.st.nodes[b]) >= x.wantNow(b) {
+			continue
+		}
+		if _, open := x.st.open[b]; n.RunningAt.IsZero() && open {
+			return b, leave
+		}
+		if !n.RunningAt.IsZero() {
+			return b, adopt
+		}
+	}
+	return 0, release
+}
+
+// wantNow is how many nodes bracket b's current stage (its first not synced) wants; 0 once every
+// stage synced. Callers hold x.mu.
+func (x *run) wantNow(b int) int {
+	for k := range x.st.brackets[b].Stages {
+		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
+			return x.cfg.Alloc[b][k].Nodes
+		}
+	}
+	return 0
 }
 
 // heal forgets bracket b's nodes the provider no longer holds and rents replacements up to want.
@@ -136,8 +192,7 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 		}
 	}
 	if len(held) < n {
-		c := x.cfg.Experiment.Cluster
-		created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: n - len(held), InstanceType: c.InstanceType, Market: cloud.Market(c.Market)})
+		created, token, err := x.request(ctx, b, n-len(held), held)
 		for i := range created {
 			if jerr := x.record(Event{Ev: EvNodeUp, At: created[i].RunningAt, Bracket: b, Node: &created[i]}, true); jerr != nil {
 				// The journal cannot hold them: release them rather than leave them billing.
@@ -149,11 +204,46 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 				return last, jerr
 			}
 		}
+		// After the nodes: a driver that dies before this repeats the request, which is safe.
+		if jerr := x.record(Event{Ev: EvAnswer, Bracket: b, Token: token}, false); jerr != nil && err == nil {
+			err = jerr
+		}
 		if err != nil {
 			return last, fmt.Errorf("run: create nodes: %w", err)
 		}
 	}
 	return last, nil
+}
+
+// request asks the provider for count more nodes for bracket b under a journaled token: a request
+// a dead driver journaled but got no answer for is repeated under its own token, so that a
+// provider that rents (EC2) hands back what it rented then instead of renting again. Nodes the
+// bracket holds already are left out of what it returns.
+func (x *run) request(ctx context.Context, b, count int, held []cloud.Node) ([]cloud.Node, string, error) {
+	x.mu.Lock()
+	token, repeat := x.st.open[b]
+	if !repeat {
+		token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
+	}
+	x.mu.Unlock()
+	if !repeat {
+		if err := x.record(Event{Ev: EvRequest, Bracket: b, Try: count, Token: token}, true); err != nil {
+			return nil, token, err
+		}
+	}
+	c := x.cfg.Experiment.Cluster
+	created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: count, InstanceType: c.InstanceType, Market: cloud.Market(c.Market), Token: token})
+	have := map[string]bool{}
+	for _, n := range held {
+		have[n.ID] = true
+	}
+	var fresh []cloud.Node
+	for _, n := range created {
+		if !have[n.ID] {
+			fresh = append(fresh, n)
+		}
+	}
+	return fresh, token, err
 }
 
 // releaseAll releases every node the run holds, and every node the provider holds for it that

@@ -137,6 +137,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := firstCause(ctx, errs); err != nil {
 		return x.fail(ctx, err)
 	}
+	// Every bracket released its nodes at its end; a node a repeated request never claimed back
+	// would bill on: release whatever the provider still holds for the run.
+	if err := x.releaseAll(ctx, "the run finished"); err != nil {
+		return x.fail(ctx, err)
+	}
 	if err := x.record(Event{Ev: EvFinish}, true); err != nil {
 		return x.fail(ctx, err)
 	}

@@ -35,6 +35,8 @@ type state struct {
 	finished  bool
 	cancelled string // why, once cancelled
 	stopped   string // why the last driver stopped short of the end; "" while one drives it
+	requests  map[int]int    // node requests journaled per bracket
+	open      map[int]string // per bracket, the token of a request no answer was journaled for
 }
 
 type stageKey struct{ bracket, stage int }
@@ -74,7 +76,8 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, log io.Writer) *sta
 	return &state{exp: exp, brackets: brackets, log: log, trials: map[string]*trialRun{},
 		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)),
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
-		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{}}
+		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
+		requests: map[int]int{}, open: map[int]string{}}
 }
 
 // apply folds one event into the state. It is the only place that says what an event means.
@@ -146,6 +149,11 @@ func (s *state) apply(e Event) {
 		s.finished = true
 	case EvStop:
 		s.stopped = e.Error
+	case EvRequest:
+		s.requests[e.Bracket]++
+		s.open[e.Bracket] = e.Token
+	case EvAnswer:
+		delete(s.open, e.Bracket)
 	}
 }
 

@@ -32,6 +32,7 @@ type Provider struct {
 	mu      sync.Mutex
 	next    int
 	nodes   map[string]cloud.Node
+	tokens  map[string]string // request token and node index -> the node rented under it
 	creates int
 	deletes int
 	// Created and Deleted record every node ever created and every delete asked for, in order.
@@ -41,7 +42,8 @@ type Provider struct {
 
 var _ cloud.Provider = (*Provider)(nil)
 
-// Create rents n nodes, or fewer when CreateFault says so.
+// Create rents n nodes, or fewer when CreateFault says so. Like EC2's client tokens, a request
+// under a token seen before hands back the nodes rented under it that are still held.
 func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
 	if err := p.Offer.Check(req); err != nil {
 		return nil, err
@@ -57,11 +59,26 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 	if p.CreateFault != nil {
 		up, err = p.CreateFault(p.creates, n)
 	}
+	if p.tokens == nil {
+		p.tokens = map[string]string{}
+	}
 	var out []cloud.Node
-	for range min(up, n) {
+	for i := range min(up, n) {
+		key := fmt.Sprintf("%s/%d", req.Token, i)
+		if id, seen := p.tokens[key]; seen && req.Token != "" {
+			if node, held := p.nodes[id]; held {
+				if node.RunningAt.IsZero() { // it finished starting while the caller was away
+					node.RunningAt = time.Now()
+					p.nodes[id] = node
+				}
+				out = append(out, node)
+				continue
+			}
+		}
 		p.next++
 		node := p.Offer.Stamp(cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: time.Now()})
 		p.nodes[node.ID] = node
+		p.tokens[key] = node.ID
 		p.Created = append(p.Created, node.ID)
 		out = append(out, node)
 	}
@@ -122,6 +139,18 @@ func (p *Provider) Lose(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.nodes, id)
+}
+
+// Pending makes held nodes look still starting (RunningAt zero), as EC2 lists a pending instance.
+func (p *Provider) Pending(ids ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, id := range ids {
+		if n, ok := p.nodes[id]; ok {
+			n.RunningAt = time.Time{}
+			p.nodes[id] = n
+		}
+	}
 }
 
 // Held is how many nodes are held now.
