@@ -176,24 +176,12 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 }
 
 func (p *Provider) waitReady(ctx context.Context, name string) error {
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		nodes, _, err := p.client.Nodes().List((&nomad.QueryOptions{}).WithContext(ctx))
-		if err == nil {
-			for _, n := range nodes {
-				if n.Name == name && n.Status == "ready" {
-					return nil
-				}
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("nomadlocal: node %s: %w", name, err)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nomadlocal: node %s never became ready (log: %s)", name, filepath.Join(p.dir, name, "agent.log"))
-		}
-		time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := WaitNodeReady(ctx, p.client, name, 100*time.Millisecond); err != nil {
+		return fmt.Errorf("nomadlocal: %w (log: %s)", err, filepath.Join(p.dir, name, "agent.log"))
 	}
+	return nil
 }
 
 // Delete drains each node, stops its agent, unmounts what it mounted and removes its data.
