@@ -31,19 +31,9 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	stop := func() {}
-	cfg := nomadapi.DefaultConfig() // NOMAD_ADDR, NOMAD_TOKEN, NOMAD_REGION, NOMAD_NAMESPACE
-	if os.Getenv("NOMAD_ADDR") == "" {
-		server, err := nomadlocal.StartServer(ctx, bin, filepath.Join(dir, "nomad", "server"), nomadlocal.FreePort)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		cfg.Address, stop = server.Addr, server.Stop
-	}
-	client, err := nomadapi.NewClient(cfg)
+	client, stop, err := nomadCluster(ctx, bin, dir)
 	if err != nil {
-		stop()
-		return nil, nil, nil, fmt.Errorf("nomad: %w", err)
+		return nil, nil, nil, err
 	}
 	provider, err := nomadlocal.New(ctx, nomadlocal.Config{NomadBin: bin, Dir: filepath.Join(dir, "nomad"), Client: client,
 		GPUsPerNode: exp.Cluster.GPUsPerNode, FreePort: nomadlocal.FreePort, Offer: offer})
@@ -71,6 +61,27 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		}
 	}
 	return provider, rt, stop, nil
+}
+
+// nomadCluster is a client of NOMAD_ADDR's cluster (with NOMAD_TOKEN, NOMAD_REGION,
+// NOMAD_NAMESPACE), or of a one-server cluster started in dir when none is set, and what stops
+// that server.
+func nomadCluster(ctx context.Context, bin, dir string) (*nomadapi.Client, func(), error) {
+	stop := func() {}
+	cfg := nomadapi.DefaultConfig()
+	if os.Getenv("NOMAD_ADDR") == "" {
+		server, err := nomadlocal.StartServer(ctx, bin, filepath.Join(dir, "nomad", "server"), nomadlocal.FreePort)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Address, stop = server.Addr, server.Stop
+	}
+	client, err := nomadapi.NewClient(cfg)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("nomad: %w", err)
+	}
+	return client, stop, nil
 }
 
 // nomadBinary finds the nomad agent: RB_NOMAD_BIN, the one `make deps` built, or PATH.

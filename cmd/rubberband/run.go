@@ -40,7 +40,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", DefaultText: "ROOT/NAME, or NAME-2, NAME-3… when taken", Usage: "the run's state directory (journal, checkpoints, logs)"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
-			backendFlag("local (processes on this machine) or nomad (NOMAD_ADDR's cluster, or a local server started for you)"),
+			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you) or ec2 (EC2 instances as Nomad clients: docs/ec2.md)"),
 			keepNodesFlag,
 		),
 		Action: runAction,
@@ -135,8 +135,14 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	rf := runFile{RunID: runID, Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
-	if rf.Backend != "local" && rf.Backend != "nomad" {
-		return usageErr("--backend %q is not a backend (local or nomad)", rf.Backend)
+	switch rf.Backend {
+	case "local", "nomad":
+	case "ec2":
+		if err := checkEC2(exp); err != nil {
+			return err
+		}
+	default:
+		return usageErr("--backend %q is not a backend (local, nomad or ec2)", rf.Backend)
 	}
 	if rf.TimeScale <= 0 {
 		return usageErr("--time-scale must be above 0")
@@ -272,7 +278,7 @@ func execute(c *cli.Context, dir string) error {
 	}
 	defer stopBackend()
 	logw.note("driver PID %d took the run: %s backend, %d event(s) in the journal", os.Getpid(), st.run.Backend, len(past))
-	if st.run.Backend == "nomad" { // its workers can outlive us: they watch this heartbeat
+	if st.run.Backend != "local" { // its workers can outlive us: they watch this heartbeat
 		store, err := openStore(c.Context, st.exp, dir)
 		if err != nil {
 			return err
@@ -385,8 +391,11 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if st.run.Backend == "nomad" {
+	switch st.run.Backend {
+	case "nomad":
 		return nomadBackend(ctx, st.exp, st.dir, st.run.TimeScale, self, st.run.RunID)
+	case "ec2":
+		return ec2Backend(ctx, st.exp, st.dir, st.run.TimeScale, st.run.RunID)
 	}
 	m, err := sim.NewModel(st.exp)
 	if err != nil {

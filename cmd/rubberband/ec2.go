@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/executor/nomad"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Environment of the driver that names paths on the AMI (docs/ec2.md); the defaults are
+// nodeagent's. Tests point them at binaries of this machine.
+const (
+	envEC2AgentBin = "RB_EC2_AGENT_BIN"
+	envEC2NomadBin = "RB_EC2_NOMAD_BIN"
+	envEC2DataDir  = "RB_EC2_DATA_DIR"
+)
+
+// ec2NodeTimeout bounds the wait for a running instance's Nomad client: booting, user-data and
+// the agent's registration.
+const ec2NodeTimeout = 5 * time.Minute
+
+// checkEC2 says what an ec2 run lacks in its spec, before anything is rented: nodes share no
+// disk with the driver, so checkpoints must be in S3.
+func checkEC2(exp *spec.Experiment) error {
+	if exp.Cluster.EC2 == nil {
+		return usageErr("--backend ec2 needs a cluster.ec2 block (ami, subnets, ...): see docs/ec2.md")
+	}
+	if exp.Cluster.InstanceType == "" {
+		return usageErr("--backend ec2 needs cluster.instance_type")
+	}
+	if !strings.HasPrefix(exp.Checkpoints.URL, "s3://") {
+		return usageErr("--backend ec2 needs checkpoints in S3 (checkpoints: {url: s3://...}): instances share no disk with this machine")
+	}
+	return nil
+}
+
+// ec2Backend rents the run's nodes as EC2 instances whose user-data starts a Nomad client that
+// joins the run's Nomad server (NOMAD_ADDR's, or one of its own), and runs gangs through Nomad.
+func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, runID string) (cloud.Provider, executor.Runtime, func(), error) {
+	if err := checkEC2(exp); err != nil {
+		return nil, nil, nil, err
+	}
+	bin, err := nomadBinary()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, stop, err := nomadCluster(ctx, bin, dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fail := func(err error) (cloud.Provider, executor.Runtime, func(), error) {
+		stop()
+		return nil, nil, nil, err
+	}
+	// The leader's RPC address as the cluster advertises it: what clients join (loopback for a
+	// server of our own: see docs/ec2.md).
+	rpc, err := client.Status().Leader()
+	if err != nil || rpc == "" {
+		return fail(fmt.Errorf("nomad: no server leader (%v)", err))
+	}
+	agentBin := envOr(envEC2AgentBin, nodeagent.DefaultAgentBin)
+	script, err := nodeagent.Script(nodeagent.ScriptConfig{AgentBin: agentBin, NomadBin: envOr(envEC2NomadBin, nodeagent.DefaultNomadBin),
+		DataDir: envOr(envEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: exp.Cluster.GPUsPerNode, Extra: exp.Cluster.EC2.UserData})
+	if err != nil {
+		return fail(err)
+	}
+	provider, err := ec2.New(ctx, ec2.Config{Experiment: exp.Name, RunID: runID, InstanceType: exp.Cluster.InstanceType,
+		GPUsPerNode: exp.Cluster.GPUsPerNode, Market: cloud.Market(exp.Cluster.Market),
+		OnDemandPrice: exp.Cluster.PricePerHour, SpotPrice: exp.Cluster.SpotPricePerHour,
+		EC2: *exp.Cluster.EC2, Spot: exp.Cluster.Spot,
+		UserData: func(string) (string, error) { return script, nil }, // the instance learns its ID from IMDS
+		Ready: func(ctx context.Context, id string) error {
+			ctx, cancel := context.WithTimeout(ctx, ec2NodeTimeout)
+			defer cancel()
+			return nomadlocal.WaitNodeReady(ctx, client, id, 250*time.Millisecond)
+		}})
+	if err != nil {
+		return fail(err)
+	}
+	env, err := storeEnv(exp, dir)
+	if err != nil {
+		return fail(err)
+	}
+	// Self is the AMI's rubberband: the job runs on the instance, never the driver's binary.
+	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: agentBin, StoreEnv: env,
+		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, LogDir: filepath.Join(dir, "logs"), Log: os.Stderr}
+	return provider, rt, stop, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
