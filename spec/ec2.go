@@ -28,7 +28,8 @@ type EC2 struct {
 	KeyName string `yaml:"key_name"`
 	// Tags are extra tags on every instance and volume, besides rubberband's own.
 	Tags map[string]string `yaml:"tags"`
-	// UserData is extra shell run after rubberband's own user-data.
+	// UserData is extra shell the instance runs, in a subshell, before rubberband's node agent
+	// (which never returns) starts.
 	UserData string `yaml:"user_data"`
 }
 
