@@ -57,7 +57,8 @@ func Lookup(ctx context.Context, endpoint string) (Identity, error) {
 }
 
 // ClientConfig is the Nomad client configuration of the instance: its name and meta rb_node are
-// the instance ID (what gangs are pinned by), bound and advertised on its own address.
+// the instance ID (what gangs are pinned by), bound and advertised on its own address (Nomad
+// refuses to guess an advertise address for rpc and serf, even on a client).
 func ClientConfig(id Identity, dataDir, server string, httpPort, gpus int) string {
 	return fmt.Sprintf(`name = %q
 data_dir = %q
@@ -70,9 +71,11 @@ client {
   meta { rb_node = %q
     gpus = "%d" }
 }
-advertise { http = %q }
+advertise { http = %q
+  rpc = %q
+  serf = %q }
 plugin "raw_exec" { config { enabled = true } }
-`, id.InstanceID, dataDir, id.Addr, httpPort, server, id.InstanceID, gpus, id.Addr)
+`, id.InstanceID, dataDir, id.Addr, httpPort, server, id.InstanceID, gpus, id.Addr, id.Addr, id.Addr)
 }
 
 // Run looks the instance up, writes the client configuration into DataDir/<instance ID> and

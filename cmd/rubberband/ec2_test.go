@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/servers"
+)
+
+// ec2Spec is a small synthetic SHA job on g3.8xlarge (2 GPUs) nodes of the fake's subnets, its
+// checkpoints in MinIO.
+func ec2Spec(t *testing.T, dir, endpoint string) string {
+	t.Helper()
+	file := filepath.Join(dir, "ec2.yaml")
+	spec := fmt.Sprintf(`name: e2e-ec2
+deadline: 10m
+seed: 11
+objective: {metric: score, mode: max}
+algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}
+search_space:
+  x: {type: uniform, min: 0, max: 1}
+  y: {type: int, min: 1, max: 100}
+trainer: {command: [rubberband, trainer, synthetic, --spec, %s]}
+cluster:
+  instance_type: g3.8xlarge
+  billing: {minimum: 0s}
+  scale_latency: {value: 20s}
+  init_latency: {value: 5s}
+  max_nodes: 2
+  ec2:
+    ami: ami-0123456789abcdef0
+    subnets: [subnet-0a0000000000000a1, subnet-0b0000000000000b2]
+    user_data: echo extra user-data ran
+profile:
+  iter_latency: {1: {mean: 4, std: 0.4}, 2: {mean: 2.2, std: 0.2}, 4: {mean: 1.3, std: 0.1}}
+  startup_latency: {value: 1s}
+planner: {samples: 100}
+checkpoints: {url: s3://checkpoints/e2e-ec2, endpoint: %s, insecure: true}
+`, file, endpoint)
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// A full SHA job with --backend ec2 against the fake EC2: each instance's user-data runs
+// `rubberband node-agent`, whose Nomad client joins the driver's server; gangs run there with
+// checkpoints in MinIO; the winner is the local backend's; every instance is terminated at the
+// end, and each carried the run's tag.
+func TestEC2Backend(t *testing.T) {
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "nodes")
+	sim, err := ec2sim.Start(t.Context(), ec2sim.Config{BootDelay: time.Second, Env: []string{
+		"PATH=" + filepath.Dir(binary) + ":" + filepath.Dir(nomadBin) + ":/usr/bin:/bin",
+		"AWS_ACCESS_KEY_ID=" + minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minio.Secret,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close(); nomadlocal.UnmountUnder(dataDir) })
+	specFile := ec2Spec(t, dir, minio.Endpoint)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o644)
+	env := []string{"RB_NOMAD_BIN=" + nomadBin, "NOMAD_ADDR=", "RB_EC2_AGENT_BIN=" + binary, "RB_EC2_NOMAD_BIN=" + nomadBin,
+		"RB_EC2_DATA_DIR=" + dataDir, "AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty}
+	for k, v := range sim.ClientEnv() {
+		if k != "AWS_ACCESS_KEY_ID" && k != "AWS_SECRET_ACCESS_KEY" { // the fake takes any key: MinIO's serve both
+			env = append(env, k+"="+v)
+		}
+	}
+	state := filepath.Join(dir, "state")
+	start := time.Now()
+	cmd := exec.Command(binary, "run", specFile, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run on ec2: %v\n%s\nconsoles:\n%s", err, stderr.String(), consoles(sim))
+	}
+	t.Logf("ec2 run: %s", time.Since(start).Round(time.Millisecond))
+	var rep executor.Report
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	var rf runFile
+	b, _ := os.ReadFile(filepath.Join(state, "run.json"))
+	json.Unmarshal(b, &rf)
+
+	insts := sim.Instances()
+	if len(insts) == 0 {
+		t.Fatal("no instance was launched")
+	}
+	for _, in := range insts {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("%s is %s after the run", in.ID, in.State)
+		}
+		if in.Tags[ec2.TagRun] != rf.RunID || rf.RunID == "" {
+			t.Errorf("%s: tag %s = %q, run %q", in.ID, ec2.TagRun, in.Tags[ec2.TagRun], rf.RunID)
+		}
+	}
+	local := filepath.Join(dir, "local")
+	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
+		t.Fatal(errOut)
+	}
+	want := readRunReport(t, local)
+	if !rep.Finished || rep.Best == nil || want.Best == nil || rep.Best.Trial != want.Best.Trial {
+		t.Fatalf("ec2 best %+v, local best %+v", rep.Best, want.Best)
+	}
+	t.Logf("%d instance(s), best %s, realized $%.4f", len(insts), rep.Best.Trial, rep.Realized.Cost)
+}
+
+// consoles is every instance's console.log, for a failure's message.
+func consoles(sim *ec2sim.Server) string {
+	var b strings.Builder
+	for _, in := range sim.Instances() {
+		log, _ := os.ReadFile(filepath.Join(sim.Dir(), in.ID, "console.log"))
+		fmt.Fprintf(&b, "--- %s (%s)\n%s", in.ID, in.State, log)
+	}
+	return b.String()
+}
+
+// An ec2 run is refused before anything is rented when its spec lacks what instances need: a
+// cluster.ec2 block, and checkpoints in S3 (instances share no disk with the driver).
+func TestEC2BackendUsage(t *testing.T) {
+	dir := t.TempDir()
+	noEC2, _ := syntheticSpec(t, dir, "synthetic.yaml")
+	fileStore := ec2Spec(t, dir, "127.0.0.1:1")
+	b, _ := os.ReadFile(fileStore)
+	lines := strings.Split(string(b), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "checkpoints:") {
+			lines[i] = "checkpoints: {url: file:///tmp/ckpt}"
+		}
+	}
+	os.WriteFile(fileStore, []byte(strings.Join(lines, "\n")), 0o644)
+	for file, want := range map[string]string{noEC2: "needs a cluster.ec2 block", fileStore: "needs checkpoints in S3"} {
+		state := filepath.Join(dir, "state-"+filepath.Base(file))
+		_, errOut, code := rb(t, "run", file, "--backend", "ec2", "--state", state)
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want 2 and %q: %s", filepath.Base(file), code, want, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+			t.Errorf("%s: a refused run left run.json", filepath.Base(file))
+		}
+	}
+}
