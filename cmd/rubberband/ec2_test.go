@@ -62,9 +62,13 @@ func TestEC2Backend(t *testing.T) {
 	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "nodes")
+	// The nodes' credentials for MinIO, as an AMI could hold them: in a file. In the environment
+	// they would not reach the workers (Nomad's default env denylist drops AWS_ACCESS_KEY_ID).
+	creds := filepath.Join(dir, "node-credentials")
+	os.WriteFile(creds, []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", minio.AccessKey, minio.Secret)), 0o600)
 	sim, err := ec2sim.Start(t.Context(), ec2sim.Config{BootDelay: time.Second, Env: []string{
 		"PATH=" + filepath.Dir(binary) + ":" + filepath.Dir(nomadBin) + ":/usr/bin:/bin",
-		"AWS_ACCESS_KEY_ID=" + minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minio.Secret,
+		"AWS_SHARED_CREDENTIALS_FILE=" + creds,
 	}})
 	if err != nil {
 		t.Fatal(err)
