@@ -344,3 +344,20 @@ func TestLostAnswerIsNotOrphaned(t *testing.T) {
 			nodes, len(s.Instances()), len(alive(s)), lost.Load())
 	}
 }
+
+// An instance whose user-data dies before its node is ready (a Nomad client that cannot start)
+// fails its node at once rather than after Ready's own bound, and is not left running.
+func TestReadyEndsWhenInstanceStops(t *testing.T) {
+	s := startSim(t, ec2sim.Config{})
+	cfg := config()
+	cfg.UserData = func(string) (string, error) { return "#!/bin/sh\nexit 1\n", nil }
+	cfg.Ready = func(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	nodes, err := open(t, cfg).Create(ctx, cloud.Request{Count: 1})
+	mustContain(t, err, "not ready", "stopped running")
+	if len(nodes) != 0 || len(alive(s)) != 0 || time.Since(start) > 10*time.Second {
+		t.Fatalf("after %v: %v returned, %d alive", time.Since(start), nodes, len(alive(s)))
+	}
+}

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -122,8 +123,11 @@ func (p *Provider) describeIDs(ctx context.Context, ids []string) ([]types.Insta
 	return out, nil
 }
 
-// readyAll waits for Ready on every running node at once.
+// readyAll waits for Ready on every running node at once. An instance that stops running
+// meanwhile (its user-data failed, spot took it back) ends its wait at once: its node can no
+// longer come.
 func (p *Provider) readyAll(ctx context.Context, nodes []*launch) {
+	cancels := map[string]context.CancelCauseFunc{}
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		if n.running.IsZero() || n.err != nil {
@@ -133,10 +137,16 @@ func (p *Provider) readyAll(ctx context.Context, nodes []*launch) {
 			n.ready = true
 			continue
 		}
+		nctx, cancel := context.WithCancelCause(ctx)
+		cancels[n.id] = cancel
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.cfg.Ready(ctx, n.id); err != nil {
+			defer cancel(nil)
+			if err := p.cfg.Ready(nctx, n.id); err != nil {
+				if cause := context.Cause(nctx); ctx.Err() == nil && errors.Is(cause, errStopped) {
+					err = cause
+				}
 				n.err = fmt.Errorf("node %s: instance %s is not ready: %w", n.name, n.id, err)
 				return
 			}
@@ -144,7 +154,52 @@ func (p *Provider) readyAll(ctx context.Context, nodes []*launch) {
 			n.ready = true
 		}()
 	}
+	if len(cancels) == 0 {
+		return
+	}
+	watch, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); p.watchRunning(watch, cancels) }()
 	wg.Wait()
+	stop()
+	<-done
+}
+
+// errStopped is why a node's Ready was cancelled: its instance left running.
+var errStopped = errors.New("instance stopped running")
+
+// watchRunning polls the instances whose Ready is awaited and cancels the wait of each one that
+// is no longer running, until ctx ends.
+func (p *Provider) watchRunning(ctx context.Context, cancels map[string]context.CancelCauseFunc) {
+	ids := make([]string, 0, len(cancels))
+	for id := range cancels {
+		ids = append(ids, id)
+	}
+	tick := time.NewTicker(4 * p.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		insts, err := p.describeIDs(ctx, ids)
+		if err != nil {
+			continue // the next poll may see it; Ready's own bound still holds
+		}
+		for _, in := range insts {
+			if in.State == nil || in.State.Name == types.InstanceStateNameRunning {
+				continue
+			}
+			reason := ""
+			if in.StateReason != nil {
+				reason = aws.ToString(in.StateReason.Code)
+			}
+			if cancel := cancels[aws.ToString(in.InstanceId)]; cancel != nil {
+				cancel(fmt.Errorf("%w: %s (%s)", errStopped, in.State.Name, reason))
+			}
+		}
+	}
 }
 
 // cleanup terminates every instance the Create started and does not return: those rented and
