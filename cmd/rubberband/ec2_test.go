@@ -85,8 +85,9 @@ func TestEC2Backend(t *testing.T) {
 		}
 	}
 	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,4,2") // two nodes from the first stage: instances side by side
 	start := time.Now()
-	cmd := exec.Command(binary, "run", specFile, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
+	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -103,8 +104,8 @@ func TestEC2Backend(t *testing.T) {
 	json.Unmarshal(b, &rf)
 
 	insts := sim.Instances()
-	if len(insts) == 0 {
-		t.Fatal("no instance was launched")
+	if len(insts) < 2 {
+		t.Fatalf("%d instance(s) launched, want 2 at least", len(insts))
 	}
 	for _, in := range insts {
 		if in.State != ec2sim.StateTerminated {

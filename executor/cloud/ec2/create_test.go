@@ -350,7 +350,8 @@ func TestLostAnswerIsNotOrphaned(t *testing.T) {
 func TestReadyEndsWhenInstanceStops(t *testing.T) {
 	s := startSim(t, ec2sim.Config{})
 	cfg := config()
-	cfg.UserData = func(string) (string, error) { return "#!/bin/sh\nexit 1\n", nil }
+	// It dies half a second after it runs: the Create sees it running first.
+	cfg.UserData = func(string) (string, error) { return "#!/bin/sh\nsleep 0.5\nexit 1\n", nil }
 	cfg.Ready = func(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
