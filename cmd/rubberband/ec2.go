@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -83,7 +86,8 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 			ctx, cancel := context.WithTimeout(ctx, ec2NodeTimeout)
 			defer cancel()
 			return nomadlocal.WaitNodeReady(ctx, client, id, 250*time.Millisecond)
-		}})
+		},
+		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }})
 	if err != nil {
 		return fail(err)
 	}
@@ -95,6 +99,20 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: agentBin, StoreEnv: env,
 		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, LogDir: filepath.Join(dir, "logs"), Log: os.Stderr}
 	return provider, rt, stop, nil
+}
+
+// drainNodes marks the Nomad nodes of instances about to be terminated for draining: nothing new
+// is placed on them. Best effort (see ec2.Config.Drain).
+func drainNodes(ctx context.Context, client *nomadapi.Client, ids []string) {
+	nodes, _, err := client.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		if slices.Contains(ids, n.Name) && n.Status == nomadapi.NodeStatusReady {
+			client.Nodes().UpdateDrain(n.ID, &nomadapi.DrainSpec{Deadline: 5 * time.Second}, false, (&nomadapi.WriteOptions{}).WithContext(ctx))
+		}
+	}
 }
 
 func envOr(key, def string) string {

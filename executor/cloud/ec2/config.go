@@ -41,6 +41,10 @@ type Config struct {
 	// Ready is what Create waits for after an instance runs (the CLI: its Nomad client is
 	// ready). Nil: running is ready.
 	Ready func(ctx context.Context, instanceID string) error
+	// Drain is called by Delete with the instances it is about to terminate, while they still
+	// run (the CLI: drain their Nomad nodes, so that nothing new is placed there). Best effort:
+	// an instance is terminated all the same, since billing must stop. Nil: none.
+	Drain func(ctx context.Context, instanceIDs []string)
 	// Clock stamps RunningAt (default time.Now).
 	Clock func() time.Time
 	// AWS is the SDK configuration to use as is; nil loads the default chain

@@ -362,3 +362,33 @@ func TestReadyEndsWhenInstanceStops(t *testing.T) {
 		t.Fatalf("after %v: %v returned, %d alive", time.Since(start), nodes, len(alive(s)))
 	}
 }
+
+// Delete hands Drain the run's live instances among its IDs while they still run, then
+// terminates them; a stray ID reaches neither.
+func TestDeleteDrainsFirst(t *testing.T) {
+	s := startSim(t, ec2sim.Config{})
+	cfg := config()
+	var drained []string
+	cfg.Drain = func(ctx context.Context, ids []string) {
+		for _, in := range s.Instances() {
+			if slices.Contains(ids, in.ID) && in.State != ec2sim.StateRunning {
+				t.Errorf("%s is %s when drained", in.ID, in.State)
+			}
+		}
+		drained = append(drained, ids...)
+	}
+	p := open(t, cfg)
+	nodes, err := p.Create(t.Context(), cloud.Request{Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Delete(t.Context(), []string{nodes[0].ID, nodes[1].ID, "i-00000000000000000"}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(drained)
+	want := []string{nodes[0].ID, nodes[1].ID}
+	slices.Sort(want)
+	if !slices.Equal(drained, want) || len(alive(s)) != 0 {
+		t.Fatalf("drained %v, want %v; %d alive", drained, want, len(alive(s)))
+	}
+}

@@ -20,7 +20,8 @@ var instanceIDRE = regexp.MustCompile(`^i-[0-9a-f]{8,17}$`)
 // Delete terminates the run's instances among ids, and returns once EC2 has acknowledged each
 // (shutting-down or terminated), not once they are gone: billing stops at shutting-down. An ID
 // that is not an instance of this run, or one already ended, is not an error, and is never
-// terminated: a stray ID cannot end another run's instance.
+// terminated: a stray ID cannot end another run's instance. Config.Drain sees the live ones
+// first.
 func (p *Provider) Delete(ctx context.Context, ids []string) error {
 	var want []string
 	for _, id := range ids {
@@ -41,6 +42,9 @@ func (p *Provider) Delete(ctx context.Context, ids []string) error {
 		for _, in := range found {
 			live = append(live, aws.ToString(in.InstanceId))
 		}
+	}
+	if p.cfg.Drain != nil && len(live) > 0 {
+		p.cfg.Drain(ctx, live)
 	}
 	if err := p.terminate(ctx, live, false); err != nil {
 		return fmt.Errorf("ec2: delete nodes: %w", err)
