@@ -114,6 +114,10 @@ func TestEC2Backend(t *testing.T) {
 		if in.Tags[ec2.TagRun] != rf.RunID || rf.RunID == "" {
 			t.Errorf("%s: tag %s = %q, run %q", in.ID, ec2.TagRun, in.Tags[ec2.TagRun], rf.RunID)
 		}
+		// The AMI's paths (here, by RB_EC2_*), and the driver's server to join.
+		if ud := string(in.UserData); !strings.Contains(ud, "exec "+binary+" node-agent --server 127.0.0.1:") || !strings.Contains(ud, "echo extra user-data ran") {
+			t.Errorf("%s: user-data\n%s", in.ID, ud)
+		}
 	}
 	local := filepath.Join(dir, "local")
 	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
