@@ -127,7 +127,8 @@ func TestEC2Backend(t *testing.T) {
 	if !rep.Finished || rep.Best == nil || want.Best == nil || rep.Best.Trial != want.Best.Trial {
 		t.Fatalf("ec2 best %+v, local best %+v", rep.Best, want.Best)
 	}
-	t.Logf("%d instance(s), best %s, realized $%.4f", len(insts), rep.Best.Trial, rep.Realized.Cost)
+	t.Logf("%d instance(s), best %s; cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (spec seconds)",
+		len(insts), rep.Best.Trial, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
 
 // consoles is every instance's console.log, for a failure's message.
