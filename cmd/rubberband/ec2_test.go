@@ -53,14 +53,14 @@ checkpoints: {url: s3://checkpoints/e2e-ec2, endpoint: %s, insecure: true}
 	return file
 }
 
-// A full SHA job with --backend ec2 against the fake EC2: each instance's user-data runs
-// `rubberband node-agent`, whose Nomad client joins the driver's server; gangs run there with
-// checkpoints in MinIO; the winner is the local backend's; every instance is terminated at the
-// end, and each carried the run's tag.
-func TestEC2Backend(t *testing.T) {
+// ec2Env starts the fake EC2 (instances boot in a second and run their user-data here) and
+// MinIO for one test, and returns the fake, the spec and the driver's environment: the fake's
+// endpoints, the AMI's paths pointed at this machine's binaries, nothing of the machine's own
+// AWS configuration.
+func ec2Env(t *testing.T, dir string) (*ec2sim.Server, string, []string) {
+	t.Helper()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
-	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "nodes")
 	// The nodes' credentials for MinIO, as an AMI could hold them: in a file. In the environment
 	// they would not reach the workers (Nomad's default env denylist drops AWS_ACCESS_KEY_ID).
@@ -84,6 +84,16 @@ func TestEC2Backend(t *testing.T) {
 			env = append(env, k+"="+v)
 		}
 	}
+	return sim, specFile, env
+}
+
+// A full SHA job with --backend ec2 against the fake EC2: each instance's user-data runs
+// `rubberband node-agent`, whose Nomad client joins the driver's server; gangs run there with
+// checkpoints in MinIO; the winner is the local backend's; every instance is terminated at the
+// end, and each carried the run's tag.
+func TestEC2Backend(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4,4,2") // two nodes from the first stage: instances side by side
 	start := time.Now()
@@ -163,6 +173,30 @@ func TestEC2BackendUsage(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
 			t.Errorf("%s: a refused run left run.json", filepath.Base(file))
+		}
+	}
+}
+
+// `rubberband cancel` of a running ec2 run: the driver stops its gangs and terminates every
+// instance it rented.
+func TestEC2Cancel(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,4,2")
+	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.2")
+	waitFor(t, state, "running gangs", func(j string) bool { return strings.Count(j, `"ev":"launch"`) >= 2 })
+	if out, errOut, code := rbEnv(t, binary, env, "cancel", state); code != 0 || !strings.Contains(out, "is cancelled") {
+		t.Fatalf("cancel: exit %d: %s\n%s", code, errOut, out)
+	}
+	driver.Wait()
+	insts := sim.Instances()
+	if len(insts) < 2 || driver.ProcessState.ExitCode() != 1 {
+		t.Fatalf("%d instance(s); the cancelled driver exited %d", len(insts), driver.ProcessState.ExitCode())
+	}
+	for _, in := range insts {
+		if in.State != ec2sim.StateTerminated && in.State != ec2sim.StateShuttingDown {
+			t.Errorf("%s is %s after cancel", in.ID, in.State)
 		}
 	}
 }
