@@ -10,7 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isTTY says whether f is a terminal a person can answer on. The mode bits cannot tell:
+// isTTY says whether f is a terminal (a person reads it, answers on it, and a line can be
+// redrawn in place). The mode bits cannot tell:
 // /dev/null is a character device too; only a terminal has terminal attributes.
 func isTTY(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlReadTermios)
