@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ExitErrHandler:            func(*cli.Context, error) {},
 		Commands: []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
 			listCommand(), statusCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
-			schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()},
+			pricesCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()},
 		// Without a command: the help; with one that does not exist: a usage error.
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

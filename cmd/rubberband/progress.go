@@ -30,7 +30,7 @@ func showProgress(w io.Writer, p *planner.Problem) func() {
 func ticker(w io.Writer, label string, what func() string) func() {
 	tty := false
 	if f, ok := w.(*os.File); ok {
-		tty = isTerminal(f)
+		tty = isTTY(f)
 	}
 	every := 5 * time.Second
 	if tty {

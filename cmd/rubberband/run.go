@@ -496,7 +496,7 @@ func (l *lineLog) progress(s executor.Status, predictedJCT float64) {
 		line += fmt.Sprintf(" (%d failed)", s.Failed)
 	}
 	line += fmt.Sprintf(" · elapsed %s · ETA %s · %s so far", clock(s.Elapsed.Seconds()), clock(eta), money(s.Cost))
-	if f, ok := l.w.(*os.File); ok && isTerminal(f) {
+	if f, ok := l.w.(*os.File); ok && isTTY(f) {
 		fmt.Fprintf(l.w, "\r\033[K%s", line)
 		l.pending = true
 		return
@@ -517,7 +517,3 @@ func (l *lineLog) clear() {
 	}
 }
 
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}

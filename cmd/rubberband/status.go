@@ -63,7 +63,7 @@ func statusAction(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	f, isFile := c.App.Writer.(*os.File)
-	redraw := isFile && isTerminal(f)
+	redraw := isFile && isTTY(f)
 	var last []byte
 	for {
 		out, live, err := renderStatus(c, st)

@@ -26,4 +26,8 @@
 //   - VcpuLimitExceeded is not a CapacityError: a caller that waits for capacity would wait for
 //     ever on a quota only a person can raise. Create stops at once with an error naming the
 //     quota code.
+//
+// Outside a run: Prices looks up on-demand (Price List API) and spot (spot price history)
+// prices, falling back to the built-in catalog, never silently; Cleanup terminates what
+// rubberband rented for an experiment, or all of it, touching nothing without its tags.
 package ec2

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+)
+
+// cleanupResult is `cleanup -o json`.
+type cleanupResult struct {
+	Region     string           `json:"region"`
+	Experiment string           `json:"experiment,omitempty"`
+	All        bool             `json:"all,omitempty"`
+	Terminated []rbec2.Instance `json:"terminated"`
+}
+
+func cleanupCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cleanup",
+		Usage: "terminate the EC2 instances rubberband rented for an experiment, or all of them: the `sky down` of rubberband",
+		Description: "Finds the instances carrying rubberband's tags (rubberband:run, and rubberband:experiment = NAME\n" +
+			"unless --all) in the region, pending to stopped, terminates them and lists what it terminated.\n" +
+			"Instances without those tags are never touched. Without --yes it lists what it would terminate and\n" +
+			"asks on the terminal; when stdin is not a terminal it refuses (exit 2). Only --backend ec2 rents\n" +
+			"machines that can outlive a run: local and nomad runs release their nodes themselves, and\n" +
+			"`rubberband cancel RUN` stops one run and releases its nodes.",
+		Flags: []cli.Flag{
+			// No default: a command that terminates machines names its backend.
+			&cli.StringFlag{Name: "backend", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: "ec2, the only backend whose machines can outlive a run"},
+			&cli.StringFlag{Name: "experiment", Usage: "the experiment (the spec's name) whose instances to terminate"},
+			&cli.BoolFlag{Name: "all", Usage: "terminate every instance rubberband rented in the region, of every experiment"},
+			regionFlag(),
+			&cli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "terminate without asking"},
+			outputFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if err := checkOutput(c); err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return usageErr("cleanup takes no arguments (--experiment NAME or --all says what to terminate)")
+			}
+			switch b := c.String("backend"); b {
+			case "ec2":
+			case "":
+				return usageErr("cleanup needs --backend ec2, the only backend whose machines can outlive a run")
+			case "local", "nomad":
+				return usageErr("cleanup is for --backend ec2: %s runs release their nodes themselves when they stop "+
+					"(`rubberband cancel RUN` stops one and releases its nodes)", b)
+			default:
+				return usageErr("--backend %q is not a backend cleanup knows (ec2)", b)
+			}
+			f := rbec2.Filter{Experiment: c.String("experiment"), All: c.Bool("all")}
+			if (f.Experiment == "") == !f.All {
+				return usageErr("cleanup needs exactly one of --experiment NAME and --all")
+			}
+			cfg, err := loadAWS(c)
+			if err != nil {
+				return err
+			}
+			res := cleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}}
+			what := "experiment " + f.Experiment
+			if f.All {
+				what = "every experiment"
+			}
+			if !c.Bool("yes") {
+				found, err := rbec2.Cleanup(c.Context, cfg, f, true)
+				if err != nil {
+					return err
+				}
+				if len(found) == 0 {
+					return printCleanup(c, res, what)
+				}
+				fmt.Fprintf(c.App.ErrWriter, "would terminate, in %s:\n", cfg.Region)
+				printInstances(c.App.ErrWriter, found, "STATE")
+				if !isTTY(os.Stdin) {
+					return usageErr("add --yes to terminate these %d instance(s) of %s (stdin is not a terminal to ask on)", len(found), what)
+				}
+				if !confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %d instance(s)?", len(found))) {
+					return &exitErr{code: exitError, err: errors.New("cleanup: nothing terminated")}
+				}
+				f.IDs = make([]string, len(found)) // what was confirmed, not what was rented since
+				for i, in := range found {
+					f.IDs[i] = in.ID
+				}
+			}
+			done, err := rbec2.Cleanup(c.Context, cfg, f, false)
+			if err != nil {
+				return err
+			}
+			res.Terminated = append(res.Terminated, done...)
+			return printCleanup(c, res, what)
+		},
+	}
+}
+
+func printCleanup(c *cli.Context, res cleanupResult, what string) error {
+	w := c.App.Writer
+	if c.String("output") == "json" {
+		return writeJSON(w, res)
+	}
+	if len(res.Terminated) == 0 {
+		fmt.Fprintf(w, "no rubberband instances of %s in %s: nothing to terminate\n", what, res.Region)
+		return nil
+	}
+	printInstances(w, res.Terminated, "WAS")
+	fmt.Fprintf(w, "terminated %d instance(s) of %s in %s\n", len(res.Terminated), what, res.Region)
+	return nil
+}
+
+// printInstances is a table of instances; state names the column of the state they were
+// found in.
+func printInstances(w io.Writer, insts []rbec2.Instance, state string) {
+	t := newTable(w, "INSTANCE", "TYPE", "ZONE", "MARKET", "EXPERIMENT", "RUN", "LAUNCHED", state)
+	for _, in := range insts {
+		t.row(in.ID, in.Type, in.Zone, in.Market, in.Experiment, in.Run, ago(in.LaunchTime), in.State)
+	}
+	t.flush()
+}

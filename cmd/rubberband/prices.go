@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+)
+
+// priceList is `prices -o json`: prices are per region, so the region is said.
+type priceList struct {
+	Region string        `json:"region"`
+	Prices []rbec2.Price `json:"prices"`
+}
+
+func pricesCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "prices",
+		Usage:     "what EC2 instance types cost an hour, on-demand and spot, and where each price comes from",
+		ArgsUsage: "TYPE...",
+		Description: "On-demand prices come from the AWS Price List API (Linux, shared tenancy), spot prices from the\n" +
+			"spot price history (the latest in each availability zone). Where AWS cannot be asked (no credentials,\n" +
+			"no network, access denied) or has no price, the built-in catalog's is shown instead, with source\n" +
+			"\"catalog (offline)\" and a note saying why. Credentials come from the AWS SDK's default chain.\n" +
+			"An instance type neither AWS nor the catalog knows exits 2.",
+		Flags: []cli.Flag{regionFlag(),
+			&cli.StringFlag{Name: "market", Value: "all", Usage: "on-demand, spot or all"}, outputFlag()},
+		Action: func(c *cli.Context) error {
+			if err := checkOutput(c); err != nil {
+				return err
+			}
+			if c.NArg() == 0 {
+				return usageErr("prices needs at least one instance TYPE, such as p3.2xlarge")
+			}
+			var market cloud.Market // both
+			switch m := c.String("market"); m {
+			case "all":
+			case string(cloud.OnDemand), string(cloud.Spot):
+				market = cloud.Market(m)
+			default:
+				return usageErr("--market %q is not a market (on-demand, spot or all)", m)
+			}
+			cfg, err := loadAWS(c)
+			if err != nil {
+				return err
+			}
+			ps, err := rbec2.Prices(c.Context, cfg, cfg.Region, c.Args().Slice(), market)
+			var unknown *rbec2.UnknownTypesError
+			if errors.As(err, &unknown) {
+				return usageErr("%v", unknown)
+			}
+			// Otherwise err, if any, is a type and market with no price at all: what was found is
+			// shown first.
+			if c.String("output") == "json" {
+				if ps == nil {
+					ps = []rbec2.Price{}
+				}
+				if werr := writeJSON(c.App.Writer, priceList{Region: cfg.Region, Prices: ps}); werr != nil {
+					return werr
+				}
+			} else if len(ps) > 0 {
+				printPrices(c.App.Writer, cfg.Region, ps)
+			}
+			return err
+		},
+	}
+}
+
+// printPrices is the table, then a line per price that is not AWS's saying why.
+func printPrices(w io.Writer, region string, ps []rbec2.Price) {
+	fmt.Fprintf(w, "region %s\n", region)
+	t := newTable(w, "TYPE", "MARKET", "ZONE", "$/HOUR", "SOURCE")
+	for _, p := range ps {
+		zone := p.Zone
+		if zone == "" {
+			zone = "-"
+		}
+		t.row(p.InstanceType, p.Market, zone, fmt.Sprintf("%.4f", p.PerHour), p.Source)
+	}
+	t.flush()
+	for _, p := range ps {
+		if p.Note != "" {
+			fmt.Fprintf(w, "note: %s %s from the catalog: %s\n", p.InstanceType, p.Market, p.Note)
+		}
+	}
+}
