@@ -33,8 +33,8 @@ type state struct {
 	timeouts  map[stageKey]int
 	retries   map[stageKey]int
 	finished  bool
-	cancelled string // why, once cancelled
-	stopped   string // why the last driver stopped short of the end; "" while one drives it
+	cancelled string         // why, once cancelled
+	stopped   string         // why the last driver stopped short of the end; "" while one drives it
 	requests  map[int]int    // node requests journaled per bracket
 	open      map[int]string // per bracket, the token of a request no answer was journaled for
 }
