@@ -516,4 +516,3 @@ func (l *lineLog) clear() {
 		l.pending = false
 	}
 }
-
