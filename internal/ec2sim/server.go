@@ -145,9 +145,15 @@ func (s *Server) Close() error {
 	stop := s.stopWatching
 	s.mu.Unlock()
 	stop()
+	// Requests in flight get a while to finish; past that (a loaded machine, a client that keeps
+	// a request open) their connections are cut: the instances are gone already, which is what
+	// Close promises.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.http.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.http.Close()
+	}
 	s.wg.Wait()
 	s.removeDir()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
