@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,38 +38,7 @@ type clients struct {
 // plain *http.Client would make LoadDefaultConfig fail.
 func start(t *testing.T, cfg Config) (*Server, clients) {
 	t.Helper()
-	if cfg.BootDelay == 0 && cfg.BootDelayFunc == nil {
-		cfg.BootDelay = 100 * time.Millisecond
-	}
-	if cfg.KillGrace == 0 {
-		cfg.KillGrace = 500 * time.Millisecond
-	}
-	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
-	}
-	s, err := Start(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	// Nothing of the machine's own AWS configuration may leak in.
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_SESSION_TOKEN":           "",
-		"AWS_PROFILE":                 "",
-		"AWS_CONFIG_FILE":             filepath.Join(home, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
-		"AWS_ENDPOINT_URL":            "",
-	} {
-		t.Setenv(k, v)
-	}
-	for k, v := range s.ClientEnv() {
-		t.Setenv(k, v)
-	}
+	s := StartForTest(t, cfg)
 	return s, newClients(t)
 }
 

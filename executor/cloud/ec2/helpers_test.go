@@ -29,37 +29,10 @@ const (
 // nothing of the machine's own AWS configuration let in.
 func startSim(t *testing.T, cfg ec2sim.Config) *ec2sim.Server {
 	t.Helper()
-	if cfg.BootDelay == 0 {
-		cfg.BootDelay = 100 * time.Millisecond
-	}
 	if cfg.KillGrace == 0 {
 		cfg.KillGrace = 300 * time.Millisecond
 	}
-	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
-	}
-	s, err := ec2sim.Start(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	home := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_SESSION_TOKEN":           "",
-		"AWS_PROFILE":                 "",
-		"AWS_CONFIG_FILE":             filepath.Join(home, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
-		"AWS_ENDPOINT_URL":            "",
-	} {
-		t.Setenv(k, v)
-	}
-	for k, v := range s.ClientEnv() {
-		t.Setenv(k, v)
-	}
+	s := ec2sim.StartForTest(t, cfg)
 	return s
 }
 
