@@ -131,14 +131,12 @@ func (s *Server) describeSpotPriceHistory(p params) (response, error) {
 	if max < 1 || max > 1000 {
 		return nil, ec2Err("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 1 and 1000.", max)
 	}
-	before, ok := readPageToken(p.Get("NextToken"))
-	if !ok {
-		return nil, ec2Err("InvalidPaginationToken", "Invalid pagination token: %q", p.Get("NextToken"))
-	}
-	if dry, err := p.boolean("DryRun"); err != nil {
+	before, err := p.nextToken()
+	if err != nil {
 		return nil, err
-	} else if dry {
-		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+	}
+	if err := p.dryRun(); err != nil {
+		return nil, err
 	}
 	want := func(h spotPrice) bool {
 		if len(types) > 0 && !slices.Contains(types, h.typ) || len(products) > 0 && !slices.Contains(products, h.product) || az != "" && h.az != az {

@@ -141,14 +141,12 @@ func (s *Server) describeInstances(p params) (response, error) {
 			return nil, ec2Err("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.", max)
 		}
 	}
-	after, ok := readPageToken(p.Get("NextToken"))
-	if !ok {
-		return nil, ec2Err("InvalidPaginationToken", "Invalid pagination token: %q", p.Get("NextToken"))
-	}
-	if dry, err := p.boolean("DryRun"); err != nil {
+	after, err := p.nextToken()
+	if err != nil {
 		return nil, err
-	} else if dry {
-		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+	}
+	if err := p.dryRun(); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,7 +205,7 @@ func (s *Server) terminateInstances(p params) (response, error) {
 		return nil, err
 	}
 	if dry {
-		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+		return nil, dryRunOK()
 	}
 	out := &terminateInstancesResponse{}
 	for _, in := range ins {
@@ -256,7 +254,7 @@ func (s *Server) createTags(p params) (response, error) {
 		}
 	}
 	if dry {
-		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+		return nil, dryRunOK()
 	}
 	// Check every resource's limit before tagging any: the request succeeds or changes nothing.
 	for _, m := range targets {

@@ -190,6 +190,33 @@ func pageToken(pos int) string {
 	return fmt.Sprintf("%x.%s", pos, strconv.FormatInt(int64(pos)*7919+13, 36))
 }
 
+// dryRun is the answer to a request whose DryRun is set (it would have succeeded), nil when it
+// is not set: for actions that check nothing else before acting.
+func (p params) dryRun() error {
+	dry, err := p.boolean("DryRun")
+	if err != nil {
+		return err
+	}
+	if dry {
+		return dryRunOK()
+	}
+	return nil
+}
+
+// dryRunOK is how EC2 answers a dry run that would have succeeded.
+func dryRunOK() error {
+	return ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+}
+
+// nextToken is the listing position the request's NextToken names (0 without one).
+func (p params) nextToken() (int, error) {
+	pos, ok := readPageToken(p.Get("NextToken"))
+	if !ok {
+		return 0, ec2Err("InvalidPaginationToken", "Invalid pagination token: %q", p.Get("NextToken"))
+	}
+	return pos, nil
+}
+
 // readPageToken checks a NextToken made by pageToken.
 func readPageToken(tok string) (int, bool) {
 	if tok == "" {

@@ -44,10 +44,8 @@ func (s *Server) runInstances(p params) (response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dry, err := p.boolean("DryRun"); err != nil {
+	if err := p.dryRun(); err != nil {
 		return nil, err
-	} else if dry {
-		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
 	}
 	key := idempotencyKey(p)
 	s.mu.Lock()

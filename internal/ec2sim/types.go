@@ -80,14 +80,12 @@ func (s *Server) describeInstanceTypes(p params) (response, error) {
 	if max < 5 || max > 100 {
 		return nil, ec2Err("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 100.", max)
 	}
-	from, ok := readPageToken(p.Get("NextToken"))
-	if !ok {
-		return nil, ec2Err("InvalidPaginationToken", "Invalid pagination token: %q", p.Get("NextToken"))
-	}
-	if dry, err := p.boolean("DryRun"); err != nil {
+	from, err := p.nextToken()
+	if err != nil {
 		return nil, err
-	} else if dry {
-		return nil, ec2Err("DryRunOperation", "Request would have succeeded, but DryRun flag is set.")
+	}
+	if err := p.dryRun(); err != nil {
+		return nil, err
 	}
 	var all []InstanceType
 	for _, t := range s.cfg.InstanceTypes {

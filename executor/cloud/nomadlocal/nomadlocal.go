@@ -26,26 +26,38 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
-// ClientConfig is the agent configuration of one client node: its name is also its rb_node meta,
-// which task groups are pinned by.
+// ClientConfig is the agent configuration of one client node on this machine: its name is also
+// its rb_node meta, which task groups are pinned by.
 func ClientConfig(name, dataDir, serverRPC string, httpPort, gpus int) string {
+	return AgentConfig(name, "127.0.0.1", dataDir, serverRPC, httpPort, gpus, false)
+}
+
+// AgentConfig is a client agent's configuration: named name (its rb_node meta too), bound and
+// advertised on addr (Nomad refuses to guess rpc and serf advertise addresses, even on a
+// client). Without cloudFingerprints the agent skips the cloud fingerprinters, which would
+// wait on metadata services a local agent has none of.
+func AgentConfig(name, addr, dataDir, serverRPC string, httpPort, gpus int, cloudFingerprints bool) string {
+	options := `
+  options { "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean" }`
+	if cloudFingerprints {
+		options = ""
+	}
 	return fmt.Sprintf(`name = %q
 data_dir = %q
-bind_addr = "127.0.0.1"
+bind_addr = %q
 log_level = "WARN"
 ports { http = %d }
 client {
   enabled = true
   servers = [%q]
   meta { rb_node = %q
-    gpus = "%d" }
-  options { "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean" }
+    gpus = "%d" }%s
 }
-advertise { http = "127.0.0.1"
-  rpc = "127.0.0.1"
-  serf = "127.0.0.1" }
+advertise { http = %q
+  rpc = %q
+  serf = %q }
 plugin "raw_exec" { config { enabled = true } }
-`, name, dataDir, httpPort, serverRPC, name, gpus)
+`, name, dataDir, addr, httpPort, serverRPC, name, gpus, options, addr, addr, addr)
 }
 
 // ServerConfig is the agent configuration of a one-server cluster on loopback, with heartbeats

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 )
 
 // Options are the node-agent's flags, as Script renders them.
@@ -60,22 +62,7 @@ func Lookup(ctx context.Context, endpoint string) (Identity, error) {
 // the instance ID (what gangs are pinned by), bound and advertised on its own address (Nomad
 // refuses to guess an advertise address for rpc and serf, even on a client).
 func ClientConfig(id Identity, dataDir, server string, httpPort, gpus int) string {
-	return fmt.Sprintf(`name = %q
-data_dir = %q
-bind_addr = %q
-log_level = "WARN"
-ports { http = %d }
-client {
-  enabled = true
-  servers = [%q]
-  meta { rb_node = %q
-    gpus = "%d" }
-}
-advertise { http = %q
-  rpc = %q
-  serf = %q }
-plugin "raw_exec" { config { enabled = true } }
-`, id.InstanceID, dataDir, id.Addr, httpPort, server, id.InstanceID, gpus, id.Addr, id.Addr, id.Addr)
+	return nomadlocal.AgentConfig(id.InstanceID, id.Addr, dataDir, server, httpPort, gpus, true)
 }
 
 // Run looks the instance up, writes the client configuration into DataDir/<instance ID> and
