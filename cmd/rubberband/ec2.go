@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
-	"github.com/rubberband-hpo/rubberband/executor/nomad"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -91,13 +89,11 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 	if err != nil {
 		return fail(err)
 	}
-	env, err := storeEnv(exp, dir)
+	// Self is the AMI's rubberband: the job runs on the instance, never the driver's binary.
+	rt, err := nomadRuntime(exp, dir, client, agentBin, runID, timeScale)
 	if err != nil {
 		return fail(err)
 	}
-	// Self is the AMI's rubberband: the job runs on the instance, never the driver's binary.
-	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: agentBin, StoreEnv: env,
-		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, LogDir: filepath.Join(dir, "logs"), Log: os.Stderr}
 	return provider, rt, stop, nil
 }
 

@@ -46,13 +46,11 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		stopServer := stop
 		stop = func() { provider.Shutdown(); stopServer() }
 	}
-	env, err := storeEnv(exp, dir)
+	rt, err := nomadRuntime(exp, dir, client, self, runID, timeScale)
 	if err != nil {
 		stop()
 		return nil, nil, nil, err
 	}
-	rt := &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: self, StoreEnv: env,
-		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, LogDir: filepath.Join(dir, "logs"), Log: os.Stderr}
 	if exp.Trainer.Image != "" {
 		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
 			if v := os.Getenv(k); v != "" {
@@ -61,6 +59,17 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		}
 	}
 	return provider, rt, stop, nil
+}
+
+// nomadRuntime runs the run's gangs as Nomad jobs whose workers start self (the rubberband
+// binary on the nodes), with the checkpoint store's settings and the run's time scale.
+func nomadRuntime(exp *spec.Experiment, dir string, client *nomadapi.Client, self, runID string, timeScale float64) (*nomad.Runtime, error) {
+	env, err := storeEnv(exp, dir)
+	if err != nil {
+		return nil, err
+	}
+	return &nomad.Runtime{Client: client, Experiment: exp.Name, RunID: runID, Self: self, StoreEnv: env,
+		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", timeScale)}, LogDir: filepath.Join(dir, "logs"), Log: os.Stderr}, nil
 }
 
 // nomadCluster is a client of NOMAD_ADDR's cluster (with NOMAD_TOKEN, NOMAD_REGION,
