@@ -8,11 +8,13 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 .PHONY: build test test-torch bench deps demo paper figures fuzz clean image
 
 # The CLI and, beside it, the built-in trainers alone (rubberband-trainer), which the local
-# runtime launches: they start in milliseconds where the whole CLI takes tens. Needs only Go:
-# the servers of `make deps` are for the tests and the Nomad backend.
+# runtime launches: they start in milliseconds where the whole CLI takes tens (static, without
+# cgo: no dynamic loader at every start). Needs only Go: the servers of `make deps` are for the
+# tests and the Nomad backend.
 build:
 	mkdir -p bin
-	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/ ./cmd/rubberband ./cmd/rubberband-trainer
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o bin/ ./cmd/rubberband
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cmd/rubberband-trainer
 
 # Everything the tests need: Go modules, and pinned MinIO and Nomad servers built into .tools/bin.
 # Idempotent: a second run builds nothing.

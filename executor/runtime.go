@@ -30,6 +30,9 @@ type Gang struct {
 	// Timeout is the launch's budget: the driver stops the gang past it. Runtimes whose workers
 	// can outlive the driver pass it on, so that a worker left alone stops by itself.
 	Timeout time.Duration
+	// Reuse says the trainer may serve several trials in one process (spec trainer.reuse):
+	// runtimes that can keep a single worker's process between launches do.
+	Reuse bool
 }
 
 // Runtime launches gangs. executor/runtimetest is this contract as a test suite, run over every

@@ -52,11 +52,11 @@ const (
 )
 
 var (
-	regionRE  = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
-	amiRE     = regexp.MustCompile(`^ami-[0-9a-f]{8,17}$`)
-	subnetRE  = regexp.MustCompile(`^subnet-[0-9a-f]{8,17}$`)
-	sgRE      = regexp.MustCompile(`^sg-[0-9a-f]{8,17}$`)
-	profileRE = regexp.MustCompile(`^([\w+=,.@-]{1,128}|arn:aws[a-z-]*:iam::[0-9]{12}:instance-profile/([\w+=,.@-]+/)*[\w+=,.@-]{1,128})$`)
+	regionRE  = lazyRegexp(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	amiRE     = lazyRegexp(`^ami-[0-9a-f]{8,17}$`)
+	subnetRE  = lazyRegexp(`^subnet-[0-9a-f]{8,17}$`)
+	sgRE      = lazyRegexp(`^sg-[0-9a-f]{8,17}$`)
+	profileRE = lazyRegexp(`^([\w+=,.@-]{1,128}|arn:aws[a-z-]*:iam::[0-9]{12}:instance-profile/([\w+=,.@-]+/)*[\w+=,.@-]{1,128})$`)
 )
 
 // reservedTag says why a tag key is rubberband's or AWS's, or "" when it is free. AWS reserves
@@ -81,12 +81,12 @@ func (v *validator) ec2() {
 	if v.e.Cluster.InstanceType == "" && !v.e.unknown("cluster.instance_type") {
 		v.add("cluster.instance_type", "the ec2 block needs an instance type to rent (one of %s)", strings.Join(catalogNames(), ", "))
 	}
-	if x.Region != "" && !regionRE.MatchString(x.Region) {
+	if x.Region != "" && !regionRE().MatchString(x.Region) {
 		v.add("cluster.ec2.region", "%q is not an AWS region (such as us-east-1)", x.Region)
 	}
 	if x.AMI == "" {
 		v.add("cluster.ec2.ami", "is required: the image every instance boots (ami-0123456789abcdef0)")
-	} else if !amiRE.MatchString(x.AMI) {
+	} else if !amiRE().MatchString(x.AMI) {
 		v.add("cluster.ec2.ami", "%q is not an AMI id (ami- and 8 to 17 hexadecimal digits)", x.AMI)
 	}
 	switch {
@@ -95,14 +95,14 @@ func (v *validator) ec2() {
 	case len(x.Subnets) > MaxSubnets:
 		v.add("cluster.ec2.subnets", "holds %d subnets (at most %d)", len(x.Subnets), MaxSubnets)
 	default:
-		v.ids("cluster.ec2.subnets", x.Subnets, subnetRE, "a subnet id (subnet- and 8 to 17 hexadecimal digits)")
+		v.ids("cluster.ec2.subnets", x.Subnets, subnetRE(), "a subnet id (subnet- and 8 to 17 hexadecimal digits)")
 	}
 	if len(x.SecurityGroups) > MaxSecurityGroups {
 		v.add("cluster.ec2.security_groups", "holds %d security groups (at most %d)", len(x.SecurityGroups), MaxSecurityGroups)
 	} else {
-		v.ids("cluster.ec2.security_groups", x.SecurityGroups, sgRE, "a security group id (sg- and 8 to 17 hexadecimal digits)")
+		v.ids("cluster.ec2.security_groups", x.SecurityGroups, sgRE(), "a security group id (sg- and 8 to 17 hexadecimal digits)")
 	}
-	if x.InstanceProfile != "" && !profileRE.MatchString(x.InstanceProfile) {
+	if x.InstanceProfile != "" && !profileRE().MatchString(x.InstanceProfile) {
 		v.add("cluster.ec2.instance_profile", "%q is not an instance profile name or ARN (arn:aws:iam::123456789012:instance-profile/NAME)", x.InstanceProfile)
 	}
 	if len(x.KeyName) > MaxKeyNameLen || strings.ContainsFunc(x.KeyName, func(r rune) bool { return r < 0x20 || r > 0x7e }) {

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"regexp"
 	"unicode/utf8"
 )
 
@@ -30,9 +29,9 @@ const (
 
 var (
 	// nomadNameRE is what Nomad accepts as a node pool or datacenter name.
-	nomadNameRE = regexp.MustCompile(`^[a-zA-Z0-9-_.]{1,128}$`)
+	nomadNameRE = lazyRegexp(`^[a-zA-Z0-9-_.]{1,128}$`)
 	// nomadMetaKeyRE keeps a key usable in a constraint as ${meta.KEY}.
-	nomadMetaKeyRE = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,128}$`)
+	nomadMetaKeyRE = lazyRegexp(`^[a-zA-Z0-9_.-]{1,128}$`)
 )
 
 func (v *validator) nomadPool() {
@@ -44,7 +43,7 @@ func (v *validator) nomadPool() {
 		v.add("cluster.nomad", "needs at least one filter (node_pool, datacenter, class or meta): without one every client of the cluster would do")
 	}
 	for _, f := range []struct{ field, value string }{{"node_pool", n.NodePool}, {"datacenter", n.Datacenter}} {
-		if f.value != "" && !nomadNameRE.MatchString(f.value) {
+		if f.value != "" && !nomadNameRE().MatchString(f.value) {
 			v.add("cluster.nomad."+f.field, "%q is not a Nomad name (1 to 128 letters, digits, '-', '_' or '.')", f.value)
 		}
 	}
@@ -57,7 +56,7 @@ func (v *validator) nomadPool() {
 	}
 	for _, k := range sortedKeys(n.Meta) {
 		switch {
-		case !nomadMetaKeyRE.MatchString(k):
+		case !nomadMetaKeyRE().MatchString(k):
 			v.add("cluster.nomad.meta."+k, "not a meta key (1 to 128 letters, digits, '-', '_' or '.')")
 		case utf8.RuneCountInString(n.Meta[k]) > MaxNomadNameLen:
 			v.add("cluster.nomad.meta."+k, "the value is %d characters long (at most %d)", utf8.RuneCountInString(n.Meta[k]), MaxNomadNameLen)

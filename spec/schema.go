@@ -140,7 +140,7 @@ func fieldRules() map[string]map[string]any {
 	iters := between(1, MaxIters)
 	return map[string]map[string]any{
 		"Experiment":                       {"required": []string{"name", "objective", "algorithm", "cluster", "profile"}},
-		"Experiment.name":                  {"type": "string", "pattern": nameRE.String()},
+		"Experiment.name":                  {"type": "string", "pattern": nameRE().String()},
 		"Objective":                        {"required": []string{"metric"}},
 		"Objective.mode":                   oneOfStrings("max", "min"),
 		"Algorithm":                        {"minProperties": 1, "maxProperties": 1},
@@ -180,21 +180,21 @@ func fieldRules() map[string]map[string]any {
 		"Spot.interruptions_per_hour": between(0, MaxInterruptionsPerHour),
 		"Spot.fallback":               oneOfStrings(FallbackOnDemand, FallbackNone),
 		"EC2":                         {"required": []string{"ami", "subnets"}},
-		"EC2.region":                  {"type": "string", "pattern": regionRE.String()},
-		"EC2.ami":                     {"type": "string", "pattern": amiRE.String()},
-		"EC2.subnets":                 idList(subnetRE, 1, MaxSubnets),
-		"EC2.security_groups":         idList(sgRE, 0, MaxSecurityGroups),
-		"EC2.instance_profile":        {"type": "string", "pattern": profileRE.String()},
+		"EC2.region":                  {"type": "string", "pattern": regionRE().String()},
+		"EC2.ami":                     {"type": "string", "pattern": amiRE().String()},
+		"EC2.subnets":                 idList(subnetRE(), 1, MaxSubnets),
+		"EC2.security_groups":         idList(sgRE(), 0, MaxSecurityGroups),
+		"EC2.instance_profile":        {"type": "string", "pattern": profileRE().String()},
 		"EC2.key_name":                {"type": "string", "maxLength": MaxKeyNameLen},
 		"EC2.tags": {"maxProperties": MaxEC2Tags,
 			"propertyNames":        map[string]any{"minLength": 1, "maxLength": MaxTagKeyLen, "not": map[string]any{"pattern": reservedTagPattern}},
 			"additionalProperties": map[string]any{"type": []string{"string", "number", "boolean"}, "maxLength": MaxTagValueLen}},
 		"EC2.user_data":        {"type": "string", "maxLength": MaxUserDataBytes},
 		"NomadPool":            {"minProperties": 1},
-		"NomadPool.node_pool":  {"type": "string", "pattern": nomadNameRE.String()},
-		"NomadPool.datacenter": {"type": "string", "pattern": nomadNameRE.String()},
+		"NomadPool.node_pool":  {"type": "string", "pattern": nomadNameRE().String()},
+		"NomadPool.datacenter": {"type": "string", "pattern": nomadNameRE().String()},
 		"NomadPool.class":      {"type": "string", "maxLength": MaxNomadNameLen},
-		"NomadPool.meta":       {"maxProperties": MaxNomadMeta, "propertyNames": map[string]any{"pattern": nomadMetaKeyRE.String()}},
+		"NomadPool.meta":       {"maxProperties": MaxNomadMeta, "propertyNames": map[string]any{"pattern": nomadMetaKeyRE().String()}},
 	}
 }
 
@@ -249,6 +249,7 @@ func fieldDocs() map[string]string {
 		"Trainer.env":       "Environment variables for the trainer.",
 		"Trainer.resources": "What each worker asks a cluster scheduler for besides its GPUs.",
 		"Trainer.timeout":   "One launch's time budget, a Go duration; default three times its predicted p99.9 plus a minute.",
+		"Trainer.reuse":     "Let one process of a single-worker trainer serve one trial after another (the trainer contract's RB_REUSE): its start-up is paid once per GPU, not per launch. Local backend only.",
 
 		"Resources.cpu_mhz":   "CPU per worker in MHz (default 500).",
 		"Resources.memory_mb": "Memory per worker in MB (default 512).",

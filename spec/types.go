@@ -84,6 +84,11 @@ type Trainer struct {
 	// from its checkpoint. Default: three times the launch's predicted p99.9 duration plus a
 	// minute.
 	Timeout Duration `yaml:"timeout"`
+	// Reuse lets one process of a single-worker trainer serve one trial after another on the
+	// same GPU (trial.ReuseVar), so that its start-up is paid once per slot, not once per launch.
+	// The process runtime honours it; gangs of several workers and the Nomad runtime start a
+	// process per launch whatever it says.
+	Reuse bool `yaml:"reuse"`
 }
 
 // Resources of one worker.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -45,8 +46,8 @@ const (
 )
 
 var (
-	nameRE  = regexp.MustCompile(`^[a-z0-9-]+$`)
-	paramRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	nameRE  = lazyRegexp(`^[a-z0-9-]+$`)
+	paramRE = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 )
 
 type validator struct {
@@ -79,7 +80,7 @@ func (e *Experiment) Validate() Problems {
 	v := &validator{e: e}
 	if len(e.Name) > MaxNameLen {
 		v.add("name", "is %d characters long (at most %d: it becomes part of job names and tags)", len(e.Name), MaxNameLen)
-	} else if !nameRE.MatchString(e.Name) {
+	} else if !nameRE().MatchString(e.Name) {
 		v.add("name", "%q is not a valid name (lowercase letters, digits and '-', not empty)", e.Name)
 	}
 	if e.Deadline < 0 || e.Deadline > MaxDeadline {
@@ -115,7 +116,7 @@ func ParseCheckpoints(url string) (scheme, dirOrBucket, prefix string, err error
 		return "file", dir, "", nil
 	case strings.HasPrefix(url, "s3://"):
 		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
-		if !bucketRE.MatchString(bucket) {
+		if !bucketRE().MatchString(bucket) {
 			return "", "", "", fmt.Errorf("%q is not a bucket name (3-63 lowercase letters, digits, '.', '-')", bucket)
 		}
 		prefix = strings.Trim(prefix, "/")
@@ -132,7 +133,7 @@ func ParseCheckpoints(url string) (scheme, dirOrBucket, prefix string, err error
 	}
 }
 
-var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+var bucketRE = lazyRegexp(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 
 func (v *validator) checkpoints() {
 	c := v.e.Checkpoints
@@ -243,7 +244,7 @@ func (v *validator) searchSpace() {
 		path := "search_space." + name
 		if len(name) > MaxParamNameLen {
 			v.add(path, "the name is %d characters long (at most %d)", len(name), MaxParamNameLen)
-		} else if !paramRE.MatchString(name) {
+		} else if !paramRE().MatchString(name) {
 			v.add(path, "not a parameter name (a letter or '_', then letters, digits, '_' or '-')")
 		}
 		switch p.Type {
@@ -449,4 +450,10 @@ func (v *validator) planner() {
 	if !(p.DeadlineQuantile > 0 && p.DeadlineQuantile <= 1) {
 		v.add("planner.deadline_quantile", "%v is out of range (above 0, at most 1; 0.5 plans for the median run)", p.DeadlineQuantile)
 	}
+}
+
+// lazyRegexp compiles its pattern on first use: initialising this package stays cheap for the
+// trainers that load a spec at every start (a launch of the synthetic trainer).
+func lazyRegexp(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }

@@ -62,6 +62,50 @@ func (e Env) Vars() ([]string, error) {
 // ReportPrefix starts every report line a trainer prints on standard output.
 const ReportPrefix = "@rb "
 
+// A reused worker (spec trainer.reuse) serves one trial after another in one process, so that
+// its start-up (an interpreter, imports, a dataset) is paid once per slot instead of once per
+// launch. Its first trial comes in its environment, as for any worker, with ReuseVar set; where
+// an ordinary worker would exit, it prints an end line (EndPrefix and the exit code it would have
+// had, "@rb-end 0"), then reads the next trial from standard input: one line holding a JSON
+// object of environment variables (the same ones, RB_TRIAL_ID to MASTER_PORT, plus the spec's
+// trainer.env) to set before training it. It exits at the end of its input, after SIGTERM, and
+// after a run that failed. A worker that ignores ReuseVar and exits is simply not reused.
+const (
+	ReuseVar  = "RB_REUSE"
+	EndPrefix = "@rb-end "
+)
+
+// ParseEnd reads a reused worker's end line: ok is false for any other line.
+func ParseEnd(line string) (code int, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), EndPrefix)
+	if !ok {
+		return 0, false
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(rest))
+	if err != nil {
+		return 0, false
+	}
+	return code, true
+}
+
+// Assignment is the line that hands a reused worker its next trial: vars (KEY=VALUE, as Vars
+// returns them) as one JSON object and a line ending.
+func Assignment(vars []string) ([]byte, error) {
+	m := make(map[string]string, len(vars))
+	for _, kv := range vars {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("assignment: %q is not KEY=VALUE", kv)
+		}
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("assignment: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
 // MaxReportLine is the longest report line, in bytes without its line ending, that is parsed:
 // a trainer's output is read in bounded memory, so a longer line still reaches the log intact
 // (streamed, never held whole) but, when it starts with ReportPrefix, is rejected as a report

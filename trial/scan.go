@@ -14,6 +14,12 @@ import (
 // when the line carries no "at"), each malformed or too long report to bad, after the line is
 // echoed. Lines of any length are echoed intact; a last line without a line ending gets one.
 func ScanReports(r io.Reader, echo io.Writer, emit func(Report), bad func(error)) {
+	ScanRuns(r, echo, emit, bad, nil)
+}
+
+// ScanRuns reads a reused worker's output as ScanReports does, and calls end (when not nil) with
+// the code of each end line (EndPrefix), after the line is echoed.
+func ScanRuns(r io.Reader, echo io.Writer, emit func(Report), bad func(error), end func(code int)) {
 	if echo == nil {
 		echo = io.Discard
 	}
@@ -33,6 +39,12 @@ func ScanReports(r io.Reader, echo io.Writer, emit func(Report), bad func(error)
 				bad(fmt.Errorf("%w: %d bytes, more than MaxReportLine (%d)", ErrReportTooLong, p.size, MaxReportLine))
 			}
 			continue
+		}
+		if end != nil && bytes.HasPrefix(p.data, []byte(EndPrefix)) {
+			if code, ok := ParseEnd(string(p.data)); ok {
+				end(code)
+				continue
+			}
 		}
 		rep, err := ParseReport(string(p.data))
 		switch {

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -324,5 +325,53 @@ func TestRelayReportsEmits(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Iter != 1 || got[1].Iter != 2 || got[1].Metrics["acc"] != 0.6 || !got[1].At.Equal(at) {
 		t.Fatalf("emitted %+v", got)
+	}
+}
+
+// A reused worker's end lines end its runs: each is echoed, then passed to end with its code,
+// between the reports of the runs it separates; a malformed end line is the trainer's own output.
+func TestScanRunsEndLines(t *testing.T) {
+	in := "@rb {\"iter\": 1}\n@rb-end 0\nlog\n@rb-end zero\n@rb {\"iter\": 2}\n@rb-end 3\r\n"
+	var out bytes.Buffer
+	var events []string
+	ScanRuns(strings.NewReader(in), &out, func(r Report) { events = append(events, fmt.Sprintf("report %d", r.Iter)) },
+		func(err error) { events = append(events, "bad: "+err.Error()) }, func(code int) { events = append(events, fmt.Sprintf("end %d", code)) })
+	if got, want := strings.Join(events, ", "), "report 1, end 0, report 2, end 3"; got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if out.String() != in {
+		t.Fatalf("echo %q, want the input", out.String())
+	}
+	if _, ok := ParseEnd("@rb {\"iter\": 1}"); ok {
+		t.Fatal("a report read as an end line")
+	}
+}
+
+// An assignment is one JSON line that gives back every variable, values with '=' and newlines
+// included.
+func TestAssignmentRoundTrip(t *testing.T) {
+	vars, err := Env{TrialID: "b0-t0001", Params: map[string]any{"note": "a=b\nc"}, TargetIter: 3, GPUs: []int{1, 2}}.Vars()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := Assignment(vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
+		t.Fatalf("not one line: %q", line)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(line, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range vars {
+		k, v, _ := strings.Cut(kv, "=")
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if _, err := Assignment([]string{"NOEQUALS"}); err == nil {
+		t.Fatal("a variable without '=' was accepted")
 	}
 }

@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 		{"build", "-o", filepath.Join(dir, "race", "rubberband-trainer"), "../rubberband-trainer"},
 		{"build", "-o", filepath.Join(dir, "rubberband-trainer"), "../rubberband-trainer"},
 	} {
-		if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
+		cmd := exec.Command("go", build...)
+		if strings.HasSuffix(build[len(build)-1], "rubberband-trainer") {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: static, without the dynamic loader's start-up
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
 			panic(string(out))
 		}
 	}

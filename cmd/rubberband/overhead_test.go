@@ -12,7 +12,10 @@ import (
 // BenchmarkOverhead runs many one-iteration trials of the synthetic trainer through the real
 // executor, local provider and process runtime, on 64 single-GPU slots:
 //   - zero: near-zero iteration time (1 ms): the time is all overhead, per trial and slot;
-//   - 1s: one-second trials, against the ideal JCT (waves x 1 s), Ray Tune's published setting.
+//   - 1s: one-second trials, against the ideal JCT (waves x 1 s), Ray Tune's published setting;
+//
+// each with a process per launch, and with trainer.reuse (-reuse: one process per slot serves
+// trial after trial, as Ray Tune's reuse_actors does).
 //
 // RB_BENCH_TRIALS sets the trial count (default 10000 for zero, a fifth of it for 1s).
 func BenchmarkOverhead(b *testing.B) {
@@ -25,7 +28,8 @@ func BenchmarkOverhead(b *testing.B) {
 		name   string
 		trials int
 		iter   float64
-	}{{"zero", n, 0.001}, {"1s", max(n/5, slots), 1}} {
+		reuse  bool
+	}{{"zero", n, 0.001, false}, {"1s", max(n/5, slots), 1, false}, {"zero-reuse", n, 0.001, true}, {"1s-reuse", max(n/5, slots), 1, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				dir := b.TempDir()
@@ -35,10 +39,10 @@ deadline: 100h
 objective: {metric: score}
 algorithm: {stages: [{trials: %d, iters: 1}]}
 search_space: {x: {type: uniform, min: 0, max: 1}}
-trainer: {command: [rubberband, trainer, synthetic, --spec, %s]}
+trainer: {command: [rubberband, trainer, synthetic, --spec, %s], reuse: %t}
 cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 8}
 profile: {iter_latency: {1: {dist: constant, value: %g}}}
-`, c.trials, specFile, c.iter)), 0o644)
+`, c.trials, specFile, c.reuse, c.iter)), 0o644)
 				plan := planFile(b, dir, specFile, strconv.Itoa(slots))
 				start := time.Now()
 				state := filepath.Join(dir, "state")

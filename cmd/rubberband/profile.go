@@ -70,8 +70,10 @@ func profileAction(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		cfg.Runtime = &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self, Trainer: trainerBinary(self),
+		rt := &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self, Trainer: trainerBinary(self),
 			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64)}}
+		defer rt.Close() // reused trainer processes (trainer.reuse) end with the profile
+		cfg.Runtime = rt
 		local := *exp
 		local.Trainer.Image = "" // processes run the command
 		cfg.Experiment = &local

@@ -412,7 +412,7 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	}
 	runtime := &process.Runtime{Store: store, WorkDir: filepath.Join(st.dir, "work"), LogDir: filepath.Join(st.dir, "logs"), Self: self, Trainer: trainerBinary(self),
 		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
-	return provider, runtime, func() {}, nil
+	return provider, runtime, func() { runtime.Close() }, nil
 }
 
 // trainerBinary is the small binary of the built-in trainers beside the CLI's, when it is there

@@ -154,6 +154,69 @@ func TestRunPythonTrainer(t *testing.T) {
 	}
 }
 
+// trainer.reuse: one process serves trial after trial on a GPU. The run picks the same winner and
+// the same survivors as a run that starts a process per launch, starts fewer processes than it
+// launches, and leaves none running.
+func TestRunReusesTrainerProcesses(t *testing.T) {
+	dir := t.TempDir()
+	plain, _ := syntheticSpec(t, dir, "plain.yaml")
+	src, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reuse := filepath.Join(dir, "reuse.yaml")
+	if err := os.WriteFile(reuse, []byte(strings.Replace(string(src), "trainer: {command", "trainer: {reuse: true, command", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var reports []executor.Report
+	for _, spec := range []string{plain, reuse} {
+		state := filepath.Join(dir, "state-"+filepath.Base(spec))
+		if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); code != 0 {
+			t.Fatalf("run %s: exit %d: %s", filepath.Base(spec), code, errOut)
+		}
+		reports = append(reports, readRunReport(t, state))
+	}
+	clean, reused := reports[0], reports[1]
+	if clean.Best == nil || reused.Best == nil || clean.Best.Trial != reused.Best.Trial || clean.Best.Metric != reused.Best.Metric {
+		t.Fatalf("best: %+v with a process per launch, %+v with reuse", clean.Best, reused.Best)
+	}
+	reached := func(r executor.Report) string {
+		var b strings.Builder
+		for _, tr := range r.Trials {
+			fmt.Fprintf(&b, "%s:%d ", tr.ID, tr.Iter)
+		}
+		return b.String()
+	}
+	if reached(clean) != reached(reused) {
+		t.Fatalf("trials reached\n%s\nwith a process per launch, and\n%s\nwith reuse", reached(clean), reached(reused))
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, "state-reuse.yaml", "logs", "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no trial logs (%v)", err)
+	}
+	started, served := map[int]bool{}, 0
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n") {
+			var pid int
+			if _, err := fmt.Sscanf(line, "=== started trainer process %d", &pid); err == nil {
+				started[pid] = true
+			} else if _, err := fmt.Sscanf(line, "=== served by reused trainer process %d", &pid); err == nil {
+				served++
+			}
+		}
+	}
+	if served == 0 || len(started) == 0 {
+		t.Fatalf("%d processes started, %d launches served by a reused one", len(started), served)
+	}
+	for pid := range started {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("trainer process %d outlived the run", pid)
+		}
+	}
+	t.Logf("%d launches: %d processes started, %d launches served by a reused process", len(started)+served, len(started), served)
+}
+
 // A worker killed in mid-stage: the gang is retried from its checkpoint and the job completes.
 func TestRunWorkerKilledIsRetried(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")

@@ -393,7 +393,11 @@ func TestCrashCampaign(t *testing.T) {
 		t.Skip("kills a driver two dozen times")
 	}
 	tmp := t.TempDir()
-	spec := trialSpec(t, tmp, func(s string) string { return strings.Replace(s, "trials: 16", "trials: 32", 1) })
+	// With reused trainer processes (every gang here is one worker): a process that serves trial
+	// after trial must die with its driver as a per-launch one does, and change no result.
+	spec := trialSpec(t, tmp, func(s string) string {
+		return strings.Replace(strings.Replace(s, "trials: 16", "trials: 32", 1), "trainer: {command", "trainer: {reuse: true, command", 1)
+	})
 	plan := planFile(t, tmp, spec, "16,16,8,4") // 4 nodes, then 2, then 1: scale-downs at the syncs
 	whole := filepath.Join(tmp, "whole")
 	// At 0.3 of real time the job lasts long enough (half a minute of work) for two dozen kills.

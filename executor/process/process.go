@@ -44,11 +44,17 @@ type Runtime struct {
 	Grace time.Duration
 	// Log receives what the runtime notices (corrupt checkpoints skipped, malformed reports).
 	Log io.Writer
+	// IdleTimeout is how long a reused worker (Gang.Reuse) waits for its next trial before it is
+	// ended (default 10 s); Close ends the idle ones at once.
+	IdleTimeout time.Duration
+
+	pool pool
 }
 
 var (
 	_ executor.Runtime = (*Runtime)(nil)
 	_ executor.Reaper  = (*Runtime)(nil)
+	_ io.Closer        = (*Runtime)(nil)
 )
 
 // Launch restores the trial's checkpoint and starts every worker, or none.
@@ -94,6 +100,15 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	base := append(os.Environ(), r.ExtraEnv...)
 	for _, k := range sortedKeys(g.Env) {
 		base = append(base, k+"="+g.Env[k])
+	}
+	if g.Reuse && len(g.Workers) == 1 {
+		env := g.Workers[0].Env
+		env.CheckpointDir, env.MasterPort = dir, port
+		if err := r.launchReused(h, g.Workers[0].Node.ID, env, argv, base); err != nil {
+			h.logFile.Close()
+			return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		}
+		return h, nil
 	}
 	// Every worker's command is built before any starts: a gang that cannot be described whole
 	// (its environment does not encode) starts nothing at all.
@@ -228,6 +243,7 @@ type handle struct {
 	log     io.Writer
 	logFile *os.File
 	cmds    []*exec.Cmd
+	reused  *reused // the process serving this launch, when it is a reused one
 	reports chan trial.Report
 
 	mu      sync.Mutex
@@ -269,27 +285,37 @@ func (h *handle) watch(rank0 io.Reader) {
 			if i == 0 {
 				readers.Wait() // Wait closes the pipe: read it to the end first
 			}
-			if err := cmd.Wait(); err != nil {
-				h.mu.Lock()
-				first := h.failure == nil && !h.stopped
-				if h.failure == nil {
-					h.failure = fmt.Errorf("worker %d: %w", i, err)
-				}
-				h.mu.Unlock()
-				if first {
-					h.signal(syscall.SIGTERM) // a gang is whole or not at all
-				}
+			if err := cmd.Wait(); err != nil && h.recordFailure(fmt.Errorf("worker %d: %w", i, err)) {
+				h.signal(syscall.SIGTERM) // a gang is whole or not at all
 			}
 		}()
 	}
 	go func() {
 		workers.Wait()
-		os.Remove(h.pidFile())
-		close(h.exited)
-		h.result = h.finish()
-		h.logFile.Close()
-		close(h.done)
+		h.conclude()
 	}()
+}
+
+// recordFailure keeps a worker's failure, the first one only; first says it is the first and the
+// gang was not being stopped, so the rest of it is to be stopped.
+func (h *handle) recordFailure(err error) (first bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first = h.failure == nil && !h.stopped
+	if h.failure == nil {
+		h.failure = err
+	}
+	return first
+}
+
+// conclude ends the launch once no worker runs it any more: its GPUs are free (Exited), then
+// its checkpoint is saved and Wait returns.
+func (h *handle) conclude() {
+	os.Remove(h.pidFile())
+	close(h.exited)
+	h.result = h.finish()
+	h.logFile.Close()
+	close(h.done)
 }
 
 // finish saves the checkpoint of a gang that reached its target or was stopped on purpose.
@@ -332,24 +358,31 @@ func (h *handle) Stop() {
 }
 
 func (h *handle) signal(sig syscall.Signal) {
-	for _, cmd := range h.cmds {
-		if cmd.Process != nil {
-			syscall.Kill(-cmd.Process.Pid, sig)
+	if h.reused != nil {
+		h.reused.signal(h, sig)
+	} else {
+		for _, cmd := range h.cmds {
+			if cmd.Process != nil {
+				syscall.Kill(-cmd.Process.Pid, sig)
+			}
 		}
 	}
 	if sig == syscall.SIGTERM {
-		grace := h.r.Grace
-		if grace == 0 {
-			grace = trial.GracePeriod
-		}
 		go func() {
 			select {
 			case <-h.exited:
-			case <-time.After(grace):
+			case <-time.After(h.r.grace()):
 				h.signal(syscall.SIGKILL)
 			}
 		}()
 	}
+}
+
+func (r *Runtime) grace() time.Duration {
+	if r.Grace > 0 {
+		return r.Grace
+	}
+	return trial.GracePeriod
 }
 
 // kill ends workers started before a launch failed.

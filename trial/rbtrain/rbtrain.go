@@ -4,7 +4,10 @@
 package rbtrain
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,6 +49,80 @@ func FromEnv() (*Run, error) {
 		close(r.term)
 	}()
 	return r, nil
+}
+
+// Serve runs train for the trial the environment describes and, when the runtime reuses this
+// process (trial.ReuseVar), for every further trial it assigns on standard input: between trials
+// it prints the end line and reads the next assignment into the environment. It returns when the
+// input ends (nil), after a run that SIGTERM stopped (that run's result), or at the first error:
+// what the trainer should exit with.
+func Serve(train func(*Run) error) error {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	reuse := os.Getenv(trial.ReuseVar) == "1"
+	in := bufio.NewReader(os.Stdin)
+	for {
+		r, err := Parse(os.Getenv, os.Stdout)
+		if err != nil {
+			return err
+		}
+		ran := make(chan struct{})
+		terminated := make(chan struct{})
+		go func() {
+			select {
+			case <-sig:
+				close(r.term)
+				close(terminated)
+			case <-ran:
+			}
+		}()
+		err = train(r)
+		close(ran)
+		if !reuse {
+			return err
+		}
+		code := trial.ExitReached
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rbtrain: trial %s: %v\n", r.TrialID, err)
+			code = 1
+		}
+		fmt.Fprintln(os.Stdout, trial.EndPrefix+strconv.Itoa(code))
+		select {
+		case <-terminated:
+			return err
+		default:
+		}
+		if err != nil {
+			return err
+		}
+		if err := nextAssignment(in); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// nextAssignment reads one assignment line into the environment; io.EOF at the end of the input.
+func nextAssignment(in *bufio.Reader) error {
+	line, err := in.ReadBytes('\n')
+	if len(bytes.TrimSpace(line)) == 0 {
+		if err == nil || errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return fmt.Errorf("rbtrain: read the next trial: %w", err)
+	}
+	var vars map[string]string
+	if err := json.Unmarshal(line, &vars); err != nil {
+		return fmt.Errorf("rbtrain: the next trial: %w", err)
+	}
+	for k, v := range vars {
+		if err := os.Setenv(k, v); err != nil {
+			return fmt.Errorf("rbtrain: the next trial: %w", err)
+		}
+	}
+	return nil
 }
 
 // Parse reads a worker's environment through getenv; reports go to out.

@@ -39,11 +39,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "mlp":
-		run, err := rbtrain.FromEnv()
-		if err != nil {
-			return err
-		}
-		return mlp.Main(run)
+		return rbtrain.Serve(mlp.Main)
 	case "synthetic":
 		fs := flag.NewFlagSet("synthetic", flag.ContinueOnError)
 		fs.SetOutput(stderr)
@@ -56,15 +52,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("synthetic trainer: %w", err)
 		}
-		run, err := rbtrain.FromEnv()
-		if err != nil {
-			return err
-		}
 		scale, _ := strconv.ParseFloat(os.Getenv("RB_TIME_SCALE"), 64)
 		noise, _ := strconv.Atoi(os.Getenv("RB_SYNTH_NOISE")) // bytes of a hostile line before each report
-		return synthetic.Main(ctx, run, synthetic.Options{Spec: exp, Metric: *metric, TimeScale: scale,
+		o := synthetic.Options{Spec: exp, Metric: *metric, TimeScale: scale,
 			CrashAt: os.Getenv("RB_SYNTH_CRASH"), CrashDir: os.Getenv("RB_SYNTH_CRASH_DIR"),
-			HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise})
+			HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise}
+		return rbtrain.Serve(func(run *rbtrain.Run) error { return synthetic.Main(ctx, run, o) })
 	}
 	return fmt.Errorf("%w: %q is not a trainer\n%s", ErrUsage, args[0], Usage)
 }

@@ -2,7 +2,11 @@
 """A rubberband trainer in plain Python (standard library only): softmax regression on the UCI
 digits, trained with SGD. It follows the trainer contract: read RB_* from the environment, train
 from the checkpoint's iteration to RB_TARGET_ITER, print '@rb {json}' after each iteration, write
-the checkpoint into RB_CHECKPOINT_DIR, exit 0. Hyperparameters: lr, l2 (others are ignored)."""
+the checkpoint into RB_CHECKPOINT_DIR, exit 0. Hyperparameters: lr, l2 (others are ignored).
+
+With trainer.reuse (RB_REUSE=1) one process serves trial after trial: after each it prints
+'@rb-end CODE' and reads the next trial's variables from stdin as one JSON line, so the data is
+loaded once per process, not once per launch."""
 import csv
 import gzip
 import json
@@ -38,8 +42,7 @@ def scores(w, x):
     return [v / z for v in e]
 
 
-def main():
-    signal.signal(signal.SIGTERM, on_term)
+def train_one(train, val):
     params = json.loads(os.environ.get("RB_PARAMS", "{}"))
     lr, l2 = float(params.get("lr", 0.1)), float(params.get("l2", 0.0))
     target = int(os.environ["RB_TARGET_ITER"])
@@ -51,7 +54,6 @@ def main():
             state = json.load(f)
     else:
         state = {"iter": 0, "w": [[0.0] * 65 for _ in range(10)]}
-    train, val = load()
     w = state["w"]
     it = state["iter"]
     while it < target and not stop:
@@ -78,6 +80,22 @@ def main():
             os.fsync(f.fileno())
         os.replace(tmp, path)
     return 0
+
+
+def main():
+    signal.signal(signal.SIGTERM, on_term)
+    train, val = load()
+    while True:
+        code = train_one(train, val)
+        if os.environ.get("RB_REUSE") != "1":
+            return code
+        print("@rb-end %d" % code, flush=True)
+        if code or stop:
+            return code
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0
+        os.environ.update(json.loads(line))
 
 
 if __name__ == "__main__":
