@@ -45,6 +45,9 @@ type Config struct {
 	Now func() time.Time
 	// Progress, when set, is told of every finished trial and stage.
 	Progress func(Status)
+	// Observe, when set, sees every event once it is applied, in journal order: first the
+	// journal of earlier drivers (Past), then each new one (metrics). It must not block.
+	Observe func(Event)
 	// Log receives what the run notices and carries on from (nil: discarded).
 	Log io.Writer
 }
@@ -100,6 +103,9 @@ func newRun(cfg Config) (*run, error) {
 	x := &run{cfg: cfg, model: m, st: newState(cfg.Experiment, brackets, cfg.Log), log: cfg.Log}
 	for _, e := range cfg.Past {
 		x.st.apply(e)
+		if cfg.Observe != nil {
+			cfg.Observe(e)
+		}
 	}
 	return x, nil
 }
@@ -211,6 +217,9 @@ func (x *run) record(e Event, durable bool) error {
 	err := x.cfg.Journal.Note(e)
 	if err == nil {
 		x.st.apply(e)
+		if x.cfg.Observe != nil {
+			x.cfg.Observe(e)
+		}
 	}
 	x.mu.Unlock()
 	if err == nil && durable {

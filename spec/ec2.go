@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -31,7 +32,22 @@ type EC2 struct {
 	// UserData is extra shell the instance runs, in a subshell, before rubberband's node agent
 	// (which never returns) starts.
 	UserData string `yaml:"user_data"`
+	// Watchdog is how long an instance goes on without its driver's heartbeat before it shuts
+	// itself down, and, started with shutdown behaviour terminate, is terminated: a driver that
+	// died for good or lost its network leaves nothing billing past it (default 15m).
+	Watchdog Duration `yaml:"watchdog"`
 }
+
+// Watchdog bounds.
+const (
+	// DefaultWatchdog leaves a dead driver time to be resumed (a resume adopts the instances)
+	// before its instances end themselves.
+	DefaultWatchdog = Duration(15 * time.Minute)
+	// MinWatchdog is three of the driver's heartbeats (one every 10 s): a shorter one would end
+	// instances of a driver that is alive but slow to write one.
+	MinWatchdog = Duration(30 * time.Second)
+	MaxWatchdog = Duration(24 * time.Hour)
+)
 
 // EC2 limits.
 const (
@@ -122,6 +138,9 @@ func (v *validator) ec2() {
 				v.add(path, "the value is %d characters long (at most %d)", utf8.RuneCountInString(x.Tags[k]), MaxTagValueLen)
 			}
 		}
+	}
+	if x.Watchdog < MinWatchdog || x.Watchdog > MaxWatchdog {
+		v.add("cluster.ec2.watchdog", "%s is out of range (%s to %s)", x.Watchdog.D(), MinWatchdog.D(), MaxWatchdog.D())
 	}
 	if len(x.UserData) > MaxUserDataBytes {
 		v.add("cluster.ec2.user_data", "is %d bytes (at most %d: EC2 takes 16 KiB of user-data, and rubberband's own needs the rest)", len(x.UserData), MaxUserDataBytes)

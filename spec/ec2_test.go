@@ -32,7 +32,8 @@ func TestEC2Block(t *testing.T) {
 	}
 	want := &EC2{Region: "eu-west-1", AMI: "ami-0123456789abcdef0", Subnets: []string{"subnet-0a1b2c3d4e5f60718", "subnet-1a2b3c4d"},
 		SecurityGroups: []string{"sg-0123456789abcdef0"}, InstanceProfile: "arn:aws:iam::123456789012:instance-profile/team/rubberband-worker",
-		KeyName: "ops key", Tags: map[string]string{"team": "ml", "cost-center": "1234"}, UserData: "echo hello >> /var/log/extra.log\n"}
+		KeyName: "ops key", Tags: map[string]string{"team": "ml", "cost-center": "1234"}, UserData: "echo hello >> /var/log/extra.log\n",
+		Watchdog: DefaultWatchdog}
 	if !reflect.DeepEqual(exp.Cluster.EC2, want) {
 		t.Fatalf("decoded %+v", exp.Cluster.EC2)
 	}
@@ -104,6 +105,11 @@ func TestEC2Values(t *testing.T) {
 		{ec2Cluster(", tags: {" + long(MaxTagKeyLen+1) + ": x}"), "cluster.ec2.tags." + long(MaxTagKeyLen+1), "the key is 129 characters"},
 		{ec2Cluster(", tags: {k: " + long(MaxTagValueLen+1) + "}"), "cluster.ec2.tags.k", "the value is 257 characters"},
 		{ec2Cluster(", tags: {k: [v]}"), "cluster.ec2.tags.k", "expected a string"},
+		{ec2Cluster(", watchdog: 30s"), "", ""},
+		{ec2Cluster(", watchdog: 24h"), "", ""},
+		{ec2Cluster(", watchdog: 29s"), "cluster.ec2.watchdog", "29s is out of range (30s to 24h0m0s)"},
+		{ec2Cluster(", watchdog: 25h"), "cluster.ec2.watchdog", "out of range"},
+		{ec2Cluster(", watchdog: soon"), "cluster.ec2.watchdog", "duration"},
 		{ec2Cluster(", user_data: " + long(MaxUserDataBytes)), "", ""},
 		{ec2Cluster(", user_data: " + long(MaxUserDataBytes+1)), "cluster.ec2.user_data", "8193 bytes (at most 8192"},
 		{"cluster: {gpus_per_node: 1, price_per_hour: 1, ec2: {ami: ami-0123456789abcdef0, subnets: [subnet-0a1b2c3d]}}", "cluster.instance_type", "the ec2 block needs an instance type"},

@@ -189,6 +189,9 @@ func (e *Experiment) applyDefaults() Problems {
 		fill("cluster.network_gbps", func() { c.NetworkGbps = it.NetworkGbps })
 	}
 	probs = append(probs, e.spotDefaults()...)
+	if c.EC2 != nil && !e.Has("cluster.ec2.watchdog") {
+		c.EC2.Watchdog = DefaultWatchdog
+	}
 	if c.Market == "" && !e.unknown("cluster.market") {
 		c.Market = MarketOnDemand
 	}

@@ -285,6 +285,7 @@ func fieldDocs() map[string]string {
 		"EC2.key_name":         "An EC2 key pair for SSH access.",
 		"EC2.tags":             "Extra tags on every instance and volume (at most 40; keys not starting with aws: or rubberband:, not Name).",
 		"EC2.user_data":        "Extra shell run after rubberband's own user-data (at most 8 KiB).",
+		"EC2.watchdog":         "How long an instance goes on without its driver's heartbeat before it shuts itself down and is terminated, a Go duration (default 15m, 30s to 24h).",
 
 		"NomadPool.node_pool":  "The node pool of the clients to use; jobs run in it.",
 		"NomadPool.datacenter": "The datacenter of the clients to use.",

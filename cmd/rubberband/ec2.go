@@ -24,6 +24,9 @@ const (
 	envEC2AgentBin = "RB_EC2_AGENT_BIN"
 	envEC2NomadBin = "RB_EC2_NOMAD_BIN"
 	envEC2DataDir  = "RB_EC2_DATA_DIR"
+	// envEC2Shutdown is the command that powers an instance off, when the AMI's is not
+	// `shutdown -h now` (a test's fake instances: true, their user-data's exit is the shutdown).
+	envEC2Shutdown = "RB_EC2_SHUTDOWN"
 )
 
 // ec2NodeTimeout bounds the wait for a running instance's Nomad client: booting, user-data and
@@ -47,7 +50,10 @@ func checkEC2(exp *spec.Experiment) error {
 
 // ec2Backend rents the run's nodes as EC2 instances whose user-data starts a Nomad client that
 // joins the run's Nomad server (NOMAD_ADDR's, or one of its own), and runs gangs through Nomad.
-func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, runID string) (cloud.Provider, executor.Runtime, func(), error) {
+//
+// Before anything is rented, a preflight (a RunInstances dry run per subnet, the vCPU quota for
+// peakNodes instances) says what would fail.
+func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, runID string, peakNodes int) (cloud.Provider, executor.Runtime, func(), error) {
 	if err := checkEC2(exp); err != nil {
 		return nil, nil, nil, err
 	}
@@ -70,8 +76,13 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 		return fail(fmt.Errorf("nomad: no server leader (%v)", err))
 	}
 	agentBin := envOr(envEC2AgentBin, nodeagent.DefaultAgentBin)
+	store, err := storeEnv(exp, dir)
+	if err != nil {
+		return fail(err)
+	}
 	script, err := nodeagent.Script(nodeagent.ScriptConfig{AgentBin: agentBin, NomadBin: envOr(envEC2NomadBin, nodeagent.DefaultNomadBin),
-		DataDir: envOr(envEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: exp.Cluster.GPUsPerNode, Extra: exp.Cluster.EC2.UserData})
+		DataDir: envOr(envEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: exp.Cluster.GPUsPerNode, Extra: exp.Cluster.EC2.UserData,
+		RunID: runID, Watchdog: exp.Cluster.EC2.Watchdog.D(), StoreEnv: store, Shutdown: os.Getenv(envEC2Shutdown)})
 	if err != nil {
 		return fail(err)
 	}
@@ -87,6 +98,9 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 		},
 		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }})
 	if err != nil {
+		return fail(err)
+	}
+	if err := provider.Preflight(ctx, peakNodes); err != nil {
 		return fail(err)
 	}
 	// Self is the AMI's rubberband: the job runs on the instance, never the driver's binary.

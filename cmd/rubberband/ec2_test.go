@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,5 +201,88 @@ func TestEC2Cancel(t *testing.T) {
 		if in.State != ec2sim.StateTerminated && in.State != ec2sim.StateShuttingDown {
 			t.Errorf("%s is %s after cancel", in.ID, in.State)
 		}
+	}
+}
+
+// Instances never bill forever: a driver killed for good stops beating, and after
+// cluster.ec2.watchdog each instance's agent stops its Nomad client and powers the instance
+// off, which (shutdown behaviour terminate) terminates it, with nobody calling EC2.
+func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	src, _ := os.ReadFile(specFile)
+	os.WriteFile(specFile, []byte(strings.Replace(string(src), "    user_data:", "    watchdog: 30s\n    user_data:", 1)), 0o644)
+	env = append(env, "RB_EC2_SHUTDOWN=true") // a fake instance's shutdown is its user-data's exit
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,4,2")
+	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.2")
+	waitFor(t, state, "running gangs", func(j string) bool { return strings.Count(j, `"ev":"launch"`) >= 2 })
+	driver.Process.Signal(syscall.SIGKILL)
+	driver.Wait()
+	killed := time.Now()
+	t.Cleanup(func() { killProcessesWith(state) }) // the dead driver's own Nomad server
+	insts := sim.Instances()
+	if len(insts) == 0 {
+		t.Fatal("no instance was rented")
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		left := 0
+		for _, in := range sim.Instances() {
+			if in.State != ec2sim.StateTerminated {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instance(s) still billing %s after the driver died\n%s", left, time.Since(killed).Round(time.Second), consoles(sim))
+		}
+	}
+	took := time.Since(killed)
+	for _, in := range sim.Instances() {
+		if in.StateReason != ec2sim.ReasonInstanceInitiated {
+			t.Errorf("%s ended by %q, not by its own shutdown", in.ID, in.StateReason)
+		}
+	}
+	if log := consoles(sim); !strings.Contains(log, "no heartbeat from the driver") {
+		t.Fatalf("no console says why:\n%s", log)
+	}
+	if took < 20*time.Second {
+		t.Fatalf("instances ended %s after the driver died: before the 30 s watchdog", took)
+	}
+	t.Logf("%d instance(s) terminated themselves %s after the driver was killed (watchdog 30 s, a beat every 10 s)", len(insts), took.Round(time.Second))
+}
+
+// killProcessesWith kills every process whose command line holds s.
+func killProcessesWith(s string) {
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(s)) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// Before anything is rented, the preflight says what would fail: here the account's vCPU quota
+// for G instances is less than the plan's two g3.8xlarge nodes need. Nothing is rented.
+func TestEC2PreflightStopsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	sim.SetQuota(ec2sim.QuotaOnDemandG, 32) // one node's vCPUs; the plan holds two at once
+	plan := planFile(t, dir, specFile, "4,4,2")
+	_, errOut, code := rbEnv(t, binary, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", filepath.Join(dir, "state"))
+	if code == 0 {
+		t.Fatal("the run went ahead past a quota it cannot fit in")
+	}
+	for _, want := range []string{"preflight", ec2sim.QuotaOnDemandG, "2 g3.8xlarge nodes"} {
+		if !strings.Contains(errOut, want) {
+			t.Fatalf("the error does not say %q:\n%s", want, errOut)
+		}
+	}
+	if n := len(sim.Instances()); n != 0 {
+		t.Fatalf("%d instance(s) rented despite the preflight", n)
 	}
 }

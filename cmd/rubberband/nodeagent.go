@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/urfave/cli/v2"
@@ -18,10 +20,26 @@ func nodeAgentCommand() *cli.Command {
 			&cli.IntFlag{Name: "gpus", Usage: "the node's GPUs (meta gpus)"},
 			&cli.StringFlag{Name: "nomad", Value: nodeagent.DefaultNomadBin, Usage: "the nomad binary"},
 			&cli.StringFlag{Name: "data-dir", Value: nodeagent.DefaultDataDir, Usage: "the agent's data, one directory per instance"},
+			&cli.StringFlag{Name: "run", Usage: "the run's ID: watch its driver's heartbeat in the checkpoint store (RB_CHECKPOINTS*)"},
+			&cli.DurationFlag{Name: "watchdog", Usage: "with --run: shut the instance down after this long without a heartbeat"},
+			&cli.StringFlag{Name: "shutdown-command", Value: strings.Join(nodeagent.DefaultShutdown, " "), Usage: "what powers the instance off"},
 		},
 		Action: func(c *cli.Context) error {
-			return nodeagent.Run(c.Context, nodeagent.Options{Server: c.String("server"), GPUs: c.Int("gpus"), NomadBin: c.String("nomad"),
-				DataDir: c.String("data-dir"), IMDSEndpoint: os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT")})
+			o := nodeagent.Options{Server: c.String("server"), GPUs: c.Int("gpus"), NomadBin: c.String("nomad"),
+				DataDir: c.String("data-dir"), IMDSEndpoint: os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT"),
+				RunID: c.String("run"), Watchdog: c.Duration("watchdog"), Shutdown: strings.Fields(c.String("shutdown-command"))}
+			if o.RunID != "" && o.Watchdog > 0 {
+				work := filepath.Join(o.DataDir, "agent")
+				if err := os.MkdirAll(work, 0o755); err != nil {
+					return err
+				}
+				store, err := storeFromEnv(c.Context, work)
+				if err != nil {
+					return err
+				}
+				o.Heartbeat = store
+			}
+			return nodeagent.Run(c.Context, o)
 		},
 	}
 }

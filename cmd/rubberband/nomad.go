@@ -51,10 +51,10 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		stop()
 		return nil, nil, nil, err
 	}
-	if exp.Trainer.Image != "" {
+	if exp.Trainer.Image != "" { // containers inherit nothing: the store's credentials, as Nomad Variables
 		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
 			if v := os.Getenv(k); v != "" {
-				rt.ImageEnv = append(rt.ImageEnv, k+"="+v)
+				rt.Secrets = append(rt.Secrets, k+"="+v)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -68,7 +69,11 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	done := showProgress(c.App.ErrWriter, prob)
+	progress := c.App.ErrWriter
+	if c.String("log-format") == "json" { // run's standard error holds JSON lines only
+		progress = io.Discard
+	}
+	done := showProgress(progress, prob)
 	res, err := planner.Run(prob, exp.Planner.Name)
 	done()
 	if err != nil {

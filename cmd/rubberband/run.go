@@ -9,11 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +26,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
+	"github.com/rubberband-hpo/rubberband/executor/metrics"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -41,8 +46,9 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you) or ec2 (EC2 instances as Nomad clients: docs/ec2.md)"),
-			keepNodesFlag,
+			keepNodesFlag, logFormatFlag, metricsAddrFlag,
 		),
+		Before: checkLogFormat,
 		Action: runAction,
 	}
 }
@@ -53,12 +59,13 @@ func resumeCommand() *cli.Command {
 		Usage:     "finish a run whose driver died: finished trial-stages are kept, running ones restart from their checkpoints",
 		ArgsUsage: "RUN",
 		Flags: []cli.Flag{rootFlag(), outputFlag(),
-			keepNodesFlag,
+			keepNodesFlag, logFormatFlag, metricsAddrFlag,
 			&cli.BoolFlag{Name: "force", Usage: "resume a cancelled run"},
 			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
 			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"},
 		},
 		BashComplete: completeRun,
+		Before:       checkLogFormat,
 		Action:       resumeAction,
 	}
 }
@@ -78,6 +85,35 @@ func freeRunDir(root, name string) string {
 		}
 		dir = filepath.Join(root, fmt.Sprintf("%s-%d", name, i))
 	}
+}
+
+// metricsAddrFlag serves the run's Prometheus metrics while it runs (opt-in).
+var metricsAddrFlag = &cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://ADDR/metrics while the run goes (127.0.0.1:9464, say)"}
+
+// serveMetrics serves m at addr/metrics and says where; the function it returns stops serving.
+func serveMetrics(addr string, m *metrics.Metrics, log io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, usageErr("--metrics-addr: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(log, "metrics at http://%s/metrics\n", ln.Addr())
+	return func() { srv.Close() }, nil
+}
+
+// logFormatFlag says how the driver's messages and progress reach standard error: text for a
+// terminal, or JSON lines (log/slog's) for a log shipper. The driver log in the state directory
+// stays text either way.
+var logFormatFlag = &cli.StringFlag{Name: "log-format", Value: "text", Usage: "driver messages on standard error: text, or json (one object per line)"}
+
+func checkLogFormat(c *cli.Context) error {
+	if f := c.String("log-format"); f != "text" && f != "json" {
+		return usageErr("--log-format %q: text or json", f)
+	}
+	return nil
 }
 
 var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (they are released otherwise)"}
@@ -268,6 +304,9 @@ func execute(c *cli.Context, dir string) error {
 	}
 	defer journal.Close()
 	logw := &lineLog{w: c.App.ErrWriter, runID: st.run.RunID}
+	if c.String("log-format") == "json" {
+		logw.json = slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil)).With("run", st.run.RunID)
+	}
 	if f, err := os.OpenFile(filepath.Join(dir, driverLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 		defer f.Close()
 		logw.file = f
@@ -294,12 +333,26 @@ func execute(c *cli.Context, dir string) error {
 		Journal: journal, Past: past, RunID: st.run.RunID, TimeScale: st.run.TimeScale, Log: logw,
 		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"),
 		Progress: func(s executor.Status) { logw.progress(s, predicted) }}
+	var m *metrics.Metrics
+	if addr := c.String("metrics-addr"); addr != "" {
+		m = metrics.New(st.run.RunID, st.exp.Name, predicted, st.plan.Predicted.Cost.Mean)
+		stopMetrics, err := serveMetrics(addr, m, logw)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		cfg.Observe = m.Observe
+		cfg.Progress = func(s executor.Status) { logw.progress(s, predicted); m.Progress(s) }
+	}
 	res, err := executor.Run(ctx, cfg)
 	logw.done()
 	if err != nil {
 		logw.note("driver stopped: %v", err)
 	} else {
 		logw.note("finished: JCT %s, cost %s", clock(res.Realized.JCT), money(res.Realized.Cost))
+		if m != nil {
+			m.Finished(res.Realized.JCT, res.Realized.Cost)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) && cancelRequested(dir) { // `rubberband cancel` stopped us: mark the run so
@@ -395,7 +448,7 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	case "nomad":
 		return nomadBackend(ctx, st.exp, st.dir, st.run.TimeScale, self, st.run.RunID)
 	case "ec2":
-		return ec2Backend(ctx, st.exp, st.dir, st.run.TimeScale, st.run.RunID)
+		return ec2Backend(ctx, st.exp, st.dir, st.run.TimeScale, st.run.RunID, st.alloc.PeakNodes())
 	}
 	m, err := sim.NewModel(st.exp)
 	if err != nil {
@@ -455,6 +508,7 @@ type lineLog struct {
 	w       io.Writer
 	file    io.Writer // the driver log; nil: none
 	runID   string
+	json    *slog.Logger // --log-format json: every message and progress report as a JSON line on w
 	last    time.Time
 	pending bool
 	stage   string // the bracket's stage last reported, to note each new one in the driver log
@@ -476,6 +530,12 @@ func (l *lineLog) Write(p []byte) (int, error) {
 	if l.file != nil {
 		l.file.Write(stampLines(p, time.Now(), l.runID)) // best effort: the terminal has it too
 	}
+	if l.json != nil {
+		for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+			l.json.Info(line)
+		}
+		return len(p), nil
+	}
 	return l.w.Write(p)
 }
 
@@ -491,6 +551,11 @@ func (l *lineLog) progress(s executor.Status, predictedJCT float64) {
 	if stage := fmt.Sprintf("[%s] stage %d/%d", s.Bracket, s.Stage+1, s.Stages); stage != l.stage && l.file != nil {
 		l.stage = stage
 		l.file.Write(stampLines([]byte(line+fmt.Sprintf(" · elapsed %s · %s so far", clock(s.Elapsed.Seconds()), money(s.Cost))), time.Now(), l.runID))
+	}
+	if l.json != nil {
+		l.json.Info("progress", "bracket", s.Bracket, "stage", s.Stage+1, "stages", s.Stages, "done", s.Done, "total", s.Total,
+			"failed", s.Failed, "elapsed_s", s.Elapsed.Seconds(), "eta_s", eta, "cost", s.Cost)
+		return
 	}
 	if s.Failed > 0 {
 		line += fmt.Sprintf(" (%d failed)", s.Failed)

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -692,6 +696,33 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	if len(nodesOf) < 2 || len(iters) != 9 || iters[8] != 9 {
 		t.Fatalf("winner ran on %v, reported %v", nodesOf, iters)
 	}
+	// The containers got MinIO's credentials, yet no file of the state directory holds the
+	// secret key: not the journal, logs or report, nor the Nomad server's data, where the job
+	// definitions are (its raft log). Nomad's per-allocation secrets directories, in memory,
+	// hold it by design.
+	if where := filesHolding(t, state, minio.Secret, string(filepath.Separator)+"secrets"+string(filepath.Separator)); len(where) > 0 {
+		t.Fatalf("the S3 secret key is written in %v", where)
+	}
+}
+
+// filesHolding lists the regular files under dir whose bytes contain s, skipping paths that
+// contain skip.
+func filesHolding(t *testing.T, dir, s, skip string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || strings.Contains(p, skip) {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }
 
 // planFile writes the plan `simulate --alloc` gives for a spec into dir and returns its path.
@@ -781,5 +812,72 @@ func TestQuickstartShowsTheSaving(t *testing.T) {
 	}
 	if saved, _ := strconv.ParseFloat(m[3], 64); saved < 20 {
 		t.Errorf("the run saved %.1f%% against the static cluster's prediction:\n%s", saved, out)
+	}
+}
+
+// --log-format json: every line the driver writes on standard error is a JSON object carrying the
+// run's ID, and progress comes as structured records, the last one with the last stage done. Any
+// other format is a usage error.
+func TestRunLogFormatJSON(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	_, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "--log-format", "json")
+	if code != 0 {
+		t.Fatalf("run exit %d: %s", code, errOut)
+	}
+	var rf runFile
+	b, _ := os.ReadFile(filepath.Join(state, "run.json"))
+	json.Unmarshal(b, &rf)
+	var last map[string]any
+	records := 0
+	for _, line := range strings.Split(strings.TrimSpace(errOut), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		if m["run"] != rf.RunID || m["msg"] == nil || m["level"] != "INFO" {
+			t.Fatalf("record without the run %s, a message or a level: %q", rf.RunID, line)
+		}
+		if m["msg"] == "progress" {
+			records++
+			last = m
+		}
+	}
+	if records == 0 || last["done"] != last["total"] || last["stage"] != last["stages"] {
+		t.Fatalf("%d progress records, the last %v", records, last)
+	}
+	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", filepath.Join(t.TempDir(), "s"), "--log-format", "xml"); code != 2 || !strings.Contains(errOut, "text or json") {
+		t.Fatalf("--log-format xml: exit %d: %s", code, errOut)
+	}
+}
+
+// run --metrics-addr serves the run's Prometheus metrics while it runs: nodes held, trials
+// running, the predicted JCT; the address is announced on standard error.
+func TestRunServesMetrics(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", servers.FreePort(t))
+	state := filepath.Join(t.TempDir(), "state")
+	driver := startRun(t, nil, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.05", "--metrics-addr", addr)
+	var text string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if text = string(b); regexp.MustCompile(`(?m)^rubberband_trials_running\{[^}]*\} [1-9]`).MatchString(text) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no metrics with a trial running at %s:\n%s", addr, text)
+		}
+	}
+	for _, want := range []string{`rubberband_nodes{`, `rubberband_predicted_jct_seconds{`, `experiment="e2e-synthetic"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s:\n%s", want, text)
+		}
+	}
+	if err := driver.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s", err, driver.Stdout)
+	}
+	if !strings.Contains(fmt.Sprint(driver.Stdout), "metrics at http://"+addr+"/metrics") {
+		t.Fatalf("the address was not announced:\n%s", driver.Stdout)
 	}
 }

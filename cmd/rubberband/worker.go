@@ -45,6 +45,14 @@ func storeEnv(exp *spec.Experiment, stateDir string) ([]string, error) {
 		envCheckpointsInsecure + "=" + strconv.FormatBool(exp.Checkpoints.Insecure), envCheckpointsRegion + "=" + exp.Checkpoints.Region}, nil
 }
 
+// storeFromEnv opens the store that storeEnv describes, as a remote worker or node agent finds
+// it in its environment; work holds its temporary files.
+func storeFromEnv(ctx context.Context, work string) (checkpoint.Store, error) {
+	insecure, _ := strconv.ParseBool(os.Getenv(envCheckpointsInsecure))
+	return openStore(ctx, &spec.Experiment{Checkpoints: spec.Checkpoints{URL: os.Getenv(envCheckpoints), Endpoint: os.Getenv(envCheckpointsEndpoint),
+		Insecure: insecure, Region: os.Getenv(envCheckpointsRegion)}}, work)
+}
+
 // gangFile is kept in a checkpoint the worker wrapper saves: the ID of the gang whose rank 0 saved
 // it. The workers of a gang restore on their own nodes at their own pace, and one that starts
 // after rank 0 has finished and saved must not take that version (it would find the trial at its
@@ -92,9 +100,6 @@ func workerCommand() *cli.Command {
 			if len(argv) == 0 {
 				return usageErr("worker needs the trainer command after --")
 			}
-			insecure, _ := strconv.ParseBool(os.Getenv(envCheckpointsInsecure))
-			exp := &spec.Experiment{Checkpoints: spec.Checkpoints{URL: os.Getenv(envCheckpoints), Endpoint: os.Getenv(envCheckpointsEndpoint),
-				Insecure: insecure, Region: os.Getenv(envCheckpointsRegion)}}
 			work := os.Getenv("NOMAD_TASK_DIR")
 			if work == "" {
 				var err error
@@ -103,7 +108,7 @@ func workerCommand() *cli.Command {
 				}
 				defer os.RemoveAll(work)
 			}
-			store, err := openStore(c.Context, exp, work)
+			store, err := storeFromEnv(c.Context, work)
 			if err != nil {
 				return err
 			}

@@ -96,6 +96,7 @@ func (h *handle) watch() {
 				h.result = fmt.Errorf("gang failed: %s", why)
 			}
 			jobs.Deregister(h.job, true, nil) // purge
+			h.r.deleteSecrets(h.job)
 			return
 		}
 		time.Sleep(h.r.poll())

@@ -61,9 +61,12 @@ type Runtime struct {
 	StoreEnv []string
 	// ExtraEnv is added to every worker (RB_TIME_SCALE, say).
 	ExtraEnv []string
-	// ImageEnv is added to workers in containers, which inherit nothing from the node: the
-	// store's credentials, when the store needs them (they are then part of the Nomad job).
-	ImageEnv []string
+	// Secrets (KEY=VALUE) reach workers in containers, which inherit nothing from the node: the
+	// store's credentials, when the store needs them. They never enter the job: Launch writes
+	// them as the Nomad Variable nomad/jobs/<job ID>, which only that job's tasks may read
+	// (workload identity), a template renders them into the task's environment, and the
+	// variable is deleted with the job.
+	Secrets []string
 	// LogDir holds each trial's output, LogDir/<trial>.log: every worker's standard output and
 	// error, read once from Nomad when the gang has ended, before its job is purged. Empty keeps
 	// no logs.
@@ -98,7 +101,11 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if err := r.plan(ctx, job); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
+	if err := r.writeSecrets(ctx, g, *job.ID); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
 	if _, _, err := r.Client.Jobs().Register(job, (&nomad.WriteOptions{}).WithContext(ctx)); err != nil {
+		r.deleteSecrets(*job.ID)
 		return nil, fmt.Errorf("launch %s: register job: %w", g.Trial, err)
 	}
 	h := &handle{r: r, job: *job.ID, trial: g.Trial, workers: len(g.Workers), reports: make(chan trial.Report, 64), lastIter: -1,
@@ -159,7 +166,9 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 			// rendezvous and the store on loopback), and gets what a process would inherit.
 			task = nomad.NewTask("trainer", "docker").SetConfig("image", g.Image).SetConfig("entrypoint", []string{self}).
 				SetConfig("args", args).SetConfig("network_mode", "host")
-			extra = append(extra, r.ImageEnv...)
+			if len(r.Secrets) > 0 {
+				task.Templates = []*nomad.Template{secretsTemplate(id)}
+			}
 		}
 		task.Env = map[string]string{}
 		for _, kv := range append(extra, vars...) {
@@ -249,7 +258,55 @@ func (r *Runtime) Reap(ctx context.Context) error {
 			return fmt.Errorf("reap %s: %w", j.ID, err)
 		}
 	}
+	// Secrets of jobs a dead driver launched, whether or not their jobs are still there.
+	vars, _, err := r.Client.Variables().PrefixList(secretsPath(r.jobPrefix()), (&nomad.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("reap: list secrets: %w", err)
+	}
+	for _, v := range vars {
+		if _, err := r.Client.Variables().Delete(v.Path, (&nomad.WriteOptions{}).WithContext(ctx)); err != nil {
+			return fmt.Errorf("reap: delete %s: %w", v.Path, err)
+		}
+	}
 	return nil
+}
+
+// secretsPath is the Nomad Variable that holds a job's secrets: under nomad/jobs/<job ID>, the
+// job's own tasks may read it without an ACL policy.
+func secretsPath(jobID string) string { return "nomad/jobs/" + jobID }
+
+// secretsTemplate renders the job's secrets variable into its task's environment, from Nomad's
+// in-memory secrets directory.
+func secretsTemplate(jobID string) *nomad.Template {
+	data := `{{ with nomadVar "` + secretsPath(jobID) + `" }}{{ range $k, $v := . }}{{ $k }}={{ $v }}` + "\n" + `{{ end }}{{ end }}`
+	return &nomad.Template{EmbeddedTmpl: &data, DestPath: strPtr("secrets/rubberband.env"), Envvars: boolPtr(true), ChangeMode: strPtr("noop")}
+}
+
+// writeSecrets writes the secrets of an image gang's job, when there are any.
+func (r *Runtime) writeSecrets(ctx context.Context, g executor.Gang, jobID string) error {
+	if g.Image == "" || len(r.Secrets) == 0 {
+		return nil
+	}
+	items := nomad.VariableItems{}
+	for _, kv := range r.Secrets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("a secret that is not KEY=VALUE (its key: %q)", k)
+		}
+		items[k] = v
+	}
+	if _, _, err := r.Client.Variables().Create(&nomad.Variable{Path: secretsPath(jobID), Items: items}, (&nomad.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("write the job's secrets as a Nomad Variable: %w", err)
+	}
+	return nil
+}
+
+// deleteSecrets deletes a job's secrets variable, if it has one (best effort: a variable of a
+// job that is gone grants nothing, and Reap deletes those a dead driver left).
+func (r *Runtime) deleteSecrets(jobID string) {
+	if len(r.Secrets) > 0 {
+		r.Client.Variables().Delete(secretsPath(jobID), nil)
+	}
 }
 
 func strPtr(s string) *string { return &s }

@@ -1,7 +1,9 @@
 package nomad
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor"
@@ -74,6 +78,57 @@ func TestNomad(t *testing.T) {
 	t.Run("GangAcrossNodes", func(t *testing.T) { gangAcrossNodes(t, c) })
 	t.Run("UnplaceableSaysWhy", func(t *testing.T) { unplaceableSaysWhy(t, c) })
 	t.Run("NoRoomIsBounded", func(t *testing.T) { noRoomIsBounded(t, c) })
+	t.Run("SecretsStayOutOfJobs", func(t *testing.T) { secretsStayOutOfJobs(t, c) })
+}
+
+// An image gang's credentials reach its container through a Nomad Variable that only its job may
+// read: the job read back from Nomad names the variable in a template and holds no secret; the
+// variable holds them; Reap purges a dead driver's job and deletes its variable.
+func secretsStayOutOfJobs(t *testing.T, c cluster) {
+	r, _ := c.runtime(t)
+	r.RunID = "r20260101-000000-5ec7e75a"
+	const secret = "s3cr3t-Key/value+1"
+	r.Secrets = []string{"AWS_ACCESS_KEY_ID=AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY=" + secret}
+	g := executor.Gang{Trial: "t-secret", Image: "trainer:1", Command: []string{"/rubberband", "trainer", "mlp"},
+		Workers: []executor.Worker{{Node: cloud.Node{ID: "node-a", GPUs: 2, Addr: "127.0.0.1"},
+			Env: trial.Env{TrialID: "t-secret", TargetIter: 1, WorldSize: 1, GPUs: []int{0}}}}}
+	job, err := r.job(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.writeSecrets(t.Context(), g, *job.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Registered as Launch does (no client here runs docker: it stays pending, as a job left by a
+	// driver that died could).
+	if _, _, err := c.n.Client.Jobs().Register(job, nil); err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := c.n.Client.Jobs().Info(*job.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(back)
+	if bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("AKIAEXAMPLE")) {
+		t.Fatalf("the job Nomad holds contains a credential:\n%s", b)
+	}
+	task := back.TaskGroups[0].Tasks[0]
+	if len(task.Templates) != 1 || !strings.Contains(*task.Templates[0].EmbeddedTmpl, secretsPath(*job.ID)) || !*task.Templates[0].Envvars {
+		t.Fatalf("no env template of the job's variable: %+v", task.Templates)
+	}
+	v, _, err := c.n.Client.Variables().Read(secretsPath(*job.ID), nil)
+	if err != nil || v.Items["AWS_SECRET_ACCESS_KEY"] != secret {
+		t.Fatalf("the job's variable: %+v, %v", v, err)
+	}
+	if err := r.Reap(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if left, _, _ := c.n.Client.Variables().PrefixList(secretsPath(r.jobPrefix()), nil); len(left) != 0 {
+		t.Fatalf("secrets left after Reap: %s", left[0].Path)
+	}
+	if jobs, _, _ := c.n.Client.Jobs().List(&nomad.QueryOptions{Prefix: *job.ID}); len(jobs) != 0 {
+		t.Fatalf("job %s left after Reap", *job.ID)
+	}
 }
 
 const synthSpec = `name: nomad-synth

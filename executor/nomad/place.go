@@ -90,6 +90,7 @@ func (h *handle) abandon() {
 		}
 	}
 	jobs.Deregister(h.job, true, nil)
+	h.r.deleteSecrets(h.job)
 }
 
 // abort tells the wrappers of the workers among allocs still running that their gang failed, so

@@ -6,13 +6,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
+	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 )
 
 // Options are the node-agent's flags, as Script renders them.
@@ -24,7 +28,19 @@ type Options struct {
 	// IMDSEndpoint overrides IMDS's address (AWS_EC2_METADATA_SERVICE_ENDPOINT, as the SDK
 	// reads it): how a fake instance reaches its own metadata.
 	IMDSEndpoint string
+	// Watchdog, when Heartbeat is set: the instance shuts itself down once run RunID's driver
+	// has not beaten in Heartbeat for Watchdog, or when the Nomad agent exits (the node can
+	// no longer run anything). Without a Heartbeat the agent execs Nomad and watches nothing.
+	Heartbeat checkpoint.Store
+	RunID     string
+	Watchdog  time.Duration
+	// Shutdown is the command that powers the instance off (default DefaultShutdown); with
+	// shutdown behaviour terminate, EC2 then terminates it.
+	Shutdown []string
 }
+
+// DefaultShutdown powers the instance off.
+var DefaultShutdown = []string{"shutdown", "-h", "now"}
 
 // Identity is what the agent learns about its instance.
 type Identity struct {
@@ -87,10 +103,72 @@ func Run(ctx context.Context, o Options) error {
 	if err := os.WriteFile(conf, []byte(ClientConfig(id, filepath.Join(dir, "data"), o.Server, port, o.GPUs)), 0o644); err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
 	}
-	if err := syscall.Exec(o.NomadBin, []string{o.NomadBin, "agent", "-config", conf}, os.Environ()); err != nil {
+	argv := []string{o.NomadBin, "agent", "-config", conf}
+	if o.Heartbeat != nil {
+		return Supervise(ctx, o, argv, os.Stderr)
+	}
+	if err := syscall.Exec(o.NomadBin, argv, os.Environ()); err != nil {
 		return fmt.Errorf("nodeagent: exec %s: %w", o.NomadBin, err)
 	}
 	return nil
+}
+
+// Supervise runs the Nomad agent argv and the watchdog: when the driver's heartbeat has been
+// still for o.Watchdog, or the agent exits, it stops the agent (SIGTERM, SIGKILL after
+// nomadGrace), says why on log, and runs o.Shutdown. When ctx ends (the instance itself is
+// shutting down) it stops the agent and returns ctx's error.
+func Supervise(ctx context.Context, o Options, argv []string, log io.Writer) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("nodeagent: start %s: %w", argv[0], err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	stale := make(chan error, 1)
+	go func() {
+		stale <- heartbeat.Watch(watch, o.Heartbeat, o.RunID, o.Watchdog, min(o.Watchdog/4, heartbeat.Every))
+	}()
+	var why string
+	select {
+	case err := <-exited:
+		why = fmt.Sprintf("the Nomad agent exited (%v)", err)
+	case err := <-stale:
+		stopAgent(cmd, exited)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		why = err.Error()
+	case <-ctx.Done():
+		stopAgent(cmd, exited)
+		return ctx.Err()
+	}
+	fmt.Fprintf(log, "node-agent: %s: shutting the instance down\n", why)
+	shutdown := o.Shutdown
+	if len(shutdown) == 0 {
+		shutdown = DefaultShutdown
+	}
+	out, err := exec.Command(shutdown[0], shutdown[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("nodeagent: %s: %w: %s", strings.Join(shutdown, " "), err, out)
+	}
+	return nil
+}
+
+// nomadGrace is how long the Nomad agent has to stop after SIGTERM.
+const nomadGrace = 10 * time.Second
+
+// stopAgent ends the running Nomad agent and waits until it has exited.
+func stopAgent(cmd *exec.Cmd, exited <-chan error) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(nomadGrace):
+		cmd.Process.Kill()
+		<-exited
+	}
 }
 
 func freePort(addr string) (int, error) {

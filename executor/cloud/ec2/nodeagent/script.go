@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Default paths on the AMI (docs/ec2.md): where the image must hold the two binaries.
@@ -22,6 +23,14 @@ type ScriptConfig struct {
 	GPUs     int
 	// Extra is the spec's cluster.ec2.user_data: run before the agent, which never returns.
 	Extra string
+	// RunID and Watchdog, when both are set, make the agent shut the instance down after
+	// Watchdog without a heartbeat of run RunID's driver in the checkpoint store that StoreEnv
+	// (KEY=VALUE pairs, the worker wrapper's RB_CHECKPOINTS*, never credentials) names.
+	RunID    string
+	Watchdog time.Duration
+	StoreEnv []string
+	// Shutdown is the command that powers the instance off (default: the agent's, shutdown -h now).
+	Shutdown string
 }
 
 // Script renders the user-data: a POSIX shell script, deterministic for a given config (a
@@ -39,8 +48,26 @@ func Script(c ScriptConfig) (string, error) {
 		// In a subshell: the spec's `exit` or `set -e` must not keep the agent from starting.
 		fmt.Fprintf(&b, "(\n%s\n)\n", x)
 	}
-	fmt.Fprintf(&b, "exec %s node-agent --server %s --gpus %d --nomad %s --data-dir %s\n",
+	watchdog := c.RunID != "" && c.Watchdog > 0
+	if watchdog {
+		// The heartbeat's store, as the worker wrapper finds it: in the environment.
+		for _, kv := range c.StoreEnv {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || strings.Trim(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
+				return "", fmt.Errorf("nodeagent: %q is not a KEY=VALUE variable", kv)
+			}
+			fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
+		}
+	}
+	fmt.Fprintf(&b, "exec %s node-agent --server %s --gpus %d --nomad %s --data-dir %s",
 		quote(or(c.AgentBin, DefaultAgentBin)), quote(c.Server), c.GPUs, quote(or(c.NomadBin, DefaultNomadBin)), quote(or(c.DataDir, DefaultDataDir)))
+	if watchdog {
+		fmt.Fprintf(&b, " --run %s --watchdog %s", quote(c.RunID), c.Watchdog)
+		if c.Shutdown != "" {
+			fmt.Fprintf(&b, " --shutdown-command %s", quote(c.Shutdown))
+		}
+	}
+	b.WriteString("\n")
 	return b.String(), nil
 }
 
