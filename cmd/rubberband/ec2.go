@@ -57,11 +57,7 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 	if err := checkEC2(exp); err != nil {
 		return nil, nil, nil, err
 	}
-	bin, err := nomadBinary()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	client, stop, err := nomadCluster(ctx, bin, dir)
+	client, _, stop, err := nomadCluster(ctx, dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -252,37 +250,4 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 		t.Fatalf("instances ended %s after the driver died: before the 30 s watchdog", took)
 	}
 	t.Logf("%d instance(s) terminated themselves %s after the driver was killed (watchdog 30 s, a beat every 10 s)", len(insts), took.Round(time.Second))
-}
-
-// killProcessesWith kills every process whose command line holds s.
-func killProcessesWith(s string) {
-	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(s)) {
-			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil && pid != os.Getpid() {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	}
-}
-
-// Before anything is rented, the preflight says what would fail: here the account's vCPU quota
-// for G instances is less than the plan's two g3.8xlarge nodes need. Nothing is rented.
-func TestEC2PreflightStopsTheRun(t *testing.T) {
-	dir := t.TempDir()
-	sim, specFile, env := ec2Env(t, dir)
-	sim.SetQuota(ec2sim.QuotaOnDemandG, 32) // one node's vCPUs; the plan holds two at once
-	plan := planFile(t, dir, specFile, "4,4,2")
-	_, errOut, code := rbEnv(t, binary, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", filepath.Join(dir, "state"))
-	if code == 0 {
-		t.Fatal("the run went ahead past a quota it cannot fit in")
-	}
-	for _, want := range []string{"preflight", ec2sim.QuotaOnDemandG, "2 g3.8xlarge nodes"} {
-		if !strings.Contains(errOut, want) {
-			t.Fatalf("the error does not say %q:\n%s", want, errOut)
-		}
-	}
-	if n := len(sim.Instances()); n != 0 {
-		t.Fatalf("%d instance(s) rented despite the preflight", n)
-	}
 }

@@ -27,11 +27,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		return nil, nil, nil, err
 	}
 	offer := offerOf(exp, m)
-	bin, err := nomadBinary()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	client, stop, err := nomadCluster(ctx, bin, dir)
+	client, bin, stop, err := nomadCluster(ctx, dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -73,24 +69,28 @@ func nomadRuntime(exp *spec.Experiment, dir string, client *nomadapi.Client, sel
 }
 
 // nomadCluster is a client of NOMAD_ADDR's cluster (with NOMAD_TOKEN, NOMAD_REGION,
-// NOMAD_NAMESPACE), or of a one-server cluster started in dir when none is set, and what stops
-// that server.
-func nomadCluster(ctx context.Context, bin, dir string) (*nomadapi.Client, func(), error) {
+// NOMAD_NAMESPACE), or of a one-server cluster started in dir when none is set, the nomad binary
+// (nomadBinary) and what stops that server.
+func nomadCluster(ctx context.Context, dir string) (*nomadapi.Client, string, func(), error) {
+	bin, err := nomadBinary()
+	if err != nil {
+		return nil, "", nil, err
+	}
 	stop := func() {}
 	cfg := nomadapi.DefaultConfig()
 	if os.Getenv("NOMAD_ADDR") == "" {
 		server, err := nomadlocal.StartServer(ctx, bin, filepath.Join(dir, "nomad", "server"), nomadlocal.FreePort)
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 		cfg.Address, stop = server.Addr, server.Stop
 	}
 	client, err := nomadapi.NewClient(cfg)
 	if err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("nomad: %w", err)
+		return nil, "", nil, fmt.Errorf("nomad: %w", err)
 	}
-	return client, stop, nil
+	return client, bin, stop, nil
 }
 
 // nomadBinary finds the nomad agent: RB_NOMAD_BIN, the one `make deps` built, or PATH.

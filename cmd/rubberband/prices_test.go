@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,32 +15,9 @@ import (
 // (with t.Setenv), for renting instances beforehand.
 func startEC2Sim(t *testing.T) (*ec2sim.Server, []string) {
 	t.Helper()
-	s, err := ec2sim.Start(t.Context(), ec2sim.Config{BootDelay: 100 * time.Millisecond, KillGrace: 300 * time.Millisecond, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	home := t.TempDir()
-	env := map[string]string{"AWS_PROFILE": "", "AWS_SESSION_TOKEN": "", "AWS_ENDPOINT_URL": "", "RUBBERBAND_BACKEND": ""}
-	for _, name := range []string{"config", "credentials"} {
-		if err := os.WriteFile(filepath.Join(home, name), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env["AWS_CONFIG_FILE"], env["AWS_SHARED_CREDENTIALS_FILE"] = filepath.Join(home, "config"), filepath.Join(home, "credentials")
-	for k, v := range s.ClientEnv() {
-		env[k] = v
-	}
-	var list []string
-	for k, v := range env {
-		t.Setenv(k, v)
-		list = append(list, k+"="+v)
-	}
-	return s, list
+	s, env := ec2sim.StartForTestEnv(t, ec2sim.Config{KillGrace: 300 * time.Millisecond})
+	t.Setenv("RUBBERBAND_BACKEND", "")
+	return s, append(env, "RUBBERBAND_BACKEND=")
 }
 
 type priceRow struct {

@@ -78,18 +78,33 @@ func waitFor(t *testing.T, state string, what string, cond func(journal string) 
 }
 
 // processesWith counts live processes whose command line mentions s.
-func processesWith(s string) int {
-	n := 0
+func processesWith(s string) int { return len(pidsWith(s)) }
+
+// killProcessesWith kills every live process whose command line holds s.
+func killProcessesWith(s string) {
+	for _, pid := range pidsWith(s) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// pidsWith lists the live processes (zombies aside) other than this one whose command line holds s.
+func pidsWith(s string) []int {
+	var pids []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range dirs {
 		b, err := os.ReadFile(f)
-		if err == nil && bytes.Contains(b, []byte(s)) {
-			if st, err := os.ReadFile(filepath.Join(filepath.Dir(f), "stat")); err == nil && !bytes.Contains(st, []byte(") Z ")) {
-				n++
-			}
+		if err != nil || !bytes.Contains(b, []byte(s)) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if st, err := os.ReadFile(filepath.Join(filepath.Dir(f), "stat")); err == nil && !bytes.Contains(st, []byte(") Z ")) {
+			pids = append(pids, pid)
 		}
 	}
-	return n
+	return pids
 }
 
 func heldNodes(t *testing.T, state string) int {

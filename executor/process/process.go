@@ -267,15 +267,7 @@ func (h *handle) watch(rank0 io.Reader) {
 	go func() {
 		defer readers.Done()
 		defer close(h.reports)
-		trial.ScanReports(rank0, h.log, func(rep trial.Report) {
-			h.mu.Lock()
-			h.last = &rep
-			h.mu.Unlock()
-			h.reports <- rep
-		}, func(err error) {
-			fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
-			h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
-		})
+		trial.ScanReports(rank0, h.log, h.report, h.malformed)
 	}()
 	var workers sync.WaitGroup
 	for i, cmd := range h.cmds {
@@ -294,6 +286,20 @@ func (h *handle) watch(rank0 io.Reader) {
 		workers.Wait()
 		h.conclude()
 	}()
+}
+
+// report delivers one of rank 0's reports, and keeps it as the last.
+func (h *handle) report(rep trial.Report) {
+	h.mu.Lock()
+	h.last = &rep
+	h.mu.Unlock()
+	h.reports <- rep
+}
+
+// malformed notes a report line that could not be read, in the trial's log and the runtime's.
+func (h *handle) malformed(err error) {
+	fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
+	h.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
 }
 
 // recordFailure keeps a worker's failure, the first one only; first says it is the first and the

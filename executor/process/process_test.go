@@ -109,18 +109,11 @@ func TestFreshWorkDirRestoresFromStore(t *testing.T) {
 
 func waitReports(t *testing.T, r *Runtime, g executor.Gang) []trial.Report {
 	t.Helper()
-	h, err := r.Launch(context.Background(), g)
+	reps, err := runGang(t, r, g)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var out []trial.Report
-	for rep := range h.Reports() {
-		out = append(out, rep)
-	}
-	if err := h.Wait(); err != nil {
 		t.Fatalf("wait: %v", err)
 	}
-	return out
+	return reps
 }
 
 // The built-in trainers run from their own small binary when the runtime has one:

@@ -133,17 +133,13 @@ func (p *reused) serving() *handle {
 
 func (p *reused) report(rep trial.Report) {
 	if h := p.serving(); h != nil {
-		h.mu.Lock()
-		h.last = &rep
-		h.mu.Unlock()
-		h.reports <- rep
+		h.report(rep)
 	}
 }
 
 func (p *reused) malformed(err error) {
 	if h := p.serving(); h != nil {
-		fmt.Fprintf(h.log, "rubberband: ignored a malformed report: %v\n", err)
-		p.r.logf("trial %s: ignored a malformed report: %v", h.trial, err)
+		h.malformed(err)
 	}
 }
 

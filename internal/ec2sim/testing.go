@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"maps"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +12,14 @@ import (
 // ClientEnv set with t.Setenv, and nothing of the machine's own AWS configuration left to leak
 // in. Tests that use it cannot run in parallel (t.Setenv).
 func StartForTest(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	s, _ := StartForTestEnv(t, cfg)
+	return s
+}
+
+// StartForTestEnv is StartForTest, and also returns what it set as KEY=VALUE, for tests that run a
+// binary against the server.
+func StartForTestEnv(t testing.TB, cfg Config) (*Server, []string) {
 	t.Helper()
 	if cfg.BootDelay == 0 && cfg.BootDelayFunc == nil {
 		cfg.BootDelay = 100 * time.Millisecond
@@ -31,17 +40,18 @@ func StartForTest(t testing.TB, cfg Config) *Server {
 		}
 	})
 	home := t.TempDir()
-	for k, v := range map[string]string{
+	env := map[string]string{
 		"AWS_SESSION_TOKEN":           "",
 		"AWS_PROFILE":                 "",
 		"AWS_CONFIG_FILE":             filepath.Join(home, "config"),
 		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
 		"AWS_ENDPOINT_URL":            "",
-	} {
-		t.Setenv(k, v)
 	}
-	for k, v := range s.ClientEnv() {
+	maps.Copy(env, s.ClientEnv())
+	var list []string
+	for k, v := range env {
 		t.Setenv(k, v)
+		list = append(list, k+"="+v)
 	}
-	return s
+	return s, list
 }

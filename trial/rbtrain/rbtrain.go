@@ -36,21 +36,6 @@ type Run struct {
 	term   chan struct{}
 }
 
-// FromEnv reads the worker's environment and starts listening for SIGTERM.
-func FromEnv() (*Run, error) {
-	r, err := Parse(os.Getenv, os.Stdout)
-	if err != nil {
-		return nil, err
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM)
-	go func() {
-		<-sig
-		close(r.term)
-	}()
-	return r, nil
-}
-
 // Serve runs train for the trial the environment describes and, when the runtime reuses this
 // process (trial.ReuseVar), for every further trial it assigns on standard input: between trials
 // it prints the end line and reads the next assignment into the environment. It returns when the
