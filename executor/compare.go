@@ -18,6 +18,8 @@ type Report struct {
 	Realized   Measured      `json:"realized"`
 	Stages     []StageReport `json:"stages"`
 	Trials     []TrialResult `json:"trials"`
+	// Interruptions are the spot nodes taken away during the run.
+	Interruptions []Interruption `json:"interruptions,omitempty"`
 }
 
 // StageReport puts one stage's prediction beside what happened.
@@ -33,7 +35,7 @@ type StageReport struct {
 // the plan does not hold (a plan of other stages than the run's) has a zero prediction.
 func Compare(plan *planner.Report, res *Result) Report {
 	r := Report{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best,
-		Realized: res.Realized, Trials: res.Trials,
+		Realized: res.Realized, Trials: res.Trials, Interruptions: res.Interruptions,
 		Predicted: Measured{JCT: plan.Predicted.JCT.Mean, Cost: plan.Predicted.Cost.Mean}}
 	for b, br := range res.Brackets {
 		for k, real := range br.Stages {

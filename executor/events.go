@@ -10,24 +10,25 @@ import (
 // Event kinds of the journal. What each one means for the run's state is written once, in
 // (*state).apply, which serves both the live run and the replay of a journal.
 const (
-	EvStart   = "start"     // a run began: its ID and start time
-	EvTrial   = "trial"     // a trial was sampled
-	EvNodeUp  = "node_up"   // a node is held (billing from its RunningAt)
-	EvNodeOff = "node_down" // nodes were released (billing stops at At) or lost (Error "lost")
-	EvStage   = "stage"     // a bracket's stage began
-	EvLaunch  = "launch"    // a trial's gang is being started (try Try)
-	EvReport  = "report"    // rank 0 reported (At: when it printed the line)
-	EvDone    = "done"      // the trial reached the stage's target
-	EvFail    = "fail"      // a try failed; GaveUp when no retry is left
-	EvTimeout = "timeout"   // a gang ran past its budget and is being stopped
-	EvSync    = "sync"      // the stage's survivors (Keep)
-	EvResume  = "resume"    // a new driver took over: gangs of the old one are gone
-	EvSpec    = "spec"      // resume --spec changed the run's spec (Spec: its sha256)
-	EvCancel  = "cancel"    // the run was cancelled; resume refuses it without --force
-	EvFinish  = "finish"    // every bracket finished
-	EvStop    = "stop"      // the driver stopped short of the end (Error: why); resume carries on
-	EvRequest = "request"   // a bracket asks the provider for Try nodes under Token, before it asks
-	EvAnswer  = "answer"    // the provider answered the request under Token (its nodes are journaled)
+	EvStart     = "start"       // a run began: its ID and start time
+	EvTrial     = "trial"       // a trial was sampled
+	EvNodeUp    = "node_up"     // a node is held (billing from its RunningAt)
+	EvNodeOff   = "node_down"   // nodes were released (billing stops at At) or lost (Error "lost")
+	EvInterrupt = "interrupted" // spot nodes were taken away (a notice, or gone): released at At, Error says how
+	EvStage     = "stage"       // a bracket's stage began
+	EvLaunch    = "launch"      // a trial's gang is being started (try Try)
+	EvReport    = "report"      // rank 0 reported (At: when it printed the line)
+	EvDone      = "done"        // the trial reached the stage's target
+	EvFail      = "fail"        // a try failed; GaveUp when no retry is left
+	EvTimeout   = "timeout"     // a gang ran past its budget and is being stopped
+	EvSync      = "sync"        // the stage's survivors (Keep)
+	EvResume    = "resume"      // a new driver took over: gangs of the old one are gone
+	EvSpec      = "spec"        // resume --spec changed the run's spec (Spec: its sha256)
+	EvCancel    = "cancel"      // the run was cancelled; resume refuses it without --force
+	EvFinish    = "finish"      // every bracket finished
+	EvStop      = "stop"        // the driver stopped short of the end (Error: why); resume carries on
+	EvRequest   = "request"     // a bracket asks the provider for Try nodes under Token, before it asks
+	EvAnswer    = "answer"      // the provider answered the request under Token (its nodes are journaled)
 )
 
 // Event is one record of the journal.
@@ -49,7 +50,10 @@ type Event struct {
 	Keep    []string           `json:"keep,omitempty"`
 	Error   string             `json:"error,omitempty"`
 	GaveUp  bool               `json:"gave_up,omitempty"`
-	Seconds float64            `json:"seconds,omitempty"`
+	// Interrupted marks a fail event whose gang lost a node (a spot interruption, a node gone):
+	// not the trial's failure, so it is not counted against its retries.
+	Interrupted bool    `json:"interrupted,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
 	// Began and Exited bound a launch on done and fail events: its workers held their GPUs from
 	// Began to Exited (what per-function billing charges).
 	Began  time.Time `json:"began,omitzero"`

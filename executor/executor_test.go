@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -601,5 +601,77 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 		if want := "adopts node"; !pending && !strings.Contains(h.log.String(), want) {
 			t.Errorf("the resumed driver did not say it adopted the nodes: %s", h.log.String())
 		}
+	}
+}
+
+// A spot node whose worker was told it is being interrupted: the gang ends with an
+// InterruptedError naming it; the driver journals an interruption (not a node lost), releases the
+// node at once though the provider still holds it, rents a replacement, and relaunches the gang
+// from its checkpoint. Interrupted tries are not retries: with MaxRetries 1, a trial interrupted
+// twice and failing once still finishes, with the winner of a clean run.
+func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
+	clean := newHarness(t, shaSpec)
+	want, _, err := clean.run(t, context.Background())
+	if err != nil || want.Best == nil {
+		t.Fatalf("clean run: %v", err)
+	}
+
+	h := newHarness(t, shaSpec)
+	h.cfg.Experiment.Cluster.Market = spec.MarketSpot
+	h.provider.Offer = cloud.Offer{InstanceType: h.cfg.Experiment.Cluster.InstanceType, Market: cloud.Spot, PricePerHour: 3.67}
+	h.cfg.MaxRetries = 1
+	var doomed []string
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		if g.Trial != "b0-t0003" {
+			return fake.Behavior{}
+		}
+		target := g.Workers[0].Env.TargetIter
+		switch n {
+		case 1, 2: // the provider still holds the node: only the notice says it goes
+			doomed = append(doomed, g.Workers[0].Node.ID)
+			return fake.Behavior{Reports: []trial.Report{{Iter: target - 1, Metrics: map[string]float64{"score": 0}}},
+				Err: &executor.InterruptedError{Node: g.Workers[0].Node.ID, Reason: "spot interruption notice"}}
+		case 3:
+			return fake.Behavior{Err: errors.New("a trainer bug")}
+		}
+		return fake.Behavior{}
+	}
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v\n%s", err, h.log.String())
+	}
+	if res.Best == nil || res.Best.Trial != want.Best.Trial {
+		t.Fatalf("best %+v, a clean run's %+v", res.Best, want.Best)
+	}
+	var interrupted []string
+	var lostTries, failedTries int
+	for _, e := range events {
+		switch {
+		case e.Ev == executor.EvInterrupt:
+			interrupted = append(interrupted, e.Nodes...)
+			if e.Error != "spot interruption notice" {
+				t.Errorf("interruption journaled with %q", e.Error)
+			}
+		case e.Ev == executor.EvNodeOff && e.Error == "lost":
+			t.Errorf("a spot interruption journaled as a node lost: %+v", e)
+		case e.Ev == executor.EvFail && e.Trial == "b0-t0003" && e.Interrupted:
+			lostTries++
+		case e.Ev == executor.EvFail && e.Trial == "b0-t0003":
+			failedTries++
+		}
+	}
+	if !slices.Equal(interrupted, doomed) || lostTries != 2 || failedTries != 1 || h.runtime.Tries("b0-t0003") < 4 {
+		t.Fatalf("interrupted %v (doomed %v); %d interrupted and %d failed tries; %d launches", interrupted, doomed, lostTries, failedTries, h.runtime.Tries("b0-t0003"))
+	}
+	for _, id := range doomed {
+		if !slices.Contains(h.provider.Deleted, id) {
+			t.Errorf("interrupted node %s was never released", id)
+		}
+	}
+	if len(res.Interruptions) != 2 || res.Brackets[0].Stages[0].Interrupted != 2 || res.Brackets[0].Stages[0].Retries != 1 {
+		t.Fatalf("report: interruptions %+v, stage 0 %+v", res.Interruptions, res.Brackets[0].Stages[0])
+	}
+	if h.provider.Held() != 0 {
+		t.Fatalf("%d nodes held after the run", h.provider.Held())
 	}
 }

@@ -3,6 +3,9 @@ package executor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/placement"
@@ -28,21 +31,25 @@ func (x *run) reconcile(ctx context.Context) error {
 	}
 	known := map[string]bool{}
 	x.mu.Lock()
-	lost := make([][]string, len(x.st.nodes))
+	lost := make([][]cloud.Node, len(x.st.nodes))
 	for b, nodes := range x.st.nodes {
 		for _, n := range nodes {
 			if have[n.ID] {
 				known[n.ID] = true
 			} else {
-				lost[b] = append(lost[b], n.ID)
+				lost[b] = append(lost[b], n)
 			}
 		}
 	}
 	x.mu.Unlock()
-	for b, ids := range lost {
-		if len(ids) > 0 {
-			fmt.Fprintf(x.log, "resume: the provider no longer holds %v\n", ids)
-			if err := x.record(Event{Ev: EvNodeOff, Bracket: b, Nodes: ids, Error: "lost"}, true); err != nil {
+	for b, nodes := range lost {
+		if len(nodes) > 0 {
+			why := map[string]string{}
+			for _, n := range nodes {
+				why[n.ID] = "gone while no driver ran"
+			}
+			fmt.Fprintf(x.log, "resume: the provider no longer holds %d node(s) of bracket %d\n", len(nodes), b)
+			if err := x.recordLoss(b, nodes, why); err != nil {
 				return err
 			}
 		}
@@ -131,37 +138,104 @@ func (x *run) wantNow(b int) int {
 	return 0
 }
 
-// heal forgets bracket b's nodes the provider no longer holds and rents replacements up to want.
-// It reports whether the bracket's nodes changed.
-func (x *run) heal(ctx context.Context, b, want int) (bool, error) {
+// maxInterruptions bounds how often one trial's gangs may lose a node in one stage before the
+// trial gives up: a lost node is not the trial's fault, but a provider that loses every node must
+// not keep a run renting forever.
+const maxInterruptions = 10
+
+// lostNodes is which of bracket b's nodes are gone or going, with why: the ones the provider no
+// longer holds, and doomed (whose worker was told it is being interrupted), when b holds it.
+func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (map[string]string, error) {
 	held, err := x.cfg.Provider.List(ctx)
 	if err != nil {
-		return false, fmt.Errorf("run: list nodes: %w", err)
+		return nil, fmt.Errorf("run: list nodes: %w", err)
 	}
 	alive := map[string]bool{}
 	for _, n := range held {
 		alive[n.ID] = true
 	}
 	x.mu.Lock()
-	var lost []string
+	defer x.mu.Unlock()
+	lost := map[string]string{}
 	for _, n := range x.st.nodes[b] {
-		if !alive[n.ID] {
-			lost = append(lost, n.ID)
+		switch {
+		case doomed != nil && n.ID == doomed.Node:
+			lost[n.ID] = doomed.Reason
+		case !alive[n.ID]:
+			lost[n.ID] = "the provider no longer holds it"
+		}
+	}
+	return lost, nil
+}
+
+// forget journals the loss of bracket b's lost nodes (an interruption for spot nodes, a node
+// lost for the others: billing stops now) and releases what is left of them.
+func (x *run) forget(ctx context.Context, b int, lost map[string]string) error {
+	if len(lost) == 0 {
+		return nil
+	}
+	x.mu.Lock()
+	var nodes []cloud.Node
+	for _, n := range x.st.nodes[b] {
+		if _, ok := lost[n.ID]; ok {
+			nodes = append(nodes, n)
 		}
 	}
 	x.mu.Unlock()
-	if len(lost) == 0 {
-		return false, nil
+	if err := x.recordLoss(b, nodes, lost); err != nil {
+		return err
 	}
-	fmt.Fprintf(x.log, "nodes lost: %v; replacing them\n", lost)
-	if err := x.record(Event{Ev: EvNodeOff, Bracket: b, Nodes: lost, Error: "lost"}, true); err != nil {
-		return true, err
+	ids := slices.Sorted(maps.Keys(lost))
+	if err := x.cfg.Provider.Delete(ctx, ids); err != nil { // what is left of them stops billing
+		fmt.Fprintf(x.log, "release lost nodes %v: %v\n", ids, err)
 	}
-	if err := x.cfg.Provider.Delete(ctx, lost); err != nil { // what is left of them stops billing
-		fmt.Fprintf(x.log, "release lost nodes %v: %v\n", lost, err)
+	return nil
+}
+
+// recordLoss journals nodes of bracket b gone for the reasons given by ID: spot nodes as one
+// interruption, the others as lost.
+func (x *run) recordLoss(b int, nodes []cloud.Node, why map[string]string) error {
+	var spot, other []string
+	var reasons []string
+	for _, n := range nodes {
+		if n.Market == cloud.Spot {
+			spot = append(spot, n.ID)
+			if r := why[n.ID]; !slices.Contains(reasons, r) {
+				reasons = append(reasons, r)
+			}
+		} else {
+			other = append(other, n.ID)
+		}
 	}
-	_, err = x.scaleTo(ctx, b, want, nil)
-	return true, err
+	if len(spot) > 0 {
+		fmt.Fprintf(x.log, "spot node(s) interrupted: %v (%s); replacing them\n", spot, strings.Join(reasons, "; "))
+		if err := x.record(Event{Ev: EvInterrupt, Bracket: b, Nodes: spot, Error: strings.Join(reasons, "; ")}, true); err != nil {
+			return err
+		}
+	}
+	if len(other) > 0 {
+		fmt.Fprintf(x.log, "nodes lost: %v; replacing them\n", other)
+		if err := x.record(Event{Ev: EvNodeOff, Bracket: b, Nodes: other, Error: "lost"}, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lostOne says whether a launch of trial id ran on a node bracket b no longer holds.
+func (x *run) lostOne(b int, id string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	held := map[string]bool{}
+	for _, n := range x.st.nodes[b] {
+		held[n.ID] = true
+	}
+	for _, n := range x.st.trials[id].nodes {
+		if !held[n] {
+			return true
+		}
+	}
+	return false
 }
 
 // scaleTo brings bracket b to n nodes: the least used nodes under the last placement are released

@@ -23,6 +23,16 @@ type Result struct {
 	Realized   Measured        `json:"realized"`
 	Brackets   []BracketResult `json:"brackets"`
 	Trials     []TrialResult   `json:"trials"`
+	// Interruptions are the spot nodes taken away during the run, in order.
+	Interruptions []Interruption `json:"interruptions,omitempty"`
+}
+
+// Interruption is spot nodes of a bracket taken away at one time (spec seconds from the start).
+type Interruption struct {
+	Bracket string   `json:"bracket"`
+	Nodes   []string `json:"nodes"`
+	At      float64  `json:"at_s"`
+	Why     string   `json:"why,omitempty"`
 }
 
 // Measured is a completion time (spec seconds) and a cost (dollars).
@@ -48,18 +58,20 @@ type BracketResult struct {
 // start; Cost is the stage's share of the total by the cost meter's rule (sim/meter), the
 // simulator's rule, so that the stages add up to the total.
 type StageResult struct {
-	Trials   int      `json:"trials"`
-	Iters    int      `json:"iters"`
-	GPUs     int      `json:"gpus"`
-	Nodes    int      `json:"nodes"`
-	Done     int      `json:"done"`
-	Failed   int      `json:"failed"`
-	Retries  int      `json:"retries,omitempty"`
-	Timeouts int      `json:"timeouts,omitempty"`
-	Promoted []string `json:"promoted,omitempty"`
-	Start    float64  `json:"start_s"`
-	Duration float64  `json:"duration_s"`
-	Cost     float64  `json:"cost_usd"`
+	Trials   int `json:"trials"`
+	Iters    int `json:"iters"`
+	GPUs     int `json:"gpus"`
+	Nodes    int `json:"nodes"`
+	Done     int `json:"done"`
+	Failed   int `json:"failed"`
+	Retries  int `json:"retries,omitempty"`
+	Timeouts int `json:"timeouts,omitempty"`
+	// Interrupted is how many tries lost a node (relaunched from their checkpoints, not retries).
+	Interrupted int      `json:"interrupted,omitempty"`
+	Promoted    []string `json:"promoted,omitempty"`
+	Start       float64  `json:"start_s"`
+	Duration    float64  `json:"duration_s"`
+	Cost        float64  `json:"cost_usd"`
 }
 
 // TrialResult is one trial's outcome.
@@ -158,7 +170,7 @@ func (x *run) result() *Result {
 				res.Finished = false
 			}
 			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.cfg.Alloc[b][k].GPUs, Nodes: x.cfg.Alloc[b][k].Nodes, Promoted: keep,
-				Retries: s.retries[key], Timeouts: s.timeouts[key]}
+				Retries: s.retries[key], Timeouts: s.timeouts[key], Interrupted: s.lostTries[key]}
 			for _, id := range s.order[b] {
 				t := s.trials[id]
 				if _, ok := t.done[k]; ok {
@@ -204,6 +216,10 @@ func (x *run) result() *Result {
 		}
 	}
 	sort.Slice(res.Trials, func(i, j int) bool { return res.Trials[i].ID < res.Trials[j].ID })
+	for _, in := range s.interrupted {
+		res.Interruptions = append(res.Interruptions, Interruption{Bracket: s.brackets[in.bracket].Name, Nodes: in.nodes,
+			At: in.at.Sub(s.start).Seconds() / x.cfg.TimeScale, Why: in.why})
+	}
 	if !res.Finished {
 		end = now
 	}

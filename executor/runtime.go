@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -60,6 +61,19 @@ type Runtime interface {
 
 // ErrUnplaceable is wrapped by the error of a Launch whose gang cannot be placed whole.
 var ErrUnplaceable = errors.New("gang cannot be placed")
+
+// InterruptedError is what Wait returns when a gang ended because a node it ran on is being
+// taken away (a spot interruption notice): its workers were stopped as by Stop, so the
+// checkpoint of what they reached is saved. The executor replaces the node and relaunches the
+// gang; the try does not count against the trial's retries.
+type InterruptedError struct {
+	Node   string // the node going away
+	Reason string // what its worker was told (the notice)
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("node %s is being interrupted (%s): the gang was stopped and its checkpoint saved", e.Node, e.Reason)
+}
 
 // Handle follows a running gang.
 type Handle interface {

@@ -154,19 +154,28 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 			continue
 		}
 		if err := x.judge(st, &o, budget); err != nil {
-			retry, jerr := x.failed(b, k, o, err)
+			// A gang may have failed because a node of it is gone or going: forget lost nodes
+			// first (the try is then not the trial's failure), replace them before relaunching.
+			var doomed *InterruptedError
+			errors.As(o.err, &doomed)
+			lost, lerr := x.lostNodes(ctx, b, doomed)
+			if lerr == nil {
+				lerr = x.forget(ctx, b, lost)
+			}
+			if lerr != nil {
+				return last, lerr
+			}
+			retry, jerr := x.failed(b, k, o, err, x.lostOne(b, o.trial))
 			if jerr != nil {
 				return last, jerr
 			}
 			if retry {
 				queue = append(queue, o.trial)
 			}
-			// A gang may have failed because its node is gone: replace lost nodes before relaunching.
-			healed, err := x.heal(ctx, b, alloc.Nodes)
-			if err != nil {
-				return last, err
-			}
-			if healed {
+			if len(lost) > 0 {
+				if _, err := x.scaleTo(ctx, b, alloc.Nodes, nil); err != nil {
+					return last, err
+				}
 				x.mu.Lock()
 				nodes, byID = x.bracketNodes(b)
 				x.mu.Unlock()
@@ -285,16 +294,24 @@ func slotNodes(slots []placement.Slot) []string {
 	return out
 }
 
-// failed journals a failed try and reports whether the trial gets another.
-func (x *run) failed(b, k int, o outcome, cause error) (bool, error) {
+// failed journals a failed try and reports whether the trial gets another. A try whose node was
+// lost (interrupted) is counted apart from the trial's own failures.
+func (x *run) failed(b, k int, o outcome, cause error, interrupted bool) (bool, error) {
 	x.mu.Lock()
 	ts := trialStage{o.trial, k}
 	retry := x.st.fails[ts]+1 <= x.cfg.MaxRetries
+	if interrupted {
+		retry = x.st.interrupts[ts]+1 <= maxInterruptions
+	}
 	try := x.st.tries[ts]
 	x.mu.Unlock()
-	fmt.Fprintf(x.log, "trial %s stage %d try %d failed: %v (retry: %v)\n", o.trial, k, try, cause, retry)
+	what := "failed"
+	if interrupted {
+		what = "lost its node"
+	}
+	fmt.Fprintf(x.log, "trial %s stage %d try %d %s: %v (retry: %v)\n", o.trial, k, try, what, cause, retry)
 	err := x.record(Event{Ev: EvFail, Bracket: b, Stage: k, Trial: o.trial, Try: try, Error: cause.Error(), GaveUp: !retry,
-		GPUs: o.gpus, Began: o.began, Exited: o.exitedAt}, false)
+		Interrupted: interrupted, GPUs: o.gpus, Began: o.began, Exited: o.exitedAt}, false)
 	return retry, err
 }
 

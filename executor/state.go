@@ -19,24 +19,27 @@ type state struct {
 	brackets []spec.Bracket
 	log      io.Writer // impossible transitions are noted here: a driver bug, not fatal
 
-	runID     string
-	start     time.Time
-	trials    map[string]*trialRun
-	order     [][]string // trial IDs per bracket, in sampling order
-	nodes     [][]cloud.Node
-	released  []nodeSpan
-	synced    map[stageKey][]string // survivors of each synced stage
-	stageAt   map[stageKey]window
-	launches  []launchSpan
-	tries     map[trialStage]int // launches journaled
-	fails     map[trialStage]int // failed tries journaled: what retries are counted on
-	timeouts  map[stageKey]int
-	retries   map[stageKey]int
-	finished  bool
-	cancelled string         // why, once cancelled
-	stopped   string         // why the last driver stopped short of the end; "" while one drives it
-	requests  map[int]int    // node requests journaled per bracket
-	open      map[int]string // per bracket, the token of a request no answer was journaled for
+	runID       string
+	start       time.Time
+	trials      map[string]*trialRun
+	order       [][]string // trial IDs per bracket, in sampling order
+	nodes       [][]cloud.Node
+	released    []nodeSpan
+	synced      map[stageKey][]string // survivors of each synced stage
+	stageAt     map[stageKey]window
+	launches    []launchSpan
+	tries       map[trialStage]int // launches journaled
+	fails       map[trialStage]int // failed tries journaled: what retries are counted on
+	timeouts    map[stageKey]int
+	retries     map[stageKey]int
+	interrupts  map[trialStage]int // tries ended by a lost node, per trial and stage
+	lostTries   map[stageKey]int   // the same per stage, for the report
+	interrupted []interruption     // spot nodes taken away, in order
+	finished    bool
+	cancelled   string         // why, once cancelled
+	stopped     string         // why the last driver stopped short of the end; "" while one drives it
+	requests    map[int]int    // node requests journaled per bracket
+	open        map[int]string // per bracket, the token of a request no answer was journaled for
 }
 
 type stageKey struct{ bracket, stage int }
@@ -60,6 +63,14 @@ type trialRun struct {
 	nodes   []string // where its last launch ran
 }
 
+// interruption is a spot node taken away from bracket b at a time.
+type interruption struct {
+	bracket int
+	nodes   []string
+	at      time.Time
+	why     string
+}
+
 type nodeSpan struct {
 	bracket  int
 	node     cloud.Node
@@ -77,6 +88,7 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, log io.Writer) *sta
 		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)),
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
 		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
+		interrupts: map[trialStage]int{}, lostTries: map[stageKey]int{},
 		requests: map[int]int{}, open: map[int]string{}}
 }
 
@@ -94,6 +106,9 @@ func (s *state) apply(e Event) {
 		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
 	case EvNodeOff:
 		s.dropNodes(e.Bracket, e.Nodes, e.At)
+	case EvInterrupt:
+		s.dropNodes(e.Bracket, e.Nodes, e.At)
+		s.interrupted = append(s.interrupted, interruption{bracket: e.Bracket, nodes: e.Nodes, at: e.At, why: e.Error})
 	case EvStage:
 		if w := s.stageAt[key]; w.start.IsZero() {
 			s.stageAt[key] = window{start: e.At}
@@ -114,10 +129,15 @@ func (s *state) apply(e Event) {
 		s.launched(e)
 	case EvFail:
 		t := s.trials[e.Trial]
-		if e.GaveUp || e.Error == "gave up" { // "gave up": journals of before GaveUp
+		switch {
+		case e.GaveUp || e.Error == "gave up": // "gave up": journals of before GaveUp
 			t.failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
-		} else {
+		case e.Interrupted:
+			s.interrupts[trialStage{e.Trial, e.Stage}]++
+			s.lostTries[key]++
+			s.move(t, trial.Interrupted)
+		default:
 			s.retries[key]++
 			s.fails[trialStage{e.Trial, e.Stage}]++
 			s.move(t, trial.Crashed)

@@ -417,6 +417,16 @@ func printRunTable(w io.Writer, st *state, res *executor.Result, status string) 
 	}
 	tw.flush()
 	w.Write(buf.Bytes())
+	if len(rep.Interruptions) > 0 {
+		lost := 0
+		for _, s := range rep.Stages {
+			lost += s.Realized.Interrupted
+		}
+		fmt.Fprintf(w, "\n%s; %s relaunched from their checkpoints:\n", plural(len(rep.Interruptions), "spot interruption"), plural(lost, "gang"))
+		for _, in := range rep.Interruptions {
+			fmt.Fprintf(w, "  %s  %s %v: %s\n", clock(in.At), in.Bracket, in.Nodes, in.Why)
+		}
+	}
 	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\nrealized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost)\n",
 		clock(rep.Predicted.JCT), money(rep.Predicted.Cost), clock(rep.Realized.JCT), money(rep.Realized.Cost),
 		pct(rep.Realized.JCT, rep.Predicted.JCT), pct(rep.Realized.Cost, rep.Predicted.Cost))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/nomad"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -94,6 +95,8 @@ func workerCommand() *cli.Command {
 			&cli.StringFlag{Name: "run", Usage: "the run's ID: watch its driver's heartbeat in the checkpoint store"},
 			&cli.DurationFlag{Name: "heartbeat-timeout", Value: heartbeat.DefaultTimeout, Usage: "stop the trainer after this long without a heartbeat from the driver"},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop the trainer after this long (the launch's deadline; 0: none)"},
+			&cli.BoolFlag{Name: "spot-notices", Usage: "watch this EC2 spot instance's IMDSv2 for an interruption notice, and stop the trainer (saving its checkpoint) when one comes"},
+			&cli.DurationFlag{Name: "spot-poll", Value: time.Second, Usage: "how often IMDS is asked for a notice (AWS gives two minutes' notice)"},
 		},
 		Action: func(c *cli.Context) error {
 			argv := c.Args().Slice()
@@ -157,7 +160,7 @@ func workerCommand() *cli.Command {
 			// that it still has the time to save what a stopped trainer reached. The wrapper also
 			// stops the trainer by itself past the launch's deadline or when the driver's heartbeat
 			// is gone: a driver that died must not leave rented machines training.
-			var stopped, aborted atomic.Bool
+			var stopped, aborted, interrupted atomic.Bool
 			var kill sync.Once
 			var whyMu sync.Mutex
 			var why error // what made the wrapper stop the trainer by itself
@@ -199,6 +202,16 @@ func workerCommand() *cli.Command {
 					}
 				}()
 			}
+			if c.Bool("spot-notices") {
+				say := func(s string) { fmt.Fprintf(os.Stderr, "rubberband: %s\n", s) }
+				go func() {
+					n, err := nodeagent.WatchSpot(watch, os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT"), c.Duration("spot-poll"), say, say)
+					if err == nil {
+						interrupted.Store(true)
+						stop(false, errors.New(n.String()))
+					}
+				}()
+			}
 			<-relayed
 			err = cmd.Wait()
 			var exit *exec.ExitError
@@ -226,7 +239,11 @@ func workerCommand() *cli.Command {
 			reason := why
 			whyMu.Unlock()
 			if reason != nil {
-				return &exitErr{code: exitWatchdog, err: fmt.Errorf("worker: %w (checkpoint saved)", reason)}
+				code := exitWatchdog
+				if interrupted.Load() {
+					code = nomad.ExitInterrupted // the runtime stops the gang, saving, and the driver replaces the node
+				}
+				return &exitErr{code: code, err: fmt.Errorf("worker: %w (checkpoint saved)", reason)}
 			}
 			if exit != nil {
 				return &exitErr{code: max(exit.ExitCode(), 1)}

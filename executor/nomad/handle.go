@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
+
+	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -17,6 +20,7 @@ type handle struct {
 	trial   string
 	header  string // the gang's first line in the trial's log
 	workers int
+	nodes   []string // each rank's node
 	reports chan trial.Report
 	exited  chan struct{}
 	done    chan struct{}
@@ -50,6 +54,7 @@ func (h *handle) watch() {
 	stopped := false // Stop was asked for
 	ending := false  // the job is deregistered: stopped, or a worker failed
 	failed := ""     // the allocation that failed first
+	lostNode := -1   // the rank whose node is being interrupted, when that ended the gang
 	for {
 		select {
 		case <-h.stop:
@@ -68,6 +73,9 @@ func (h *handle) watch() {
 		for _, a := range allocs {
 			if failed == "" && (a.ClientStatus == "failed" || a.ClientStatus == "lost") {
 				failed = a.ID
+				if exitCode(a) == ExitInterrupted {
+					lostNode = rankOf(a)
+				}
 			}
 			if !streamed && a.TaskGroup == "rank-0" && a.ClientStatus != "pending" {
 				streamed = true
@@ -81,8 +89,10 @@ func (h *handle) watch() {
 			}
 		}
 		if failed != "" && !ending {
-			ending = true // a gang is whole or not at all: stop the rest, saving nothing
-			h.abort(allocs)
+			ending = true
+			if lostNode < 0 { // a gang is whole or not at all: stop the rest, saving nothing
+				h.abort(allocs)
+			} // else its node is going, not the gang failing: stopped as by Stop, rank 0 saves
 			jobs.Deregister(h.job, false, nil)
 		}
 		if len(allocs) >= h.workers && terminal(allocs) == len(allocs) {
@@ -92,6 +102,8 @@ func (h *handle) watch() {
 			switch {
 			case stopped:
 				h.result = executor.ErrStopped
+			case lostNode >= 0 && lostNode < len(h.nodes):
+				h.result = &executor.InterruptedError{Node: h.nodes[lostNode], Reason: strings.TrimSpace(why)}
 			case failed != "":
 				h.result = fmt.Errorf("gang failed: %s", why)
 			}
@@ -101,6 +113,18 @@ func (h *handle) watch() {
 		}
 		time.Sleep(h.r.poll())
 	}
+}
+
+// exitCode is the exit code of an allocation's task, -1 when it has none (still running, lost).
+func exitCode(a *nomad.AllocationListStub) int {
+	if ts := a.TaskStates["trainer"]; ts != nil {
+		for i := len(ts.Events) - 1; i >= 0; i-- {
+			if ts.Events[i].Type == nomad.TaskTerminated {
+				return ts.Events[i].ExitCode
+			}
+		}
+	}
+	return -1
 }
 
 // parse passes on the reports in the output read whose iteration is beyond the last one passed

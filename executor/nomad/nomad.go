@@ -20,6 +20,7 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -39,6 +40,11 @@ const (
 	AbortSignal     = syscall.SIGUSR1
 	abortSignalName = "SIGUSR1"
 )
+
+// ExitInterrupted is the worker wrapper's exit code when it stopped its trainer because its node
+// is being taken away (a spot interruption notice; EX_TEMPFAIL): the checkpoint is saved, and
+// the runtime stops the rest of the gang as by Stop, so that nothing it reached is lost.
+const ExitInterrupted = 75
 
 // SaveMargin is how long a stopped worker's wrapper has, after the trainer's grace period, to
 // save the checkpoint before Nomad kills it: the task's kill timeout is the grace period plus
@@ -108,7 +114,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		r.deleteSecrets(*job.ID)
 		return nil, fmt.Errorf("launch %s: register job: %w", g.Trial, err)
 	}
-	h := &handle{r: r, job: *job.ID, trial: g.Trial, workers: len(g.Workers), reports: make(chan trial.Report, 64), lastIter: -1,
+	h := &handle{r: r, job: *job.ID, trial: g.Trial, workers: len(g.Workers), nodes: workerNodes(g), reports: make(chan trial.Report, 64), lastIter: -1,
 		exited: make(chan struct{}), done: make(chan struct{}), stop: make(chan struct{})}
 	h.header = fmt.Sprintf("=== %s: %d worker(s), iterations %d -> %d, Nomad job %s\n", time.Now().UTC().Format(time.RFC3339),
 		len(g.Workers), g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter, h.job)
@@ -158,6 +164,9 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 			trainer[0] = self // the built-in trainers run from the same binary
 		}
 		args := append(r.watchdogArgs(g, grace, "worker", "--trial", g.Trial, "--rank", strconv.Itoa(env.Rank), "--gang", id, "--grace", grace.String()), "--")
+		if w.Node.Market == cloud.Spot { // the wrapper watches for the two minutes' notice
+			args = append(args[:len(args)-1], "--spot-notices", "--")
+		}
 		args = append(args, trainer...)
 		task := nomad.NewTask("trainer", "raw_exec").SetConfig("command", self).SetConfig("args", args)
 		extra := append(append([]string(nil), r.StoreEnv...), r.ExtraEnv...)
@@ -187,6 +196,14 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 		job.AddTaskGroup(tg)
 	}
 	return job, nil
+}
+
+func workerNodes(g executor.Gang) []string {
+	out := make([]string, len(g.Workers))
+	for i, w := range g.Workers {
+		out[i] = w.Node.ID
+	}
+	return out
 }
 
 // port picks a port for rank 0's rendezvous, distinct for every gang this runtime starts.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +81,78 @@ func TestNomad(t *testing.T) {
 	t.Run("UnplaceableSaysWhy", func(t *testing.T) { unplaceableSaysWhy(t, c) })
 	t.Run("NoRoomIsBounded", func(t *testing.T) { noRoomIsBounded(t, c) })
 	t.Run("SecretsStayOutOfJobs", func(t *testing.T) { secretsStayOutOfJobs(t, c) })
+	t.Run("SpotNoticeStopsTheGangSaving", func(t *testing.T) { spotNoticeStopsTheGangSaving(t, c) })
+}
+
+// fakeIMDS serves IMDSv2 with a spot interruption notice from the time given on.
+func fakeIMDS(t *testing.T, from time.Time) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
+			w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", r.Header.Get("X-Aws-Ec2-Metadata-Token-Ttl-Seconds"))
+			w.Write([]byte("token"))
+		case r.Header.Get("X-Aws-Ec2-Metadata-Token") != "token":
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		case r.URL.Path == "/latest/meta-data/spot/instance-action" && time.Now().After(from):
+			w.Write([]byte(`{"action":"terminate","time":"2026-11-22T12:00:00Z"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A worker on a spot node that gets the interruption notice stops its trainer; the runtime then
+// stops the whole gang as by Stop (rank 0, on an on-demand node, saves what it reached) and Wait
+// names the node going away. The next launch continues from that checkpoint.
+func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
+	r, store := c.runtime(t)
+	specFile := filepath.Join(t.TempDir(), "spec.yaml")
+	os.WriteFile(specFile, []byte(synthSpec), 0o644)
+	imds := fakeIMDS(t, time.Now().Add(2*time.Second))
+	gang := func(start, target int) executor.Gang {
+		g := executor.Gang{Trial: "b0-t0007", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile},
+			Env: map[string]string{"AWS_EC2_METADATA_SERVICE_ENDPOINT": imds}}
+		for rank, node := range []cloud.Node{{ID: "node-a", GPUs: 1, Addr: "127.0.0.1"}, {ID: "node-b", GPUs: 1, Addr: "127.0.0.1", Market: cloud.Spot}} {
+			g.Workers = append(g.Workers, executor.Worker{Node: node,
+				Env: trial.Env{TrialID: "b0-t0007", Experiment: "nomad-synth", Params: map[string]any{"x": 0.5}, StartIter: start,
+					TargetIter: target, Rank: rank, WorldSize: 2, LocalRank: 0, MasterAddr: "127.0.0.1", GPUs: []int{0}}})
+		}
+		return g
+	}
+	h, err := r.Launch(t.Context(), gang(0, 2000)) // 0.03 s an iteration: a minute, unless stopped
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := 0
+	for rep := range h.Reports() {
+		last = rep.Iter
+	}
+	err = h.Wait()
+	var ie *executor.InterruptedError
+	if !errors.As(err, &ie) || ie.Node != "node-b" || !strings.Contains(ie.Reason, "spot interruption notice") {
+		t.Fatalf("wait: %v, want the interruption of node-b", err)
+	}
+	if last == 0 || last >= 2000 {
+		t.Fatalf("rank 0 reported up to iteration %d", last)
+	}
+	st, _ := file.New(store)
+	if list, _ := st.List(t.Context(), "trials/b0-t0007/"); len(list) != 1 {
+		t.Fatalf("checkpoints after the interrupted launch: %v", list)
+	}
+	imds = fakeIMDS(t, time.Now().Add(time.Hour))
+	h, err = r.Launch(t.Context(), gang(last, last+2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var iters []int
+	for rep := range h.Reports() {
+		iters = append(iters, rep.Iter)
+	}
+	if err := h.Wait(); err != nil || len(iters) != 2 || iters[0] != last+1 {
+		t.Fatalf("relaunch: %v, reported %v: it did not continue from iteration %d", err, iters, last)
+	}
 }
 
 // An image gang's credentials reach its container through a Nomad Variable that only its job may
