@@ -251,3 +251,107 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 	}
 	t.Logf("%d instance(s) terminated themselves %s after the driver was killed (watchdog 30 s, a beat every 10 s)", len(insts), took.Round(time.Second))
 }
+
+// A spot job on the fake EC2 whose two instances are interrupted mid-stage: each instance's
+// IMDS serves the notice, the workers there stop their trainers (which save), the driver
+// journals the interruptions, terminates the doomed instances, rents replacements and relaunches
+// the gangs from their checkpoints. Nothing is lost: every trial continues from the iteration it
+// reached, the winner is the local backend's, the report lists the interruptions, and every
+// instance is terminated at the end.
+func TestEC2SpotInterruptions(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	src, _ := os.ReadFile(specFile)
+	text := strings.Replace(string(src), "algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}",
+		"algorithm: {sha: {trials: 4, min_iters: 10, max_iters: 20, eta: 2}}", 1)
+	text = strings.Replace(text, "  max_nodes: 2\n", "  max_nodes: 2\n  market: spot\n", 1)
+	os.WriteFile(specFile, []byte(text), 0o644)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,2") // stage 0 on two instances, one trial per GPU
+	const scale = 0.1                         // an iteration of 4 s is 0.4 s: a trial of stage 0 trains for 4 s
+	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", fmt.Sprint(scale))
+	waitFor(t, state, "every gang of stage 0 to report", func(j string) bool { return strings.Count(j, `"ev":"report"`) >= 8 })
+	var doomed []string
+	for _, in := range sim.Instances() {
+		if in.State == ec2sim.StateRunning {
+			if in.Market != ec2sim.MarketSpot {
+				t.Fatalf("%s was rented %s, not spot", in.ID, in.Market)
+			}
+			if err := sim.Interrupt(in.ID, 4*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			doomed = append(doomed, in.ID)
+		}
+	}
+	if len(doomed) != 2 {
+		t.Fatalf("interrupted %v, want the two instances of stage 0", doomed)
+	}
+	if err := driver.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
+	}
+	t.Logf("driver:\n%s", driver.Stdout)
+	rep := readRunReport(t, state)
+
+	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled := map[string]bool{}
+	lastIter := map[string]int{} // each trial's last reported iteration
+	resumed := map[string]int{}  // trials relaunched after losing their node: where they went on
+	interruptedTries := 0
+	for _, e := range events {
+		switch {
+		case e.Ev == executor.EvInterrupt:
+			for _, n := range e.Nodes {
+				journaled[n] = true
+			}
+		case e.Ev == executor.EvFail && e.Interrupted:
+			interruptedTries++
+			resumed[e.Trial] = -1
+		case e.Ev == executor.EvFail:
+			t.Errorf("a try failed for another reason than the interruption: %+v", e)
+		case e.Ev == executor.EvReport:
+			if resumed[e.Trial] == -1 {
+				resumed[e.Trial] = e.Iter
+				if e.Iter != lastIter[e.Trial]+1 {
+					t.Errorf("trial %s went on at iteration %d after its node was interrupted at iteration %d: work lost", e.Trial, e.Iter, lastIter[e.Trial])
+				}
+			}
+			lastIter[e.Trial] = e.Iter
+		}
+	}
+	for _, id := range doomed {
+		if !journaled[id] {
+			t.Errorf("the interruption of %s is not in the journal", id)
+		}
+	}
+	if interruptedTries == 0 || rep.Stages[0].Realized.Interrupted != interruptedTries || rep.Stages[0].Realized.Done != 4 || rep.Stages[0].Realized.Retries != 0 {
+		t.Fatalf("%d interrupted tries; stage 0 %+v", interruptedTries, rep.Stages[0].Realized)
+	}
+	inReport := map[string]bool{}
+	for _, in := range rep.Interruptions {
+		for _, n := range in.Nodes {
+			inReport[n] = true
+		}
+	}
+	if len(inReport) != 2 || !inReport[doomed[0]] || !inReport[doomed[1]] {
+		t.Fatalf("report interruptions %+v, want %v", rep.Interruptions, doomed)
+	}
+	insts := sim.Instances()
+	for _, in := range insts {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("%s is %s after the run", in.ID, in.State)
+		}
+	}
+	local := filepath.Join(dir, "local")
+	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", local, "--time-scale", "0.01"); code != 0 {
+		t.Fatal(errOut)
+	}
+	want := readRunReport(t, local)
+	if !rep.Finished || rep.Best == nil || want.Best == nil || rep.Best.Trial != want.Best.Trial || rep.Best.Metric != want.Best.Metric {
+		t.Fatalf("ec2 best %+v, local best %+v", rep.Best, want.Best)
+	}
+	t.Logf("%d instance(s) rented, %d interrupted (%d tries relaunched from their checkpoints: %v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s",
+		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
+}

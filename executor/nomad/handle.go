@@ -103,7 +103,7 @@ func (h *handle) watch() {
 			case stopped:
 				h.result = executor.ErrStopped
 			case lostNode >= 0 && lostNode < len(h.nodes):
-				h.result = &executor.InterruptedError{Node: h.nodes[lostNode], Reason: strings.TrimSpace(why)}
+				h.result = &executor.InterruptedError{Node: h.nodes[lostNode], Reason: notice(why)}
 			case failed != "":
 				h.result = fmt.Errorf("gang failed: %s", why)
 			}
@@ -113,6 +113,17 @@ func (h *handle) watch() {
 		}
 		time.Sleep(h.r.poll())
 	}
+}
+
+// notice is the line of a worker's error output that says why its node is going, or all of it.
+func notice(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if _, after, ok := strings.Cut(lines[i], "stopping the trainer: "); ok {
+			return strings.TrimSpace(after)
+		}
+	}
+	return strings.TrimSpace(stderr)
 }
 
 // exitCode is the exit code of an allocation's task, -1 when it has none (still running, lost).
