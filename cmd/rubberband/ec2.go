@@ -92,7 +92,7 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 			defer cancel()
 			return nomadlocal.WaitNodeReady(ctx, client, id, 250*time.Millisecond)
 		},
-		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }})
+		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }, Log: os.Stderr})
 	if err != nil {
 		return fail(err)
 	}

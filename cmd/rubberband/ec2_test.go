@@ -355,3 +355,97 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	t.Logf("%d instance(s) rented, %d interrupted (%d tries relaunched from their checkpoints: %v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s",
 		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
+
+// No capacity in the first zone: every request falls over to the next subnet's zone, the run
+// finishes there, its nodes are journaled with the zone they were rented in, and the driver says
+// why it went elsewhere.
+func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	sim.FailCapacity(ec2sim.DefaultRegion+"a", "InsufficientInstanceCapacity", 1000)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,4,2")
+	out, errOut, code := rbEnv(t, binary, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	insts := sim.Instances()
+	if len(insts) != 2 {
+		t.Fatalf("%d instances rented, want the plan's 2", len(insts))
+	}
+	for _, in := range insts {
+		if in.AZ != ec2sim.DefaultRegion+"b" || in.State != ec2sim.StateTerminated {
+			t.Errorf("%s: %s, %s", in.ID, in.AZ, in.State)
+		}
+	}
+	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := 0
+	for _, e := range events {
+		if e.Ev == executor.EvNodeUp {
+			up++
+			if e.Node.Zone != ec2sim.DefaultRegion+"b" {
+				t.Errorf("node_up %s journaled in zone %q", e.Node.ID, e.Node.Zone)
+			}
+		}
+	}
+	if up != 2 || !strings.Contains(errOut, "after on-demand subnet-0a0000000000000a1: InsufficientInstanceCapacity") {
+		t.Fatalf("%d node_up events; the driver said:\n%s", up, errOut)
+	}
+}
+
+// The driver killed while its RunInstances calls are in flight (EC2 has rented, no answer has
+// come back), then resumed: the resumed driver finds the dead one's Nomad server still running
+// and takes it over, repeats the journaled request under the same client tokens and gets the same
+// instances back. No instance is rented twice, none is left running, and the run finishes.
+func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	sim.StallRunInstances(time.Minute, time.Minute)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,4,2")
+	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05")
+	t.Cleanup(func() { killProcessesWith(state) }) // the dead driver's Nomad server, should the test fail
+	for deadline := time.Now().Add(90 * time.Second); len(sim.Instances()) < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the driver rented %d instance(s)", len(sim.Instances()))
+		}
+	}
+	journal, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+	if !strings.Contains(string(journal), `"ev":"request"`) || strings.Contains(string(journal), `"ev":"node_up"`) {
+		t.Fatalf("killed at the wrong moment:\n%s", journal)
+	}
+	driver.Process.Signal(syscall.SIGKILL)
+	driver.Wait()
+	var rented []string
+	for _, in := range sim.Instances() {
+		rented = append(rented, in.ID)
+	}
+	out, errOut, code := rbEnv(t, binary, env, "resume", state)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s\nconsoles:\n%s", code, errOut, out, consoles(sim))
+	}
+	if !strings.Contains(errOut, "this driver takes it over") {
+		t.Errorf("the resumed driver did not take over the dead one's Nomad server:\n%s", errOut)
+	}
+	insts := sim.Instances()
+	if len(insts) != 2 {
+		var ids []string
+		for _, in := range insts {
+			ids = append(ids, in.ID)
+		}
+		t.Fatalf("%d instances in all (%v); the killed driver had rented %v: rented twice", len(insts), ids, rented)
+	}
+	for _, in := range insts {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("%s is %s after the run", in.ID, in.State)
+		}
+	}
+	rep := readRunReport(t, state)
+	if !rep.Finished || rep.Best == nil {
+		t.Fatalf("resumed run: finished %v, best %+v", rep.Finished, rep.Best)
+	}
+	t.Logf("resumed: %d instances rented in all (%v), best %s", len(insts), rented, rep.Best.Trial)
+}

@@ -84,6 +84,9 @@ func nomadCluster(ctx context.Context, dir string) (*nomadapi.Client, string, fu
 			return nil, "", nil, err
 		}
 		cfg.Address, stop = server.Addr, server.Stop
+		if server.Adopted {
+			fmt.Fprintf(os.Stderr, "resume: the Nomad server of the driver that died still runs (%s): this driver takes it over\n", server.Addr)
+		}
 	}
 	client, err := nomadapi.NewClient(cfg)
 	if err != nil {

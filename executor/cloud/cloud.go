@@ -90,6 +90,8 @@ type Node struct {
 	InstanceType string  `json:"instance_type,omitempty"`
 	Market       Market  `json:"market,omitempty"`
 	PricePerHour float64 `json:"price_per_hour,omitempty"`
+	// Zone is where a provider with zones rented it (an EC2 availability zone).
+	Zone string `json:"zone,omitempty"`
 }
 
 // Provider rents nodes for one experiment.

@@ -91,6 +91,25 @@ func (s *Server) takeThrottle() bool {
 	return false
 }
 
+// StallRunInstances holds the answer of each of the next len(d) RunInstances that rent
+// instances for the duration given, after renting them: a client that dies meanwhile has rented
+// instances it never learnt of (what a ClientToken replay recovers). Close ends a stall.
+func (s *Server) StallRunInstances(d ...time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalls = append(s.stalls, d...)
+}
+
+// takeStallLocked is how long to hold the answer of a RunInstances that just rented.
+func (s *Server) takeStallLocked() time.Duration {
+	if len(s.stalls) == 0 {
+		return 0
+	}
+	d := s.stalls[0]
+	s.stalls = s.stalls[1:]
+	return d
+}
+
 // NeverBoot makes the next n instances started stay pending until terminated.
 func (s *Server) NeverBoot(n int) {
 	s.mu.Lock()

@@ -262,3 +262,41 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 		t.Errorf("Close removed a directory the test gave: %v", err)
 	}
 }
+
+// A stalled RunInstances has rented before it answers: the instance is there while the caller
+// still waits, and a replay of its client token afterwards gets that instance, not another.
+func TestStallRunInstances(t *testing.T) {
+	s, c := start(t, Config{})
+	s.StallRunInstances(500 * time.Millisecond)
+	in := runInput("")
+	in.ClientToken = aws.String("stalled-token")
+	type answer struct {
+		out *ec2.RunInstancesOutput
+		err error
+	}
+	done := make(chan answer, 1)
+	began := time.Now()
+	go func() {
+		out, err := c.ec2.RunInstances(t.Context(), in)
+		done <- answer{out, err}
+	}()
+	for len(s.Instances()) == 0 {
+		if time.Since(began) > 5*time.Second {
+			t.Fatal("nothing rented")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("answered before the stall ended")
+	default:
+	}
+	a := <-done
+	if a.err != nil || time.Since(began) < 500*time.Millisecond {
+		t.Fatalf("answer %v after %s", a.err, time.Since(began))
+	}
+	again, err := c.ec2.RunInstances(t.Context(), in)
+	if err != nil || len(s.Instances()) != 1 || aws.ToString(again.Instances[0].InstanceId) != aws.ToString(a.out.Instances[0].InstanceId) {
+		t.Fatalf("replay: %v; %d instances", err, len(s.Instances()))
+	}
+}

@@ -40,30 +40,45 @@ type runRequest struct {
 }
 
 func (s *Server) runInstances(p params) (response, error) {
+	resp, stall, err := s.rent(p)
+	for end := time.Now().Add(stall); time.Now().Before(end) && !s.isClosed(); {
+		time.Sleep(min(50*time.Millisecond, time.Until(end)))
+	}
+	return resp, err
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// rent answers a RunInstances, and says how long to hold the answer (StallRunInstances).
+func (s *Server) rent(p params) (response, time.Duration, error) {
 	req, err := s.parseRun(p)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := p.dryRun(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	key := idempotencyKey(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ec2Err("Unavailable", "The service is shutting down.")
+		return nil, 0, ec2Err("Unavailable", "The service is shutting down.")
 	}
 	if req.token != "" {
 		// A retry of a request that succeeded gets what that request made, never more.
 		if res, ok := s.tokens[req.token]; ok {
 			if res.key != key {
-				return nil, ec2Err("IdempotentParameterMismatch", "The client token %s was used before with different parameters.", req.token)
+				return nil, 0, ec2Err("IdempotentParameterMismatch", "The client token %s was used before with different parameters.", req.token)
 			}
-			return &runInstancesResponse{XMLName: xmlName("RunInstancesResponse"), xmlReservation: s.xmlReservationLocked(res, res.instances)}, nil
+			return &runInstancesResponse{XMLName: xmlName("RunInstancesResponse"), xmlReservation: s.xmlReservationLocked(res, res.instances)}, 0, nil
 		}
 	}
 	if err := s.takeCapacityFaultLocked(req); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	it := s.types[req.typ]
 	if req.spot {
@@ -72,19 +87,19 @@ func (s *Server) runInstances(p params) (response, error) {
 			bid = it.OnDemandPrice
 		}
 		if price := s.spotPriceLocked(req.typ, req.az); bid < price {
-			return nil, ec2Err("SpotMaxPriceTooLow", "Your Spot request price of %s is lower than the minimum required Spot request fulfillment price of %s.", fmtPrice(bid), fmtPrice(price))
+			return nil, 0, ec2Err("SpotMaxPriceTooLow", "Your Spot request price of %s is lower than the minimum required Spot request fulfillment price of %s.", fmtPrice(bid), fmtPrice(price))
 		}
 	}
 	n, err := s.fitQuotaLocked(req, it)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	res := &reservation{id: randomID("r"), groups: req.groups, key: key}
 	now := time.Now().UTC()
 	for i := range n {
 		in, err := s.newInstanceLocked(req, res, i, now)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		res.instances = append(res.instances, in)
 	}
@@ -105,7 +120,7 @@ func (s *Server) runInstances(p params) (response, error) {
 		s.tokens[req.token] = res
 	}
 	s.notifyLocked()
-	return &runInstancesResponse{XMLName: xmlName("RunInstancesResponse"), xmlReservation: s.xmlReservationLocked(res, res.instances)}, nil
+	return &runInstancesResponse{XMLName: xmlName("RunInstancesResponse"), xmlReservation: s.xmlReservationLocked(res, res.instances)}, s.takeStallLocked(), nil
 }
 
 func (s *Server) newInstanceLocked(req runRequest, res *reservation, i int, now time.Time) (*instance, error) {

@@ -36,6 +36,7 @@ type Server struct {
 	capacity     []capacityFault
 	throttle     int
 	neverBoot    int
+	stalls       []time.Duration // answers of RunInstances to hold, in order
 	denied       map[string]bool
 	calls        []Call
 	changed      chan struct{} // closed and replaced on every instance state change

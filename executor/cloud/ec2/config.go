@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,6 +46,9 @@ type Config struct {
 	// run (the CLI: drain their Nomad nodes, so that nothing new is placed there). Best effort:
 	// an instance is terminated all the same, since billing must stop. Nil: none.
 	Drain func(ctx context.Context, instanceIDs []string)
+	// Log, when set, hears what the caller should know and no error says: a request that fell
+	// over to another zone or market, and why.
+	Log io.Writer
 	// Clock stamps RunningAt (default time.Now).
 	Clock func() time.Time
 	// AWS is the SDK configuration to use as is; nil loads the default chain

@@ -196,6 +196,9 @@ func (p *Provider) launch(ctx context.Context, n *launch, plan []attempt, asked 
 				return fmt.Errorf("node %s: RunInstances answered %d instances, want 1", n.name, len(out.Instances))
 			}
 			n.setRented(out.Instances[0])
+			if len(fails) > 0 && p.cfg.Log != nil {
+				fmt.Fprintf(p.cfg.Log, "node %s: rented %s in %s after %s\n", n.name, a.market, a.subnet, describeFails(fails))
+			}
 			return nil
 		}
 		code := apiCode(err)

@@ -122,15 +122,23 @@ type failure struct {
 // capacityError says why no attempt rented: the type, the market asked for, the subnets tried
 // (on EC2 a zone is named by its subnet: the spec gives one per zone) and AWS's codes.
 func capacityError(typ string, market cloud.Market, fails []failure) *cloud.CapacityError {
-	var subnets, reasons []string
+	var subnets []string
 	for _, f := range fails {
 		if !slices.Contains(subnets, f.subnet) {
 			subnets = append(subnets, f.subnet)
 		}
-		reasons = append(reasons, fmt.Sprintf("%s %s: %s", f.market, f.subnet, f.code))
 	}
 	return &cloud.CapacityError{InstanceType: typ, Market: market, Zone: "subnets " + strings.Join(subnets, ", "),
-		Reason: strings.Join(reasons, "; ")}
+		Reason: describeFails(fails)}
+}
+
+// describeFails is what each failed attempt met: "spot subnet-1: InsufficientInstanceCapacity; ...".
+func describeFails(fails []failure) string {
+	reasons := make([]string, len(fails))
+	for i, f := range fails {
+		reasons[i] = fmt.Sprintf("%s %s: %s", f.market, f.subnet, f.code)
+	}
+	return strings.Join(reasons, "; ")
 }
 
 // quota is a vCPU quota of Service Quotas (service code ec2).

@@ -129,6 +129,9 @@ func (p *Provider) node(in types.Instance, runningAt time.Time) cloud.Node {
 	m := marketOf(in)
 	n := cloud.Node{ID: aws.ToString(in.InstanceId), GPUs: p.cfg.GPUsPerNode, Addr: aws.ToString(in.PrivateIpAddress),
 		RunningAt: runningAt, InstanceType: string(in.InstanceType), Market: m}
+	if in.Placement != nil {
+		n.Zone = aws.ToString(in.Placement.AvailabilityZone)
+	}
 	if n.InstanceType == p.cfg.InstanceType {
 		n.PricePerHour = p.cfg.price(m)
 	}
