@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -29,7 +31,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
-			backendFlag("local or nomad: measure where the job will run (a Nomad job's start-up included)"),
+			backendFlag("local, nomad or ec2: measure where the job will run (a Nomad job's start-up included; on ec2, instances of cluster.instance_type, rented and terminated for the measurement)"),
 		},
 		Action: profileAction,
 	}
@@ -85,8 +87,32 @@ func profileAction(c *cli.Context) error {
 		}
 		defer stop()
 		cfg.Runtime, cfg.Provider = rt, provider
+	case "ec2":
+		// Instances share no disk with this machine: the run's S3 store, under a scratch prefix
+		// of the profile's own.
+		runID := executor.NewRunID(time.Now(), rand.Uint32())
+		exp.Checkpoints.URL = strings.TrimSuffix(exp.Checkpoints.URL, "/") + "/rubberband-profile/" + runID
+		peak := 0
+		for _, g := range counts {
+			peak = max(peak, (g+max(exp.Cluster.GPUsPerNode, 1)-1)/max(exp.Cluster.GPUsPerNode, 1))
+		}
+		provider, rt, stop, err := ec2Backend(c.Context, exp, tmp, scale, runID, peak)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cfg.Runtime, cfg.Provider = rt, provider
+		// The instances' watchdogs and the workers watch the driver's heartbeat: beat.
+		store, err := openStore(c.Context, exp, tmp)
+		if err != nil {
+			return err
+		}
+		beat, endBeat := context.WithCancel(c.Context)
+		defer endBeat()
+		go heartbeat.Beat(beat, store, runID, heartbeat.Every, func(err error) { fmt.Fprintln(c.App.ErrWriter, err) })
+		fmt.Fprintf(c.App.ErrWriter, "profiling on EC2 %s instances (run %s; its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, runID, exp.Checkpoints.URL)
 	default:
-		return usageErr("--backend %q is not a backend (local or nomad)", c.String("backend"))
+		return usageErr("--backend %q is not a backend (local, nomad or ec2)", c.String("backend"))
 	}
 	prof, err := profiler.Run(c.Context, cfg)
 	if err != nil {
