@@ -79,6 +79,8 @@ func TestNomad(t *testing.T) {
 	t.Run("UnplaceableSaysWhy", func(t *testing.T) { unplaceableSaysWhy(t, c) })
 	t.Run("NoRoomIsBounded", func(t *testing.T) { noRoomIsBounded(t, c) })
 	t.Run("SecretsStayOutOfJobs", func(t *testing.T) { secretsStayOutOfJobs(t, c) })
+	t.Run("PinnedByNodeID", func(t *testing.T) { pinnedByNodeID(t, c) })
+	t.Run("WrapperTakesNomadsGPUs", func(t *testing.T) { wrapperTakesNomadsGPUs(t, c) })
 }
 
 // An image gang's credentials reach its container through a Nomad Variable that only its job may
