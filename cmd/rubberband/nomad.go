@@ -17,16 +17,46 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// nomadBackend connects to the Nomad cluster NOMAD_ADDR names (with NOMAD_TOKEN, NOMAD_REGION,
-// NOMAD_NAMESPACE, as the nomad CLI reads them), or starts a server of its own in the state
-// directory when none is set, and returns the provider (client agents as nodes), the runtime and
-// a function that stops what it started.
+// nomadBackend runs gangs as Nomad jobs on nodes of one of two kinds: with cluster.nomad, the
+// existing clients of the team's cluster that NOMAD_ADDR names, claimed and released
+// (nomadPoolProvider); without it, client agents the provider starts on this machine
+// (nomadLocalProvider). It returns the provider, the runtime and a function that stops what it
+// started.
 func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, self, runID string) (cloud.Provider, executor.Runtime, func(), error) {
 	m, err := sim.NewModel(exp)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	offer := offerOf(exp, m)
+	open := nomadLocalProvider
+	if exp.Cluster.Nomad != nil {
+		open = nomadPoolProvider
+	}
+	provider, client, stop, err := open(ctx, exp, dir, runID, offer)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rt, err := nomadRuntime(exp, dir, client, self, runID, timeScale)
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	// A team's clients carry no rb_node meta: they are pinned by their node ID.
+	rt.PinNodeID = exp.Cluster.Nomad != nil
+	if exp.Trainer.Image != "" { // containers inherit nothing: the store's credentials, as Nomad Variables
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
+			if v := os.Getenv(k); v != "" {
+				rt.Secrets = append(rt.Secrets, k+"="+v)
+			}
+		}
+	}
+	return provider, rt, stop, nil
+}
+
+// nomadLocalProvider connects to the Nomad cluster NOMAD_ADDR names (with NOMAD_TOKEN,
+// NOMAD_REGION, NOMAD_NAMESPACE, as the nomad CLI reads them), or starts a server of its own in
+// the state directory when none is set, and starts client agents on this machine as nodes.
+func nomadLocalProvider(ctx context.Context, exp *spec.Experiment, dir, _ string, offer cloud.Offer) (cloud.Provider, *nomadapi.Client, func(), error) {
 	client, bin, stop, err := nomadCluster(ctx, dir)
 	if err != nil {
 		return nil, nil, nil, err
@@ -42,19 +72,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 		stopServer := stop
 		stop = func() { provider.Shutdown(); stopServer() }
 	}
-	rt, err := nomadRuntime(exp, dir, client, self, runID, timeScale)
-	if err != nil {
-		stop()
-		return nil, nil, nil, err
-	}
-	if exp.Trainer.Image != "" { // containers inherit nothing: the store's credentials, as Nomad Variables
-		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
-			if v := os.Getenv(k); v != "" {
-				rt.Secrets = append(rt.Secrets, k+"="+v)
-			}
-		}
-	}
-	return provider, rt, stop, nil
+	return provider, client, stop, nil
 }
 
 // nomadRuntime runs the run's gangs as Nomad jobs whose workers start self (the rubberband

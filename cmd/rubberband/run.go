@@ -45,7 +45,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", DefaultText: "ROOT/NAME, or NAME-2, NAME-3… when taken", Usage: "the run's state directory (journal, checkpoints, logs)"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
-			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you) or ec2 (EC2 instances as Nomad clients: docs/ec2.md)"),
+			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md) or ec2 (EC2 instances as Nomad clients: docs/ec2.md)"),
 			keepNodesFlag, logFormatFlag, metricsAddrFlag,
 		),
 		Before: checkLogFormat,
@@ -172,7 +172,11 @@ func runAction(c *cli.Context) error {
 	}
 	rf := runFile{RunID: runID, Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
 	switch rf.Backend {
-	case "local", "nomad":
+	case "local":
+	case "nomad":
+		if err := checkNomadPool(exp); err != nil {
+			return err
+		}
 	case "ec2":
 		if err := checkEC2(exp); err != nil {
 			return err

@@ -136,6 +136,10 @@ func workerCommand() *cli.Command {
 			}
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = append(os.Environ(), "RB_CHECKPOINT_DIR="+dir)
+			if ids := os.Getenv("NVIDIA_VISIBLE_DEVICES"); ids != "" && os.Getenv(nomad.GPUDevicesEnv) != "" {
+				// Nomad assigned this task its GPUs: the trainer uses those (the last value wins).
+				cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+ids)
+			}
 			cmd.Stdin, cmd.Stderr = os.Stdin, os.Stderr
 			// Its own process group, so that a stop reaches the trainer's children too; and it dies
 			// with the wrapper, should Nomad kill the wrapper first.

@@ -86,10 +86,16 @@ type Runtime struct {
 	// (default 2 minutes): nothing of the gang runs meanwhile. A gang pinned to a node the cluster
 	// does not have is refused at once.
 	PlaceTimeout time.Duration
-	Log          io.Writer
+	// PinNodeID pins task groups by their client's Nomad node ID (${node.unique.id}), for a
+	// team's own clients, which carry no rb_node meta (cloud.Node.ID is then the node ID, as
+	// nomadpool gives it). Such a gang also asks for its GPUs as nvidia/gpu devices where the
+	// client has some, and runs in its clients' node pool (pool.go).
+	PinNodeID bool
+	Log       io.Writer
 
 	mu    sync.Mutex
 	ports int
+	nodes map[string]nodeFacts // clients looked up, by node ID (PinNodeID)
 }
 
 var (
@@ -102,6 +108,9 @@ var (
 func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
 	job, err := r.job(g)
 	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	if err := r.onClients(ctx, job, g); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	if err := r.plan(ctx, job); err != nil {
@@ -152,7 +161,7 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 			return nil, fmt.Errorf("worker %d: %w", env.Rank, err)
 		}
 		tg := nomad.NewTaskGroup(fmt.Sprintf("rank-%d", env.Rank), 1)
-		tg.Constrain(nomad.NewConstraint("${meta."+NodeMeta+"}", "=", w.Node.ID))
+		tg.Constrain(r.pin(w.Node.ID))
 		tg.RestartPolicy = &nomad.RestartPolicy{Attempts: &zero, Mode: strPtr("fail")}
 		tg.ReschedulePolicy = &nomad.ReschedulePolicy{Attempts: &zero, Unlimited: boolPtr(false)}
 		trainer := append([]string(nil), g.Command...)

@@ -82,6 +82,8 @@ func TestNomad(t *testing.T) {
 	t.Run("NoRoomIsBounded", func(t *testing.T) { noRoomIsBounded(t, c) })
 	t.Run("SecretsStayOutOfJobs", func(t *testing.T) { secretsStayOutOfJobs(t, c) })
 	t.Run("SpotNoticeStopsTheGangSaving", func(t *testing.T) { spotNoticeStopsTheGangSaving(t, c) })
+	t.Run("PinnedByNodeID", func(t *testing.T) { pinnedByNodeID(t, c) })
+	t.Run("WrapperTakesNomadsGPUs", func(t *testing.T) { wrapperTakesNomadsGPUs(t, c) })
 }
 
 // fakeIMDS serves IMDSv2 with a spot interruption notice from the time given on.

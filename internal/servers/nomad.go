@@ -1,10 +1,13 @@
 package servers
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -54,13 +57,59 @@ func StartNomad(t testing.TB) *Nomad {
 func (n *Nomad) AddClient(name string, gpus int) {
 	n.t.Helper()
 	n.start(name, nomadlocal.ClientConfig(name, filepath.Join(n.dir, name), n.RPC, FreePort(n.t), gpus))
+	n.waitReady(name)
+}
+
+// TeamClient is a client agent as a team's own cluster has them: in a node pool and datacenter,
+// of a node class, with meta of the team's choosing and none of rubberband's (no rb_node).
+type TeamClient struct {
+	Name, NodePool, Datacenter, Class string
+	Meta                              map[string]string
+}
+
+// AddTeamClient starts a team's client agent, waits until the server lists it as ready, and
+// returns its Nomad node ID.
+func (n *Nomad) AddTeamClient(c TeamClient) string {
+	n.t.Helper()
+	meta := ""
+	for k, v := range c.Meta {
+		meta += fmt.Sprintf("    %q = %q\n", k, v)
+	}
+	cfg := fmt.Sprintf(`name = %q
+data_dir = %q
+bind_addr = "127.0.0.1"
+datacenter = %q
+log_level = "WARN"
+ports { http = %d }
+client {
+  enabled = true
+  servers = [%q]
+  node_pool = %q
+  node_class = %q
+  meta {
+%s  }
+  options { "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean" }
+}
+advertise { http = "127.0.0.1"
+  rpc = "127.0.0.1"
+  serf = "127.0.0.1" }
+plugin "raw_exec" { config { enabled = true } }
+`, c.Name, filepath.Join(n.dir, c.Name), cmp.Or(c.Datacenter, "dc1"), FreePort(n.t), n.RPC, cmp.Or(c.NodePool, "default"), c.Class, meta)
+	n.start(c.Name, cfg)
+	return n.waitReady(c.Name)
+}
+
+// waitReady waits until the server lists the client agent named name as ready, and returns its
+// node ID.
+func (n *Nomad) waitReady(name string) string {
+	n.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		nodes, _, err := n.Client.Nodes().List(nil)
 		if err == nil {
 			for _, node := range nodes {
 				if node.Name == name && node.Status == "ready" {
-					return
+					return node.ID
 				}
 			}
 		}
@@ -69,6 +118,21 @@ func (n *Nomad) AddClient(name string, gpus int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Running says whether the agent named name still runs (a process that exited, and is not yet
+// reaped, does not).
+func (n *Nomad) Running(name string) bool {
+	cmd, ok := n.agents[name]
+	if !ok || cmd.Process == nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return false
+	}
+	_, state, _ := strings.Cut(string(b), ") ")
+	return state != "" && state[0] != 'Z' && state[0] != 'X'
 }
 
 func (n *Nomad) start(name, cfg string) {
