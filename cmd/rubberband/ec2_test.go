@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -448,4 +449,67 @@ func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
 		t.Fatalf("resumed run: finished %v, best %+v", rep.Finished, rep.Best)
 	}
 	t.Logf("resumed: %d instances rented in all (%v), best %s", len(insts), rented, rep.Best.Trial)
+}
+
+// Fidelity on EC2: the spec's latencies measured where the job runs (`profile --backend ec2`
+// rents instances of the fake, whose boot, Nomad join, gang start-up and checkpoint transfers
+// are real), then an SHA job at time scale 1 (every second real, as on EC2): its realized cost
+// and JCT against the plan's. The goal is 3%; the bound here is looser, for a shared machine.
+func TestEC2Fidelity(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	src, _ := os.ReadFile(specFile)
+	text := strings.Replace(string(src), "profile:\n  iter_latency: {1: {mean: 4, std: 0.4}, 2: {mean: 2.2, std: 0.2}, 4: {mean: 1.3, std: 0.1}}",
+		"profile:\n  iter_latency: {1: {mean: 1, std: 0.05}, 2: {mean: 0.6, std: 0.03}}", 1)
+	text = strings.Replace(text, "algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}",
+		"algorithm: {sha: {trials: 8, min_iters: 4, max_iters: 16, eta: 2}}", 1)
+	os.WriteFile(specFile, []byte(text), 0o644) // what the synthetic trainer sleeps
+	profFile := filepath.Join(dir, "profile.yaml")
+	out, errOut, code := rbEnv(t, binary, env, "profile", specFile, "--backend", "ec2", "--gpus", "1,2", "--iters", "4", "--rounds", "2", "--out", profFile)
+	if code != 0 {
+		t.Fatalf("profile on ec2: exit %d\n%s\n%s", code, errOut, out)
+	}
+	prof, _ := os.ReadFile(profFile)
+	var nodeStart []float64
+	for _, l := range strings.Split(string(prof), "\n") {
+		if rest, ok := strings.CutPrefix(l, "# node start-up measured (request to ready): ["); ok {
+			list, _, _ := strings.Cut(rest, "]")
+			for _, f := range strings.Split(list, ",") {
+				var v float64
+				fmt.Sscan(strings.TrimSpace(f), &v)
+				nodeStart = append(nodeStart, v)
+			}
+		}
+	}
+	if len(nodeStart) != 2 {
+		t.Fatalf("profile without the node start-up:\n%s", prof)
+	}
+	for _, in := range sim.Instances() {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("profiling left %s %s", in.ID, in.State)
+		}
+	}
+	// The job's spec: the measured profile, and the measured node start-up as the scale latency.
+	planned := strings.Replace(text, "profile:\n  iter_latency: {1: {mean: 1, std: 0.05}, 2: {mean: 0.6, std: 0.03}}\n  startup_latency: {value: 1s}",
+		"profile: {file: "+profFile+"}", 1)
+	planned = strings.Replace(planned, "scale_latency: {value: 20s}", fmt.Sprintf("scale_latency: {value: %.3f}", (nodeStart[0]+nodeStart[1])/2), 1)
+	planned = strings.Replace(planned, "init_latency: {value: 5s}", "init_latency: {value: 0}", 1)
+	plannedFile := filepath.Join(dir, "planned.yaml")
+	os.WriteFile(plannedFile, []byte(planned), 0o644)
+	plan := planFile(t, dir, plannedFile, "4,4,2")
+	state := filepath.Join(dir, "state")
+	if out, errOut, code := rbEnv(t, binary, env, "run", plannedFile, "--plan", plan, "--backend", "ec2", "--state", state); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	rep := readRunReport(t, state)
+	costErr, jctErr := pct(rep.Realized.Cost, rep.Predicted.Cost), pct(rep.Realized.JCT, rep.Predicted.JCT)
+	t.Logf("profile:\n%s", prof)
+	t.Logf("EC2 (fake) at time scale 1: cost realized $%.5f, predicted $%.5f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%); %d instances",
+		rep.Realized.Cost, rep.Predicted.Cost, costErr, rep.Realized.JCT, rep.Predicted.JCT, jctErr, len(sim.Instances()))
+	for i, s := range rep.Stages {
+		t.Logf("stage %d: time %.1f s (predicted %.1f), cost $%.5f (predicted $%.5f)", i, s.Realized.Duration, s.Predicted.Duration, s.Realized.Cost, s.Predicted.Cost)
+	}
+	if math.Abs(costErr) > 25 || math.Abs(jctErr) > 25 {
+		t.Fatalf("realized %+.1f%% cost and %+.1f%% JCT off the prediction", costErr, jctErr)
+	}
 }
