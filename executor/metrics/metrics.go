@@ -20,6 +20,7 @@ type Metrics struct {
 	running                    prometheus.Gauge
 	done, retries, gaveUp      prometheus.Counter
 	timeouts, lost             prometheus.Counter
+	interrupted, relaunched    prometheus.Counter
 	elapsed, cost              prometheus.Gauge
 	predictedJCT, predictedUSD prometheus.Gauge
 
@@ -54,6 +55,8 @@ func New(runID, experiment string, predictedJCT, predictedCost float64) *Metrics
 		gaveUp:       counter("trials_failed_total", "Trials given up on after their last retry."),
 		timeouts:     counter("timeouts_total", "Gangs stopped past their time budget."),
 		lost:         counter("nodes_lost_total", "Nodes that went away under the run (crashes, spot interruptions)."),
+		interrupted:  counter("spot_interruptions_total", "Spot nodes taken away under the run."),
+		relaunched:   counter("interrupted_tries_total", "Tries that lost their node and were relaunched from their checkpoints."),
 		elapsed:      gauge("elapsed_seconds", "Spec seconds since the run started (its JCT once it has finished)."),
 		cost:         gauge("cost_dollars", "Dollars the run has cost so far (its realized cost once it has finished)."),
 		predictedJCT: gauge("predicted_jct_seconds", "The plan's predicted JCT, mean."),
@@ -78,15 +81,18 @@ func (m *Metrics) Observe(e executor.Event) {
 				m.nodes.With(l).Inc()
 			}
 		}
-	case executor.EvNodeOff:
+	case executor.EvNodeOff, executor.EvInterrupt:
 		for _, id := range e.Nodes {
 			if l, ok := m.held[id]; ok {
 				delete(m.held, id)
 				m.nodes.With(l).Dec()
 			}
 		}
-		if e.Error == "lost" {
+		if e.Error == "lost" || e.Ev == executor.EvInterrupt {
 			m.lost.Add(float64(len(e.Nodes)))
+		}
+		if e.Ev == executor.EvInterrupt {
+			m.interrupted.Add(float64(len(e.Nodes)))
 		}
 	case executor.EvStage:
 		m.stage.WithLabelValues(strconv.Itoa(e.Bracket)).Set(float64(e.Stage + 1))
@@ -97,9 +103,12 @@ func (m *Metrics) Observe(e executor.Event) {
 		m.done.Inc()
 	case executor.EvFail:
 		m.setRunning(e.Trial, false)
-		if e.GaveUp {
+		switch {
+		case e.GaveUp:
 			m.gaveUp.Inc()
-		} else {
+		case e.Interrupted:
+			m.relaunched.Inc()
+		default:
 			m.retries.Inc()
 		}
 	case executor.EvTimeout:

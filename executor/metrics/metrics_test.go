@@ -53,6 +53,9 @@ func TestMetricsFollowTheJournal(t *testing.T) {
 		{Ev: executor.EvTimeout, Trial: "c"}, {Ev: executor.EvFail, Trial: "c", GaveUp: true},
 		{Ev: executor.EvNodeOff, Nodes: []string{"n3"}, Error: "lost"},
 		{Ev: executor.EvLaunch, Trial: "b"}, {Ev: executor.EvLaunch, Trial: "d"},
+		{Ev: executor.EvNodeUp, Node: node("n4", "p3.8xlarge", cloud.Spot)},
+		{Ev: executor.EvInterrupt, Nodes: []string{"n4"}, Error: "spot interruption notice"},
+		{Ev: executor.EvFail, Trial: "d", Interrupted: true}, {Ev: executor.EvLaunch, Trial: "d"},
 	} {
 		m.Observe(e)
 	}
@@ -61,7 +64,9 @@ func TestMetricsFollowTheJournal(t *testing.T) {
 	wantLines(t, text,
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="on-demand",run="r1"} 1`,
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="spot",run="r1"} 1`,
-		`rubberband_nodes_lost_total{experiment="exp",run="r1"} 1`,
+		`rubberband_nodes_lost_total{experiment="exp",run="r1"} 2`,
+		`rubberband_spot_interruptions_total{experiment="exp",run="r1"} 1`,
+		`rubberband_interrupted_tries_total{experiment="exp",run="r1"} 1`,
 		`rubberband_stage{bracket="0",experiment="exp",run="r1"} 2`,
 		`rubberband_trials_running{experiment="exp",run="r1"} 2`,
 		`rubberband_trial_stages_done_total{experiment="exp",run="r1"} 1`,
@@ -79,7 +84,7 @@ func TestMetricsFollowTheJournal(t *testing.T) {
 	wantLines(t, scrape(t, m),
 		`rubberband_trials_running{experiment="exp",run="r1"} 0`,
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="spot",run="r1"} 0`,
-		`rubberband_nodes_lost_total{experiment="exp",run="r1"} 1`,
+		`rubberband_nodes_lost_total{experiment="exp",run="r1"} 2`,
 		`rubberband_elapsed_seconds{experiment="exp",run="r1"} 130`,
 		`rubberband_cost_dollars{experiment="exp",run="r1"} 3.75`,
 	)
