@@ -126,7 +126,7 @@ func referenceStageCosts(m *Model, plans []stagePlan, i int) (startAcc, durAcc, 
 			dur += p.prov.dur[i]
 			scale = p.prov.scale[i]
 		}
-		stageCost := float64(p.newNodes) * m.DataCost
+		stageCost := float64(p.newNodes)*m.DataCost + p.spotCost(i)
 		if m.PerFunction {
 			stageCost += p.train.fnCost[i]
 		} else {
@@ -216,10 +216,12 @@ func TestBreakdownAddsUpPerSample(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						sum := 0.0
-						for _, c := range bill.Stages {
-							sum += c
+						sum, spot := 0.0, 0.0
+						for k, p := range plans {
+							spot += p.spotCost(i)
+							sum += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + p.spotCost(i)
 						}
+						bill.Total += spot
 						last := tl.windows[len(tl.windows)-1].Sync
 						if !relNear(sum, cost) || !relNear(bill.Total, cost) || len(bill.Stages) != len(plans) || last != jct {
 							t.Fatalf("bracket %d sample %d: stages add up to %v, meter total %v, hot path %v; %d stages; last sync %v, JCT %v",

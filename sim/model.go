@@ -22,6 +22,9 @@ type Model struct {
 	Startup     Dist
 	// DataLatency is how long a new node takes to download the dataset.
 	DataLatency float64
+	// Spot, when not nil, interrupts nodes (cluster.market spot with an interruption rate or
+	// lifetimes): what a stage takes and costs then includes the risk.
+	Spot *Spot
 
 	points []int        // measured GPU counts, ascending
 	iter   map[int]Dist // iteration latency at each measured count
@@ -54,6 +57,15 @@ func NewModel(exp *spec.Experiment) (*Model, error) {
 	}
 	if m.Startup, err = NewDist(exp.Profile.StartupLatency); err != nil {
 		return nil, fmt.Errorf("profile.startup_latency: %w", err)
+	}
+	if sp := c.Spot; c.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {
+		m.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart}
+		if sp.Lifetimes != nil {
+			if m.Spot.Lifetimes, err = NewDist(*sp.Lifetimes); err != nil {
+				return nil, fmt.Errorf("cluster.spot.lifetimes: %w", err)
+			}
+			m.Spot.Rate = 0
+		}
 	}
 	for g, d := range exp.Profile.IterLatency {
 		if m.iter[g], err = NewDist(d); err != nil {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 
 	"github.com/rubberband-hpo/rubberband/sim/meter"
@@ -28,6 +29,11 @@ type stageKey struct{ b, k, x int }
 type trainSamples struct {
 	dur    []float64 // critical path from the stage's start (cluster ready) to its SYNC
 	fnCost []float64 // per-function compute cost of the stage's TRAIN nodes
+	// spotCost is what spot interruptions add to the stage's cost beyond its longer duration
+	// (each replacement's dataset, less its unbilled SCALE); interrupted counts them. Nil
+	// without a spot model.
+	spotCost    []float64
+	interrupted []float64
 }
 
 // provSamples are the draws of a stage's scale-up by some number of new nodes.
@@ -61,6 +67,7 @@ func (s *Simulator) Samples() int { return s.samples }
 const (
 	streamTrain = iota + 1
 	streamProvision
+	streamSpot
 )
 
 func (s *Simulator) stream(kind, b, k, x int) uint64 {
@@ -77,9 +84,16 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 		return t
 	}
 	t := &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples)}
+	if s.m.Spot != nil {
+		t.spotCost, t.interrupted = make([]float64, s.samples), make([]float64, s.samples)
+	}
 	gpuPrice := s.m.GPUPricePerSecond()
-	s.drawTrain(b, k, a, func(i int, g *DAG, end float64, _, latency []float64) {
+	s.drawTrain(b, k, a, func(i int, g *DAG, end float64, hit interruptions, _, latency []float64) {
 		t.dur[i] = end
+		if t.spotCost != nil {
+			t.interrupted[i] = float64(hit.count)
+			t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*s.m.NodePricePerSecond
+		}
 		if s.m.PerFunction {
 			for j, n := range g.Nodes {
 				if n.Kind == Train {
@@ -93,16 +107,27 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 }
 
 // drawTrain draws a stage's TRAIN nodes and SYNC sample by sample from the stage's own stream,
-// and hands each sample's DAG, critical path, and every node's finish and latency to each. The
-// same stage and allocation always give the same draws.
-func (s *Simulator) drawTrain(b, k int, a StageAlloc, each func(i int, g *DAG, end float64, finish, latency []float64)) {
+// with the spot interruptions that hit them (from a stream of their own, so that the same
+// stage draws the same TRAIN latencies with and without them), and hands each sample's DAG,
+// end, interruptions and every node's latency to each. The same stage and allocation always
+// give the same draws.
+func (s *Simulator) drawTrain(b, k int, a StageAlloc, each func(i int, g *DAG, end float64, hit interruptions, finish, latency []float64)) {
 	g := &DAG{}
-	g.addTrain(b, k, s.brackets[b].Stages[k], a, nil)
+	st := s.brackets[b].Stages[k]
+	g.addTrain(b, k, st, a, nil)
 	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
+	var rs *rand.Rand
+	if s.m.Spot != nil {
+		rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
+	}
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	for i := range s.samples {
 		end := g.CriticalPath(s.m, r, finish, latency)
-		each(i, g, end, finish, latency)
+		var hit interruptions
+		if rs != nil {
+			end, hit = s.m.interrupt(g, a.Nodes, GPUsPerTrial(st, a), rs, finish, latency)
+		}
+		each(i, g, end, hit, finish, latency)
 	}
 }
 
@@ -114,7 +139,7 @@ func (s *Simulator) trainLaunches(b int, a []StageAlloc) [][][]meter.LaunchSpan 
 	out := make([][][]meter.LaunchSpan, len(a))
 	for k, sa := range a {
 		out[k] = make([][]meter.LaunchSpan, s.samples)
-		s.drawTrain(b, k, sa, func(i int, g *DAG, _ float64, finish, latency []float64) {
+		s.drawTrain(b, k, sa, func(i int, g *DAG, _ float64, _ interruptions, finish, latency []float64) {
 			for j, n := range g.Nodes {
 				if n.Kind == Train {
 					out[k][i] = append(out[k][i], meter.LaunchSpan{Bracket: b, Start: finish[j] - latency[j], End: finish[j], GPUs: n.GPUs, PricePerGPUSecond: price})
@@ -149,6 +174,15 @@ type stagePlan struct {
 	newNodes int
 	train    *trainSamples
 	prov     *provSamples
+}
+
+// spotCost is what spot interruptions add to sample i of the stage beyond its longer duration,
+// which the meter does not see: the replacements' datasets, less their unbilled SCALE.
+func (p stagePlan) spotCost(i int) float64 {
+	if p.train.spotCost == nil {
+		return 0
+	}
+	return p.train.spotCost[i]
 }
 
 func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
@@ -216,6 +250,7 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 			dur += p.prov.dur[i]
 			scale = p.prov.scale[i]
 		}
+		total += p.spotCost(i)
 		if m.PerFunction {
 			total += float64(p.newNodes)*m.DataCost + p.train.fnCost[i]
 		} else {
@@ -369,6 +404,8 @@ type StageResult struct {
 	Start        float64 `json:"start_s"`
 	Duration     float64 `json:"duration_s"`
 	Cost         float64 `json:"cost_usd"`
+	// Interruptions is the expected number of spot interruptions that hit the stage's gangs.
+	Interruptions float64 `json:"interruptions,omitempty"`
 }
 
 // Simulate predicts an allocation with its per-stage breakdown.
@@ -385,7 +422,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 			launches = s.trainLaunches(b, a[b])
 		}
 		n := len(plans)
-		start, dur, cost := make([]float64, n), make([]float64, n), make([]float64, n)
+		start, dur, cost, interrupted := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 		bj, bc := make([]float64, s.samples), make([]float64, s.samples)
 		for i := range bj {
 			bj[i], bc[i] = s.sampleBracket(plans, i)
@@ -399,7 +436,10 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 			for k, w := range tl.windows {
 				start[k] += w.Start
 				dur[k] += w.Sync - w.Start
-				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
+				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + plans[k].spotCost(i)
+				if t := plans[k].train; t.interrupted != nil {
+					interrupted[k] += t.interrupted[i]
+				}
 			}
 		}
 		brs := BracketResult{Name: br.Name, JCT: Summarize(bj), Cost: Summarize(bc)}
@@ -409,7 +449,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 			brs.Stages = append(brs.Stages, StageResult{
 				Trials: st.Trials, Iters: st.Iters, GPUs: sa.GPUs, GPUsPerTrial: GPUsPerTrial(st, sa),
 				Nodes: sa.Nodes, NewNodes: plans[k].newNodes, Waves: Waves(st, sa),
-				Start: start[k] * inv, Duration: dur[k] * inv, Cost: cost[k] * inv,
+				Start: start[k] * inv, Duration: dur[k] * inv, Cost: cost[k] * inv, Interruptions: interrupted[k] * inv,
 			})
 		}
 		res.Brackets = append(res.Brackets, brs)

@@ -179,6 +179,7 @@ func fieldRules() map[string]map[string]any {
 		"Spot.discount":               {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
 		"Spot.interruptions_per_hour": between(0, MaxInterruptionsPerHour),
 		"Spot.fallback":               oneOfStrings(FallbackOnDemand, FallbackNone),
+		"Spot.on_notice":              oneOfStrings(OnNoticeCheckpoint, OnNoticeRestart),
 		"EC2":                         {"required": []string{"ami", "subnets"}},
 		"EC2.region":                  {"type": "string", "pattern": regionRE().String()},
 		"EC2.ami":                     {"type": "string", "pattern": amiRE().String()},
@@ -275,6 +276,7 @@ func fieldDocs() map[string]string {
 		"Spot.interruptions_per_hour": "How often one node is interrupted, per hour (0 to 60); or give lifetimes.",
 		"Spot.lifetimes":              "The distribution of a spot instance's lifetime (seconds, or Go durations); instead of interruptions_per_hour.",
 		"Spot.notice":                 "The warning before an interruption, a Go duration (default 2m, at most 1h).",
+		"Spot.on_notice":              "What an interrupted trial keeps: checkpoint (the default: it checkpoints within the notice and loses nothing) or restart (the launch's work is lost).",
 		"Spot.fallback":               "What to rent when no spot capacity is left: on-demand (the default) or none (wait for spot).",
 
 		"EC2.region":           "The AWS region, such as us-east-1; default the SDK's (AWS_REGION, shared config).",

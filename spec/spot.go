@@ -25,7 +25,18 @@ type Spot struct {
 	// Fallback is what to rent when no spot capacity is left: FallbackOnDemand (the default)
 	// or FallbackNone.
 	Fallback string `yaml:"fallback"`
+	// OnNotice is what an interrupted trial keeps: OnNoticeCheckpoint (the default: the trainer
+	// checkpoints within the notice, as rubberband's trainer contract asks, and loses nothing)
+	// or OnNoticeRestart (the launch's work is lost: it restarts from the checkpoint it began
+	// from).
+	OnNotice string `yaml:"on_notice"`
 }
+
+// What an interrupted trial keeps.
+const (
+	OnNoticeCheckpoint = "checkpoint"
+	OnNoticeRestart    = "restart"
+)
 
 // Spot fallbacks.
 const (
@@ -102,6 +113,9 @@ func (e *Experiment) spotDefaults() Problems {
 	if s.Fallback == "" && !e.unknown("cluster.spot.fallback") {
 		s.Fallback = FallbackOnDemand
 	}
+	if s.OnNotice == "" && !e.unknown("cluster.spot.on_notice") {
+		s.OnNotice = OnNoticeCheckpoint
+	}
 	if s.Lifetimes != nil {
 		s.Lifetimes.inferKind()
 	}
@@ -147,6 +161,11 @@ func (v *validator) spot() {
 	case FallbackOnDemand, FallbackNone:
 	default:
 		v.add("cluster.spot.fallback", "%q is not a fallback (%s or %s)", s.Fallback, FallbackOnDemand, FallbackNone)
+	}
+	switch s.OnNotice {
+	case OnNoticeCheckpoint, OnNoticeRestart:
+	default:
+		v.add("cluster.spot.on_notice", "%q is not what a notice does (%s or %s)", s.OnNotice, OnNoticeCheckpoint, OnNoticeRestart)
 	}
 }
 

@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Spot models spot interruptions (cluster.market spot). Each node is interrupted as a Poisson
+// process of Rate per second, or, with Lifetimes, after a lifetime drawn afresh when the node
+// (or its replacement) starts its part of a stage. An interrupted node is replaced: a new
+// SCALE, INIT_INSTANCE and DATA; the gangs it ran restart on the replacement (a start-up again)
+// and lose nothing when the trainer checkpoints within the notice, or, with Restart, the
+// launch's work so far. Interruptions of a node whose gangs of the stage have all ended delay
+// nothing and are not modelled.
+type Spot struct {
+	Rate      float64 // interruptions per node-second; 0 when Lifetimes is set
+	Lifetimes Dist    // a node's time to its interruption; nil when Rate is used
+	Restart   bool    // an interrupted launch loses its work (no checkpoint within the notice)
+}
+
+// maxInterruptions bounds the interruptions drawn for one sample of a stage: past it the
+// stage's end stands as it is (an absurd rate then shows as an absurd JCT, not as a hang).
+const maxInterruptions = 10000
+
+// untilInterrupted draws how long a node that starts now runs before it is interrupted.
+func (sp *Spot) untilInterrupted(r *rand.Rand) float64 {
+	if sp.Lifetimes != nil {
+		return sp.Lifetimes.Sample(r)
+	}
+	if sp.Rate <= 0 {
+		return math.Inf(1)
+	}
+	return r.ExpFloat64() / sp.Rate
+}
+
+// interruptions is what spot interruptions did to one sample of a stage.
+type interruptions struct {
+	count    int     // interruptions that hit a running gang
+	unbilled float64 // node-seconds not billed: each replacement's SCALE, between the end of
+	// the interrupted instance and the start of the new one
+}
+
+// interrupt lays spot interruptions over one sample of a stage's TRAIN nodes (g as addTrain
+// built it, finish and latency as CriticalPath drew them), in place: a gang hit at time t ends
+// later by the replacement's latency, a new start-up and, with Restart, the work it had done
+// since it began; the gangs after it on its slot move with it. A slot's gang runs on the nodes
+// that hold its GPUs (GPU x on node x / GPUsPerNode, as placement packs them). It returns the
+// stage's new end (its SYNC) and what the interruptions cost.
+func (m *Model) interrupt(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency []float64) (float64, interruptions) {
+	var slots [][]int // TRAIN node indices per slot, in the order they run
+	end := 0.0
+	for i, n := range g.Nodes {
+		if n.Kind != Train {
+			continue
+		}
+		for len(slots) <= n.Slot {
+			slots = append(slots, nil)
+		}
+		slots[n.Slot] = append(slots[n.Slot], i)
+		end = max(end, finish[i])
+	}
+	gpn := max(m.GPUsPerNode, 1)
+	onNode := make([][]int, nodes) // the slots each node holds GPUs of
+	for j := range slots {
+		for n := j * gpt / gpn; n <= ((j+1)*gpt-1)/gpn && n < nodes; n++ {
+			onNode[n] = append(onNode[n], j)
+		}
+	}
+	// Each TRAIN node's current launch: when it began, and its start-up (the model's mean for
+	// a first launch, whose draw is inside its latency; a relaunch's own draw).
+	began, startup := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	for _, chain := range slots {
+		for _, i := range chain {
+			began[i], startup[i] = finish[i]-latency[i], min(m.Startup.Mean(), latency[i])
+		}
+	}
+	next := make([]float64, nodes)
+	for n := range next {
+		next[n] = m.Spot.untilInterrupted(r)
+	}
+	var out interruptions
+	for out.count < maxInterruptions {
+		n := 0
+		for i := range next {
+			if next[i] < next[n] {
+				n = i
+			}
+		}
+		t := next[n]
+		if t >= end {
+			break
+		}
+		scale := m.Scale.Sample(r)
+		replace := scale + m.Init.Sample(r) + m.DataLatency
+		hit := false
+		for _, j := range onNode[n] {
+			for c, i := range slots[j] {
+				if t < began[i] || t >= finish[i] {
+					continue
+				}
+				// The relaunch starts up again, then trains what is left: all of the launch's
+				// work with Restart (the checkpoint is the one it began from), else what it had
+				// not done (a start-up cut short is done again whole).
+				s := m.Startup.Sample(r)
+				trained := max(0, t-began[i]-startup[i])
+				left := finish[i] - max(t, began[i]+startup[i])
+				if m.Spot.Restart {
+					left += trained
+				}
+				shift := t + replace + s + left - finish[i]
+				latency[i] += s + left - (finish[i] - t) // launch time: what per-function billing charges
+				for _, k := range slots[j][c:] {
+					finish[k] += shift
+					began[k] += shift
+					end = max(end, finish[k])
+				}
+				began[i], startup[i] = t+replace, s
+				hit = true
+				break
+			}
+		}
+		if hit {
+			out.count++
+			out.unbilled += scale
+		}
+		next[n] = t + replace + m.Spot.untilInterrupted(r)
+	}
+	return end, out
+}
