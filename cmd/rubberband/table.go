@@ -49,7 +49,17 @@ func printReport(w io.Writer, r *planner.Report) {
 
 func printStages(w io.Writer, brackets []planner.BracketReport, named bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := []string{"STAGE", "TRIALS", "ITERS", "GPUS", "GPUS/TRIAL", "NODES", "WAVES", "START", "TIME", "COST", ""}
+	cols := []string{"STAGE", "TRIALS", "ITERS", "GPUS", "GPUS/TRIAL", "NODES", "WAVES", "START", "TIME", "COST"}
+	spot := false // a column of expected interruptions, when the model has them
+	for _, b := range brackets {
+		for _, s := range b.Stages {
+			spot = spot || s.Interruptions > 0
+		}
+	}
+	if spot {
+		cols = append(cols, "INTERRUPTIONS")
+	}
+	cols = append(cols, "")
 	if named {
 		cols = append([]string{"BRACKET"}, cols...)
 	}
@@ -58,7 +68,11 @@ func printStages(w io.Writer, brackets []planner.BracketReport, named bool) {
 		for k, s := range b.Stages {
 			row := []string{fmt.Sprint(k), fmt.Sprint(s.Trials), fmt.Sprint(s.Iters), fmt.Sprint(s.GPUs),
 				fmt.Sprint(s.GPUsPerTrial), fmt.Sprint(s.Nodes), fmt.Sprint(s.Waves), clock(s.Start),
-				clock(s.Duration), fmt.Sprintf("$%.2f", s.Cost), ""}
+				clock(s.Duration), fmt.Sprintf("$%.2f", s.Cost)}
+			if spot {
+				row = append(row, fmt.Sprintf("%.2f", s.Interruptions))
+			}
+			row = append(row, "")
 			if named {
 				row = append([]string{b.Name}, row...)
 			}
