@@ -129,18 +129,25 @@ func (g *DAG) CriticalPath(m *Model, r *rand.Rand, finish, latency []float64) fl
 	if len(finish) < len(g.Nodes) {
 		finish = make([]float64, len(g.Nodes))
 	}
+	if len(latency) < len(g.Nodes) {
+		latency = make([]float64, len(g.Nodes))
+	}
+	for i := range g.Nodes {
+		latency[i] = m.Latency(&g.Nodes[i], r)
+	}
+	return g.finishAll(finish, latency)
+}
+
+// finishAll sets every node's finish from the latencies, in topological order, and returns the
+// latest.
+func (g *DAG) finishAll(finish, latency []float64) float64 {
 	end := 0.0
 	for i := range g.Nodes {
-		n := &g.Nodes[i]
 		start := 0.0
-		for _, p := range n.Preds {
+		for _, p := range g.Nodes[i].Preds {
 			start = max(start, finish[p])
 		}
-		l := m.Latency(n, r)
-		if len(latency) >= len(g.Nodes) {
-			latency[i] = l
-		}
-		finish[i] = start + l
+		finish[i] = start + latency[i]
 		end = max(end, finish[i])
 	}
 	return end

@@ -22,6 +22,9 @@ type Model struct {
 	Startup     Dist
 	// DataLatency is how long a new node takes to download the dataset.
 	DataLatency float64
+	// SlowShare of the nodes are persistent stragglers: every trial on one takes SlowFactor
+	// times as long (profile.slow_nodes).
+	SlowShare, SlowFactor float64
 	// Spot, when not nil, interrupts nodes (cluster.market spot with an interruption rate or
 	// lifetimes): what a stage takes and costs then includes the risk.
 	Spot *Spot
@@ -43,7 +46,8 @@ func NewModel(exp *spec.Experiment) (*Model, error) {
 			Minimum:     c.Billing.Minimum.Seconds(),
 			DataCost:    c.Data.SizeGB * c.Data.PricePerGB,
 		},
-		iter: map[int]Dist{},
+		iter:      map[int]Dist{},
+		SlowShare: exp.Profile.SlowNodes.Share, SlowFactor: max(exp.Profile.SlowNodes.Factor, 1),
 	}
 	if c.Data.SizeGB > 0 {
 		m.DataLatency = c.Data.SizeGB * 8 / c.NetworkGbps

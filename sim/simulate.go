@@ -68,6 +68,7 @@ const (
 	streamTrain = iota + 1
 	streamProvision
 	streamSpot
+	streamSlow
 )
 
 func (s *Simulator) stream(kind, b, k, x int) uint64 {
@@ -116,16 +117,23 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, each func(i int, g *DAG, e
 	st := s.brackets[b].Stages[k]
 	g.addTrain(b, k, st, a, nil)
 	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
-	var rs *rand.Rand
+	var rs, rslow *rand.Rand
 	if s.m.Spot != nil {
 		rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
 	}
+	if s.m.SlowShare > 0 && s.m.SlowFactor > 1 {
+		rslow = spec.NewRand(s.seed, s.stream(streamSlow, b, k, a.GPUs))
+	}
+	gpt := GPUsPerTrial(st, a)
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	for i := range s.samples {
 		end := g.CriticalPath(s.m, r, finish, latency)
+		if rslow != nil {
+			end = s.m.slowDown(g, a.Nodes, gpt, rslow, finish, latency)
+		}
 		var hit interruptions
 		if rs != nil {
-			end, hit = s.m.interrupt(g, a.Nodes, GPUsPerTrial(st, a), rs, finish, latency)
+			end, hit = s.m.interrupt(g, a.Nodes, gpt, rs, finish, latency)
 		}
 		each(i, g, end, hit, finish, latency)
 	}

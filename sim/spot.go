@@ -33,6 +33,40 @@ func (sp *Spot) untilInterrupted(r *rand.Rand) float64 {
 	return r.ExpFloat64() / sp.Rate
 }
 
+// slotNodes are the nodes, first to last, that hold slot j's GPUs when each slot has gpt of them:
+// GPU x is on node x / GPUsPerNode, as placement packs them.
+func (m *Model) slotNodes(j, gpt, nodes int) (int, int) {
+	gpn := max(m.GPUsPerNode, 1)
+	return min(j*gpt/gpn, nodes-1), min(((j+1)*gpt-1)/gpn, nodes-1)
+}
+
+// slowDown makes the TRAIN nodes of one sample whose gang runs on a slow node (each of the
+// stage's nodes is, with probability SlowShare) take SlowFactor times as long, and returns the
+// stage's new end.
+func (m *Model) slowDown(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency []float64) float64 {
+	slow := make([]bool, nodes)
+	some := false
+	for n := range slow {
+		slow[n] = r.Float64() < m.SlowShare
+		some = some || slow[n]
+	}
+	if some {
+		for i, n := range g.Nodes {
+			if n.Kind != Train {
+				continue
+			}
+			first, last := m.slotNodes(n.Slot, gpt, nodes)
+			for x := first; x <= last; x++ {
+				if slow[x] {
+					latency[i] *= m.SlowFactor
+					break
+				}
+			}
+		}
+	}
+	return g.finishAll(finish, latency)
+}
+
 // interruptions is what spot interruptions did to one sample of a stage.
 type interruptions struct {
 	count    int     // interruptions that hit a running gang
@@ -59,10 +93,10 @@ func (m *Model) interrupt(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency 
 		slots[n.Slot] = append(slots[n.Slot], i)
 		end = max(end, finish[i])
 	}
-	gpn := max(m.GPUsPerNode, 1)
 	onNode := make([][]int, nodes) // the slots each node holds GPUs of
 	for j := range slots {
-		for n := j * gpt / gpn; n <= ((j+1)*gpt-1)/gpn && n < nodes; n++ {
+		first, last := m.slotNodes(j, gpt, nodes)
+		for n := first; n <= last; n++ {
 			onNode[n] = append(onNode[n], j)
 		}
 	}

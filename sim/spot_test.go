@@ -80,3 +80,24 @@ func TestSpotOnlyWhereAsked(t *testing.T) {
 		t.Fatalf("spot: %.2f interruptions, JCT %+v against %+v", k, s.JCT, p.JCT)
 	}
 }
+
+// Two nodes of one GPU, one trial of 100 s each (start-up 10 s, 90 iterations of 1 s); each
+// node is slow with probability p = 0.5, a trial there taking f = 2 times as long. The SYNC
+// waits for the slower: 100 s when neither is slow ((1-p)² = 1/4), else 200 s: 175 s on
+// average. With every node slow, exactly 200 s.
+func TestSlowNodesBarrierWorkedByHand(t *testing.T) {
+	const cluster = "{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 0s}, init_latency: {value: 0s}}"
+	for _, tc := range []struct {
+		share, want, tol float64
+	}{{0.5, 175, 1}, {1, 200, 0}, {0, 100, 0}} {
+		profile := fmt.Sprintf("{iter_latency: {1: {dist: constant, value: 1}}, startup_latency: {value: 10s}, slow_nodes: {share: %v, factor: 2}}", tc.share)
+		s := job(t, "{stages: [{trials: 2, iters: 90}]}", cluster, profile, 20000, 5)
+		res, err := s.Simulate(s.Model().Elastic([][]int{{2}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(res.JCT.Mean-tc.want) > tc.tol {
+			t.Errorf("share %v: JCT %.2f s, by hand %v", tc.share, res.JCT.Mean, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -144,8 +145,14 @@ func (e *Experiment) loadProfile(read ReadFunc) Problems {
 	// Field paths of the profile file are recorded under "profile." so validation finds them;
 	// lines there belong to the profile file, so remember which file they come from. The spec's
 	// own profile.file line stays.
+	// slow_nodes may stay inline beside a file (a measured profile rarely sees stragglers): the
+	// spec's wins.
+	inlineSlow := e.Has("profile.slow_nodes")
+	if inlineSlow {
+		p.SlowNodes = e.Profile.SlowNodes
+	}
 	for k, l := range d.lines {
-		if k != "file" {
+		if k != "file" && !(inlineSlow && strings.HasPrefix(k, "slow_nodes")) {
 			e.lines["profile."+k] = l
 		}
 	}

@@ -177,6 +177,8 @@ func fieldRules() map[string]map[string]any {
 
 		"Spot.price_per_hour":         atLeast0,
 		"Spot.discount":               {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+		"SlowNodes.share":             between(0, 1),
+		"SlowNodes.factor":            between(1, MaxSlowFactor),
 		"Spot.interruptions_per_hour": between(0, MaxInterruptionsPerHour),
 		"Spot.fallback":               oneOfStrings(FallbackOnDemand, FallbackNone),
 		"Spot.on_notice":              oneOfStrings(OnNoticeCheckpoint, OnNoticeRestart),
@@ -305,6 +307,9 @@ func fieldDocs() map[string]string {
 		"Profile.iter_latency":    "Seconds per iteration of one trial on N GPUs, by N; 1 GPU is required.",
 		"Profile.startup_latency": "Seconds per training launch before its first iteration (restore, connect).",
 		"Profile.notes":           "Where the numbers come from.",
+		"Profile.slow_nodes":      "Persistent stragglers: the share of nodes (0 to 1) that run every trial factor times slower (1 to 100), for their whole life.",
+		"SlowNodes.share":         "The share of nodes that are slow, 0 to 1 (each node is, with this probability).",
+		"SlowNodes.factor":        "How many times longer a trial takes on a slow node, 1 to 100.",
 
 		"Dist.dist":    "constant (value), normal or lognormal (mean, std), uniform (min, max) or empirical (samples); left out, the fields given decide.",
 		"Dist.value":   "The constant latency: seconds, or a Go duration such as 15s.",

@@ -156,8 +156,18 @@ type Profile struct {
 	// IterLatency maps a GPU count to the latency of one iteration of one trial on that many GPUs.
 	IterLatency    map[int]Dist `yaml:"iter_latency"`
 	StartupLatency Dist         `yaml:"startup_latency"`
+	// SlowNodes are persistent stragglers: a share of nodes that run slower for their life.
+	SlowNodes SlowNodes `yaml:"slow_nodes"`
 	// Notes records where the numbers come from.
 	Notes string `yaml:"notes"`
+}
+
+// SlowNodes says how many of an instance type's nodes are persistently slow (cloud variance:
+// a noisy neighbour, a throttled GPU), and by how much: each node is slow with probability
+// Share, and every trial on a slow node takes Factor times as long.
+type SlowNodes struct {
+	Share  float64 `yaml:"share"`
+	Factor float64 `yaml:"factor"`
 }
 
 // PlannerOptions choose and tune the planner.

@@ -435,7 +435,15 @@ func (v *validator) profile() {
 		}
 	}
 	v.dist("profile.startup_latency", p.StartupLatency)
+	if sn := p.SlowNodes; !(sn.Share >= 0 && sn.Share <= 1) {
+		v.add("profile.slow_nodes.share", "%v is out of range (0 to 1: the share of nodes that are slow)", sn.Share)
+	} else if sn.Share > 0 && !(sn.Factor >= 1 && sn.Factor <= MaxSlowFactor) {
+		v.add("profile.slow_nodes.factor", "%v is out of range (1 to %d: how many times longer a trial takes on a slow node)", sn.Factor, MaxSlowFactor)
+	}
 }
+
+// MaxSlowFactor bounds how much slower a slow node is.
+const MaxSlowFactor = 100
 
 func (v *validator) planner() {
 	p := v.e.Planner
