@@ -22,8 +22,9 @@ type Spot struct {
 // stage's end stands as it is (an absurd rate then shows as an absurd JCT, not as a hang).
 const maxInterruptions = 10000
 
-// untilInterrupted draws how long a node that starts now runs before it is interrupted.
-func (sp *Spot) untilInterrupted(r *rand.Rand) float64 {
+// UntilInterrupted draws how long (seconds) a node that starts now runs before it is
+// interrupted: +Inf for never.
+func (sp *Spot) UntilInterrupted(r *rand.Rand) float64 {
 	if sp.Lifetimes != nil {
 		return sp.Lifetimes.Sample(r)
 	}
@@ -110,7 +111,7 @@ func (m *Model) interrupt(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency 
 	}
 	next := make([]float64, nodes)
 	for n := range next {
-		next[n] = m.Spot.untilInterrupted(r)
+		next[n] = m.Spot.UntilInterrupted(r)
 	}
 	var out interruptions
 	for out.count < maxInterruptions {
@@ -157,7 +158,7 @@ func (m *Model) interrupt(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency 
 			out.count++
 			out.unbilled += scale
 		}
-		next[n] = t + replace + m.Spot.untilInterrupted(r)
+		next[n] = t + replace + m.Spot.UntilInterrupted(r)
 	}
 	return end, out
 }

@@ -143,6 +143,40 @@ func TestEC2Backend(t *testing.T) {
 		len(insts), rep.Best.Trial, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
 
+// checkInterruptions reads a journal of a run whose nodes were interrupted: the nodes journaled
+// as interrupted, the tries that lost their node, and where each trial that lost one went on.
+// A try that failed for another reason, or a trial that went on anywhere but one iteration past
+// its last report (work lost), fails the test.
+func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool, int, map[string]int) {
+	t.Helper()
+	journaled := map[string]bool{}
+	lastIter := map[string]int{} // each trial's last reported iteration
+	resumed := map[string]int{}  // trials relaunched after losing their node: where they went on
+	tries := 0
+	for _, e := range events {
+		switch {
+		case e.Ev == executor.EvInterrupt:
+			for _, n := range e.Nodes {
+				journaled[n] = true
+			}
+		case e.Ev == executor.EvFail && e.Interrupted:
+			tries++
+			resumed[e.Trial] = -1
+		case e.Ev == executor.EvFail:
+			t.Errorf("a try failed for another reason than an interruption: %+v", e)
+		case e.Ev == executor.EvReport:
+			if resumed[e.Trial] == -1 {
+				resumed[e.Trial] = e.Iter
+				if e.Iter != lastIter[e.Trial]+1 {
+					t.Errorf("trial %s went on at iteration %d after its node was interrupted at iteration %d: work lost", e.Trial, e.Iter, lastIter[e.Trial])
+				}
+			}
+			lastIter[e.Trial] = e.Iter
+		}
+	}
+	return journaled, tries, resumed
+}
+
 // consoles is every instance's console.log, for a failure's message.
 func consoles(sim *ec2sim.Server) string {
 	var b strings.Builder
@@ -297,31 +331,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	journaled := map[string]bool{}
-	lastIter := map[string]int{} // each trial's last reported iteration
-	resumed := map[string]int{}  // trials relaunched after losing their node: where they went on
-	interruptedTries := 0
-	for _, e := range events {
-		switch {
-		case e.Ev == executor.EvInterrupt:
-			for _, n := range e.Nodes {
-				journaled[n] = true
-			}
-		case e.Ev == executor.EvFail && e.Interrupted:
-			interruptedTries++
-			resumed[e.Trial] = -1
-		case e.Ev == executor.EvFail:
-			t.Errorf("a try failed for another reason than the interruption: %+v", e)
-		case e.Ev == executor.EvReport:
-			if resumed[e.Trial] == -1 {
-				resumed[e.Trial] = e.Iter
-				if e.Iter != lastIter[e.Trial]+1 {
-					t.Errorf("trial %s went on at iteration %d after its node was interrupted at iteration %d: work lost", e.Trial, e.Iter, lastIter[e.Trial])
-				}
-			}
-			lastIter[e.Trial] = e.Iter
-		}
-	}
+	journaled, interruptedTries, resumed := checkInterruptions(t, events)
 	for _, id := range doomed {
 		if !journaled[id] {
 			t.Errorf("the interruption of %s is not in the journal", id)

@@ -468,18 +468,24 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
-		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, Offer: offerOf(st.exp, m), TimeScale: st.run.TimeScale, Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	store, err := openStore(ctx, st.exp, st.dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	runtime := &process.Runtime{Store: store, WorkDir: filepath.Join(st.dir, "work"), LogDir: filepath.Join(st.dir, "logs"), Self: self, Trainer: trainerBinary(self),
 		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
-	return provider, runtime, func() { runtime.Close() }, nil
+	var spot *local.SpotEmulation
+	if m.Spot != nil { // spot nodes are interrupted as the plan expects: the notice stops their gangs
+		spot = &local.SpotEmulation{Model: m.Spot, Notice: st.exp.Cluster.Spot.Notice.D(), Seed: uint64(st.exp.Seed),
+			Notify: func(node, notice string) { fmt.Fprintln(logw, notice); runtime.InterruptNode(node, notice) }}
+	}
+	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
+		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, Offer: offerOf(st.exp, m), TimeScale: st.run.TimeScale, Spot: spot,
+		Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return provider, runtime, func() { provider.Close(); runtime.Close() }, nil
 }
 
 // trainerBinary is the small binary of the built-in trainers beside the CLI's, when it is there

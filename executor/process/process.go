@@ -49,6 +49,10 @@ type Runtime struct {
 	IdleTimeout time.Duration
 
 	pool pool
+
+	liveMu sync.Mutex
+	live   map[*handle][]string // running gangs, with their workers' nodes
+	gone   map[string]bool      // nodes InterruptNode took away
 }
 
 var (
@@ -64,6 +68,9 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	if len(g.Workers) == 0 {
 		return nil, fmt.Errorf("launch %s: the gang has no workers", g.Trial)
+	}
+	if err := r.placeable(g); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	dir := filepath.Join(r.WorkDir, g.Trial, "checkpoint")
 	if err := r.restore(ctx, g.Trial, dir); err != nil {
@@ -108,6 +115,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 			h.logFile.Close()
 			return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 		}
+		r.track(h, g)
 		return h, nil
 	}
 	// Every worker's command is built before any starts: a gang that cannot be described whole
@@ -150,6 +158,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	h.watch(rank0)
+	r.track(h, g)
 	return h, nil
 }
 
@@ -246,13 +255,14 @@ type handle struct {
 	reused  *reused // the process serving this launch, when it is a reused one
 	reports chan trial.Report
 
-	mu      sync.Mutex
-	stopped bool
-	failure error
-	last    *trial.Report // rank 0's last report, kept beside the checkpoint
-	exited  chan struct{}
-	done    chan struct{}
-	result  error
+	mu          sync.Mutex
+	stopped     bool
+	interrupted *executor.InterruptedError // why the gang was stopped, when its node is going
+	failure     error
+	last        *trial.Report // rank 0's last report, kept beside the checkpoint
+	exited      chan struct{}
+	done        chan struct{}
+	result      error
 }
 
 func (h *handle) Exited() <-chan struct{} { return h.exited }
@@ -319,6 +329,7 @@ func (h *handle) recordFailure(err error) (first bool) {
 func (h *handle) conclude() {
 	os.Remove(h.pidFile())
 	close(h.exited)
+	h.r.untrack(h) // after exited is closed: track skips a gang that has ended
 	h.result = h.finish()
 	h.logFile.Close()
 	close(h.done)
@@ -327,7 +338,7 @@ func (h *handle) conclude() {
 // finish saves the checkpoint of a gang that reached its target or was stopped on purpose.
 func (h *handle) finish() error {
 	h.mu.Lock()
-	stopped, failure, last := h.stopped, h.failure, h.last
+	stopped, failure, last, interrupted := h.stopped, h.failure, h.last, h.interrupted
 	h.mu.Unlock()
 	if failure != nil && !stopped {
 		fmt.Fprintf(h.log, "rubberband: gang failed: %v\n", failure)
@@ -344,6 +355,9 @@ func (h *handle) finish() error {
 	}
 	// The directory now holds exactly the newest version: the next launch here can skip restoring.
 	os.WriteFile(filepath.Join(filepath.Dir(h.dir), "checkpoint.version"), []byte(info.SHA256), 0o644)
+	if interrupted != nil {
+		return interrupted
+	}
 	if stopped {
 		return executor.ErrStopped
 	}

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,5 +137,44 @@ func TestBuiltInTrainersRunFromTheirOwnBinary(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(r.LogDir, "t9.log"))
 	if !strings.Contains(string(log), "small binary: synthetic --spec x.yaml") {
 		t.Fatalf("log:\n%s", log)
+	}
+}
+
+// InterruptNode stops the gangs on the node as Stop does, their checkpoint saved, and Wait names
+// the node; gangs elsewhere go on; a later launch on the node is refused as unplaceable.
+func TestInterruptNode(t *testing.T) {
+	r := runtime(t)
+	script := `trap 'echo "@rb {\"iter\": 1}"; mkdir -p "$RB_CHECKPOINT_DIR"; echo 1 > "$RB_CHECKPOINT_DIR/state"; exit 0' TERM; while true; do sleep 0.05; done`
+	hit := gang("t-hit", 1, script)
+	other := gang("t-other", 1, script)
+	other.Workers[0].Node.ID = "n2"
+	h, err := r.Launch(t.Context(), hit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := r.Launch(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	r.InterruptNode("n1", "spot interruption notice (test)")
+	for range h.Reports() {
+	}
+	var ie *executor.InterruptedError
+	if err := h.Wait(); !errors.As(err, &ie) || ie.Node != "n1" || ie.Reason != "spot interruption notice (test)" {
+		t.Fatalf("wait: %v, want the interruption of n1", err)
+	}
+	if list, _ := r.Store.List(t.Context(), "trials/t-hit/"); len(list) != 1 {
+		t.Fatalf("checkpoints of the interrupted gang: %v", list)
+	}
+	select {
+	case <-o.Exited():
+		t.Fatal("a gang on another node was stopped")
+	default:
+	}
+	o.Stop()
+	o.Wait()
+	if _, err := r.Launch(t.Context(), gang("t-next", 1, "true")); !errors.Is(err, executor.ErrUnplaceable) {
+		t.Fatalf("a launch on the interrupted node: %v", err)
 	}
 }

@@ -30,9 +30,12 @@ type Provider struct {
 	offer       cloud.Offer
 	timeScale   float64
 
-	mu    sync.Mutex
-	rng   *rand.Rand
-	state state
+	spot *SpotEmulation
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	state  state
+	timers map[string]*time.Timer // pending emulated interruptions, by node
 }
 
 type state struct {
@@ -55,12 +58,14 @@ type Config struct {
 	// TimeScale multiplies every emulated latency (1 = real time; 0.01 for fast tests).
 	TimeScale float64
 	Rand      *rand.Rand
+	// Spot, when set, interrupts the spot nodes the provider rents.
+	Spot *SpotEmulation
 }
 
 // New returns a provider, loading the nodes an earlier driver left in the state file.
 func New(cfg Config) (*Provider, error) {
 	p := &Provider{file: cfg.StateFile, gpus: cfg.GPUsPerNode, scale: cfg.Scale, init: cfg.Init, data: cfg.Data, offer: cfg.Offer, timeScale: cfg.TimeScale,
-		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}}
+		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}, spot: cfg.Spot}
 	b, err := os.ReadFile(cfg.StateFile)
 	if err == nil {
 		if err := json.Unmarshal(b, &p.state); err != nil {
@@ -69,6 +74,11 @@ func New(cfg Config) (*Provider, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("local provider: %w", err)
 	}
+	p.mu.Lock()
+	for _, n := range p.state.Nodes { // nodes an earlier driver rented go on being interruptible
+		p.watchSpot(n, nodeIndex(n.ID))
+	}
+	p.mu.Unlock()
 	return p, nil
 }
 
@@ -103,6 +113,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		p.state.Next++
 		nodes[i] = p.offer.Stamp(cloud.Node{ID: fmt.Sprintf("local-%04d", p.state.Next), GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: running})
 		p.state.Nodes[nodes[i].ID] = nodes[i]
+		p.watchSpot(nodes[i], p.state.Next)
 	}
 	return nodes, p.save()
 }
@@ -113,6 +124,7 @@ func (p *Provider) Delete(ctx context.Context, ids []string) error {
 	defer p.mu.Unlock()
 	for _, id := range ids {
 		delete(p.state.Nodes, id)
+		p.unwatch(id)
 	}
 	return p.save()
 }
@@ -127,6 +139,13 @@ func (p *Provider) List(ctx context.Context) ([]cloud.Node, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// nodeIndex is the number in a node's ID (local-0007: 7).
+func nodeIndex(id string) int {
+	var n int
+	fmt.Sscanf(id, "local-%d", &n)
+	return n
 }
 
 func (p *Provider) sleep(ctx context.Context, seconds float64) error {

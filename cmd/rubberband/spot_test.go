@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+)
+
+// Spot interruptions emulated on the local backend (the interruptions the plan expects, seeded
+// by the spec): each notice stops the gangs on its node, which save their checkpoints; the driver
+// journals the interruption, replaces the node and goes on from the checkpoints. The run finishes
+// with the winner of the same plan run on-demand, every interrupted trial goes on where it was,
+// and the report lists the interruptions.
+func TestLocalSpotInterruptionsEmulated(t *testing.T) {
+	dir := t.TempDir()
+	onDemand, src := syntheticSpec(t, dir, "on-demand.yaml")
+	spot := filepath.Join(dir, "spot.yaml")
+	os.WriteFile(spot, []byte(strings.Replace(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", spot),
+		"  max_nodes: 4\n", "  max_nodes: 4\n  market: spot\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)), 0o644)
+	plan := planFile(t, dir, spot, "8,8,4,2")
+	out, _, code := rb(t, "plan", spot)
+	if code != 0 || !strings.Contains(out, "INTERRUPTIONS") {
+		t.Fatalf("plan of a spot job shows no expected interruptions:\n%s", out)
+	}
+	state := filepath.Join(dir, "spot")
+	if out, errOut, code := rb(t, "run", spot, "--plan", plan, "--state", state, "--time-scale", "0.05"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled, tries, resumed := checkInterruptions(t, events)
+	rep := readRunReport(t, state)
+	if len(journaled) == 0 || tries == 0 || len(rep.Interruptions) == 0 {
+		t.Fatalf("no interruption hit a gang (%d journaled, %d tries, report %+v)", len(journaled), tries, rep.Interruptions)
+	}
+	said := false // an interruption learnt from its notice says so (one found gone does not)
+	for _, in := range rep.Interruptions {
+		said = said || strings.Contains(in.Why, "spot interruption notice (emulated)")
+	}
+	if !said {
+		t.Errorf("no interruption says it came from a notice: %+v", rep.Interruptions)
+	}
+	want := filepath.Join(dir, "on-demand")
+	if _, errOut, code := rb(t, "run", onDemand, "--plan", plan, "--state", want, "--time-scale", "0.02"); code != 0 {
+		t.Fatal(errOut)
+	}
+	clean := readRunReport(t, want)
+	if !rep.Finished || rep.Best == nil || clean.Best == nil || rep.Best.Trial != clean.Best.Trial || rep.Best.Metric != clean.Best.Metric {
+		t.Fatalf("spot best %+v, on-demand best %+v", rep.Best, clean.Best)
+	}
+	t.Logf("%d node(s) interrupted, %d tries relaunched from their checkpoints (%v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%)",
+		len(journaled), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost),
+		rep.Realized.JCT, rep.Predicted.JCT, pct(rep.Realized.JCT, rep.Predicted.JCT))
+}
