@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -56,4 +58,49 @@ func TestTableRow(t *testing.T) {
 	if _, err := os.Stat("../table2-resnet101.yaml"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Table 2 on spot (table2-spot.yaml: 30% of the on-demand price, 10 interruptions per 100
+// node-hours, the risk priced in): the greedy plan's expected cost is at most half the best
+// on-demand elastic plan's at the same deadline and quantile, and it still meets the deadline.
+func TestTable2SpotHalvesTheCost(t *testing.T) {
+	plan := func(file string) (planner.Result, *sim.Simulator) {
+		exp, err := spec.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed)
+		p, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := planner.Run(p, spec.PlannerGreedy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, s
+	}
+	onDemand, _ := plan("../table2-resnet101.yaml")
+	spot, s := plan("../table2-spot.yaml")
+	if s.Model().Spot == nil {
+		t.Fatal("the spot spec has no interruption model")
+	}
+	sr, err := s.Simulate(spot.Best.Alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	interruptions := 0.0
+	for _, st := range sr.Brackets[0].Stages {
+		interruptions += st.Interruptions
+	}
+	if !spot.Feasible || !onDemand.Feasible || spot.Best.Cost > 0.5*onDemand.Best.Cost || interruptions <= 0 {
+		t.Fatalf("spot $%.2f in %s (feasible %v, %.3f interruptions expected), on-demand $%.2f in %s (feasible %v)",
+			spot.Best.Cost, clock(spot.Best.JCT), spot.Feasible, interruptions, onDemand.Best.Cost, clock(onDemand.Best.JCT), onDemand.Feasible)
+	}
+	t.Logf("spot $%.2f in %s (%.3f interruptions expected), on-demand $%.2f in %s: %.2f of the cost",
+		spot.Best.Cost, clock(spot.Best.JCT), interruptions, onDemand.Best.Cost, clock(onDemand.Best.JCT), spot.Best.Cost/onDemand.Best.Cost)
 }
