@@ -98,7 +98,31 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 	results := make(chan outcome)
 	doneCount := total - len(queue)
 	cancelled := false
-	for len(queue) > 0 || inflight > 0 {
+	// Lost nodes are replaced while the stage goes on on the others: one replacement at a time,
+	// another after it when more were lost meanwhile.
+	replaced := make(chan error, 1)
+	replacing, again := false, false
+	replace := func() {
+		replacing, again = true, false
+		go func() {
+			_, err := x.scaleTo(ctx, b, alloc.Nodes, nil)
+			replaced <- err
+		}()
+	}
+	refresh := func() { // the bracket's nodes changed: place on what it holds now
+		x.mu.Lock()
+		nodes, byID = x.bracketNodes(b)
+		x.mu.Unlock()
+		for t, slots := range last {
+			for _, sl := range slots {
+				if _, ok := byID[sl.Node]; !ok && !occupied[t] {
+					delete(last, t)
+				}
+			}
+		}
+	}
+	done := ctx.Done()
+	for len(queue) > 0 || inflight > 0 || replacing {
 		for !cancelled && len(queue) > 0 && len(occupied) < parallel {
 			id := queue[0]
 			reqs := []placement.Request{{Trial: id, GPUs: gpt}}
@@ -107,7 +131,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 			}
 			p, unplaced := placement.PlacePinned(nodes, reqs, last, occupied)
 			if len(unplaced) > 0 {
-				break // wait for a gang to finish
+				break // wait for a gang to finish, or a replacement node
 			}
 			for t, s := range p {
 				last[t] = s
@@ -117,7 +141,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 			inflight++
 			go x.launchAndFollow(ctx, b, k, st, id, p[id], byID, gpt, budget, results)
 		}
-		if inflight == 0 {
+		if inflight == 0 && !replacing {
 			if len(queue) > 0 && !cancelled {
 				return last, fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", b, k, gpt, len(nodes))
 			}
@@ -125,14 +149,25 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		}
 		var o outcome
 		select {
-		case <-ctx.Done():
-			if !cancelled {
-				cancelled = true
-				for _, h := range handles {
-					h.Stop()
-				}
+		case <-done:
+			done, cancelled = nil, true // once: then wait for what runs to end
+			for _, h := range handles {
+				h.Stop()
 			}
-			o = <-results
+			continue
+		case err := <-replaced:
+			replacing = false
+			if cancelled {
+				continue // its error is the cancellation's
+			}
+			if err != nil {
+				return last, err
+			}
+			refresh()
+			if again && !cancelled {
+				replace()
+			}
+			continue
 		case o = <-results:
 		}
 		switch {
@@ -155,7 +190,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		}
 		if err := x.judge(st, &o, budget); err != nil {
 			// A gang may have failed because a node of it is gone or going: forget lost nodes
-			// first (the try is then not the trial's failure), replace them before relaunching.
+			// first (the try is then not the trial's failure), and replace them.
 			var doomed *InterruptedError
 			errors.As(o.err, &doomed)
 			lost, lerr := x.lostNodes(ctx, b, doomed)
@@ -173,18 +208,11 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 				queue = append(queue, o.trial)
 			}
 			if len(lost) > 0 {
-				if _, err := x.scaleTo(ctx, b, alloc.Nodes, nil); err != nil {
-					return last, err
-				}
-				x.mu.Lock()
-				nodes, byID = x.bracketNodes(b)
-				x.mu.Unlock()
-				for t, slots := range last {
-					for _, sl := range slots {
-						if _, ok := byID[sl.Node]; !ok && !occupied[t] {
-							delete(last, t)
-						}
-					}
+				refresh()
+				if replacing {
+					again = true
+				} else {
+					replace()
 				}
 			}
 			continue
