@@ -177,6 +177,19 @@ func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool,
 	return journaled, tries, resumed
 }
 
+// sameWinnerAsLocal runs spec's plan on the local backend, on-demand and uninterrupted, in
+// state, and fails the test unless the run reported in rep finished with its winner.
+func sameWinnerAsLocal(t *testing.T, rep executor.Report, specFile, plan, state string) {
+	t.Helper()
+	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.01"); code != 0 {
+		t.Fatal(errOut)
+	}
+	want := readRunReport(t, state)
+	if !rep.Finished || rep.Best == nil || want.Best == nil || rep.Best.Trial != want.Best.Trial || rep.Best.Metric != want.Best.Metric {
+		t.Fatalf("best %+v, the local backend's %+v", rep.Best, want.Best)
+	}
+}
+
 // consoles is every instance's console.log, for a failure's message.
 func consoles(sim *ec2sim.Server) string {
 	var b strings.Builder
@@ -355,14 +368,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 			t.Errorf("%s is %s after the run", in.ID, in.State)
 		}
 	}
-	local := filepath.Join(dir, "local")
-	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", local, "--time-scale", "0.01"); code != 0 {
-		t.Fatal(errOut)
-	}
-	want := readRunReport(t, local)
-	if !rep.Finished || rep.Best == nil || want.Best == nil || rep.Best.Trial != want.Best.Trial || rep.Best.Metric != want.Best.Metric {
-		t.Fatalf("ec2 best %+v, local best %+v", rep.Best, want.Best)
-	}
+	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("%d instance(s) rented, %d interrupted (%d tries relaunched from their checkpoints: %v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s",
 		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }

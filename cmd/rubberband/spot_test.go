@@ -45,14 +45,7 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 	if !said {
 		t.Errorf("no interruption says it came from a notice: %+v", rep.Interruptions)
 	}
-	want := filepath.Join(dir, "on-demand")
-	if _, errOut, code := rb(t, "run", onDemand, "--plan", plan, "--state", want, "--time-scale", "0.02"); code != 0 {
-		t.Fatal(errOut)
-	}
-	clean := readRunReport(t, want)
-	if !rep.Finished || rep.Best == nil || clean.Best == nil || rep.Best.Trial != clean.Best.Trial || rep.Best.Metric != clean.Best.Metric {
-		t.Fatalf("spot best %+v, on-demand best %+v", rep.Best, clean.Best)
-	}
+	sameWinnerAsLocal(t, rep, onDemand, plan, filepath.Join(dir, "on-demand"))
 	t.Logf("%d node(s) interrupted, %d tries relaunched from their checkpoints (%v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%)",
 		len(journaled), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost),
 		rep.Realized.JCT, rep.Predicted.JCT, pct(rep.Realized.JCT, rep.Predicted.JCT))
