@@ -28,6 +28,8 @@ type Report struct {
 	SavingPct *float64 `json:"saving_pct,omitempty"`
 	// Evaluated counts the plans the planner simulated.
 	Evaluated int `json:"evaluated,omitempty"`
+	// BudgetUSD is the spec's budget.max_cost_usd (0: none).
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 }
 
 // ClusterInfo says what the plan's nodes are.
@@ -70,6 +72,7 @@ func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible 
 			Market: c.Market, Billing: c.Billing.Model, MaxNodes: c.MaxNodes},
 		Brackets:  bracketReports(res),
 		Predicted: prediction(res, deadline),
+		BudgetUSD: exp.Budget.MaxCostUSD,
 	}
 }
 

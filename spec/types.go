@@ -17,6 +17,7 @@ type Experiment struct {
 	Profile     Profile          `yaml:"profile"`
 	Planner     PlannerOptions   `yaml:"planner"`
 	Checkpoints Checkpoints      `yaml:"checkpoints"`
+	Budget      Budget           `yaml:"budget"`
 
 	// File is the path the spec was read from ("" for specs parsed from memory).
 	File string `yaml:"-"`
@@ -148,6 +149,15 @@ type Data struct {
 	SizeGB     float64 `yaml:"size_gb"`
 	PricePerGB float64 `yaml:"price_per_gb"`
 }
+
+// Budget caps what a job may cost: plan and run refuse a plan whose predicted mean cost is over
+// MaxCostUSD (0: no cap).
+type Budget struct {
+	MaxCostUSD float64 `yaml:"max_cost_usd"`
+}
+
+// MaxBudget bounds budget.max_cost_usd, in dollars.
+const MaxBudget = 10_000_000
 
 // Profile is the model's scaling profile.
 type Profile struct {

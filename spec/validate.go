@@ -98,6 +98,7 @@ func (e *Experiment) Validate() Problems {
 	v.cluster()
 	v.profile()
 	v.planner()
+	v.costCap()
 	v.checkpoints()
 	return v.probs
 }
@@ -439,6 +440,12 @@ func (v *validator) profile() {
 		v.add("profile.slow_nodes.share", "%v is out of range (0 to 1: the share of nodes that are slow)", sn.Share)
 	} else if sn.Share > 0 && !(sn.Factor >= 1 && sn.Factor <= MaxSlowFactor) {
 		v.add("profile.slow_nodes.factor", "%v is out of range (1 to %d: how many times longer a trial takes on a slow node)", sn.Factor, MaxSlowFactor)
+	}
+}
+
+func (v *validator) costCap() {
+	if b := v.e.Budget.MaxCostUSD; !(b >= 0 && b <= MaxBudget) {
+		v.add("budget.max_cost_usd", "%v is out of range (0 to %d dollars; 0: no cap)", b, MaxBudget)
 	}
 }
 

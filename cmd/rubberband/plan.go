@@ -59,7 +59,7 @@ func planAction(c *cli.Context) error {
 	if !res.Feasible {
 		return infeasible(exp, res)
 	}
-	return nil
+	return overBudget(exp, rep)
 }
 
 // makePlan runs the spec's planner, with progress, and reports its plan beside the cheapest
@@ -100,6 +100,15 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 		rep.SetStatic(static.Feasible, sp)
 	}
 	return rep, &res, nil
+}
+
+// overBudget refuses a plan whose predicted mean cost is over the spec's budget, with both.
+func overBudget(exp *spec.Experiment, rep *planner.Report) error {
+	if b := exp.Budget.MaxCostUSD; b > 0 && rep.Predicted.Cost.Mean > b {
+		return &exitErr{code: exitInfeasible, err: fmt.Errorf("over budget: the %s plan, the cheapest it found that meets the deadline %s at p%.0f, costs %s (mean); the budget is %s (budget.max_cost_usd)",
+			rep.Planner, exp.Deadline.D(), 100*exp.Planner.DeadlineQuantile, money(rep.Predicted.Cost.Mean), money(b))}
+	}
+	return nil
 }
 
 func infeasible(exp *spec.Experiment, res *planner.Result) error {

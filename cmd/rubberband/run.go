@@ -162,6 +162,9 @@ func runAction(c *cli.Context) error {
 			return infeasible(exp, res)
 		}
 	}
+	if err := overBudget(exp, rep); err != nil { // a given plan too: the budget is the spec's
+		return err
+	}
 	specPath, err := filepath.Abs(c.Args().First())
 	if err != nil {
 		return err

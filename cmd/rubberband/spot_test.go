@@ -50,3 +50,29 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 		len(journaled), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost),
 		rep.Realized.JCT, rep.Predicted.JCT, pct(rep.Realized.JCT, rep.Predicted.JCT))
 }
+
+// A budget under the plan's predicted cost: plan says both figures and exits 3; run refuses the
+// same way before it makes a run; a budget above it passes, and plan shows it.
+func TestBudget(t *testing.T) {
+	dir := t.TempDir()
+	_, src := syntheticSpec(t, dir, "synthetic.yaml")
+	withBudget := func(usd string) string {
+		f := filepath.Join(dir, "budget-"+usd+".yaml")
+		os.WriteFile(f, []byte(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", f)+"budget: {max_cost_usd: "+usd+"}\n"), 0o644)
+		return f
+	}
+	out, errOut, code := rb(t, "plan", withBudget("0.05"))
+	if code != 3 || !strings.Contains(errOut, "over budget") || !strings.Contains(errOut, "the budget is $0.05") || !strings.Contains(out, "OVER BUDGET") {
+		t.Fatalf("plan over budget: exit %d\n%s\n%s", code, out, errOut)
+	}
+	state := filepath.Join(dir, "state")
+	if _, errOut, code := rb(t, "run", withBudget("0.05"), "--state", state); code != 3 || !strings.Contains(errOut, "over budget") {
+		t.Fatalf("run over budget: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+		t.Fatal("a run refused for its budget left run.json")
+	}
+	if out, errOut, code := rb(t, "plan", withBudget("100")); code != 0 || !strings.Contains(out, "budget     $100.00") || !strings.Contains(out, "within it") {
+		t.Fatalf("plan within budget: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -27,6 +27,13 @@ func printReport(w io.Writer, r *planner.Report) {
 	printStages(w, r.Brackets, len(r.Brackets) > 1)
 	fmt.Fprintln(w)
 	printPrediction(w, "predicted", r.Predicted, r.DeadlineS > 0)
+	if b := r.BudgetUSD; b > 0 {
+		verdict := "within it"
+		if r.Predicted.Cost.Mean > b {
+			verdict = "OVER BUDGET"
+		}
+		fmt.Fprintf(w, "budget     %s: the plan's mean cost %s is %s (p95 %s)\n", money(b), money(r.Predicted.Cost.Mean), verdict, money(r.Predicted.Cost.P95))
+	}
 	if r.Static != nil {
 		printPrediction(w, "static", r.Static.Predicted, r.DeadlineS > 0)
 		nodes := 0
