@@ -146,12 +146,14 @@ func TestEC2Backend(t *testing.T) {
 // checkInterruptions reads a journal of a run whose nodes were interrupted: the nodes journaled
 // as interrupted, the tries that lost their node, and where each trial that lost one went on.
 // A try that failed for another reason, or a trial that went on anywhere but one iteration past
-// its last report (work lost), fails the test.
+// its last report (work lost), fails the test; going on at its last report is the re-report of a
+// checkpoint at the stage's target, and must then be the stage's result.
 func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool, int, map[string]int) {
 	t.Helper()
 	journaled := map[string]bool{}
 	lastIter := map[string]int{} // each trial's last reported iteration
 	resumed := map[string]int{}  // trials relaunched after losing their node: where they went on
+	reReported := map[string]int{}
 	tries := 0
 	for _, e := range events {
 		switch {
@@ -167,12 +169,26 @@ func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool,
 		case e.Ev == executor.EvReport:
 			if resumed[e.Trial] == -1 {
 				resumed[e.Trial] = e.Iter
-				if e.Iter != lastIter[e.Trial]+1 {
+				switch e.Iter {
+				case lastIter[e.Trial] + 1:
+				case lastIter[e.Trial]:
+					reReported[e.Trial] = e.Iter
+				default:
 					t.Errorf("trial %s went on at iteration %d after its node was interrupted at iteration %d: work lost", e.Trial, e.Iter, lastIter[e.Trial])
 				}
+			} else if _, ok := reReported[e.Trial]; ok {
+				t.Errorf("trial %s trained on after going on at its last report, iteration %d: it was not at its target, work lost", e.Trial, reReported[e.Trial])
+				delete(reReported, e.Trial)
 			}
 			lastIter[e.Trial] = e.Iter
+		case e.Ev == executor.EvDone:
+			if it, ok := reReported[e.Trial]; ok && it == e.Iter {
+				delete(reReported, e.Trial)
+			}
 		}
+	}
+	for trial, it := range reReported {
+		t.Errorf("trial %s went on at its last report, iteration %d, which was not its stage's result: work lost", trial, it)
 	}
 	return journaled, tries, resumed
 }

@@ -25,7 +25,8 @@ const Usage = `trainers:
   mlp                                  a neural network on the UCI digits (params: lr, momentum, hidden, l2, batch)
   synthetic --spec FILE [--metric M]   sleep as the spec's profile says and report a deterministic learning curve
                                        (RB_TIME_SCALE; fault injection: RB_SYNTH_CRASH, RB_SYNTH_HANG, RB_SYNTH_CRASH_DIR,
-                                       RB_SYNTH_NOISE)
+                                       RB_SYNTH_NOISE; a slower job: RB_SYNTH_SLOWDOWN=FACTOR from
+                                       RB_SYNTH_SLOWDOWN_FROM_ITER on)
 `
 
 // ErrUsage is returned for arguments that name no trainer or bad flags.
@@ -54,9 +55,11 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		scale, _ := strconv.ParseFloat(os.Getenv("RB_TIME_SCALE"), 64)
 		noise, _ := strconv.Atoi(os.Getenv("RB_SYNTH_NOISE")) // bytes of a hostile line before each report
+		slowdown, _ := strconv.ParseFloat(os.Getenv("RB_SYNTH_SLOWDOWN"), 64)
+		from, _ := strconv.Atoi(os.Getenv("RB_SYNTH_SLOWDOWN_FROM_ITER"))
 		o := synthetic.Options{Spec: exp, Metric: *metric, TimeScale: scale,
 			CrashAt: os.Getenv("RB_SYNTH_CRASH"), CrashDir: os.Getenv("RB_SYNTH_CRASH_DIR"),
-			HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise}
+			HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise, Slowdown: slowdown, SlowdownFromIter: from}
 		return rbtrain.Serve(func(run *rbtrain.Run) error { return synthetic.Main(ctx, run, o) })
 	}
 	return fmt.Errorf("%w: %q is not a trainer\n%s", ErrUsage, args[0], Usage)

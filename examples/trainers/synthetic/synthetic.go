@@ -38,6 +38,19 @@ type Options struct {
 	HangAt string
 	// Noise, when above 0, prints a line of that many bytes before each report: hostile output.
 	Noise int
+	// Slowdown, when above 1, makes every iteration from SlowdownFromIter on (1 when 0) take
+	// that many times as long: a job that falls behind its plan (a degraded cluster, a profile
+	// that was wrong), for re-planning.
+	Slowdown         float64
+	SlowdownFromIter int
+}
+
+// latencyFactor is what iteration it's latency is multiplied by.
+func (o Options) latencyFactor(it int) float64 {
+	if o.Slowdown > 1 && it >= max(o.SlowdownFromIter, 1) {
+		return o.Slowdown
+	}
+	return 1
 }
 
 type checkpoint struct {
@@ -94,7 +107,7 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 				return ctx.Err()
 			}
 		}
-		if err := sleep(ctx, run, iterLatency.Sample(r)*o.TimeScale); err != nil {
+		if err := sleep(ctx, run, iterLatency.Sample(r)*o.latencyFactor(it)*o.TimeScale); err != nil {
 			return save(run, it-1)
 		}
 		if o.Noise > 0 && run.Rank == 0 {
