@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -52,16 +53,14 @@ type Identity struct {
 func Lookup(ctx context.Context, endpoint string) (Identity, error) {
 	c := imds.New(imds.Options{Endpoint: endpoint})
 	get := func(path string) (string, error) {
-		out, err := c.GetMetadata(ctx, &imds.GetMetadataInput{Path: path})
+		body, found, err := getMetadata(ctx, c, path)
+		if err == nil && !found {
+			err = errors.New("not found")
+		}
 		if err != nil {
 			return "", fmt.Errorf("nodeagent: IMDS %s: %w", path, err)
 		}
-		defer out.Content.Close()
-		b, err := io.ReadAll(out.Content)
-		if err != nil {
-			return "", fmt.Errorf("nodeagent: IMDS %s: %w", path, err)
-		}
-		return strings.TrimSpace(string(b)), nil
+		return strings.TrimSpace(body), nil
 	}
 	var id Identity
 	var err error
