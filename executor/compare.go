@@ -9,17 +9,23 @@ import (
 // realized, in total and per stage. It is the JSON of a state directory's report.json and of
 // `rubberband status -o json`.
 type Report struct {
-	Experiment string        `json:"experiment"`
-	RunID      string        `json:"run_id,omitempty"`
-	Finished   bool          `json:"finished"`
-	Cancelled  string        `json:"cancelled,omitempty"`
-	Best       *BestTrial    `json:"best"`
-	Predicted  Measured      `json:"predicted"`
-	Realized   Measured      `json:"realized"`
-	Stages     []StageReport `json:"stages"`
-	Trials     []TrialResult `json:"trials"`
+	Experiment string     `json:"experiment"`
+	RunID      string     `json:"run_id,omitempty"`
+	Finished   bool       `json:"finished"`
+	Cancelled  string     `json:"cancelled,omitempty"`
+	Best       *BestTrial `json:"best"`
+	Predicted  Measured   `json:"predicted"`
+	// Replanned is the prediction of the plan the run followed to its end: the last re-plan's
+	// forecast of the whole job; nil when the run kept its plan.
+	Replanned *Measured     `json:"replanned,omitempty"`
+	Realized  Measured      `json:"realized"`
+	Stages    []StageReport `json:"stages"`
+	Trials    []TrialResult `json:"trials"`
 	// Interruptions are the spot nodes taken away during the run.
 	Interruptions []Interruption `json:"interruptions,omitempty"`
+	// Revisions are the re-plans made during the run; Forecast the latest forecast.
+	Revisions []Revision        `json:"revisions,omitempty"`
+	Forecast  *planner.Forecast `json:"forecast,omitempty"`
 }
 
 // StageReport puts one stage's prediction beside what happened.
@@ -35,8 +41,12 @@ type StageReport struct {
 // the plan does not hold (a plan of other stages than the run's) has a zero prediction.
 func Compare(plan *planner.Report, res *Result) Report {
 	r := Report{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best,
-		Realized: res.Realized, Trials: res.Trials, Interruptions: res.Interruptions,
+		Realized: res.Realized, Trials: res.Trials, Interruptions: res.Interruptions, Revisions: res.Revisions, Forecast: res.Forecast,
 		Predicted: Measured{JCT: plan.Predicted.JCT.Mean, Cost: plan.Predicted.Cost.Mean}}
+	if n := len(res.Revisions); n > 0 {
+		last := res.Revisions[n-1].After
+		r.Replanned = &Measured{JCT: last.JCT, Cost: last.Cost}
+	}
 	for b, br := range res.Brackets {
 		for k, real := range br.Stages {
 			sr := StageReport{Bracket: br.Name, Stage: k, Realized: real}

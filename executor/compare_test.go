@@ -48,6 +48,18 @@ func TestCompareJoinsStageByStage(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("stages %+v, want %+v", got, want)
 	}
+	if rep.Replanned != nil {
+		t.Fatalf("a run that kept its plan has a re-planned prediction %+v", rep.Replanned)
+	}
+	// A run that re-planned is held to its last revision's forecast of the whole job.
+	res.Revisions = []executor.Revision{
+		{Bracket: "b0", Stage: 1, After: planner.Forecast{JCT: 640, Cost: 14}},
+		{Bracket: "b1", Stage: 0, After: planner.Forecast{JCT: 620, Cost: 13.2}},
+	}
+	if rep := executor.Compare(plan, res); rep.Replanned == nil || *rep.Replanned != (executor.Measured{JCT: 620, Cost: 13.2}) || rep.Predicted.Cost != 12 {
+		t.Fatalf("re-planned %+v, predicted %+v", rep.Replanned, rep.Predicted)
+	}
+	res.Revisions = nil
 	// A plan short of the run's stages predicts nothing for them rather than failing.
 	plan.Brackets = plan.Brackets[:1]
 	if rep := executor.Compare(plan, res); len(rep.Stages) != 3 || rep.Stages[2].Predicted != (sim.StageResult{}) || rep.Stages[2].Realized.Duration != 310 {

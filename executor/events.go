@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -29,6 +31,8 @@ const (
 	EvStop      = "stop"        // the driver stopped short of the end (Error: why); resume carries on
 	EvRequest   = "request"     // a bracket asks the provider for Try nodes under Token, before it asks
 	EvAnswer    = "answer"      // the provider answered the request under Token (its nodes are journaled)
+	EvReplan    = "replan"      // bracket Bracket's plan from stage Stage on is Plan now (Reason: why; Before, After: forecasts)
+	EvForecast  = "forecast"    // before bracket Bracket's stage Stage, the run is forecast to end as After (the plan kept)
 )
 
 // Event is one record of the journal.
@@ -62,4 +66,11 @@ type Event struct {
 	// Token is a node request's idempotency key: journaled before the request, so that a driver
 	// that died before the answer repeats the request under it and rents nothing twice.
 	Token string `json:"token,omitempty"`
+	// Plan, Reason, Before and After describe a re-plan; GivesWay marks one that meets the
+	// budget by missing the deadline.
+	Plan     []sim.StageAlloc  `json:"plan,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	Before   *planner.Forecast `json:"before,omitempty"`
+	After    *planner.Forecast `json:"after,omitempty"`
+	GivesWay bool              `json:"deadline_gives_way,omitempty"`
 }

@@ -397,6 +397,29 @@ func TestInterruptReleasesNodesAndResumes(t *testing.T) {
 	}
 }
 
+// The derived budget compresses the profile's part by the time scale, not the minute given to
+// what the profile does not see: a launch whose overhead is wall time (here 30 ms, beyond the
+// 1.2 ms the compressed profile takes) is not stopped as timed out.
+func TestBudgetKeepsLaunchOverheadInWallTime(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	h.cfg.TimeScale = 1e-4
+	h.runtime.Behave = func(executor.Gang, int) fake.Behavior { return fake.Behavior{Duration: 30 * time.Millisecond} }
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	for _, e := range events {
+		if e.Ev == executor.EvTimeout || e.Ev == executor.EvFail {
+			t.Fatalf("%s %s: %s", e.Ev, e.Trial, e.Error)
+		}
+	}
+	for _, g := range h.runtime.Launches {
+		if g.Timeout < time.Minute || g.Timeout > time.Minute+10*time.Millisecond {
+			t.Fatalf("%s launched with a budget of %v, want a minute plus the compressed profile", g.Trial, g.Timeout)
+		}
+	}
+}
+
 // A gang past its budget (trainer.timeout) is stopped and retried from its checkpoint, and the
 // journal says so.
 func TestTimeoutStopsAndRetries(t *testing.T) {
@@ -606,7 +629,7 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 
 // A spot node whose worker was told it is being interrupted: the gang ends with an
 // InterruptedError naming it; the driver journals an interruption (not a node lost), releases the
-// node at once though the provider still holds it, rents a replacement, and relaunches the gang
+// node though the provider still holds it, rents a replacement, and relaunches the gang
 // from its checkpoint. Interrupted tries are not retries: with MaxRetries 1, a trial interrupted
 // twice and failing once still finishes, with the winner of a clean run.
 func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
@@ -670,6 +693,74 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 	}
 	if len(res.Interruptions) != 2 || res.Brackets[0].Stages[0].Interrupted != 2 || res.Brackets[0].Stages[0].Retries != 1 {
 		t.Fatalf("report: interruptions %+v, stage 0 %+v", res.Interruptions, res.Brackets[0].Stages[0])
+	}
+	if h.provider.Held() != 0 {
+		t.Fatalf("%d nodes held after the run", h.provider.Held())
+	}
+}
+
+// Two gangs share a spot node that is being interrupted. The first one's worker reads the notice
+// and ends; the other is still training. The driver stops it, so that it saves its checkpoint
+// within the notice, and releases the node only once it has exited: terminating the node at once
+// would lose what that gang had not saved (CI caught the EC2 run relaunching a trial at an
+// iteration it had passed).
+func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
+	h := newHarness(t, shaSpec)
+	h.cfg.Experiment.Cluster.Market = spec.MarketSpot
+	h.provider.Offer = cloud.Offer{InstanceType: h.cfg.Experiment.Cluster.InstanceType, Market: cloud.Spot, PricePerHour: 3.67}
+	var mu sync.Mutex
+	firstNode := map[string]string{} // each trial's first launch's node
+	doomed := ""
+	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+		mu.Lock()
+		defer mu.Unlock()
+		if n > 1 {
+			return fake.Behavior{}
+		}
+		firstNode[g.Trial] = g.Workers[0].Node.ID
+		if g.Trial == "b0-t0003" {
+			doomed = g.Workers[0].Node.ID
+			return fake.Behavior{Duration: 50 * time.Millisecond, Err: &executor.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
+		}
+		return fake.Behavior{Duration: time.Second} // still training when the notice comes
+	}
+	var releasedAt time.Time
+	h.provider.DeleteFault = func(call int, ids []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if doomed != "" && slices.Contains(ids, doomed) && releasedAt.IsZero() {
+			releasedAt = time.Now()
+		}
+		return nil
+	}
+	res, events, err := h.run(t, context.Background())
+	if err != nil || !res.Finished {
+		t.Fatalf("run: %v\n%s", err, h.log.String())
+	}
+	neighbour := ""
+	for id, node := range firstNode {
+		if node == doomed && id != "b0-t0003" {
+			neighbour = id
+		}
+	}
+	if neighbour == "" || releasedAt.IsZero() {
+		t.Fatalf("no gang shared node %s with b0-t0003 (%v), or the node was never released", doomed, firstNode)
+	}
+	var stopped *executor.Event
+	for i, e := range events {
+		if e.Ev == executor.EvFail && e.Trial == neighbour && e.Stage == 0 {
+			stopped = &events[i]
+			break
+		}
+	}
+	if stopped == nil || !stopped.Interrupted || !strings.Contains(stopped.Error, "stopped") {
+		t.Fatalf("the gang of %s on the interrupted node was not stopped as one that lost its node: %+v\n%s", neighbour, stopped, h.log.String())
+	}
+	if releasedAt.Before(stopped.Exited) {
+		t.Fatalf("node %s released %s before the gang of %s on it exited: its checkpoint was not saved yet", doomed, stopped.Exited.Sub(releasedAt), neighbour)
+	}
+	if since := stopped.Exited.Sub(stopped.Began); since >= time.Second {
+		t.Fatalf("the gang of %s ran %s: it was not stopped when its node was doomed", neighbour, since)
 	}
 	if h.provider.Held() != 0 {
 		t.Fatalf("%d nodes held after the run", h.provider.Held())

@@ -3,12 +3,13 @@ package executor
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/placement"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // How the executor learns of a node going away: it polls Provider.List when a gang fails (heal)
@@ -132,7 +133,7 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 func (x *run) wantNow(b int) int {
 	for k := range x.st.brackets[b].Stages {
 		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			return x.cfg.Alloc[b][k].Nodes
+			return x.st.plan[b][k].Nodes
 		}
 	}
 	return 0
@@ -169,8 +170,9 @@ func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (m
 }
 
 // forget journals the loss of bracket b's lost nodes (an interruption for spot nodes, a node
-// lost for the others: billing stops now) and releases what is left of them.
-func (x *run) forget(ctx context.Context, b int, lost map[string]string) error {
+// lost for the others: billing stops now). Releasing what is left of them is the caller's
+// (releaseLost): gangs still running on a node being interrupted are saving their checkpoints.
+func (x *run) forget(b int, lost map[string]string) error {
 	if len(lost) == 0 {
 		return nil
 	}
@@ -182,14 +184,18 @@ func (x *run) forget(ctx context.Context, b int, lost map[string]string) error {
 		}
 	}
 	x.mu.Unlock()
-	if err := x.recordLoss(b, nodes, lost); err != nil {
-		return err
+	return x.recordLoss(b, nodes, lost)
+}
+
+// releaseLost releases what is left of nodes already journaled as lost, so that they stop
+// billing; a failure is said, not fatal: the run's end and a resumed driver release them again.
+func (x *run) releaseLost(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
 	}
-	ids := slices.Sorted(maps.Keys(lost))
-	if err := x.cfg.Provider.Delete(ctx, ids); err != nil { // what is left of them stops billing
+	if err := x.cfg.Provider.Delete(context.WithoutCancel(ctx), ids); err != nil {
 		fmt.Fprintf(x.log, "release lost nodes %v: %v\n", ids, err)
 	}
-	return nil
 }
 
 // recordLoss journals nodes of bracket b gone for the reasons given by ID: spot nodes as one
@@ -238,31 +244,56 @@ func (x *run) lostOne(b int, id string) bool {
 	return false
 }
 
-// scaleTo brings bracket b to n nodes: the least used nodes under the last placement are released
-// first (bin-packing before scale-down); new ones are created in one request.
+// offerNow is the offer (an index in the model's Offers) bracket b's current stage (its first not
+// synced) rents its nodes from; the default offer once every stage synced. Callers hold x.mu.
+func (x *run) offerNow(b int) int {
+	for k := range x.st.brackets[b].Stages {
+		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
+			o, _ := x.model.OfferIndex(x.st.plan[b][k])
+			return o
+		}
+	}
+	return 0
+}
+
+// serves reports whether a node can serve a stage of offer want: it was rented from that offer
+// (a node that names no offer the model knows is taken for the default one: a provider of one
+// kind of node), or it is the on-demand node a provider fell back to for that type's spot
+// market (cluster.spot.fallback), which a replacement must not churn.
+func (x *run) serves(n cloud.Node, want int) bool {
+	o, _ := x.model.OfferIndex(sim.StageAlloc{Type: n.InstanceType, Market: string(n.Market)})
+	if o == want {
+		return true
+	}
+	w := x.model.Offers[want]
+	return w.Market == spec.MarketSpot && n.Market == cloud.OnDemand && x.model.Offers[o].Type == w.Type &&
+		x.cfg.Experiment.Cluster.Spot.Fallback == spec.FallbackOnDemand
+}
+
+// scaleTo brings bracket b to n nodes of its current stage's instance type and market: nodes that
+// cannot serve it (serves) go first, all of them (a stage on another offer starts its own, as the
+// simulator has it); then the least used nodes under the last placement are released
+// (bin-packing before scale-down); new ones are created in one request.
 func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (placement.Placement, error) {
 	x.mu.Lock()
 	held := append([]cloud.Node(nil), x.st.nodes[b]...)
+	want := x.offerNow(b)
 	x.mu.Unlock()
-	if len(held) > n {
-		release := placement.Release(toPlacementNodes(held), n, last)
-		at := x.cfg.Now() // billing stops when the release is asked for, not when the node is gone
-		if err := x.cfg.Provider.Delete(ctx, release); err != nil {
-			return last, fmt.Errorf("run: release nodes: %w", err)
+	var other []string
+	for _, node := range held {
+		if !x.serves(node, want) {
+			other = append(other, node.ID)
 		}
-		if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: release}, true); err != nil {
+	}
+	if len(other) > 0 && n > 0 {
+		if err := x.releaseNodes(ctx, b, other, last); err != nil {
 			return last, err
 		}
-		gone := map[string]bool{}
-		for _, id := range release {
-			gone[id] = true
-		}
-		for t, slots := range last {
-			for _, s := range slots {
-				if gone[s.Node] {
-					delete(last, t)
-				}
-			}
+		held = slices.DeleteFunc(held, func(node cloud.Node) bool { return slices.Contains(other, node.ID) })
+	}
+	if len(held) > n {
+		if err := x.releaseNodes(ctx, b, placement.Release(toPlacementNodes(held), n, last), last); err != nil {
+			return last, err
 		}
 	}
 	if len(held) < n {
@@ -289,6 +320,25 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 	return last, nil
 }
 
+// releaseNodes releases nodes of bracket b, journals it, and forgets the placements on them.
+func (x *run) releaseNodes(ctx context.Context, b int, release []string, last placement.Placement) error {
+	at := x.cfg.Now() // billing stops when the release is asked for, not when the node is gone
+	if err := x.cfg.Provider.Delete(ctx, release); err != nil {
+		return fmt.Errorf("run: release nodes: %w", err)
+	}
+	if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: release}, true); err != nil {
+		return err
+	}
+	for t, slots := range last {
+		for _, s := range slots {
+			if slices.Contains(release, s.Node) {
+				delete(last, t)
+			}
+		}
+	}
+	return nil
+}
+
 // request asks the provider for count more nodes for bracket b under a journaled token: a request
 // a dead driver journaled but got no answer for is repeated under its own token, so that a
 // provider that rents (EC2) hands back what it rented then instead of renting again. Nodes the
@@ -305,8 +355,14 @@ func (x *run) request(ctx context.Context, b, count int, held []cloud.Node) ([]c
 			return nil, token, err
 		}
 	}
-	c := x.cfg.Experiment.Cluster
-	created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: count, InstanceType: c.InstanceType, Market: cloud.Market(c.Market), Token: token})
+	x.mu.Lock()
+	offer := x.model.Offers[x.offerNow(b)]
+	x.mu.Unlock()
+	typ, market := offer.Type, offer.Market
+	if typ == "" { // the cluster names no type: ask for what the provider has
+		typ = x.cfg.Experiment.Cluster.InstanceType
+	}
+	created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: count, InstanceType: typ, Market: cloud.Market(market), Token: token})
 	have := map[string]bool{}
 	for _, n := range held {
 		have[n.ID] = true

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/sim/meter"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -25,6 +27,25 @@ type Result struct {
 	Trials     []TrialResult   `json:"trials"`
 	// Interruptions are the spot nodes taken away during the run, in order.
 	Interruptions []Interruption `json:"interruptions,omitempty"`
+	// Revisions are the re-plans made during the run, in order.
+	Revisions []Revision `json:"revisions,omitempty"`
+	// Forecast is the latest forecast of the whole run, from the last stage that started after
+	// a sync (nil before the first such stage, or when neither re-planning nor a budget asked).
+	Forecast *planner.Forecast `json:"forecast,omitempty"`
+}
+
+// Revision is a re-plan of a bracket's stages from Stage on, made At (spec seconds from the
+// start): why, the GPUs of those stages before and after, and the forecasts of the whole run.
+type Revision struct {
+	Bracket          string           `json:"bracket"`
+	Stage            int              `json:"stage"`
+	At               float64          `json:"at_s"`
+	Reason           string           `json:"reason"`
+	GPUsBefore       []int            `json:"gpus_before"`
+	Plan             []sim.StageAlloc `json:"plan"`
+	Before           planner.Forecast `json:"before"`
+	After            planner.Forecast `json:"after"`
+	DeadlineGivesWay bool             `json:"deadline_gives_way,omitempty"`
 }
 
 // Interruption is spot nodes of a bracket taken away at one time (spec seconds from the start).
@@ -169,7 +190,7 @@ func (x *run) result() *Result {
 			if !synced {
 				res.Finished = false
 			}
-			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.cfg.Alloc[b][k].GPUs, Nodes: x.cfg.Alloc[b][k].Nodes, Promoted: keep,
+			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.st.plan[b][k].GPUs, Nodes: x.st.plan[b][k].Nodes, Promoted: keep,
 				Retries: s.retries[key], Timeouts: s.timeouts[key], Interrupted: s.lostTries[key]}
 			for _, id := range s.order[b] {
 				t := s.trials[id]
@@ -220,9 +241,26 @@ func (x *run) result() *Result {
 		res.Interruptions = append(res.Interruptions, Interruption{Bracket: s.brackets[in.bracket].Name, Nodes: in.nodes,
 			At: in.at.Sub(s.start).Seconds() / x.cfg.TimeScale, Why: in.why})
 	}
+	for _, r := range s.revisions {
+		e := r.event
+		res.Revisions = append(res.Revisions, Revision{Bracket: s.brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.start).Seconds() / x.cfg.TimeScale,
+			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay})
+	}
+	if s.forecast != nil {
+		f := *s.forecast
+		res.Forecast = &f
+	}
 	if !res.Finished {
 		end = now
 	}
 	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / x.cfg.TimeScale, Cost: total}
 	return res
+}
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
 }

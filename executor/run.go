@@ -48,6 +48,10 @@ type Config struct {
 	// Observe, when set, sees every event once it is applied, in journal order: first the
 	// journal of earlier drivers (Past), then each new one (metrics). It must not block.
 	Observe func(Event)
+	// Replan, when set, re-plans the stages not yet started at every sync, from what the run
+	// observed (planner.Replan says when). Without it the plan is kept, and a budget is only
+	// watched: a forecast over it is said, or stops the run under budget.stop.
+	Replan bool
 	// Log receives what the run notices and carries on from (nil: discarded).
 	Log io.Writer
 }
@@ -100,7 +104,7 @@ func newRun(cfg Config) (*run, error) {
 			return nil, fmt.Errorf("plan does not fit the spec: %w", err)
 		}
 	}
-	x := &run{cfg: cfg, model: m, st: newState(cfg.Experiment, brackets, cfg.Log), log: cfg.Log}
+	x := &run{cfg: cfg, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
 	for _, e := range cfg.Past {
 		x.st.apply(e)
 		if cfg.Observe != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -25,11 +26,31 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		if synced {
 			continue
 		}
-		if err := x.record(Event{Ev: EvStage, Bracket: b, Stage: k, GPUs: x.cfg.Alloc[b][k].GPUs}, true); err != nil {
+		x.mu.Lock()
+		started := !x.st.stageAt[stageKey{b, k}].start.IsZero()
+		x.mu.Unlock()
+		if k > 0 && !started {
+			// The plan of what has not started may change before it does; the nodes the stage
+			// does not need go before it starts, their cost the stage before's (as the
+			// simulator bills them).
+			if err := x.review(ctx, b, k); err != nil {
+				return err
+			}
+			x.mu.Lock()
+			held := len(x.st.nodes[b])
+			x.mu.Unlock()
+			if x.st.plan[b][k].Nodes < held {
+				var err error
+				if last, err = x.scaleTo(ctx, b, x.st.plan[b][k].Nodes, last); err != nil {
+					return err
+				}
+			}
+		}
+		if err := x.record(Event{Ev: EvStage, Bracket: b, Stage: k, GPUs: x.st.plan[b][k].GPUs}, true); err != nil {
 			return err
 		}
 		var err error
-		if last, err = x.scaleTo(ctx, b, x.cfg.Alloc[b][k].Nodes, last); err != nil {
+		if last, err = x.scaleTo(ctx, b, x.st.plan[b][k].Nodes, last); err != nil {
 			return err
 		}
 		if last, err = x.runStage(ctx, b, k, st, last); err != nil {
@@ -46,13 +67,6 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		}
 		if err := x.record(Event{Ev: EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
 			return err
-		}
-		// Nodes the next stage does not need go at this sync, as the simulator releases them:
-		// their cost (rounding included) belongs to this stage.
-		if k+1 < len(br.Stages) && x.cfg.Alloc[b][k+1].Nodes < x.cfg.Alloc[b][k].Nodes {
-			if last, err = x.scaleTo(ctx, b, x.cfg.Alloc[b][k+1].Nodes, last); err != nil {
-				return err
-			}
 		}
 	}
 	_, err := x.scaleTo(ctx, b, 0, nil)
@@ -80,10 +94,10 @@ type outcome struct {
 // own goroutine, so that one gang's I/O never delays the next one's start. It returns the
 // stage's placement.
 func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placement.Placement) (placement.Placement, error) {
-	alloc := x.cfg.Alloc[b][k]
+	alloc := x.st.plan[b][k]
 	gpt := sim.GPUsPerTrial(st, alloc)
 	parallel := max(1, alloc.GPUs/gpt)
-	budget := x.budget(st, gpt)
+	budget := x.budget(st, alloc, gpt)
 	x.mu.Lock()
 	queue := x.st.pending(b, k)
 	total := len(x.st.active(b, k))
@@ -109,6 +123,33 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 			replaced <- err
 		}()
 	}
+	// Lost nodes are released once no gang of the stage runs on them: on a node being
+	// interrupted, the other gangs are still saving their checkpoints within the notice, which
+	// terminating it at once would lose.
+	draining := map[string]bool{}
+	drain := func() {
+		busy := map[string]bool{}
+		for t := range occupied {
+			for _, sl := range last[t] {
+				busy[sl.Node] = true
+			}
+		}
+		var ids []string
+		for id := range draining {
+			if !busy[id] {
+				ids = append(ids, id)
+				delete(draining, id)
+			}
+		}
+		slices.Sort(ids)
+		x.releaseLost(ctx, ids)
+	}
+	defer func() { // whatever ends the stage: nothing lost keeps billing
+		for t := range occupied {
+			delete(occupied, t)
+		}
+		drain()
+	}()
 	refresh := func() { // the bracket's nodes changed: place on what it holds now
 		x.mu.Lock()
 		nodes, byID = x.bracketNodes(b)
@@ -180,11 +221,13 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		case o.exited:
 			delete(occupied, o.trial)
 			delete(handles, o.trial)
+			drain()
 			continue
 		}
 		inflight--
 		delete(occupied, o.trial) // a launch that failed never sent exited
 		delete(handles, o.trial)
+		drain()
 		if cancelled {
 			continue
 		}
@@ -195,11 +238,16 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 			errors.As(o.err, &doomed)
 			lost, lerr := x.lostNodes(ctx, b, doomed)
 			if lerr == nil {
-				lerr = x.forget(ctx, b, lost)
+				lerr = x.forget(b, lost)
 			}
 			if lerr != nil {
 				return last, lerr
 			}
+			for id := range lost {
+				draining[id] = true
+			}
+			x.stopGangsOn(lost, occupied, handles, last)
+			drain()
 			retry, jerr := x.failed(b, k, o, err, x.lostOne(b, o.trial))
 			if jerr != nil {
 				return last, jerr
@@ -227,6 +275,20 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		return last, ctx.Err()
 	}
 	return last, nil
+}
+
+// stopGangsOn stops the running gangs placed on any of the lost nodes, so that they save their
+// checkpoints now rather than at the end of the notice (their workers may not have read it yet).
+func (x *run) stopGangsOn(lost map[string]string, occupied map[string]bool, handles map[string]Handle, last placement.Placement) {
+	for t := range occupied {
+		for _, sl := range last[t] {
+			if _, ok := lost[sl.Node]; ok && handles[t] != nil {
+				fmt.Fprintf(x.log, "trial %s: its node %s is lost: stopping its gang to save its checkpoint\n", t, sl.Node)
+				handles[t].Stop()
+				break
+			}
+		}
+	}
 }
 
 // judge says why a launch that ended is not done, or nil when it reached the stage's target.
@@ -257,19 +319,25 @@ func (x *run) bracketNodes(b int) ([]placement.Node, map[string]cloud.Node) {
 }
 
 // budget is how long one launch of a stage may run before it is stopped and retried: three
-// times its predicted p99.9 duration (start-up and iterations, mean plus 3σ), plus a minute for
-// what the profile does not see (process start, checkpoint transfer), in wall time.
-// trainer.timeout in the spec overrides it.
-func (x *run) budget(st spec.Stage, gpus int) time.Duration {
+// times its predicted p99.9 duration (start-up and iterations, mean plus 3σ), compressed by the
+// time scale, plus a minute of wall time, not compressed, for what the profile does not see
+// (scheduling, process start, checkpoint transfer: they take as long at any time scale; a
+// compressed minute of three seconds timed out every other gang on Nomad).
+// trainer.timeout in the spec overrides it. The profile is that of the stage's instance type.
+// launchAllowance is the wall time a launch is given beyond its profile (see budget).
+const launchAllowance = time.Minute
+
+func (x *run) budget(st spec.Stage, alloc sim.StageAlloc, gpus int) time.Duration {
 	if t := x.cfg.Experiment.Trainer.Timeout.D(); t > 0 {
 		return time.Duration(float64(t) * x.cfg.TimeScale)
 	}
-	it := x.model.IterLatency(gpus)
+	o, _ := x.model.OfferIndex(alloc)
+	offer := x.model.Offers[o]
+	it := offer.IterLatency(gpus)
 	n := float64(st.Iters)
-	mean := x.model.Startup.Mean() + n*it.Mean()
-	sd := math.Sqrt(x.model.Startup.Var() + n*it.Var())
-	secs := 3*(mean+3*sd) + 60
-	return time.Duration(secs * x.cfg.TimeScale * float64(time.Second))
+	mean := offer.Startup.Mean() + n*it.Mean()
+	sd := math.Sqrt(offer.Startup.Var() + n*it.Var())
+	return time.Duration(3*(mean+3*sd)*x.cfg.TimeScale*float64(time.Second)) + launchAllowance
 }
 
 // launchAndFollow starts one gang and reports on it: started, exited, final. A gang still

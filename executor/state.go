@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -40,6 +42,28 @@ type state struct {
 	stopped     string         // why the last driver stopped short of the end; "" while one drives it
 	requests    map[int]int    // node requests journaled per bracket
 	open        map[int]string // per bracket, the token of a request no answer was journaled for
+	plan        sim.Alloc      // the plan run: the one the run began with, as revisions changed it
+	revisions   []revision
+	forecast    *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
+	evidence    map[evidenceKey]*observed
+}
+
+// revision is a re-plan of bracket b from stage k on (journaled as EvReplan).
+type revision struct {
+	bracket, stage int
+	at             time.Time
+	gpusBefore     []int
+	event          Event
+}
+
+// evidenceKey is where iterations were observed: a stage of a bracket, on trials of gpus GPUs.
+type evidenceKey struct{ bracket, stage, gpus int }
+
+// observed is what a run saw of the model at one evidenceKey, in wall seconds: iterations
+// between reports, and each launch's first report (start-up and firstIters iterations).
+type observed struct {
+	iterSecs, iters                 float64
+	firstSecs, firstIters, launches float64
 }
 
 type stageKey struct{ bracket, stage int }
@@ -61,6 +85,12 @@ type trialRun struct {
 	iter    int
 	failed  map[int]bool
 	nodes   []string // where its last launch ran
+	// seen is when the trial last launched or reported, at iteration seenIter on gpus GPUs;
+	// fresh until its launch's first report: what the evidence is taken from.
+	seen     time.Time
+	seenIter int
+	gpus     int
+	fresh    bool
 }
 
 // interruption is a spot node taken away from bracket b at a time.
@@ -83,8 +113,8 @@ type launchSpan struct {
 	start, end time.Time
 }
 
-func newState(exp *spec.Experiment, brackets []spec.Bracket, log io.Writer) *state {
-	return &state{exp: exp, brackets: brackets, log: log, trials: map[string]*trialRun{},
+func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, log io.Writer) *state {
+	return &state{exp: exp, brackets: brackets, plan: plan.Clone(), log: log, trials: map[string]*trialRun{}, evidence: map[evidenceKey]*observed{},
 		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)),
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
 		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
@@ -116,10 +146,13 @@ func (s *state) apply(e Event) {
 	case EvLaunch:
 		ts := trialStage{e.Trial, e.Stage}
 		s.tries[ts] = max(s.tries[ts], e.Try)
-		s.trials[e.Trial].nodes = e.Nodes
-		s.move(s.trials[e.Trial], trial.Launch)
+		t := s.trials[e.Trial]
+		t.nodes = e.Nodes
+		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.iter, e.GPUs, true
+		s.move(t, trial.Launch)
 	case EvReport:
 		t := s.trials[e.Trial]
+		s.observe(t, e)
 		t.metrics, t.iter = e.Metrics, e.Iter
 	case EvDone:
 		t := s.trials[e.Trial]
@@ -174,7 +207,45 @@ func (s *state) apply(e Event) {
 		s.open[e.Bracket] = e.Token
 	case EvAnswer:
 		delete(s.open, e.Bracket)
+	case EvForecast:
+		s.forecast = e.After
+	case EvReplan:
+		if e.Bracket < len(s.plan) && e.Stage+len(e.Plan) == len(s.plan[e.Bracket]) {
+			r := revision{bracket: e.Bracket, stage: e.Stage, at: e.At, event: e}
+			for _, sa := range s.plan[e.Bracket][e.Stage:] {
+				r.gpusBefore = append(r.gpusBefore, sa.GPUs)
+			}
+			copy(s.plan[e.Bracket][e.Stage:], e.Plan)
+			s.revisions = append(s.revisions, r)
+			s.forecast = e.After
+		} else {
+			fmt.Fprintf(s.log, "re-plan of bracket %d from stage %d: %d stages do not fit the plan\n", e.Bracket, e.Stage, len(e.Plan))
+		}
 	}
+}
+
+// observe takes the evidence of a report: the time since the trial's launch (start-up and the
+// iterations up to this one) or since its previous report (iterations alone).
+func (s *state) observe(t *trialRun, e Event) {
+	if t.seen.IsZero() || t.gpus == 0 || e.Iter <= t.seenIter || e.At.Before(t.seen) {
+		return
+	}
+	key := evidenceKey{t.bracket, e.Stage, t.gpus}
+	o := s.evidence[key]
+	if o == nil {
+		o = &observed{}
+		s.evidence[key] = o
+	}
+	secs, n := e.At.Sub(t.seen).Seconds(), float64(e.Iter-t.seenIter)
+	if t.fresh {
+		o.firstSecs += secs
+		o.firstIters += n
+		o.launches++
+	} else {
+		o.iterSecs += secs
+		o.iters += n
+	}
+	t.seen, t.seenIter, t.fresh = e.At, e.Iter, false
 }
 
 // launched records a launch's span from a done or fail event, for per-function billing.

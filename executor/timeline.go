@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
@@ -55,7 +56,7 @@ func RealizedSchedule(events []Event, timeScale float64, gpusPerNode int) sim.Sc
 			row(e.Node.ID)
 			k := lastStage[e.Bracket]
 			pending[e.Node.ID] = provision{from: stageStart[[2]int{e.Bracket, k}], bracket: e.Bracket, stage: k}
-			busy[e.Node.ID] = make([]bool, gpusPerNode)
+			busy[e.Node.ID] = make([]bool, nodeGPUs(e.Node, gpusPerNode))
 		case EvLaunch:
 			if _, ok := trialNo[e.Trial]; !ok {
 				trialNo[e.Trial] = len(trialNo)
@@ -64,7 +65,7 @@ func RealizedSchedule(events []Event, timeScale float64, gpusPerNode int) sim.Sc
 			per := max(1, e.GPUs/max(len(e.Nodes), 1))
 			for _, n := range e.Nodes {
 				if p, ok := pending[n]; ok {
-					sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(p.from), End: sec(e.At), GPUs: gpusPerNode, Provision: true,
+					sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(p.from), End: sec(e.At), GPUs: len(busy[n]), NodeGPUs: otherSize(len(busy[n]), gpusPerNode), Provision: true,
 						Bracket: p.bracket, Stage: p.stage})
 					delete(pending, n)
 				}
@@ -78,7 +79,7 @@ func RealizedSchedule(events []Event, timeScale float64, gpusPerNode int) sim.Sc
 			}
 			for i, n := range o.nodes {
 				l := o.lanes[i]
-				sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(o.at), End: sec(e.At), GPU: l[0], GPUs: l[1],
+				sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(o.at), End: sec(e.At), GPU: l[0], GPUs: l[1], NodeGPUs: otherSize(len(busy[n]), gpusPerNode),
 					Bracket: o.bracket, Stage: o.stage, Trial: trialNo[e.Trial]})
 				for g := l[0]; g < l[0]+l[1] && g < len(busy[n]); g++ {
 					busy[n][g] = false
@@ -91,6 +92,24 @@ func RealizedSchedule(events []Event, timeScale float64, gpusPerNode int) sim.Sc
 	}
 	sc.Rows = len(rows)
 	return sc
+}
+
+// nodeGPUs is a node's GPUs: its own (nodes of several instance types differ), or the spec's for a
+// node journaled without them.
+func nodeGPUs(n *cloud.Node, spec int) int {
+	if n != nil && n.GPUs > 0 {
+		return n.GPUs
+	}
+	return spec
+}
+
+// otherSize is a node's GPUs when they are not the spec's (a node of another instance type), else
+// 0: a span's NodeGPUs.
+func otherSize(gpus, spec int) int {
+	if gpus == spec {
+		return 0
+	}
+	return gpus
 }
 
 // takeLanes takes the first k free GPUs of a node and returns the first (0 when none are free or

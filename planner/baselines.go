@@ -7,24 +7,31 @@ import (
 func (p *Problem) reset() {
 	p.evaluated = 0
 	p.fastest = Candidate{}
+	p.memo = nil
 }
 
 // Static finds the cheapest fixed cluster that meets the deadline: it tries every cluster size
-// up to max_nodes, each stage sharing the cluster fairly among its trials (paper §3.2).
+// up to max_nodes, each stage sharing the cluster fairly among its trials (paper §3.2), of every
+// offered instance type and market (one for the whole run).
 func Static(p *Problem) Result {
 	p.reset()
-	best, _ := p.static()
+	var best Candidate
+	for _, o := range p.allowed() {
+		if c, _ := p.static(o); better(c, best) {
+			best = c
+		}
+	}
 	return p.result("static", best)
 }
 
-// static returns the best static candidate and its cluster size (0 when none fits).
-func (p *Problem) static() (Candidate, int) {
+// static returns the best static candidate on offer o and its cluster size (0 when none fits).
+func (p *Problem) static(o int) (Candidate, int) {
 	m := p.model()
 	var best Candidate
 	bestN := 0
 	var prev sim.Alloc
 	for n := len(p.brackets()); n <= m.MaxNodes; n++ {
-		a := p.clusterAlloc(n, false)
+		a := p.clusterAlloc(n, false, o)
 		if sameGPUs(a, prev) {
 			continue // more nodes, same work: dearer and no faster
 		}
@@ -37,22 +44,22 @@ func (p *Problem) static() (Candidate, int) {
 	return best, bestN
 }
 
-// clusterAlloc shares a cluster of n nodes: brackets get nodes in proportion to their work
-// (each at least one), and each stage gives its trials a fair share of its bracket's GPUs. A
-// static allocation holds its bracket's nodes in every stage; an elastic one holds only what
+// clusterAlloc shares a cluster of n nodes of offer o: brackets get nodes in proportion to their
+// work (each at least one), and each stage gives its trials a fair share of its bracket's GPUs.
+// A static allocation holds its bracket's nodes in every stage; an elastic one holds only what
 // each stage uses, with every stage's GPUs snapped down to a factor or multiple of its trials.
-func (p *Problem) clusterAlloc(n int, elastic bool) sim.Alloc {
+func (p *Problem) clusterAlloc(n int, elastic bool, o int) sim.Alloc {
 	m := p.model()
+	offer := m.Offers[o]
 	shares := splitNodes(p, n)
 	a := make(sim.Alloc, len(p.brackets()))
 	for b, br := range p.brackets() {
-		gpus := shares[b] * m.GPUsPerNode
-		for _, st := range br.Stages {
-			g := fairShare(m, st.Trials, gpus)
-			sa := sim.StageAlloc{GPUs: g, Nodes: shares[b]}
+		gpus := shares[b] * offer.GPUsPerNode
+		for k, st := range br.Stages {
+			g := fairShare(offer, st.Trials, gpus)
+			sa := m.On(sim.StageAlloc{GPUs: g, Nodes: shares[b]}, o)
 			if elastic {
-				sa.GPUs = snap(Options(m, st.Trials), g)
-				sa.Nodes = m.NodesFor(sa.GPUs)
+				sa = p.stageAlloc(snap(p.options(o)[b][k], g), o)
 			}
 			a[b] = append(a[b], sa)
 		}
@@ -62,7 +69,7 @@ func (p *Problem) clusterAlloc(n int, elastic bool) sim.Alloc {
 
 // fairShare gives n trials at most gpus GPUs: one GPU each in waves when there are fewer GPUs
 // than trials, else the largest placeable equal share.
-func fairShare(m *sim.Model, n, gpus int) int {
+func fairShare(m *sim.Offer, n, gpus int) int {
 	if n >= gpus {
 		return gpus
 	}
@@ -113,13 +120,15 @@ func splitNodes(p *Problem, n int) []int {
 	return shares
 }
 
+// sameGPUs reports whether two allocations give every stage the same GPUs of the same offer.
 func sameGPUs(a, b sim.Alloc) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
 		for k := range a[i] {
-			if a[i][k].GPUs != b[i][k].GPUs {
+			x, y := a[i][k], b[i][k]
+			if x.GPUs != y.GPUs || x.Type != y.Type || x.Market != y.Market {
 				return false
 			}
 		}
@@ -133,18 +142,21 @@ func NaiveElastic(p *Problem) Result {
 	p.reset()
 	m := p.model()
 	var best Candidate
-	for g := 1; g <= m.MaxGPUsPerTrial(); g++ {
-		if !m.ValidTrialGPUs(g) {
-			continue
-		}
-		gpus := make([][]int, len(p.brackets()))
-		for b, br := range p.brackets() {
-			for _, st := range br.Stages {
-				gpus[b] = append(gpus[b], st.Trials*g)
+	for _, o := range p.allowed() {
+		offer := m.Offers[o]
+		for g := 1; g <= offer.MaxGPUsPerTrial(); g++ {
+			if !offer.ValidTrialGPUs(g) {
+				continue
 			}
-		}
-		if c, ok := p.valid(m.Elastic(gpus)); ok && better(c, best) {
-			best = c
+			a := make(sim.Alloc, len(p.brackets()))
+			for b, br := range p.brackets() {
+				for _, st := range br.Stages {
+					a[b] = append(a[b], p.stageAlloc(st.Trials*g, o))
+				}
+			}
+			if c, ok := p.valid(a); ok && better(c, best) {
+				best = c
+			}
 		}
 	}
 	return p.result("naive-elastic", best)

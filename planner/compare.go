@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -18,7 +19,8 @@ type Outcome struct {
 
 // Compare runs the named planners on one experiment, all on one simulator so that they compare
 // on the same draws. A planner that finds no plan at all (nothing fits max_nodes) is left out.
-func Compare(exp *spec.Experiment, names []string) (map[string]Outcome, error) {
+// When ctx ends, planning stops within moments and Compare returns ctx's error.
+func Compare(ctx context.Context, exp *spec.Experiment, names []string) (map[string]Outcome, error) {
 	m, err := sim.NewModel(exp)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -28,10 +30,14 @@ func Compare(exp *spec.Experiment, names []string) (map[string]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Stop = func() bool { return ctx.Err() != nil }
 	out := map[string]Outcome{}
 	for _, name := range names {
 		res, err := Run(p, name)
 		if err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if res.Best.Alloc == nil {

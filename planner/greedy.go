@@ -1,24 +1,90 @@
 package planner
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
-// Greedy is the paper's Algorithm 2. It warm-starts from the best static cluster at 1x, 2x and
-// 3x its size (and, beyond the paper, from the largest cluster max_nodes allows, so that it finds
-// a plan even when no static cluster does), each made elastic; then, step by step, it lowers one
-// stage's allocation to the next factor or multiple of its trial count, taking the feasible
-// candidate that saves the most cost per second of completion time added, until no candidate
-// saves anything. The answer is never predicted to cost more than the static plan.
+// Greedy is the paper's Algorithm 2. On one instance type and market it warm-starts from the best
+// static cluster at 1x, 2x and 3x its size (and, beyond the paper, from the largest cluster
+// max_nodes allows, so that it finds a plan even when no static cluster does), each made elastic;
+// then, step by step, it lowers one stage's allocation to the next factor or multiple of its
+// trial count, taking the feasible candidate that saves the most cost per second of completion
+// time added, until no candidate saves anything. The answer is never predicted to cost more than
+// the static plan.
+//
+// With several offers (instance types x markets) it plans each type alone and each market alone
+// the same way (recursively, down to single offers), starts from the cheapest of those plans, and
+// adds two kinds of step: move one stage, or one stage and every later one of its bracket, to
+// another offer (at the largest GPU option there not above its GPUs). So its plan is never
+// predicted to cost more than the best single-type plan, nor the best single-market one.
 func Greedy(p *Problem) Result {
 	p.reset()
 	return p.result("greedy", p.greedy())
 }
 
-func (p *Problem) greedy() Candidate {
-	best, n := p.static()
+func (p *Problem) greedy() Candidate { return p.greedyOver(p.allowed()) }
+
+// greedyOver is Greedy over a set of offers.
+func (p *Problem) greedyOver(offers []int) Candidate {
+	// A set of offers is reached through its types and through its markets: plan it once.
+	key := fmt.Sprint(offers)
+	if c, ok := p.memo[key]; ok {
+		return c
+	}
+	var best Candidate
+	if len(offers) == 1 {
+		best = p.greedyOn(offers[0])
+	} else {
+		for _, sub := range p.splits(offers) {
+			if c := p.greedyOver(sub); better(c, best) {
+				best = c
+			}
+		}
+		if best.Feasible {
+			best = p.descend(best, offers)
+		}
+	}
+	if p.memo == nil {
+		p.memo = map[string]Candidate{}
+	}
+	p.memo[key] = best
+	return best
+}
+
+// splits divides a set of offers into its types and its markets: each type's offers, when there
+// are several types, and each market's, when there are several markets.
+func (p *Problem) splits(offers []int) [][]int {
+	m := p.model()
+	var byType, byMarket [][]int
+	group := func(groups [][]int, o int, same func(a, b *sim.Offer) bool) [][]int {
+		for i, g := range groups {
+			if same(m.Offers[g[0]], m.Offers[o]) {
+				groups[i] = append(g, o)
+				return groups
+			}
+		}
+		return append(groups, []int{o})
+	}
+	for _, o := range offers {
+		byType = group(byType, o, func(a, b *sim.Offer) bool { return a.Type == b.Type })
+		byMarket = group(byMarket, o, func(a, b *sim.Offer) bool { return a.Market == b.Market })
+	}
+	var out [][]int
+	if len(byType) > 1 {
+		out = append(out, byType...)
+	}
+	if len(byMarket) > 1 {
+		out = append(out, byMarket...)
+	}
+	return out
+}
+
+// greedyOn is Algorithm 2 on offer o alone.
+func (p *Problem) greedyOn(o int) Candidate {
+	best, n := p.static(o)
 	sizes := []int{p.model().MaxNodes}
 	if n > 0 {
 		sizes = []int{n, 2 * n, 3 * n, p.model().MaxNodes}
@@ -26,7 +92,7 @@ func (p *Problem) greedy() Candidate {
 	var seen []sim.Alloc
 	for _, size := range sizes {
 		size = min(size, p.model().MaxNodes)
-		a := p.clusterAlloc(size, true)
+		a := p.clusterAlloc(size, true, o)
 		if containsAlloc(seen, a) {
 			continue
 		}
@@ -35,39 +101,64 @@ func (p *Problem) greedy() Candidate {
 		if !ok || !start.Feasible {
 			continue
 		}
-		if c := p.descend(start); better(c, best) {
+		if c := p.descend(start, []int{o}); better(c, best) {
 			best = c
 		}
 	}
 	return best
 }
 
-// descend runs the greedy steps from a feasible start.
-func (p *Problem) descend(cur Candidate) Candidate {
+// descend runs the greedy steps from a feasible start, within the given offers.
+func (p *Problem) descend(cur Candidate, offers []int) Candidate {
 	m := p.model()
-	opts := p.options()
 	for {
 		var pick Candidate
 		pickRatio, pickSaving := math.Inf(-1), 0.0
+		consider := func(a sim.Alloc) {
+			c, ok := p.valid(a)
+			saving := cur.Cost - c.Cost
+			if !ok || !c.Feasible || saving <= 1e-12 {
+				return
+			}
+			ratio := math.Inf(1) // cheaper and no slower: always worth it
+			if added := c.JCT - cur.JCT; added > 0 {
+				ratio = saving / added
+			}
+			if ratio > pickRatio || (ratio == pickRatio && saving > pickSaving) {
+				pick, pickRatio, pickSaving = c, ratio, saving
+			}
+		}
 		for b := range cur.Alloc {
 			for k, sa := range cur.Alloc[b] {
-				i := indexOf(opts[b][k], sa.GPUs)
-				if i <= 0 {
-					continue
+				on, _ := m.OfferIndex(sa)
+				opts := p.options(on)[b][k]
+				if i := indexOf(opts, sa.GPUs); i > 0 {
+					a := cur.Alloc.Clone()
+					a[b][k] = p.stageAlloc(opts[i-1], on)
+					consider(a)
 				}
-				a := cur.Alloc.Clone()
-				a[b][k] = sim.StageAlloc{GPUs: opts[b][k][i-1], Nodes: m.NodesFor(opts[b][k][i-1])}
-				c, ok := p.valid(a)
-				saving := cur.Cost - c.Cost
-				if !ok || !c.Feasible || saving <= 1e-12 {
-					continue
-				}
-				ratio := math.Inf(1) // cheaper and no slower: always worth it
-				if added := c.JCT - cur.JCT; added > 0 {
-					ratio = saving / added
-				}
-				if ratio > pickRatio || (ratio == pickRatio && saving > pickSaving) {
-					pick, pickRatio, pickSaving = c, ratio, saving
+				for _, o := range offers {
+					if o == on {
+						continue
+					}
+					throughs := []int{k} // this stage alone, or it and every later one
+					if last := len(cur.Alloc[b]) - 1; k < last {
+						throughs = append(throughs, last)
+					}
+					for _, through := range throughs {
+						a := cur.Alloc.Clone()
+						fits := true
+						for j := k; j <= through && fits; j++ {
+							opts := p.options(o)[b][j]
+							fits = len(opts) > 0
+							if fits {
+								a[b][j] = p.stageAlloc(snap(opts, a[b][j].GPUs), o)
+							}
+						}
+						if fits {
+							consider(a)
+						}
+					}
 				}
 			}
 		}
@@ -76,17 +167,6 @@ func (p *Problem) descend(cur Candidate) Candidate {
 		}
 		cur = pick
 	}
-}
-
-// options lists the allocation options of every stage of every bracket.
-func (p *Problem) options() [][][]int {
-	opts := make([][][]int, len(p.brackets()))
-	for b, br := range p.brackets() {
-		for _, st := range br.Stages {
-			opts[b] = append(opts[b], Options(p.model(), st.Trials))
-		}
-	}
-	return opts
 }
 
 func indexOf(xs []int, x int) int {

@@ -8,10 +8,14 @@ import (
 )
 
 // Optimal searches the plan space exactly: for one bracket (SHA, explicit stages) it returns the
-// cheapest plan of all those whose stages get a factor or multiple of their trial count, the
-// space greedy walks, compared on the same Monte Carlo draws, so it never costs more than greedy.
-// It is a depth-first branch and bound over stages with the nodes already up as state, starting
-// from greedy's answer as the bound to beat. A partial plan is cut when even the fastest
+// cheapest plan of all those that give every stage an offer (one of the spec's instance types in
+// one of its markets) and, on it, a factor or multiple of the stage's trial count (the elastic
+// options greedy walks), compared on the same Monte Carlo draws, so it never costs more than
+// greedy. That is every sequence, over the stages, of (offer, GPU option) pairs: with one type and
+// one market the space greedy walks; with T types and M markets T x M times the options per stage.
+// A stage on another offer than the previous one starts all of its nodes (the previous ones are
+// released at the SYNC). It is a depth-first branch and bound over stages with the nodes already
+// up and their offer as state, starting from greedy's answer as the bound to beat. A partial plan is cut when even the fastest
 // remaining stages, sample by sample, would miss the deadline quantile, or when a lower bound on
 // the remaining cost cannot beat the best plan found. That bound couples time and cost: a plan
 // meets the deadline only if at least `need` samples finish in time, so the sum over stages of
@@ -40,6 +44,7 @@ func Optimal(p *Problem) Result {
 // stageOption is one allocation of one stage, with its draws.
 type stageOption struct {
 	alloc  sim.StageAlloc
+	offer  int
 	dur    []float64 // start-to-SYNC draws, without scale-up
 	costLB float64   // a lower bound on the stage's mean cost with no scale-up
 	fnCost float64   // mean per-function cost
@@ -87,7 +92,7 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 		t.bound = incumbent.Cost
 	}
 	if incumbent.Alloc == nil {
-		t.base = p.clusterAlloc(m.MaxNodes, true)
+		t.base = p.clusterAlloc(m.MaxNodes, true, p.allowed()[0])
 	}
 	if len(p.brackets()) > 1 {
 		t.others = make([]float64, n)
@@ -108,20 +113,28 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 		}
 	}
 	t.opts = make([][]stageOption, len(stages))
-	for k, st := range stages {
-		for _, g := range Options(m, st.Trials) {
-			sa := sim.StageAlloc{GPUs: g, Nodes: m.NodesFor(g)}
-			if sa.Nodes > t.budget {
-				continue
+	for k := range stages {
+		if p.stopped() {
+			return Candidate{}
+		}
+		for _, on := range p.allowed() {
+			for _, g := range p.options(on)[b][k] {
+				sa := p.stageAlloc(g, on)
+				if sa.Nodes > t.budget {
+					continue
+				}
+				dur, fn, spot := s.StageTrain(b, k, sa)
+				o := stageOption{alloc: sa, offer: on, dur: dur, fnCost: mean(fn), tau: t.fastMean(dur)}
+				if m.PerFunction {
+					o.costLB = o.fnCost
+				} else {
+					o.costLB = m.Offers[on].NodePricePerSecond * float64(sa.Nodes) * mean(dur)
+				}
+				if spot != nil { // replacements' datasets, less their unbilled SCALE: the bound stays below the cost
+					o.costLB += mean(spot)
+				}
+				t.opts[k] = append(t.opts[k], o)
 			}
-			dur, fn := s.StageTrain(b, k, sa)
-			o := stageOption{alloc: sa, dur: dur, fnCost: mean(fn), tau: t.fastMean(dur)}
-			if m.PerFunction {
-				o.costLB = o.fnCost
-			} else {
-				o.costLB = m.NodePricePerSecond * float64(sa.Nodes) * mean(dur)
-			}
-			t.opts[k] = append(t.opts[k], o)
 		}
 		if len(t.opts[k]) == 0 {
 			return Candidate{}
@@ -162,12 +175,17 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 		t.partial[k] = make([]float64, n)
 	}
 	t.choice = make([]sim.StageAlloc, K)
-	t.search(0, 0, 0)
+	t.search(0, 0, 0, 0)
 	return t.best
 }
 
-func (t *bnb) search(k, up int, cost float64) {
+// search tries every option of stage k after stages that left up nodes of offer upOffer running
+// and cost at least cost.
+func (t *bnb) search(k, up, upOffer int, cost float64) {
 	p, m := t.p, t.p.model()
+	if p.stopped() {
+		return
+	}
 	if k == len(t.choice) {
 		a := t.base.Clone()
 		a[t.b] = append([]sim.StageAlloc(nil), t.choice...)
@@ -182,12 +200,15 @@ func (t *bnb) search(k, up int, cost float64) {
 	cur, next := t.partial[k], t.partial[k+1]
 	for _, o := range t.opts[k] {
 		newNodes := max(0, o.alloc.Nodes-up)
+		if o.offer != upOffer {
+			newNodes = o.alloc.Nodes // the nodes up go at the SYNC: all of this stage's are new
+		}
 		stageCost := o.costLB + float64(newNodes)*m.DataCost
 		var prov, scale []float64
 		if newNodes > 0 {
-			prov, scale = p.Sim.StageProvision(t.b, k, newNodes)
+			prov, scale = p.Sim.StageProvision(t.b, k, newNodes, o.offer)
 			if !m.PerFunction {
-				stageCost += m.NodePricePerSecond * (float64(o.alloc.Nodes)*mean(prov) - float64(newNodes)*mean(scale))
+				stageCost += m.Offers[o.offer].NodePricePerSecond * (float64(o.alloc.Nodes)*mean(prov) - float64(newNodes)*mean(scale))
 			}
 		}
 		if cost+stageCost+t.sufC[k+1] >= t.bound-1e-12 {
@@ -214,7 +235,7 @@ func (t *bnb) search(k, up int, cost float64) {
 			continue
 		}
 		t.choice[k] = o.alloc
-		t.search(k+1, o.alloc.Nodes, cost+stageCost)
+		t.search(k+1, o.alloc.Nodes, o.offer, cost+stageCost)
 	}
 }
 

@@ -125,13 +125,13 @@ profile: {iter_latency: {1: {mean: 30, std: 5}, 2: {mean: 16, std: 2}, 4: {mean:
 
 // bruteForce tries the static plan and every elastic plan of a one-bracket job.
 func bruteForce(p *Problem) Candidate {
-	st, _ := p.static()
+	st, _ := p.static(0)
 	return bruteForceFrom(p, st)
 }
 
 // bruteForceFrom tries every elastic plan of a one-bracket job, starting from best.
 func bruteForceFrom(p *Problem, best Candidate) Candidate {
-	opts := p.options()[0]
+	opts := p.options(0)[0]
 	choice := make([]int, len(opts))
 	var walk func(k int)
 	walk = func(k int) {
@@ -240,7 +240,7 @@ func TestBranchAndBoundFromInfeasibleIncumbent(t *testing.T) {
 
 func spaceSize(p *Problem) int {
 	n := 1
-	for _, o := range p.options()[0] {
+	for _, o := range p.options(0)[0] {
 		n *= len(o)
 	}
 	return n

@@ -18,9 +18,50 @@ type Problem struct {
 	// Progress, when set, is told how many plans have been simulated, after each one: keep it
 	// cheap (an atomic store), and draw from another goroutine.
 	Progress func(evaluated int)
+	// Stop, when set, is asked before each plan is simulated; once it says true, every plan
+	// is weighed as infeasible without simulating it, so that a planner returns within moments
+	// (a client gone, a deadline passed). The result is then meaningless: the caller discards it.
+	Stop func() bool
 
 	evaluated int
 	fastest   Candidate
+	// offers are the offers (indices in the model's Offers) plans may use; nil: all of them.
+	offers []int
+	// memo holds the greedy plan over each set of offers, within one planner run.
+	memo map[string]Candidate
+	// opts caches stage options per offer: opts[o][b][k].
+	opts map[int][][][]int
+}
+
+// Restrict returns the same question with plans limited to the given offers (indices in the
+// model's Offers): what `plan` compares its plan with (on-demand only, one type only). It
+// shares the simulator, so its plans compare on the same draws.
+func (p *Problem) Restrict(offers []int) *Problem {
+	return &Problem{Sim: p.Sim, Deadline: p.Deadline, Quantile: p.Quantile, Progress: p.Progress, offers: append([]int(nil), offers...)}
+}
+
+// OffersWhere lists the model's offers (indices in its Offers) that keep says to: what Restrict
+// takes.
+func OffersWhere(m *sim.Model, keep func(*sim.Offer) bool) []int {
+	var out []int
+	for i, o := range m.Offers {
+		if keep(o) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// allowed lists the offers plans may use.
+func (p *Problem) allowed() []int {
+	if p.offers != nil {
+		return p.offers
+	}
+	all := make([]int, len(p.model().Offers))
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 // MaxWork bounds one prediction's Monte Carlo work: samples times the job's trial-stages (each
@@ -96,8 +137,14 @@ func (p *Problem) meets(jct []float64) bool {
 	return n >= p.need()
 }
 
-// evaluate predicts an allocation that passes Check.
+// stopped reports whether Stop says the planning is to end.
+func (p *Problem) stopped() bool { return p.Stop != nil && p.Stop() }
+
+// evaluate predicts an allocation that passes Check (an infeasible nothing once stopped).
 func (p *Problem) evaluate(a sim.Alloc) Candidate {
+	if p.stopped() {
+		return Candidate{Alloc: a, JCT: math.Inf(1), Cost: math.Inf(1)}
+	}
 	out := p.Sim.Evaluate(a)
 	c := Candidate{Alloc: a, JCT: sim.Quantile(out.JCT, p.Quantile), Cost: mean(out.Cost), Feasible: p.meets(out.JCT), outcome: out}
 	p.evaluated++
@@ -150,23 +197,51 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// Options lists the GPU counts a stage of n trials may get, ascending: factors of n below n
-// (trials in even waves on single GPUs) and n times every placeable GPU count per trial, within
-// max_nodes. Stepping down this list is the paper's "smallest step that keeps the allocation a
-// factor or multiple of the number of trials".
-func Options(m *sim.Model, n int) []int {
+// Options lists the GPU counts a stage of n trials may get on the model's default offer.
+func Options(m *sim.Model, n int) []int { return OptionsOn(m.Offer, m.MaxNodes, n) }
+
+// OptionsOn lists the GPU counts a stage of n trials may get on an offer, ascending: factors of
+// n below n (trials in even waves on single GPUs) and n times every placeable GPU count per
+// trial, within max_nodes. Stepping down this list is the paper's "smallest step that keeps the
+// allocation a factor or multiple of the number of trials".
+func OptionsOn(o *sim.Offer, maxNodes, n int) []int {
 	var opts []int
 	for d := 1; d < n; d++ {
-		if n%d == 0 && m.NodesFor(d) <= m.MaxNodes {
+		if n%d == 0 && o.NodesFor(d) <= maxNodes {
 			opts = append(opts, d)
 		}
 	}
-	for g := 1; g <= m.MaxGPUsPerTrial(); g++ {
-		if m.ValidTrialGPUs(g) && m.NodesFor(n*g) <= m.MaxNodes {
+	for g := 1; g <= o.MaxGPUsPerTrial(); g++ {
+		if o.ValidTrialGPUs(g) && o.NodesFor(n*g) <= maxNodes {
 			opts = append(opts, n*g)
 		}
 	}
 	return opts
+}
+
+// options lists the allocation options of every stage of every bracket on offer o.
+func (p *Problem) options(o int) [][][]int {
+	if opts, ok := p.opts[o]; ok {
+		return opts
+	}
+	m := p.model()
+	opts := make([][][]int, len(p.brackets()))
+	for b, br := range p.brackets() {
+		for _, st := range br.Stages {
+			opts[b] = append(opts[b], OptionsOn(m.Offers[o], m.MaxNodes, st.Trials))
+		}
+	}
+	if p.opts == nil {
+		p.opts = map[int][][][]int{}
+	}
+	p.opts[o] = opts
+	return opts
+}
+
+// stageAlloc is g GPUs of offer o on the nodes they need.
+func (p *Problem) stageAlloc(g, o int) sim.StageAlloc {
+	m := p.model()
+	return m.On(sim.StageAlloc{GPUs: g, Nodes: m.Offers[o].NodesFor(g)}, o)
 }
 
 // snap returns the largest option at most g, or the smallest option.

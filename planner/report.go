@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -30,6 +31,21 @@ type Report struct {
 	Evaluated int `json:"evaluated,omitempty"`
 	// BudgetUSD is the spec's budget.max_cost_usd (0: none).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Alternatives are, when the spec offers several instance types or markets, the best plans
+	// the same planner finds on fewer of them (on-demand only; the best single type), each with
+	// what the plan saves against it.
+	Alternatives []Alternative `json:"alternatives,omitempty"`
+}
+
+// Alternative is the best plan on a subset of the offers.
+type Alternative struct {
+	// Name says which subset: "on-demand only", or "p3.8xlarge only" for the best single type.
+	Name      string          `json:"name"`
+	Feasible  bool            `json:"feasible"`
+	Brackets  []BracketReport `json:"brackets"`
+	Predicted Prediction      `json:"predicted"`
+	// SavingPct is how much cheaper the plan is predicted to be than this one.
+	SavingPct *float64 `json:"saving_pct,omitempty"`
 }
 
 // ClusterInfo says what the plan's nodes are.
@@ -40,6 +56,10 @@ type ClusterInfo struct {
 	Market       string  `json:"market"`
 	Billing      string  `json:"billing"`
 	MaxNodes     int     `json:"max_nodes"`
+	// InstanceTypes and Markets are the candidates a stage may get, when the spec offers
+	// several (cluster.instance_types, cluster.markets).
+	InstanceTypes []string `json:"instance_types,omitempty"`
+	Markets       []string `json:"markets,omitempty"`
 }
 
 // BracketReport is one bracket's stages with their allocation and prediction.
@@ -65,11 +85,19 @@ type Baseline struct {
 // NewReport describes a simulated allocation.
 func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible bool, res sim.Result) *Report {
 	c := exp.Cluster
+	var types []string
+	for _, it := range c.InstanceTypes {
+		types = append(types, it.InstanceType)
+	}
+	var markets []string
+	if len(c.Markets) > 1 {
+		markets = c.Markets
+	}
 	return &Report{
 		Experiment: exp.Name, Planner: planner, DeadlineS: deadline, DeadlineQuantile: exp.Planner.DeadlineQuantile,
 		Samples: res.Samples, Seed: exp.Seed, Feasible: feasible,
 		Cluster: ClusterInfo{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, PricePerHour: c.HourlyPrice(),
-			Market: c.Market, Billing: c.Billing.Model, MaxNodes: c.MaxNodes},
+			Market: c.Market, Billing: c.Billing.Model, MaxNodes: c.MaxNodes, InstanceTypes: types, Markets: markets},
 		Brackets:  bracketReports(res),
 		Predicted: prediction(res, deadline),
 		BudgetUSD: exp.Budget.MaxCostUSD,
@@ -83,6 +111,72 @@ func (r *Report) SetStatic(feasible bool, res sim.Result) {
 		s := 100 * (1 - r.Predicted.Cost.Mean/res.Cost.Mean)
 		r.SavingPct = &s
 	}
+}
+
+// AddAlternative adds the best plan on a subset of the offers and the saving against it.
+func (r *Report) AddAlternative(name string, feasible bool, res sim.Result) {
+	alt := Alternative{Name: name, Feasible: feasible, Brackets: bracketReports(res), Predicted: prediction(res, r.DeadlineS)}
+	if feasible && r.Feasible && res.Cost.Mean > 0 {
+		s := 100 * (1 - r.Predicted.Cost.Mean/res.Cost.Mean)
+		alt.SavingPct = &s
+	}
+	r.Alternatives = append(r.Alternatives, alt)
+}
+
+// Subset is a named subset of a problem's offers that a plan is compared with.
+type Subset struct {
+	Name   string
+	Offers []int
+}
+
+// Subsets are what a plan over several offers is compared with: on-demand only (when spot is
+// offered too) and each instance type alone (when there are several).
+func Subsets(m *sim.Model) []Subset {
+	var out []Subset
+	if onDemand := OffersWhere(m, func(o *sim.Offer) bool { return o.Market == spec.MarketOnDemand }); len(onDemand) > 0 && len(onDemand) < len(m.Offers) {
+		out = append(out, Subset{Name: "on-demand only", Offers: onDemand})
+	}
+	var types []string
+	for _, o := range m.Offers {
+		if !slices.Contains(types, o.Type) {
+			types = append(types, o.Type)
+		}
+	}
+	if len(types) > 1 {
+		for _, typ := range types {
+			out = append(out, Subset{Name: typ + " only", Offers: OffersWhere(m, func(o *sim.Offer) bool { return o.Type == typ })})
+		}
+	}
+	return out
+}
+
+// Alternatives runs planner name on each subset of Subsets and keeps on-demand only and the best
+// single type: the plans `plan` shows beside its own.
+func Alternatives(p *Problem, name string) ([]Subset, []Result, error) {
+	var subsets []Subset
+	var results []Result
+	bestType := -1
+	for _, sub := range Subsets(p.model()) {
+		res, err := Run(p.Restrict(sub.Offers), name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if res.Best.Alloc == nil {
+			continue
+		}
+		if sub.Name == "on-demand only" {
+			subsets, results = append(subsets, sub), append(results, res)
+			continue
+		}
+		switch {
+		case bestType < 0:
+			bestType = len(results)
+			subsets, results = append(subsets, sub), append(results, res)
+		case better(res.Best, results[bestType].Best):
+			subsets[bestType], results[bestType] = sub, res
+		}
+	}
+	return subsets, results, nil
 }
 
 func bracketReports(res sim.Result) []BracketReport {
@@ -117,7 +211,7 @@ func (r *Report) Alloc(brackets []spec.Bracket) (sim.Alloc, error) {
 				return nil, fmt.Errorf("plan bracket %d stage %d is %d trials x %d iterations, the spec %d x %d (was the plan made for another spec?)",
 					b, k, ps.Trials, ps.Iters, st.Trials, st.Iters)
 			}
-			a[b] = append(a[b], sim.StageAlloc{GPUs: ps.GPUs, Nodes: ps.Nodes})
+			a[b] = append(a[b], sim.StageAlloc{GPUs: ps.GPUs, Nodes: ps.Nodes, Type: ps.Type, Market: ps.Market})
 		}
 	}
 	return a, nil

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -29,9 +30,9 @@ func (e *PointError) Unwrap() error { return e.Err }
 // point, on workers goroutines (every CPU when workers < 1). Points are independent: one that
 // fails keeps its error and the others go on. The points come back in the order of exps.
 // progress, when set, is called after each point with how many are done of how many, one call at a
-// time, done counting up to len(exps).
-func Sweep(exps []*spec.Experiment, names []string, workers int, progress func(done, total int)) []SweepPoint {
-	return sweep(len(exps), workers, func(i int) (map[string]Outcome, error) { return Compare(exps[i], names) }, progress)
+// time, done counting up to len(exps). When ctx ends, the points not done fail with its error.
+func Sweep(ctx context.Context, exps []*spec.Experiment, names []string, workers int, progress func(done, total int)) []SweepPoint {
+	return sweep(len(exps), workers, func(i int) (map[string]Outcome, error) { return Compare(ctx, exps[i], names) }, progress)
 }
 
 // sweep evaluates points 0..n-1 on workers goroutines.

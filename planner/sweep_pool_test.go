@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -106,9 +107,9 @@ func TestSweepIsCompareAtEveryPoint(t *testing.T) {
 	broken.Deadline = 0 // plan: a deadline is required
 	exps = append(exps[:1], append([]*spec.Experiment{&broken}, exps[1:]...)...)
 	names := []string{spec.PlannerStatic, spec.PlannerGreedy}
-	got := Sweep(exps, names, 2, nil)
+	got := Sweep(context.Background(), exps, names, 2, nil)
 	for i, exp := range exps {
-		want, werr := Compare(exp, names)
+		want, werr := Compare(context.Background(), exp, names)
 		if (werr != nil) != (got[i].Err != nil) {
 			t.Fatalf("point %d: error %v, Compare's %v", i, got[i].Err, werr)
 		}

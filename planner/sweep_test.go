@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestSweepMonotonicFacts(t *testing.T) {
 			t.Fatal(err)
 		}
 		exp.Planner.Samples = 30
-		res, err := Compare(exp, names)
+		res, err := Compare(context.Background(), exp, names)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,3 +23,13 @@ if [ ! -x "$bin/nomad" ] || [ "$(cat "$bin/nomad.version" 2>/dev/null)" != "$NOM
   (cd tools/nomad && CGO_ENABLED=1 GOFLAGS=-buildvcs=false go build -o "$bin/nomad" github.com/hashicorp/nomad)
   echo "$NOMAD_VERSION" > "$bin/nomad.version"
 fi
+
+# Chromium, for the dashboard's browser tests (chromedp drives it headless): Debian's package,
+# when none is on PATH. CI runs this as root on a fresh Debian machine.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "deps: installing chromium (Debian package)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y chromium
+fi

@@ -2,21 +2,42 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// StageAlloc is what a plan gives one stage: GPUs for its trials and the nodes held meanwhile.
-// Nodes is at least the nodes the GPUs need; a static plan holds more.
+// StageAlloc is what a plan gives one stage: GPUs for its trials and the nodes held meanwhile,
+// of an instance type in a market. Nodes is at least the nodes the GPUs need; a static plan holds
+// more. An empty Type or Market is the cluster's own (Model.Offers[0]'s). A stage on another type
+// or market than the nodes held before it releases them all at the previous SYNC and starts its
+// own (SCALE, INIT_INSTANCE, DATA); its trials move through their checkpoints.
 type StageAlloc struct {
-	GPUs  int `json:"gpus"`
-	Nodes int `json:"nodes"`
+	GPUs   int    `json:"gpus"`
+	Nodes  int    `json:"nodes"`
+	Type   string `json:"type,omitempty"`
+	Market string `json:"market,omitempty"`
+}
+
+// FormatStages writes stages as `simulate --alloc` reads them, bracketed: each stage's GPUs,
+// and @TYPE:MARKET when it names a type or market ("[16 8@p3.2xlarge:spot]").
+func FormatStages(stages []StageAlloc) string {
+	out := make([]string, len(stages))
+	for i, sa := range stages {
+		out[i] = strconv.Itoa(sa.GPUs)
+		if sa.Type != "" || sa.Market != "" {
+			out[i] += "@" + sa.Type + ":" + sa.Market
+		}
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // Alloc is a plan's allocation: one StageAlloc per stage of each bracket.
 type Alloc [][]StageAlloc
 
-// Elastic turns GPU counts per stage into an allocation that holds just the nodes they need.
+// Elastic turns GPU counts per stage into an allocation that holds just the nodes they need, of
+// the default offer.
 func (m *Model) Elastic(gpus [][]int) Alloc {
 	a := make(Alloc, len(gpus))
 	for b, stages := range gpus {
@@ -80,6 +101,11 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 		for k, s := range br.Stages {
 			sa := a[b][k]
 			where := fmt.Sprintf("bracket %d stage %d (%d trials)", b, k, s.Trials)
+			i, ok := m.OfferIndex(sa)
+			if !ok {
+				return fmt.Errorf("%s: instance type %q in market %q is not one the spec offers", where, sa.Type, sa.Market)
+			}
+			m := m.Offers[i]
 			if sa.GPUs < 1 {
 				return fmt.Errorf("%s: %d GPUs (need at least 1)", where, sa.GPUs)
 			}
@@ -97,7 +123,7 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 			}
 		}
 	}
-	if p := a.PeakNodes(); p > m.MaxNodes {
+	if p := a.PeakNodes(); p > m.MaxNodes { // nodes of every type count
 		return fmt.Errorf("allocation holds up to %d nodes, above max_nodes %d", p, m.MaxNodes)
 	}
 	return nil

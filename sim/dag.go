@@ -32,14 +32,16 @@ func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
 // Node is one task of the DAG. Nodes are stored in topological order: predecessors first.
 type Node struct {
-	Kind    Kind  `json:"kind"`
-	Bracket int   `json:"bracket"`
-	Stage   int   `json:"stage"`
-	Trial   int   `json:"trial"` // TRAIN: the trial's index in its stage; -1 otherwise
-	Slot    int   `json:"slot"`  // TRAIN: the GPU slot or gang it runs on; INIT/DATA: the new node
-	GPUs    int   `json:"gpus"`  // TRAIN: GPUs of the trial
-	Iters   int   `json:"iters"` // TRAIN: iterations to run
-	Preds   []int `json:"preds"`
+	Kind    Kind `json:"kind"`
+	Bracket int  `json:"bracket"`
+	Stage   int  `json:"stage"`
+	Trial   int  `json:"trial"` // TRAIN: the trial's index in its stage; -1 otherwise
+	Slot    int  `json:"slot"`  // TRAIN: the GPU slot or gang it runs on; INIT/DATA: the new node
+	GPUs    int  `json:"gpus"`  // TRAIN: GPUs of the trial
+	Iters   int  `json:"iters"` // TRAIN: iterations to run
+	// Offer is the index in Model.Offers of the instance type and market the node runs on.
+	Offer int   `json:"offer,omitempty"`
+	Preds []int `json:"preds"`
 }
 
 // DAG is a job's (or a stage's) task graph.
@@ -52,25 +54,25 @@ func (g *DAG) add(n Node) int {
 	return len(g.Nodes) - 1
 }
 
-// addProvision adds the SCALE node and one INIT_INSTANCE (and DATA) per new node after preds,
-// and returns the nodes the stage's TRAIN nodes wait for.
-func (g *DAG) addProvision(m *Model, b, k, newNodes int, preds []int) []int {
-	scale := g.add(Node{Kind: Scale, Bracket: b, Stage: k, Trial: -1, Preds: preds})
+// addProvision adds the SCALE node and one INIT_INSTANCE (and DATA) per new node of offer o
+// after preds, and returns the nodes the stage's TRAIN nodes wait for.
+func (g *DAG) addProvision(m *Model, o, b, k, newNodes int, preds []int) []int {
+	scale := g.add(Node{Kind: Scale, Bracket: b, Stage: k, Trial: -1, Offer: o, Preds: preds})
 	ready := make([]int, 0, newNodes)
 	for i := range newNodes {
-		last := g.add(Node{Kind: InitInstance, Bracket: b, Stage: k, Trial: -1, Slot: i, Preds: []int{scale}})
-		if m.DataLatency > 0 || m.DataCost > 0 {
-			last = g.add(Node{Kind: Data, Bracket: b, Stage: k, Trial: -1, Slot: i, Preds: []int{last}})
+		last := g.add(Node{Kind: InitInstance, Bracket: b, Stage: k, Trial: -1, Slot: i, Offer: o, Preds: []int{scale}})
+		if m.Offers[o].DataLatency > 0 || m.DataCost > 0 {
+			last = g.add(Node{Kind: Data, Bracket: b, Stage: k, Trial: -1, Slot: i, Offer: o, Preds: []int{last}})
 		}
 		ready = append(ready, last)
 	}
 	return ready
 }
 
-// addTrain adds the stage's TRAIN nodes after preds and the SYNC that ends the stage. With fewer
-// GPUs than trials, trials queue on single-GPU slots: slot j runs trials j, j+a, j+2a, ... in a
-// serial chain. It returns the SYNC node.
-func (g *DAG) addTrain(b, k int, s spec.Stage, a StageAlloc, preds []int) int {
+// addTrain adds the stage's TRAIN nodes, on offer o, after preds and the SYNC that ends the
+// stage. With fewer GPUs than trials, trials queue on single-GPU slots: slot j runs trials j,
+// j+a, j+2a, ... in a serial chain. It returns the SYNC node.
+func (g *DAG) addTrain(o, b, k int, s spec.Stage, a StageAlloc, preds []int) int {
 	gpt := GPUsPerTrial(s, a)
 	slots := min(a.GPUs, s.Trials)
 	var last []int
@@ -79,14 +81,15 @@ func (g *DAG) addTrain(b, k int, s spec.Stage, a StageAlloc, preds []int) int {
 		if t >= slots {
 			p = []int{last[t-slots]}
 		}
-		last = append(last, g.add(Node{Kind: Train, Bracket: b, Stage: k, Trial: t, Slot: t % slots, GPUs: gpt, Iters: s.Iters, Preds: p}))
+		last = append(last, g.add(Node{Kind: Train, Bracket: b, Stage: k, Trial: t, Slot: t % slots, GPUs: gpt, Iters: s.Iters, Offer: o, Preds: p}))
 	}
 	return g.add(Node{Kind: Sync, Bracket: b, Stage: k, Trial: -1, Preds: last[max(0, len(last)-slots):]})
 }
 
 // BuildDAG builds the whole job's DAG for an allocation: per bracket, per stage, a SCALE node
-// and INIT_INSTANCE/DATA nodes when the stage needs more nodes than are up, its TRAIN nodes and
-// a SYNC. Brackets are independent chains that run at the same time.
+// and INIT_INSTANCE/DATA nodes when the stage needs more nodes than are up (all of its nodes
+// when it changes type or market), its TRAIN nodes and a SYNC. Brackets are independent chains
+// that run at the same time.
 func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
 	if err := m.Check(brackets, a); err != nil {
 		return nil, fmt.Errorf("build dag: %w", err)
@@ -94,20 +97,26 @@ func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
 	g := &DAG{}
 	for b, br := range brackets {
 		var preds []int
-		up := 0
+		up, upOffer := 0, 0
 		for k, s := range br.Stages {
-			if n := a[b][k].Nodes; n > up {
-				preds = g.addProvision(m, b, k, n-up, preds)
+			_, o := m.offerOf(a[b][k])
+			if o != upOffer {
+				up = 0 // released at the previous SYNC
 			}
-			up = a[b][k].Nodes
-			preds = []int{g.addTrain(b, k, s, a[b][k], preds)}
+			if n := a[b][k].Nodes; n > up {
+				preds = g.addProvision(m, o, b, k, n-up, preds)
+			}
+			up, upOffer = a[b][k].Nodes, o
+			preds = []int{g.addTrain(o, b, k, s, a[b][k], preds)}
 		}
 	}
 	return g, nil
 }
 
-// Latency draws the latency of one node.
-func (m *Model) Latency(n *Node, r *rand.Rand) float64 {
+// Latency draws the latency of one node, on its offer.
+func (m *Model) Latency(n *Node, r *rand.Rand) float64 { return m.Offers[n.Offer].latency(n, r) }
+
+func (m *Offer) latency(n *Node, r *rand.Rand) float64 {
 	switch n.Kind {
 	case Scale:
 		return m.Scale.Sample(r)

@@ -9,23 +9,44 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// Model holds everything the simulator needs to know about the cluster and the trained model.
+// Model holds everything the simulator needs to know about the cluster and the trained model:
+// the offers a plan may rent nodes from (instance types in markets) and what is common to them.
+// It embeds its default offer, the cluster's own type and market (Offers[0]), which is the only
+// one for a spec with one type and one market; a stage whose StageAlloc names no type or market
+// runs on it.
 type Model struct {
-	GPUsPerNode int
-	MaxNodes    int
-	// NodePricePerSecond is what one node costs per second in the chosen market.
-	NodePricePerSecond float64
+	*Offer
+	MaxNodes int
 	// Rules are the billing rules, the cost meter's: per-instance or per-function, rounding,
 	// and DataCost, what a new node pays for the dataset. The executor bills a run with them.
 	meter.Rules
-	Scale, Init Dist
-	Startup     Dist
+	// Offers are every (type, market) a plan may rent, the default first.
+	Offers []*Offer
+	// Uncertainty is the relative standard deviation of the model's own error: each sample of a
+	// stage takes a factor drawn from N(1, Uncertainty) (at least 0.5) times as long. A profile
+	// has none; a re-plan gives its posterior some, so that the plan it picks has room for what
+	// the evidence has not pinned down.
+	Uncertainty float64
+
+	index map[offerKey]int
+}
+
+// Offer is one instance type in one market: its nodes' size, price, latencies, the model's
+// scaling profile on it, its stragglers and, in the spot market, its interruptions.
+type Offer struct {
+	// Type and Market name the offer ("" type: the cluster's own, when the spec names none).
+	Type, Market string
+	GPUsPerNode  int
+	// NodePricePerSecond is what one node costs per second in the offer's market.
+	NodePricePerSecond float64
+	Scale, Init        Dist
+	Startup            Dist
 	// DataLatency is how long a new node takes to download the dataset.
 	DataLatency float64
 	// SlowShare of the nodes are persistent stragglers: every trial on one takes SlowFactor
 	// times as long (profile.slow_nodes).
 	SlowShare, SlowFactor float64
-	// Spot, when not nil, interrupts nodes (cluster.market spot with an interruption rate or
+	// Spot, when not nil, interrupts nodes (the spot market with an interruption rate or
 	// lifetimes): what a stage takes and costs then includes the risk.
 	Spot *Spot
 
@@ -33,63 +54,131 @@ type Model struct {
 	iter   map[int]Dist // iteration latency at each measured count
 }
 
-// NewModel builds the model of a validated experiment.
+type offerKey struct{ typ, market string }
+
+// NewModel builds the model of a validated experiment: one offer per candidate type and market
+// (spec.Experiment.Offers).
 func NewModel(exp *spec.Experiment) (*Model, error) {
 	c := exp.Cluster
 	m := &Model{
-		GPUsPerNode:        c.GPUsPerNode,
-		MaxNodes:           c.MaxNodes,
-		NodePricePerSecond: c.HourlyPrice() / 3600,
+		MaxNodes: c.MaxNodes,
 		Rules: meter.Rules{
 			PerFunction: c.Billing.Model == spec.PerFunction,
 			Increment:   c.Billing.Increment.Seconds(),
 			Minimum:     c.Billing.Minimum.Seconds(),
 			DataCost:    c.Data.SizeGB * c.Data.PricePerGB,
 		},
-		iter:      map[int]Dist{},
-		SlowShare: exp.Profile.SlowNodes.Share, SlowFactor: max(exp.Profile.SlowNodes.Factor, 1),
+		index: map[offerKey]int{},
 	}
-	if c.Data.SizeGB > 0 {
-		m.DataLatency = c.Data.SizeGB * 8 / c.NetworkGbps
-	}
-	var err error
-	if m.Scale, err = NewDist(c.ScaleLatency); err != nil {
-		return nil, fmt.Errorf("cluster.scale_latency: %w", err)
-	}
-	if m.Init, err = NewDist(c.InitLatency); err != nil {
-		return nil, fmt.Errorf("cluster.init_latency: %w", err)
-	}
-	if m.Startup, err = NewDist(exp.Profile.StartupLatency); err != nil {
-		return nil, fmt.Errorf("profile.startup_latency: %w", err)
-	}
-	if sp := c.Spot; c.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {
-		m.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart}
-		if sp.Lifetimes != nil {
-			if m.Spot.Lifetimes, err = NewDist(*sp.Lifetimes); err != nil {
-				return nil, fmt.Errorf("cluster.spot.lifetimes: %w", err)
+	for i, so := range exp.Offers() {
+		o, err := newOffer(c, so)
+		if err != nil {
+			if len(c.InstanceTypes) > 0 {
+				return nil, fmt.Errorf("instance type %s: %w", so.Type.InstanceType, err)
 			}
-			m.Spot.Rate = 0
+			return nil, err
 		}
+		m.Offers = append(m.Offers, o)
+		m.index[offerKey{o.Type, o.Market}] = i
 	}
-	for g, d := range exp.Profile.IterLatency {
-		if m.iter[g], err = NewDist(d); err != nil {
-			return nil, fmt.Errorf("profile.iter_latency.%d: %w", g, err)
-		}
-		m.points = append(m.points, g)
-	}
-	sort.Ints(m.points)
-	if len(m.points) == 0 || m.points[0] != 1 {
-		return nil, fmt.Errorf("profile.iter_latency: needs a measurement at 1 GPU")
-	}
+	m.Offer = m.Offers[0]
 	return m, nil
 }
 
+// newOffer builds one offer.
+func newOffer(c spec.Cluster, so spec.Offer) (*Offer, error) {
+	it, prof := so.Type, so.Type.Profile
+	o := &Offer{
+		Type: it.InstanceType, Market: so.Market,
+		GPUsPerNode:        it.GPUsPerNode,
+		NodePricePerSecond: it.HourlyPrice(so.Market) / 3600,
+		iter:               map[int]Dist{},
+		SlowShare:          prof.SlowNodes.Share, SlowFactor: max(prof.SlowNodes.Factor, 1),
+	}
+	if c.Data.SizeGB > 0 {
+		o.DataLatency = c.Data.SizeGB * 8 / it.NetworkGbps
+	}
+	var err error
+	if o.Scale, err = NewDist(it.ScaleLatency); err != nil {
+		return nil, fmt.Errorf("cluster.scale_latency: %w", err)
+	}
+	if o.Init, err = NewDist(it.InitLatency); err != nil {
+		return nil, fmt.Errorf("cluster.init_latency: %w", err)
+	}
+	if o.Startup, err = NewDist(prof.StartupLatency); err != nil {
+		return nil, fmt.Errorf("profile.startup_latency: %w", err)
+	}
+	if sp := c.Spot; so.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {
+		o.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart}
+		if sp.Lifetimes != nil {
+			if o.Spot.Lifetimes, err = NewDist(*sp.Lifetimes); err != nil {
+				return nil, fmt.Errorf("cluster.spot.lifetimes: %w", err)
+			}
+			o.Spot.Rate = 0
+		}
+	}
+	for g, d := range prof.IterLatency {
+		if o.iter[g], err = NewDist(d); err != nil {
+			return nil, fmt.Errorf("profile.iter_latency.%d: %w", g, err)
+		}
+		o.points = append(o.points, g)
+	}
+	sort.Ints(o.points)
+	if len(o.points) == 0 || o.points[0] != 1 {
+		return nil, fmt.Errorf("profile.iter_latency: needs a measurement at 1 GPU")
+	}
+	return o, nil
+}
+
+// OfferIndex finds the offer a stage runs on: its type and market, each empty for the default's.
+func (m *Model) OfferIndex(a StageAlloc) (int, bool) {
+	if a.Type == "" && a.Market == "" {
+		return 0, true
+	}
+	typ, market := a.Type, a.Market
+	if typ == "" {
+		typ = m.Offers[0].Type
+	}
+	if market == "" {
+		market = m.Offers[0].Market
+	}
+	i, ok := m.index[offerKey{typ, market}]
+	return i, ok
+}
+
+// siblings lists offer i and every other offer of its instance type (its other markets), i first.
+func (m *Model) siblings(i int) []int {
+	out := []int{i}
+	for j, o := range m.Offers {
+		if j != i && o.Type == m.Offers[i].Type {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// offerOf is the offer of a stage that passed Check.
+func (m *Model) offerOf(a StageAlloc) (*Offer, int) {
+	i, _ := m.OfferIndex(a)
+	return m.Offers[i], i
+}
+
+// On returns a with the type and market of offer i: empty for the default offer, so that a plan
+// of one type and market reads as it always did.
+func (m *Model) On(a StageAlloc, i int) StageAlloc {
+	a.Type, a.Market = "", ""
+	if i != 0 {
+		a.Type, a.Market = m.Offers[i].Type, m.Offers[i].Market
+	}
+	return a
+}
+
 // MaxGPUsPerTrial is the largest measured GPU count: the model does not extrapolate beyond it.
-func (m *Model) MaxGPUsPerTrial() int { return m.points[len(m.points)-1] }
+func (m *Offer) MaxGPUsPerTrial() int { return m.points[len(m.points)-1] }
 
 // IterLatency is the latency of one iteration of one trial on g GPUs. Between measured counts
 // the mean is interpolated log-log and the distribution is the lower neighbour's, scaled.
-func (m *Model) IterLatency(g int) Dist {
+func (m *Offer) IterLatency(g int) Dist {
 	if d, ok := m.iter[g]; ok {
 		return d
 	}
@@ -109,7 +198,7 @@ func (m *Model) IterLatency(g int) Dist {
 
 // ValidTrialGPUs reports whether a trial can be given g GPUs: a power of two that fits in one
 // node, or whole nodes, and no more than the profile measured.
-func (m *Model) ValidTrialGPUs(g int) bool {
+func (m *Offer) ValidTrialGPUs(g int) bool {
 	if g < 1 || g > m.MaxGPUsPerTrial() {
 		return false
 	}
@@ -124,9 +213,9 @@ func (m *Model) ValidTrialGPUs(g int) bool {
 func (m *Model) Bill(t, pricePerSecond float64) float64 { return m.Charge(t, pricePerSecond) }
 
 // GPUPricePerSecond is the per-function price of one GPU.
-func (m *Model) GPUPricePerSecond() float64 {
+func (m *Offer) GPUPricePerSecond() float64 {
 	return m.NodePricePerSecond / float64(m.GPUsPerNode)
 }
 
 // NodesFor is how many nodes hold g GPUs.
-func (m *Model) NodesFor(g int) int { return (g + m.GPUsPerNode - 1) / m.GPUsPerNode }
+func (m *Offer) NodesFor(g int) int { return (g + m.GPUsPerNode - 1) / m.GPUsPerNode }

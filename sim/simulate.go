@@ -21,9 +21,13 @@ type Simulator struct {
 	train    map[stageKey]*trainSamples
 	prov     map[stageKey]*provSamples
 	groups   []group
+	// held is what nodes each bracket already holds when it starts (Hold): a re-plan's present
+	// state.
+	held []Held
 }
 
-type stageKey struct{ b, k, x int }
+// stageKey names a stage's draws: bracket, stage, a count (GPUs or new nodes) and the offer.
+type stageKey struct{ b, k, x, o int }
 
 // trainSamples are the draws of a stage's TRAIN nodes and SYNC at one GPU allocation.
 type trainSamples struct {
@@ -34,6 +38,9 @@ type trainSamples struct {
 	// without a spot model.
 	spotCost    []float64
 	interrupted []float64
+	// lost is what interruptions cost in all: the hold of the stage's nodes (per-instance) or
+	// the TRAIN GPU-seconds (per-function) they add, priced, plus spotCost.
+	lost []float64
 }
 
 // provSamples are the draws of a stage's scale-up by some number of new nodes.
@@ -42,16 +49,52 @@ type provSamples struct {
 	scale []float64 // SCALE alone: new nodes are billed from its end
 }
 
-// group is a set of nodes started together and still held, with the seconds billed so far.
+// group is a set of nodes started together and still held, with the seconds billed so far and
+// their price per second.
 type group struct {
 	count  int
 	billed float64
+	price  float64
 }
 
 // New returns a simulator that draws samples per stage with the given seed.
 func New(m *Model, brackets []spec.Bracket, samples int, seed int64) *Simulator {
 	return &Simulator{m: m, brackets: brackets, samples: max(samples, 1), seed: seed,
 		train: map[stageKey]*trainSamples{}, prov: map[stageKey]*provSamples{}}
+}
+
+// Held is what one bracket holds when a prediction starts: Nodes up already, of an instance type
+// in a market (each empty for the cluster's own, as in StageAlloc).
+type Held struct {
+	Nodes  int
+	Type   string
+	Market string
+}
+
+// Hold makes each bracket b start holding held[b] nodes of the cluster's own type and market
+// that are up already; HoldNodes says of which type and market.
+func (s *Simulator) Hold(held []int) {
+	typed := make([]Held, len(held))
+	for b, n := range held {
+		typed[b] = Held{Nodes: n}
+	}
+	s.held = typed
+}
+
+// HoldNodes makes each bracket b start holding the nodes held[b] says, up already: a re-plan
+// predicts the rest of a run from the nodes it holds. They cost from the start on (what they
+// cost before is the run's, not the prediction's) and no stage of their type and market waits
+// for them to start; a first stage of another type or market releases them at its start. It
+// reports held nodes of a type or market the model does not offer. HoldNodes changes what every
+// later prediction means; the per-stage draws stay valid.
+func (s *Simulator) HoldNodes(held []Held) error {
+	for b, h := range held {
+		if _, ok := s.m.OfferIndex(StageAlloc{Type: h.Type, Market: h.Market}); !ok {
+			return fmt.Errorf("hold: bracket %d holds %s nodes in market %q, which the spec does not offer", b, h.Type, h.Market)
+		}
+	}
+	s.held = append([]Held(nil), held...)
+	return nil
 }
 
 // Model returns the simulator's model.
@@ -69,6 +112,7 @@ const (
 	streamProvision
 	streamSpot
 	streamSlow
+	streamUncertain
 )
 
 func (s *Simulator) stream(kind, b, k, x int) uint64 {
@@ -80,20 +124,32 @@ func (s *Simulator) stream(kind, b, k, x int) uint64 {
 }
 
 func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
-	key := stageKey{b, k, a.GPUs}
-	if t, ok := s.train[key]; ok {
+	_, oi := s.m.offerOf(a)
+	if t, ok := s.train[stageKey{b, k, a.GPUs, oi}]; ok {
 		return t
 	}
-	t := &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples)}
-	if s.m.Spot != nil {
-		t.spotCost, t.interrupted = make([]float64, s.samples), make([]float64, s.samples)
+	// Every market of the type shares the TRAIN draws: draw them once for all.
+	sibs := s.m.siblings(oi)
+	parts := make([]*trainSamples, len(sibs))
+	for j, si := range sibs {
+		t := &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples)}
+		if s.m.Offers[si].Spot != nil {
+			t.spotCost, t.interrupted, t.lost = make([]float64, s.samples), make([]float64, s.samples), make([]float64, s.samples)
+		}
+		parts[j] = t
+		s.train[stageKey{b, k, a.GPUs, si}] = t
 	}
-	gpuPrice := s.m.GPUPricePerSecond()
-	s.drawTrain(b, k, a, func(i int, g *DAG, end float64, hit interruptions, _, latency []float64) {
+	s.drawTrain(b, k, a, sibs, func(j, i int, g *DAG, end float64, hit interruptions, _, latency []float64) {
+		t, o := parts[j], s.m.Offers[sibs[j]]
+		gpuPrice := o.GPUPricePerSecond()
 		t.dur[i] = end
 		if t.spotCost != nil {
 			t.interrupted[i] = float64(hit.count)
-			t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*s.m.NodePricePerSecond
+			t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*o.NodePricePerSecond
+			t.lost[i] = t.spotCost[i] + float64(a.Nodes)*(end-hit.calm)*o.NodePricePerSecond
+			if s.m.PerFunction {
+				t.lost[i] = t.spotCost[i] + hit.gpuSeconds*gpuPrice
+			}
 		}
 		if s.m.PerFunction {
 			for j, n := range g.Nodes {
@@ -103,39 +159,68 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 			}
 		}
 	})
-	s.train[key] = t
-	return t
+	return s.train[stageKey{b, k, a.GPUs, oi}]
 }
 
 // drawTrain draws a stage's TRAIN nodes and SYNC sample by sample from the stage's own stream,
-// with the spot interruptions that hit them (from a stream of their own, so that the same
-// stage draws the same TRAIN latencies with and without them), and hands each sample's DAG,
-// end, interruptions and every node's latency to each. The same stage and allocation always
-// give the same draws.
-func (s *Simulator) drawTrain(b, k int, a StageAlloc, each func(i int, g *DAG, end float64, hit interruptions, finish, latency []float64)) {
+// and, on each of the given offers (markets of one type: they share the profile), the slow nodes
+// and spot interruptions that hit them (from streams of their own, so that the same stage draws
+// the same TRAIN latencies with and without them); it hands each offer's (by its index j in
+// offers) sample's DAG, end, interruptions and every node's latency to each. The same stage and
+// allocation always give the same draws; the streams do not depend on the offer, so that plans
+// on different types and markets compare on common random numbers.
+func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j, i int, g *DAG, end float64, hit interruptions, finish, latency []float64)) {
 	g := &DAG{}
 	st := s.brackets[b].Stages[k]
-	g.addTrain(b, k, st, a, nil)
+	g.addTrain(offers[0], b, k, st, a, nil)
 	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
-	var rs, rslow *rand.Rand
-	if s.m.Spot != nil {
-		rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
-	}
-	if s.m.SlowShare > 0 && s.m.SlowFactor > 1 {
-		rslow = spec.NewRand(s.seed, s.stream(streamSlow, b, k, a.GPUs))
+	var ru *rand.Rand // the model's own error: one factor per sample, whatever the offer
+	if s.m.Uncertainty > 0 {
+		ru = spec.NewRand(s.seed, s.stream(streamUncertain, b, k, a.GPUs))
 	}
 	gpt := GPUsPerTrial(st, a)
+	type perOffer struct {
+		o         *Offer
+		rs, rslow *rand.Rand
+		layout    *spotLayout
+	}
+	per := make([]perOffer, len(offers))
+	for j, oi := range offers {
+		o := s.m.Offers[oi]
+		per[j].o = o
+		if o.Spot != nil {
+			per[j].rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
+			per[j].layout = o.newSpotLayout(g, a.Nodes, gpt)
+		}
+		if o.SlowShare > 0 && o.SlowFactor > 1 {
+			per[j].rslow = spec.NewRand(s.seed, s.stream(streamSlow, b, k, a.GPUs))
+		}
+	}
+	calmFinish, calmLatency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	for i := range s.samples {
-		end := g.CriticalPath(s.m, r, finish, latency)
-		if rslow != nil {
-			end = s.m.slowDown(g, a.Nodes, gpt, rslow, finish, latency)
+		calm := g.CriticalPath(s.m, r, calmFinish, calmLatency)
+		err := 1.0
+		if ru != nil {
+			err = max(0.5, 1+s.m.Uncertainty*ru.NormFloat64())
 		}
-		var hit interruptions
-		if rs != nil {
-			end, hit = s.m.interrupt(g, a.Nodes, gpt, rs, finish, latency)
+		for j, po := range per {
+			end := calm
+			f, l := calmFinish, calmLatency
+			if po.rslow != nil || po.rs != nil { // they change the draws in place: on a copy
+				f, l = finish, latency
+				copy(f, calmFinish)
+				copy(l, calmLatency)
+			}
+			if po.rslow != nil {
+				end = po.o.slowDown(g, a.Nodes, gpt, po.rslow, f, l)
+			}
+			var hit interruptions
+			if po.rs != nil {
+				end, hit = po.o.interrupt(po.layout, g, po.rs, f, l)
+			}
+			each(j, i, g, end*err, hit, f, l)
 		}
-		each(i, g, end, hit, finish, latency)
 	}
 }
 
@@ -143,11 +228,13 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, each func(i int, g *DAG, e
 // sample, one span per TRAIN node, timed from the stage's TRAIN start. Per-function billing
 // needs them; the planners' hot path gets by with trainPart's sums.
 func (s *Simulator) trainLaunches(b int, a []StageAlloc) [][][]meter.LaunchSpan {
-	price := s.m.GPUPricePerSecond()
 	out := make([][][]meter.LaunchSpan, len(a))
 	for k, sa := range a {
+		o, _ := s.m.offerOf(sa)
+		price := o.GPUPricePerSecond()
 		out[k] = make([][]meter.LaunchSpan, s.samples)
-		s.drawTrain(b, k, sa, func(i int, g *DAG, _ float64, _ interruptions, finish, latency []float64) {
+		_, oi := s.m.offerOf(sa)
+		s.drawTrain(b, k, sa, []int{oi}, func(_, i int, g *DAG, _ float64, _ interruptions, finish, latency []float64) {
 			for j, n := range g.Nodes {
 				if n.Kind == Train {
 					out[k][i] = append(out[k][i], meter.LaunchSpan{Bracket: b, Start: finish[j] - latency[j], End: finish[j], GPUs: n.GPUs, PricePerGPUSecond: price})
@@ -158,13 +245,13 @@ func (s *Simulator) trainLaunches(b int, a []StageAlloc) [][][]meter.LaunchSpan 
 	return out
 }
 
-func (s *Simulator) provPart(b, k, newNodes int) *provSamples {
-	key := stageKey{b, k, newNodes}
+func (s *Simulator) provPart(b, k, newNodes, offer int) *provSamples {
+	key := stageKey{b, k, newNodes, offer}
 	if p, ok := s.prov[key]; ok {
 		return p
 	}
 	g := &DAG{}
-	g.addProvision(s.m, b, k, newNodes, nil)
+	g.addProvision(s.m, offer, b, k, newNodes, nil)
 	r := spec.NewRand(s.seed, s.stream(streamProvision, b, k, newNodes))
 	p := &provSamples{dur: make([]float64, s.samples), scale: make([]float64, s.samples)}
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
@@ -179,6 +266,10 @@ func (s *Simulator) provPart(b, k, newNodes int) *provSamples {
 // stagePlan is one stage's share of an evaluation: its draws and how many nodes it adds.
 type stagePlan struct {
 	alloc    StageAlloc
+	offer    *Offer
+	held     Held // nodes held before the stage starts and still running (only on stage 0)
+	heldAt   *Offer
+	switched bool // the stage changes type or market: every node held before it goes first
 	newNodes int
 	train    *trainSamples
 	prov     *provSamples
@@ -195,14 +286,24 @@ func (p stagePlan) spotCost(i int) float64 {
 
 func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
 	plans := make([]stagePlan, len(a))
-	up := 0
+	up, upOffer := 0, 0
+	if b < len(s.held) && len(plans) > 0 {
+		h := s.held[b]
+		plans[0].held = h
+		plans[0].heldAt, upOffer = s.m.offerOf(StageAlloc{Type: h.Type, Market: h.Market})
+		up = h.Nodes
+	}
 	for k, sa := range a {
-		plans[k] = stagePlan{alloc: sa, train: s.trainPart(b, k, sa)}
+		o, oi := s.m.offerOf(sa)
+		plans[k].alloc, plans[k].offer, plans[k].train = sa, o, s.trainPart(b, k, sa)
+		if oi != upOffer && up > 0 {
+			plans[k].switched, up = true, 0
+		}
 		if sa.Nodes > up {
 			plans[k].newNodes = sa.Nodes - up
-			plans[k].prov = s.provPart(b, k, sa.Nodes-up)
+			plans[k].prov = s.provPart(b, k, sa.Nodes-up, oi)
 		}
-		up = sa.Nodes
+		up, upOffer = sa.Nodes, oi
 	}
 	return plans
 }
@@ -232,15 +333,18 @@ func (s *Simulator) Evaluate(a Alloc) Outcome {
 // lays the same sample out for the meter instead (layout); a test holds the two to one total.
 func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	m := s.m
-	price := m.NodePricePerSecond
 	groups := s.groups[:0]
 	live := 0
+	if len(plans) > 0 && plans[0].held.Nodes > 0 && !m.PerFunction {
+		live = plans[0].held.Nodes
+		groups = append(groups, group{count: live, price: plans[0].heldAt.NodePricePerSecond})
+	}
 	t, total := 0.0, 0.0
 	release := func(n int) { // release n nodes, newest first
 		for n > 0 {
 			g := &groups[len(groups)-1]
 			rel := min(g.count, n)
-			total += float64(rel) * m.Bill(g.billed, price)
+			total += float64(rel) * m.Bill(g.billed, g.price)
 			g.count -= rel
 			n -= rel
 			live -= rel
@@ -250,7 +354,11 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 		}
 	}
 	for _, p := range plans {
-		if !m.PerFunction && p.alloc.Nodes < live {
+		switch {
+		case m.PerFunction:
+		case p.switched:
+			release(live)
+		case p.alloc.Nodes < live:
 			release(live - p.alloc.Nodes)
 		}
 		dur, scale := p.train.dur[i], 0.0
@@ -264,7 +372,7 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 		} else {
 			total += float64(p.newNodes) * m.DataCost
 			if p.newNodes > 0 {
-				groups = append(groups, group{count: p.newNodes, billed: -scale})
+				groups = append(groups, group{count: p.newNodes, billed: -scale, price: p.offer.NodePricePerSecond})
 				live += p.newNodes
 			}
 			for j := range groups {
@@ -302,7 +410,16 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches [][][]meter.Launch
 			tl.held = tl.held[:len(tl.held)-1]
 		}
 	}
+	if len(plans) > 0 && !s.m.PerFunction {
+		for range plans[0].held.Nodes {
+			tl.held = append(tl.held, len(tl.nodes))
+			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: plans[0].heldAt.NodePricePerSecond})
+		}
+	}
 	for k, p := range plans {
+		if p.switched {
+			release(0)
+		}
 		release(p.alloc.Nodes)
 		dur, ready, scale := p.train.dur[i], 0.0, 0.0
 		if p.prov != nil {
@@ -311,7 +428,7 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches [][][]meter.Launch
 		}
 		for range p.newNodes {
 			tl.held = append(tl.held, len(tl.nodes))
-			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, RunningFrom: t + scale, PricePerSecond: s.m.NodePricePerSecond})
+			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, RunningFrom: t + scale, PricePerSecond: p.offer.NodePricePerSecond})
 		}
 		if launches != nil {
 			for _, l := range launches[k][i] {
@@ -414,6 +531,12 @@ type StageResult struct {
 	Cost         float64 `json:"cost_usd"`
 	// Interruptions is the expected number of spot interruptions that hit the stage's gangs.
 	Interruptions float64 `json:"interruptions,omitempty"`
+	// InterruptionCost is what they add to the stage's expected cost: the longer hold of the
+	// stage's nodes (against the same draws uninterrupted) and the replacements' datasets.
+	InterruptionCost float64 `json:"interruption_cost_usd,omitempty"`
+	// Type and Market are the stage's instance type and market, when the spec offers several.
+	Type   string `json:"type,omitempty"`
+	Market string `json:"market,omitempty"`
 }
 
 // Simulate predicts an allocation with its per-stage breakdown.
@@ -430,7 +553,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 			launches = s.trainLaunches(b, a[b])
 		}
 		n := len(plans)
-		start, dur, cost, interrupted := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		start, dur, cost, interrupted, lost := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 		bj, bc := make([]float64, s.samples), make([]float64, s.samples)
 		for i := range bj {
 			bj[i], bc[i] = s.sampleBracket(plans, i)
@@ -447,6 +570,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + plans[k].spotCost(i)
 				if t := plans[k].train; t.interrupted != nil {
 					interrupted[k] += t.interrupted[i]
+					lost[k] += t.lost[i]
 				}
 			}
 		}
@@ -454,11 +578,16 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 		inv := 1 / float64(s.samples)
 		for k, st := range br.Stages {
 			sa := a[b][k]
-			brs.Stages = append(brs.Stages, StageResult{
+			sr := StageResult{
 				Trials: st.Trials, Iters: st.Iters, GPUs: sa.GPUs, GPUsPerTrial: GPUsPerTrial(st, sa),
 				Nodes: sa.Nodes, NewNodes: plans[k].newNodes, Waves: Waves(st, sa),
-				Start: start[k] * inv, Duration: dur[k] * inv, Cost: cost[k] * inv, Interruptions: interrupted[k] * inv,
-			})
+				Start: start[k] * inv, Duration: dur[k] * inv, Cost: cost[k] * inv,
+				Interruptions: interrupted[k] * inv, InterruptionCost: lost[k] * inv,
+			}
+			if len(s.m.Offers) > 1 {
+				sr.Type, sr.Market = plans[k].offer.Type, plans[k].offer.Market
+			}
+			brs.Stages = append(brs.Stages, sr)
 		}
 		res.Brackets = append(res.Brackets, brs)
 	}
@@ -467,18 +596,21 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 }
 
 // StageTrain returns the draws of stage k of bracket b at the given allocation: the time from
-// the stage's start (cluster ready) to its SYNC, and the per-function cost of its TRAIN nodes.
-// The slices are the simulator's own: callers must not modify them.
-func (s *Simulator) StageTrain(b, k int, a StageAlloc) (dur, fnCost []float64) {
+// the stage's start (cluster ready) to its SYNC, the per-function cost of its TRAIN nodes, and
+// what spot interruptions add to the cost beyond the longer hold of the nodes (nil without
+// interruptions; it may be negative: a replacement's SCALE is not billed). The slices are the
+// simulator's own: callers must not modify them.
+func (s *Simulator) StageTrain(b, k int, a StageAlloc) (dur, fnCost, spotCost []float64) {
 	t := s.trainPart(b, k, a)
-	return t.dur, t.fnCost
+	return t.dur, t.fnCost, t.spotCost
 }
 
-// StageProvision returns the draws of stage k of bracket b scaling up by newNodes: the time
-// until the new nodes are ready, and the SCALE latency alone (billing starts at its end). The
-// slices are the simulator's own: callers must not modify them.
-func (s *Simulator) StageProvision(b, k, newNodes int) (dur, scale []float64) {
-	p := s.provPart(b, k, newNodes)
+// StageProvision returns the draws of stage k of bracket b scaling up by newNodes of offer
+// (an index in Model.Offers): the time until the new nodes are ready, and the SCALE latency
+// alone (billing starts at its end). The slices are the simulator's own: callers must not modify
+// them.
+func (s *Simulator) StageProvision(b, k, newNodes, offer int) (dur, scale []float64) {
+	p := s.provPart(b, k, newNodes, offer)
 	return p.dur, p.scale
 }
 

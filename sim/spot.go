@@ -36,7 +36,7 @@ func (sp *Spot) UntilInterrupted(r *rand.Rand) float64 {
 
 // slotNodes are the nodes, first to last, that hold slot j's GPUs when each slot has gpt of them:
 // GPU x is on node x / GPUsPerNode, as placement packs them.
-func (m *Model) slotNodes(j, gpt, nodes int) (int, int) {
+func (m *Offer) slotNodes(j, gpt, nodes int) (int, int) {
 	gpn := max(m.GPUsPerNode, 1)
 	return min(j*gpt/gpn, nodes-1), min(((j+1)*gpt-1)/gpn, nodes-1)
 }
@@ -44,7 +44,7 @@ func (m *Model) slotNodes(j, gpt, nodes int) (int, int) {
 // slowDown makes the TRAIN nodes of one sample whose gang runs on a slow node (each of the
 // stage's nodes is, with probability SlowShare) take SlowFactor times as long, and returns the
 // stage's new end.
-func (m *Model) slowDown(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency []float64) float64 {
+func (m *Offer) slowDown(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency []float64) float64 {
 	slow := make([]bool, nodes)
 	some := false
 	for n := range slow {
@@ -73,6 +73,35 @@ type interruptions struct {
 	count    int     // interruptions that hit a running gang
 	unbilled float64 // node-seconds not billed: each replacement's SCALE, between the end of
 	// the interrupted instance and the start of the new one
+	calm       float64 // the stage's end had nothing been interrupted
+	gpuSeconds float64 // TRAIN GPU-seconds the relaunches add (what per-function billing charges)
+}
+
+// spotLayout is what interrupt needs of a stage's DAG that no sample changes (the TRAIN nodes
+// of each slot, the slots on each node), with buffers it reuses from sample to sample.
+type spotLayout struct {
+	slots, onNode        [][]int
+	began, startup, next []float64
+}
+
+func (m *Offer) newSpotLayout(g *DAG, nodes, gpt int) *spotLayout {
+	l := &spotLayout{onNode: make([][]int, nodes), began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)), next: make([]float64, nodes)}
+	for i, n := range g.Nodes {
+		if n.Kind != Train {
+			continue
+		}
+		for len(l.slots) <= n.Slot {
+			l.slots = append(l.slots, nil)
+		}
+		l.slots[n.Slot] = append(l.slots[n.Slot], i)
+	}
+	for j := range l.slots {
+		first, last := m.slotNodes(j, gpt, nodes)
+		for n := first; n <= last; n++ {
+			l.onNode[n] = append(l.onNode[n], j)
+		}
+	}
+	return l
 }
 
 // interrupt lays spot interruptions over one sample of a stage's TRAIN nodes (g as addTrain
@@ -81,39 +110,27 @@ type interruptions struct {
 // since it began; the gangs after it on its slot move with it. A slot's gang runs on the nodes
 // that hold its GPUs (GPU x on node x / GPUsPerNode, as placement packs them). It returns the
 // stage's new end (its SYNC) and what the interruptions cost.
-func (m *Model) interrupt(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency []float64) (float64, interruptions) {
-	var slots [][]int // TRAIN node indices per slot, in the order they run
+func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, finish, latency []float64) (float64, interruptions) {
+	slots, onNode := l.slots, l.onNode
 	end := 0.0
-	for i, n := range g.Nodes {
-		if n.Kind != Train {
-			continue
-		}
-		for len(slots) <= n.Slot {
-			slots = append(slots, nil)
-		}
-		slots[n.Slot] = append(slots[n.Slot], i)
-		end = max(end, finish[i])
-	}
-	onNode := make([][]int, nodes) // the slots each node holds GPUs of
-	for j := range slots {
-		first, last := m.slotNodes(j, gpt, nodes)
-		for n := first; n <= last; n++ {
-			onNode[n] = append(onNode[n], j)
+	for _, chain := range slots {
+		for _, i := range chain {
+			end = max(end, finish[i])
 		}
 	}
 	// Each TRAIN node's current launch: when it began, and its start-up (the model's mean for
 	// a first launch, whose draw is inside its latency; a relaunch's own draw).
-	began, startup := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	began, startup := l.began, l.startup
 	for _, chain := range slots {
 		for _, i := range chain {
 			began[i], startup[i] = finish[i]-latency[i], min(m.Startup.Mean(), latency[i])
 		}
 	}
-	next := make([]float64, nodes)
+	next := l.next
 	for n := range next {
 		next[n] = m.Spot.UntilInterrupted(r)
 	}
-	var out interruptions
+	out := interruptions{calm: end}
 	for out.count < maxInterruptions {
 		n := 0
 		for i := range next {
@@ -143,7 +160,9 @@ func (m *Model) interrupt(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency 
 					left += trained
 				}
 				shift := t + replace + s + left - finish[i]
-				latency[i] += s + left - (finish[i] - t) // launch time: what per-function billing charges
+				added := s + left - (finish[i] - t) // launch time: what per-function billing charges
+				latency[i] += added
+				out.gpuSeconds += float64(g.Nodes[i].GPUs) * added
 				for _, k := range slots[j][c:] {
 					finish[k] += shift
 					began[k] += shift

@@ -100,6 +100,7 @@ func Parse(file string, data []byte, read ReadFunc) (*Experiment, error) {
 	probs = append(probs, exp.applyDefaults()...)
 	probs = append(probs, exp.Validate()...)
 	if len(probs) == 0 {
+		exp.adoptDefaultType()
 		return exp, nil
 	}
 	sort.SliceStable(probs, func(i, j int) bool {
@@ -112,56 +113,69 @@ func Parse(file string, data []byte, read ReadFunc) (*Experiment, error) {
 	return exp, probs
 }
 
-// loadProfile replaces profile: {file: F} with the profile decoded from F.
+// loadProfile replaces profile: {file: F} with the profile decoded from F, and each candidate
+// instance type's likewise.
 func (e *Experiment) loadProfile(read ReadFunc) Problems {
-	if e.Profile.File == "" {
+	probs := e.loadProfileAt("profile", &e.Profile, read)
+	for i := range e.Cluster.InstanceTypes {
+		probs = append(probs, e.loadProfileAt(candidatePath(i)+".profile", &e.Cluster.InstanceTypes[i].Profile, read)...)
+	}
+	return probs
+}
+
+// loadProfileAt replaces the profile at path (written as {file: F}) with the one decoded from F.
+func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc) Problems {
+	if prof.File == "" {
 		return nil
 	}
-	line := e.Line("profile.file")
-	if e.Has("profile.iter_latency") || e.Has("profile.startup_latency") {
-		e.markFailed("profile.file")
-		return Problems{{File: e.File, Line: line, Path: "profile.file",
+	line := e.Line(path + ".file")
+	if e.Has(path+".iter_latency") || e.Has(path+".startup_latency") {
+		e.markFailed(path + ".file")
+		return Problems{{File: e.File, Line: line, Path: path + ".file",
 			Msg: "a profile is either a file or inline, not both (remove iter_latency/startup_latency or file)"}}
 	}
 	if read == nil {
-		e.markFailed("profile") // unknown, not missing
-		return Problems{{File: e.File, Line: line, Path: "profile.file", Msg: "profile files cannot be read here"}}
+		e.markFailed(path) // unknown, not missing
+		return Problems{{File: e.File, Line: line, Path: path + ".file", Msg: "profile files cannot be read here"}}
 	}
-	data, err := read(e.Profile.File)
+	data, err := read(prof.File)
 	if err != nil {
-		e.markFailed("profile")
-		return Problems{{File: e.File, Line: line, Path: "profile.file", Msg: fmt.Sprintf("cannot read profile: %v", err)}}
+		e.markFailed(path)
+		return Problems{{File: e.File, Line: line, Path: path + ".file", Msg: fmt.Sprintf("cannot read profile: %v", err)}}
 	}
 	var p Profile
-	d := newDecoder(e.Profile.File)
+	d := newDecoder(prof.File)
 	d.document(data, &p)
 	if d.fatal {
-		e.markFailed("profile")
+		e.markFailed(path)
 		return d.probs
 	}
 	if p.File != "" {
 		d.problem(d.lines["file"], "file", "a profile file cannot point to another file")
 	}
-	// Field paths of the profile file are recorded under "profile." so validation finds them;
-	// lines there belong to the profile file, so remember which file they come from. The spec's
-	// own profile.file line stays.
+	// Field paths of the profile file are recorded under path so validation finds them; lines
+	// there belong to the profile file, so remember which file they come from. The spec's own
+	// file line stays.
 	// slow_nodes may stay inline beside a file (a measured profile rarely sees stragglers): the
 	// spec's wins.
-	inlineSlow := e.Has("profile.slow_nodes")
+	inlineSlow := e.Has(path + ".slow_nodes")
 	if inlineSlow {
-		p.SlowNodes = e.Profile.SlowNodes
+		p.SlowNodes = prof.SlowNodes
 	}
 	for k, l := range d.lines {
 		if k != "file" && !(inlineSlow && strings.HasPrefix(k, "slow_nodes")) {
-			e.lines["profile."+k] = l
+			e.lines[path+"."+k] = l
 		}
 	}
 	for k := range d.failed {
-		e.markFailed("profile." + k)
+		e.markFailed(path + "." + k)
 	}
-	e.profileFile = e.Profile.File
-	p.File = e.Profile.File
-	e.Profile = p
+	if e.profileFiles == nil {
+		e.profileFiles = map[string]string{}
+	}
+	e.profileFiles[path] = prof.File
+	p.File = prof.File
+	*prof = p
 	return d.probs
 }
 
@@ -171,7 +185,11 @@ func (e *Experiment) loadProfile(read ReadFunc) Problems {
 func (e *Experiment) applyDefaults() Problems {
 	var probs Problems
 	c := &e.Cluster
-	if c.InstanceType != "" || e.unknown("cluster.instance_type") {
+	if len(c.InstanceTypes) > 0 && !e.Has("cluster.instance_type") {
+		c.InstanceType = c.InstanceTypes[0].InstanceType // the default type is the first candidate
+	}
+	// With instance_types the type's fields are its candidate's (candidateDefaults).
+	if len(c.InstanceTypes) == 0 && (c.InstanceType != "" || e.unknown("cluster.instance_type")) {
 		it, ok := LookupInstance(c.InstanceType)
 		if !ok && !e.unknown("cluster.instance_type") {
 			probs = append(probs, Problem{File: e.File, Line: e.Line("cluster.instance_type"), Path: "cluster.instance_type",
@@ -196,6 +214,9 @@ func (e *Experiment) applyDefaults() Problems {
 		fill("cluster.network_gbps", func() { c.NetworkGbps = it.NetworkGbps })
 	}
 	probs = append(probs, e.spotDefaults()...)
+	if c.Market == "" && len(c.Markets) > 0 && !e.unknown("cluster.markets[0]") {
+		c.Market = c.Markets[0]
+	}
 	if c.EC2 != nil && !e.Has("cluster.ec2.watchdog") {
 		c.EC2.Watchdog = DefaultWatchdog
 	}
@@ -214,13 +235,11 @@ func (e *Experiment) applyDefaults() Problems {
 	if !e.Has("cluster.max_nodes") {
 		c.MaxNodes = 64
 	}
-	for _, dist := range []*Dist{&c.ScaleLatency, &c.InitLatency, &e.Profile.StartupLatency} {
+	for _, dist := range []*Dist{&c.ScaleLatency, &c.InitLatency} {
 		dist.inferKind()
 	}
-	for g, dist := range e.Profile.IterLatency {
-		dist.inferKind()
-		e.Profile.IterLatency[g] = dist
-	}
+	e.Profile.inferKinds()
+	probs = append(probs, e.candidateDefaults()...)
 	if e.Trainer.Resources.CPUMHz == 0 && !e.unknown("trainer.resources.cpu_mhz") {
 		e.Trainer.Resources.CPUMHz = 500
 	}
@@ -240,6 +259,15 @@ func (e *Experiment) applyDefaults() Problems {
 		e.Planner.DeadlineQuantile = 0.5
 	}
 	return probs
+}
+
+// inferKinds names the profile's distributions that the spec left unnamed.
+func (p *Profile) inferKinds() {
+	p.StartupLatency.inferKind()
+	for g, dist := range p.IterLatency {
+		dist.inferKind()
+		p.IterLatency[g] = dist
+	}
 }
 
 // inferKind names the distribution a spec left unnamed by the fields it gave: value means

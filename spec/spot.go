@@ -134,7 +134,7 @@ func (v *validator) spot() {
 	c, s := v.e.Cluster, v.e.Cluster.Spot
 	if c.SpotPricePerHour < 0 || c.SpotPricePerHour > MaxPricePerHour {
 		v.add(v.e.spotPricePath(), "%v is out of range (0 to %d dollars an hour)", c.SpotPricePerHour, MaxPricePerHour)
-	} else if c.Market == MarketSpot && c.SpotPricePerHour == 0 {
+	} else if c.Market == MarketSpot && c.SpotPricePerHour == 0 && len(c.InstanceTypes) == 0 { // else each candidate's
 		why := "set instance_type to one the catalog has a spot price for"
 		if c.InstanceType != "" {
 			why = fmt.Sprintf("the catalog has none for %q", c.InstanceType)

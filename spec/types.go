@@ -23,8 +23,9 @@ type Experiment struct {
 	File string `yaml:"-"`
 	// lines maps a field path ("cluster.gpus_per_node") to the line it was written on.
 	lines map[string]int
-	// profileFile is the file profile.* lines refer to, when the profile came from a file.
-	profileFile string
+	// profileFiles maps a profile's field path ("profile", "cluster.instance_types[1].profile")
+	// to the file its lines refer to, when that profile came from a file.
+	profileFiles map[string]string
 	// failed holds the paths whose value is unknown (true): written but not decoded, or left to
 	// a catalog entry that does not exist; and every path above one (false).
 	failed map[string]bool
@@ -119,6 +120,11 @@ type Cluster struct {
 	EC2 *EC2 `yaml:"ec2"`
 	// Nomad selects a team's existing Nomad clients (--backend nomad); nil when not given.
 	Nomad *NomadPool `yaml:"nomad"`
+	// InstanceTypes are the candidate types a planner may give each stage (instance.go); empty:
+	// the cluster's own type only.
+	InstanceTypes []InstanceChoice `yaml:"instance_types"`
+	// Markets are the markets a planner may give each stage; default: market alone.
+	Markets []string `yaml:"markets"`
 }
 
 // HourlyPrice is what one node costs per hour in the chosen market.
@@ -151,9 +157,11 @@ type Data struct {
 }
 
 // Budget caps what a job may cost: plan and run refuse a plan whose predicted mean cost is over
-// MaxCostUSD (0: no cap).
+// MaxCostUSD (0: no cap). During a run, a forecast final cost over it makes the driver re-plan
+// for it (the deadline gives way), or, with Stop, stop cleanly at the next sync.
 type Budget struct {
 	MaxCostUSD float64 `yaml:"max_cost_usd"`
+	Stop       bool    `yaml:"stop"`
 }
 
 // MaxBudget bounds budget.max_cost_usd, in dollars.

@@ -60,19 +60,28 @@ func (v *validator) add(path, format string, args ...any) {
 	if v.e.unknown(path) {
 		return
 	}
-	// The line is that of path or its nearest written ancestor; it is in the profile file when
+	// The line is that of path or its nearest written ancestor; it is in a profile file when
 	// that ancestor came from there.
 	file, line := v.e.File, 0
 	for p := path; p != ""; p = parentPath(p) {
 		if l, ok := v.e.lines[p]; ok {
 			line = l
-			if v.e.profileFile != "" && strings.HasPrefix(p, "profile.") && p != "profile.file" {
-				file = v.e.profileFile
+			for prof, f := range v.e.profileFiles {
+				if strings.HasPrefix(p, prof+".") && p != prof+".file" {
+					file = f
+				}
 			}
 			break
 		}
 	}
 	v.probs = append(v.probs, Problem{File: file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// addUnless reports a problem unless skip: another check reports it where it belongs.
+func (v *validator) addUnless(skip bool, path, format string, args ...any) {
+	if !skip {
+		v.add(path, format, args...)
+	}
 }
 
 // Validate checks a decoded, defaulted spec and returns every problem it finds.
@@ -96,7 +105,9 @@ func (e *Experiment) Validate() Problems {
 	v.searchSpace()
 	v.trainer()
 	v.cluster()
-	v.profile()
+	if len(e.Cluster.InstanceTypes) == 0 || e.Has("profile") { // else every candidate has its own
+		v.profile()
+	}
 	v.planner()
 	v.costCap()
 	v.checkpoints()
@@ -319,15 +330,17 @@ func (v *validator) trainer() {
 
 func (v *validator) cluster() {
 	c := v.e.Cluster
+	// With instance_types the type's fields are the default candidate's, which candidates() checks.
+	typed := len(c.InstanceTypes) > 0
 	if c.GPUsPerNode < 1 || c.GPUsPerNode > 1024 {
-		v.add("cluster.gpus_per_node", "%d is out of range (1 to 1024; or set instance_type)", c.GPUsPerNode)
+		v.addUnless(typed, "cluster.gpus_per_node", "%d is out of range (1 to 1024; or set instance_type)", c.GPUsPerNode)
 	}
 	if !(c.PricePerHour > 0) || c.PricePerHour > MaxPricePerHour {
-		v.add("cluster.price_per_hour", "%v is out of range (above 0, at most %d dollars an hour; or set instance_type)", c.PricePerHour, MaxPricePerHour)
+		v.addUnless(typed, "cluster.price_per_hour", "%v is out of range (above 0, at most %d dollars an hour; or set instance_type)", c.PricePerHour, MaxPricePerHour)
 	}
 	// A tiny positive bandwidth would make a download take forever (or +Inf seconds).
 	if c.NetworkGbps < 0 || c.NetworkGbps > MaxNetworkGbps || c.NetworkGbps > 0 && c.NetworkGbps < MinNetworkGbps {
-		v.add("cluster.network_gbps", "%v is out of range (0 when unknown, or %v to %d Gb/s)", c.NetworkGbps, MinNetworkGbps, MaxNetworkGbps)
+		v.addUnless(typed, "cluster.network_gbps", "%v is out of range (0 when unknown, or %v to %d Gb/s)", c.NetworkGbps, MinNetworkGbps, MaxNetworkGbps)
 	}
 	switch c.Market {
 	case MarketOnDemand, MarketSpot: // spot() checks that spot has a price
@@ -357,9 +370,10 @@ func (v *validator) cluster() {
 		v.add("cluster.data.price_per_gb", "%v is out of range (0 to %d dollars a GB)", c.Data.PricePerGB, MaxPricePerGB)
 	}
 	if c.Data.SizeGB > 0 && c.NetworkGbps == 0 {
-		v.add("cluster.network_gbps", "a dataset to download needs the network bandwidth (set network_gbps or instance_type)")
+		v.addUnless(typed, "cluster.network_gbps", "a dataset to download needs the network bandwidth (set network_gbps or instance_type)")
 	}
 	v.spot()
+	v.candidates()
 	v.ec2()
 	v.nomadPool()
 }
@@ -415,15 +429,17 @@ func (v *validator) dist(path string, d Dist) {
 	}
 }
 
-func (v *validator) profile() {
-	p := v.e.Profile
+func (v *validator) profile() { v.profileAt("profile", v.e.Profile) }
+
+// profileAt checks the profile written at path: the spec's, or a candidate instance type's.
+func (v *validator) profileAt(at string, p Profile) {
 	if len(p.IterLatency) == 0 {
-		v.add("profile.iter_latency", "is required: seconds per iteration of one trial at each measured GPU count (from `rubberband profile`)")
+		v.add(at+".iter_latency", "is required: seconds per iteration of one trial at each measured GPU count (from `rubberband profile`)")
 	} else if _, ok := p.IterLatency[1]; !ok {
-		v.add("profile.iter_latency", "needs an entry for 1 GPU (trials run on one GPU each when a stage has fewer GPUs than trials)")
+		v.add(at+".iter_latency", "needs an entry for 1 GPU (trials run on one GPU each when a stage has fewer GPUs than trials)")
 	}
 	for _, g := range sortedKeys(p.IterLatency) {
-		path := fmt.Sprintf("profile.iter_latency.%d", g)
+		path := fmt.Sprintf("%s.iter_latency.%d", at, g)
 		if g < 1 || g > 1<<20 {
 			v.add(path, "%d is not a GPU count (1 or more)", g)
 		}
@@ -435,11 +451,11 @@ func (v *validator) profile() {
 			}
 		}
 	}
-	v.dist("profile.startup_latency", p.StartupLatency)
+	v.dist(at+".startup_latency", p.StartupLatency)
 	if sn := p.SlowNodes; !(sn.Share >= 0 && sn.Share <= 1) {
-		v.add("profile.slow_nodes.share", "%v is out of range (0 to 1: the share of nodes that are slow)", sn.Share)
+		v.add(at+".slow_nodes.share", "%v is out of range (0 to 1: the share of nodes that are slow)", sn.Share)
 	} else if sn.Share > 0 && !(sn.Factor >= 1 && sn.Factor <= MaxSlowFactor) {
-		v.add("profile.slow_nodes.factor", "%v is out of range (1 to %d: how many times longer a trial takes on a slow node)", sn.Factor, MaxSlowFactor)
+		v.add(at+".slow_nodes.factor", "%v is out of range (1 to %d: how many times longer a trial takes on a slow node)", sn.Factor, MaxSlowFactor)
 	}
 }
 

@@ -30,6 +30,10 @@ type Env struct {
 	GPUs []int
 }
 
+// NodeSlowdownVar tells the built-in trainers how many times slower the gang's nodes make it:
+// an emulated persistent straggler (the local provider's slow nodes). Real trainers ignore it.
+const NodeSlowdownVar = "RB_SYNTH_NODE_SLOWDOWN"
+
 // Vars returns the worker's environment as KEY=VALUE pairs: rubberband's RB_* variables and
 // PyTorch's own names, so that a torch.distributed script runs unchanged.
 func (e Env) Vars() ([]string, error) {

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/plot"
 
+	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/charts"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -24,10 +25,13 @@ func drawGantt(file string, s *sim.Simulator, a sim.Alloc, title string) error {
 }
 
 // drawSchedule draws a schedule, planned or realized, its TRAIN spans coloured by label.
-func drawSchedule(file, title string, sc sim.Schedule, label func(sim.Span) int) error {
+func drawSchedule(file, title string, sc sim.Schedule, label func(sim.Span) int, marks ...charts.Mark) error {
 	bars := make([]charts.Bar, len(sc.Spans))
-	gpn := float64(sc.GPUsPerNode)
 	for i, sp := range sc.Spans {
+		gpn := float64(sc.GPUsPerNode)
+		if sp.NodeGPUs > 0 { // a node of another instance type
+			gpn = float64(sp.NodeGPUs)
+		}
 		kind := "train"
 		if sp.Provision {
 			kind = "provision"
@@ -35,8 +39,20 @@ func drawSchedule(file, title string, sc sim.Schedule, label func(sim.Span) int)
 		bars[i] = charts.Bar{Row: sp.Row, Start: sp.Start, End: sp.End, Kind: kind, Label: label(sp),
 			Lo: float64(sp.GPU) / gpn, Hi: float64(sp.GPU+sp.GPUs) / gpn}
 	}
-	_, err := charts.Gantt(file, title, max(sc.Rows, 1), bars, sc.StageEnds)
+	_, err := charts.Gantt(file, title, max(sc.Rows, 1), bars, sc.StageEnds, marks...)
 	return err
+}
+
+// runMarks are a run's interruptions and re-plans, for its realized schedule.
+func runMarks(res *executor.Result) []charts.Mark {
+	var marks []charts.Mark
+	for _, in := range res.Interruptions {
+		marks = append(marks, charts.Mark{At: in.At, Kind: charts.MarkInterruption})
+	}
+	for _, r := range res.Revisions {
+		marks = append(marks, charts.Mark{At: r.At, Kind: charts.MarkReplan})
+	}
+	return marks
 }
 
 // drawHistograms draws the predicted JCT to file and the cost to file-cost.EXT.

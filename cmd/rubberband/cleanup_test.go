@@ -29,7 +29,7 @@ func rent(t *testing.T, experiment string, n int) []string {
 	p, err := rbec2.New(t.Context(), rbec2.Config{
 		Experiment: experiment, RunID: fmt.Sprintf("r-cleanup-%d", cleanupRuns.Add(1)), InstanceType: "p3.2xlarge", GPUsPerNode: 1,
 		OnDemandPrice: 3.06, EC2: spec.EC2{AMI: "ami-0123456789abcdef0", Subnets: []string{"subnet-0a0000000000000a1", "subnet-0b0000000000000b2"}},
-		UserData:     func(string) (string, error) { return "#!/bin/sh\nexec sleep 300\n", nil },
+		UserData:     func(string, rbec2.Kind) (string, error) { return "#!/bin/sh\nexec sleep 300\n", nil },
 		PollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {

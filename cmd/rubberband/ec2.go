@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -51,9 +53,11 @@ func checkEC2(exp *spec.Experiment) error {
 // ec2Backend rents the run's nodes as EC2 instances whose user-data starts a Nomad client that
 // joins the run's Nomad server (NOMAD_ADDR's, or one of its own), and runs gangs through Nomad.
 //
-// Before anything is rented, a preflight (a RunInstances dry run per subnet, the vCPU quota for
-// peakNodes instances) says what would fail.
-func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, runID string, peakNodes int) (cloud.Provider, executor.Runtime, func(), error) {
+// It rents every candidate instance type of the spec (cluster.instance_types, else
+// cluster.instance_type alone), each node's user-data telling its agent that type's GPUs.
+// Before anything is rented, a preflight (a RunInstances dry run per type and subnet, the vCPU
+// quotas for alloc's peak nodes of each type and market) says what would fail.
+func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale float64, runID string, alloc sim.Alloc) (cloud.Provider, executor.Runtime, func(), error) {
 	if err := checkEC2(exp); err != nil {
 		return nil, nil, nil, err
 	}
@@ -76,17 +80,24 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 	if err != nil {
 		return fail(err)
 	}
-	script, err := nodeagent.Script(nodeagent.ScriptConfig{AgentBin: agentBin, NomadBin: envOr(envEC2NomadBin, nodeagent.DefaultNomadBin),
-		DataDir: envOr(envEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: exp.Cluster.GPUsPerNode, Extra: exp.Cluster.EC2.UserData,
-		RunID: runID, Watchdog: exp.Cluster.EC2.Watchdog.D(), StoreEnv: store, Shutdown: os.Getenv(envEC2Shutdown)})
-	if err != nil {
-		return fail(err)
+	// One script per type, rendered before anything is rented: the instance learns its ID from
+	// IMDS, its GPUs from the script.
+	scripts := map[string]string{}
+	own, more := ec2Kinds(exp)
+	for _, k := range append([]ec2.Kind{own}, more...) {
+		script, err := nodeagent.Script(nodeagent.ScriptConfig{AgentBin: agentBin, NomadBin: envOr(envEC2NomadBin, nodeagent.DefaultNomadBin),
+			DataDir: envOr(envEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: k.GPUsPerNode, Extra: exp.Cluster.EC2.UserData,
+			RunID: runID, Watchdog: exp.Cluster.EC2.Watchdog.D(), StoreEnv: store, Shutdown: os.Getenv(envEC2Shutdown)})
+		if err != nil {
+			return fail(err)
+		}
+		scripts[k.InstanceType] = script
 	}
-	provider, err := ec2.New(ctx, ec2.Config{Experiment: exp.Name, RunID: runID, InstanceType: exp.Cluster.InstanceType,
-		GPUsPerNode: exp.Cluster.GPUsPerNode, Market: cloud.Market(exp.Cluster.Market),
-		OnDemandPrice: exp.Cluster.PricePerHour, SpotPrice: exp.Cluster.SpotPricePerHour,
+	provider, err := ec2.New(ctx, ec2.Config{Experiment: exp.Name, RunID: runID, InstanceType: own.InstanceType,
+		GPUsPerNode: own.GPUsPerNode, Market: cloud.Market(exp.Cluster.Market),
+		OnDemandPrice: own.OnDemandPrice, SpotPrice: own.SpotPrice, More: more,
 		EC2: *exp.Cluster.EC2, Spot: exp.Cluster.Spot,
-		UserData: func(string) (string, error) { return script, nil }, // the instance learns its ID from IMDS
+		UserData: func(_ string, k ec2.Kind) (string, error) { return scripts[k.InstanceType], nil },
 		Ready: func(ctx context.Context, id string) error {
 			ctx, cancel := context.WithTimeout(ctx, ec2NodeTimeout)
 			defer cancel()
@@ -96,7 +107,7 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 	if err != nil {
 		return fail(err)
 	}
-	if err := provider.Preflight(ctx, peakNodes); err != nil {
+	if err := provider.Preflight(ctx, ec2Needs(alloc)); err != nil {
 		return fail(err)
 	}
 	// Self is the AMI's rubberband: the job runs on the instance, never the driver's binary.
@@ -105,6 +116,47 @@ func ec2Backend(ctx context.Context, exp *spec.Experiment, dir string, timeScale
 		return fail(err)
 	}
 	return provider, rt, stop, nil
+}
+
+// ec2Kinds are the instance types an ec2 run rents: the cluster's own (the default type), and
+// the spec's other candidates, each with its GPUs per node and prices (the spec's: the planner's
+// and the meter's must agree).
+func ec2Kinds(exp *spec.Experiment) (own ec2.Kind, more []ec2.Kind) {
+	c := exp.Cluster
+	own = ec2.Kind{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, OnDemandPrice: c.PricePerHour, SpotPrice: c.SpotPricePerHour}
+	for _, it := range c.InstanceTypes {
+		if it.InstanceType != c.InstanceType {
+			more = append(more, ec2.Kind{InstanceType: it.InstanceType, GPUsPerNode: it.GPUsPerNode,
+				OnDemandPrice: it.PricePerHour, SpotPrice: it.SpotPricePerHour})
+		}
+	}
+	return own, more
+}
+
+// ec2Needs is the most nodes of each instance type and market alloc holds at once: brackets run
+// side by side, the stages of one in turn.
+func ec2Needs(alloc sim.Alloc) []ec2.Need {
+	type offer struct{ typ, market string }
+	total := map[offer]int{}
+	for _, stages := range alloc {
+		peak := map[offer]int{}
+		for _, s := range stages {
+			o := offer{s.Type, s.Market}
+			peak[o] = max(peak[o], s.Nodes)
+		}
+		for o, n := range peak {
+			total[o] += n
+		}
+	}
+	out := make([]ec2.Need, 0, len(total))
+	for o, n := range total {
+		out = append(out, ec2.Need{InstanceType: o.typ, Market: cloud.Market(o.market), Nodes: n})
+	}
+	// A stable order: the quota error lists the needs as given.
+	slices.SortFunc(out, func(a, b ec2.Need) int {
+		return cmp.Or(strings.Compare(a.InstanceType, b.InstanceType), strings.Compare(string(a.Market), string(b.Market)))
+	})
+	return out
 }
 
 // drainNodes marks the Nomad nodes of instances about to be terminated for draining: nothing new

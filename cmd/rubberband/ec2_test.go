@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
@@ -98,19 +100,7 @@ func TestEC2Backend(t *testing.T) {
 	sim, specFile, env := ec2Env(t, dir)
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4,4,2") // two nodes from the first stage: instances side by side
-	start := time.Now()
-	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
-	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run on ec2: %v\n%s\nconsoles:\n%s", err, stderr.String(), consoles(sim))
-	}
-	t.Logf("ec2 run: %s", time.Since(start).Round(time.Millisecond))
-	var rep executor.Report
-	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
-		t.Fatalf("%v: %s", err, stdout.String())
-	}
+	rep := runEC2(t, sim, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
 	var rf runFile
 	b, _ := os.ReadFile(filepath.Join(state, "run.json"))
 	json.Unmarshal(b, &rf)
@@ -141,6 +131,26 @@ func TestEC2Backend(t *testing.T) {
 	}
 	t.Logf("%d instance(s), best %s; cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (spec seconds)",
 		len(insts), rep.Best.Trial, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
+}
+
+// runEC2 runs the CLI with args (a run on the fake EC2, -o json) in the driver's environment env
+// to its end, and returns its report; a failed run fails the test with every instance's console.
+func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) executor.Report {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run on ec2: %v\n%s\nconsoles:\n%s", err, stderr.String(), consoles(sim))
+	}
+	t.Logf("ec2 run: %s", time.Since(start).Round(time.Millisecond))
+	var rep executor.Report
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	return rep
 }
 
 // checkInterruptions reads a journal of a run whose nodes were interrupted: the nodes journaled
@@ -530,7 +540,7 @@ func TestEC2Fidelity(t *testing.T) {
 	os.WriteFile(plannedFile, []byte(planned), 0o644)
 	plan := planFile(t, dir, plannedFile, "4,4,2")
 	state := filepath.Join(dir, "state")
-	if out, errOut, code := rbEnv(t, binary, env, "run", plannedFile, "--plan", plan, "--backend", "ec2", "--state", state); code != 0 {
+	if out, errOut, code := rbEnv(t, binary, env, "run", plannedFile, "--plan", plan, "--backend", "ec2", "--state", state, "--no-replan"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
 	rep := readRunReport(t, state)
@@ -544,4 +554,77 @@ func TestEC2Fidelity(t *testing.T) {
 	if math.Abs(costErr) > 25 || math.Abs(jctErr) > 25 {
 		t.Fatalf("realized %+.1f%% cost and %+.1f%% JCT off the prediction", costErr, jctErr)
 	}
+}
+
+// A job on the fake EC2 whose plan changes instance type and market between stages (--no-replan
+// keeps the plan's): g3.8xlarge spot (2 GPUs a node), then g3.8xlarge on-demand, then p3.2xlarge
+// spot (1 GPU). One provider rents both types; every node comes up as its stage's type and
+// market, with that type's GPUs and price in the journal and its type's GPU count in its node
+// agent's user-data; the spot nodes are gone before the on-demand ones come, the g3 nodes before
+// the p3 ones; the run finishes with the local backend's winner, and every instance is
+// terminated at the end.
+func TestEC2ChangesInstanceType(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	src, _ := os.ReadFile(specFile)
+	typed := strings.Replace(string(src), "  instance_type: g3.8xlarge\n", `  instance_types:
+    - {instance_type: g3.8xlarge}
+    - {instance_type: p3.2xlarge, spot_price_per_hour: 0.92}
+  markets: [on-demand, spot]
+`, 1)
+	if typed == string(src) {
+		t.Fatal("the spec's instance type was not replaced")
+	}
+	os.WriteFile(specFile, []byte(typed), 0o644)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4@g3.8xlarge:spot,4@g3.8xlarge:on-demand,2@p3.2xlarge:spot")
+	rep := runEC2(t, sim, env, "run", specFile, "--plan", plan, "--no-replan", "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
+
+	type kind struct {
+		typ    string
+		market cloud.Market
+	}
+	order := []kind{{"g3.8xlarge", cloud.Spot}, {"g3.8xlarge", cloud.OnDemand}, {"p3.2xlarge", cloud.Spot}}
+	gpus := map[string]int{"g3.8xlarge": 2, "p3.2xlarge": 1}
+	price := map[kind]float64{order[0]: 0.69, order[1]: 2.28, order[2]: 0.92}
+	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]kind{}
+	rented := map[kind]int{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvNodeUp:
+			k := kind{e.Node.InstanceType, e.Node.Market}
+			at := slices.Index(order, k)
+			if at < 0 || e.Node.GPUs != gpus[k.typ] || e.Node.PricePerHour != price[k] {
+				t.Fatalf("node up %+v: not one of the plan's types and markets with its GPUs and price", e.Node)
+			}
+			for id, h := range held {
+				if slices.Index(order, h) < at {
+					t.Fatalf("a %s %s node came up while %s %s node %s was held", k.market, k.typ, h.market, h.typ, id)
+				}
+			}
+			held[e.Node.ID] = k
+			rented[k]++
+		case executor.EvNodeOff, executor.EvInterrupt:
+			for _, id := range e.Nodes {
+				delete(held, id)
+			}
+		}
+	}
+	if len(rented) != 3 || len(held) != 0 {
+		t.Fatalf("rented %v, still held at the end %v; want nodes of each stage's type and market, none left", rented, held)
+	}
+	for _, in := range sim.Instances() {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("%s is %s after the run", in.ID, in.State)
+		}
+		if ud := string(in.UserData); !strings.Contains(ud, fmt.Sprintf(" --gpus %d ", gpus[in.Type])) {
+			t.Errorf("%s, a %s, booted with user-data for another GPU count:\n%s", in.ID, in.Type, ud)
+		}
+	}
+	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
+	t.Logf("nodes rented by type and market: %v; cost realized $%.4f, predicted $%.4f", rented, rep.Realized.Cost, rep.Predicted.Cost)
 }

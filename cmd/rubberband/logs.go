@@ -10,12 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
 
@@ -61,7 +60,7 @@ func logsCommand() *cli.Command {
 			}
 			defer f.Close()
 			if n := c.Int("tail"); n >= 0 {
-				if err := seekTail(f, n); err != nil {
+				if err := rundir.SeekTail(f, n); err != nil {
 					return err
 				}
 			}
@@ -78,66 +77,15 @@ func logsCommand() *cli.Command {
 
 // trialLog is the log file of a trial of the run, or a usage error naming some that exist.
 func trialLog(st *state, id string) (string, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
-		return "", usageErr("%q is not a trial ID", id)
-	}
 	events, err := executor.ReadJournal(filepath.Join(st.dir, "journal.jsonl"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	var ids []string
-	for _, e := range events {
-		if e.Ev == executor.EvTrial {
-			if e.Trial == id {
-				return filepath.Join(st.dir, "logs", id+".log"), nil
-			}
-			ids = append(ids, e.Trial)
-		}
-	}
-	sort.Strings(ids)
-	if len(ids) > 5 {
-		ids = append(ids[:5], "…")
-	}
-	return "", usageErr("the run has no trial %q (its trials: %s)", id, strings.Join(ids, ", "))
-}
-
-// seekTail positions f at the start of its last n lines: just after the n-th newline before the
-// file's final one, reading backwards in chunks so that a long log is not read whole.
-func seekTail(f *os.File, n int) error {
-	info, err := f.Stat()
+	path, err := rundir.TrialLog(st.dir, events, id)
 	if err != nil {
-		return err
+		return "", usageErr("%v", err)
 	}
-	end := info.Size()
-	if n == 0 {
-		_, err := f.Seek(end, io.SeekStart)
-		return err
-	}
-	pos := end
-	if last := make([]byte, 1); end > 0 {
-		if _, err := f.ReadAt(last, end-1); err == nil && last[0] == '\n' {
-			pos--
-		}
-	}
-	const chunk = 64 << 10
-	for pos > 0 {
-		start := max(0, pos-chunk)
-		buf := make([]byte, pos-start)
-		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
-			return err
-		}
-		for i := len(buf) - 1; i >= 0; i-- {
-			if buf[i] == '\n' {
-				if n--; n == 0 {
-					_, err := f.Seek(start+int64(i)+1, io.SeekStart)
-					return err
-				}
-			}
-		}
-		pos = start
-	}
-	_, err = f.Seek(0, io.SeekStart)
-	return err
+	return path, nil
 }
 
 // follow copies what is appended to f until the run's driver stops (and what it wrote last is

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
 		Commands: []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
-			listCommand(), statusCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
+			listCommand(), statusCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
 			pricesCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()},
 		// Without a command: the help; with one that does not exist: a usage error.
 		Action: func(c *cli.Context) error {

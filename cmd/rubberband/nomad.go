@@ -27,7 +27,7 @@ func nomadBackend(ctx context.Context, exp *spec.Experiment, dir string, timeSca
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	offer := offerOf(exp, m)
+	offer := offerOf(exp, m.Offer)
 	open := nomadLocalProvider
 	if exp.Cluster.Nomad != nil {
 		open = nomadPoolProvider

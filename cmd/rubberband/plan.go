@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -65,17 +66,27 @@ func planAction(c *cli.Context) error {
 // makePlan runs the spec's planner, with progress, and reports its plan beside the cheapest
 // static cluster's: what plan prints and run executes.
 func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.Report, *planner.Result, error) {
-	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
-	if err != nil {
-		return nil, nil, usageErr("%v", err)
-	}
 	progress := c.App.ErrWriter
 	if c.String("log-format") == "json" { // run's standard error holds JSON lines only
 		progress = io.Discard
 	}
+	return planWith(context.Background(), exp, s, progress)
+}
+
+// planWith is makePlan with its progress written to progress: what the dashboard's plan page
+// calls too.
+func planWith(ctx context.Context, exp *spec.Experiment, s *sim.Simulator, progress io.Writer) (*planner.Report, *planner.Result, error) {
+	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	prob.Stop = func() bool { return ctx.Err() != nil } // the dashboard's browser gone: stop now
 	done := showProgress(progress, prob)
 	res, err := planner.Run(prob, exp.Planner.Name)
 	done()
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,6 +109,17 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 			return nil, nil, err
 		}
 		rep.SetStatic(static.Feasible, sp)
+	}
+	subsets, alts, err := planner.Alternatives(prob, exp.Planner.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, alt := range alts {
+		ap, err := s.Simulate(alt.Best.Alloc)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.AddAlternative(subsets[i].Name, alt.Feasible, ap)
 	}
 	return rep, &res, nil
 }

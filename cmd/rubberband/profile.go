@@ -16,6 +16,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -31,6 +32,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
+			&cli.StringFlag{Name: "instance-type", DefaultText: "cluster.instance_type", Usage: "the candidate of cluster.instance_types to measure on (its GPUs per node; on ec2, instances of it)"},
 			backendFlag("local, nomad or ec2: measure where the job will run (a Nomad job's start-up included; on ec2, instances of cluster.instance_type, rented and terminated for the measurement)"),
 		},
 		Action: profileAction,
@@ -41,6 +43,11 @@ func profileAction(c *cli.Context) error {
 	exp, err := loadSpec(c, c.App.ErrWriter)
 	if err != nil {
 		return err
+	}
+	if typ := c.String("instance-type"); typ != "" {
+		if exp, err = exp.OnType(typ); err != nil {
+			return usageErr("--instance-type: %v", err)
+		}
 	}
 	iters, scale := c.Int("iters"), c.Float64("time-scale")
 	if iters < 2 || scale <= 0 {
@@ -96,7 +103,7 @@ func profileAction(c *cli.Context) error {
 		for _, g := range counts {
 			peak = max(peak, (g+max(exp.Cluster.GPUsPerNode, 1)-1)/max(exp.Cluster.GPUsPerNode, 1))
 		}
-		provider, rt, stop, err := ec2Backend(c.Context, exp, tmp, scale, runID, peak)
+		provider, rt, stop, err := ec2Backend(c.Context, exp, tmp, scale, runID, sim.Alloc{{{Nodes: peak}}}) // of the profiled type
 		if err != nil {
 			return err
 		}
@@ -120,6 +127,9 @@ func profileAction(c *cli.Context) error {
 	}
 	var out bytes.Buffer
 	notes := fmt.Sprintf("measured by `rubberband profile` on %s, %s, %d iterations per GPU count", hostname(), time.Now().UTC().Format("2006-01-02"), iters)
+	if typ := exp.Cluster.InstanceType; typ != "" {
+		notes += fmt.Sprintf(", for instance type %s (%d GPUs per node)", typ, exp.Cluster.GPUsPerNode)
+	}
 	if err := prof.Write(&out, notes); err != nil {
 		return err
 	}

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/urfave/cli/v2"
 )
@@ -55,51 +55,9 @@ func reportAction(c *cli.Context) error {
 func drawRunPlots(dir string, st *state, res *executor.Result, events []executor.Event) error {
 	metric := st.exp.Objective.Metric
 	// Learning curves, promotions marked where each sync kept the trial.
-	points := map[string][][2]float64{}
-	var order []string
-	for _, e := range events {
-		if e.Ev != executor.EvReport {
-			continue
-		}
-		v, ok := e.Metrics[metric]
-		if !ok {
-			continue
-		}
-		if _, seen := points[e.Trial]; !seen {
-			order = append(order, e.Trial)
-		}
-		points[e.Trial] = append(points[e.Trial], [2]float64{float64(e.Iter), v})
-	}
-	brackets := st.exp.Algorithm.Brackets()
 	var curves []charts.Curve
-	index := map[string]int{}
-	for _, id := range order {
-		pts := points[id]
-		sort.SliceStable(pts, func(i, j int) bool { return pts[i][0] < pts[j][0] })
-		var cv charts.Curve
-		for _, p := range pts {
-			cv.X, cv.Y = append(cv.X, p[0]), append(cv.Y, p[1])
-		}
-		index[id] = len(curves)
-		curves = append(curves, cv)
-	}
-	for _, e := range events {
-		if e.Ev != executor.EvSync || e.Stage+1 >= len(brackets[e.Bracket].Stages) {
-			continue
-		}
-		end := float64(brackets[e.Bracket].Stages[e.Stage].EndIter())
-		for _, id := range e.Keep {
-			i, ok := index[id]
-			if !ok {
-				continue
-			}
-			for j := len(curves[i].X) - 1; j >= 0; j-- {
-				if curves[i].X[j] <= end {
-					curves[i].Marks = append(curves[i].Marks, j)
-					break
-				}
-			}
-		}
+	for _, cv := range rundir.LearningCurves(st.exp, events) {
+		curves = append(curves, charts.Curve{X: cv.X, Y: cv.Y, Marks: cv.Marks})
 	}
 	if err := charts.Curves(filepath.Join(dir, "curves.png"), fmt.Sprintf("%s: learning curves of %d trials", st.exp.Name, len(curves)),
 		metric, curves); err != nil {
@@ -115,7 +73,7 @@ func drawRunPlots(dir string, st *state, res *executor.Result, events []executor
 	}
 	realized := executor.RealizedSchedule(events, st.run.TimeScale, st.exp.Cluster.GPUsPerNode)
 	if err := drawSchedule(filepath.Join(dir, "gantt-realized.png"), st.exp.Name+": realized schedule", realized,
-		func(sp sim.Span) int { return sp.Trial }); err != nil {
+		func(sp sim.Span) int { return sp.Trial }, runMarks(res)...); err != nil {
 		return err
 	}
 	// Cost per stage, predicted against realized.

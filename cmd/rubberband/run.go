@@ -46,7 +46,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md) or ec2 (EC2 instances as Nomad clients: docs/ec2.md)"),
-			keepNodesFlag, logFormatFlag, metricsAddrFlag,
+			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag,
 		),
 		Before: checkLogFormat,
 		Action: runAction,
@@ -59,7 +59,7 @@ func resumeCommand() *cli.Command {
 		Usage:     "finish a run whose driver died: finished trial-stages are kept, running ones restart from their checkpoints",
 		ArgsUsage: "RUN",
 		Flags: []cli.Flag{rootFlag(), outputFlag(),
-			keepNodesFlag, logFormatFlag, metricsAddrFlag,
+			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag,
 			&cli.BoolFlag{Name: "force", Usage: "resume a cancelled run"},
 			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
 			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"},
@@ -116,6 +116,9 @@ func checkLogFormat(c *cli.Context) error {
 	return nil
 }
 
+// noReplanFlag keeps the plan a run began with; a run made with it keeps it when resumed.
+var noReplanFlag = &cli.BoolFlag{Name: "no-replan", Usage: "keep the plan as it is: do not re-plan the stages not yet started from what the run observes (a budget is still watched)"}
+
 var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (they are released otherwise)"}
 
 func runAction(c *cli.Context) error {
@@ -140,6 +143,12 @@ func runAction(c *cli.Context) error {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return usageErr("%s already holds a run: `rubberband resume %s` finishes it, or choose another --state", dir, dir)
 		}
+	}
+	if err := checkBackend(c.String("backend"), exp); err != nil { // before planning: it may take a while
+		return err
+	}
+	if c.Float64("time-scale") <= 0 {
+		return usageErr("--time-scale must be above 0")
 	}
 	// The plan: given, or made now with the spec's planner.
 	var rep *planner.Report
@@ -173,23 +182,8 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	rf := runFile{RunID: runID, Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed}
-	switch rf.Backend {
-	case "local":
-	case "nomad":
-		if err := checkNomadPool(exp); err != nil {
-			return err
-		}
-	case "ec2":
-		if err := checkEC2(exp); err != nil {
-			return err
-		}
-	default:
-		return usageErr("--backend %q is not a backend (local, nomad or ec2)", rf.Backend)
-	}
-	if rf.TimeScale <= 0 {
-		return usageErr("--time-scale must be above 0")
-	}
+	rf := runFile{RunID: runID, Backend: c.String("backend"), Spec: specPath, SpecSHA256: sum, TimeScale: c.Float64("time-scale"), Samples: exp.Planner.Samples, Seed: exp.Seed,
+		NoReplan: c.Bool("no-replan")}
 	if err := copySpec(dir, specPath, exp, &rf); err != nil {
 		return err
 	}
@@ -245,6 +239,9 @@ func changeSpec(c *cli.Context, st *state, path string) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	if err := checkBackend(st.run.Backend, exp); err != nil {
+		return err
+	}
 	exp.Seed, exp.Planner.Samples = st.run.Seed, st.run.Samples
 	if a, b := fmt.Sprint(exp.Algorithm.Brackets()), fmt.Sprint(st.exp.Algorithm.Brackets()); a != b {
 		return usageErr("%s has other stages than the run (%s, the run: %s): start a new run instead", path, a, b)
@@ -279,6 +276,25 @@ func changeSpec(c *cli.Context, st *state, path string) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband: the run's spec is now %s:\n%s", path, lineDiff(old, data))
 	return nil
+}
+
+// checkBackend says, before anything is planned or rented, why a backend cannot run a spec.
+func checkBackend(backend string, exp *spec.Experiment) error {
+	switch backend {
+	case "local":
+		return nil
+	case "nomad":
+		// Its providers rent one kind of node; a plan or a re-plan onto another would fail at
+		// that stage's start, after the money for the stages before it was spent.
+		if offers := exp.Offers(); len(offers) > 1 {
+			return usageErr("--backend nomad rents one kind of node, the cluster's own (%s %s), and the spec offers %d (cluster.instance_types, cluster.markets): "+
+				"run it on --backend local or ec2, or list one type and one market", offers[0].Type.InstanceType, offers[0].Market, len(offers))
+		}
+		return checkNomadPool(exp)
+	case "ec2":
+		return checkEC2(exp)
+	}
+	return usageErr("--backend %q is not a backend (local, nomad or ec2)", backend)
 }
 
 // lockState takes the state directory's lock for this driver's life, or says who holds it.
@@ -337,7 +353,7 @@ func execute(c *cli.Context, dir string) error {
 	defer stop()
 	predicted := st.plan.Predicted.JCT.Mean
 	cfg := executor.Config{Experiment: st.exp, Alloc: st.alloc, Provider: provider, Runtime: runtime,
-		Journal: journal, Past: past, RunID: st.run.RunID, TimeScale: st.run.TimeScale, Log: logw,
+		Journal: journal, Past: past, RunID: st.run.RunID, TimeScale: st.run.TimeScale, Log: logw, Replan: !st.run.NoReplan && !c.Bool("no-replan"),
 		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"),
 		Progress: func(s executor.Status) { logw.progress(s, predicted) }}
 	var m *metrics.Metrics
@@ -377,7 +393,10 @@ func execute(c *cli.Context, dir string) error {
 		if cfg.KeepNodes {
 			kept = "its nodes are kept (--keep-nodes)"
 		}
+		var overBudget *executor.BudgetError
 		switch {
+		case errors.As(err, &overBudget):
+			return &exitErr{code: exitInfeasible, err: fmt.Errorf("%w (%s; `rubberband resume %s` carries on)", err, kept, dir)}
 		case errors.Is(err, executor.ErrCancelled):
 			return &exitErr{code: exitError, err: err}
 		case errors.Is(err, context.Canceled):
@@ -434,9 +453,17 @@ func printRunTable(w io.Writer, st *state, res *executor.Result, status string) 
 			fmt.Fprintf(w, "  %s  %s %v: %s\n", clock(in.At), in.Bracket, in.Nodes, in.Why)
 		}
 	}
-	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\nrealized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost)\n",
-		clock(rep.Predicted.JCT), money(rep.Predicted.Cost), clock(rep.Realized.JCT), money(rep.Realized.Cost),
-		pct(rep.Realized.JCT, rep.Predicted.JCT), pct(rep.Realized.Cost, rep.Predicted.Cost))
+	printRevisions(w, st, rep)
+	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\n", clock(rep.Predicted.JCT), money(rep.Predicted.Cost))
+	// A run that re-planned is held to the plan it followed: its last revision's forecast.
+	against, of := rep.Predicted, ""
+	if r := rep.Replanned; r != nil {
+		fmt.Fprintf(w, "re-planned JCT %s   cost %s   (forecast at the last re-plan, %s)\n", clock(r.JCT), money(r.Cost), clock(rep.Revisions[len(rep.Revisions)-1].At))
+		against, of = *r, fmt.Sprintf(" against the re-plan; %+.1f%% time, %+.1f%% cost against the first plan",
+			pct(rep.Realized.JCT, rep.Predicted.JCT), pct(rep.Realized.Cost, rep.Predicted.Cost))
+	}
+	fmt.Fprintf(w, "realized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost%s)\n",
+		clock(rep.Realized.JCT), money(rep.Realized.Cost), pct(rep.Realized.JCT, against.JCT), pct(rep.Realized.Cost, against.Cost), of)
 	if p := st.plan; p.Static != nil && p.SavingPct != nil && res.Finished {
 		nodes := 0
 		for _, b := range p.Static.Brackets {
@@ -448,11 +475,47 @@ func printRunTable(w io.Writer, st *state, res *executor.Result, status string) 
 	}
 }
 
+// printRevisions lists the run's re-plans, and, while it runs, its latest forecast against the
+// deadline and the budget.
+func printRevisions(w io.Writer, st *state, rep executor.Report) {
+	if len(rep.Revisions) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", plural(len(rep.Revisions), "re-plan"))
+		for _, r := range rep.Revisions {
+			fmt.Fprintf(w, "  %s  %s from stage %d: %s\n            GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
+				clock(r.At), r.Bracket, r.Stage, r.Reason, r.GPUsBefore, sim.FormatStages(r.Plan), clock(r.Before.JCT), clock(r.After.JCT),
+				100*r.Before.MissProb, 100*r.After.MissProb, money(r.Before.Cost), money(r.After.Cost))
+			if r.DeadlineGivesWay {
+				fmt.Fprintf(w, "            the deadline gives way to the budget\n")
+			}
+		}
+	}
+	if f := rep.Forecast; f != nil && !rep.Finished {
+		fmt.Fprintf(w, "\nforecast   JCT %s (deadline %s, P(miss) %.0f%%)   cost %s", clock(f.JCT), clock(st.exp.Deadline.D().Seconds()), 100*f.MissProb, money(f.Cost))
+		if b := st.exp.Budget.MaxCostUSD; b > 0 {
+			word := "within"
+			if f.Cost > b {
+				word = "OVER"
+			}
+			fmt.Fprintf(w, " (%s the budget %s)", word, money(b))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
 func pct(real, pred float64) float64 {
 	if pred == 0 {
 		return 0
 	}
 	return 100 * (real - pred) / pred
+}
+
+// slowNodes emulates an offer's persistent stragglers (profile.slow_nodes) on the local backend,
+// seeded by the run: the plan expects them, so the run should meet them.
+func slowNodes(o *sim.Offer, seed int64) *local.SlowEmulation {
+	if o.SlowShare <= 0 || o.SlowFactor <= 1 {
+		return nil
+	}
+	return &local.SlowEmulation{Share: o.SlowShare, Factor: o.SlowFactor, Seed: uint64(seed)}
 }
 
 // openBackend builds the run's provider and runtime.
@@ -465,7 +528,7 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	case "nomad":
 		return nomadBackend(ctx, st.exp, st.dir, st.run.TimeScale, self, st.run.RunID)
 	case "ec2":
-		return ec2Backend(ctx, st.exp, st.dir, st.run.TimeScale, st.run.RunID, st.alloc.PeakNodes())
+		return ec2Backend(ctx, st.exp, st.dir, st.run.TimeScale, st.run.RunID, st.alloc)
 	}
 	m, err := sim.NewModel(st.exp)
 	if err != nil {
@@ -478,12 +541,21 @@ func openBackend(ctx context.Context, st *state, logw io.Writer) (cloud.Provider
 	runtime := &process.Runtime{Store: store, WorkDir: filepath.Join(st.dir, "work"), LogDir: filepath.Join(st.dir, "logs"), Self: self, Trainer: trainerBinary(self),
 		ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(st.run.TimeScale, 'g', -1, 64)}, Log: logw}
 	var spot *local.SpotEmulation
-	if m.Spot != nil { // spot nodes are interrupted as the plan expects: the notice stops their gangs
-		spot = &local.SpotEmulation{Model: m.Spot, Notice: st.exp.Cluster.Spot.Notice.D(), Seed: uint64(st.exp.Seed),
-			Notify: func(node, notice string) { fmt.Fprintln(logw, notice); runtime.InterruptNode(node, notice) }}
+	var more []local.Kind // every other instance type and market the spec offers
+	for i, o := range m.Offers {
+		// Spot nodes are interrupted as the plan expects: the notice stops their gangs. Every
+		// spot offer follows the one spot block.
+		if o.Spot != nil && spot == nil {
+			spot = &local.SpotEmulation{Model: o.Spot, Notice: st.exp.Cluster.Spot.Notice.D(), Seed: uint64(st.exp.Seed),
+				Notify: func(node, notice string) { fmt.Fprintln(logw, notice); runtime.InterruptNode(node, notice) }}
+		}
+		if i > 0 {
+			more = append(more, local.Kind{Offer: offerOf(st.exp, o), GPUsPerNode: o.GPUsPerNode, Scale: o.Scale, Init: o.Init, Data: o.DataLatency,
+				Slow: slowNodes(o, st.exp.Seed)})
+		}
 	}
-	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode,
-		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, Offer: offerOf(st.exp, m), TimeScale: st.run.TimeScale, Spot: spot,
+	provider, err := local.New(local.Config{StateFile: filepath.Join(st.dir, "nodes.json"), GPUsPerNode: st.exp.Cluster.GPUsPerNode, More: more,
+		Scale: m.Scale, Init: m.Init, Data: m.DataLatency, Offer: offerOf(st.exp, m.Offer), TimeScale: st.run.TimeScale, Spot: spot, Slow: slowNodes(m.Offer, st.exp.Seed),
 		Rand: rand.New(rand.NewPCG(uint64(st.exp.Seed), uint64(time.Now().UnixNano())))})
 	if err != nil {
 		return nil, nil, nil, err
@@ -501,9 +573,13 @@ func trainerBinary(self string) string {
 	return ""
 }
 
-// offerOf is the kind of node the spec's cluster rents, at the price the model bills.
-func offerOf(exp *spec.Experiment, m *sim.Model) cloud.Offer {
-	return cloud.Offer{InstanceType: exp.Cluster.InstanceType, Market: cloud.Market(exp.Cluster.Market), PricePerHour: m.NodePricePerSecond * 3600}
+// offerOf is the kind of node one of the model's offers rents, at the price the model bills.
+func offerOf(exp *spec.Experiment, o *sim.Offer) cloud.Offer {
+	typ := o.Type
+	if typ == "" {
+		typ = exp.Cluster.InstanceType
+	}
+	return cloud.Offer{InstanceType: typ, Market: cloud.Market(o.Market), PricePerHour: o.NodePricePerSecond * 3600}
 }
 
 func fileSHA(path string) (string, error) {

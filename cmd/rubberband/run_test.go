@@ -60,12 +60,14 @@ func readRunReport(t testing.TB, dir string) executor.Report {
 }
 
 // A full SHA job with the real Go trainer, on a plan that changes GPUs per trial between stages:
-// 3 single-GPU slots (waves), then 2 GPUs per trial, then 2 workers for the last trial.
+// 3 single-GPU slots (waves), then 2 GPUs per trial, then 2 workers for the last trial. The plan
+// is kept (--no-replan): the real trainer's pace is not its profile's, and a revision would
+// change the migrations under test.
 func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	tmp := t.TempDir()
 	plan := planFile(t, tmp, "cmd/rubberband/testdata/mlp.yaml", "3,6,2")
 	state := filepath.Join(tmp, "state")
-	out, errOut, code := rb(t, "run", "cmd/rubberband/testdata/mlp.yaml", "--plan", plan, "--state", state, "-o", "json")
+	out, errOut, code := rb(t, "run", "cmd/rubberband/testdata/mlp.yaml", "--plan", plan, "--state", state, "-o", "json", "--no-replan")
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
@@ -318,7 +320,8 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 }
 
 // Fidelity: the synthetic trainer sleeps exactly as its profile says, so a real run should take
-// and cost what the simulator predicted. Three seeds at a fifth of real time; the goal is 3%,
+// and cost what the simulator predicted (of the plan kept: --no-replan, since a revision changes
+// what is run on purpose). Three seeds at a fifth of real time; the goal is 3%,
 // the test allows 6% for a loaded machine and logs what it measured.
 func TestFidelity(t *testing.T) {
 	if testing.Short() {
@@ -326,7 +329,7 @@ func TestFidelity(t *testing.T) {
 	}
 	for _, seed := range []string{"1", "2", "3"} {
 		state := filepath.Join(t.TempDir(), "state")
-		if _, errOut, code := rbTimed(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.2", "--seed", seed); code != 0 {
+		if _, errOut, code := rbTimed(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.2", "--seed", seed, "--no-replan"); code != 0 {
 			t.Fatalf("seed %s: %s", seed, errOut)
 		}
 		r := readRunReport(t, state)
@@ -441,6 +444,19 @@ func TestRunTrialGivesUp(t *testing.T) {
 	}
 }
 
+// The Nomad backend rents one kind of node: a spec that offers several is refused before it is
+// planned, with the way out, and leaves no run behind.
+func TestRunNomadRefusesSeveralKinds(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	_, errOut, code := rb(t, "run", "examples/paper/table2-types.yaml", "--backend", "nomad", "--state", state)
+	if code != 2 || !strings.Contains(errOut, "rents one kind of node") || !strings.Contains(errOut, "offers 6") || !strings.Contains(errOut, "--backend local or ec2") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+		t.Fatal("a refused run left a run.json")
+	}
+}
+
 // The same job on Nomad: the CLI starts a server of its own, the provider adds client agents as
 // nodes, gangs run as jobs, checkpoints go through the store; promotions, and so the best trial,
 // are those of the local backend (the synthetic metrics depend only on the parameters).
@@ -451,9 +467,11 @@ func TestRunOnNomad(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	cmd := exec.Command(binary, "run", specFile, "--backend", "nomad", "--state", state, "--time-scale", "0.05", "-o", "json")
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("run on nomad: %v\n%s", err, out)
+		t.Fatalf("run on nomad: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
 	var rep executor.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
@@ -588,7 +606,7 @@ func TestFidelityOnNomad(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		state := filepath.Join(dir, "state-"+seed)
-		cmd := exec.Command(timedBinary, "run", plannedSpec, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "--seed", seed)
+		cmd := exec.Command(timedBinary, "run", plannedSpec, "--backend", "nomad", "--state", state, "--time-scale", "0.2", "--seed", seed, "--no-replan")
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("seed %s: %v\n%s", seed, err, out)
@@ -669,7 +687,8 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 `, image, minio.Endpoint)), 0o644)
 	plan := planFile(t, dir, specFile, "4,6,2")
 	state := filepath.Join(dir, "state")
-	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "-o", "json")
+	// The plan is kept (--no-replan): the migrations it makes are under test.
+	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "-o", "json", "--no-replan")
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -763,7 +782,7 @@ func syntheticSpec(t testing.TB, dir, name string) (string, string) {
 func TestPerStageCostsAgree(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	plan := planFile(t, t.TempDir(), "cmd/rubberband/testdata/billing.yaml", "8,4,2")
-	if _, errOut, code := rbTimed(t, "run", "cmd/rubberband/testdata/billing.yaml", "--plan", plan, "--state", state, "--time-scale", "0.2"); code != 0 {
+	if _, errOut, code := rbTimed(t, "run", "cmd/rubberband/testdata/billing.yaml", "--plan", plan, "--state", state, "--time-scale", "0.2", "--no-replan"); code != 0 {
 		t.Fatalf("run: %s", errOut)
 	}
 	r := readRunReport(t, state)
@@ -799,13 +818,15 @@ func TestQuickstartShowsTheSaving(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
-	m := regexp.MustCompile(`\(([-+][0-9.]+)% time, ([-+][0-9.]+)% cost\)\nstatic .* the elastic plan saved ([0-9.]+)%`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`\(([-+][0-9.]+)% time, ([-+][0-9.]+)% cost[^)\n]*\)\nstatic .* the elastic plan saved ([0-9.]+)%`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("the run's report lacks realized against predicted and the saving:\n%s", out)
 	}
 	for i, what := range []string{"time", "cost"} {
-		// The demo lands within a few percent on a quiet machine (the closing note's figures);
-		// the bound leaves room for a loaded one and still catches broken timing or billing.
+		// The demo lands within a few percent of the plan it followed on a quiet machine (the
+		// closing note's figures); on a loaded one it may re-plan (a first stage slowed by load
+		// predicts a miss), and is then held to the re-plan's forecast. The bound leaves room for
+		// a loaded machine and still catches broken timing or billing.
 		if d, _ := strconv.ParseFloat(m[i+1], 64); math.Abs(d) > 15 {
 			t.Errorf("realized %s %+.1f%% off the prediction:\n%s", what, d, out)
 		}

@@ -20,7 +20,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "a plan file written by `plan --out`"},
 			&cli.StringFlag{Name: "gantt", Usage: "draw the cluster schedule of one sampled run (FILE.png or FILE.svg)"},
 			&cli.StringFlag{Name: "hist", Usage: "draw JCT (FILE) and cost (FILE-cost) histograms, deadline marked"},
-			&cli.StringFlag{Name: "alloc", Usage: "GPUs per stage, e.g. 32,20,12,8; brackets separated by ';'; GPUS/NODES holds more nodes than the GPUs need (a static cluster: 24/6,24/6)"},
+			&cli.StringFlag{Name: "alloc", Usage: "GPUs per stage, e.g. 32,20,12,8; brackets separated by ';'; GPUS/NODES holds more nodes than the GPUs need (a static cluster: 24/6,24/6); GPUS@TYPE or GPUS@TYPE:MARKET puts a stage on one of cluster.instance_types (8@p3.2xlarge:spot)"},
 		),
 		Action: simulateAction,
 	}
@@ -90,12 +90,21 @@ func parseAlloc(m *sim.Model, s string) (sim.Alloc, error) {
 		var stages []sim.StageAlloc
 		for k, f := range strings.Split(part, ",") {
 			f = strings.TrimSpace(f)
+			f, on, typed := strings.Cut(f, "@") // G[/N][@TYPE[:MARKET]]
 			gpus, nodes, hasNodes := strings.Cut(f, "/")
 			g, err := strconv.Atoi(gpus)
 			if err != nil || g < 1 {
 				return nil, fmt.Errorf("bracket %d stage %d: %q is not a GPU count", b, k, f)
 			}
-			sa := sim.StageAlloc{GPUs: g, Nodes: m.NodesFor(g)}
+			sa := sim.StageAlloc{GPUs: g}
+			if typed {
+				sa.Type, sa.Market, _ = strings.Cut(on, ":")
+			}
+			o, ok := m.OfferIndex(sa)
+			if !ok {
+				return nil, fmt.Errorf("bracket %d stage %d: %q is not an instance type and market the spec offers", b, k, on)
+			}
+			sa.Nodes = m.Offers[o].NodesFor(g)
 			if hasNodes {
 				if sa.Nodes, err = strconv.Atoi(nodes); err != nil || sa.Nodes < 1 {
 					return nil, fmt.Errorf("bracket %d stage %d: %q is not a node count", b, k, nodes)

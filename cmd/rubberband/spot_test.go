@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,13 +28,7 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 		t.Fatalf("plan of a spot job shows no expected interruptions:\n%s", out)
 	}
 	state := filepath.Join(dir, "spot")
-	if out, errOut, code := rb(t, "run", spot, "--plan", plan, "--state", state, "--time-scale", "0.05"); code != 0 {
-		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
-	}
-	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := runLocal(t, spot, plan, state)
 	journaled, tries, resumed := checkInterruptions(t, events)
 	rep := readRunReport(t, state)
 	if len(journaled) == 0 || tries == 0 || len(rep.Interruptions) == 0 {
@@ -75,4 +71,136 @@ func TestBudget(t *testing.T) {
 	if out, errOut, code := rb(t, "plan", withBudget("100")); code != 0 || !strings.Contains(out, "budget     $100.00") || !strings.Contains(out, "within it") {
 		t.Fatalf("plan within budget: exit %d\n%s\n%s", code, out, errOut)
 	}
+}
+
+// Spot fidelity: the paper's Table 2 job on spot (examples/paper/table2-spot.yaml: 30% of the
+// on-demand price, 10 interruptions per 100 node-hours, a 20-minute deadline at p50) run for real
+// on the local backend under 5 seeds, its interruptions emulated as the model draws them (seeded
+// by the run), the synthetic trainer sleeping as the profile says, at 1/10 of real time, the plan
+// kept. At least 4 of 5 meet the deadline, and the mean realized cost is within 10% of the mean
+// predicted (the goal is 5%; the closing note has the figure).
+//
+// The plan's P(miss) is 3%, but seed 2's trial draws a last stage 2.3σ long (736 s against 703 s
+// on average): it ends about 4 s before the deadline, and launch overheads that the time scale
+// magnifies decide it. At 1/20 a loaded CI machine made it miss by 8 s; 1/10 halves them.
+func TestSpotFidelityTable2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 5 jobs of about two minutes each")
+	}
+	src, err := os.ReadFile("../../examples/paper/table2-spot.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile, err := filepath.Abs("../../examples/paper/profiles/resnet101-cifar10-p3.8xlarge.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "table2-spot.yaml")
+	text := strings.Replace(string(src), "profile: {file: profiles/resnet101-cifar10-p3.8xlarge.yaml}", "profile: {file: "+profile+"}", 1) +
+		"trainer: {command: [rubberband, trainer, synthetic, --spec, " + spec + "]}\n"
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const deadline = 20 * 60.0
+	met, interruptions := 0, 0
+	var predicted, realized float64
+	for seed := 1; seed <= 5; seed++ {
+		state := filepath.Join(dir, fmt.Sprint("state-", seed))
+		if _, errOut, code := rbTimed(t, "run", spec, "--seed", fmt.Sprint(seed), "--state", state, "--time-scale", "0.1", "--no-replan"); code != 0 {
+			t.Fatalf("seed %d: %s", seed, errOut)
+		}
+		r := readRunReport(t, state)
+		if r.Realized.JCT <= deadline {
+			met++
+		}
+		interruptions += len(r.Interruptions)
+		predicted += r.Predicted.Cost
+		realized += r.Realized.Cost
+		t.Logf("seed %d: JCT %.0f s (predicted %.0f s), cost $%.3f (predicted $%.3f, %+.1f%%), %d interruption(s)",
+			seed, r.Realized.JCT, r.Predicted.JCT, r.Realized.Cost, r.Predicted.Cost, pct(r.Realized.Cost, r.Predicted.Cost), len(r.Interruptions))
+	}
+	t.Logf("%d of 5 met the deadline; mean cost $%.3f realized, $%.3f predicted (%+.1f%%); %d interruption(s) in all",
+		met, realized/5, predicted/5, pct(realized, predicted), interruptions)
+	if met < 4 || math.Abs(pct(realized, predicted)) > 10 {
+		t.Fatalf("%d of 5 met the deadline; mean cost %+.1f%% off the prediction", met, pct(realized, predicted))
+	}
+}
+
+// Persistent stragglers emulated on the local backend (profile.slow_nodes: half the nodes twice
+// as slow, seeded by the run): the journal says which nodes are slow, and a stage's trials on
+// slow nodes take about twice as long as its trials on the others, as the model has it.
+func TestLocalSlowNodesEmulated(t *testing.T) {
+	dir := t.TempDir()
+	_, src := syntheticSpec(t, dir, "unused.yaml")
+	file := filepath.Join(dir, "slow.yaml")
+	text := strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", file)
+	text = strings.Replace(text, "  startup_latency: {value: 1s}\n", "  startup_latency: {value: 1s}\n  slow_nodes: {share: 0.5, factor: 2}\n", 1)
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// 16 GPUs (4 nodes) for the first two stages: room for both kinds of node.
+	plan := planFile(t, dir, file, "16,16,8,4")
+	state := filepath.Join(dir, "state")
+	if out, errOut, code := rbTimed(t, "run", file, "--plan", plan, "--state", state, "--time-scale", "0.1", "--no-replan"); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
+	}
+	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := map[string]bool{}
+	nodes := 0
+	for _, e := range events {
+		if e.Ev == executor.EvNodeUp && e.Node != nil {
+			nodes++
+			if e.Node.Slowdown == 2 {
+				slow[e.Node.ID] = true
+			}
+		}
+	}
+	if len(slow) == 0 || len(slow) == nodes {
+		t.Fatalf("%d of %d nodes slow at a share of 0.5 (seed 11): the test wants both kinds", len(slow), nodes)
+	}
+	// Per stage and GPU count, the mean time of a trial on a slow node against one on the others.
+	on := map[string][]string{} // trial -> nodes of its last launch
+	type key struct{ stage, gpus int }
+	sums := map[key]*[2][2]float64{} // [fast, slow] x [seconds, count]
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvLaunch:
+			on[e.Trial] = e.Nodes
+		case executor.EvDone:
+			s := 0
+			for _, n := range on[e.Trial] {
+				if slow[n] {
+					s = 1
+				}
+			}
+			k := key{e.Stage, e.GPUs}
+			if sums[k] == nil {
+				sums[k] = &[2][2]float64{}
+			}
+			sums[k][s][0] += e.Seconds
+			sums[k][s][1]++
+		}
+	}
+	compared := 0
+	for k, v := range sums {
+		if v[0][1] == 0 || v[1][1] == 0 {
+			continue
+		}
+		fast, slowMean := v[0][0]/v[0][1], v[1][0]/v[1][1]
+		t.Logf("stage %d, %d GPUs: %.1f s on fast nodes, %.1f s on slow ones (x%.2f)", k.stage, k.gpus, fast, slowMean, slowMean/fast)
+		if slowMean < 1.6*fast || slowMean > 2.4*fast {
+			t.Errorf("stage %d: a trial took %.1f s on a slow node, %.1f s on the others: not twice", k.stage, slowMean, fast)
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Fatal("no stage ran trials on both kinds of node")
+	}
+	r := readRunReport(t, state)
+	t.Logf("JCT realized %.1f s, predicted %.1f s (%+.1f%%); cost realized $%.4f, predicted $%.4f (%+.1f%%)",
+		r.Realized.JCT, r.Predicted.JCT, pct(r.Realized.JCT, r.Predicted.JCT), r.Realized.Cost, r.Predicted.Cost, pct(r.Realized.Cost, r.Predicted.Cost))
 }

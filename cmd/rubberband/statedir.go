@@ -2,37 +2,26 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// A state directory is self-contained: it holds a copy of the spec and of the files it refers
-// to (its profile), so that status, report and resume work when the original moves or vanishes.
+// The state directory's layout and its reading are package rundir's; run and resume write it.
 const (
-	specCopy  = "spec.yaml"
-	filesCopy = "spec-files" // the files the spec refers to, by their position in Files
+	specCopy  = rundir.SpecCopy
+	filesCopy = rundir.FilesCopy
 )
 
 // runFile is what a state directory remembers of how its run was started.
-type runFile struct {
-	RunID      string  `json:"run_id"`
-	Backend    string  `json:"backend"`
-	Spec       string  `json:"spec"` // where the spec was read from (for the changed-original warning)
-	SpecSHA256 string  `json:"spec_sha256"`
-	TimeScale  float64 `json:"time_scale"`
-	Samples    int     `json:"samples"`
-	Seed       int64   `json:"seed"`
-	// Files maps each file the spec refers to, by the name it uses, to its copy's name under
-	// spec-files/.
-	Files map[string]string `json:"files,omitempty"`
-}
+type runFile = rundir.RunFile
 
 // state is a run's state directory, loaded.
 type state struct {
@@ -41,6 +30,11 @@ type state struct {
 	exp   *spec.Experiment
 	plan  *planner.Report
 	alloc sim.Alloc
+}
+
+// shared is the state as package rundir reads it (exp as it is now: resume --spec may change it).
+func (st *state) shared() *rundir.State {
+	return &rundir.State{Dir: st.dir, Run: st.run, Exp: st.exp, Plan: st.plan, Alloc: st.alloc}
 }
 
 // copySpec copies the spec at path, and the profile file it names, into the state directory.
@@ -53,7 +47,7 @@ func copySpec(dir, path string, exp *spec.Experiment, rf *runFile) error {
 		return err
 	}
 	rf.Files = nil
-	if ref := exp.Profile.File; ref != "" {
+	for i, ref := range exp.ProfileFiles() { // the spec's profile and each instance type's
 		src := ref
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(filepath.Dir(path), ref)
@@ -62,73 +56,35 @@ func copySpec(dir, path string, exp *spec.Experiment, rf *runFile) error {
 		if err != nil {
 			return fmt.Errorf("copy the spec's profile: %w", err)
 		}
-		name := "0-" + filepath.Base(ref)
+		name := fmt.Sprintf("%d-%s", i, filepath.Base(ref))
 		if err := os.MkdirAll(filepath.Join(dir, filesCopy), 0o755); err != nil {
 			return err
 		}
 		if err := writeFileAtomic(filepath.Join(dir, filesCopy, name), b); err != nil {
 			return err
 		}
-		rf.Files = map[string]string{ref: name}
+		if rf.Files == nil {
+			rf.Files = map[string]string{}
+		}
+		rf.Files[ref] = name
 	}
 	return nil
 }
 
 // loadSpecCopy loads the run's spec from the state directory's copy.
 func loadSpecCopy(dir string, rf runFile) (*spec.Experiment, []byte, error) {
-	path := filepath.Join(dir, specCopy)
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) { // a state directory of before the copy: the original it names
-		exp, err := spec.Load(rf.Spec)
-		if err != nil {
-			return nil, nil, err
-		}
-		data, _ = os.ReadFile(rf.Spec)
-		return exp, data, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	exp, err := spec.Parse(path, data, func(ref string) ([]byte, error) {
-		name, ok := rf.Files[ref]
-		if !ok {
-			return nil, fmt.Errorf("%s was not copied into the state directory", ref)
-		}
-		return os.ReadFile(filepath.Join(dir, filesCopy, name))
-	})
-	return exp, data, err
+	return rundir.LoadSpecCopy(dir, rf)
 }
 
 func openState(dir string) (*state, error) {
-	abs, err := filepath.Abs(dir) // agents and workers need absolute paths
+	rs, err := rundir.Open(dir)
+	if errors.Is(err, rundir.ErrNotRun) || errors.Is(err, rundir.ErrSpec) {
+		return nil, usageErr("%v", err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	dir = abs
-	st := &state{dir: dir}
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		return nil, usageErr("%s is not a run's state directory: %v", dir, err)
-	}
-	if err := json.Unmarshal(b, &st.run); err != nil {
-		return nil, fmt.Errorf("read run.json: %w", err)
-	}
-	if st.exp, _, err = loadSpecCopy(dir, st.run); err != nil {
-		return nil, usageErr("load the run's spec: %v", err)
-	}
-	st.exp.Seed, st.exp.Planner.Samples = st.run.Seed, st.run.Samples
-	f, err := os.Open(filepath.Join(dir, "plan.json"))
-	if err != nil {
-		return nil, fmt.Errorf("open plan: %w", err)
-	}
-	defer f.Close()
-	if st.plan, err = planner.ReadReport(f); err != nil {
-		return nil, err
-	}
-	if st.alloc, err = st.plan.Alloc(st.exp.Algorithm.Brackets()); err != nil {
-		return nil, fmt.Errorf("the run's plan: %w", err)
-	}
-	return st, nil
+	return &state{dir: rs.Dir, run: rs.Run, exp: rs.Exp, plan: rs.Plan, alloc: rs.Alloc}, nil
 }
 
 // lineDiff is a short line diff of two texts (- old, + new), for the changed-spec warning.

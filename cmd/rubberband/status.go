@@ -97,34 +97,34 @@ func renderStatus(c *cli.Context, st *state) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	status, why := v.status()
+	status, why := v.Status()
 	var buf bytes.Buffer
-	if v.res == nil {
+	if v.Res == nil {
 		if c.String("output") == "json" {
-			err := json.NewEncoder(&buf).Encode(statusJSON{Report: &executor.Report{Experiment: st.exp.Name, RunID: st.run.RunID}, Status: status, Live: v.live})
-			return buf.Bytes(), v.live, err
+			err := json.NewEncoder(&buf).Encode(statusJSON{Report: &executor.Report{Experiment: st.exp.Name, RunID: st.run.RunID}, Status: status, Live: v.Live})
+			return buf.Bytes(), v.Live, err
 		}
 		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.exp.Name, st.run.RunID, status, st.dir)
-		return buf.Bytes(), v.live, nil
+		return buf.Bytes(), v.Live, nil
 	}
 	if c.String("output") == "json" {
-		rep := executor.Compare(st.plan, v.res)
+		rep := executor.Compare(st.plan, v.Res)
 		enc := json.NewEncoder(&buf)
 		if !c.Bool("watch") {
 			enc.SetIndent("", "  ")
 		}
-		err := enc.Encode(statusJSON{Report: &rep, Status: status, Why: why, Live: v.live})
-		return buf.Bytes(), v.live, err
+		err := enc.Encode(statusJSON{Report: &rep, Status: status, Why: why, Live: v.Live})
+		return buf.Bytes(), v.Live, err
 	}
 	if why != "" {
 		status += ": " + why
 	}
-	printRunTable(&buf, st, v.res, status)
+	printRunTable(&buf, st, v.Res, status)
 	if c.Bool("trials") {
 		fmt.Fprintln(&buf)
-		printTrials(&buf, st, v.res)
+		printTrials(&buf, st, v.Res)
 	}
-	return buf.Bytes(), v.live, nil
+	return buf.Bytes(), v.Live, nil
 }
 
 // printTrials is one row per trial: how far it got, where it is, its last metric and node.

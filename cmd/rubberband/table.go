@@ -22,6 +22,10 @@ func printReport(w io.Writer, r *planner.Report) {
 	if node == "" {
 		node = "nodes"
 	}
+	if c := r.Cluster; len(c.InstanceTypes) > 0 || len(c.Markets) > 0 {
+		fmt.Fprintf(w, "each stage on one of %s, %s; default %s %s\n", strings.Join(append([]string(nil), c.InstanceTypes...), ", "),
+			strings.Join(append([]string(nil), c.Markets...), " or "), c.InstanceType, c.Market)
+	}
 	fmt.Fprintf(w, "%s: %d GPUs, $%.4g/h %s, %s billing, up to %d nodes\n\n",
 		node, r.Cluster.GPUsPerNode, r.Cluster.PricePerHour, r.Cluster.Market, r.Cluster.Billing, r.Cluster.MaxNodes)
 	printStages(w, r.Brackets, len(r.Brackets) > 1)
@@ -48,23 +52,48 @@ func printReport(w io.Writer, r *planner.Report) {
 			fmt.Fprintf(w, "\nno static cluster meets the deadline (fastest: %s)\n", plural(nodes, "node"))
 		}
 	}
+	printAlternatives(w, r)
 	if r.DeadlineS > 0 && !r.Feasible {
 		fmt.Fprintf(w, "\nDEADLINE MISSED: this plan finishes after %s in %.0f%% of simulated runs\n",
 			clock(r.DeadlineS), 100*r.Predicted.DeadlineMissProb)
 	}
 }
 
+// printAlternatives writes the best plans on fewer instance types or markets, beside the plan.
+func printAlternatives(w io.Writer, r *planner.Report) {
+	if len(r.Alternatives) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	for _, alt := range r.Alternatives {
+		printPrediction(w, alt.Name, alt.Predicted, r.DeadlineS > 0)
+	}
+	fmt.Fprintln(w)
+	for _, alt := range r.Alternatives {
+		switch {
+		case alt.SavingPct != nil:
+			fmt.Fprintf(w, "saving vs the best plan %s: %.1f%% ($%.2f)\n", alt.Name, *alt.SavingPct, alt.Predicted.Cost.Mean-r.Predicted.Cost.Mean)
+		case !alt.Feasible:
+			fmt.Fprintf(w, "no plan %s meets the deadline\n", alt.Name)
+		}
+	}
+}
+
 func printStages(w io.Writer, brackets []planner.BracketReport, named bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cols := []string{"STAGE", "TRIALS", "ITERS", "GPUS", "GPUS/TRIAL", "NODES", "WAVES", "START", "TIME", "COST"}
-	spot := false // a column of expected interruptions, when the model has them
+	spot, typed := false, false // columns of expected interruptions and of each stage's type and market, when the model has them
 	for _, b := range brackets {
 		for _, s := range b.Stages {
 			spot = spot || s.Interruptions > 0
+			typed = typed || s.Type != "" || s.Market != ""
 		}
 	}
+	if typed {
+		cols = append(cols[:4], append([]string{"TYPE", "MARKET"}, cols[4:]...)...)
+	}
 	if spot {
-		cols = append(cols, "INTERRUPTIONS")
+		cols = append(cols, "INTERRUPTIONS", "THEIR COST")
 	}
 	cols = append(cols, "")
 	if named {
@@ -73,11 +102,14 @@ func printStages(w io.Writer, brackets []planner.BracketReport, named bool) {
 	fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	for _, b := range brackets {
 		for k, s := range b.Stages {
-			row := []string{fmt.Sprint(k), fmt.Sprint(s.Trials), fmt.Sprint(s.Iters), fmt.Sprint(s.GPUs),
-				fmt.Sprint(s.GPUsPerTrial), fmt.Sprint(s.Nodes), fmt.Sprint(s.Waves), clock(s.Start),
-				clock(s.Duration), fmt.Sprintf("$%.2f", s.Cost)}
+			row := []string{fmt.Sprint(k), fmt.Sprint(s.Trials), fmt.Sprint(s.Iters), fmt.Sprint(s.GPUs)}
+			if typed {
+				row = append(row, s.Type, s.Market)
+			}
+			row = append(row, fmt.Sprint(s.GPUsPerTrial), fmt.Sprint(s.Nodes), fmt.Sprint(s.Waves), clock(s.Start),
+				clock(s.Duration), fmt.Sprintf("$%.2f", s.Cost))
 			if spot {
-				row = append(row, fmt.Sprintf("%.2f", s.Interruptions))
+				row = append(row, fmt.Sprintf("%.2f", s.Interruptions), fmt.Sprintf("$%.2f", s.InterruptionCost))
 			}
 			row = append(row, "")
 			if named {

@@ -106,7 +106,7 @@ func whatifAction(c *cli.Context) error {
 	}
 	var done atomic.Int64
 	stop := ticker(c.App.ErrWriter, "whatif", func() string { return fmt.Sprintf("%d/%d points", done.Load(), len(grid)) })
-	points := planner.Sweep(exps, names, 0, func(n, _ int) { done.Store(int64(n)) })
+	points := planner.Sweep(c.Context, exps, names, 0, func(n, _ int) { done.Store(int64(n)) })
 	stop()
 	for i, p := range points {
 		pt := WhatIfPoint{Params: map[string]string{}, Results: p.Results, values: grid[i]}

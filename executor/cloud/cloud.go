@@ -92,6 +92,9 @@ type Node struct {
 	PricePerHour float64 `json:"price_per_hour,omitempty"`
 	// Zone is where a provider with zones rented it (an EC2 availability zone).
 	Zone string `json:"zone,omitempty"`
+	// Slowdown, above 1, makes the node an emulated persistent straggler (the local provider's
+	// profile.slow_nodes): every gang with a worker on it runs that many times slower.
+	Slowdown float64 `json:"slowdown,omitempty"`
 }
 
 // Provider rents nodes for one experiment.

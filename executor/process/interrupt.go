@@ -14,9 +14,9 @@ import (
 func (r *Runtime) InterruptNode(node, reason string) {
 	r.liveMu.Lock()
 	if r.gone == nil {
-		r.gone = map[string]bool{}
+		r.gone = map[string]string{}
 	}
-	r.gone[node] = true
+	r.gone[node] = reason
 	var hit []*handle
 	for h, nodes := range r.live {
 		for _, n := range nodes {
@@ -37,13 +37,16 @@ func (r *Runtime) InterruptNode(node, reason string) {
 	}
 }
 
-// placeable refuses a gang with a worker on a node InterruptNode took away.
+// placeable refuses a gang with a worker on a node InterruptNode took away: the node's loss, not
+// the gang's failure (an *executor.InterruptedError, so that the driver replaces the node and
+// does not count the try against the trial). A node taken away while idle is learnt of so.
 func (r *Runtime) placeable(g executor.Gang) error {
 	r.liveMu.Lock()
 	defer r.liveMu.Unlock()
 	for _, w := range g.Workers {
-		if r.gone[w.Node.ID] {
-			return fmt.Errorf("%w: node %s is gone (interrupted)", executor.ErrUnplaceable, w.Node.ID)
+		if why, gone := r.gone[w.Node.ID]; gone {
+			return fmt.Errorf("%w: node %s is gone (interrupted): %w", executor.ErrUnplaceable, w.Node.ID,
+				&executor.InterruptedError{Node: w.Node.ID, Reason: why})
 		}
 	}
 	return nil

@@ -52,7 +52,7 @@ type Runtime struct {
 
 	liveMu sync.Mutex
 	live   map[*handle][]string // running gangs, with their workers' nodes
-	gone   map[string]bool      // nodes InterruptNode took away
+	gone   map[string]string    // nodes InterruptNode took away, and why
 }
 
 var (
@@ -107,6 +107,15 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	base := append(os.Environ(), r.ExtraEnv...)
 	for _, k := range sortedKeys(g.Env) {
 		base = append(base, k+"="+g.Env[k])
+	}
+	// A gang is as slow as its slowest node (its workers wait for each other at every step): an
+	// emulated straggler slows all of them.
+	slowdown := 1.0
+	for _, w := range g.Workers {
+		slowdown = max(slowdown, w.Node.Slowdown)
+	}
+	if slowdown > 1 {
+		base = append(base, trial.NodeSlowdownVar+"="+strconv.FormatFloat(slowdown, 'g', -1, 64))
 	}
 	if g.Reuse && len(g.Workers) == 1 {
 		env := g.Workers[0].Env

@@ -141,7 +141,8 @@ func TestBuiltInTrainersRunFromTheirOwnBinary(t *testing.T) {
 }
 
 // InterruptNode stops the gangs on the node as Stop does, their checkpoint saved, and Wait names
-// the node; gangs elsewhere go on; a later launch on the node is refused as unplaceable.
+// the node; gangs elsewhere go on; a later launch on the node is refused as unplaceable, an
+// interruption of the node.
 func TestInterruptNode(t *testing.T) {
 	r := runtime(t)
 	script := `trap 'echo "@rb {\"iter\": 1}"; mkdir -p "$RB_CHECKPOINT_DIR"; echo 1 > "$RB_CHECKPOINT_DIR/state"; exit 0' TERM; while true; do sleep 0.05; done`
@@ -174,7 +175,29 @@ func TestInterruptNode(t *testing.T) {
 	}
 	o.Stop()
 	o.Wait()
-	if _, err := r.Launch(t.Context(), gang("t-next", 1, "true")); !errors.Is(err, executor.ErrUnplaceable) {
+	// The node's loss, not the gang's failure: the driver replaces the node and does not count
+	// the try (a node interrupted while idle is learnt of so).
+	_, err = r.Launch(t.Context(), gang("t-next", 1, "true"))
+	if !errors.Is(err, executor.ErrUnplaceable) || !errors.As(err, &ie) || ie.Node != "n1" || ie.Reason != "spot interruption notice (test)" {
 		t.Fatalf("a launch on the interrupted node: %v", err)
+	}
+}
+
+// A gang with a worker on an emulated slow node tells every worker its slowdown (a data-parallel
+// gang runs at its slowest node's pace); a gang on fast nodes tells none.
+func TestSlowNodeSlowsTheWholeGang(t *testing.T) {
+	r := runtime(t)
+	for _, tc := range []struct {
+		trial string
+		slow  float64
+		want  string
+	}{{"t-fast", 0, "slowdown=none"}, {"t-slow", 2.5, "slowdown=2.5"}} {
+		g := gang(tc.trial, 2, `echo "slowdown=${`+trial.NodeSlowdownVar+`:-none}" >&2; echo '@rb {"iter": 2}'`)
+		g.Workers[1].Node.ID, g.Workers[1].Node.Slowdown = "n2", tc.slow
+		waitReports(t, r, g)
+		log, _ := os.ReadFile(filepath.Join(r.LogDir, g.Trial+".log"))
+		if got := strings.Count(string(log), tc.want+"\n"); got != 2 {
+			t.Fatalf("node slowdown %v: %d of 2 workers were told %q:\n%s", tc.slow, got, tc.want, log)
+		}
 	}
 }

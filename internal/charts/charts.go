@@ -113,7 +113,7 @@ type Bar struct {
 
 // Gantt draws the schedule: one row per node, TRAIN spans coloured by trial, provisioning
 // shaded, and a dashed line at each stage boundary. It returns how many TRAIN bars it drew.
-func Gantt(file, title string, rows int, bars []Bar, stageEnds []float64) (int, error) {
+func Gantt(file, title string, rows int, bars []Bar, stageEnds []float64, marks ...Mark) (int, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (minutes)"
@@ -158,6 +158,21 @@ func Gantt(file, title string, rows int, bars []Bar, stageEnds []float64) (int, 
 		l.Color = color.Black
 		p.Add(l)
 	}
+	kinds := map[string]bool{}
+	for _, m := range marks {
+		l, err := plotter.NewLine(plotter.XYs{{X: m.At / 60, Y: 0}, {X: m.At / 60, Y: float64(rows)}})
+		if err != nil {
+			return 0, err
+		}
+		l.Width = vg.Points(1.5)
+		l.Color = markColor(m.Kind)
+		p.Add(l)
+		if !kinds[m.Kind] {
+			kinds[m.Kind] = true
+			p.Legend.Add(m.Kind, l)
+		}
+		end = math.Max(end, m.At/60)
+	}
 	p.X.Min, p.X.Max = 0, end*1.02
 	shade, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 0, Y: 0}, {X: 0, Y: 0}})
 	shade.Color = color.NRGBA{R: 160, G: 160, B: 160, A: 140}
@@ -172,6 +187,26 @@ func Gantt(file, title string, rows int, bars []Bar, stageEnds []float64) (int, 
 	}
 	return trains, save(p, file, Width, h)
 }
+
+// Mark is a moment of a schedule worth seeing, drawn as a vertical line coloured by its kind
+// ("spot interruption", "re-plan") with the kind in the legend.
+type Mark struct {
+	At   float64 // seconds from the start
+	Kind string
+}
+
+func markColor(kind string) color.Color {
+	if kind == MarkReplan {
+		return color.NRGBA{R: 30, G: 90, B: 220, A: 255}
+	}
+	return color.NRGBA{R: 220, G: 30, B: 30, A: 255}
+}
+
+// Mark kinds.
+const (
+	MarkInterruption = "spot interruption"
+	MarkReplan       = "re-plan"
+)
 
 // trialColor spreads trials over the hue circle (golden angle), so that neighbours differ.
 func trialColor(i int) color.Color {

@@ -44,6 +44,16 @@ func TestCharts(t *testing.T) {
 	if !strings.HasPrefix(strings.TrimSpace(string(b)), "<?xml") || !strings.Contains(string(b), "<svg") || strings.Count(string(b), "<path") < 6 {
 		t.Fatalf("not the expected SVG (%d paths)", strings.Count(string(b), "<path"))
 	}
+	// Interruptions and re-plans are marked, each kind once in the legend.
+	marked := filepath.Join(dir, "marked.svg")
+	if _, err := Gantt(marked, "schedule", 2, bars, []float64{90, 200}, Mark{At: 60, Kind: MarkInterruption}, Mark{At: 95, Kind: MarkReplan},
+		Mark{At: 120, Kind: MarkInterruption}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := os.ReadFile(marked)
+	if strings.Count(string(m), ">spot interruption<") != 1 || strings.Count(string(m), ">re-plan<") != 1 || strings.Count(string(m), "<path") < strings.Count(string(b), "<path")+3 {
+		t.Fatalf("marks not drawn: %d paths against %d unmarked", strings.Count(string(m), "<path"), strings.Count(string(b), "<path"))
+	}
 	hist := filepath.Join(dir, "hist.png")
 	if err := Histogram(hist, "h", "x", []float64{1, 2, 2, 3, 3, 3}, 2.5, "deadline"); err != nil {
 		t.Fatal(err)

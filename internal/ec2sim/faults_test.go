@@ -200,13 +200,7 @@ func TestTerminateKillsTheProcessGroup(t *testing.T) {
 	s, c := start(t, Config{KillGrace: grace})
 	// Both the shell and its child ignore SIGTERM: only SIGKILL, after the grace, ends them.
 	script := "#!/bin/sh\ntrap '' TERM\necho $$ > pid\nsleep 300 &\necho $! > child.tmp && mv child.tmp child\nwait\n"
-	out, err := c.ec2.RunInstances(t.Context(), runInput(script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := aws.ToString(out.Instances[0].InstanceId)
-	snap := waitState(t, s, id, StateRunning)
-	root := filepath.Join(snap.Dir, "root")
+	id, root := runScript(t, s, c, script)
 	child, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(root, "child"), 5*time.Second)))
 	leader, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(root, "pid"), time.Second)))
 	if !alive(child) || !alive(leader) {
@@ -226,6 +220,43 @@ func TestTerminateKillsTheProcessGroup(t *testing.T) {
 	if alive(leader) || alive(child) {
 		t.Errorf("after termination: leader alive %v, child alive %v", alive(leader), alive(child))
 	}
+}
+
+// A process that left the instance's process group (its own session, as a Nomad client's task
+// executor starts) dies with the instance too, and so does its child, which works elsewhere.
+func TestTerminateKillsProcessesThatLeftTheGroup(t *testing.T) {
+	s, c := start(t, Config{KillGrace: 200 * time.Millisecond})
+	elsewhere := t.TempDir()
+	script := "#!/bin/sh\nsetsid sh -c 'echo $$ > escaped.tmp && mv escaped.tmp escaped; (cd " + elsewhere + " && exec sleep 300) & echo $! > grandchild.tmp && mv grandchild.tmp grandchild; wait' &\nwait\n"
+	id, root := runScript(t, s, c, script)
+	escaped, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(root, "escaped"), 5*time.Second)))
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(root, "grandchild"), 5*time.Second)))
+	if !alive(escaped) || !alive(grandchild) {
+		t.Fatalf("processes %d, %d are not running", escaped, grandchild)
+	}
+	if _, err := c.ec2.TerminateInstances(t.Context(), &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, s, id, StateTerminated)
+	for deadline := time.Now().Add(2 * time.Second); (alive(escaped) || alive(grandchild)) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(escaped) || alive(grandchild) {
+		t.Fatalf("after termination: the process that left the group alive %v, its child alive %v", alive(escaped), alive(grandchild))
+	}
+}
+
+// runScript rents an instance running script as its user-data and waits until it runs: its ID
+// and root directory.
+func runScript(t *testing.T, s *Server, c clients, script string) (id, root string) {
+	t.Helper()
+	out, err := c.ec2.RunInstances(t.Context(), runInput(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = aws.ToString(out.Instances[0].InstanceId)
+	snap := waitState(t, s, id, StateRunning)
+	return id, filepath.Join(snap.Dir, "root")
 }
 
 func TestCloseLeavesNoProcess(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // "on the instance" is that group.
 type userData struct {
 	pgid   int
+	root   string        // the instance's root: what runs in it is the instance's, in a group or not
 	exited chan struct{} // closed once the leader is reaped (at once when nothing ran)
 	err    error         // the leader's exit, readable after exited
 }
@@ -72,7 +73,7 @@ func (s *Server) startUserData(in *instance) *userData {
 	if err := cmd.Start(); err != nil {
 		return fail(err)
 	}
-	u.pgid = cmd.Process.Pid
+	u.pgid, u.root = cmd.Process.Pid, cmd.Dir
 	s.mu.Lock()
 	in.PID = cmd.Process.Pid
 	s.mu.Unlock()
@@ -104,16 +105,63 @@ func (u *userData) status() string {
 // kill ends what runs on the instance: SIGTERM to the process group, SIGKILL after grace, and it
 // returns when the leader is reaped and no live process is left in the group (a bounded wait:
 // a process that left the group, or one that survives SIGKILL, is not waited for).
+//
+// Processes that left the group (a Nomad client's task executors start their own sessions) die
+// with the instance too, as on a machine that is switched off: every process running in the
+// instance's root, and all their descendants, are killed.
 func (u *userData) kill(grace time.Duration) {
 	if u.pgid == 0 {
 		return
 	}
 	_ = syscall.Kill(-u.pgid, syscall.SIGTERM)
-	if u.waitGone(grace) {
-		return
+	if !u.waitGone(grace) {
+		_ = syscall.Kill(-u.pgid, syscall.SIGKILL)
+		u.waitGone(2 * time.Second)
 	}
-	_ = syscall.Kill(-u.pgid, syscall.SIGKILL)
-	u.waitGone(2 * time.Second)
+	for _, pid := range strays(u.root) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// strays are the live processes whose working directory is root or below it, and all their
+// descendants.
+func strays(root string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil || root == "" {
+		return nil
+	}
+	parent := map[int]int{}
+	var in []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if _, pp, _, ok := procStatus(pid); ok {
+			parent[pid] = pp
+		}
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err == nil && (cwd == root || strings.HasPrefix(cwd, root+"/") || strings.HasPrefix(cwd, root+" (deleted)")) {
+			in = append(in, pid)
+		}
+	}
+	kill := map[int]bool{}
+	for _, pid := range in {
+		kill[pid] = true
+	}
+	for changed := true; changed; { // descendants, to a fixed point
+		changed = false
+		for pid, pp := range parent {
+			if kill[pp] && !kill[pid] {
+				kill[pid], changed = true, true
+			}
+		}
+	}
+	out := make([]int, 0, len(kill))
+	for pid := range kill {
+		out = append(out, pid)
+	}
+	return out
 }
 
 func (u *userData) waitGone(d time.Duration) bool {
@@ -157,24 +205,31 @@ func groupAlive(pgid int) bool {
 
 // procStat reads a process's group and state from /proc/PID/stat.
 func procStat(pid int) (pgid int, state byte, ok bool) {
+	pgid, _, state, ok = procStatus(pid)
+	return pgid, state, ok
+}
+
+// procStatus reads a process's group, parent and state from /proc/PID/stat.
+func procStatus(pid int) (pgid, ppid int, state byte, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	// The command name may hold spaces and parentheses: the fields start after the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	pg, err := strconv.Atoi(f[2])
-	if err != nil {
-		return 0, 0, false
+	pp, err1 := strconv.Atoi(f[1])
+	pg, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, false
 	}
-	return pg, f[0][0], true
+	return pg, pp, f[0][0], true
 }
 
 // console appends one of the fake's own lines to an instance's console.log.

@@ -13,6 +13,14 @@ $rb whatif $p/fig9-stragglers.yaml --sweep profile.iter_latency.std=1,2,4,6,8,10
 $rb whatif $p/fig9-stragglers.yaml --sweep profile.iter_latency.std=1,2,4,6,8,10 --sweep cluster.billing.model=per-function \
   --sweep cluster.billing.minimum=0s -o csv --plot $out/fig9b-per-function.png > $out/fig9b-per-function.csv
 
+# Fig. 9, the other way: persistent stragglers. A tenth of the nodes run every trial 1 to 10 times
+# slower for their whole life (profile.slow_nodes), with sigma 1 s: each stage waits on its slowest.
+$rb whatif $p/fig9-stragglers.yaml --sweep profile.slow_nodes.factor=1,1.5,2,3,5,10 --sweep profile.slow_nodes.share=0.1 \
+  --sweep profile.iter_latency.std=1 -o csv --plot $out/fig9c-slow-per-instance.png > $out/fig9c-slow-per-instance.csv
+$rb whatif $p/fig9-stragglers.yaml --sweep profile.slow_nodes.factor=1,1.5,2,3,5,10 --sweep profile.slow_nodes.share=0.1 \
+  --sweep profile.iter_latency.std=1 --sweep cluster.billing.model=per-function --sweep cluster.billing.minimum=0s \
+  -o csv --plot $out/fig9d-slow-per-function.png > $out/fig9d-slow-per-function.csv
+
 # Fig. 10: data price, small (CIFAR-10, 0.15 GB) and large (ImageNet, 150 GB) datasets.
 for ds in cifar10 imagenet; do
   $rb whatif $p/fig10-$ds.yaml --sweep cluster.data.price_per_gb=0,0.01,0.02,0.04,0.08,0.16 -o csv --plot $out/fig10-$ds.png > $out/fig10-$ds.csv

@@ -17,6 +17,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/examples/trainers/mlp"
 	"github.com/rubberband-hpo/rubberband/examples/trainers/synthetic"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
 )
 
@@ -57,9 +58,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		noise, _ := strconv.Atoi(os.Getenv("RB_SYNTH_NOISE")) // bytes of a hostile line before each report
 		slowdown, _ := strconv.ParseFloat(os.Getenv("RB_SYNTH_SLOWDOWN"), 64)
 		from, _ := strconv.Atoi(os.Getenv("RB_SYNTH_SLOWDOWN_FROM_ITER"))
+		node, _ := strconv.ParseFloat(os.Getenv(trial.NodeSlowdownVar), 64)
 		o := synthetic.Options{Spec: exp, Metric: *metric, TimeScale: scale,
 			CrashAt: os.Getenv("RB_SYNTH_CRASH"), CrashDir: os.Getenv("RB_SYNTH_CRASH_DIR"),
-			HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise, Slowdown: slowdown, SlowdownFromIter: from}
+			HangAt: os.Getenv("RB_SYNTH_HANG"), Noise: noise, Slowdown: slowdown, SlowdownFromIter: from, NodeSlowdown: node}
 		return rbtrain.Serve(func(run *rbtrain.Run) error { return synthetic.Main(ctx, run, o) })
 	}
 	return fmt.Errorf("%w: %q is not a trainer\n%s", ErrUsage, args[0], Usage)

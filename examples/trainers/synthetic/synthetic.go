@@ -1,5 +1,5 @@
-// Package synthetic is a trainer that does no learning: it sleeps each iteration for a latency
-// drawn from a spec's profile at its world size (times RB_TIME_SCALE), and reports a
+// Package synthetic is a trainer that does no learning: each iteration lasts a latency drawn
+// from a spec's profile at its world size (times RB_TIME_SCALE), and it reports a
 // deterministic learning curve of its hyperparameters. It is for fidelity and scale tests: a
 // job of synthetic trainers should take what the simulator predicts.
 package synthetic
@@ -43,14 +43,18 @@ type Options struct {
 	// that was wrong), for re-planning.
 	Slowdown         float64
 	SlowdownFromIter int
+	// NodeSlowdown, when above 1, makes the start-up and every iteration take that many times as
+	// long: the gang runs on an emulated slow node (trial.NodeSlowdownVar).
+	NodeSlowdown float64
 }
 
 // latencyFactor is what iteration it's latency is multiplied by.
 func (o Options) latencyFactor(it int) float64 {
+	f := max(o.NodeSlowdown, 1)
 	if o.Slowdown > 1 && it >= max(o.SlowdownFromIter, 1) {
-		return o.Slowdown
+		f *= o.Slowdown
 	}
-	return 1
+	return f
 }
 
 type checkpoint struct {
@@ -85,8 +89,21 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 	}
 	quality := Quality(params)
 	iterLatency := m.IterLatency(max(run.WorldSize, 1))
-	r := spec.NewRand(int64(hash(run.TrialID)), uint64(start))
-	if err := sleep(ctx, run, m.Startup.Sample(r)*o.TimeScale); err != nil {
+	// The noise is the trial's own, and another in a run of another seed (whose trials have other
+	// parameters): runs of one job under several seeds are independent draws.
+	key, _ := json.Marshal(params)
+	r := spec.NewRand(int64(hash(run.TrialID+string(key))), uint64(start))
+	// Start-up and iterations end on a schedule from the worker's start: a draw is the whole of
+	// an iteration, the worker's own overhead (reports, a loaded machine's scheduling) included,
+	// as a measured profile includes a real trainer's. Sleeping each draw after the report added
+	// that overhead to every iteration, and a compressed time scale magnifies it (20 ms a report
+	// is 0.4 s at 1/20: 15 s over the Table 2 job's last stage).
+	due := time.Now()
+	sleep := func(seconds float64) error {
+		due = due.Add(time.Duration(seconds * float64(time.Second)))
+		return sleepUntil(ctx, run, due)
+	}
+	if err := sleep(m.Startup.Sample(r) * max(o.NodeSlowdown, 1) * o.TimeScale); err != nil {
 		return save(run, start)
 	}
 	for it := start + 1; it <= run.TargetIter; it++ {
@@ -107,7 +124,7 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 				return ctx.Err()
 			}
 		}
-		if err := sleep(ctx, run, iterLatency.Sample(r)*o.latencyFactor(it)*o.TimeScale); err != nil {
+		if err := sleep(iterLatency.Sample(r) * o.latencyFactor(it) * o.TimeScale); err != nil {
 			return save(run, it-1)
 		}
 		if o.Noise > 0 && run.Rank == 0 {
@@ -150,8 +167,9 @@ func hash(s string) uint64 {
 	return h.Sum64()
 }
 
-func sleep(ctx context.Context, run *rbtrain.Run, seconds float64) error {
-	t := time.NewTimer(time.Duration(seconds * float64(time.Second)))
+// sleepUntil waits until due (at once when it is past), or until the worker is told to stop.
+func sleepUntil(ctx context.Context, run *rbtrain.Run, due time.Time) error {
+	t := time.NewTimer(time.Until(due))
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -19,26 +19,31 @@ type Config struct {
 	// rubberband:run. List finds the run's instances by RunID.
 	Experiment string
 	RunID      string
-	// InstanceType is cluster.instance_type, the only type this provider rents; GPUsPerNode is
-	// what each node reports.
+	// InstanceType is cluster.instance_type: what a request that names no type rents;
+	// GPUsPerNode is what each of its nodes reports (and its node agent is told).
 	InstanceType string
 	GPUsPerNode  int
 	// Market is what a request that names none rents (empty: on-demand).
 	Market cloud.Market
-	// OnDemandPrice and SpotPrice are dollars an hour: what nodes are stamped with for the cost
-	// meter, by the market each was actually rented on.
+	// OnDemandPrice and SpotPrice are dollars an hour: what nodes of InstanceType are stamped
+	// with for the cost meter, by the market each was actually rented on.
 	OnDemandPrice float64
 	SpotPrice     float64
+	// More are the other instance types it rents (the spec's other cluster.instance_types): a
+	// request names the one it wants. The Config's own type is the first kind, so that one
+	// type alone is a set of one, rented by the same code.
+	More []Kind
 	// EC2 is the spec's cluster.ec2 block. Its UserData is not added by the provider: see
 	// UserData.
 	EC2 spec.EC2
 	// Spot is the spec's cluster.spot block; only Fallback is read (empty: on-demand).
 	Spot spec.Spot
-	// UserData renders the script an instance boots with, given its node name; it must include
-	// the spec's extra user-data where its script can run it (only the renderer knows where:
-	// before an agent that runs in the foreground). Nil: the spec's extra user-data alone.
-	// It should be deterministic: a repeated request then sends exactly the first one's.
-	UserData func(node string) (string, error)
+	// UserData renders the script an instance boots with, given its node name and kind (its
+	// GPUs per node: the node agent fingerprints that many for Nomad); it must include the
+	// spec's extra user-data where its script can run it (only the renderer knows where: before
+	// an agent that runs in the foreground). Nil: the spec's extra user-data alone. It should be
+	// deterministic: a repeated request then sends exactly the first one's.
+	UserData func(node string, kind Kind) (string, error)
 	// Ready is what Create waits for after an instance runs (the CLI: its Nomad client is
 	// ready). Nil: running is ready.
 	Ready func(ctx context.Context, instanceID string) error
@@ -62,6 +67,29 @@ type Config struct {
 	BootTimeout time.Duration
 	// MaxBackoff bounds the retryer's wait between attempts (0: the SDK's 20 s).
 	MaxBackoff time.Duration
+}
+
+// Kind is one instance type a Provider rents: what its nodes report and cost an hour on each
+// market (dollars; a zero SpotPrice: it is not rented on spot, the meter would bill it nothing).
+type Kind struct {
+	InstanceType  string
+	GPUsPerNode   int
+	OnDemandPrice float64
+	SpotPrice     float64
+}
+
+// price is what a node of the kind costs an hour on market m.
+func (k Kind) price(m cloud.Market) float64 {
+	if m == cloud.Spot {
+		return k.SpotPrice
+	}
+	return k.OnDemandPrice
+}
+
+// kinds are the types the Config rents, its own first.
+func (c Config) kinds() []Kind {
+	own := Kind{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, OnDemandPrice: c.OnDemandPrice, SpotPrice: c.SpotPrice}
+	return append([]Kind{own}, c.More...)
 }
 
 // Defaults.
@@ -105,8 +133,18 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.EC2.Subnets) == 0 {
 		bad("no subnet (cluster.ec2.subnets)")
 	}
-	if c.GPUsPerNode < 0 || c.OnDemandPrice < 0 || c.SpotPrice < 0 {
-		bad("negative GPUs or price")
+	seen := map[string]bool{}
+	for i, k := range c.kinds() {
+		switch {
+		case i > 0 && k.InstanceType == "":
+			bad("kind %d of More has no instance type", i-1)
+		case seen[k.InstanceType]:
+			bad("instance type %s is given twice", k.InstanceType)
+		}
+		seen[k.InstanceType] = true
+		if k.GPUsPerNode < 0 || k.OnDemandPrice < 0 || k.SpotPrice < 0 {
+			bad("negative GPUs or price of %s", k.InstanceType)
+		}
 	}
 	switch c.Market {
 	case cloud.OnDemand:
@@ -124,12 +162,4 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("ec2: config: %w", errors.Join(errs...))
 	}
 	return c, nil
-}
-
-// price is what a node of market costs an hour.
-func (c Config) price(m cloud.Market) float64 {
-	if m == cloud.Spot {
-		return c.SpotPrice
-	}
-	return c.OnDemandPrice
 }

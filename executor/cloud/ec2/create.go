@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,7 @@ type launch struct {
 	index    int
 	token    string
 	name     string
+	kind     Kind   // the instance type it rents, its GPUs and prices
 	userData string // base64
 	unsure   bool   // a RunInstances got no definite answer: EC2 may hold an instance under token
 	id       string // the instance, once rented
@@ -46,7 +48,7 @@ type launch struct {
 // ready. On any failure it returns those with the error, after terminating every other instance
 // it started (nothing is left that the caller does not know of).
 func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
-	market, err := p.check(req)
+	kind, market, err := p.check(req)
 	if err != nil || req.Count <= 0 {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 	}
 	nodes := make([]*launch, req.Count)
 	for i := range nodes {
-		if nodes[i], err = p.plan(key, i); err != nil {
+		if nodes[i], err = p.plan(key, i, kind); err != nil {
 			return nil, fmt.Errorf("ec2: create nodes: %w", err)
 		}
 	}
@@ -93,38 +95,48 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		errs = append(errs, cleanupErr)
 	}
 	if len(errs) > 0 {
-		return out, fmt.Errorf("ec2: rented %d of %d %s nodes: %w", len(out), req.Count, p.cfg.InstanceType, errors.Join(errs...))
+		return out, fmt.Errorf("ec2: rented %d of %d %s nodes: %w", len(out), req.Count, kind.InstanceType, errors.Join(errs...))
 	}
 	return out, nil
 }
 
-// check is the market a request rents on, or a *cloud.CapacityError for what this provider
-// does not rent: another instance type, or a market it has no price for.
-func (p *Provider) check(req cloud.Request) (cloud.Market, error) {
+// check is the kind and market a request rents (empty fields: the Config's own), or a
+// *cloud.CapacityError for what this provider does not rent: a type the spec does not offer, or
+// a market it has no price for.
+func (p *Provider) check(req cloud.Request) (Kind, cloud.Market, error) {
 	m := req.Market
 	if m == "" {
 		m = p.cfg.Market
 	}
-	refuse := func(why string) (cloud.Market, error) {
-		return "", &cloud.CapacityError{InstanceType: req.InstanceType, Market: req.Market, Reason: why}
+	typ := req.InstanceType
+	if typ == "" {
+		typ = p.cfg.InstanceType
 	}
+	refuse := func(why string) (Kind, cloud.Market, error) {
+		return Kind{}, "", &cloud.CapacityError{InstanceType: typ, Market: m, Reason: why}
+	}
+	k, ok := p.kind(typ)
 	switch {
-	case req.InstanceType != "" && req.InstanceType != p.cfg.InstanceType:
-		return refuse(fmt.Sprintf("this provider rents only %s", p.cfg.InstanceType))
+	case !ok:
+		names := make([]string, len(p.kinds))
+		for i, k := range p.kinds {
+			names[i] = k.InstanceType
+		}
+		return refuse(fmt.Sprintf("this provider rents only %s (the spec's instance types)", strings.Join(names, ", ")))
 	case m != cloud.OnDemand && m != cloud.Spot:
 		return refuse(fmt.Sprintf("EC2 markets are %s and %s", cloud.OnDemand, cloud.Spot))
-	case m == cloud.Spot && p.cfg.SpotPrice == 0:
-		return refuse("no spot price is known to bill spot nodes at")
+	case m == cloud.Spot && k.SpotPrice == 0:
+		return refuse(fmt.Sprintf("no spot price of %s is known to bill spot nodes at", typ))
 	}
-	return m, nil
+	return k, m, nil
 }
 
-// plan names node index of the request keyed key and renders its user-data: all of it before
-// any money is spent.
-func (p *Provider) plan(key string, index int) (*launch, error) {
-	n := &launch{index: index, token: clientToken(p.cfg.RunID, key, index)}
+// plan names node index of the request keyed key, of kind k, and renders its user-data: all of
+// it before any money is spent.
+func (p *Provider) plan(key string, index int, k Kind) (*launch, error) {
+	n := &launch{index: index, token: clientToken(p.cfg.RunID, key, index), kind: k}
 	n.name = nodeName(p.cfg.RunID, n.token)
-	ud, err := p.userData(n.name)
+	ud, err := p.userData(n.name, k)
 	if err != nil {
 		return nil, err
 	}
@@ -132,12 +144,12 @@ func (p *Provider) plan(key string, index int) (*launch, error) {
 	return n, nil
 }
 
-// userData is a node's user-data, base64-encoded as RunInstances takes it.
-func (p *Provider) userData(node string) (string, error) {
+// userData is the user-data of a node of kind k, base64-encoded as RunInstances takes it.
+func (p *Provider) userData(node string, k Kind) (string, error) {
 	script := p.cfg.EC2.UserData
 	if p.cfg.UserData != nil {
 		var err error
-		if script, err = p.cfg.UserData(node); err != nil {
+		if script, err = p.cfg.UserData(node, k); err != nil {
 			return "", fmt.Errorf("render user-data of %s: %w", node, err)
 		}
 	}
@@ -207,14 +219,14 @@ func (p *Provider) launch(ctx context.Context, n *launch, plan []attempt, asked 
 			fails = append(fails, failure{a, code, apiMessage(err)})
 			continue
 		case kindQuota:
-			return quotaError(p.cfg.InstanceType, a.market, code, apiMessage(err))
+			return quotaError(n.kind.InstanceType, a.market, code, apiMessage(err))
 		case kindMismatch:
 			return p.adopt(ctx, n)
 		}
 		n.unsure = !definite(err)
-		return fmt.Errorf("node %s: rent %s %s in %s: %w", n.name, a.market, p.cfg.InstanceType, a.subnet, err)
+		return fmt.Errorf("node %s: rent %s %s in %s: %w", n.name, a.market, n.kind.InstanceType, a.subnet, err)
 	}
-	return capacityError(p.cfg.InstanceType, asked, fails)
+	return capacityError(n.kind.InstanceType, asked, fails)
 }
 
 // adopt takes the instance an earlier request rented under n's token with other parameters
@@ -261,12 +273,12 @@ func stateName(in types.Instance) string {
 func (p *Provider) runInput(n *launch, a attempt) *ec2.RunInstancesInput {
 	x := p.cfg.EC2
 	var tv []types.Tag
-	for _, kv := range tags(p.cfg.Experiment, p.cfg.RunID, n.name, x.Tags) {
+	for _, kv := range tags(p.cfg.Experiment, p.cfg.RunID, n.name, n.kind, a.market, x.Tags) {
 		tv = append(tv, types.Tag{Key: aws.String(kv[0]), Value: aws.String(kv[1])})
 	}
 	in := &ec2.RunInstancesInput{
 		ImageId:                           aws.String(x.AMI),
-		InstanceType:                      types.InstanceType(p.cfg.InstanceType),
+		InstanceType:                      types.InstanceType(n.kind.InstanceType),
 		MinCount:                          aws.Int32(1),
 		MaxCount:                          aws.Int32(1),
 		SubnetId:                          aws.String(a.subnet),

@@ -67,7 +67,7 @@ func TestUserDataRuns(t *testing.T) {
 	waitFor(t, "the user-data's echo", func() bool { return strings.Contains(consoleLog(in), "node "+in.Tags[rbec2.TagNode]+"\n") })
 
 	cfg := config()
-	cfg.UserData = func(node string) (string, error) { return "#!/bin/sh\n" + strings.Repeat("#", 16<<10), nil }
+	cfg.UserData = func(string, rbec2.Kind) (string, error) { return "#!/bin/sh\n" + strings.Repeat("#", 16<<10), nil }
 	calls := len(runCalls(s))
 	nodes, err = open(t, cfg).Create(t.Context(), cloud.Request{Count: 1})
 	mustContain(t, err, "user-data", "16384")
@@ -351,7 +351,7 @@ func TestReadyEndsWhenInstanceStops(t *testing.T) {
 	s := startSim(t, ec2sim.Config{})
 	cfg := config()
 	// It dies half a second after it runs: the Create sees it running first.
-	cfg.UserData = func(string) (string, error) { return "#!/bin/sh\nsleep 0.5\nexit 1\n", nil }
+	cfg.UserData = func(string, rbec2.Kind) (string, error) { return "#!/bin/sh\nsleep 0.5\nexit 1\n", nil }
 	cfg.Ready = func(ctx context.Context, id string) error { <-ctx.Done(); return ctx.Err() }
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -8,6 +8,12 @@
 //
 // Decisions a caller relies on:
 //
+//   - Types: it rents the Config's own instance type and every kind of Config.More, a request
+//     naming the one it wants (none: the Config's own). Each node reports its kind's GPUs and the
+//     price of the market it was actually rented on; a type not among the kinds is a
+//     *cloud.CapacityError. List takes type and market from EC2, GPUs and price from the kinds,
+//     or from the instance's tags (rubberband:gpus, rubberband:price-per-hour) for a type the
+//     provider no longer rents.
 //   - Billing: a node returned by Create has RunningAt = the provider's clock when it sent the
 //     DescribeInstances that first saw the instance running (EC2 bills from running; the
 //     instance started running at most one poll interval earlier). For an instance it did not

@@ -59,7 +59,7 @@ func config() rbec2.Config {
 
 // script is user-data that runs in the foreground, as the Nomad agent will: in ec2sim, as on
 // an instance whose watchdog shuts it down, the instance ends when its user-data does.
-func script(node string) (string, error) {
+func script(node string, _ rbec2.Kind) (string, error) {
 	return fmt.Sprintf("#!/bin/sh\nRB_NODE='%s'\necho node $RB_NODE\nexec sleep 300\n", node), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -71,13 +72,18 @@ const (
 	TagExperiment = "rubberband:experiment"
 	TagRun        = "rubberband:run"
 	TagNode       = "rubberband:node"
-	tagName       = "Name"
+	// TagGPUs and TagPrice are the GPUs per node and the hourly price (dollars) the node was
+	// rented with: what List reports of an instance whose type the provider no longer rents.
+	TagGPUs  = "rubberband:gpus"
+	TagPrice = "rubberband:price-per-hour"
+	tagName  = "Name"
 )
 
-// tags are a node's tags: rubberband's, then the spec's extras by key (a stable order keeps a
-// repeated request identical).
-func tags(experiment, run, node string, extra map[string]string) [][2]string {
-	out := [][2]string{{TagExperiment, experiment}, {TagRun, run}, {TagNode, node}, {tagName, node}}
+// tags are a node's tags: rubberband's, what it was rented as (kind k on market m), then the
+// spec's extras by key (a stable order keeps a repeated request identical).
+func tags(experiment, run, node string, k Kind, m cloud.Market, extra map[string]string) [][2]string {
+	out := [][2]string{{TagExperiment, experiment}, {TagRun, run}, {TagNode, node}, {tagName, node},
+		{TagGPUs, strconv.Itoa(k.GPUsPerNode)}, {TagPrice, strconv.FormatFloat(k.price(m), 'g', -1, 64)}}
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		keys = append(keys, k)

@@ -53,8 +53,10 @@ func TestClientToken(t *testing.T) {
 }
 
 func TestTagsInStableOrder(t *testing.T) {
-	got := tags("exp", "run", "node", map[string]string{"z": "1", "a": "2"})
-	want := [][2]string{{TagExperiment, "exp"}, {TagRun, "run"}, {TagNode, "node"}, {"Name", "node"}, {"a", "2"}, {"z", "1"}}
+	k := Kind{InstanceType: "g3.8xlarge", GPUsPerNode: 2, OnDemandPrice: 2.28, SpotPrice: 0.69}
+	got := tags("exp", "run", "node", k, cloud.Spot, map[string]string{"z": "1", "a": "2"})
+	want := [][2]string{{TagExperiment, "exp"}, {TagRun, "run"}, {TagNode, "node"}, {"Name", "node"},
+		{TagGPUs, "2"}, {TagPrice, "0.69"}, {"a", "2"}, {"z", "1"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("tags %v, want %v", got, want)
 	}

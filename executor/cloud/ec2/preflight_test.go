@@ -1,8 +1,10 @@
 package ec2_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
 )
@@ -35,7 +37,7 @@ func TestPreflight(t *testing.T) {
 			s := startSim(t, ec2sim.Config{Images: []string{testAMI}})
 			cfg := config()
 			c.setup(s, &cfg)
-			err := open(t, cfg).Preflight(t.Context(), 4)
+			err := open(t, cfg).Preflight(t.Context(), []rbec2.Need{{Nodes: 4}})
 			if c.want == nil && err != nil {
 				t.Fatal(err)
 			}
@@ -47,5 +49,37 @@ func TestPreflight(t *testing.T) {
 				t.Fatalf("preflight rented %d instances", len(s.Instances()))
 			}
 		})
+	}
+}
+
+// With several types, every type is dry-run, and a quota is compared with what all the needs
+// that count against it take together: 2 p3.2xlarge (16 vCPUs) and 1 p3.8xlarge (32) fit
+// neither a P quota of 40 alone, and the error says both; the G type counts against another.
+func TestPreflightTypes(t *testing.T) {
+	s := startSim(t, ec2sim.Config{Images: []string{testAMI}})
+	s.SetQuota(ec2sim.QuotaOnDemandP, 40)
+	cfg := config()
+	cfg.More = []rbec2.Kind{g3, {InstanceType: "p3.8xlarge", GPUsPerNode: 4, OnDemandPrice: 12.24}}
+	p := open(t, cfg)
+	needs := []rbec2.Need{{Nodes: 2}, {InstanceType: "p3.8xlarge", Market: cloud.OnDemand, Nodes: 1}, {InstanceType: g3.InstanceType, Nodes: 3}}
+	err := p.Preflight(t.Context(), needs)
+	mustContain(t, err, "L-417A185B", "is 40 vCPUs", "2 p3.2xlarge nodes of 8 vCPUs + 1 p3.8xlarge nodes of 32 vCPUs = 48")
+	if strings.Contains(err.Error(), g3.InstanceType) {
+		t.Errorf("the G type counted against the P quota: %v", err)
+	}
+	dry := map[string]int{}
+	for _, c := range s.Calls() {
+		if c.Action == "RunInstances" && c.Params["DryRun"] == "true" {
+			dry[c.Params["InstanceType"]]++
+		}
+	}
+	if dry[testType] != 2 || dry[g3.InstanceType] != 2 || dry["p3.8xlarge"] != 2 {
+		t.Errorf("dry runs by type %v, want each type in both subnets", dry)
+	}
+	if err := p.Preflight(t.Context(), needs[:1]); err != nil {
+		t.Errorf("2 p3.2xlarge within a quota of 40: %v", err)
+	}
+	if len(s.Instances()) != 0 {
+		t.Fatalf("preflight rented %d instances", len(s.Instances()))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +23,7 @@ import (
 // run ID finds what another rented.
 type Provider struct {
 	cfg    Config
+	kinds  []Kind // what it rents, the Config's own type first
 	ec2    *ec2.Client
 	quotas *servicequotas.Client
 }
@@ -59,7 +61,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	if ac.Region == "" {
 		return nil, errors.New("ec2: no AWS region: set cluster.ec2.region, AWS_REGION or the shared config's region")
 	}
-	return &Provider{cfg: cfg, ec2: ec2.NewFromConfig(ac), quotas: servicequotas.NewFromConfig(ac)}, nil
+	return &Provider{cfg: cfg, kinds: cfg.kinds(), ec2: ec2.NewFromConfig(ac), quotas: servicequotas.NewFromConfig(ac)}, nil
 }
 
 // newRetryer is the SDK's adaptive retryer (it slows every caller down when EC2 throttles),
@@ -124,18 +126,40 @@ func (p *Provider) List(ctx context.Context) ([]cloud.Node, error) {
 	return out, nil
 }
 
-// node is an instance as a node, running since runningAt.
+// node is an instance as a node, running since runningAt: its type is the instance's, its
+// market the one it was actually rented on, its GPUs and price its kind's. An instance of a type
+// this provider no longer rents (a run resumed with another spec) keeps what its tags say it was
+// rented with, so that it is still billed and placed right until it is released.
 func (p *Provider) node(in types.Instance, runningAt time.Time) cloud.Node {
 	m := marketOf(in)
-	n := cloud.Node{ID: aws.ToString(in.InstanceId), GPUs: p.cfg.GPUsPerNode, Addr: aws.ToString(in.PrivateIpAddress),
+	n := cloud.Node{ID: aws.ToString(in.InstanceId), Addr: aws.ToString(in.PrivateIpAddress),
 		RunningAt: runningAt, InstanceType: string(in.InstanceType), Market: m}
 	if in.Placement != nil {
 		n.Zone = aws.ToString(in.Placement.AvailabilityZone)
 	}
-	if n.InstanceType == p.cfg.InstanceType {
-		n.PricePerHour = p.cfg.price(m)
+	if k, ok := p.kind(n.InstanceType); ok {
+		n.GPUs, n.PricePerHour = k.GPUsPerNode, k.price(m)
+		return n
+	}
+	for _, t := range in.Tags {
+		switch aws.ToString(t.Key) {
+		case TagGPUs:
+			n.GPUs, _ = strconv.Atoi(aws.ToString(t.Value))
+		case TagPrice:
+			n.PricePerHour, _ = strconv.ParseFloat(aws.ToString(t.Value), 64)
+		}
 	}
 	return n
+}
+
+// kind is the kind of instance type typ, if this provider rents it.
+func (p *Provider) kind(typ string) (Kind, bool) {
+	for _, k := range p.kinds {
+		if k.InstanceType == typ {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // marketOf is the market an instance was actually rented on.

@@ -1,7 +1,7 @@
-// Package local is the embedded cloud.Provider: virtual nodes on this machine, each with the
-// spec's GPUs per node as slots, whose scale-up and initialisation latencies are drawn from the
-// spec's distributions and slept (times a time scale, for tests). The nodes it holds are kept in
-// a file, so that a resumed driver finds them.
+// Package local is the embedded cloud.Provider: virtual nodes on this machine of every instance
+// type and market the spec offers, each with its type's GPUs per node as slots, whose scale-up
+// and initialisation latencies are drawn from its type's distributions and slept (times a time
+// scale, for tests). The nodes it holds are kept in a file, so that a resumed driver finds them.
 package local
 
 import (
@@ -23,12 +23,9 @@ import (
 
 // Provider rents virtual nodes.
 type Provider struct {
-	file        string
-	gpus        int
-	scale, init sim.Dist
-	data        float64
-	offer       cloud.Offer
-	timeScale   float64
+	file      string
+	kinds     []Kind // the first is the Config's own
+	timeScale float64
 
 	spot *SpotEmulation
 
@@ -53,18 +50,52 @@ type Config struct {
 	Scale, Init sim.Dist
 	// Data is how long (seconds) a new node takes to download the dataset, after INIT.
 	Data float64
-	// Offer is the one kind of node it rents.
+	// Offer is the kind of node it rents.
 	Offer cloud.Offer
+	// More are the other kinds it rents (the spec's other instance types and markets); a
+	// request names the one it wants.
+	More []Kind
+	// Slow, when set, makes a share of the nodes persistent stragglers (Node.Slowdown).
 	// TimeScale multiplies every emulated latency (1 = real time; 0.01 for fast tests).
 	TimeScale float64
 	Rand      *rand.Rand
 	// Spot, when set, interrupts the spot nodes the provider rents.
 	Spot *SpotEmulation
+	Slow *SlowEmulation
+}
+
+// SlowEmulation makes each node slow with probability Share (the n-th node rented draws the n-th
+// number of Seed's stream): every gang on a slow node runs Factor times slower, as the runtime
+// tells its workers.
+type SlowEmulation struct {
+	Share, Factor float64
+	Seed          uint64
+}
+
+// slowdown is node index's emulated slowdown: Factor or 1.
+func (s *SlowEmulation) slowdown(index int) float64 {
+	if s == nil || s.Factor <= 1 || s.Share <= 0 {
+		return 1
+	}
+	if rand.New(rand.NewPCG(s.Seed, uint64(index)^0x5105)).Float64() < s.Share {
+		return s.Factor
+	}
+	return 1
+}
+
+// Kind is one kind of node: an offer (instance type, market, price), its GPUs and its latencies.
+type Kind struct {
+	Offer       cloud.Offer
+	GPUsPerNode int
+	Scale, Init sim.Dist
+	Data        float64
+	Slow        *SlowEmulation // its stragglers, when it has any
 }
 
 // New returns a provider, loading the nodes an earlier driver left in the state file.
 func New(cfg Config) (*Provider, error) {
-	p := &Provider{file: cfg.StateFile, gpus: cfg.GPUsPerNode, scale: cfg.Scale, init: cfg.Init, data: cfg.Data, offer: cfg.Offer, timeScale: cfg.TimeScale,
+	own := Kind{Offer: cfg.Offer, GPUsPerNode: cfg.GPUsPerNode, Scale: cfg.Scale, Init: cfg.Init, Data: cfg.Data, Slow: cfg.Slow}
+	p := &Provider{file: cfg.StateFile, kinds: append([]Kind{own}, cfg.More...), timeScale: cfg.TimeScale,
 		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}, spot: cfg.Spot}
 	b, err := os.ReadFile(cfg.StateFile)
 	if err == nil {
@@ -89,21 +120,22 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 	if n <= 0 {
 		return nil, nil
 	}
-	if err := p.offer.Check(req); err != nil {
+	kind, err := p.kindFor(req)
+	if err != nil {
 		return nil, fmt.Errorf("local provider: %w", err)
 	}
 	p.mu.Lock()
-	scale := p.scale.Sample(p.rng)
+	scale := kind.Scale.Sample(p.rng)
 	slowest := 0.0
 	for range n {
-		slowest = max(slowest, p.init.Sample(p.rng))
+		slowest = max(slowest, kind.Init.Sample(p.rng))
 	}
 	p.mu.Unlock()
 	if err := p.sleep(ctx, scale); err != nil {
 		return nil, err
 	}
 	running := time.Now()
-	if err := p.sleep(ctx, slowest+p.data); err != nil {
+	if err := p.sleep(ctx, slowest+kind.Data); err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -111,11 +143,31 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 	nodes := make([]cloud.Node, n)
 	for i := range nodes {
 		p.state.Next++
-		nodes[i] = p.offer.Stamp(cloud.Node{ID: fmt.Sprintf("local-%04d", p.state.Next), GPUs: p.gpus, Addr: "127.0.0.1", RunningAt: running})
+		nodes[i] = kind.Offer.Stamp(cloud.Node{ID: fmt.Sprintf("local-%04d", p.state.Next), GPUs: kind.GPUsPerNode, Addr: "127.0.0.1", RunningAt: running})
+		if f := kind.Slow.slowdown(p.state.Next); f > 1 {
+			nodes[i].Slowdown = f
+		}
 		p.state.Nodes[nodes[i].ID] = nodes[i]
 		p.watchSpot(nodes[i], p.state.Next)
 	}
 	return nodes, p.save()
+}
+
+// kindFor is the first kind a request asks for (empty fields of the request match any).
+func (p *Provider) kindFor(req cloud.Request) (Kind, error) {
+	var errs []error
+	for _, k := range p.kinds {
+		err := k.Offer.Check(req)
+		if err == nil {
+			return k, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(p.kinds) == 1 {
+		return Kind{}, errs[0]
+	}
+	return Kind{}, &cloud.CapacityError{InstanceType: req.InstanceType, Market: req.Market,
+		Reason: fmt.Sprintf("this provider offers none of %s in %s", req.InstanceType, req.Market)}
 }
 
 // Delete forgets nodes.

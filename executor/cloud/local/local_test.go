@@ -2,7 +2,9 @@ package local
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,5 +124,75 @@ func TestEmulatedSpotInterruptions(t *testing.T) {
 	}
 	if od, _, _ := run(cloud.OnDemand, 7, 2*time.Second); len(od) != 0 {
 		t.Fatalf("on-demand nodes were interrupted: %v", od)
+	}
+}
+
+// A provider of several kinds rents each request from the kind it names: that kind's GPUs,
+// type, market and price; a kind it does not offer is a capacity error.
+func TestKinds(t *testing.T) {
+	cfg := config(t)
+	small := cloud.Offer{InstanceType: "p3.2xlarge", Market: cloud.Spot, PricePerHour: 0.92}
+	cfg.More = []Kind{{Offer: small, GPUsPerNode: 1, Scale: sim.Constant(0), Init: sim.Constant(0)}}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := p.Create(context.Background(), cloud.Request{Count: 2, InstanceType: "p3.2xlarge", Market: cloud.Spot})
+	if err != nil || len(nodes) != 2 || nodes[0].GPUs != 1 || nodes[0].InstanceType != "p3.2xlarge" || nodes[0].Market != cloud.Spot || nodes[0].PricePerHour != 0.92 {
+		t.Fatalf("small nodes %+v, %v", nodes, err)
+	}
+	nodes, err = p.Create(context.Background(), cloud.Request{Count: 1, InstanceType: "p3.8xlarge"})
+	if err != nil || nodes[0].GPUs != 4 || nodes[0].InstanceType != "p3.8xlarge" {
+		t.Fatalf("default nodes %+v, %v", nodes, err)
+	}
+	var capacity *cloud.CapacityError
+	if _, err := p.Create(context.Background(), cloud.Request{Count: 1, InstanceType: "p3.16xlarge"}); !errors.As(err, &capacity) {
+		t.Fatalf("a kind it does not offer: %v", err)
+	}
+}
+
+// Emulated stragglers: each node is slow with the share's probability, drawn from the seed by its
+// place in the renting order (the same seed, the same slow nodes), slow by the factor; without a
+// share none is.
+func TestEmulatedSlowNodes(t *testing.T) {
+	rent := func(slow *SlowEmulation) []float64 {
+		cfg := config(t)
+		cfg.Scale, cfg.Init = sim.Constant(0), sim.Constant(0)
+		cfg.Slow = slow
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := p.Create(t.Context(), cloud.Request{Count: 40})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		for _, n := range nodes {
+			out = append(out, n.Slowdown)
+		}
+		return out
+	}
+	got := rent(&SlowEmulation{Share: 0.25, Factor: 3, Seed: 5})
+	slow := 0
+	for _, f := range got {
+		switch f {
+		case 3:
+			slow++
+		case 0:
+		default:
+			t.Fatalf("a node slowed by %v", f)
+		}
+	}
+	if slow < 4 || slow > 18 { // Binomial(40, 0.25): 10 on average, outside 4..18 once in 10^3
+		t.Fatalf("%d of 40 nodes slow at a share of 0.25", slow)
+	}
+	if again := rent(&SlowEmulation{Share: 0.25, Factor: 3, Seed: 5}); !slices.Equal(again, got) {
+		t.Fatalf("the same seed slowed %v, then %v", got, again)
+	}
+	for _, f := range rent(nil) {
+		if f != 0 {
+			t.Fatal("a node slowed without stragglers")
+		}
 	}
 }

@@ -32,7 +32,7 @@ func TestLookupReadsIMDS(t *testing.T) {
 	out := filepath.Join(home, "endpoint")
 	p, err := ec2.New(t.Context(), ec2.Config{RunID: "r20260101-000000-0000abcd", InstanceType: "t3.micro",
 		EC2: spec.EC2{AMI: "ami-0123456789abcdef0", Subnets: []string{"subnet-0a0000000000000a1"}},
-		UserData: func(string) (string, error) {
+		UserData: func(string, ec2.Kind) (string, error) {
 			return fmt.Sprintf("#!/bin/sh\necho \"$AWS_EC2_METADATA_SERVICE_ENDPOINT\" > %s\nexec sleep 300\n", out), nil
 		}, PollInterval: 20 * time.Millisecond})
 	if err != nil {

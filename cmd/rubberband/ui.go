@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/ui"
+	"github.com/urfave/cli/v2"
+)
+
+func uiCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ui",
+		Usage: "serve a web dashboard of the runs under the root: live progress, schedules, costs, plans",
+		Description: "Binds loopback only unless --addr says otherwise; any other address needs a token (--token,\n" +
+			"or one is generated and printed), checked on every request. Read-only unless --allow-cancel.",
+		Flags: []cli.Flag{rootFlag(),
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (host:port; port 0 picks a free one)"},
+			&cli.StringFlag{Name: "token", EnvVars: []string{"RUBBERBAND_UI_TOKEN"}, Usage: "require this token on every request (generated when the address is not loopback)"},
+			&cli.BoolFlag{Name: "allow-cancel", Usage: "show a cancel button on live runs (it does what `rubberband cancel` does)"},
+		},
+		Action: uiAction,
+	}
+}
+
+func uiAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr("ui takes no arguments (--root chooses the folder)")
+	}
+	root := c.String("root")
+	if info, err := os.Stat(root); err != nil || !info.IsDir() {
+		return usageErr("--root %s is not a folder (it holds the runs: `rubberband run SPEC --root %s` makes one)", root, root)
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return usageErr("listen on %s: %v", c.String("addr"), err)
+	}
+	token := c.String("token")
+	if !ui.Loopback(ln.Addr()) && token == "" {
+		if token, err = ui.NewToken(); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	self, _ := os.Executable()
+	srv, err := ui.New(ui.Config{
+		Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Log: c.App.ErrWriter,
+		// The cancel button runs `rubberband cancel DIR`, the CLI's own code, in process.
+		Cancel: func(ctx context.Context, dir string) error {
+			var out, errOut bytes.Buffer
+			if code := run(ctx, []string{self, "cancel", dir}, &out, &errOut); code != 0 {
+				return fmt.Errorf("rubberband cancel exited %d: %s", code, strings.TrimSpace(errOut.String()))
+			}
+			return nil
+		},
+		Plan:      planForUI,
+		PlanTable: printReport,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/"
+	if token != "" {
+		url += "?token=" + token
+	}
+	fmt.Fprintf(c.App.ErrWriter, "rubberband ui: serving the runs under %s on %s\n", root, url)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	srv.Close() // ends the live pages' streams, so that Shutdown does not wait for them
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+// planForUI plans a spec as `rubberband plan SPEC` does. The planner cannot be stopped in the
+// middle; a page that went away stops before it starts.
+func planForUI(ctx context.Context, exp *spec.Experiment) (*planner.Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		return nil, fmt.Errorf("build model: %w", err)
+	}
+	rep, _, err := planWith(ctx, exp, sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), io.Discard)
+	return rep, err
+}

@@ -1,0 +1,199 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// BudgetError stops a run whose forecast final cost is over budget.max_cost_usd under
+// budget.stop: every stage before Stage synced, its results and checkpoints saved.
+type BudgetError struct {
+	Bracket          string
+	Stage            int
+	Forecast, Budget float64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("budget: the forecast final cost $%.2f is over budget.max_cost_usd $%.2f: stopped before stage %d of bracket %s, everything before it saved (raise the budget with `resume --spec`, or remove budget.stop to re-plan for it)",
+		e.Forecast, e.Budget, e.Stage, e.Bracket)
+}
+
+// review weighs a revision of bracket b's plan from stage k on, before k starts: from what the
+// run observed, where it stands and what it spent (planner.Replan decides). A revision is
+// journaled (EvReplan) and said; a forecast over the budget is said, and under budget.stop ends
+// the run with a *BudgetError.
+func (x *run) review(ctx context.Context, b, k int) error {
+	budget := x.cfg.Experiment.Budget
+	if !x.cfg.Replan && budget.MaxCostUSD <= 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	model, now := x.present(b, k, x.cfg.Now())
+	x.mu.Unlock()
+	rules := planner.DefaultReplanRules(x.cfg.Experiment)
+	rules.Seed ^= int64(b)<<32 | int64(k)
+	if !x.cfg.Replan || budget.Stop {
+		rules.Budget = 0 // forecast for the budget, but do not re-plan for it
+	}
+	rev, err := planner.Replan(model, now, rules)
+	if err != nil { // a forecast that cannot be made leaves the plan as it is
+		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", x.st.brackets[b].Name, k, err)
+		return nil
+	}
+	name := x.st.brackets[b].Name
+	// What the run is forecast to cost with the plan it would run next: the revision's, when it
+	// makes one. Under budget.stop, crossing the budget either way stops it (a revision that
+	// would meet the deadline only by spending past the budget is not made).
+	next := rev.Before
+	if rev.Change && x.cfg.Replan {
+		next = rev.After
+	}
+	if budget.MaxCostUSD > 0 && next.Cost > budget.MaxCostUSD && (budget.Stop || !x.cfg.Replan) {
+		if err := x.record(Event{Ev: EvForecast, Bracket: b, Stage: k, After: &next, Reason: "over budget"}, false); err != nil {
+			return err
+		}
+		if budget.Stop {
+			return &BudgetError{Bracket: name, Stage: k, Forecast: next.Cost, Budget: budget.MaxCostUSD}
+		}
+		fmt.Fprintf(x.log, "BUDGET: the forecast final cost $%.2f is over budget.max_cost_usd $%.2f, and --no-replan keeps the plan\n", next.Cost, budget.MaxCostUSD)
+		return nil
+	}
+	if !rev.Change || !x.cfg.Replan {
+		kept := rev.Before
+		return x.record(Event{Ev: EvForecast, Bracket: b, Stage: k, After: &kept, Reason: rev.Reason}, false)
+	}
+	before, after := rev.Before, rev.After
+	if err := x.record(Event{Ev: EvReplan, Bracket: b, Stage: k, Plan: rev.Plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
+		return err
+	}
+	fmt.Fprintf(x.log, "re-plan %s from stage %d: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost $%.2f -> $%.2f\n",
+		name, k, rev.Reason, gpusOf(now.Plan), sim.FormatStages(rev.Plan), specClock(before.JCT), specClock(after.JCT),
+		100*before.MissProb, 100*after.MissProb, before.Cost, after.Cost)
+	if rev.DeadlineGivesWay {
+		fmt.Fprintf(x.log, "BUDGET: to stay within budget.max_cost_usd $%.2f the deadline gives way: the forecast JCT %s is past the deadline %s\n",
+			budget.MaxCostUSD, specClock(after.JCT), specClock(x.cfg.Experiment.Deadline.D().Seconds()))
+	}
+	if rev.OverBudget {
+		fmt.Fprintf(x.log, "BUDGET: no plan keeps the forecast final cost within budget.max_cost_usd $%.2f: the cheapest is $%.2f\n", budget.MaxCostUSD, after.Cost)
+	}
+	return nil
+}
+
+// present is where bracket b stands before stage k, with the model as the run observed it.
+// Callers hold x.mu.
+func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
+	s := x.st
+	model := x.model.Posterior(x.evidence(b, k))
+	p := planner.Present{
+		Stages:  s.brackets[b].Stages[k:],
+		Plan:    append([]sim.StageAlloc(nil), s.plan[b][k:]...),
+		Held:    x.heldOf(b, k),
+		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
+		Spent:   x.bill(now).Total,
+	}
+	// The other brackets keep what they hold and what their plans will hold; the rest of their
+	// plans is forecast as it stands (their running stages' remainder is left out: too little to
+	// weigh against a budget).
+	p.MaxNodes = x.model.MaxNodes
+	rules := planner.DefaultReplanRules(x.cfg.Experiment)
+	for c := range s.brackets {
+		if c == b {
+			continue
+		}
+		next := x.nextUnstarted(c)
+		peak := len(s.nodes[c])
+		for _, sa := range s.plan[c][next:] {
+			peak = max(peak, sa.Nodes)
+		}
+		p.MaxNodes -= peak
+		if next < len(s.plan[c]) {
+			rest := sim.New(model, []spec.Bracket{{Name: s.brackets[c].Name, Stages: s.brackets[c].Stages[next:]}}, rules.Samples, rules.Seed)
+			if rest.HoldNodes([]sim.Held{x.heldOf(c, next)}) == nil {
+				p.OtherCost += sim.Summarize(rest.EvaluateBracket(0, s.plan[c][next:]).Cost).Mean
+			}
+		}
+	}
+	return model, p
+}
+
+// heldOf is what bracket b holds before its stage k: its nodes, of the kind stage k-1 ran on
+// (a node a provider fell back to counts as that kind: it serves it). Callers hold x.mu.
+func (x *run) heldOf(b, k int) sim.Held {
+	h := sim.Held{Nodes: len(x.st.nodes[b])}
+	if k > 0 {
+		h.Type, h.Market = x.st.plan[b][k-1].Type, x.st.plan[b][k-1].Market
+	}
+	return h
+}
+
+// nextUnstarted is bracket c's first stage not started. Callers hold x.mu.
+func (x *run) nextUnstarted(c int) int {
+	for k := range x.st.brackets[c].Stages {
+		if x.st.stageAt[stageKey{c, k}].start.IsZero() {
+			return k
+		}
+	}
+	return len(x.st.brackets[c].Stages)
+}
+
+// evidence turns what the run observed into the simulator's terms (spec seconds), for a
+// decision before bracket b's stage k: a stage's evidence counts a quarter as much for every
+// stage it lies before k - 1, and another bracket's half as much, so that a job that changed
+// pace is followed (Srifty's sliding window). Callers hold x.mu.
+func (x *run) evidence(b, k int) sim.Evidence {
+	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}}
+	scale := 1 / x.cfg.TimeScale
+	weight := func(key evidenceKey) float64 {
+		w := math.Pow(0.25, float64(max(0, k-1-key.stage)))
+		if key.bracket != b {
+			w *= 0.5
+		}
+		return w
+	}
+	offer := func(key evidenceKey) int {
+		o, _ := x.model.OfferIndex(x.st.plan[key.bracket][key.stage])
+		return o
+	}
+	for key, o := range x.st.evidence {
+		k := sim.IterKey{Offer: offer(key), GPUs: key.gpus}
+		it := ev.Iter[k]
+		it.Add(o.iterSecs*scale, o.iters, weight(key))
+		ev.Iter[k] = it
+	}
+	for key, o := range x.st.evidence {
+		if o.launches == 0 {
+			continue
+		}
+		i := offer(key)
+		per := ev.Iter[sim.IterKey{Offer: i, GPUs: key.gpus}].Mean()
+		if per == 0 {
+			per = x.model.Offers[i].IterLatency(key.gpus).Mean()
+		}
+		st := ev.Startup[i]
+		st.Add(max(0, o.firstSecs*scale-o.firstIters*per), o.launches, weight(key))
+		ev.Startup[i] = st
+	}
+	return ev
+}
+
+func gpusOf(plan []sim.StageAlloc) []int {
+	out := make([]int, len(plan))
+	for i, sa := range plan {
+		out[i] = sa.GPUs
+	}
+	return out
+}
+
+// specClock writes spec seconds as minutes and seconds.
+func specClock(s float64) string {
+	return (time.Duration(s) * time.Second).Round(time.Second).String()
+}

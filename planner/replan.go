@@ -1,0 +1,179 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Present is where a run stands when one of its brackets reaches a sync and the driver weighs a
+// revision of that bracket's stages not yet started.
+type Present struct {
+	// Stages are the bracket's stages not yet started, and Plan their current allocation.
+	Stages []spec.Stage
+	Plan   []sim.StageAlloc
+	// Held is the nodes the bracket holds now (up, and paid for so far), and their kind.
+	Held sim.Held
+	// MaxNodes is how many nodes the bracket may hold: max_nodes less what the other brackets'
+	// plans hold at most from now on.
+	MaxNodes int
+	// Elapsed is spec seconds since the run started; Spent is dollars spent so far by the whole
+	// run; OtherCost what the other brackets' rest is predicted to cost.
+	Elapsed, Spent, OtherCost float64
+}
+
+// ReplanRules say when a revision is worth making.
+type ReplanRules struct {
+	Deadline, Quantile float64 // the job's, in spec seconds from the run's start
+	// Budget is budget.max_cost_usd (0: none).
+	Budget float64
+	// Saving is the least share of the rest's predicted cost a new plan must save to replace one
+	// that still meets the deadline; Margin how far above 1 - quantile the current plan's
+	// predicted P(miss) must rise before it is replaced for the deadline. Both are hysteresis:
+	// noise in what a stage observed should not churn the plan.
+	Saving, Margin float64
+	// Uncertainty is the model error a new plan must leave room for (sim.Model.Uncertainty):
+	// evidence from a stage or two does not pin the model down, and a plan picked to just meet
+	// the deadline on the posterior's means would miss it on the first surprise.
+	Uncertainty float64
+	Samples     int
+	Seed        int64
+}
+
+// DefaultReplanRules: a new plan must save 10% of the rest, or the current one must miss the
+// deadline 5 points more often than the quantile allows.
+func DefaultReplanRules(exp *spec.Experiment) ReplanRules {
+	return ReplanRules{Deadline: exp.Deadline.D().Seconds(), Quantile: exp.Planner.DeadlineQuantile, Budget: exp.Budget.MaxCostUSD,
+		Saving: 0.10, Margin: 0.05, Uncertainty: 0.15, Samples: exp.Planner.Samples, Seed: exp.Seed}
+}
+
+// Forecast is a prediction of a whole run from where it stands: its completion time at the
+// deadline quantile (spec seconds from the run's start), its predicted P(miss), and its mean
+// final cost (what was spent plus what the rest is predicted to cost).
+type Forecast struct {
+	JCT      float64 `json:"jct_s"`
+	MissProb float64 `json:"p_miss"`
+	Cost     float64 `json:"cost_usd"`
+}
+
+// Revision is what Replan decided.
+type Revision struct {
+	// Change is true when Plan replaces the current plan; Reason says why (or why not).
+	Change bool
+	Reason string
+	Plan   []sim.StageAlloc
+	// Before is the current plan's forecast; After the new plan's (Before when not Change).
+	Before, After Forecast
+	// OverBudget is true when the forecast after the decision is still over the budget.
+	OverBudget bool
+	// DeadlineGivesWay is true when the plan meets the budget by missing the deadline.
+	DeadlineGivesWay bool
+}
+
+// budgetSlack is how far past the deadline a re-plan for the budget may go, in steps: the first
+// whose cheapest plan fits the budget wins, so that the deadline gives way as little as it can.
+var budgetSlack = []float64{1.25, 1.5, 2, 3, math.Inf(1)}
+
+// Replan decides, on the model as the run has observed it (sim.Model.Posterior), whether a
+// bracket's stages not yet started should get a new plan:
+//   - when the current plan is predicted to miss the deadline more often than the quantile
+//     allows (plus Margin), for the cheapest plan that meets it, if one does;
+//   - when a plan meeting the deadline saves at least Saving of the rest's cost;
+//   - when the forecast final cost is over the budget, for the cheapest plan that meets both,
+//     or else the one that fits the budget past the deadline by the least.
+//
+// It is a pure function of its arguments: the same present, model and rules give the same
+// revision.
+func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
+	if len(now.Stages) == 0 || len(now.Plan) != len(now.Stages) {
+		return Revision{}, fmt.Errorf("replan: %d stages left, a plan of %d", len(now.Stages), len(now.Plan))
+	}
+	sub := *m
+	sub.MaxNodes = max(1, now.MaxNodes)
+	cautious := sub
+	cautious.Uncertainty = rules.Uncertainty
+	left := rules.Deadline - now.Elapsed
+	problem := func(m *sim.Model, deadline float64) (*Problem, error) {
+		s := sim.New(m, []spec.Bracket{{Name: "rest", Stages: now.Stages}}, rules.Samples, rules.Seed)
+		if err := s.HoldNodes([]sim.Held{now.Held}); err != nil {
+			return nil, fmt.Errorf("replan: %w", err)
+		}
+		return NewProblem(s, max(deadline, 1e-9), rules.Quantile)
+	}
+	p, err := problem(&sub, left) // forecasts: the posterior's means
+	if err != nil {
+		return Revision{}, err
+	}
+	choose, err := problem(&cautious, left) // new plans: with room for its error
+	if err != nil {
+		return Revision{}, err
+	}
+	forecast := func(c Candidate) Forecast {
+		return Forecast{JCT: now.Elapsed + c.JCT, MissProb: sim.MissProb(c.outcome.JCT, left), Cost: now.Spent + now.OtherCost + c.Cost}
+	}
+	cur := sim.Alloc{now.Plan}
+	if err := sub.Check(p.brackets(), cur); err != nil {
+		// The plan no longer fits (other brackets hold more now): it must change.
+		cur = nil
+	}
+	var before Candidate
+	if cur != nil {
+		before = p.evaluate(cur)
+	}
+	rev := Revision{Plan: now.Plan}
+	if cur != nil {
+		rev.Before, rev.After = forecast(before), forecast(before)
+	}
+	overBudget := func(f Forecast) bool { return rules.Budget > 0 && f.Cost > rules.Budget }
+	missing := cur == nil || rev.Before.MissProb > 1-rules.Quantile+rules.Margin
+	best := Greedy(choose).Best
+	switch {
+	case cur == nil:
+		rev.Reason = "the plan no longer fits the nodes left to this bracket"
+	case overBudget(rev.Before):
+		rev.Reason = fmt.Sprintf("forecast cost %s is over the budget %s", usd(rev.Before.Cost), usd(rules.Budget))
+	case missing && best.Feasible:
+		rev.Reason = fmt.Sprintf("the plan now misses the deadline %.0f%% of the time (at most %.0f%% allowed)", 100*rev.Before.MissProb, 100*(1-rules.Quantile))
+	case missing:
+		rev.Reason = fmt.Sprintf("the plan now misses the deadline %.0f%% of the time and no plan meets it", 100*rev.Before.MissProb)
+	case best.Feasible && best.Cost <= (1-rules.Saving)*before.Cost:
+		rev.Reason = fmt.Sprintf("a plan that meets the deadline saves %.0f%% of the rest", 100*(1-best.Cost/before.Cost))
+	default:
+		rev.Reason = "the plan holds"
+		rev.OverBudget = overBudget(rev.Before)
+		return rev, nil
+	}
+	pick, forBudget := best, false
+	if f := forecast(best); overBudget(f) || (!best.Feasible && rules.Budget > 0) {
+		// The deadline gives way to the budget, by as little as it can; when nothing fits the
+		// budget, the cheapest plan there is.
+		forBudget = true
+		for _, slack := range budgetSlack {
+			q, err := problem(&cautious, left*slack)
+			if err != nil {
+				return Revision{}, err
+			}
+			pick = Greedy(q).Best
+			if !overBudget(forecast(pick)) {
+				break
+			}
+		}
+	}
+	if cur != nil && sameGPUs(pick.Alloc, cur) {
+		rev.Reason += "; no better plan exists"
+		rev.OverBudget = overBudget(rev.Before)
+		return rev, nil
+	}
+	after := p.evaluate(pick.Alloc) // against the real deadline: pick may come from a laxer one
+	rev.Change, rev.Plan, rev.After = true, pick.Alloc[0], forecast(after)
+	rev.OverBudget = overBudget(rev.After)
+	rev.DeadlineGivesWay = forBudget && !after.Feasible
+	if cur == nil {
+		rev.Before = rev.After
+	}
+	return rev, nil
+}
+
+func usd(x float64) string { return fmt.Sprintf("$%.2f", x) }

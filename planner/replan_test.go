@@ -1,0 +1,139 @@
+package planner
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// The job of examples/replan.yaml: single-GPU nodes, a long last stage that more GPUs speed up.
+const replanJob = `
+name: t
+deadline: 60s
+seed: 1
+objective: {metric: acc}
+algorithm: {stages: [{trials: 16, iters: 2}, {trials: 4, iters: 6}, {trials: 1, iters: 40}]}
+cluster: {gpus_per_node: 1, price_per_hour: 3.06, max_nodes: 8, billing: {minimum: 0s},
+  scale_latency: {value: 3s}, init_latency: {value: 1s}}
+profile:
+  iter_latency: {1: {mean: 2.0, std: 0.1}, 2: {mean: 1.1, std: 0.05}, 4: {mean: 0.6, std: 0.03}, 8: {mean: 0.35, std: 0.02}}
+  startup_latency: {value: 0.5s}
+planner: {samples: 200, deadline_quantile: 0.9}
+`
+
+func replanSetup(t *testing.T, budget string) (*spec.Experiment, *sim.Model, Present) {
+	t.Helper()
+	exp, err := spec.Parse("t.yaml", []byte(replanJob+budget), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Before the last stage, 26 s in, holding 4 nodes, the last stage planned on 3 GPUs: 26 s
+	// + 0.5 s start-up + 40 x 0.78 s ends at 57.7 s, on course for the 60 s deadline.
+	stages := exp.Algorithm.Brackets()[0].Stages[2:]
+	return exp, m, Present{Stages: stages, Plan: []sim.StageAlloc{{GPUs: 3, Nodes: 3}}, Held: sim.Held{Nodes: 4}, MaxNodes: 8, Elapsed: 26, Spent: 0.1}
+}
+
+// On the model the plan was made for, and on time, the plan holds: no churn.
+func TestReplanHoldsAPlanOnCourse(t *testing.T) {
+	exp, m, now := replanSetup(t, "")
+	rev, err := Replan(m, now, DefaultReplanRules(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Change || rev.Reason != "the plan holds" || rev.Before.MissProb > 0.1 {
+		t.Fatalf("%+v", rev)
+	}
+}
+
+// Iterations 30% slower than the profile: the kept plan misses; the new one gives the stage
+// more GPUs and is forecast to meet the deadline at the quantile, with room for the model's
+// error (its forecast ends before the deadline by more than the noise alone would need).
+func TestReplanCatchesUpOnASlowJob(t *testing.T) {
+	exp, m, now := replanSetup(t, "")
+	slow := m.Posterior(sim.Evidence{Iter: map[sim.IterKey]sim.Observed{{Offer: 0, GPUs: 1}: {Sum: 2.6 * 1000, N: 1000}}})
+	rules := DefaultReplanRules(exp)
+	rev, err := Replan(slow, now, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rev.Change || rev.Plan[0].GPUs <= 3 || rev.Before.MissProb <= 0.15 || rev.After.MissProb > 0.1 || rev.After.JCT > 60 {
+		t.Fatalf("%+v", rev)
+	}
+	if !strings.Contains(rev.Reason, "misses the deadline") {
+		t.Fatalf("reason %q", rev.Reason)
+	}
+	// By hand: 40 iterations at 1.3 x the profile, 0.5 s start-up, new nodes 4 s.
+	lat := func(g int) float64 { return 1.3 * m.IterLatency(g).Mean() }
+	want := 26 + 0.5 + 40*lat(rev.Plan[0].GPUs)
+	if rev.Plan[0].Nodes > now.Held.Nodes {
+		want += 4
+	}
+	if math.Abs(rev.After.JCT-want) > 1 {
+		t.Fatalf("forecast JCT %.2f, by hand %.2f", rev.After.JCT, want)
+	}
+	// Pure: the same question, the same answer.
+	again, _ := Replan(slow, now, rules)
+	if !reflect.DeepEqual(rev, again) {
+		t.Fatalf("%+v\n%+v", rev, again)
+	}
+	// Without the model's error allowed for, the plan picked is no dearer.
+	rules.Uncertainty = 0
+	bare, _ := Replan(slow, now, rules)
+	if bare.After.Cost > rev.After.Cost+1e-9 {
+		t.Fatalf("without room for error $%v, with it $%v", bare.After.Cost, rev.After.Cost)
+	}
+}
+
+// A plan far dearer than needed is replaced when another saves at least 10%, not otherwise.
+func TestReplanSavesWithHysteresis(t *testing.T) {
+	exp, m, now := replanSetup(t, "")
+	now.Plan = []sim.StageAlloc{{GPUs: 8, Nodes: 8}}
+	now.Elapsed = 10
+	rules := DefaultReplanRules(exp)
+	rev, err := Replan(m, now, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rev.Change || rev.After.Cost > 0.9*rev.Before.Cost || rev.After.MissProb > 0.1 || !strings.Contains(rev.Reason, "saves") {
+		t.Fatalf("%+v", rev)
+	}
+	rules.Saving = 0.99
+	if rev, _ := Replan(m, now, rules); rev.Change {
+		t.Fatalf("changed for less than the saving threshold: %+v", rev)
+	}
+}
+
+// Over the budget, the deadline gives way: the new plan's forecast fits the budget, and it is
+// said; with a budget nothing fits, the cheapest plan is taken and it is still over.
+func TestReplanForTheBudget(t *testing.T) {
+	exp, m, now := replanSetup(t, "budget: {max_cost_usd: 0.2}\n")
+	now.Plan = []sim.StageAlloc{{GPUs: 8, Nodes: 8}}
+	now.Elapsed = 40 // 8 GPUs are needed for the deadline, and over the budget
+	slow := m.Posterior(sim.Evidence{Iter: map[sim.IterKey]sim.Observed{{Offer: 0, GPUs: 1}: {Sum: 2.6 * 1000, N: 1000}}})
+	rev, err := Replan(slow, now, DefaultReplanRules(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Before.Cost <= 0.2 {
+		t.Fatalf("the setup is not over budget: %+v", rev)
+	}
+	if !rev.Change || !rev.DeadlineGivesWay || rev.OverBudget || rev.After.Cost > 0.2 || rev.After.JCT <= 60 || !strings.Contains(rev.Reason, "budget") {
+		t.Fatalf("%+v", rev)
+	}
+	exp.Budget.MaxCostUSD = 0.01
+	rev, err = Replan(slow, now, DefaultReplanRules(exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rev.Change || !rev.OverBudget || !rev.DeadlineGivesWay || rev.Plan[0].GPUs >= 8 {
+		t.Fatalf("%+v", rev)
+	}
+}

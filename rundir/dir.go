@@ -1,0 +1,183 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// A state directory is self-contained: it holds a copy of the spec and of the files it refers
+// to (its profile), so that status, report and resume work when the original moves or vanishes.
+const (
+	SpecCopy  = "spec.yaml"
+	FilesCopy = "spec-files" // the files the spec refers to, by their position in Files
+	Journal   = "journal.jsonl"
+	PlanFile  = "plan.json"
+	RunJSON   = "run.json"
+	LogsDir   = "logs" // one file per trial: every launch, every worker
+)
+
+// Errors a caller tells the user apart from failures (the CLI exits 2 on them).
+var (
+	// ErrNotRun: the directory holds no run, or a RUN argument names none.
+	ErrNotRun = errors.New("not a run")
+	// ErrSpec: the run's copy of its spec does not load.
+	ErrSpec = errors.New("the run's spec does not load")
+	// ErrAmbiguous: a RUN argument is the start of several runs' IDs.
+	ErrAmbiguous = errors.New("ambiguous run")
+	// ErrNoTrial: a trial ID the run does not have, or no trial ID at all.
+	ErrNoTrial = errors.New("no such trial")
+)
+
+// userError is an error that says what to do in its own words and matches a sentinel above.
+type userError struct {
+	kind error
+	msg  string
+}
+
+func (e *userError) Error() string        { return e.msg }
+func (e *userError) Is(target error) bool { return target == e.kind }
+
+func userErr(kind error, format string, args ...any) error {
+	return &userError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+// RunFile is what a state directory remembers of how its run was started.
+type RunFile struct {
+	RunID      string  `json:"run_id"`
+	Backend    string  `json:"backend"`
+	Spec       string  `json:"spec"` // where the spec was read from (for the changed-original warning)
+	SpecSHA256 string  `json:"spec_sha256"`
+	TimeScale  float64 `json:"time_scale"`
+	Samples    int     `json:"samples"`
+	Seed       int64   `json:"seed"`
+	// NoReplan keeps the plan the run began with (run --no-replan).
+	NoReplan bool `json:"no_replan,omitempty"`
+	// Files maps each file the spec refers to, by the name it uses, to its copy's name under
+	// spec-files/.
+	Files map[string]string `json:"files,omitempty"`
+}
+
+// State is a run's state directory, loaded.
+type State struct {
+	Dir   string // absolute
+	Run   RunFile
+	Exp   *spec.Experiment
+	Plan  *planner.Report
+	Alloc sim.Alloc
+}
+
+// Open loads the state directory dir: its run.json, its copy of the spec and its plan.
+func Open(dir string) (*State, error) {
+	abs, err := filepath.Abs(dir) // agents and workers need absolute paths
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Dir: abs}
+	b, err := os.ReadFile(filepath.Join(abs, RunJSON))
+	if err != nil {
+		return nil, userErr(ErrNotRun, "%s is not a run's state directory: %v", abs, err)
+	}
+	if err := json.Unmarshal(b, &st.Run); err != nil {
+		return nil, fmt.Errorf("read run.json: %w", err)
+	}
+	if st.Exp, _, err = LoadSpecCopy(abs, st.Run); err != nil {
+		return nil, userErr(ErrSpec, "load the run's spec: %v", err)
+	}
+	st.Exp.Seed, st.Exp.Planner.Samples = st.Run.Seed, st.Run.Samples
+	f, err := os.Open(filepath.Join(abs, PlanFile))
+	if err != nil {
+		return nil, fmt.Errorf("open plan: %w", err)
+	}
+	defer f.Close()
+	if st.Plan, err = planner.ReadReport(f); err != nil {
+		return nil, err
+	}
+	if st.Alloc, err = st.Plan.Alloc(st.Exp.Algorithm.Brackets()); err != nil {
+		return nil, fmt.Errorf("the run's plan: %w", err)
+	}
+	return st, nil
+}
+
+// LoadSpecCopy loads the run's spec from the state directory's copy, and returns its text too.
+func LoadSpecCopy(dir string, rf RunFile) (*spec.Experiment, []byte, error) {
+	path := filepath.Join(dir, SpecCopy)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) { // a state directory of before the copy: the original it names
+		exp, err := spec.Load(rf.Spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		data, _ = os.ReadFile(rf.Spec)
+		return exp, data, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	exp, err := spec.Parse(path, data, func(ref string) ([]byte, error) {
+		name, ok := rf.Files[ref]
+		if !ok {
+			return nil, fmt.Errorf("%s was not copied into the state directory", ref)
+		}
+		return os.ReadFile(filepath.Join(dir, FilesCopy, name))
+	})
+	return exp, data, err
+}
+
+// Resolve finds the state directory a RUN argument means: a directory holding a run, a run's
+// name under root, or a run's ID (or an unambiguous prefix of one) under root. Its errors match
+// ErrNotRun or ErrAmbiguous and say what to do.
+func Resolve(root, arg string) (string, error) {
+	isRun := func(dir string) bool {
+		_, err := os.Stat(filepath.Join(dir, RunJSON))
+		return err == nil
+	}
+	if isRun(arg) {
+		return arg, nil
+	}
+	if !strings.ContainsRune(arg, filepath.Separator) && isRun(filepath.Join(root, arg)) {
+		return filepath.Join(root, arg), nil
+	}
+	var matches []string
+	for _, dir := range Dirs(root) {
+		b, err := os.ReadFile(filepath.Join(dir, RunJSON))
+		var rf RunFile
+		if err != nil || json.Unmarshal(b, &rf) != nil {
+			continue
+		}
+		if rf.RunID == arg || (len(arg) >= 4 && strings.HasPrefix(rf.RunID, arg)) {
+			matches = append(matches, dir)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", userErr(ErrNotRun, "no run %q: not a run's directory, nor a run's name or ID under %s (`rubberband list` shows them)", arg, root)
+	default:
+		return "", userErr(ErrAmbiguous, "%q is the start of several runs' IDs (%s): give more of it", arg, strings.Join(matches, ", "))
+	}
+}
+
+// Dirs are the directories under root that hold a run, in name order.
+func Dirs(root string) []string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, RunJSON)); e.IsDir() && err == nil {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs
+}

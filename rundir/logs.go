@@ -1,0 +1,72 @@
+package rundir
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+)
+
+// TrialLog is the log file of a trial the journal's events name; its error matches ErrNoTrial
+// and names some trials that exist. An ID that could leave the logs folder is no trial's.
+func TrialLog(dir string, events []executor.Event, id string) (string, error) {
+	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
+		return "", userErr(ErrNoTrial, "%q is not a trial ID", id)
+	}
+	var ids []string
+	for _, e := range events {
+		if e.Ev == executor.EvTrial {
+			if e.Trial == id {
+				return filepath.Join(dir, LogsDir, id+".log"), nil
+			}
+			ids = append(ids, e.Trial)
+		}
+	}
+	sort.Strings(ids)
+	if len(ids) > 5 {
+		ids = append(ids[:5], "…")
+	}
+	return "", userErr(ErrNoTrial, "the run has no trial %q (its trials: %s)", id, strings.Join(ids, ", "))
+}
+
+// SeekTail positions f at the start of its last n lines: just after the n-th newline before the
+// file's final one, reading backwards in chunks so that a long log is not read whole.
+func SeekTail(f *os.File, n int) error {
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := info.Size()
+	if n == 0 {
+		_, err := f.Seek(end, io.SeekStart)
+		return err
+	}
+	pos := end
+	if last := make([]byte, 1); end > 0 {
+		if _, err := f.ReadAt(last, end-1); err == nil && last[0] == '\n' {
+			pos--
+		}
+	}
+	const chunk = 64 << 10
+	for pos > 0 {
+		start := max(0, pos-chunk)
+		buf := make([]byte, pos-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return err
+		}
+		for i := len(buf) - 1; i >= 0; i-- {
+			if buf[i] == '\n' {
+				if n--; n == 0 {
+					_, err := f.Seek(start+int64(i)+1, io.SeekStart)
+					return err
+				}
+			}
+		}
+		pos = start
+	}
+	_, err = f.Seek(0, io.SeekStart)
+	return err
+}

@@ -1,0 +1,148 @@
+package rundir
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+)
+
+// View is a run as list, status and the dashboard show it: its state directory's journal
+// replayed.
+type View struct {
+	State  *State
+	Res    *executor.Result // nil until the journal holds the run's start
+	Events []executor.Event
+	Live   bool // a driver holds the run's lock
+}
+
+// NewView reads the run's journal and replays it.
+func NewView(st *State) (*View, error) {
+	_, live, err := executor.ReadHolder(st.Dir)
+	if err != nil {
+		return nil, err
+	}
+	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return ViewOf(st, events, live)
+}
+
+// ViewOf replays events already read (the dashboard follows the journal itself). A run no
+// driver holds is measured up to its last event, so its elapsed time and cost stop growing once
+// it stopped.
+func ViewOf(st *State, events []executor.Event, live bool) (*View, error) {
+	v := &View{State: st, Events: events, Live: live}
+	if len(events) == 0 {
+		return v, nil
+	}
+	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events, TimeScale: st.Run.TimeScale}
+	if !live {
+		last := events[len(events)-1].At
+		cfg.Now = func() time.Time { return last }
+	}
+	var err error
+	if v.Res, err = executor.Replay(cfg); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Status is one word for where a run is, with why when it stopped short.
+func (v *View) Status() (word, why string) {
+	switch {
+	case v.Live && v.Res == nil:
+		return "starting", ""
+	case v.Live:
+		return "running", ""
+	case v.Res == nil:
+		return "not started", ""
+	case v.Res.Cancelled != "":
+		return "cancelled", v.Res.Cancelled
+	case v.Res.Finished:
+		return "finished", ""
+	case v.Res.Stopped == "interrupted":
+		return "interrupted", ""
+	case strings.HasPrefix(v.Res.Stopped, "budget:"): // budget.stop: not a failure, resume carries on
+		return "over budget", strings.TrimPrefix(v.Res.Stopped, "budget: ")
+	case v.Res.Stopped != "":
+		return "failed", v.Res.Stopped
+	default:
+		return "interrupted", "its driver died" // no stop journaled: killed, or its machine went down
+	}
+}
+
+// Stages is how many stages have synced, of how many.
+func (v *View) Stages() (synced, total int) {
+	for _, b := range v.State.Exp.Algorithm.Brackets() {
+		total += len(b.Stages)
+	}
+	for _, e := range v.Events {
+		if e.Ev == executor.EvSync {
+			synced++
+		}
+	}
+	return min(synced, total), total
+}
+
+// Best is the chosen trial's metric once the run finished, else the best reported so far.
+func (v *View) Best() (trialID string, metric float64, ok bool) {
+	if v.Res == nil {
+		return "", 0, false
+	}
+	if v.Res.Best != nil {
+		return v.Res.Best.Trial, v.Res.Best.Metric, true
+	}
+	name, max := v.State.Exp.Objective.Metric, v.State.Exp.Objective.Mode == "max"
+	for _, t := range v.Res.Trials {
+		m, has := t.Metrics[name]
+		if !has || math.IsNaN(m) {
+			continue
+		}
+		if !ok || (max && m > metric) || (!max && m < metric) {
+			trialID, metric, ok = t.ID, m, true
+		}
+	}
+	return trialID, metric, ok
+}
+
+// Summary is one row of `list` (and of the dashboard's runs page).
+type Summary struct {
+	Name      string    `json:"name"`
+	RunID     string    `json:"run_id"`
+	Dir       string    `json:"dir"`
+	Backend   string    `json:"backend"`
+	Status    string    `json:"status"`
+	Why       string    `json:"why,omitempty"`
+	Stages    int       `json:"stages_synced"`
+	Of        int       `json:"stages"`
+	Started   time.Time `json:"started,omitzero"`
+	ElapsedS  float64   `json:"elapsed_s"`
+	CostUSD   float64   `json:"cost_usd"`
+	Metric    string    `json:"metric"`
+	Best      *float64  `json:"best,omitempty"`
+	BestTrial string    `json:"best_trial,omitempty"`
+}
+
+// Summary sums the run up in one row.
+func (v *View) Summary() Summary {
+	st := v.State
+	s := Summary{Name: filepath.Base(st.Dir), RunID: st.Run.RunID, Dir: st.Dir, Backend: st.Run.Backend, Metric: st.Exp.Objective.Metric}
+	s.Status, s.Why = v.Status()
+	s.Stages, s.Of = v.Stages()
+	if len(v.Events) > 0 {
+		s.Started = v.Events[0].At
+	}
+	if v.Res != nil {
+		s.ElapsedS, s.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
+	}
+	if id, m, ok := v.Best(); ok {
+		s.Best, s.BestTrial = &m, id
+	}
+	return s
+}

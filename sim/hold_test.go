@@ -1,0 +1,53 @@
+package sim
+
+import (
+	"math"
+	"testing"
+)
+
+// A re-plan predicts the rest of a run from the nodes it holds: held nodes need no SCALE, INIT
+// or dataset, bill from the start, and are released (newest last) when a stage needs fewer.
+// Two stages of constant length: 2 trials x 10 iterations of 1 s on 2 nodes, then 1 trial x 20
+// on 1 node; start-up 5 s; SCALE 20 s + INIT 10 s; $3.60/h a node, per second.
+func TestHoldWorkedByHand(t *testing.T) {
+	cluster := "{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 20s}, init_latency: {value: 10s}, billing: {minimum: 0s}}"
+	profile := "{iter_latency: {1: {dist: constant, value: 1}}, startup_latency: {value: 5s}}"
+	const price = 0.001
+	for _, tc := range []struct {
+		name      string
+		held      int
+		jct, cost float64
+	}{
+		// Both nodes start: 30 s until ready, billed from SCALE's end (10 s before ready);
+		// stage 0 trains 15 s; one node goes; stage 1 trains 25 s on the other.
+		{"none held", 0, 30 + 15 + 25, price * (2*(10+15) + 25)},
+		// Both held: no start-up at all.
+		{"both held", 2, 15 + 25, price * (2*15 + 25)},
+		// One held: the second starts (30 s), and the held one waits, billed, meanwhile.
+		{"one held", 1, 30 + 15 + 25, price * ((30 + 15 + 25) + (10 + 15))},
+		// Three held: the third goes before stage 0, two before stage 1... one of the two.
+		{"three held", 3, 15 + 25, price * (2*15 + 25)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := job(t, "{stages: [{trials: 2, iters: 10}, {trials: 1, iters: 20}]}", cluster, profile, 50, 3)
+			s.Hold([]int{tc.held})
+			a := s.Model().Elastic([][]int{{2, 1}})
+			res, err := s.Simulate(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := s.Evaluate(a)
+			if math.Abs(res.JCT.Mean-tc.jct) > 1e-9 || math.Abs(res.Cost.Mean-tc.cost) > 1e-9 || math.Abs(mean(ev.Cost)-tc.cost) > 1e-9 {
+				t.Fatalf("JCT %v s (by hand %v), cost $%v and $%v evaluated (by hand $%v)", res.JCT.Mean, tc.jct, res.Cost.Mean, mean(ev.Cost), tc.cost)
+			}
+		})
+	}
+}
+
+func mean(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}

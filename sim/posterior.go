@@ -1,0 +1,122 @@
+package sim
+
+// Observed is a sum of observations and how many there were (weights may be fractional: older
+// evidence counts less).
+type Observed struct {
+	Sum, N float64
+}
+
+// Mean is the observations' mean, or 0 without any.
+func (o Observed) Mean() float64 {
+	if o.N <= 0 {
+		return 0
+	}
+	return o.Sum / o.N
+}
+
+// Add adds n observations summing to sum, each counting weight.
+func (o *Observed) Add(sum, n, weight float64) {
+	o.Sum += weight * sum
+	o.N += weight * n
+}
+
+// Evidence is what a run has observed of its model, in spec seconds: iteration latencies per
+// offer (Model.OfferIndex) and GPU count of a trial, and gang start-ups (launch to first
+// iteration) per offer.
+type Evidence struct {
+	Iter    map[IterKey]Observed
+	Startup map[int]Observed
+}
+
+// IterKey is where iterations were observed: on trials of GPUs GPUs on offer Offer.
+type IterKey struct{ Offer, GPUs int }
+
+// Prior weights: the profile counts as this many observations of its own means. Five
+// iterations and two start-ups: a stage's worth of evidence outweighs the profile, one noisy
+// iteration does not.
+const (
+	priorIters    = 5
+	priorStartups = 2
+)
+
+// Posterior is the model moved by the evidence: each offer's measured GPU count's mean iteration
+// latency becomes the weighted mean of the profile's (as priorIters observations) and the
+// observed ones; what was not observed moves by the observed ones' mean factor, since what slows
+// one count or type (a slower dataset, a profile that was wrong) slows the others alike. Start-ups
+// move the same way, additively where the profile's is 0. Shapes (the spread relative to the
+// mean) stay the profile's. The receiver is not changed.
+func (m *Model) Posterior(ev Evidence) *Model {
+	// Each observed (offer, count)'s factor, and their mean weighted by observations: what the
+	// unobserved ones move by.
+	factor := func(mu float64, o Observed, n0 float64) float64 {
+		if o.N <= 0 || mu <= 0 {
+			return 1
+		}
+		return (n0*mu + o.Sum) / (n0 + o.N) / mu
+	}
+	iterFactor := map[IterKey]float64{}
+	sum, weight := 0.0, 0.0
+	for k, o := range ev.Iter {
+		if k.Offer < 0 || k.Offer >= len(m.Offers) || o.N <= 0 {
+			continue
+		}
+		f := factor(m.Offers[k.Offer].IterLatency(k.GPUs).Mean(), o, priorIters)
+		iterFactor[k] = f
+		sum, weight = sum+o.N*f, weight+o.N
+	}
+	iterCommon := 1.0
+	if weight > 0 {
+		iterCommon = sum / weight
+	}
+	sum, weight = 0, 0
+	for i, o := range ev.Startup {
+		if i >= 0 && i < len(m.Offers) && o.N > 0 && m.Offers[i].Startup.Mean() > 0 {
+			sum, weight = sum+o.N*factor(m.Offers[i].Startup.Mean(), o, priorStartups), weight+o.N
+		}
+	}
+	startCommon := 1.0
+	if weight > 0 {
+		startCommon = sum / weight
+	}
+	post := *m
+	post.Offers = make([]*Offer, len(m.Offers))
+	for i, o := range m.Offers {
+		c := *o
+		c.iter = make(map[int]Dist, len(o.iter))
+		for _, g := range o.points {
+			f, ok := iterFactor[IterKey{i, g}]
+			if !ok {
+				f = iterCommon
+			}
+			c.iter[g] = scaled(o.iter[g], f)
+		}
+		switch obs, mu := ev.Startup[i], o.Startup.Mean(); {
+		case obs.N > 0 && mu > 0:
+			c.Startup = scaled(o.Startup, factor(mu, obs, priorStartups))
+		case obs.N > 0: // a profile of no start-up at all: the evidence alone can say there is one
+			c.Startup = Constant(obs.Sum / (priorStartups + obs.N))
+		default:
+			c.Startup = scaled(o.Startup, startCommon)
+		}
+		post.Offers[i] = &c
+	}
+	post.Offer = post.Offers[0]
+	return &post
+}
+
+// IterFactor is how much slower (above 1) or faster the model's iterations at g GPUs are than
+// base's.
+func (m *Model) IterFactor(base *Model, g int) float64 {
+	b := base.IterLatency(g).Mean()
+	if b <= 0 {
+		return 1
+	}
+	return m.IterLatency(g).Mean() / b
+}
+
+func scaled(d Dist, f float64) Dist {
+	if f == 1 {
+		return d
+	}
+	return Scaled{Base: d, Factor: f}
+}

@@ -1,0 +1,263 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Bounds on what the plan page computes for a browser.
+const (
+	maxPageSamples = 2000 // the plan's own samples, for a pasted spec
+	curveSamples   = 100  // per point of the cost-vs-deadline curves
+	curvePoints    = 7
+)
+
+// specChoice is a spec under the root: a YAML file in it, or a run's copy of its spec.
+type specChoice struct {
+	ID, Label string
+}
+
+func (s *Server) specChoices() []specChoice {
+	var out []specChoice
+	entries, _ := os.ReadDir(s.cfg.Root)
+	for _, e := range entries {
+		if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			out = append(out, specChoice{ID: n, Label: n})
+		}
+	}
+	for _, dir := range rundir.Dirs(s.cfg.Root) {
+		n := filepath.Base(dir)
+		out = append(out, specChoice{ID: "run:" + n, Label: "the spec of run " + n})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// loadChoice loads a spec the page offered, and nothing else under or beyond the root.
+func (s *Server) loadChoice(id string) (*spec.Experiment, []byte, error) {
+	for _, c := range s.specChoices() {
+		if c.ID != id {
+			continue
+		}
+		if name, ok := strings.CutPrefix(id, "run:"); ok {
+			st, err := rundir.Open(filepath.Join(s.cfg.Root, name))
+			if err != nil {
+				return nil, nil, err
+			}
+			_, data, err := rundir.LoadSpecCopy(st.Dir, st.Run)
+			return st.Exp, data, err
+		}
+		path := filepath.Join(s.cfg.Root, id)
+		data, err := spec.ReadFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		exp, err := spec.Load(path)
+		return exp, data, err
+	}
+	return nil, nil, fmt.Errorf("no spec %q under %s", id, s.cfg.Root)
+}
+
+// errNoFiles refuses every file a pasted spec names: the browser may not read the server's disk.
+var errNoFiles = errors.New("a pasted spec may not name files on the server (give profile inline, not profile.file)")
+
+type planPage struct {
+	Choices  []specChoice
+	Chosen   string
+	Pasted   string
+	Error    string
+	Name     string
+	Table    string
+	Curve    *chart
+	Points   []curvePoint
+	Planners []string
+	Samples  int
+	CSRF     string
+}
+
+type curvePoint struct {
+	Deadline string
+	Cells    []string
+}
+
+func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Plan == nil {
+		s.fail(w, http.StatusNotFound, "planning is off")
+		return
+	}
+	page := &planPage{Choices: s.specChoices(), Chosen: r.URL.Query().Get("spec"), CSRF: s.csrf("plan", "")}
+	if page.Chosen == "" {
+		s.render(w, http.StatusOK, "plan.html", page)
+		return
+	}
+	exp, _, err := s.loadChoice(page.Chosen)
+	s.plan(w, r, page, exp, err)
+}
+
+func (s *Server) planPasted(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Plan == nil {
+		s.fail(w, http.StatusNotFound, "planning is off")
+		return
+	}
+	page := &planPage{Choices: s.specChoices(), CSRF: s.csrf("plan", "")}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxPastedSpec+4<<10)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a pasted spec may have at most %d bytes", MaxPastedSpec))
+			return
+		}
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !sameOrigin(r) || !hmacEqual(r.PostForm.Get("csrf"), s.csrf("plan", "")) {
+		s.fail(w, http.StatusForbidden, "refused: the request did not come from this dashboard's own form")
+		return
+	}
+	text := r.PostForm.Get("spec")
+	if len(text) > MaxPastedSpec {
+		s.fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("a pasted spec may have at most %d bytes", MaxPastedSpec))
+		return
+	}
+	page.Pasted = text
+	exp, err := spec.Parse("pasted.yaml", []byte(text), func(string) ([]byte, error) { return nil, errNoFiles })
+	if err == nil && exp.Planner.Samples > maxPageSamples {
+		err = fmt.Errorf("planner.samples %d: the dashboard plans with at most %d (use `rubberband plan` for more)", exp.Planner.Samples, maxPageSamples)
+	}
+	s.plan(w, r, page, exp, err)
+}
+
+// plan plans exp with the CLI's planning (Config.Plan) and sweeps the deadline with every
+// planner; it stops at the next point when the browser goes away.
+func (s *Server) plan(w http.ResponseWriter, r *http.Request, page *planPage, exp *spec.Experiment, err error) {
+	if err != nil {
+		page.Error = err.Error()
+		s.render(w, http.StatusBadRequest, "plan.html", page)
+		return
+	}
+	select {
+	case s.plans <- struct{}{}:
+		defer func() { <-s.plans }()
+	default:
+		page.Error = "another plan is being computed: try again in a moment"
+		s.render(w, http.StatusServiceUnavailable, "plan.html", page)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), planTimeout)
+	defer cancel()
+	page.Name = exp.Name
+	rep, err := s.cfg.Plan(ctx, exp)
+	if err != nil {
+		page.Error = err.Error()
+	}
+	if rep != nil && s.cfg.PlanTable != nil {
+		var buf bytes.Buffer
+		s.cfg.PlanTable(&buf, rep)
+		page.Table = buf.String()
+	}
+	if ctx.Err() != nil {
+		return // the browser went away, or the time is up
+	}
+	c, points, err := deadlineCurves(ctx, exp)
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	if err != nil && page.Error == "" {
+		page.Error = err.Error()
+	}
+	page.Curve, page.Points, page.Planners, page.Samples = c, points, spec.PlannerNames(), min(exp.Planner.Samples, curveSamples)
+	s.render(w, http.StatusOK, "plan.html", page)
+}
+
+// deadlineCurves predicts every planner's cost at deadlines from half to twice the spec's, one
+// point at a time so that a gone browser stops it (planner.Compare, as whatif does per point).
+func deadlineCurves(ctx context.Context, exp *spec.Experiment) (*chart, []curvePoint, error) {
+	names := spec.PlannerNames()
+	d0 := exp.Deadline.Seconds()
+	if d0 <= 0 {
+		return nil, nil, fmt.Errorf("the spec has no deadline")
+	}
+	ss := make([]series, len(names))
+	for i, n := range names {
+		ss[i] = series{Name: n, Colour: palette[i%len(palette)]}
+	}
+	var points []curvePoint
+	for i := range curvePoints {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		d := d0 * (0.5 + 1.5*float64(i)/float64(curvePoints-1))
+		e := *exp
+		e.Deadline = spec.Duration(time.Duration(d * float64(time.Second)))
+		e.Planner.Samples = min(e.Planner.Samples, curveSamples)
+		out, err := planner.Compare(ctx, &e, names)
+		if err != nil {
+			return nil, nil, fmt.Errorf("at deadline %s: %w", clock(d), err)
+		}
+		pt := curvePoint{Deadline: clock(d)}
+		for k, n := range names {
+			o, ok := out[n]
+			switch {
+			case !ok:
+				pt.Cells = append(pt.Cells, "no plan")
+			case !o.Feasible:
+				pt.Cells = append(pt.Cells, "misses ("+clock(o.Predicted.JCT.P50)+")")
+			default:
+				pt.Cells = append(pt.Cells, money(o.Predicted.Cost.Mean)+" in "+clock(o.Predicted.JCT.Mean))
+				ss[k].X = append(ss[k].X, d)
+				ss[k].Y = append(ss[k].Y, o.Predicted.Cost.Mean)
+				ss[k].Lo = append(ss[k].Lo, o.Predicted.Cost.P5)
+				ss[k].Hi = append(ss[k].Hi, o.Predicted.Cost.P95)
+			}
+		}
+		points = append(points, pt)
+	}
+	for k := range ss {
+		ss[k].Name += " (mean, p5-p95)"
+	}
+	c := lineChart("deadline-curve", "predicted cost against the deadline, every planner", ss,
+		[]mark{{At: d0, Class: "deadline", Title: "the spec's deadline"}}, nil, clock, dollars)
+	return &c, points, nil
+}
+
+// funcs are the templates' helpers.
+var funcs = map[string]any{
+	"clock": clock,
+	"money": money,
+	"pct": func(a, b float64) string {
+		if b <= 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(100*a/b, 'f', 0, 64) + "%"
+	},
+	"num": func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) },
+	"g4":  func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) },
+	"deref": func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	},
+	"f1":     func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
+	"barpct": func(a, b int) int { return int(100 * float64(a) / float64(max(b, 1))) },
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Local().Format("2006-01-02 15:04:05")
+	},
+}

@@ -1,0 +1,609 @@
+package ui
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/sim"
+)
+
+// evReplan is the journal's re-plan event (a revision of the plan from one stage of a bracket on).
+// Drivers that re-plan journal it; only its kind, time, bracket and stage are read here.
+const evReplan = "replan"
+
+// sections of the run page that a stream re-renders, each a template "sec-NAME".
+var runSections = []string{"header", "progress", "gantt", "charts", "curves", "trials"}
+
+// hub follows one run's journal for its pages: it reads what was appended (executor.Tail), replays
+// it (rundir.ViewOf: the same state `status` shows) and re-renders the live sections once for
+// all the pages open on the run.
+type hub struct {
+	s    *Server
+	name string
+	feed feed
+
+	mu       sync.Mutex // serializes refreshes
+	st       *rundir.State
+	tail     *executor.Tail
+	events   []executor.Event
+	live     bool
+	err      error
+	rendered time.Time
+	version  int
+	last     map[string]template.HTML
+	page     *runPage
+	planned  *sim.Schedule
+}
+
+func (s *Server) hub(name string) (*hub, error) {
+	dir, ok := s.runDir(name)
+	if !ok {
+		return nil, fmt.Errorf("no run %q under %s: %w", name, s.cfg.Root, rundir.ErrNotRun)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.hubs[dir]; h != nil {
+		return h, nil
+	}
+	st, err := rundir.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	h := &hub{s: s, name: name, st: st, tail: executor.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
+	if sim, err := plannedSchedule(st); err == nil {
+		h.planned = &sim
+	}
+	s.hubs[dir] = h
+	return h, nil
+}
+
+func plannedSchedule(st *rundir.State) (sim.Schedule, error) {
+	m, err := sim.NewModel(st.Exp)
+	if err != nil {
+		return sim.Schedule{}, fmt.Errorf("build model: %w", err)
+	}
+	return sim.New(m, st.Exp.Algorithm.Brackets(), st.Exp.Planner.Samples, st.Exp.Seed).Schedule(st.Alloc)
+}
+
+// refresh reads what the journal gained and re-renders when anything changed; a live run is
+// re-rendered at least every second (its elapsed time and cost grow without events).
+func (h *hub) refresh() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	before := h.tail.Line()
+	evs, err := h.tail.Next()
+	if h.tail.Line() < before+len(evs) { // the journal was cut back and is read anew
+		h.events = nil
+	}
+	h.events = append(h.events, evs...)
+	_, live, herr := executor.ReadHolder(h.st.Dir)
+	if herr == nil && live != h.live {
+		h.live = live
+	} else if len(evs) == 0 && err == nil && h.err == nil && h.page != nil && (!h.live || time.Since(h.rendered) < time.Second) {
+		return
+	}
+	h.err = err
+	h.rendered = time.Now()
+	page := h.build()
+	sections := map[string]template.HTML{}
+	changed := false
+	for _, sec := range runSections {
+		var buf bytes.Buffer
+		if err := h.s.tmpl.ExecuteTemplate(&buf, "sec-"+sec, page); err != nil {
+			fmt.Fprintf(h.s.cfg.Log, "ui: render %s: %v\n", sec, err)
+			continue
+		}
+		html := template.HTML(buf.String()) // html/template's own output, escaped
+		sections[sec] = html
+		if h.last[sec] != html {
+			changed = true
+		}
+	}
+	if !changed && h.page != nil {
+		return
+	}
+	h.version++
+	page.Version = h.version
+	h.page, h.last = page, sections
+	h.feed.publish(&update{Version: h.version, Seq: len(h.events), Sections: sections})
+}
+
+// current is the latest rendering, refreshed first.
+func (h *hub) current() *runPage {
+	h.refresh()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.page
+}
+
+// runPage is everything the run page shows.
+type runPage struct {
+	Name, RunID, Backend, Status, Why string
+	Live                              bool
+	Version, Seq                      int
+	Error                             string
+	Metric, Mode                      string
+	ElapsedS, DeadlineS               float64
+	CostUSD, PredCostUSD              float64
+	PredCostP5, PredCostP95           float64
+	PredJCT                           float64
+	BudgetUSD                         float64
+	Best                              *float64
+	BestTrial                         string
+	Done, Total, Failed               int
+	Stages                            []stageRow
+	Planned, Realized                 chart
+	Cost, Time, Curves                chart
+	Trials                            []trialRow
+	Revisions                         []revisionRow
+	Forecast                          string // the latest forecast of the whole run, while it runs
+	Spec                              string
+	Plan                              string
+	CanCancel                         bool
+	CSRF                              string
+}
+
+type stageRow struct {
+	Bracket                                   string
+	Stage, Trials, Iters, GPUs, Nodes         int
+	Done, Failed, Retries, Timeouts, Interrup int
+	PredTime, Time, PredCost, Cost            float64
+	State                                     string
+}
+
+// revisionRow is one re-plan: when, of what, why, and what it changed and forecast.
+type revisionRow struct {
+	At                          float64
+	Bracket                     string
+	Stage                       int
+	Reason, Before, After, Said string
+}
+
+type trialRow struct {
+	ID, Bracket, Params, Stages, State, Metric, Node string
+	Iter                                             int
+}
+
+func (h *hub) build() *runPage {
+	st := h.st
+	p := &runPage{Name: h.name, RunID: st.Run.RunID, Backend: st.Run.Backend, Live: h.live, Seq: len(h.events),
+		Metric: st.Exp.Objective.Metric, Mode: st.Exp.Objective.Mode, DeadlineS: st.Exp.Deadline.Seconds(),
+		PredCostUSD: st.Plan.Predicted.Cost.Mean, PredCostP5: st.Plan.Predicted.Cost.P5, PredCostP95: st.Plan.Predicted.Cost.P95,
+		PredJCT: st.Plan.Predicted.JCT.Mean, BudgetUSD: st.Exp.Budget.MaxCostUSD}
+	if h.err != nil {
+		p.Error = h.err.Error()
+	}
+	v, err := rundir.ViewOf(st, h.events, h.live)
+	if err != nil {
+		p.Error = err.Error()
+		v = &rundir.View{State: st, Live: h.live}
+	}
+	p.Status, p.Why = v.Status()
+	if id, m, ok := v.Best(); ok {
+		p.Best, p.BestTrial = &m, id
+	}
+	brackets := st.Exp.Algorithm.Brackets()
+	now := time.Now()
+	if !h.live && len(h.events) > 0 {
+		now = h.events[len(h.events)-1].At
+	}
+	var start time.Time
+	if len(h.events) > 0 && h.events[0].Ev == executor.EvStart {
+		start = h.events[0].At
+	}
+	ts := st.Run.TimeScale
+	if ts <= 0 {
+		ts = 1
+	}
+	sec := func(t time.Time) float64 { return t.Sub(start).Seconds() / ts }
+	if v.Res != nil {
+		p.ElapsedS, p.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
+		rep := executor.Compare(st.Plan, v.Res)
+		for _, sr := range rep.Stages {
+			r := sr.Realized
+			row := stageRow{Bracket: sr.Bracket, Stage: sr.Stage, Trials: r.Trials, Iters: r.Iters, GPUs: r.GPUs, Nodes: r.Nodes,
+				Done: r.Done, Failed: r.Failed, Retries: r.Retries, Timeouts: r.Timeouts, Interrup: r.Interrupted,
+				PredTime: sr.Predicted.Duration, Time: r.Duration, PredCost: sr.Predicted.Cost, Cost: r.Cost, State: "pending"}
+			switch {
+			case r.Promoted != nil || (r.Done+r.Failed >= r.Trials && r.Duration > 0 && !h.live):
+				row.State = "done"
+			case r.Duration > 0:
+				row.State = "running"
+			}
+			p.Stages = append(p.Stages, row)
+			p.Done += r.Done
+			p.Failed += r.Failed
+			p.Total += r.Trials
+		}
+		for _, r := range v.Res.Revisions {
+			row := revisionRow{At: r.At, Bracket: r.Bracket, Stage: r.Stage, Reason: r.Reason,
+				Before: fmt.Sprint(r.GPUsBefore), After: sim.FormatStages(r.Plan),
+				Said: fmt.Sprintf("JCT %s → %s, P(miss) %.0f%% → %.0f%%, cost %s → %s", clock(r.Before.JCT), clock(r.After.JCT),
+					100*r.Before.MissProb, 100*r.After.MissProb, money(r.Before.Cost), money(r.After.Cost))}
+			if r.DeadlineGivesWay {
+				row.Said += "; the deadline gives way to the budget"
+			}
+			p.Revisions = append(p.Revisions, row)
+		}
+		if f := v.Res.Forecast; f != nil && !v.Res.Finished {
+			p.Forecast = fmt.Sprintf("forecast: JCT %s (P(miss) %.0f%%), cost %s", clock(f.JCT), 100*f.MissProb, money(f.Cost))
+			if b := st.Exp.Budget.MaxCostUSD; b > 0 && f.Cost > b {
+				p.Forecast += " — OVER the budget " + money(b)
+			}
+		}
+		for _, t := range v.Res.Trials {
+			row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
+			if t.Bracket < len(brackets) {
+				row.Bracket = brackets[t.Bracket].Name
+				row.Stages = fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages))
+			}
+			if m, ok := t.Metrics[p.Metric]; ok {
+				row.Metric = strconv.FormatFloat(m, 'g', 5, 64)
+			}
+			if t.Failed {
+				row.State += " (failed)"
+			}
+			if len(t.Nodes) > 0 {
+				row.Node = strings.Join(t.Nodes, ",")
+			}
+			p.Trials = append(p.Trials, row)
+		}
+	}
+	// The schedules side by side on one time axis.
+	realized, running, names := realizedSchedule(h.events, now, ts, st.Exp.Cluster.GPUsPerNode)
+	var marks []mark
+	for _, e := range h.events {
+		switch e.Ev {
+		case executor.EvInterrupt:
+			marks = append(marks, mark{At: sec(e.At), Class: "interrupt", Title: fmt.Sprintf("interrupted at %s: bracket %d, nodes %s", clock(sec(e.At)), e.Bracket, strings.Join(e.Nodes, ","))})
+		case evReplan:
+			marks = append(marks, mark{At: sec(e.At), Class: "replan", Title: fmt.Sprintf("re-plan at %s: bracket %d from stage %d", clock(sec(e.At)), e.Bracket, e.Stage)})
+		}
+	}
+	xmax := math.Max(p.ElapsedS, p.PredJCT)
+	planned := sim.Schedule{}
+	if h.planned != nil {
+		planned = *h.planned
+	}
+	for _, sp := range append(planned.Spans, realized.Spans...) {
+		xmax = math.Max(xmax, sp.End)
+	}
+	// The deadline is drawn when it is near the schedule; a far one would squash it.
+	var deadlines []mark
+	if p.DeadlineS <= 1.5*xmax {
+		deadlines = []mark{{At: p.DeadlineS, Class: "deadline", Title: "deadline " + clock(p.DeadlineS)}}
+		xmax = math.Max(xmax, p.DeadlineS)
+	}
+	xmax *= 1.03
+	p.Planned = gantt("gantt-planned", "planned (one sampled run of the plan)", planned, xmax,
+		func(sp sim.Span) (int, string) {
+			return sp.Bracket*1000 + sp.Trial, fmt.Sprintf("planned trial %d of bracket %d", sp.Trial, sp.Bracket)
+		}, nil, deadlines)
+	p.Realized = gantt("gantt-realized", "realized", realized, xmax,
+		func(sp sim.Span) (int, string) {
+			if sp.Trial < len(names) {
+				return sp.Trial, names[sp.Trial]
+			}
+			return sp.Trial, "trial"
+		}, func(sp sim.Span) bool { return running[spanKey(sp)] }, append(marks, deadlines...))
+	p.Cost = costChart(st, h.events, now, p, sec, deadlines)
+	p.Time = timeChart(st, v.Res, deadlines)
+	var curves []series
+	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
+		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})
+	}
+	p.Curves = lineChart("curves", "learning curves ("+p.Metric+" by iteration; dots: promoted)", curves, nil, nil,
+		func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }, func(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) })
+	if data, err := os.ReadFile(filepath.Join(st.Dir, rundir.SpecCopy)); err == nil {
+		p.Spec = string(data) // as in the spec file: trainer.env values are shown as written there, nothing from the environment
+	}
+	if h.s.cfg.PlanTable != nil {
+		var buf bytes.Buffer
+		h.s.cfg.PlanTable(&buf, st.Plan)
+		p.Plan = buf.String()
+	}
+	p.CanCancel = h.s.cfg.AllowCancel && (h.live || p.Status == "interrupted")
+	if p.CanCancel {
+		p.CSRF = h.s.csrf("cancel", h.name)
+	}
+	return p
+}
+
+func trialIndex(names []string, id string) int {
+	for i, n := range names {
+		if n == id {
+			return i
+		}
+	}
+	return len(names)
+}
+
+func spanKey(sp sim.Span) [3]float64 { return [3]float64{float64(sp.Row), sp.Start, float64(sp.Trial)} }
+
+// realizedSchedule is the journal's schedule (executor.RealizedSchedule), with every launch
+// still running drawn up to now: it ends, for the picture only, at now. It returns which spans
+// are running and the trials' IDs by the schedule's trial numbers.
+func realizedSchedule(events []executor.Event, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
+	var names []string
+	seen := map[string]bool{}
+	open := map[string]executor.Event{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvLaunch:
+			if !seen[e.Trial] {
+				seen[e.Trial] = true
+				names = append(names, e.Trial)
+			}
+			open[e.Trial] = e
+		case executor.EvDone, executor.EvFail:
+			delete(open, e.Trial)
+		}
+	}
+	ids := make([]string, 0, len(open))
+	for id := range open {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	all := events
+	if len(ids) > 0 {
+		all = append(append([]executor.Event(nil), events...), make([]executor.Event, 0, len(ids))...)
+		for _, id := range ids {
+			all = append(all, executor.Event{Ev: executor.EvDone, At: now, Trial: id, Bracket: open[id].Bracket, Stage: open[id].Stage})
+		}
+	}
+	sc := executor.RealizedSchedule(all, timeScale, gpn)
+	running := map[[3]float64]bool{}
+	if len(ids) > 0 && len(events) > 0 {
+		var start time.Time
+		for _, e := range events {
+			if e.Ev == executor.EvStart {
+				start = e.At
+				break
+			}
+		}
+		end := now.Sub(start).Seconds() / timeScale
+		for _, sp := range sc.Spans {
+			if !sp.Provision && sp.End == end && sp.Trial < len(names) {
+				if _, ok := open[names[sp.Trial]]; ok {
+					running[spanKey(sp)] = true
+				}
+			}
+		}
+	}
+	return sc, running, names
+}
+
+// costChart is cost over time: the plan's predicted cumulative cost (each stage's predicted cost
+// accrued over its predicted span) with its p5-p95 band, and the realized cost (the journal
+// replayed up to moments of the run), with the budget and the deadline.
+func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
+	plan := st.Plan
+	end := plan.Predicted.JCT.Mean
+	var pred series
+	pred.Name, pred.Colour = "predicted (mean, p5-p95)", palette[0]
+	ratio := func(a, b float64) float64 {
+		if b <= 0 {
+			return 1
+		}
+		return a / b
+	}
+	lo, hi := ratio(plan.Predicted.Cost.P5, plan.Predicted.Cost.Mean), ratio(plan.Predicted.Cost.P95, plan.Predicted.Cost.Mean)
+	const n = 40
+	for i := 0; i <= n; i++ {
+		t := end * float64(i) / n
+		c := 0.0
+		for _, b := range plan.Brackets {
+			for _, s := range b.Stages {
+				if s.Duration > 0 {
+					c += s.Cost * math.Min(1, math.Max(0, (t-s.Start)/s.Duration))
+				} else if t >= s.Start {
+					c += s.Cost
+				}
+			}
+		}
+		pred.X, pred.Y = append(pred.X, t), append(pred.Y, c)
+		pred.Lo, pred.Hi = append(pred.Lo, c*lo), append(pred.Hi, c*hi)
+	}
+	real := series{Name: "realized", Colour: palette[3]}
+	if len(events) > 0 && events[0].Ev == executor.EvStart {
+		// The realized cost at up to 30 moments: each stage's start and sync, and now.
+		var at []time.Time
+		for _, e := range events {
+			if e.Ev == executor.EvStage || e.Ev == executor.EvSync || e.Ev == executor.EvNodeUp || e.Ev == executor.EvNodeOff {
+				at = append(at, e.At)
+			}
+		}
+		at = append(at, now)
+		if len(at) > 30 {
+			step := float64(len(at)-1) / 29
+			var keep []time.Time
+			for i := 0; i < 30; i++ {
+				keep = append(keep, at[int(math.Round(float64(i)*step))])
+			}
+			at = keep
+		}
+		j := 0
+		for _, t := range at {
+			for j < len(events) && !events[j].At.After(t) {
+				j++
+			}
+			cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events[:j], TimeScale: st.Run.TimeScale, Now: func() time.Time { return t }}
+			if res, err := executor.Replay(cfg); err == nil {
+				real.X, real.Y = append(real.X, sec(t)), append(real.Y, res.Realized.Cost)
+			}
+		}
+		if len(real.X) > 0 { // the last point is the run's figure itself
+			real.X[len(real.X)-1], real.Y[len(real.Y)-1] = p.ElapsedS, p.CostUSD
+		}
+	}
+	var hm []mark
+	if p.BudgetUSD > 0 && p.BudgetUSD <= 2*math.Max(p.PredCostP95, p.CostUSD) {
+		hm = append(hm, mark{At: p.BudgetUSD, Class: "budget", Title: "budget " + money(p.BudgetUSD)})
+	}
+	return lineChart("cost", "cost over time", []series{pred, real}, deadlines, hm, clock, dollars)
+}
+
+// timeChart is time by stage: when each stage was predicted to end (the mean, with a band from
+// the plan's p5 and p95 JCT) and when it did.
+func timeChart(st *rundir.State, res *executor.Result, deadlines []mark) chart {
+	plan := st.Plan
+	mean := plan.Predicted.JCT.Mean
+	lo, hi := 1.0, 1.0
+	if mean > 0 {
+		lo, hi = plan.Predicted.JCT.P5/mean, plan.Predicted.JCT.P95/mean
+	}
+	pred := series{Name: "predicted stage end (mean, p5-p95)", Colour: palette[0]}
+	real := series{Name: "realized stage end", Colour: palette[3]}
+	k := 0
+	for b, br := range plan.Brackets {
+		for s, ps := range br.Stages {
+			k++
+			e := ps.Start + ps.Duration
+			pred.X, pred.Y = append(pred.X, float64(k)), append(pred.Y, e)
+			pred.Lo, pred.Hi = append(pred.Lo, e*lo), append(pred.Hi, e*hi)
+			y := math.NaN()
+			if res != nil && b < len(res.Brackets) && s < len(res.Brackets[b].Stages) {
+				if r := res.Brackets[b].Stages[s]; r.Promoted != nil || r.Duration > 0 {
+					y = r.Start + r.Duration
+				}
+			}
+			real.X, real.Y = append(real.X, float64(k)), append(real.Y, y)
+		}
+	}
+	for i := range real.Y {
+		if !math.IsNaN(real.Y[i]) {
+			real.Marks = append(real.Marks, i)
+		}
+	}
+	return lineChart("time", "time by stage (end of each stage, in order)", []series{pred, real}, nil, deadlines,
+		func(x float64) string {
+			if x != math.Trunc(x) || x < 1 {
+				return ""
+			}
+			return "stage " + strconv.Itoa(int(x))
+		}, clock)
+}
+
+func paramsText(p map[string]any) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, p[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
+	h, err := s.hub(r.PathValue("run"))
+	if err != nil {
+		s.fail(w, statusOf(err), err.Error())
+		return
+	}
+	s.render(w, http.StatusOK, "run.html", h.current())
+}
+
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
+	h, err := s.hub(r.PathValue("run"))
+	if err != nil {
+		http.Error(w, err.Error(), statusOf(err))
+		return
+	}
+	s.stream(w, r, &h.feed, s.cfg.Poll, h.refresh)
+}
+
+func statusOf(err error) int {
+	if errors.Is(err, rundir.ErrNotRun) || errors.Is(err, rundir.ErrNoTrial) {
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+// trialLog shows the tail of a trial's log as text: at most MaxLogLines lines and MaxLogBytes.
+func (s *Server) trialLog(w http.ResponseWriter, r *http.Request) {
+	h, err := s.hub(r.PathValue("run"))
+	if err != nil {
+		s.fail(w, statusOf(err), err.Error())
+		return
+	}
+	h.refresh()
+	h.mu.Lock()
+	path, err := rundir.TrialLog(h.st.Dir, h.events, r.PathValue("trial"))
+	h.mu.Unlock()
+	if err != nil {
+		s.fail(w, statusOf(err), err.Error())
+		return
+	}
+	n := 200
+	if q, err := strconv.Atoi(r.URL.Query().Get("n")); err == nil && q > 0 {
+		n = min(q, MaxLogLines)
+	}
+	data := map[string]any{"Run": h.name, "Trial": r.PathValue("trial"), "Lines": n}
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		data["Text"] = "(no output yet)"
+	case err != nil:
+		s.fail(w, http.StatusInternalServerError, err.Error())
+		return
+	default:
+		defer f.Close()
+		if err := rundir.SeekTail(f, n); err != nil {
+			s.fail(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		info, _ := f.Stat()
+		pos, _ := f.Seek(0, io.SeekCurrent)
+		if info != nil && info.Size()-pos > MaxLogBytes { // long lines: the last bytes only
+			f.Seek(info.Size()-MaxLogBytes, io.SeekStart)
+			data["Cut"] = true
+		}
+		b, _ := io.ReadAll(io.LimitReader(f, MaxLogBytes))
+		data["Text"] = strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	s.render(w, http.StatusOK, "log.html", data)
+}
+
+// cancel cancels a run with the CLI's own cancel, behind --allow-cancel, a form token and a
+// same-origin check.
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	if !s.cfg.AllowCancel {
+		s.fail(w, http.StatusForbidden, "this dashboard is read-only: start it with --allow-cancel to cancel runs from it")
+		return
+	}
+	name := r.PathValue("run")
+	dir, ok := s.runDir(name)
+	if !ok {
+		s.fail(w, http.StatusNotFound, "no such run")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil || !sameOrigin(r) || !hmacEqual(r.PostForm.Get("csrf"), s.csrf("cancel", name)) {
+		s.fail(w, http.StatusForbidden, "refused: the request did not come from this dashboard's own form")
+		return
+	}
+	if err := s.cfg.Cancel(r.Context(), dir); err != nil {
+		s.fail(w, http.StatusInternalServerError, "cancel: "+err.Error())
+		return
+	}
+	http.Redirect(w, r, "/runs/"+name, http.StatusSeeOther)
+}
+
+func hmacEqual(a, b string) bool { return a != "" && len(a) == len(b) && subtleEq(a, b) }
