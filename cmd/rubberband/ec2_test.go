@@ -344,7 +344,23 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	plan := planFile(t, dir, specFile, "4,2") // stage 0 on two instances, one trial per GPU
 	const scale = 0.1                         // an iteration of 4 s is 0.4 s: a trial of stage 0 trains for 4 s
 	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", fmt.Sprint(scale))
-	waitFor(t, state, "every gang of stage 0 to report", func(j string) bool { return strings.Count(j, `"ev":"report"`) >= 8 })
+	// Every gang, not 8 reports in all: the gangs of an instance that booted first can make 8
+	// while the other instance is still pending, which would leave only one to interrupt.
+	waitFor(t, state, "every gang of stage 0 to report twice", func(j string) bool {
+		reports := map[string]int{}
+		for _, line := range strings.Split(j, "\n") {
+			var e executor.Event
+			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == executor.EvReport && e.Stage == 0 {
+				reports[e.Trial]++
+			}
+		}
+		for _, n := range reports {
+			if n < 2 {
+				return false
+			}
+		}
+		return len(reports) == 4
+	})
 	var doomed []string
 	for _, in := range sim.Instances() {
 		if in.State == ec2sim.StateRunning {
