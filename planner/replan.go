@@ -151,7 +151,14 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 		// budget, the cheapest plan there is.
 		forBudget = true
 		for _, slack := range budgetSlack {
-			q, err := problem(&cautious, left*slack)
+			// The slack stretches the job's deadline, not the time left: once the deadline has
+			// passed, time left is negative and stretching it would make every plan infeasible,
+			// leaving the fastest, the dearest, for a re-plan meant to save.
+			rest := rules.Deadline*slack - now.Elapsed
+			if rest <= 0 {
+				continue
+			}
+			q, err := problem(&cautious, rest)
 			if err != nil {
 				return Revision{}, err
 			}
@@ -161,12 +168,14 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 			}
 		}
 	}
-	if cur != nil && sameGPUs(pick.Alloc, cur) {
+	after := p.evaluate(pick.Alloc) // against the real deadline: pick may come from a laxer one
+	// A plan no better than the current one is not a revision; while the forecast is over the
+	// budget, that is one forecast to cost no less.
+	if cur != nil && (sameGPUs(pick.Alloc, cur) || overBudget(rev.Before) && forecast(after).Cost >= rev.Before.Cost) {
 		rev.Reason += "; no better plan exists"
 		rev.OverBudget = overBudget(rev.Before)
 		return rev, nil
 	}
-	after := p.evaluate(pick.Alloc) // against the real deadline: pick may come from a laxer one
 	rev.Change, rev.Plan, rev.After = true, pick.Alloc[0], forecast(after)
 	rev.OverBudget = overBudget(rev.After)
 	rev.DeadlineGivesWay = forBudget && !after.Feasible

@@ -137,3 +137,32 @@ func TestReplanForTheBudget(t *testing.T) {
 		t.Fatalf("%+v", rev)
 	}
 }
+
+// Past the deadline and over the budget, a re-plan for the budget still saves: the deadline's
+// slack stretches the job's deadline, not the (negative) time left, so the cheapest plan is
+// found, and a plan that would cost more is never made (the run saw one move the last stage
+// from 1 GPU to 8, its forecast cost from $0.32 to $0.38, "for the budget").
+func TestReplanForTheBudgetPastTheDeadline(t *testing.T) {
+	exp, m, now := replanSetup(t, "budget: {max_cost_usd: 0.2}\n")
+	now.Elapsed, now.Spent = 70, 0.19
+	slow := m.Posterior(sim.Evidence{Iter: map[sim.IterKey]sim.Observed{{Offer: 0, GPUs: 4}: {Sum: 0.8 * 1000, N: 1000}}})
+	for _, gpus := range []int{1, 8} {
+		now.Plan = []sim.StageAlloc{{GPUs: gpus, Nodes: gpus}}
+		rev, err := Replan(slow, now, DefaultReplanRules(exp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev.Before.Cost <= 0.2 || rev.Before.MissProb < 1 {
+			t.Fatalf("%d GPUs: the setup is not past the deadline and over budget: %+v", gpus, rev)
+		}
+		if rev.Change && rev.After.Cost >= rev.Before.Cost {
+			t.Errorf("%d GPUs: a re-plan for the budget raised the forecast cost: %+v", gpus, rev)
+		}
+		switch {
+		case gpus == 1 && rev.Change:
+			t.Errorf("1 GPU is the cheapest plan, yet it was replaced: %+v", rev)
+		case gpus == 8 && (!rev.Change || rev.Plan[0].GPUs >= 8 || !rev.DeadlineGivesWay):
+			t.Errorf("8 GPUs past the deadline and over budget: no cheaper plan made: %+v", rev)
+		}
+	}
+}
