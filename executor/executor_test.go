@@ -627,6 +627,12 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 	}
 }
 
+// onSpot makes the harness's job rent spot nodes, and its provider rent them.
+func onSpot(h *harness) {
+	h.cfg.Experiment.Cluster.Market = spec.MarketSpot
+	h.provider.Offer = cloud.Offer{InstanceType: h.cfg.Experiment.Cluster.InstanceType, Market: cloud.Spot, PricePerHour: 3.67}
+}
+
 // A spot node whose worker was told it is being interrupted: the gang ends with an
 // InterruptedError naming it; the driver journals an interruption (not a node lost), releases the
 // node though the provider still holds it, rents a replacement, and relaunches the gang
@@ -640,8 +646,7 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 	}
 
 	h := newHarness(t, shaSpec)
-	h.cfg.Experiment.Cluster.Market = spec.MarketSpot
-	h.provider.Offer = cloud.Offer{InstanceType: h.cfg.Experiment.Cluster.InstanceType, Market: cloud.Spot, PricePerHour: 3.67}
+	onSpot(h)
 	h.cfg.MaxRetries = 1
 	var doomed []string
 	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
@@ -706,8 +711,7 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 // iteration it had passed).
 func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 	h := newHarness(t, shaSpec)
-	h.cfg.Experiment.Cluster.Market = spec.MarketSpot
-	h.provider.Offer = cloud.Offer{InstanceType: h.cfg.Experiment.Cluster.InstanceType, Market: cloud.Spot, PricePerHour: 3.67}
+	onSpot(h)
 	var mu sync.Mutex
 	firstNode := map[string]string{} // each trial's first launch's node
 	doomed := ""

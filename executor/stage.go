@@ -145,9 +145,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		x.releaseLost(ctx, ids)
 	}
 	defer func() { // whatever ends the stage: nothing lost keeps billing
-		for t := range occupied {
-			delete(occupied, t)
-		}
+		clear(occupied)
 		drain()
 	}()
 	refresh := func() { // the bracket's nodes changed: place on what it holds now
