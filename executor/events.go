@@ -16,7 +16,7 @@ const (
 	EvTrial     = "trial"       // a trial was sampled
 	EvNodeUp    = "node_up"     // a node is held (billing from its RunningAt)
 	EvNodeOff   = "node_down"   // nodes were released (billing stops at At) or lost (Error "lost")
-	EvInterrupt = "interrupted" // spot nodes were taken away (a notice, or gone): released at At, Error says how
+	EvInterrupt = "interrupted" // nodes are being taken away (a notice: Draining) or are gone (spot): Error says how
 	EvStage     = "stage"       // a bracket's stage began
 	EvLaunch    = "launch"      // a trial's gang is being started (try Try)
 	EvReport    = "report"      // rank 0 reported (At: when it printed the line)
@@ -56,8 +56,11 @@ type Event struct {
 	GaveUp  bool               `json:"gave_up,omitempty"`
 	// Interrupted marks a fail event whose gang lost a node (a spot interruption, a node gone):
 	// not the trial's failure, so it is not counted against its retries.
-	Interrupted bool    `json:"interrupted,omitempty"`
-	Seconds     float64 `json:"seconds,omitempty"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Draining marks an interrupted event whose nodes are still held: no longer used, they bill
+	// until a node_down releases them (journals of before it stopped billing at the notice).
+	Draining bool    `json:"draining,omitempty"`
+	Seconds  float64 `json:"seconds,omitempty"`
 	// Began and Exited bound a launch on done and fail events: its workers held their GPUs from
 	// Began to Exited (what per-function billing charges).
 	Began  time.Time `json:"began,omitzero"`
@@ -73,4 +76,29 @@ type Event struct {
 	Before   *planner.Forecast `json:"before,omitempty"`
 	After    *planner.Forecast `json:"after,omitempty"`
 	GivesWay bool              `json:"deadline_gives_way,omitempty"`
+	// Cause says why, as a word a program reads (Error says it for people): a node_down's
+	// NodeCause, a stop's StopCause. Journals written before it have none: the fold infers it.
+	Cause string `json:"cause,omitempty"`
 }
+
+// NodeCause is why a node went.
+type NodeCause string
+
+// Why nodes go.
+const (
+	NodeReleased NodeCause = "released" // the run let it go: a scale-down, the run's end
+	NodeLost     NodeCause = "lost"     // the provider no longer holds it
+	NodeDrained  NodeCause = "drained"  // released once the gangs on it saved, after its interruption notice
+	NodeOrphan   NodeCause = "orphan"   // rented by a driver that died before journaling it; released on resume
+	NodeTaken    NodeCause = "taken"    // a spot node the market took (an interruption without a drain)
+)
+
+// StopCause is why a driver stopped short of the end.
+type StopCause string
+
+// Why drivers stop.
+const (
+	StopFailed      StopCause = "failed"      // an error it could not carry on from (Error says which)
+	StopInterrupted StopCause = "interrupted" // told to stop (a signal, cancel): resume carries on
+	StopBudget      StopCause = "budget"      // the forecast cost is over budget.max_cost_usd under budget.stop
+)

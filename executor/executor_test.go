@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -68,41 +69,81 @@ func elastic(t testing.TB, exp *spec.Experiment) sim.Alloc {
 	return m.Elastic(gpus)
 }
 
+// epoch is where the harness's virtual time starts.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// harness runs the executor over the fakes in virtual time: a Sim drives the run, its gangs and
+// its timers, so that nothing waits on the wall clock and every run is the same.
 type harness struct {
 	cfg      executor.Config
+	clock    *clock.Sim
 	provider *fake.Provider
 	runtime  *fake.Runtime
 	journal  string
-	log      strings.Builder
+	log      syncBuilder
+}
+
+// syncBuilder is a strings.Builder that a test may read while a run writes it.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func newHarness(t testing.TB, text string) *harness {
 	t.Helper()
 	exp := experiment(t, text)
-	h := &harness{provider: &fake.Provider{GPUsPerNode: exp.Cluster.GPUsPerNode}, runtime: &fake.Runtime{},
+	s := clock.NewSim(epoch)
+	h := &harness{clock: s, provider: &fake.Provider{Clock: s, GPUsPerNode: exp.Cluster.GPUsPerNode}, runtime: &fake.Runtime{Clock: s},
 		journal: filepath.Join(t.TempDir(), "journal.jsonl")}
-	h.cfg = executor.Config{Experiment: exp, Alloc: elastic(t, exp), Provider: h.provider, Runtime: h.runtime, Log: &h.log}
+	h.cfg = executor.Config{Experiment: exp, Alloc: elastic(t, exp), Provider: h.provider, Runtime: h.runtime, Log: &h.log, Clock: s}
 	return h
 }
 
-// run runs (or resumes) the job on the harness's journal.
+// run runs (or resumes) the job on the harness's journal, in the harness's virtual time (a
+// second run of one harness carries on from where its clock stopped).
 func (h *harness) run(t testing.TB, ctx context.Context) (*executor.Result, []executor.Event, error) {
 	t.Helper()
-	j, past, err := executor.OpenJournal(h.journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := h.cfg
-	cfg.Journal, cfg.Past = j, past
-	res, runErr := executor.Run(ctx, cfg)
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
+	var res *executor.Result
+	var runErr error
+	h.within(t, ctx, func(ctx context.Context) {
+		j, past, err := executor.OpenJournalWith(h.journal, executor.JournalOptions{Clock: h.clock})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		cfg := h.cfg
+		cfg.Journal, cfg.Past = j, past
+		res, runErr = executor.Run(ctx, cfg)
+		if err := j.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	events, err := executor.ReadJournal(h.journal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res, events, runErr
+}
+
+// within runs f as the main actor of the harness's Sim, in virtual time from where the last
+// call left it (gangs an earlier driver left running go on).
+func (h *harness) within(t testing.TB, ctx context.Context, f func(ctx context.Context)) {
+	t.Helper()
+	if err := h.clock.Run(ctx, f); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A gang that exits 0 short of its target (a trainer that exits cleanly on SIGTERM) is not done:
@@ -430,13 +471,12 @@ func TestTimeoutStopsAndRetries(t *testing.T) {
 		}
 		return fake.Behavior{}
 	}
-	start := time.Now()
 	res, events, err := h.run(t, context.Background())
 	if err != nil || !res.Finished {
 		t.Fatalf("run: %v", err)
 	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Fatalf("a hanging gang held the run for %v", el)
+	if el := h.clock.Now().Sub(epoch); el > time.Minute {
+		t.Fatalf("a hanging gang held the run for %v of virtual time", el)
 	}
 	if count(events, executor.EvTimeout, "b0-t0004") != 1 || h.runtime.Tries("b0-t0004") != 2 || res.Brackets[0].Stages[0].Timeouts != 1 {
 		t.Fatalf("timeouts %d, tries %d, stage %+v", count(events, executor.EvTimeout, "b0-t0004"), h.runtime.Tries("b0-t0004"), res.Brackets[0].Stages[0])
@@ -559,8 +599,8 @@ func TestPendingOrphanIsNotBilled(t *testing.T) {
 }
 
 // A driver that dies while the provider rents its nodes (the request journaled, no answer) rents
-// nothing twice: its resumed successor adopts the nodes that came up, and repeats the request
-// under its token for those still starting, which the provider hands back.
+// nothing twice: its resumed successor leaves the nodes the provider says that request rented
+// (their Token) to it, and repeats it under its token: the provider hands them back.
 func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 	clean := newHarness(t, shaSpec)
 	if _, _, err := clean.run(t, context.Background()); err != nil {
@@ -621,8 +661,8 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 		if h.provider.Held() != 0 {
 			t.Errorf("pending %v: %d nodes still held at the end", pending, h.provider.Held())
 		}
-		if want := "adopts node"; !pending && !strings.Contains(h.log.String(), want) {
-			t.Errorf("the resumed driver did not say it adopted the nodes: %s", h.log.String())
+		if want := "left to bracket 0's request that rented it"; !strings.Contains(h.log.String(), want) {
+			t.Errorf("the resumed driver did not say it left the nodes to the request it repeats: %s", h.log.String())
 		}
 	}
 }
@@ -733,7 +773,7 @@ func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if doomed != "" && slices.Contains(ids, doomed) && releasedAt.IsZero() {
-			releasedAt = time.Now()
+			releasedAt = h.clock.Now()
 		}
 		return nil
 	}

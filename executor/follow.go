@@ -18,6 +18,8 @@ type Tail struct {
 	off  int64 // the length of the whole records read so far
 	line int   // their count
 	max  int64 // the most bytes one call reads
+	// order is what the records read so far say of the next one (checksummed or not)
+	order recordOrder
 }
 
 // NewTail follows the journal at path from its start; one call reads at most maxRead bytes
@@ -49,7 +51,7 @@ func (t *Tail) Next() ([]Event, error) {
 		return nil, fmt.Errorf("follow journal: %w", err)
 	}
 	if info.Size() < t.off { // cut back (resume --repair-journal): read again from the start
-		t.off, t.line = 0, 0
+		t.off, t.line, t.order = 0, 0, recordOrder{}
 	}
 	if info.Size() == t.off {
 		return nil, nil
@@ -65,7 +67,7 @@ func (t *Tail) Next() ([]Event, error) {
 		if i < 0 {
 			break
 		}
-		e, reason := decodeRecord(buf[:i])
+		e, reason := t.order.decode(buf[:i])
 		if reason != "" {
 			return events, &CorruptError{Path: t.path, Line: t.line + 1, Offset: t.off, Reason: reason}
 		}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 // Journal is the append-only, fsynced record of a run. Decisions are synced before Append
@@ -24,35 +26,54 @@ import (
 // The first failed write or sync fails the journal for good: a driver that cannot journal must
 // not go on deciding, and no record is ever written after a gap.
 type Journal struct {
-	mu    sync.Mutex
-	f     journalFile
-	size  int64 // length of the whole records in the file
-	dirty bool
-	err   error // the first write or sync error, returned from then on
-	stop  chan struct{}
-	done  chan struct{}
+	mu      sync.Mutex
+	clk     clock.Clock
+	f       JournalFile
+	noSync  bool
+	size    int64 // length of the whole records in the file
+	dirty   bool
+	err     error       // the first write or sync error, returned from then on
+	flush   clock.Timer // the pending group commit, while dirty
+	closed  bool
+	dropped string // what opening it cut off (a torn or damaged last record)
 }
 
-// journalFile is what the journal needs of its file, so that tests can fill the disk.
-type journalFile interface {
+// JournalFile is what the journal needs of its file: an *os.File, or a wrapper that injects
+// faults (a full disk, a torn write, a driver that dies at a chosen record).
+type JournalFile interface {
 	Write(b []byte) (int, error)
 	Sync() error
 	Truncate(size int64) error
 	Close() error
 }
 
+// JournalOptions open a journal.
+type JournalOptions struct {
+	// Clock times the group commit and names backups (default the wall clock).
+	Clock clock.Clock
+	// NoSync never fsyncs: for runs in virtual time, which a crash of this machine would end
+	// anyway. Records are still written at once.
+	NoSync bool
+	// Wrap, when set, wraps the journal's file (fault injection).
+	Wrap func(JournalFile) JournalFile
+	// Log is told of a last record that was cut off on opening, and where its backup is.
+	Log io.Writer
+}
+
 // GroupCommit is the longest a noted event waits for its sync.
 const GroupCommit = 100 * time.Millisecond
 
-// OpenJournal opens (or creates) a journal and returns the events already in it. A torn last
-// record, left by a crash in mid-write, is dropped; a damaged record before the end is a
-// *CorruptError and the file is left as it is.
+// OpenJournal opens (or creates, 0600) a journal and returns the events already in it. A torn or
+// damaged last record, left by a crash in mid-write, is cut off: the whole file is first copied
+// beside it (path.torn-TIME), and what was cut is said (Dropped, and JournalOptions.Log). A
+// damaged record before the end is a *CorruptError and the file is left as it is.
 func OpenJournal(path string) (*Journal, []Event, error) {
-	return openJournal(path, func(f *os.File) journalFile { return f })
+	return OpenJournalWith(path, JournalOptions{})
 }
 
-// openJournal is OpenJournal with the file wrapped by wrap, for tests.
-func openJournal(path string, wrap func(*os.File) journalFile) (*Journal, []Event, error) {
+// OpenJournalWith is OpenJournal with options.
+func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
+	clk := clock.Or(o.Clock)
 	s, err := scanJournal(path)
 	if err != nil {
 		return nil, nil, err
@@ -60,20 +81,54 @@ func openJournal(path string, wrap func(*os.File) journalFile) (*Journal, []Even
 	if s.bad != nil && !s.tail {
 		return nil, nil, s.bad
 	}
-	w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	_, statErr := os.Stat(path)
+	w, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	// Drop a torn tail so that the next record starts on a line of its own.
+	if errors.Is(statErr, fs.ErrNotExist) && !o.NoSync { // a new file: its directory entry must last too
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			w.Close()
+			return nil, nil, fmt.Errorf("open journal: %w", err)
+		}
+	}
+	var f JournalFile = w
+	if o.Wrap != nil {
+		f = o.Wrap(f)
+	}
+	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good}
+	// Cut a torn or damaged last record off so that the next record starts on a line of its
+	// own — after keeping the whole file, and saying so: nothing is dropped unseen.
 	if s.good < s.size {
-		if err := w.Truncate(s.good); err != nil {
+		backup, err := copyFileFree(path, path+".torn-"+clk.Now().UTC().Format("20060102T150405.000000000Z"))
+		if err != nil {
+			w.Close()
+			return nil, nil, fmt.Errorf("open journal: keep the torn last record: %w", err)
+		}
+		if err := f.Truncate(s.good); err != nil {
 			w.Close()
 			return nil, nil, fmt.Errorf("open journal: drop torn last record: %w", err)
 		}
+		j.dropped = fmt.Sprintf("journal %s: cut off its last line (line %d, %d bytes: %s), left by a driver that died in mid-write; the whole file is kept in %s",
+			path, s.bad.Line, s.size-s.good, s.bad.Reason, backup)
+		if o.Log != nil {
+			fmt.Fprintln(o.Log, j.dropped)
+		}
 	}
-	j := &Journal{f: wrap(w), size: s.good, stop: make(chan struct{}), done: make(chan struct{})}
-	go j.flusher()
 	return j, s.events, nil
+}
+
+// Dropped says what opening the journal cut off, "" when nothing.
+func (j *Journal) Dropped() string { return j.dropped }
+
+// syncDir makes a directory's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Append writes one event and syncs it to disk before returning.
@@ -89,27 +144,19 @@ func (j *Journal) Err() error {
 	return j.err
 }
 
-func (j *Journal) flusher() {
-	defer close(j.done)
-	t := time.NewTicker(GroupCommit)
-	defer t.Stop()
-	for {
-		select {
-		case <-j.stop:
-			return
-		case <-t.C:
-			j.mu.Lock()
-			if j.dirty && j.err == nil {
-				j.sync()
-			}
-			j.mu.Unlock()
-		}
+// commit is the group commit: it syncs what was noted since the last sync.
+func (j *Journal) commit() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.flush = nil
+	if j.dirty && j.err == nil && !j.closed {
+		j.sync()
 	}
 }
 
 func (j *Journal) append(e Event, sync bool) error {
 	if e.At.IsZero() {
-		e.At = time.Now().UTC()
+		e.At = j.clk.Now().UTC()
 	}
 	line, err := encodeRecord(e)
 	if err != nil {
@@ -138,6 +185,9 @@ func (j *Journal) append(e Event, sync bool) error {
 	j.size += int64(n)
 	j.dirty = true
 	if !sync {
+		if j.flush == nil && !j.noSync {
+			j.flush = j.clk.AfterFunc(GroupCommit, j.commit)
+		}
 		return nil
 	}
 	return j.sync()
@@ -145,6 +195,10 @@ func (j *Journal) append(e Event, sync bool) error {
 
 // sync makes what was written durable; j.mu is held.
 func (j *Journal) sync() error {
+	if j.noSync {
+		j.dirty = false
+		return nil
+	}
 	if err := j.f.Sync(); err != nil {
 		j.err = fmt.Errorf("journal: %w", err)
 		return j.err
@@ -166,10 +220,13 @@ func (j *Journal) Sync() error {
 // Close syncs what is pending and closes the journal file; it returns the error that failed the
 // journal, if one did.
 func (j *Journal) Close() error {
-	close(j.stop)
-	<-j.done
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.closed = true
+	if j.flush != nil {
+		j.flush.Stop()
+		j.flush = nil
+	}
 	if j.err == nil {
 		j.sync()
 	}
@@ -241,6 +298,20 @@ func RepairJournal(path string, now time.Time) (kept, dropped int, backup string
 	return len(s.events), s.lines - len(s.events), backup, nil
 }
 
+// copyFileFree copies src to dst, or to dst.2, dst.3… when taken, and returns where.
+func copyFileFree(src, dst string) (string, error) {
+	for i := 1; ; i++ {
+		name := dst
+		if i > 1 {
+			name = fmt.Sprintf("%s.%d", dst, i)
+		}
+		err := copyFile(src, name)
+		if !errors.Is(err, fs.ErrExist) {
+			return name, err
+		}
+	}
+}
+
 // copyFile copies src to a new file dst, synced; it never overwrites dst.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
@@ -248,7 +319,7 @@ func copyFile(src, dst string) error {
 		return fmt.Errorf("back up: %w", err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("back up: %w", err)
 	}
@@ -289,6 +360,7 @@ func scanJournal(path string) (journalScan, error) {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<16)
+	var order recordOrder
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) == 0 && err == io.EOF {
@@ -302,7 +374,7 @@ func scanJournal(path string) (journalScan, error) {
 			reason := "torn record (no newline)"
 			var e Event
 			if err == nil {
-				e, reason = decodeRecord(line[:len(line)-1])
+				e, reason = order.decode(line[:len(line)-1])
 			}
 			if reason == "" {
 				s.events = append(s.events, e)
@@ -334,6 +406,24 @@ func encodeRecord(e Event) ([]byte, error) {
 	line = append(line, '"', ',')
 	line = append(line, b[1:]...)
 	return append(line, '\n'), nil
+}
+
+// recordOrder decodes a journal's lines in order: a line without a checksum is a record only
+// before the first one with a checksum (a journal written before there were any, then carried
+// on), never after it.
+type recordOrder struct{ checksummed bool }
+
+func (o *recordOrder) decode(line []byte) (Event, string) {
+	e, reason := decodeRecord(line)
+	switch {
+	case reason != "":
+		return e, reason
+	case bytes.HasPrefix(line, []byte(crcPrefix)):
+		o.checksummed = true
+	case o.checksummed:
+		return Event{}, "a record without its checksum after records with one"
+	}
+	return e, ""
 }
 
 // decodeRecord reads one line (without its newline); reason is why it is damaged, "" if it is

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 func TestJournalReplaysAndDropsTornTail(t *testing.T) {
@@ -312,7 +315,7 @@ func TestJournalDiskFull(t *testing.T) {
 		t.Run(fmt.Sprintf("room for %d bytes", room), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "journal.jsonl")
 			writeJournal(t, path, before)
-			j, _, err := openJournal(path, func(f *os.File) journalFile { return &fullDisk{File: f, left: room} })
+			j, _, err := OpenJournalWith(path, JournalOptions{Wrap: func(f JournalFile) JournalFile { return &fullDisk{File: f.(*os.File), left: room} }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -353,9 +356,11 @@ type failingSync struct{ *os.File }
 
 func (failingSync) Sync() error { return syscall.EIO }
 
+func failSyncs(f JournalFile) JournalFile { return failingSync{f.(*os.File)} }
+
 func TestJournalSyncErrorIsSticky(t *testing.T) {
 	t.Run("Append", func(t *testing.T) {
-		j, _, err := openJournal(filepath.Join(t.TempDir(), "journal.jsonl"), func(f *os.File) journalFile { return failingSync{f} })
+		j, _, err := OpenJournalWith(filepath.Join(t.TempDir(), "journal.jsonl"), JournalOptions{Wrap: failSyncs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,23 +375,31 @@ func TestJournalSyncErrorIsSticky(t *testing.T) {
 		}
 	})
 	t.Run("group commit", func(t *testing.T) {
-		j, _, err := openJournal(filepath.Join(t.TempDir(), "journal.jsonl"), func(f *os.File) journalFile { return failingSync{f} })
+		// In virtual time: the group commit is due GroupCommit after the note, not sooner.
+		s := clock.NewSim(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+		err := s.Run(context.Background(), func(ctx context.Context) {
+			j, _, err := OpenJournalWith(filepath.Join(t.TempDir(), "journal.jsonl"), JournalOptions{Clock: s, Wrap: failSyncs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if err := j.Note(testEvent(0)); err != nil {
+				t.Fatal(err)
+			}
+			s.Sleep(ctx, GroupCommit-time.Millisecond)
+			if err := j.Err(); err != nil {
+				t.Fatalf("Err before the group commit is due: %v", err)
+			}
+			s.Sleep(ctx, time.Millisecond)
+			if !errors.Is(j.Err(), syscall.EIO) {
+				t.Fatalf("Err after a failed group commit: %v, want EIO", j.Err())
+			}
+			if err := j.Note(testEvent(1)); !errors.Is(err, syscall.EIO) {
+				t.Fatalf("Note after a failed group commit: %v, want EIO", err)
+			}
+		})
 		if err != nil {
 			t.Fatal(err)
-		}
-		defer j.Close()
-		if err := j.Note(testEvent(0)); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for j.Err() == nil && time.Now().Before(deadline) {
-			time.Sleep(GroupCommit / 4)
-		}
-		if !errors.Is(j.Err(), syscall.EIO) {
-			t.Fatalf("Err after a failed group commit: %v, want EIO", j.Err())
-		}
-		if err := j.Note(testEvent(1)); !errors.Is(err, syscall.EIO) {
-			t.Fatalf("Note after a failed group commit: %v, want EIO", err)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/placement"
@@ -42,12 +43,33 @@ func (x *run) reconcile(ctx context.Context) error {
 			}
 		}
 	}
+	// Nodes an earlier driver was draining (interrupted) are of no use: they go now, or are
+	// journaled gone if the provider took them meanwhile.
+	draining := make([][]string, len(x.st.nodes))
+	for b, nodes := range x.st.draining {
+		for _, n := range nodes {
+			draining[b] = append(draining[b], n.ID)
+			known[n.ID] = true
+		}
+	}
 	x.mu.Unlock()
+	for b, ids := range draining {
+		if len(ids) == 0 {
+			continue
+		}
+		at := x.clk.Now()
+		if err := x.cfg.Provider.Delete(ctx, ids); err != nil {
+			return fmt.Errorf("run: release interrupted nodes: %w", err)
+		}
+		if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: ids, Error: "released after its interruption", Cause: string(NodeDrained)}, true); err != nil {
+			return err
+		}
+	}
 	for b, nodes := range lost {
 		if len(nodes) > 0 {
-			why := map[string]string{}
+			why := lostSet{}
 			for _, n := range nodes {
-				why[n.ID] = "gone while no driver ran"
+				why[n.ID] = lostNode{why: "gone while no driver ran"}
 			}
 			fmt.Fprintf(x.log, "resume: the provider no longer holds %d node(s) of bracket %d\n", len(nodes), b)
 			if err := x.recordLoss(b, nodes, why); err != nil {
@@ -55,7 +77,7 @@ func (x *run) reconcile(ctx context.Context) error {
 			}
 		}
 	}
-	var orphans []string
+	var orphans []cloud.Node
 	for _, n := range held {
 		if known[n.ID] {
 			continue
@@ -68,35 +90,53 @@ func (x *run) reconcile(ctx context.Context) error {
 			}
 			known[n.ID] = true
 		case leave:
-			fmt.Fprintf(x.log, "resume: node %s is still starting: left to the request that rented it, which is repeated\n", n.ID)
+			fmt.Fprintf(x.log, "resume: node %s is left to bracket %d's request that rented it, which is repeated\n", n.ID, b)
 			known[n.ID] = true
 		default:
-			orphans = append(orphans, n.ID)
+			orphans = append(orphans, n)
 		}
 	}
 	if len(orphans) > 0 {
-		fmt.Fprintf(x.log, "resume: releasing nodes no bracket knows: %v\n", orphans)
-		at := x.cfg.Now()
-		if err := x.cfg.Provider.Delete(ctx, orphans); err != nil {
-			return fmt.Errorf("run: release orphans: %w", err)
+		fmt.Fprintf(x.log, "resume: releasing nodes no bracket knows: %v\n", nodeIDs(orphans))
+		return x.releaseUnknown(ctx, orphans)
+	}
+	return nil
+}
+
+// releaseUnknown releases nodes the provider holds for the run that the journal does not know
+// (rented by a driver that died before journaling them), and journals what they billed: from
+// their RunningAt to now, to the first bracket (the journal does not say whose they were). A
+// node still starting never billed and is not journaled.
+func (x *run) releaseUnknown(ctx context.Context, nodes []cloud.Node) error {
+	at := x.clk.Now()
+	if err := x.cfg.Provider.Delete(ctx, nodeIDs(nodes)); err != nil {
+		return fmt.Errorf("run: release nodes the journal does not know: %w", err)
+	}
+	return x.journalOrphans(nodes, at)
+}
+
+// journalOrphans journals what nodes no bracket knew billed until their release at.
+func (x *run) journalOrphans(nodes []cloud.Node, at time.Time) error {
+	for _, n := range nodes {
+		if n.RunningAt.IsZero() {
+			continue
 		}
-		// A driver that died between renting a node and journaling it still paid for it: bill
-		// the orphan's time, to the first bracket (the journal does not say whose it was).
-		for _, n := range held {
-			if !known[n.ID] {
-				if n.RunningAt.IsZero() { // listed while pending: it never billed
-					n.RunningAt = at
-				}
-				if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false); err != nil {
-					return err
-				}
-				if err := x.record(Event{Ev: EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released"}, true); err != nil {
-					return err
-				}
-			}
+		if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false); err != nil {
+			return err
+		}
+		if err := x.record(Event{Ev: EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released", Cause: string(NodeOrphan)}, true); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func nodeIDs(nodes []cloud.Node) []string {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	return ids
 }
 
 // What reconcile does with a node the provider holds and the journal does not know.
@@ -105,15 +145,26 @@ type orphanFate int
 const (
 	release orphanFate = iota
 	adopt              // into the bracket fateOf names
-	leave              // still starting: the request that rented it is repeated and hands it back
+	leave              // to the bracket whose request rented it: repeated, it hands the node back
 )
 
-// fateOf decides an orphan's fate: a running one goes to the first bracket whose current stage
-// wants more nodes than it holds; a pending one is left while a bracket has a request without an
-// answer; anything else is released.
+// fateOf decides an orphan's fate. A node that names the request it was rented under (Token) is
+// left to the bracket whose request that is, if no answer to it was journaled (the repeated
+// request hands it back), and released otherwise. For a provider that keeps no tokens, a running
+// node goes to the first bracket whose current stage wants more nodes than it holds, and a
+// pending one is left while a bracket has a request without an answer; anything else is
+// released.
 func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if n.Token != "" {
+		for b := range x.st.brackets {
+			if tok, open := x.st.open[b]; open && tok == n.Token {
+				return b, leave
+			}
+		}
+		return 0, release
+	}
 	for b := range x.st.brackets {
 		if len(x.st.nodes[b]) >= x.wantNow(b) {
 			continue
@@ -146,7 +197,7 @@ const maxInterruptions = 10
 
 // lostNodes is which of bracket b's nodes are gone or going, with why: the ones the provider no
 // longer holds, and doomed (whose worker was told it is being interrupted), when b holds it.
-func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (map[string]string, error) {
+func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (lostSet, error) {
 	held, err := x.cfg.Provider.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("run: list nodes: %w", err)
@@ -157,13 +208,13 @@ func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (m
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	lost := map[string]string{}
+	lost := lostSet{}
 	for _, n := range x.st.nodes[b] {
 		switch {
 		case doomed != nil && n.ID == doomed.Node:
-			lost[n.ID] = doomed.Reason
+			lost[n.ID] = lostNode{why: doomed.Reason, held: alive[n.ID]}
 		case !alive[n.ID]:
-			lost[n.ID] = "the provider no longer holds it"
+			lost[n.ID] = lostNode{why: "the provider no longer holds it"}
 		}
 	}
 	return lost, nil
@@ -172,7 +223,7 @@ func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (m
 // forget journals the loss of bracket b's lost nodes (an interruption for spot nodes, a node
 // lost for the others: billing stops now). Releasing what is left of them is the caller's
 // (releaseLost): gangs still running on a node being interrupted are saving their checkpoints.
-func (x *run) forget(b int, lost map[string]string) error {
+func (x *run) forget(b int, lost lostSet) error {
 	if len(lost) == 0 {
 		return nil
 	}
@@ -187,30 +238,58 @@ func (x *run) forget(b int, lost map[string]string) error {
 	return x.recordLoss(b, nodes, lost)
 }
 
-// releaseLost releases what is left of nodes already journaled as lost, so that they stop
-// billing; a failure is said, not fatal: the run's end and a resumed driver release them again.
-func (x *run) releaseLost(ctx context.Context, ids []string) {
+// releaseLost releases what is left of bracket b's nodes journaled as lost, so that they stop
+// billing, and journals the release of those that were still held (interrupted, draining); a
+// failure is said, not fatal: the run's end and a resumed driver release them again.
+func (x *run) releaseLost(ctx context.Context, b int, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
+	at := x.clk.Now()
 	if err := x.cfg.Provider.Delete(context.WithoutCancel(ctx), ids); err != nil {
 		fmt.Fprintf(x.log, "release lost nodes %v: %v\n", ids, err)
+		return
+	}
+	x.mu.Lock()
+	var held []string
+	for _, n := range x.st.draining[b] {
+		if slices.Contains(ids, n.ID) {
+			held = append(held, n.ID)
+		}
+	}
+	x.mu.Unlock()
+	if len(held) > 0 {
+		x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: held, Error: "released after its interruption", Cause: string(NodeDrained)}, true)
 	}
 }
 
-// recordLoss journals nodes of bracket b gone for the reasons given by ID: spot nodes as one
-// interruption, the others as lost.
-func (x *run) recordLoss(b int, nodes []cloud.Node, why map[string]string) error {
-	var spot, other []string
-	var reasons []string
+// recordLoss journals nodes of bracket b gone or going for the reasons given by ID: nodes still
+// held (being interrupted) as an interruption that bills until they are released, spot nodes
+// gone as an interruption, the others as lost.
+func (x *run) recordLoss(b int, nodes []cloud.Node, lost lostSet) error {
+	var draining, spot, other []string
+	var reasons, drainReasons []string
 	for _, n := range nodes {
-		if n.Market == cloud.Spot {
-			spot = append(spot, n.ID)
-			if r := why[n.ID]; !slices.Contains(reasons, r) {
-				reasons = append(reasons, r)
+		l := lost[n.ID]
+		switch {
+		case l.held:
+			draining = append(draining, n.ID)
+			if !slices.Contains(drainReasons, l.why) {
+				drainReasons = append(drainReasons, l.why)
 			}
-		} else {
+		case n.Market == cloud.Spot:
+			spot = append(spot, n.ID)
+			if !slices.Contains(reasons, l.why) {
+				reasons = append(reasons, l.why)
+			}
+		default:
 			other = append(other, n.ID)
+		}
+	}
+	if len(draining) > 0 {
+		fmt.Fprintf(x.log, "node(s) being interrupted: %v (%s); replacing them, and releasing them once their gangs saved\n", draining, strings.Join(drainReasons, "; "))
+		if err := x.record(Event{Ev: EvInterrupt, Bracket: b, Nodes: draining, Error: strings.Join(drainReasons, "; "), Draining: true}, true); err != nil {
+			return err
 		}
 	}
 	if len(spot) > 0 {
@@ -221,7 +300,7 @@ func (x *run) recordLoss(b int, nodes []cloud.Node, why map[string]string) error
 	}
 	if len(other) > 0 {
 		fmt.Fprintf(x.log, "nodes lost: %v; replacing them\n", other)
-		if err := x.record(Event{Ev: EvNodeOff, Bracket: b, Nodes: other, Error: "lost"}, true); err != nil {
+		if err := x.record(Event{Ev: EvNodeOff, Bracket: b, Nodes: other, Error: "lost", Cause: string(NodeLost)}, true); err != nil {
 			return err
 		}
 	}
@@ -296,8 +375,12 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 			return last, err
 		}
 	}
-	if len(held) < n {
-		created, token, err := x.request(ctx, b, n-len(held), held)
+	// A request a dead driver left open is repeated first: it hands back what it rented then,
+	// less what the journal knows already; whatever is still missing is asked for anew.
+	for again := true; len(held) < n && again; {
+		created, token, repeat, err := x.request(ctx, b, n-len(held))
+		again = repeat
+		held = append(held, created...)
 		for i := range created {
 			if jerr := x.record(Event{Ev: EvNodeUp, At: created[i].RunningAt, Bracket: b, Node: &created[i]}, true); jerr != nil {
 				// The journal cannot hold them: release them rather than leave them billing.
@@ -322,11 +405,11 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 
 // releaseNodes releases nodes of bracket b, journals it, and forgets the placements on them.
 func (x *run) releaseNodes(ctx context.Context, b int, release []string, last placement.Placement) error {
-	at := x.cfg.Now() // billing stops when the release is asked for, not when the node is gone
+	at := x.clk.Now() // billing stops when the release is asked for, not when the node is gone
 	if err := x.cfg.Provider.Delete(ctx, release); err != nil {
 		return fmt.Errorf("run: release nodes: %w", err)
 	}
-	if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: release}, true); err != nil {
+	if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: release, Cause: string(NodeReleased)}, true); err != nil {
 		return err
 	}
 	for t, slots := range last {
@@ -340,19 +423,19 @@ func (x *run) releaseNodes(ctx context.Context, b int, release []string, last pl
 }
 
 // request asks the provider for count more nodes for bracket b under a journaled token: a request
-// a dead driver journaled but got no answer for is repeated under its own token, so that a
-// provider that rents (EC2) hands back what it rented then instead of renting again. Nodes the
-// bracket holds already are left out of what it returns.
-func (x *run) request(ctx context.Context, b, count int, held []cloud.Node) ([]cloud.Node, string, error) {
+// a dead driver journaled but got no answer for is repeated under its own token (repeat), so that
+// a provider that rents (EC2) hands back what it rented then instead of renting again. Nodes the
+// journal knows already are left out of what it returns.
+func (x *run) request(ctx context.Context, b, count int) (fresh []cloud.Node, token string, repeat bool, err error) {
 	x.mu.Lock()
-	token, repeat := x.st.open[b]
+	token, repeat = x.st.open[b]
 	if !repeat {
 		token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
 	}
 	x.mu.Unlock()
 	if !repeat {
 		if err := x.record(Event{Ev: EvRequest, Bracket: b, Try: count, Token: token}, true); err != nil {
-			return nil, token, err
+			return nil, token, false, err
 		}
 	}
 	x.mu.Lock()
@@ -363,17 +446,22 @@ func (x *run) request(ctx context.Context, b, count int, held []cloud.Node) ([]c
 		typ = x.cfg.Experiment.Cluster.InstanceType
 	}
 	created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: count, InstanceType: typ, Market: cloud.Market(market), Token: token})
-	have := map[string]bool{}
-	for _, n := range held {
-		have[n.ID] = true
+	// A repeated request hands back every node it rented: those the journal knows already (held,
+	// released, lost) are not fresh. A new request's nodes all are, but one a bracket holds (a
+	// provider that gives a node it holds twice); a node released before may come again under
+	// its ID (a team's Nomad client, claimed anew).
+	x.mu.Lock()
+	held := map[string]bool{}
+	for _, n := range x.st.held() {
+		held[n.ID] = true
 	}
-	var fresh []cloud.Node
 	for _, n := range created {
-		if !have[n.ID] {
+		if !held[n.ID] && !(repeat && x.st.known[n.ID]) {
 			fresh = append(fresh, n)
 		}
 	}
-	return fresh, token, err
+	x.mu.Unlock()
+	return fresh, token, repeat, err
 }
 
 // releaseAll releases every node the run holds, and every node the provider holds for it that
@@ -385,7 +473,7 @@ func (x *run) releaseAll(ctx context.Context, why string) error {
 	held := make([][]string, len(x.st.nodes))
 	known := map[string]bool{}
 	for b, nodes := range x.st.nodes {
-		for _, n := range nodes {
+		for _, n := range append(append([]cloud.Node(nil), nodes...), x.st.draining[b]...) {
 			held[b] = append(held[b], n.ID)
 			known[n.ID] = true
 		}
@@ -395,17 +483,19 @@ func (x *run) releaseAll(ctx context.Context, why string) error {
 	for _, h := range held {
 		ids = append(ids, h...)
 	}
+	var unknown []cloud.Node
 	if listed, err := x.cfg.Provider.List(ctx); err == nil {
 		for _, n := range listed {
 			if !known[n.ID] {
 				ids = append(ids, n.ID)
+				unknown = append(unknown, n)
 			}
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	at := x.cfg.Now()
+	at := x.clk.Now()
 	if err := x.cfg.Provider.Delete(ctx, ids); err != nil {
 		return fmt.Errorf("release nodes %v: %w", ids, err)
 	}
@@ -414,10 +504,14 @@ func (x *run) releaseAll(ctx context.Context, why string) error {
 		if len(h) == 0 {
 			continue
 		}
-		if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: h, Error: why}, true); err != nil {
+		if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: h, Error: why, Cause: string(NodeReleased)}, true); err != nil {
 			fmt.Fprintf(x.log, "released nodes %v but could not journal it: %v\n", h, err)
 			return err
 		}
+	}
+	if err := x.journalOrphans(unknown, at); err != nil {
+		fmt.Fprintf(x.log, "released nodes %v but could not journal what they billed: %v\n", nodeIDs(unknown), err)
+		return err
 	}
 	return nil
 }

@@ -1,9 +1,12 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -20,8 +23,8 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("budget: the forecast final cost $%.2f is over budget.max_cost_usd $%.2f: stopped before stage %d of bracket %s, everything before it saved (raise the budget with `resume --spec`, or remove budget.stop to re-plan for it)",
-		e.Forecast, e.Budget, e.Stage, e.Bracket)
+	return fmt.Sprintf("budget: the forecast final cost %s is over budget.max_cost_usd %s: stopped before stage %d of bracket %s, everything before it saved (raise the budget with `resume --spec`, or remove budget.stop to re-plan for it)",
+		format.Money(e.Forecast), format.Money(e.Budget), e.Stage+1, e.Bracket)
 }
 
 // review weighs a revision of bracket b's plan from stage k on, before k starts: from what the
@@ -37,7 +40,7 @@ func (x *run) review(ctx context.Context, b, k int) error {
 		return err
 	}
 	x.mu.Lock()
-	model, now := x.present(b, k, x.cfg.Now())
+	model, now := x.present(b, k, x.clk.Now())
 	x.mu.Unlock()
 	rules := planner.DefaultReplanRules(x.cfg.Experiment)
 	rules.Seed ^= int64(b)<<32 | int64(k)
@@ -46,7 +49,7 @@ func (x *run) review(ctx context.Context, b, k int) error {
 	}
 	rev, err := planner.Replan(model, now, rules)
 	if err != nil { // a forecast that cannot be made leaves the plan as it is
-		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", x.st.brackets[b].Name, k, err)
+		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", x.st.brackets[b].Name, k+1, err)
 		return nil
 	}
 	name := x.st.brackets[b].Name
@@ -64,7 +67,7 @@ func (x *run) review(ctx context.Context, b, k int) error {
 		if budget.Stop {
 			return &BudgetError{Bracket: name, Stage: k, Forecast: next.Cost, Budget: budget.MaxCostUSD}
 		}
-		fmt.Fprintf(x.log, "BUDGET: the forecast final cost $%.2f is over budget.max_cost_usd $%.2f, and --no-replan keeps the plan\n", next.Cost, budget.MaxCostUSD)
+		fmt.Fprintf(x.log, "BUDGET: the forecast final cost %s is over budget.max_cost_usd %s, and --no-replan keeps the plan\n", format.Money(next.Cost), format.Money(budget.MaxCostUSD))
 		return nil
 	}
 	if !rev.Change || !x.cfg.Replan {
@@ -75,15 +78,15 @@ func (x *run) review(ctx context.Context, b, k int) error {
 	if err := x.record(Event{Ev: EvReplan, Bracket: b, Stage: k, Plan: rev.Plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(x.log, "re-plan %s from stage %d: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost $%.2f -> $%.2f\n",
-		name, k, rev.Reason, gpusOf(now.Plan), sim.FormatStages(rev.Plan), specClock(before.JCT), specClock(after.JCT),
-		100*before.MissProb, 100*after.MissProb, before.Cost, after.Cost)
+	fmt.Fprintf(x.log, "re-plan %s from stage %d: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
+		name, k+1, rev.Reason, gpusOf(now.Plan), sim.FormatStages(rev.Plan), format.Clock(before.JCT), format.Clock(after.JCT),
+		100*before.MissProb, 100*after.MissProb, format.Money(before.Cost), format.Money(after.Cost))
 	if rev.DeadlineGivesWay {
-		fmt.Fprintf(x.log, "BUDGET: to stay within budget.max_cost_usd $%.2f the deadline gives way: the forecast JCT %s is past the deadline %s\n",
-			budget.MaxCostUSD, specClock(after.JCT), specClock(x.cfg.Experiment.Deadline.D().Seconds()))
+		fmt.Fprintf(x.log, "BUDGET: to stay within budget.max_cost_usd %s the deadline gives way: the forecast JCT %s is past the deadline %s\n",
+			format.Money(budget.MaxCostUSD), format.Clock(after.JCT), format.Clock(x.cfg.Experiment.Deadline.D().Seconds()))
 	}
 	if rev.OverBudget {
-		fmt.Fprintf(x.log, "BUDGET: no plan keeps the forecast final cost within budget.max_cost_usd $%.2f: the cheapest is $%.2f\n", budget.MaxCostUSD, after.Cost)
+		fmt.Fprintf(x.log, "BUDGET: no plan keeps the forecast final cost within budget.max_cost_usd %s: the cheapest is %s\n", format.Money(budget.MaxCostUSD), format.Money(after.Cost))
 	}
 	return nil
 }
@@ -163,13 +166,24 @@ func (x *run) evidence(b, k int) sim.Evidence {
 		o, _ := x.model.OfferIndex(x.st.plan[key.bracket][key.stage])
 		return o
 	}
-	for key, o := range x.st.evidence {
+	// In a fixed order: sums of floats in map order would differ in their last bits from one run
+	// to the next, and so would the forecasts journaled from them.
+	keys := make([]evidenceKey, 0, len(x.st.evidence))
+	for key := range x.st.evidence {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b evidenceKey) int {
+		return cmp.Or(cmp.Compare(a.bracket, b.bracket), cmp.Compare(a.stage, b.stage), cmp.Compare(a.gpus, b.gpus))
+	})
+	for _, key := range keys {
+		o := x.st.evidence[key]
 		k := sim.IterKey{Offer: offer(key), GPUs: key.gpus}
 		it := ev.Iter[k]
 		it.Add(o.iterSecs*scale, o.iters, weight(key))
 		ev.Iter[k] = it
 	}
-	for key, o := range x.st.evidence {
+	for _, key := range keys {
+		o := x.st.evidence[key]
 		if o.launches == 0 {
 			continue
 		}
@@ -191,9 +205,4 @@ func gpusOf(plan []sim.StageAlloc) []int {
 		out[i] = sa.GPUs
 	}
 	return out
-}
-
-// specClock writes spec seconds as minutes and seconds.
-func specClock(s float64) string {
-	return (time.Duration(s) * time.Second).Round(time.Second).String()
 }

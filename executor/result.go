@@ -128,8 +128,8 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	for _, r := range s.released {
 		nodes = append(nodes, meter.NodeSpan{Bracket: r.bracket, RunningFrom: sec(r.node.RunningAt), ReleasedAt: sec(r.released), PricePerSecond: price(r.node)})
 	}
-	for b, held := range s.nodes {
-		for _, n := range held {
+	for b := range s.nodes {
+		for _, n := range append(append([]cloud.Node(nil), s.nodes[b]...), s.draining[b]...) {
 			nodes = append(nodes, meter.NodeSpan{Bracket: b, RunningFrom: sec(n.RunningAt), ReleasedAt: max(sec(now), sec(n.RunningAt)), PricePerSecond: price(n)})
 		}
 	}
@@ -173,7 +173,7 @@ func (x *run) cost(now time.Time) float64 {
 
 // result describes the run so far.
 func (x *run) result() *Result {
-	now := x.cfg.Now()
+	now := x.clk.Now()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s := x.st

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -41,13 +42,17 @@ type Config struct {
 	KeepNodes bool
 	// Force resumes a cancelled run.
 	Force bool
-	// Now is the clock (default time.Now).
-	Now func() time.Time
+	// Clock is the run's time (default the wall clock). Under a clock.Sim the whole run happens
+	// in virtual time: Run must then be called from one of the Sim's actors.
+	Clock clock.Clock
 	// Progress, when set, is told of every finished trial and stage.
 	Progress func(Status)
 	// Observe, when set, sees every event once it is applied, in journal order: first the
-	// journal of earlier drivers (Past), then each new one (metrics). It must not block.
+	// journal of earlier drivers (Past), then each new one. It must not block.
 	Observe func(Event)
+	// Live, when set, is handed (before anything runs) a function that snapshots the run as it is
+	// then, safe from any goroutine: for readers on their own time (the metrics, at a scrape).
+	Live func(snapshot func() *Snapshot)
 	// Replan, when set, re-plans the stages not yet started at every sync, from what the run
 	// observed (planner.Replan says when). Without it the plan is kept, and a budget is only
 	// watched: a forecast over it is said, or stops the run under budget.stop.
@@ -66,11 +71,13 @@ type Status struct {
 	Cost          float64       // dollars so far
 }
 
-// run is the driver: the state, and the adapters that change the world. Bracket goroutines
-// share it; mu guards st, and record holds it from the journal write to the apply, so that the
-// journal's order is the order events were applied in.
+// run is the driver: the state, and the adapters that change the world. Its actors (one per
+// bracket, one per launch, replacements) share it under one rule: st is read and written only
+// with mu held, and only by record (which holds mu from the journal write to the apply, so that
+// the journal's order is the order events were applied in). Nothing blocks while holding mu.
 type run struct {
 	cfg   Config
+	clk   clock.Clock
 	model *sim.Model
 	mu    sync.Mutex
 	st    *state
@@ -87,9 +94,7 @@ func (cfg *Config) defaults() {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 }
 
 func newRun(cfg Config) (*run, error) {
@@ -104,7 +109,7 @@ func newRun(cfg Config) (*run, error) {
 			return nil, fmt.Errorf("plan does not fit the spec: %w", err)
 		}
 	}
-	x := &run{cfg: cfg, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
+	x := &run{cfg: cfg, clk: cfg.Clock, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
 	for _, e := range cfg.Past {
 		x.st.apply(e)
 		if cfg.Observe != nil {
@@ -121,6 +126,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	if x.cfg.Live != nil {
+		x.cfg.Live(x.snapshot)
+	}
 	if x.st.finished {
 		return x.result(), nil
 	}
@@ -131,19 +139,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return x.fail(ctx, err)
 	}
 	errs := make([]error, len(x.st.brackets))
-	var wg sync.WaitGroup
-	bctx, cancelAll := context.WithCancel(ctx)
+	bctx, cancelAll := clock.WithCancel(x.clk, ctx)
 	defer cancelAll()
-	for b := range x.st.brackets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if errs[b] = x.runBracket(bctx, b); errs[b] != nil {
-				cancelAll() // one bracket's failure ends the run: stop the others' gangs
-			}
-		}()
+	type ended struct {
+		bracket int
+		err     error
 	}
-	wg.Wait()
+	ends := clock.NewQueue[ended](x.clk)
+	for b := range x.st.brackets {
+		x.clk.Go(fmt.Sprintf("bracket %d", b), func() { ends.Put(ended{b, x.runBracket(bctx, b)}) })
+	}
+	for range x.st.brackets {
+		e, _ := ends.Get(context.WithoutCancel(ctx))
+		if errs[e.bracket] = e.err; e.err != nil {
+			cancelAll() // one bracket's failure ends the run: stop the others' gangs
+		}
+	}
 	if err := firstCause(ctx, errs); err != nil {
 		return x.fail(ctx, err)
 	}
@@ -203,11 +214,15 @@ func (x *run) fail(ctx context.Context, err error) (*Result, error) {
 			err = errors.Join(err, rerr)
 		}
 	}
-	why := err.Error()
-	if errors.Is(err, context.Canceled) {
-		why = "interrupted"
+	why, cause := err.Error(), StopFailed
+	var overBudget *BudgetError
+	switch {
+	case errors.Is(err, context.Canceled):
+		why, cause = "interrupted", StopInterrupted
+	case errors.As(err, &overBudget):
+		cause = StopBudget
 	}
-	x.record(Event{Ev: EvStop, Error: why}, true) // best effort: a broken journal is what err says already
+	x.record(Event{Ev: EvStop, Error: why, Cause: string(cause)}, true) // best effort: a broken journal is what err says already
 	return x.result(), err
 }
 
@@ -215,7 +230,7 @@ func (x *run) fail(ctx context.Context, err error) (*Result, error) {
 // caller acts on a decision only once it is on disk.
 func (x *run) record(e Event, durable bool) error {
 	if e.At.IsZero() {
-		e.At = x.cfg.Now()
+		e.At = x.clk.Now()
 	}
 	x.mu.Lock()
 	err := x.cfg.Journal.Note(e)

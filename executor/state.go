@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -24,8 +26,10 @@ type state struct {
 	runID       string
 	start       time.Time
 	trials      map[string]*trialRun
-	order       [][]string // trial IDs per bracket, in sampling order
-	nodes       [][]cloud.Node
+	order       [][]string      // trial IDs per bracket, in sampling order
+	nodes       [][]cloud.Node  // per bracket, the nodes it holds and uses
+	draining    [][]cloud.Node  // per bracket, nodes being interrupted: held (billing), not used
+	known       map[string]bool // every node ever journaled
 	released    []nodeSpan
 	synced      map[stageKey][]string // survivors of each synced stage
 	stageAt     map[stageKey]window
@@ -40,6 +44,13 @@ type state struct {
 	finished    bool
 	cancelled   string         // why, once cancelled
 	stopped     string         // why the last driver stopped short of the end; "" while one drives it
+	stopCause   StopCause      // the same as a word
+	launchLog   []LaunchRecord // every launch, in journal order
+	openLaunch  map[string]int // trial -> its launch under way, in launchLog
+	nodeLog     []NodeRecord   // every node, in the order it came up
+	nodeAt      map[string]int // node -> its record in nodeLog
+	current     []int          // per bracket, the last stage that began
+	counts      Counts
 	requests    map[int]int    // node requests journaled per bracket
 	open        map[int]string // per bracket, the token of a request no answer was journaled for
 	plan        sim.Alloc      // the plan run: the one the run began with, as revisions changed it
@@ -115,16 +126,30 @@ type launchSpan struct {
 
 func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, log io.Writer) *state {
 	return &state{exp: exp, brackets: brackets, plan: plan.Clone(), log: log, trials: map[string]*trialRun{}, evidence: map[evidenceKey]*observed{},
-		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)),
+		known: map[string]bool{},
+		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)), draining: make([][]cloud.Node, len(brackets)),
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
 		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
 		interrupts: map[trialStage]int{}, lostTries: map[stageKey]int{},
-		requests: map[int]int{}, open: map[int]string{}}
+		requests: map[int]int{}, open: map[int]string{}, openLaunch: map[string]int{}, nodeAt: map[string]int{},
+		current: make([]int, len(brackets))}
 }
 
 // apply folds one event into the state. It is the only place that says what an event means.
 func (s *state) apply(e Event) {
 	key := stageKey{e.Bracket, e.Stage}
+	if e.Bracket < 0 || e.Bracket >= len(s.brackets) {
+		fmt.Fprintf(s.log, "journal: %s event of bracket %d, which the spec does not have: skipped\n", e.Ev, e.Bracket)
+		return
+	}
+	switch e.Ev {
+	case EvLaunch, EvReport, EvDone, EvFail:
+		if s.trials[e.Trial] == nil {
+			fmt.Fprintf(s.log, "journal: %s event of trial %s, which was never sampled: skipped\n", e.Ev, e.Trial)
+			return
+		}
+	}
+	s.record(e)
 	switch e.Ev {
 	case EvStart:
 		s.start, s.runID = e.At, e.RunID
@@ -133,11 +158,16 @@ func (s *state) apply(e Event) {
 			done: map[int]float64{}, failed: map[int]bool{}}
 		s.order[e.Bracket] = append(s.order[e.Bracket], e.Trial)
 	case EvNodeUp:
+		s.known[e.Node.ID] = true
 		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
 	case EvNodeOff:
 		s.dropNodes(e.Bracket, e.Nodes, e.At)
 	case EvInterrupt:
-		s.dropNodes(e.Bracket, e.Nodes, e.At)
+		if e.Draining {
+			s.drainNodes(e.Bracket, e.Nodes)
+		} else {
+			s.dropNodes(e.Bracket, e.Nodes, e.At)
+		}
 		s.interrupted = append(s.interrupted, interruption{bracket: e.Bracket, nodes: e.Nodes, at: e.At, why: e.Error})
 	case EvStage:
 		if w := s.stageAt[key]; w.start.IsZero() {
@@ -187,7 +217,7 @@ func (s *state) apply(e Event) {
 	case EvResume:
 		// A driver took over (a cancelled run only with --force: it is no longer cancelled). The
 		// previous driver's gangs were ended before this event: their trials wait again.
-		s.cancelled, s.stopped = "", ""
+		s.cancelled, s.stopped, s.stopCause = "", "", ""
 		for _, id := range s.allTrials() {
 			if t := s.trials[id]; t.state == trial.Running {
 				s.move(t, trial.Interrupted)
@@ -202,6 +232,17 @@ func (s *state) apply(e Event) {
 		s.finished = true
 	case EvStop:
 		s.stopped = e.Error
+		s.stopCause = StopCause(e.Cause)
+		if s.stopCause == "" { // journals of before causes
+			switch {
+			case e.Error == "interrupted":
+				s.stopCause = StopInterrupted
+			case strings.HasPrefix(e.Error, "budget:"):
+				s.stopCause = StopBudget
+			default:
+				s.stopCause = StopFailed
+			}
+		}
 	case EvRequest:
 		s.requests[e.Bracket]++
 		s.open[e.Bracket] = e.Token
@@ -219,7 +260,7 @@ func (s *state) apply(e Event) {
 			s.revisions = append(s.revisions, r)
 			s.forecast = e.After
 		} else {
-			fmt.Fprintf(s.log, "re-plan of bracket %d from stage %d: %d stages do not fit the plan\n", e.Bracket, e.Stage, len(e.Plan))
+			fmt.Fprintf(s.log, "re-plan of bracket %d from stage %d: %d stages do not fit the plan\n", e.Bracket, e.Stage+1, len(e.Plan))
 		}
 	}
 }
@@ -287,15 +328,31 @@ func (s *state) settle(b, k int, keep []string) {
 	}
 }
 
+// dropNodes ends bracket b's nodes ids (used or draining): they bill until at.
 func (s *state) dropNodes(b int, ids []string, at time.Time) {
 	drop := map[string]bool{}
 	for _, id := range ids {
 		drop[id] = true
 	}
+	for _, list := range []*[]cloud.Node{&s.nodes[b], &s.draining[b]} {
+		var keep []cloud.Node
+		for _, n := range *list {
+			if drop[n.ID] {
+				s.released = append(s.released, nodeSpan{bracket: b, node: n, released: at})
+			} else {
+				keep = append(keep, n)
+			}
+		}
+		*list = keep
+	}
+}
+
+// drainNodes moves bracket b's nodes ids out of use: they bill on until released.
+func (s *state) drainNodes(b int, ids []string) {
 	var keep []cloud.Node
 	for _, n := range s.nodes[b] {
-		if drop[n.ID] {
-			s.released = append(s.released, nodeSpan{bracket: b, node: n, released: at})
+		if slices.Contains(ids, n.ID) {
+			s.draining[b] = append(s.draining[b], n)
 		} else {
 			keep = append(keep, n)
 		}
@@ -362,11 +419,12 @@ func (s *state) better(a, b float64) bool {
 	return a > b
 }
 
-// held is every node the run holds now, across brackets.
+// held is every node the run holds now, across brackets, draining ones too.
 func (s *state) held() []cloud.Node {
 	var out []cloud.Node
-	for _, ns := range s.nodes {
+	for b, ns := range s.nodes {
 		out = append(out, ns...)
+		out = append(out, s.draining[b]...)
 	}
 	return out
 }

@@ -1,22 +1,24 @@
 package executor
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
-// RealizedSchedule lays a journal's launches out on the nodes they ran on, in the shape of the
-// simulator's sampled schedule (sim.Schedule) so that a planned and a realized Gantt chart are
-// drawn alike: a TRAIN span from each launch to the trial's next result (done or fail), on every
-// node the launch used, on the first free GPUs of the node (the journal keeps nodes, not GPU
-// indices); a provisioning span from the start of the stage a node came up in to the node's first
-// launch; the syncs as stage ends. Rows are nodes in the order the journal first names them.
-// Times are spec seconds from the run's start (wall seconds divided by timeScale). A span's Trial
-// numbers the run's trials in the order of their first launch, across brackets.
-func RealizedSchedule(events []Event, timeScale float64, gpusPerNode int) sim.Schedule {
-	var start time.Time
+// RealizedSchedule lays a run's launches (its snapshot's records) out on the nodes they ran on,
+// in the shape of the simulator's sampled schedule (sim.Schedule) so that a planned and a
+// realized Gantt chart are drawn alike: a TRAIN span per launch on every node it used, on the
+// first free GPUs of the node when it started (the journal keeps nodes, not GPU indices); a
+// provisioning span from the start of the stage a node came up in to the node's first launch;
+// the syncs as stage ends. A launch still running ends at now (left out when now is zero). Rows
+// are nodes in the order they came up (then as launches first name them). Times are spec
+// seconds from the run's start (wall seconds divided by timeScale). A span's Trial numbers the
+// run's trials in the order of their first launch, across brackets.
+func RealizedSchedule(s *Snapshot, now time.Time, timeScale float64, gpusPerNode int) sim.Schedule {
+	sec := func(t time.Time) float64 { return t.Sub(s.Start).Seconds() / timeScale }
 	rows := map[string]int{}
 	row := func(id string) int {
 		if r, ok := rows[id]; ok {
@@ -25,82 +27,100 @@ func RealizedSchedule(events []Event, timeScale float64, gpusPerNode int) sim.Sc
 		rows[id] = len(rows)
 		return rows[id]
 	}
-	sec := func(t time.Time) float64 { return t.Sub(start).Seconds() / timeScale }
-	type provision struct {
-		from           time.Time
-		bracket, stage int
-	}
-	type open struct {
-		at             time.Time
-		bracket, stage int
-		nodes          []string
-		lanes          [][2]int // first GPU and GPU count on each node
-	}
+	gpus := map[string]int{} // node -> its GPUs
 	stageStart := map[[2]int]time.Time{}
-	lastStage := map[int]int{}
-	pending := map[string]provision{} // node -> when its stage began, until its first launch
-	busy := map[string][]bool{}       // node -> GPUs in use
-	launched := map[string]open{}
-	trialNo := map[string]int{}
+	for _, w := range s.Stages {
+		stageStart[[2]int{w.Bracket, w.Stage}] = w.Start
+	}
 	sc := sim.Schedule{GPUsPerNode: gpusPerNode}
-	for _, e := range events {
-		switch e.Ev {
-		case EvStart:
-			start = e.At
-		case EvStage:
-			if _, ok := stageStart[[2]int{e.Bracket, e.Stage}]; !ok {
-				stageStart[[2]int{e.Bracket, e.Stage}] = e.At
-			}
-			lastStage[e.Bracket] = e.Stage
-		case EvNodeUp:
-			row(e.Node.ID)
-			k := lastStage[e.Bracket]
-			pending[e.Node.ID] = provision{from: stageStart[[2]int{e.Bracket, k}], bracket: e.Bracket, stage: k}
-			busy[e.Node.ID] = make([]bool, nodeGPUs(e.Node, gpusPerNode))
-		case EvLaunch:
-			if _, ok := trialNo[e.Trial]; !ok {
-				trialNo[e.Trial] = len(trialNo)
-			}
-			o := open{at: e.At, bracket: e.Bracket, stage: e.Stage, nodes: e.Nodes}
-			per := max(1, e.GPUs/max(len(e.Nodes), 1))
-			for _, n := range e.Nodes {
-				if p, ok := pending[n]; ok {
-					sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(p.from), End: sec(e.At), GPUs: len(busy[n]), NodeGPUs: otherSize(len(busy[n]), gpusPerNode), Provision: true,
-						Bracket: p.bracket, Stage: p.stage})
-					delete(pending, n)
-				}
-				o.lanes = append(o.lanes, [2]int{takeLanes(busy[n], per), per})
-			}
-			launched[e.Trial] = o
-		case EvDone, EvFail:
-			o, ok := launched[e.Trial]
-			if !ok {
-				continue
-			}
-			for i, n := range o.nodes {
-				l := o.lanes[i]
-				sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(o.at), End: sec(e.At), GPU: l[0], GPUs: l[1], NodeGPUs: otherSize(len(busy[n]), gpusPerNode),
-					Bracket: o.bracket, Stage: o.stage, Trial: trialNo[e.Trial]})
-				for g := l[0]; g < l[0]+l[1] && g < len(busy[n]); g++ {
-					busy[n][g] = false
-				}
-			}
-			delete(launched, e.Trial)
-		case EvSync:
-			sc.StageEnds = append(sc.StageEnds, sec(e.At))
+	firstUse := map[string]time.Time{}
+	for _, n := range s.Nodes {
+		row(n.Node.ID)
+		gpus[n.Node.ID] = gpusPerNode
+		if n.Node.GPUs > 0 {
+			gpus[n.Node.ID] = n.Node.GPUs
 		}
 	}
+	// Launches take GPU lanes at their start and free them at their end, in time order (an end
+	// before a start at the same moment: the stage loop journals a result before what it frees
+	// is launched again).
+	type edge struct {
+		at     time.Time
+		start  bool
+		launch int
+	}
+	var edges []edge
+	trialNo := map[string]int{}
+	for i, l := range s.Launches {
+		if _, ok := trialNo[l.Trial]; !ok {
+			trialNo[l.Trial] = len(trialNo)
+		}
+		end := l.End
+		if l.Outcome == LaunchRunning {
+			if now.IsZero() {
+				continue
+			}
+			end = now
+		}
+		edges = append(edges, edge{l.Start, true, i}, edge{end, false, i})
+		for _, n := range l.Nodes {
+			row(n)
+			if _, ok := firstUse[n]; !ok || l.Start.Before(firstUse[n]) {
+				firstUse[n] = l.Start
+			}
+		}
+	}
+	slices.SortStableFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		if a.start != b.start {
+			return map[bool]int{false: -1, true: 1}[a.start]
+		}
+		return cmp.Compare(a.launch, b.launch)
+	})
+	busy := map[string][]bool{}
+	lanes := map[int][][2]int{} // launch -> first GPU and count, per node
+	for _, e := range edges {
+		l := s.Launches[e.launch]
+		per := max(1, l.GPUs/max(len(l.Nodes), 1))
+		if e.start {
+			for _, n := range l.Nodes {
+				if busy[n] == nil {
+					busy[n] = make([]bool, max(gpus[n], gpusPerNode))
+				}
+				lanes[e.launch] = append(lanes[e.launch], [2]int{takeLanes(busy[n], per), per})
+			}
+			continue
+		}
+		for i, n := range l.Nodes {
+			ln := lanes[e.launch][i]
+			sc.Spans = append(sc.Spans, sim.Span{Row: row(n), Start: sec(l.Start), End: sec(e.at), GPU: ln[0], GPUs: ln[1],
+				NodeGPUs: otherSize(len(busy[n]), gpusPerNode), Bracket: l.Bracket, Stage: l.Stage, Trial: trialNo[l.Trial]})
+			for g := ln[0]; g < ln[0]+ln[1] && g < len(busy[n]); g++ {
+				busy[n][g] = false
+			}
+		}
+	}
+	var provisions []sim.Span
+	for _, n := range s.Nodes {
+		first, used := firstUse[n.Node.ID]
+		from, ok := stageStart[[2]int{n.Bracket, n.Stage}]
+		if !used || !ok {
+			continue
+		}
+		provisions = append(provisions, sim.Span{Row: row(n.Node.ID), Start: sec(from), End: sec(first), GPUs: gpus[n.Node.ID],
+			NodeGPUs: otherSize(gpus[n.Node.ID], gpusPerNode), Provision: true, Bracket: n.Bracket, Stage: n.Stage})
+	}
+	sc.Spans = append(provisions, sc.Spans...)
+	for _, w := range s.Stages {
+		if !w.End.IsZero() {
+			sc.StageEnds = append(sc.StageEnds, sec(w.End))
+		}
+	}
+	slices.Sort(sc.StageEnds)
 	sc.Rows = len(rows)
 	return sc
-}
-
-// nodeGPUs is a node's GPUs: its own (nodes of several instance types differ), or the spec's for a
-// node journaled without them.
-func nodeGPUs(n *cloud.Node, spec int) int {
-	if n != nil && n.GPUs > 0 {
-		return n.GPUs
-	}
-	return spec
 }
 
 // otherSize is a node's GPUs when they are not the spec's (a node of another instance type), else

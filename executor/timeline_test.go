@@ -19,6 +19,8 @@ func TestRealizedSchedule(t *testing.T) {
 	n1, n2 := cloud.Node{ID: "n1", GPUs: 4}, cloud.Node{ID: "n2", GPUs: 4}
 	events := []executor.Event{
 		{Ev: executor.EvStart, At: at(0)},
+		{Ev: executor.EvTrial, At: at(0), Trial: "a"}, {Ev: executor.EvTrial, At: at(0), Trial: "b"},
+		{Ev: executor.EvTrial, At: at(0), Trial: "c"}, {Ev: executor.EvTrial, At: at(0), Trial: "d"},
 		{Ev: executor.EvStage, At: at(2)},
 		{Ev: executor.EvNodeUp, At: at(10), Node: &n1},
 		{Ev: executor.EvNodeUp, At: at(10), Node: &n2},
@@ -38,7 +40,12 @@ func TestRealizedSchedule(t *testing.T) {
 		{Ev: executor.EvDone, At: at(90), Stage: 1, Trial: "a"},
 		{Ev: executor.EvSync, At: at(92), Stage: 1},
 	}
-	got := executor.RealizedSchedule(events, 2, 4) // two wall seconds per spec second
+	exp := experiment(t, shaSpec)
+	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := executor.RealizedSchedule(snap, time.Time{}, 2, 4) // two wall seconds per spec second
 	want := sim.Schedule{Rows: 2, GPUsPerNode: 4, StageEnds: []float64{36, 46}, Spans: []sim.Span{
 		{Row: 0, Start: 1, End: 7.5, GPUs: 4, Provision: true},
 		{Row: 1, Start: 1, End: 8, GPUs: 4, Provision: true},
@@ -51,5 +58,45 @@ func TestRealizedSchedule(t *testing.T) {
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("schedule\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A launch whose driver died ends at the resume (it journaled no result), freeing its lanes for
+// the relaunch; a launch still running is drawn up to now, or left out without a now.
+func TestRealizedScheduleAcrossResume(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	n1 := cloud.Node{ID: "n1", GPUs: 2}
+	events := []executor.Event{
+		{Ev: executor.EvStart, At: at(0)},
+		{Ev: executor.EvTrial, At: at(0), Trial: "a"}, {Ev: executor.EvTrial, At: at(0), Trial: "b"},
+		{Ev: executor.EvStage, At: at(0)},
+		{Ev: executor.EvNodeUp, At: at(5), Node: &n1},
+		{Ev: executor.EvLaunch, At: at(10), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: executor.EvResume, At: at(20)},
+		{Ev: executor.EvLaunch, At: at(21), Trial: "b", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: executor.EvLaunch, At: at(21), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: executor.EvDone, At: at(30), Trial: "b"},
+	}
+	exp := experiment(t, shaSpec)
+	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open := snap.Open(); len(open) != 1 || open[0].Trial != "a" || open[0].Try != 0 || snap.Launches[0].Outcome != executor.LaunchOrphaned {
+		t.Fatalf("open launches %+v, records %+v", open, snap.Launches)
+	}
+	got := executor.RealizedSchedule(snap, at(40), 1, 2)
+	want := []sim.Span{
+		{Row: 0, Start: 0, End: 10, GPUs: 2, Provision: true},
+		{Row: 0, Start: 10, End: 20, GPU: 0, GPUs: 1, Trial: 0}, // a, ended by the resume
+		{Row: 0, Start: 21, End: 30, GPU: 0, GPUs: 1, Trial: 1}, // b, in a's freed lane
+		{Row: 0, Start: 21, End: 40, GPU: 1, GPUs: 1, Trial: 0}, // a again, running: up to now
+	}
+	if !reflect.DeepEqual(got.Spans, want) {
+		t.Fatalf("spans\n got %+v\nwant %+v", got.Spans, want)
+	}
+	if without := executor.RealizedSchedule(snap, time.Time{}, 1, 2); len(without.Spans) != 3 {
+		t.Fatalf("without a now, the running launch is drawn: %+v", without.Spans)
 	}
 }

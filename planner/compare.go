@@ -21,11 +21,10 @@ type Outcome struct {
 // on the same draws. A planner that finds no plan at all (nothing fits max_nodes) is left out.
 // When ctx ends, planning stops within moments and Compare returns ctx's error.
 func Compare(ctx context.Context, exp *spec.Experiment, names []string) (map[string]Outcome, error) {
-	m, err := sim.NewModel(exp)
+	s, err := sim.For(exp)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	s := sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed)
 	p, err := NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
 	if err != nil {
 		return nil, err

@@ -15,13 +15,22 @@ import (
 
 // A state directory is self-contained: it holds a copy of the spec and of the files it refers
 // to (its profile), so that status, report and resume work when the original moves or vanishes.
+// These are the names of what it holds.
 const (
-	SpecCopy  = "spec.yaml"
-	FilesCopy = "spec-files" // the files the spec refers to, by their position in Files
-	Journal   = "journal.jsonl"
-	PlanFile  = "plan.json"
-	RunJSON   = "run.json"
-	LogsDir   = "logs" // one file per trial: every launch, every worker
+	SpecCopy       = "spec.yaml"
+	FilesCopy      = "spec-files" // the files the spec refers to, by their position in Files
+	Journal        = "journal.jsonl"
+	PlanFile       = "plan.json"
+	RunJSON        = "run.json"    // written last: it makes a directory a run
+	ReportFile     = "report.json" // the run's report, once it finished
+	DriverLog      = "driver.log"  // every message its drivers printed, stamped with the time and run ID
+	CancelFile     = "cancel"      // asks the run's driver to mark the run cancelled as it stops
+	LogsDir        = "logs"        // one file per trial: every launch, every worker
+	WorkDir        = "work"        // the local runtime's worker directories
+	CheckpointsDir = "checkpoints" // the checkpoint store, unless the spec names another
+	TmpDir         = "tmp"         // temporary files of a remote checkpoint store
+	NodesFile      = "nodes.json"  // the local provider's nodes
+	NomadDir       = "nomad"       // the Nomad server and client agents started for the run
 )
 
 // Errors a caller tells the user apart from failures (the CLI exits 2 on them).
@@ -34,6 +43,10 @@ var (
 	ErrAmbiguous = errors.New("ambiguous run")
 	// ErrNoTrial: a trial ID the run does not have, or no trial ID at all.
 	ErrNoTrial = errors.New("no such trial")
+	// ErrHasRun: a directory that is to hold a new run holds one already.
+	ErrHasRun = errors.New("holds a run")
+	// ErrSpecChange: a spec that cannot become a run's (other stages, a plan that does not fit).
+	ErrSpecChange = errors.New("the spec cannot replace the run's")
 )
 
 // userError is an error that says what to do in its own words and matches a sentinel above.
@@ -92,12 +105,7 @@ func Open(dir string) (*State, error) {
 		return nil, userErr(ErrSpec, "load the run's spec: %v", err)
 	}
 	st.Exp.Seed, st.Exp.Planner.Samples = st.Run.Seed, st.Run.Samples
-	f, err := os.Open(filepath.Join(abs, PlanFile))
-	if err != nil {
-		return nil, fmt.Errorf("open plan: %w", err)
-	}
-	defer f.Close()
-	if st.Plan, err = planner.ReadReport(f); err != nil {
+	if st.Plan, err = planner.ReadReportFile(filepath.Join(abs, PlanFile)); err != nil {
 		return nil, err
 	}
 	if st.Alloc, err = st.Plan.Alloc(st.Exp.Algorithm.Brackets()); err != nil {
@@ -111,12 +119,11 @@ func LoadSpecCopy(dir string, rf RunFile) (*spec.Experiment, []byte, error) {
 	path := filepath.Join(dir, SpecCopy)
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) { // a state directory of before the copy: the original it names
-		exp, err := spec.Load(rf.Spec)
+		exp, src, err := spec.LoadSource(rf.Spec)
 		if err != nil {
 			return nil, nil, err
 		}
-		data, _ = os.ReadFile(rf.Spec)
-		return exp, data, nil
+		return exp, src.Data, nil
 	}
 	if err != nil {
 		return nil, nil, err

@@ -1,11 +1,16 @@
 package rundir
 
 import (
+	"bufio"
+	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 )
@@ -69,4 +74,47 @@ func SeekTail(f *os.File, n int) error {
 	}
 	_, err = f.Seek(0, io.SeekStart)
 	return err
+}
+
+// Follow copies to w what is appended to f, from where it stands, until the run's driver in
+// dir stops (and what it wrote last is out) or ctx ends.
+func Follow(ctx context.Context, dir string, f *os.File, w io.Writer) error {
+	r := bufio.NewReader(f)
+	for {
+		_, live, err := executor.ReadHolder(dir)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return err
+		}
+		if !live {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// OpenWhenWritten opens the file at path, waiting for it while the run's driver in dir lives
+// and ctx goes on: a log that is not written yet. It returns fs.ErrNotExist when the driver
+// stopped without writing it, and nil, nil when ctx ended.
+func OpenWhenWritten(ctx context.Context, dir, path string) (*os.File, error) {
+	for {
+		f, err := os.Open(path)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+		if _, live, herr := executor.ReadHolder(dir); herr != nil || !live {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

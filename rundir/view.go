@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 // View is a run as list, status and the dashboard show it: its state directory's journal
@@ -16,6 +17,7 @@ import (
 type View struct {
 	State  *State
 	Res    *executor.Result // nil until the journal holds the run's start
+	Snap   *executor.Snapshot
 	Events []executor.Event
 	Live   bool // a driver holds the run's lock
 }
@@ -43,11 +45,10 @@ func ViewOf(st *State, events []executor.Event, live bool) (*View, error) {
 	}
 	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events, TimeScale: st.Run.TimeScale}
 	if !live {
-		last := events[len(events)-1].At
-		cfg.Now = func() time.Time { return last }
+		cfg.Clock = clock.Frozen{At: events[len(events)-1].At}
 	}
 	var err error
-	if v.Res, err = executor.Replay(cfg); err != nil {
+	if v.Res, v.Snap, err = executor.Inspect(cfg); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -62,16 +63,18 @@ func (v *View) Status() (word, why string) {
 		return "running", ""
 	case v.Res == nil:
 		return "not started", ""
-	case v.Res.Cancelled != "":
-		return "cancelled", v.Res.Cancelled
-	case v.Res.Finished:
+	}
+	switch s := v.Snap; {
+	case s.Phase == executor.PhaseCancelled:
+		return "cancelled", s.Why
+	case s.Phase == executor.PhaseFinished:
 		return "finished", ""
-	case v.Res.Stopped == "interrupted":
+	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopInterrupted:
 		return "interrupted", ""
-	case strings.HasPrefix(v.Res.Stopped, "budget:"): // budget.stop: not a failure, resume carries on
-		return "over budget", strings.TrimPrefix(v.Res.Stopped, "budget: ")
-	case v.Res.Stopped != "":
-		return "failed", v.Res.Stopped
+	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopBudget: // budget.stop: not a failure, resume carries on
+		return "over budget", strings.TrimPrefix(s.Why, "budget: ")
+	case s.Phase == executor.PhaseStopped:
+		return "failed", s.Why
 	default:
 		return "interrupted", "its driver died" // no stop journaled: killed, or its machine went down
 	}

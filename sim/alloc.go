@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -96,11 +97,11 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 	}
 	for b, br := range brackets {
 		if len(a[b]) != len(br.Stages) {
-			return fmt.Errorf("bracket %d: allocation has %d stages, the experiment %d", b, len(a[b]), len(br.Stages))
+			return fmt.Errorf("bracket %d: allocation has %d stages, the experiment %d", b+1, len(a[b]), len(br.Stages))
 		}
 		for k, s := range br.Stages {
 			sa := a[b][k]
-			where := fmt.Sprintf("bracket %d stage %d (%d trials)", b, k, s.Trials)
+			where := fmt.Sprintf("bracket %d stage %d (%d trials)", b+1, k+1, s.Trials) // numbered from 1, as people count
 			i, ok := m.OfferIndex(sa)
 			if !ok {
 				return fmt.Errorf("%s: instance type %q in market %q is not one the spec offers", where, sa.Type, sa.Market)
@@ -110,7 +111,7 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 				return fmt.Errorf("%s: %d GPUs (need at least 1)", where, sa.GPUs)
 			}
 			if sa.Nodes < m.NodesFor(sa.GPUs) {
-				return fmt.Errorf("%s: %d GPUs do not fit on %d nodes of %d GPUs", where, sa.GPUs, sa.Nodes, m.GPUsPerNode)
+				return fmt.Errorf("%s: %d GPUs do not fit on %s of %s", where, sa.GPUs, format.Plural(sa.Nodes, "node"), format.Plural(m.GPUsPerNode, "GPU"))
 			}
 			if sa.GPUs > s.Trials {
 				if sa.GPUs%s.Trials != 0 {

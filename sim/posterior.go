@@ -1,5 +1,11 @@
 package sim
 
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
 // Observed is a sum of observations and how many there were (weights may be fractional: older
 // evidence counts less).
 type Observed struct {
@@ -56,7 +62,12 @@ func (m *Model) Posterior(ev Evidence) *Model {
 	}
 	iterFactor := map[IterKey]float64{}
 	sum, weight := 0.0, 0.0
-	for k, o := range ev.Iter {
+	// Summed in a fixed order, so that the same evidence always gives the same bits.
+	iterKeys := slices.SortedFunc(maps.Keys(ev.Iter), func(a, b IterKey) int {
+		return cmp.Or(cmp.Compare(a.Offer, b.Offer), cmp.Compare(a.GPUs, b.GPUs))
+	})
+	for _, k := range iterKeys {
+		o := ev.Iter[k]
 		if k.Offer < 0 || k.Offer >= len(m.Offers) || o.N <= 0 {
 			continue
 		}
@@ -69,7 +80,8 @@ func (m *Model) Posterior(ev Evidence) *Model {
 		iterCommon = sum / weight
 	}
 	sum, weight = 0, 0
-	for i, o := range ev.Startup {
+	for _, i := range slices.Sorted(maps.Keys(ev.Startup)) {
+		o := ev.Startup[i]
 		if i >= 0 && i < len(m.Offers) && o.N > 0 && m.Offers[i].Startup.Mean() > 0 {
 			sum, weight = sum+o.N*factor(m.Offers[i].Startup.Mean(), o, priorStartups), weight+o.N
 		}

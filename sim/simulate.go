@@ -63,6 +63,16 @@ func New(m *Model, brackets []spec.Bracket, samples int, seed int64) *Simulator 
 		train: map[stageKey]*trainSamples{}, prov: map[stageKey]*provSamples{}}
 }
 
+// For is the simulator of an experiment as it stands: its model, its brackets, its planner's
+// samples and its seed (what a plan of it is predicted with).
+func For(exp *spec.Experiment) (*Simulator, error) {
+	m, err := NewModel(exp)
+	if err != nil {
+		return nil, fmt.Errorf("build model: %w", err)
+	}
+	return New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), nil
+}
+
 // Held is what one bracket holds when a prediction starts: Nodes up already, of an instance type
 // in a market (each empty for the cluster's own, as in StageAlloc).
 type Held struct {

@@ -2,13 +2,12 @@ package spec
 
 import (
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
 )
 
 // MaxFileSize bounds a spec or profile file: real ones are a few KiB, and a wrong path (a log, a
@@ -21,64 +20,49 @@ type ReadFunc func(path string) ([]byte, error)
 // Load reads, decodes, defaults and validates the spec at path. On any problem it returns the
 // Experiment decoded so far and a Problems error listing every problem found.
 func Load(path string) (*Experiment, error) {
+	exp, _, err := LoadSource(path)
+	return exp, err
+}
+
+// Source is a spec as it was read: its file's bytes and those of every file it names (its
+// profiles). What was parsed is what a run keeps: it snapshots these bytes and never reads the
+// files again, since they may have changed in between.
+type Source struct {
+	Path  string            // the spec's path, as given
+	Data  []byte            // the spec's text
+	Files map[string][]byte // each file the spec names, by the name it gives it
+}
+
+// LoadSource is Load, and the bytes it parsed. Each file is read once.
+func LoadSource(path string) (*Experiment, *Source, error) {
 	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read spec: %w", err)
+		return nil, nil, fmt.Errorf("read spec: %w", err)
 	}
+	src := &Source{Path: path, Data: data, Files: map[string][]byte{}}
 	dir := filepath.Dir(path)
-	return Parse(path, data, func(rel string) ([]byte, error) {
-		if !filepath.IsAbs(rel) {
-			rel = filepath.Join(dir, rel)
+	exp, err := Parse(path, data, func(rel string) ([]byte, error) {
+		if b, ok := src.Files[rel]; ok {
+			return b, nil
 		}
-		return ReadFile(rel)
+		p := rel
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, rel)
+		}
+		b, err := ReadFile(p)
+		if err == nil {
+			src.Files[rel] = b
+		}
+		return b, err
 	})
+	return exp, src, err
 }
 
 // ReadFile reads a spec or profile file of at most MaxFileSize bytes. It refuses anything but a
 // regular file (a symbolic link to one is fine) before opening it, since opening a FIFO blocks
 // and /dev/zero never ends.
 func ReadFile(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, fileKind(st.Mode()))
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s is %d bytes, above the limit of %d bytes (%d MiB) for a spec or profile file", path, st.Size(), MaxFileSize, MaxFileSize>>20)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	// One byte over the limit tells a file that grew since the stat.
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s grew past the limit of %d bytes (%d MiB) for a spec or profile file while it was read", path, MaxFileSize, MaxFileSize>>20)
-	}
-	return data, nil
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	default:
-		return "a special file"
-	}
+	return safefile.Read(path, MaxFileSize, "a spec or profile file")
 }
 
 // Parse decodes, defaults and validates a spec held in memory; file names it in problems. read

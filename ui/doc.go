@@ -9,5 +9,8 @@
 // Events. Everything is rendered by html/template on the server, so every string from a run
 // (trial IDs, params, log lines) is escaped in one place; the page's small script only swaps
 // sections in. Assets are embedded: it works offline. What it may do beyond reading (cancel,
-// planning) is passed in by the caller, so that the dashboard calls the same code as the CLI.
+// planning) is passed in by the caller, so that the dashboard calls the same code as the CLI;
+// it does it only when asked from its own pages (same origin), and within bounds: planning
+// within MaxPageSamples samples and Config.PlanTimeout, live streams within Config.MaxStreams
+// in all and Config.MaxStreamsPerClient per client.
 package ui

@@ -19,11 +19,10 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// Bounds on what the plan page computes for a browser.
+// Bounds on what the plan page computes for a browser, beside MaxPageSamples.
 const (
-	maxPageSamples = 2000 // the plan's own samples, for a pasted spec
-	curveSamples   = 100  // per point of the cost-vs-deadline curves
-	curvePoints    = 7
+	curveSamples = 100 // per point of the cost-vs-deadline curves
+	curvePoints  = 7
 )
 
 // specChoice is a spec under the root: a YAML file in it, or a run's copy of its spec.
@@ -79,6 +78,7 @@ type planPage struct {
 	Choices  []specChoice
 	Chosen   string
 	Pasted   string
+	Note     string
 	Error    string
 	Name     string
 	Table    string
@@ -95,12 +95,20 @@ type curvePoint struct {
 }
 
 func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Plan == nil {
-		s.fail(w, http.StatusNotFound, "planning is off")
+	q := r.URL.Query()
+	page := &planPage{Choices: s.specChoices(), Chosen: q.Get("spec"), CSRF: s.csrf("plan", "")}
+	if page.Chosen == "" {
+		s.render(w, http.StatusOK, "plan.html", page)
 		return
 	}
-	page := &planPage{Choices: s.specChoices(), Chosen: r.URL.Query().Get("spec"), CSRF: s.csrf("plan", "")}
-	if page.Chosen == "" {
+	// Planning takes every core for a while: a page of another site may not start it (this GET
+	// is not safe), and a link that may come from one only shows the form, the spec chosen.
+	if !sameOrigin(r) {
+		s.fail(w, http.StatusForbidden, "refused: planning starts from this dashboard's own plan page only")
+		return
+	}
+	if !s.planAsked(r, q.Get("csrf")) {
+		page.Note = "Press plan to plan this spec."
 		s.render(w, http.StatusOK, "plan.html", page)
 		return
 	}
@@ -108,11 +116,15 @@ func (s *Server) planPage(w http.ResponseWriter, r *http.Request) {
 	s.plan(w, r, page, exp, err)
 }
 
+// planAsked says whether a GET that names a spec was asked for on this dashboard: the browser
+// says it comes from this origin or was typed (Sec-Fetch-Site), or it carries the plan form's
+// token (a browser that sends no Sec-Fetch-Site).
+func (s *Server) planAsked(r *http.Request, token string) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site == "same-origin" || site == "none" || hmacEqual(token, s.csrf("plan", ""))
+}
+
 func (s *Server) planPasted(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.Plan == nil {
-		s.fail(w, http.StatusNotFound, "planning is off")
-		return
-	}
 	page := &planPage{Choices: s.specChoices(), CSRF: s.csrf("plan", "")}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxPastedSpec+4<<10)
 	if err := r.ParseForm(); err != nil {
@@ -135,14 +147,12 @@ func (s *Server) planPasted(w http.ResponseWriter, r *http.Request) {
 	}
 	page.Pasted = text
 	exp, err := spec.Parse("pasted.yaml", []byte(text), func(string) ([]byte, error) { return nil, errNoFiles })
-	if err == nil && exp.Planner.Samples > maxPageSamples {
-		err = fmt.Errorf("planner.samples %d: the dashboard plans with at most %d (use `rubberband plan` for more)", exp.Planner.Samples, maxPageSamples)
-	}
 	s.plan(w, r, page, exp, err)
 }
 
-// plan plans exp with the CLI's planning (Config.Plan) and sweeps the deadline with every
-// planner; it stops at the next point when the browser goes away.
+// plan plans exp as `rubberband plan` does (planner.Plan) and sweeps the deadline with every
+// planner, within the page's bounds whatever the spec's source: MaxPageSamples samples and
+// Config.PlanTimeout. It stops at the next point when the browser goes away.
 func (s *Server) plan(w http.ResponseWriter, r *http.Request, page *planPage, exp *spec.Experiment, err error) {
 	if err != nil {
 		page.Error = err.Error()
@@ -157,23 +167,36 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request, page *planPage, ex
 		s.render(w, http.StatusServiceUnavailable, "plan.html", page)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), planTimeout)
+	if exp.Planner.Samples > MaxPageSamples {
+		page.Note = fmt.Sprintf("Planned with %d samples, not the spec's %d: the dashboard's bound (`rubberband plan` takes them all).",
+			MaxPageSamples, exp.Planner.Samples)
+		e := *exp
+		e.Planner.Samples = MaxPageSamples
+		exp = &e
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.PlanTimeout)
 	defer cancel()
 	page.Name = exp.Name
-	rep, err := s.cfg.Plan(ctx, exp)
+	rep, err := s.planSpec(ctx, exp)
 	if err != nil {
 		page.Error = err.Error()
 	}
-	if rep != nil && s.cfg.PlanTable != nil {
+	if rep != nil {
 		var buf bytes.Buffer
-		s.cfg.PlanTable(&buf, rep)
+		rep.WriteTable(&buf)
 		page.Table = buf.String()
 	}
-	if ctx.Err() != nil {
-		return // the browser went away, or the time is up
+	var c *chart
+	var points []curvePoint
+	if ctx.Err() == nil {
+		c, points, err = deadlineCurves(ctx, exp)
 	}
-	c, points, err := deadlineCurves(ctx, exp)
-	if err != nil && ctx.Err() != nil {
+	if r.Context().Err() != nil {
+		return // the browser went away
+	}
+	if ctx.Err() != nil {
+		page.Error = fmt.Sprintf("planning was stopped after %v, the dashboard's bound: `rubberband plan` takes the time it needs", s.cfg.PlanTimeout)
+		s.render(w, http.StatusServiceUnavailable, "plan.html", page)
 		return
 	}
 	if err != nil && page.Error == "" {
@@ -181,6 +204,12 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request, page *planPage, ex
 	}
 	page.Curve, page.Points, page.Planners, page.Samples = c, points, spec.PlannerNames(), min(exp.Planner.Samples, curveSamples)
 	s.render(w, http.StatusOK, "plan.html", page)
+}
+
+// planSpec plans exp as `rubberband plan` does.
+func planSpec(ctx context.Context, exp *spec.Experiment) (*planner.Report, error) {
+	rep, _, err := planner.PlanSpec(ctx, exp)
+	return rep, err
 }
 
 // deadlineCurves predicts every planner's cost at deadlines from half to twice the spec's, one

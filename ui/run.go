@@ -2,6 +2,8 @@ package ui
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -10,20 +12,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
+	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
-
-// evReplan is the journal's re-plan event (a revision of the plan from one stage of a bracket on).
-// Drivers that re-plan journal it; only its kind, time, bracket and stage are read here.
-const evReplan = "replan"
 
 // sections of the run page that a stream re-renders, each a template "sec-NAME".
 var runSections = []string{"header", "progress", "gantt", "charts", "curves", "trials"}
@@ -72,11 +73,11 @@ func (s *Server) hub(name string) (*hub, error) {
 }
 
 func plannedSchedule(st *rundir.State) (sim.Schedule, error) {
-	m, err := sim.NewModel(st.Exp)
+	s, err := sim.For(st.Exp)
 	if err != nil {
-		return sim.Schedule{}, fmt.Errorf("build model: %w", err)
+		return sim.Schedule{}, err
 	}
-	return sim.New(m, st.Exp.Algorithm.Brackets(), st.Exp.Planner.Samples, st.Exp.Seed).Schedule(st.Alloc)
+	return s.Schedule(st.Alloc)
 }
 
 // refresh reads what the journal gained and re-renders when anything changed; a live run is
@@ -215,7 +216,7 @@ func (h *hub) build() *runPage {
 		rep := executor.Compare(st.Plan, v.Res)
 		for _, sr := range rep.Stages {
 			r := sr.Realized
-			row := stageRow{Bracket: sr.Bracket, Stage: sr.Stage, Trials: r.Trials, Iters: r.Iters, GPUs: r.GPUs, Nodes: r.Nodes,
+			row := stageRow{Bracket: sr.Bracket, Stage: sr.Stage + 1, Trials: r.Trials, Iters: r.Iters, GPUs: r.GPUs, Nodes: r.Nodes,
 				Done: r.Done, Failed: r.Failed, Retries: r.Retries, Timeouts: r.Timeouts, Interrup: r.Interrupted,
 				PredTime: sr.Predicted.Duration, Time: r.Duration, PredCost: sr.Predicted.Cost, Cost: r.Cost, State: "pending"}
 			switch {
@@ -230,7 +231,7 @@ func (h *hub) build() *runPage {
 			p.Total += r.Trials
 		}
 		for _, r := range v.Res.Revisions {
-			row := revisionRow{At: r.At, Bracket: r.Bracket, Stage: r.Stage, Reason: r.Reason,
+			row := revisionRow{At: r.At, Bracket: r.Bracket, Stage: r.Stage + 1, Reason: r.Reason,
 				Before: fmt.Sprint(r.GPUsBefore), After: sim.FormatStages(r.Plan),
 				Said: fmt.Sprintf("JCT %s → %s, P(miss) %.0f%% → %.0f%%, cost %s → %s", clock(r.Before.JCT), clock(r.After.JCT),
 					100*r.Before.MissProb, 100*r.After.MissProb, money(r.Before.Cost), money(r.After.Cost))}
@@ -264,15 +265,16 @@ func (h *hub) build() *runPage {
 		}
 	}
 	// The schedules side by side on one time axis.
-	realized, running, names := realizedSchedule(h.events, now, ts, st.Exp.Cluster.GPUsPerNode)
+	realized, running, names := realizedSchedule(v.Snap, now, ts, st.Exp.Cluster.GPUsPerNode)
 	var marks []mark
-	for _, e := range h.events {
-		switch e.Ev {
-		case executor.EvInterrupt:
-			marks = append(marks, mark{At: sec(e.At), Class: "interrupt", Title: fmt.Sprintf("interrupted at %s: bracket %d, nodes %s", clock(sec(e.At)), e.Bracket, strings.Join(e.Nodes, ","))})
-		case evReplan:
-			marks = append(marks, mark{At: sec(e.At), Class: "replan", Title: fmt.Sprintf("re-plan at %s: bracket %d from stage %d", clock(sec(e.At)), e.Bracket, e.Stage)})
+	if v.Res != nil {
+		for _, in := range v.Res.Interruptions {
+			marks = append(marks, mark{At: in.At, Class: "interrupt", Title: fmt.Sprintf("interrupted at %s: %s, nodes %s", clock(in.At), in.Bracket, strings.Join(in.Nodes, ","))})
 		}
+		for _, r := range v.Res.Revisions {
+			marks = append(marks, mark{At: r.At, Class: "replan", Title: fmt.Sprintf("re-plan at %s: %s from stage %d", clock(r.At), r.Bracket, r.Stage+1)})
+		}
+		slices.SortStableFunc(marks, func(a, b mark) int { return cmp.Compare(a.At, b.At) })
 	}
 	xmax := math.Max(p.ElapsedS, p.PredJCT)
 	planned := sim.Schedule{}
@@ -311,11 +313,9 @@ func (h *hub) build() *runPage {
 	if data, err := os.ReadFile(filepath.Join(st.Dir, rundir.SpecCopy)); err == nil {
 		p.Spec = string(data) // as in the spec file: trainer.env values are shown as written there, nothing from the environment
 	}
-	if h.s.cfg.PlanTable != nil {
-		var buf bytes.Buffer
-		h.s.cfg.PlanTable(&buf, st.Plan)
-		p.Plan = buf.String()
-	}
+	var buf bytes.Buffer
+	st.Plan.WriteTable(&buf)
+	p.Plan = buf.String()
 	p.CanCancel = h.s.cfg.AllowCancel && (h.live || p.Status == "interrupted")
 	if p.CanCancel {
 		p.CSRF = h.s.csrf("cancel", h.name)
@@ -334,54 +334,31 @@ func trialIndex(names []string, id string) int {
 
 func spanKey(sp sim.Span) [3]float64 { return [3]float64{float64(sp.Row), sp.Start, float64(sp.Trial)} }
 
-// realizedSchedule is the journal's schedule (executor.RealizedSchedule), with every launch
-// still running drawn up to now: it ends, for the picture only, at now. It returns which spans
-// are running and the trials' IDs by the schedule's trial numbers.
-func realizedSchedule(events []executor.Event, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
+// realizedSchedule is the run's schedule (executor.RealizedSchedule of its snapshot), every
+// launch still running drawn up to now. It returns which spans are running and the trials' IDs
+// by the schedule's trial numbers.
+func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
+	if snap == nil {
+		return sim.Schedule{}, nil, nil
+	}
 	var names []string
 	seen := map[string]bool{}
-	open := map[string]executor.Event{}
-	for _, e := range events {
-		switch e.Ev {
-		case executor.EvLaunch:
-			if !seen[e.Trial] {
-				seen[e.Trial] = true
-				names = append(names, e.Trial)
-			}
-			open[e.Trial] = e
-		case executor.EvDone, executor.EvFail:
-			delete(open, e.Trial)
+	for _, l := range snap.Launches {
+		if !seen[l.Trial] {
+			seen[l.Trial] = true
+			names = append(names, l.Trial)
 		}
 	}
-	ids := make([]string, 0, len(open))
-	for id := range open {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	all := events
-	if len(ids) > 0 {
-		all = append(append([]executor.Event(nil), events...), make([]executor.Event, 0, len(ids))...)
-		for _, id := range ids {
-			all = append(all, executor.Event{Ev: executor.EvDone, At: now, Trial: id, Bracket: open[id].Bracket, Stage: open[id].Stage})
-		}
-	}
-	sc := executor.RealizedSchedule(all, timeScale, gpn)
+	sc := executor.RealizedSchedule(snap, now, timeScale, gpn)
 	running := map[[3]float64]bool{}
-	if len(ids) > 0 && len(events) > 0 {
-		var start time.Time
-		for _, e := range events {
-			if e.Ev == executor.EvStart {
-				start = e.At
-				break
-			}
-		}
-		end := now.Sub(start).Seconds() / timeScale
-		for _, sp := range sc.Spans {
-			if !sp.Provision && sp.End == end && sp.Trial < len(names) {
-				if _, ok := open[names[sp.Trial]]; ok {
-					running[spanKey(sp)] = true
-				}
-			}
+	open := map[string]bool{}
+	for _, l := range snap.Open() {
+		open[l.Trial] = true
+	}
+	end := now.Sub(snap.Start).Seconds() / timeScale
+	for _, sp := range sc.Spans {
+		if !sp.Provision && sp.End == end && sp.Trial < len(names) && open[names[sp.Trial]] {
+			running[spanKey(sp)] = true
 		}
 	}
 	return sc, running, names
@@ -441,7 +418,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 			for j < len(events) && !events[j].At.After(t) {
 				j++
 			}
-			cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events[:j], TimeScale: st.Run.TimeScale, Now: func() time.Time { return t }}
+			cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events[:j], TimeScale: st.Run.TimeScale, Clock: rbclock.Frozen{At: t}}
 			if res, err := executor.Replay(cfg); err == nil {
 				real.X, real.Y = append(real.X, sec(t)), append(real.Y, res.Realized.Cost)
 			}
@@ -581,7 +558,7 @@ func (s *Server) trialLog(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, "log.html", data)
 }
 
-// cancel cancels a run with the CLI's own cancel, behind --allow-cancel, a form token and a
+// cancel cancels a run as `rubberband cancel` does, behind --allow-cancel, a form token and a
 // same-origin check.
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.AllowCancel {
@@ -599,11 +576,24 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusForbidden, "refused: the request did not come from this dashboard's own form")
 		return
 	}
-	if err := s.cfg.Cancel(r.Context(), dir); err != nil {
+	if err := s.cancelRun(r.Context(), dir); err != nil {
 		s.fail(w, http.StatusInternalServerError, "cancel: "+err.Error())
 		return
 	}
 	http.Redirect(w, r, "/runs/"+name, http.StatusSeeOther)
+}
+
+// cancelWait is how long a cancel waits for a live driver to stop, as `rubberband cancel` does.
+const cancelWait = 2 * time.Minute
+
+// cancelRun does what `rubberband cancel DIR` does.
+func cancelRun(ctx context.Context, dir string) error {
+	st, err := rundir.Open(dir)
+	if err != nil {
+		return err
+	}
+	_, err = driver.Cancel(ctx, st, cancelWait, io.Discard)
+	return err
 }
 
 func hmacEqual(a, b string) bool { return a != "" && len(a) == len(b) && subtleEq(a, b) }

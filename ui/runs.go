@@ -119,7 +119,7 @@ func (h *runsHub) refresh() {
 func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	s.runs.refresh()
 	s.runs.mu.Lock()
-	page := &runsPage{Root: s.cfg.Root, Version: s.runs.version, Plan: s.cfg.Plan != nil}
+	page := &runsPage{Root: s.cfg.Root, Version: s.runs.version, Plan: true}
 	page.Rows = s.runs.rows()
 	s.runs.mu.Unlock()
 	s.render(w, http.StatusOK, "runs.html", page)

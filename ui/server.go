@@ -36,26 +36,31 @@ type Config struct {
 	// Token, when set, is required on every request (as ?token= once, then a cookie, or as a
 	// bearer token). The caller sets one for any address but loopback.
 	Token string
-	// AllowCancel shows a cancel button on live runs; Cancel is what it calls (the CLI's cancel).
+	// AllowCancel shows a cancel button on live runs, which does what `rubberband cancel` does
+	// (driver.Cancel).
 	AllowCancel bool
-	Cancel      func(ctx context.Context, dir string) error
-	// Plan plans a spec as `rubberband plan` does; PlanTable prints a plan as `plan` prints it.
-	// The plan page is off without Plan.
-	Plan      func(ctx context.Context, exp *spec.Experiment) (*planner.Report, error)
-	PlanTable func(w io.Writer, r *planner.Report)
-	Log       io.Writer
+	Log         io.Writer
+	// PlanTimeout bounds the planning one plan page starts (the plan and its deadline sweep);
+	// DefaultPlanTimeout if 0. Its samples are bounded too (MaxPageSamples).
+	PlanTimeout time.Duration
 	// MaxStreams bounds the live pages open at once (Server-Sent Event streams); 64 if 0.
 	MaxStreams int
+	// MaxStreamsPerClient bounds the live pages one client (one remote IP address) may hold
+	// open, so that no client takes every stream; DefaultMaxStreamsPerClient if 0. Behind a
+	// proxy, the proxy is the one client.
+	MaxStreamsPerClient int
 	// Poll is how often a watched journal is checked for appended records; 50ms if 0.
 	Poll time.Duration
 }
 
 // Limits on what a browser may make the server do.
 const (
-	MaxPastedSpec = 64 << 10 // bytes of a pasted spec
-	MaxLogLines   = 1000     // lines of a trial log's tail
-	MaxLogBytes   = 256 << 10
-	planTimeout   = 2 * time.Minute
+	MaxPastedSpec              = 64 << 10 // bytes of a pasted spec
+	MaxLogLines                = 1000     // lines of a trial log's tail
+	MaxLogBytes                = 256 << 10
+	MaxPageSamples             = 2000 // samples of the plan a page starts, whatever its spec asks
+	DefaultPlanTimeout         = 30 * time.Second
+	DefaultMaxStreamsPerClient = 8
 )
 
 // Server is the dashboard's HTTP handler.
@@ -68,10 +73,15 @@ type Server struct {
 	plans   chan struct{} // one planning at a time: it takes every core
 	ctx     context.Context
 	stop    context.CancelFunc
+	// planSpec and cancelRun plan and cancel as `rubberband plan` and `cancel` do
+	// (planner.PlanSpec, driver.Cancel); the tests watch what they are asked.
+	planSpec  func(ctx context.Context, exp *spec.Experiment) (*planner.Report, error)
+	cancelRun func(ctx context.Context, dir string) error
 
-	mu   sync.Mutex
-	hubs map[string]*hub // by state directory
-	runs *runsHub
+	mu        sync.Mutex
+	hubs      map[string]*hub // by state directory
+	runs      *runsHub
+	perClient map[string]int // live streams by client address
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -81,14 +91,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = 64
 	}
+	if cfg.MaxStreamsPerClient <= 0 {
+		cfg.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
+	if cfg.PlanTimeout <= 0 {
+		cfg.PlanTimeout = DefaultPlanTimeout
+	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 50 * time.Millisecond
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
-	}
-	if cfg.AllowCancel && cfg.Cancel == nil {
-		return nil, fmt.Errorf("ui: --allow-cancel without a cancel function")
 	}
 	tmpl, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
@@ -100,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, tmpl: tmpl, key: key, streams: make(chan struct{}, cfg.MaxStreams), plans: make(chan struct{}, 1),
-		ctx: ctx, stop: stop, hubs: map[string]*hub{}}
+		ctx: ctx, stop: stop, hubs: map[string]*hub{}, perClient: map[string]int{}, planSpec: planSpec, cancelRun: cancelRun}
 	s.runs = newRunsHub(s)
 	static, _ := fs.Sub(staticFS, "static")
 	mux := http.NewServeMux()
@@ -156,11 +169,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if q := r.URL.Query().Get("token"); q != "" && s.tokenOK(q) {
 		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: q, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		u := *r.URL
-		v := u.Query()
-		v.Del("token")
-		u.RawQuery = v.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther) // the token leaves the address bar
+		http.Redirect(w, r, withoutToken(r.URL), http.StatusSeeOther) // the token leaves the address bar
 		return
 	}
 	tok := ""
@@ -176,6 +185,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// withoutToken is the address u names on this site, without its token: a path with one leading
+// slash, so that no "//host" or "/\\host" path sends the browser to another site.
+func withoutToken(u *url.URL) string {
+	v := u.Query()
+	v.Del("token")
+	loc := "/" + strings.TrimLeft(u.EscapedPath(), "/\\")
+	if q := v.Encode(); q != "" {
+		loc += "?" + q
+	}
+	return loc
 }
 
 func (s *Server) tokenOK(t string) bool {
@@ -202,15 +223,24 @@ func (s *Server) csrf(action, run string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// sameOrigin refuses a cross-site POST where the browser says where it came from.
+// sameOrigin refuses a request from another site where the browser says where it came from.
+// Sec-Fetch-Site, where sent, decides (none: typed or bookmarked): under the pages'
+// Referrer-Policy, no-referrer, a browser sends no Referer and "Origin: null" with the
+// dashboard's own forms. A browser without it is judged by Origin and Referer.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin", "none":
+		return true
+	case "":
+	default:
 		return false
 	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return false
+	for _, h := range []string{"Origin", "Referer"} {
+		if o := r.Header.Get(h); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || u.Host != r.Host {
+				return false
+			}
 		}
 	}
 	return true

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -36,28 +35,6 @@ profile: {iter_latency: {1: {mean: 4, std: 0.1}, 2: {mean: 2.5, std: 0.1}}, star
 planner: {samples: 50}
 `
 
-// planFor plans exp as the CLI does, for the tests' Config.Plan and their runs' plan.json.
-func planFor(_ context.Context, exp *spec.Experiment) (*planner.Report, error) {
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		return nil, err
-	}
-	s := sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed)
-	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
-	if err != nil {
-		return nil, err
-	}
-	res, err := planner.Run(prob, exp.Planner.Name)
-	if err != nil {
-		return nil, err
-	}
-	pred, err := s.Simulate(res.Best.Alloc)
-	if err != nil {
-		return nil, err
-	}
-	return planner.NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), res.Feasible, pred), nil
-}
-
 // handMade writes a run's state directory under root: its spec, plan and run.json, a journal
 // of the events given, and a trial log with markup in it. It returns the journal, open.
 func handMade(t *testing.T, root, name string, events []executor.Event) *executor.Journal {
@@ -69,7 +46,7 @@ func handMade(t *testing.T, root, name string, events []executor.Event) *executo
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := planFor(context.Background(), exp)
+	rep, _, err := planner.PlanSpec(context.Background(), exp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,17 +98,14 @@ func firstStage() []executor.Event {
 	}
 }
 
-func newTestServer(t *testing.T, cfg Config) (*Server, *httptest.Server) {
+func newTestServer(t *testing.T, cfg Config, watch ...func(*Server)) (*Server, *httptest.Server) {
 	t.Helper()
-	if cfg.Plan == nil {
-		cfg.Plan = planFor
-	}
-	if cfg.PlanTable == nil {
-		cfg.PlanTable = func(w io.Writer, r *planner.Report) { fmt.Fprintf(w, "PLAN TABLE of %s <b>", r.Experiment) }
-	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, w := range watch {
+		w(s)
 	}
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() { s.Close(); hs.Close() })
@@ -166,10 +140,10 @@ func TestPages(t *testing.T) {
 	for _, want := range []string{
 		`id="done" data-value="2"`, `id="total">3<`, `id="best" data-value="0.7"`, // progress; the best so far
 		`id="gantt-planned"`, `id="gantt-realized"`, `class="replan"`, `class="interrupt"`, `class="prov"`, // both schedules, marked
-		`re-plan at 11.5s: bracket 0 from stage 1`, `id="revisions"`, `the plan now &lt;b&gt;misses&lt;/b&gt;`, // the revision listed, escaped
+		`re-plan at 11.5s: stages from stage 2`, `id="revisions"`, `the plan now &lt;b&gt;misses&lt;/b&gt;`, // the revision listed, escaped
 		`P(miss) 60% → 5%`, `id="forecast"`, `id="cost"`, `id="time"`, `id="curves"`, `promoted`,
 		`x=&lt;img src=x onerror=alert(1)&gt;`,  // a hostile param, escaped
-		`PLAN TABLE of hand-made &lt;b&gt;`,     // the plan, as PlanTable prints it
+		`hand-made · planner greedy`,            // the plan, as `rubberband plan` prints it
 		`VISIBLE_IN_SPEC: &#34;as-written&#34;`, // the spec as written
 		`/runs/hand/trials/b0-t0000/log`,
 	} {
@@ -275,7 +249,7 @@ func TestStreamFollowsTheJournal(t *testing.T) {
 }
 
 // Cancel: refused when read-only, without the form's token, or from another origin; else the
-// caller's cancel is called with the run's directory.
+// run is cancelled as `rubberband cancel` does it (its driver is gone: here, journaled).
 func TestCancel(t *testing.T) {
 	root := t.TempDir()
 	handMade(t, root, "c", firstStage())
@@ -283,11 +257,19 @@ func TestCancel(t *testing.T) {
 	if code, _ := post(t, ro.URL+"/runs/c/cancel", url.Values{"csrf": {"x"}}, nil); code != http.StatusForbidden {
 		t.Errorf("read-only cancel: %d", code)
 	}
-	var cancelled []string
-	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true, Cancel: func(_ context.Context, dir string) error {
-		cancelled = append(cancelled, dir)
-		return nil
-	}})
+	cancelled := func() bool { // as status and the dashboard say it
+		st, err := rundir.Open(filepath.Join(root, "c"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := rundir.NewView(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, _ := v.Status()
+		return status == "cancelled"
+	}
+	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true})
 	_, page := get(t, hs.URL+"/runs/c")
 	if !strings.Contains(page, `id="cancel"`) { // interrupted: a cancel releases what it holds
 		t.Errorf("no cancel button on an interrupted run")
@@ -302,12 +284,12 @@ func TestCancel(t *testing.T) {
 	if code, _ := post(t, hs.URL+"/runs/c/cancel", url.Values{"csrf": {tok}}, map[string]string{"Origin": "http://evil.example"}); code != http.StatusForbidden {
 		t.Errorf("from another origin: %d", code)
 	}
-	if len(cancelled) != 0 {
-		t.Fatalf("cancelled by a refused request: %v", cancelled)
+	if cancelled() {
+		t.Fatal("cancelled by a refused request")
 	}
-	code, _ := post(t, hs.URL+"/runs/c/cancel", url.Values{"csrf": {tok}}, nil)
-	if code != http.StatusSeeOther || len(cancelled) != 1 || cancelled[0] != filepath.Join(root, "c") {
-		t.Fatalf("cancel: %d, cancelled %v", code, cancelled)
+	code, page := post(t, hs.URL+"/runs/c/cancel", url.Values{"csrf": {tok}}, nil)
+	if code != http.StatusSeeOther || !cancelled() {
+		t.Fatalf("cancel: %d, cancelled %v\n%s", code, cancelled(), page)
 	}
 }
 
@@ -339,18 +321,18 @@ func TestPlanPage(t *testing.T) {
 	if code != 200 || !strings.Contains(page, `value="job.yaml"`) || !strings.Contains(page, `value="run:p"`) {
 		t.Fatalf("plan page %d:\n%s", code, page)
 	}
+	tok := s.csrf("plan", "")
 	for _, choice := range []string{"job.yaml", "run:p"} {
-		code, page = get(t, hs.URL+"/plan?spec="+url.QueryEscape(choice))
-		if code != 200 || !strings.Contains(page, "PLAN TABLE of hand-made") || !strings.Contains(page, `id="deadline-curve"`) || !strings.Contains(page, "optimal") {
+		code, page = get(t, hs.URL+"/plan?spec="+url.QueryEscape(choice)+"&csrf="+tok) // as the form sends it
+		if code != 200 || !strings.Contains(page, "hand-made · planner greedy") || !strings.Contains(page, `id="deadline-curve"`) || !strings.Contains(page, "optimal") {
 			t.Fatalf("plan %s: %d:\n%s", choice, code, page)
 		}
 	}
-	if code, _ := get(t, hs.URL+"/plan?spec=../etc/passwd"); code != 400 {
+	if code, _ := get(t, hs.URL+"/plan?spec=../etc/passwd&csrf="+tok); code != 400 {
 		t.Errorf("a spec not offered: %d", code)
 	}
-	tok := s.csrf("plan", "")
 	code, page = post(t, hs.URL+"/plan", url.Values{"csrf": {tok}, "spec": {strings.Replace(testSpec, "name: hand-made", "name: pasted-job", 1)}}, nil)
-	if code != 200 || !strings.Contains(page, "PLAN TABLE of pasted-job") {
+	if code != 200 || !strings.Contains(page, "pasted-job · planner greedy") {
 		t.Fatalf("pasted: %d:\n%s", code, page)
 	}
 	withFile := strings.Replace(testSpec, "profile: {iter_latency: {1: {mean: 4, std: 0.1}, 2: {mean: 2.5, std: 0.1}}, startup_latency: {value: 1s}}", "profile: {file: secret.txt}", 1)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -92,6 +93,13 @@ func (s *Server) poll(f *feed, period time.Duration, refresh func()) {
 // older one (?v=), then each new one. Streams are bounded; a page over the bound is refused and
 // its script retries.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, f *feed, period time.Duration, refresh func()) {
+	client := clientOf(r)
+	if !s.holdStream(client) {
+		http.Error(w, fmt.Sprintf("too many live pages open from %s: at most %d per client (close some)", client, s.cfg.MaxStreamsPerClient),
+			http.StatusTooManyRequests)
+		return
+	}
+	defer s.releaseStream(client)
 	select {
 	case s.streams <- struct{}{}:
 		defer func() { <-s.streams }()
@@ -159,5 +167,33 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f *feed, period 
 			}
 			flusher.Flush()
 		}
+	}
+}
+
+// clientOf is the address a request came from, as the connection says (a header could say
+// anything).
+func clientOf(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// holdStream counts one more live stream of client, unless it holds MaxStreamsPerClient.
+func (s *Server) holdStream(client string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perClient[client] >= s.cfg.MaxStreamsPerClient {
+		return false
+	}
+	s.perClient[client]++
+	return true
+}
+
+func (s *Server) releaseStream(client string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perClient[client]--; s.perClient[client] <= 0 {
+		delete(s.perClient, client)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
@@ -160,11 +161,11 @@ func gantt(id, title string, sc sim.Schedule, xmax float64, name func(sim.Span) 
 		}
 		b := rect{X: a.x(sp.Start), Y: a.top + (float64(sp.Row)+lo)*rowH, W: math.Max(a.x(sp.End)-a.x(sp.Start), 0.5), H: math.Max((hi-lo)*rowH-0.6, 0.6)}
 		if sp.Provision {
-			b.Class, b.Title = "prov", fmt.Sprintf("SCALE/INIT (bracket %d, stage %d): %s to %s", sp.Bracket, sp.Stage, clock(sp.Start), clock(sp.End))
+			b.Class, b.Title = "prov", fmt.Sprintf("SCALE/INIT (bracket %d, stage %d): %s to %s", sp.Bracket, sp.Stage+1, clock(sp.Start), clock(sp.End))
 		} else {
 			k, t := name(sp)
 			b.Fill, b.Class = trialColour(k), "train"
-			b.Title = fmt.Sprintf("%s (stage %d): %s to %s", t, sp.Stage, clock(sp.Start), clock(sp.End))
+			b.Title = fmt.Sprintf("%s (stage %d): %s to %s", t, sp.Stage+1, clock(sp.Start), clock(sp.End))
 			if running != nil && running(sp) {
 				b.Class, b.Title = "train running", b.Title+" (running)"
 			}
@@ -285,25 +286,8 @@ func lineChart(id, title string, ss []series, vmarks, hmarks []mark, xFormat, yF
 	return c
 }
 
-// clock is a duration in seconds, compact for chart labels and table cells.
-func clock(s float64) string {
-	switch {
-	case math.IsNaN(s) || math.IsInf(s, 0):
-		return "-"
-	case s < 60:
-		return fmt.Sprintf("%.1fs", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
-	default:
-		return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
-	}
-}
-
-func money(x float64) string {
-	if x < 10 {
-		return fmt.Sprintf("$%.4f", x)
-	}
-	return fmt.Sprintf("$%.2f", x)
-}
+// clock and money are the formats of the CLI (package format), for templates and charts.
+func clock(s float64) string { return format.Clock(s) }
+func money(x float64) string { return format.Money(x) }
 
 func dollars(x float64) string { return fmt.Sprintf("$%.3g", x) }

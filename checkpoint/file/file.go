@@ -20,6 +20,10 @@ import (
 
 const manifestSuffix = ".rbmeta"
 
+// dirMode keeps checkpoints their owner's (the umask aside): they hold the model and its data.
+// Objects are written as temporary files, which are 0600.
+const dirMode = 0o700
+
 // Store keeps objects under Root.
 type Store struct {
 	Root string
@@ -27,7 +31,7 @@ type Store struct {
 
 // New returns a store rooted at dir, creating it.
 func New(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create checkpoint dir: %w", err)
 	}
 	return &Store{Root: dir}, nil
@@ -51,7 +55,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (checkpoint.In
 	if err != nil {
 		return checkpoint.Info{}, err
 	}
-	if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(data), dirMode); err != nil {
 		return checkpoint.Info{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	hr := &checkpoint.HashingReader{R: r}

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rubberband-hpo/rubberband/examples/trainers/builtin"
+	"github.com/rubberband-hpo/rubberband/trial/builtin"
 )
 
 func main() {

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/term"
 )
 
 // cleanupResult is `cleanup -o json`.
@@ -78,10 +81,10 @@ func cleanupCommand() *cli.Command {
 				}
 				fmt.Fprintf(c.App.ErrWriter, "would terminate, in %s:\n", cfg.Region)
 				printInstances(c.App.ErrWriter, found, "STATE")
-				if !isTTY(os.Stdin) {
-					return usageErr("add --yes to terminate these %d instance(s) of %s (stdin is not a terminal to ask on)", len(found), what)
+				if !term.IsTTY(os.Stdin) {
+					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", format.Plural(len(found), "instance"), what)
 				}
-				if !confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %d instance(s)?", len(found))) {
+				if !term.Confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %s?", format.Plural(len(found), "instance"))) {
 					return &exitErr{code: exitError, err: errors.New("cleanup: nothing terminated")}
 				}
 				f.IDs = make([]string, len(found)) // what was confirmed, not what was rented since
@@ -109,16 +112,16 @@ func printCleanup(c *cli.Context, res cleanupResult, what string) error {
 		return nil
 	}
 	printInstances(w, res.Terminated, "WAS")
-	fmt.Fprintf(w, "terminated %d instance(s) of %s in %s\n", len(res.Terminated), what, res.Region)
+	fmt.Fprintf(w, "terminated %s of %s in %s\n", format.Plural(len(res.Terminated), "instance"), what, res.Region)
 	return nil
 }
 
 // printInstances is a table of instances; state names the column of the state they were
 // found in.
 func printInstances(w io.Writer, insts []rbec2.Instance, state string) {
-	t := newTable(w, "INSTANCE", "TYPE", "ZONE", "MARKET", "EXPERIMENT", "RUN", "LAUNCHED", state)
+	t := format.NewTable(w, "INSTANCE", "TYPE", "ZONE", "MARKET", "EXPERIMENT", "RUN", "LAUNCHED", state)
 	for _, in := range insts {
-		t.row(in.ID, in.Type, in.Zone, in.Market, in.Experiment, in.Run, ago(in.LaunchTime), in.State)
+		t.Row(in.ID, in.Type, in.Zone, in.Market, in.Experiment, in.Run, format.Ago(in.LaunchTime, time.Now()), in.State)
 	}
-	t.flush()
+	t.Flush()
 }

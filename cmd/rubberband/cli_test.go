@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/planner"
 )
 
 // binary is the CLI built with the race detector: end-to-end tests of behaviour drive it as a user
@@ -80,7 +82,7 @@ const table2 = "examples/paper/table2-resnet101.yaml"
 
 func TestValidate(t *testing.T) {
 	out, _, code := rb(t, "validate", table2)
-	if code != 0 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "ok: table2-resnet101-cifar10: SHA(n=32, r=1, R=50, eta=3), 1 bracket(s), 4 stages, 32 trials") {
+	if code != 0 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "ok: table2-resnet101-cifar10: SHA(n=32, r=1, R=50, eta=3), 1 bracket, 4 stages, 32 trials") {
 		t.Fatalf("exit %d: %q", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -158,18 +160,25 @@ func equalJSON(a, b any) bool {
 }
 
 func TestSimulateAllocTable(t *testing.T) {
-	out, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8")
+	out, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8", "--deadline", "30m")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	// The stage rows of the paper's Table 3 plan: trials, iterations, GPUs, GPUs per trial, nodes.
-	for _, row := range []string{`0\s+32\s+1\s+32\s+1\s+8\s+1`, `1\s+10\s+3\s+20\s+2\s+5\s+1`, `2\s+3\s+9\s+12\s+4\s+3\s+1`, `3\s+1\s+37\s+8\s+8\s+2\s+1`} {
+	// The stage rows of the paper's Table 3 plan: stage (from 1), trials, iterations, GPUs, GPUs
+	// per trial, nodes.
+	for _, row := range []string{`1\s+32\s+1\s+32\s+1\s+8\s+1`, `2\s+10\s+3\s+20\s+2\s+5\s+1`, `3\s+3\s+9\s+12\s+4\s+3\s+1`, `4\s+1\s+37\s+8\s+8\s+2\s+1`} {
 		if !regexp.MustCompile(row).MatchString(out) {
 			t.Errorf("no stage row %q in\n%s", row, out)
 		}
 	}
 	if !strings.Contains(out, "predicted  JCT") {
 		t.Errorf("no totals line:\n%s", out)
+	}
+	// At the spec's own deadline, 20 minutes, it misses: exit 3, as plan's.
+	out, errOut, code = rb(t, "simulate", table2, "--alloc", "32,20,12,8")
+	if code != 3 || !strings.Contains(out, "DEADLINE MISSED") ||
+		!regexp.MustCompile(`the plan misses the deadline 20m0s at p50: it takes \d+:\d\d \(p50\)`).MatchString(errOut) {
+		t.Errorf("past the deadline: exit %d: %s\n%s", code, errOut, out)
 	}
 	// Hyperband: one allocation per bracket, separated by ';'.
 	hb := filepath.Join(t.TempDir(), "hb.yaml")
@@ -245,7 +254,7 @@ func TestWhatIf(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var w WhatIf
+	var w planner.WhatIf
 	if err := json.Unmarshal([]byte(out), &w); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +288,7 @@ func TestPlanAndSimulatePictures(t *testing.T) {
 	if _, errOut, code := rb(t, "plan", table2, "--gantt", filepath.Join(dir, "g.svg")); code != 0 {
 		t.Fatal(errOut)
 	}
-	if _, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8", "--hist", filepath.Join(dir, "h.png"), "--gantt", filepath.Join(dir, "g.png")); code != 0 {
+	if _, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8", "--deadline", "30m", "--hist", filepath.Join(dir, "h.png"), "--gantt", filepath.Join(dir, "g.png")); code != 0 {
 		t.Fatal(errOut)
 	}
 	for _, f := range []string{"g.svg", "h.png", "h-cost.png", "g.png"} {

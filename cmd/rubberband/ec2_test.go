@@ -18,7 +18,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // ec2Spec is a small synthetic SHA job on g3.8xlarge (2 GPUs) nodes of the fake's subnets, its
@@ -101,8 +103,8 @@ func TestEC2Backend(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4,4,2") // two nodes from the first stage: instances side by side
 	rep := runEC2(t, sim, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
-	var rf runFile
-	b, _ := os.ReadFile(filepath.Join(state, "run.json"))
+	var rf rundir.RunFile
+	b, _ := os.ReadFile(filepath.Join(state, rundir.RunJSON))
 	json.Unmarshal(b, &rf)
 
 	insts := sim.Instances()
@@ -130,7 +132,7 @@ func TestEC2Backend(t *testing.T) {
 		t.Fatalf("ec2 best %+v, local best %+v", rep.Best, want.Best)
 	}
 	t.Logf("%d instance(s), best %s; cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (spec seconds)",
-		len(insts), rep.Best.Trial, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
+		len(insts), rep.Best.Trial, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
 
 // runEC2 runs the CLI with args (a run on the fake EC2, -o json) in the driver's environment env
@@ -246,7 +248,7 @@ func TestEC2BackendUsage(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, want) {
 			t.Errorf("%s: exit %d, want 2 and %q: %s", filepath.Base(file), code, want, errOut)
 		}
-		if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(state, rundir.RunJSON)); err == nil {
 			t.Errorf("%s: a refused run left run.json", filepath.Base(file))
 		}
 	}
@@ -382,7 +384,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	t.Logf("driver:\n%s", driver.Stdout)
 	rep := readRunReport(t, state)
 
-	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +414,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	}
 	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("%d instance(s) rented, %d interrupted (%d tries relaunched from their checkpoints: %v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s",
-		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
+		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
 
 // No capacity in the first zone: every request falls over to the next subnet's zone, the run
@@ -437,7 +439,7 @@ func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
 			t.Errorf("%s: %s, %s", in.ID, in.AZ, in.State)
 		}
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +474,7 @@ func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
 			t.Fatalf("the driver rented %d instance(s)", len(sim.Instances()))
 		}
 	}
-	journal, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+	journal, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 	if !strings.Contains(string(journal), `"ev":"request"`) || strings.Contains(string(journal), `"ev":"node_up"`) {
 		t.Fatalf("killed at the wrong moment:\n%s", journal)
 	}
@@ -560,7 +562,7 @@ func TestEC2Fidelity(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
 	rep := readRunReport(t, state)
-	costErr, jctErr := pct(rep.Realized.Cost, rep.Predicted.Cost), pct(rep.Realized.JCT, rep.Predicted.JCT)
+	costErr, jctErr := format.Pct(rep.Realized.Cost, rep.Predicted.Cost), format.Pct(rep.Realized.JCT, rep.Predicted.JCT)
 	t.Logf("profile:\n%s", prof)
 	t.Logf("EC2 (fake) at time scale 1: cost realized $%.5f, predicted $%.5f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%); %d instances",
 		rep.Realized.Cost, rep.Predicted.Cost, costErr, rep.Realized.JCT, rep.Predicted.JCT, jctErr, len(sim.Instances()))
@@ -603,7 +605,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 	order := []kind{{"g3.8xlarge", cloud.Spot}, {"g3.8xlarge", cloud.OnDemand}, {"p3.2xlarge", cloud.Spot}}
 	gpus := map[string]int{"g3.8xlarge": 2, "p3.2xlarge": 1}
 	price := map[kind]float64{order[0]: 0.69, order[1]: 2.28, order[2]: 0.92}
-	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}

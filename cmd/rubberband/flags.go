@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -63,34 +62,22 @@ func applyOverrides(c *cli.Context, exp *spec.Experiment) error {
 	return nil
 }
 
-// prepare loads the spec named on the command line, puts the flags over it and builds its
-// simulator: what plan and simulate both start with.
-func prepare(c *cli.Context) (*spec.Experiment, *sim.Simulator, error) {
-	exp, err := loadSpec(c, c.App.ErrWriter)
+// prepare loads the spec named on the command line (and the bytes it parsed), puts the flags
+// over it and builds its simulator: what plan, simulate and run start with.
+func prepare(c *cli.Context) (*spec.Experiment, *spec.Source, *sim.Simulator, error) {
+	exp, src, err := loadSpec(c, c.App.ErrWriter)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := applyOverrides(c, exp); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		return nil, nil, fmt.Errorf("build model: %w", err)
-	}
-	return exp, sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), nil
+	s, err := sim.For(exp)
+	return exp, src, s, err
 }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// newSimulatorFor builds the simulator a run's plan was predicted with.
-func newSimulatorFor(st *state) (*sim.Simulator, error) {
-	m, err := sim.NewModel(st.exp)
-	if err != nil {
-		return nil, fmt.Errorf("build model: %w", err)
-	}
-	return sim.New(m, st.exp.Algorithm.Brackets(), st.exp.Planner.Samples, st.exp.Seed), nil
 }

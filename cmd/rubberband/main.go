@@ -9,6 +9,10 @@ import (
 	"runtime/pprof"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
 
@@ -61,9 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		DisableSliceFlagSeparator: true,
 		EnableBashCompletion:      true,
 		ExitErrHandler:            func(*cli.Context, error) {},
-		Commands: []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
-			listCommand(), statusCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
-			pricesCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()},
+		Commands:                  commands(),
 		// Without a command: the help; with one that does not exist: a usage error.
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
@@ -85,14 +87,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var ee *exitErr
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "rubberband:", ee.err)
-		}
-		return ee.code
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code // said already
 	}
 	fmt.Fprintln(stderr, "rubberband:", err)
+	return exitCode(err)
+}
+
+// exitCode is the exit code of an error: its own (exitErr), 3 when no plan meets the deadline
+// or the budget (before or during a run), 2 for input the user must change, else 1.
+func exitCode(err error) int {
+	var ee *exitErr
+	var problem *planner.ProblemError
+	var overBudget *executor.BudgetError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoPlan), errors.As(err, &overBudget):
+		return exitInfeasible
+	case errors.As(err, &problem), errors.Is(err, driver.ErrInput),
+		errors.Is(err, rundir.ErrNotRun), errors.Is(err, rundir.ErrSpec), errors.Is(err, rundir.ErrAmbiguous),
+		errors.Is(err, rundir.ErrNoTrial), errors.Is(err, rundir.ErrHasRun), errors.Is(err, rundir.ErrSpecChange):
+		return exitInvalid
+	}
 	return exitError
+}
+
+// commands are the CLI's commands, in the order help lists them.
+func commands() []*cli.Command {
+	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
+		listCommand(), statusCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
+		pricesCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
 }
 
 // onUsageError makes every unknown or malformed flag exit 2, pointing at the command's help.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/urfave/cli/v2"
 )
@@ -33,7 +34,7 @@ func nodeAgentCommand() *cli.Command {
 				if err := os.MkdirAll(work, 0o755); err != nil {
 					return err
 				}
-				store, err := storeFromEnv(c.Context, work)
+				store, err := open.FromEnv(c.Context, work)
 				if err != nil {
 					return err
 				}

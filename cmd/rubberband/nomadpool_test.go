@@ -12,6 +12,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // teamSpec is the synthetic job with a cluster.nomad block selecting the clients of node pool
@@ -140,7 +141,7 @@ func TestTeamNomadClusterNeedsNomadAddr(t *testing.T) {
 			t.Errorf("%s without NOMAD_ADDR: exit %d, %q; want 2 and a message naming NOMAD_ADDR", args[0], code, errOut)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(state, rundir.RunJSON)); err == nil {
 		t.Error("a run was made without NOMAD_ADDR")
 	}
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
+	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -28,7 +31,7 @@ func planCommand() *cli.Command {
 }
 
 func planAction(c *cli.Context) error {
-	exp, s, err := prepare(c)
+	exp, _, s, err := prepare(c)
 	if err != nil {
 		return err
 	}
@@ -37,7 +40,7 @@ func planAction(c *cli.Context) error {
 		return err
 	}
 	if g := c.String("gantt"); g != "" {
-		if err := drawGantt(g, s, res.Best.Alloc, fmt.Sprintf("%s: %s plan, one sampled run", exp.Name, exp.Planner.Name)); err != nil {
+		if err := charts.PlanSchedule(g, s, res.Best.Alloc, fmt.Sprintf("%s: %s plan, one sampled run", exp.Name, exp.Planner.Name)); err != nil {
 			return err
 		}
 	}
@@ -55,85 +58,23 @@ func planAction(c *cli.Context) error {
 			return err
 		}
 	} else {
-		printReport(c.App.Writer, rep)
+		rep.WriteTable(c.App.Writer)
 	}
-	if !res.Feasible {
-		return infeasible(exp, res)
+	if err := res.Check(exp); err != nil {
+		return err
 	}
-	return overBudget(exp, rep)
+	return planner.CheckBudget(exp, rep)
 }
 
-// makePlan runs the spec's planner, with progress, and reports its plan beside the cheapest
-// static cluster's: what plan prints and run executes.
+// makePlan plans with the spec's planner (planner.Plan), its progress on standard error after
+// the first second.
 func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.Report, *planner.Result, error) {
-	progress := c.App.ErrWriter
+	w := c.App.ErrWriter
 	if c.String("log-format") == "json" { // run's standard error holds JSON lines only
-		progress = io.Discard
+		w = io.Discard
 	}
-	return planWith(context.Background(), exp, s, progress)
-}
-
-// planWith is makePlan with its progress written to progress: what the dashboard's plan page
-// calls too.
-func planWith(ctx context.Context, exp *spec.Experiment, s *sim.Simulator, progress io.Writer) (*planner.Report, *planner.Result, error) {
-	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
-	if err != nil {
-		return nil, nil, usageErr("%v", err)
-	}
-	prob.Stop = func() bool { return ctx.Err() != nil } // the dashboard's browser gone: stop now
-	done := showProgress(progress, prob)
-	res, err := planner.Run(prob, exp.Planner.Name)
-	done()
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if res.Best.Alloc == nil {
-		return nil, nil, &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan fits max_nodes %d", exp.Cluster.MaxNodes)}
-	}
-	static := res
-	if exp.Planner.Name != spec.PlannerStatic {
-		static = planner.Static(prob)
-	}
-	predicted, err := s.Simulate(res.Best.Alloc)
-	if err != nil {
-		return nil, nil, err
-	}
-	rep := planner.NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), res.Feasible, predicted)
-	rep.Evaluated = res.Evaluated
-	if static.Best.Alloc != nil {
-		sp, err := s.Simulate(static.Best.Alloc)
-		if err != nil {
-			return nil, nil, err
-		}
-		rep.SetStatic(static.Feasible, sp)
-	}
-	subsets, alts, err := planner.Alternatives(prob, exp.Planner.Name)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i, alt := range alts {
-		ap, err := s.Simulate(alt.Best.Alloc)
-		if err != nil {
-			return nil, nil, err
-		}
-		rep.AddAlternative(subsets[i].Name, alt.Feasible, ap)
-	}
-	return rep, &res, nil
-}
-
-// overBudget refuses a plan whose predicted mean cost is over the spec's budget, with both.
-func overBudget(exp *spec.Experiment, rep *planner.Report) error {
-	if b := exp.Budget.MaxCostUSD; b > 0 && rep.Predicted.Cost.Mean > b {
-		return &exitErr{code: exitInfeasible, err: fmt.Errorf("over budget: the %s plan, the cheapest it found that meets the deadline %s at p%.0f, costs %s (mean); the budget is %s (budget.max_cost_usd)",
-			rep.Planner, exp.Deadline.D(), 100*exp.Planner.DeadlineQuantile, money(rep.Predicted.Cost.Mean), money(b))}
-	}
-	return nil
-}
-
-func infeasible(exp *spec.Experiment, res *planner.Result) error {
-	return &exitErr{code: exitInfeasible, err: fmt.Errorf("no plan meets the deadline %s at p%.0f: the fastest plan found takes %s (p%.0f)",
-		exp.Deadline.D(), 100*exp.Planner.DeadlineQuantile, clock(res.Best.JCT), 100*exp.Planner.DeadlineQuantile)}
+	var evaluated atomic.Int64
+	stop := term.Ticker(w, "planning", func() string { return format.Plural(int(evaluated.Load()), "plan") + " simulated" })
+	defer stop()
+	return planner.Plan(c.Context, exp, s, func(n int) { evaluated.Store(int64(n)) })
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
 // priceList is `prices -o json`: prices are per region, so the region is said.
@@ -26,7 +27,9 @@ func pricesCommand() *cli.Command {
 			"spot price history (the latest in each availability zone). Where AWS cannot be asked (no credentials,\n" +
 			"no network, access denied) or has no price, the built-in catalog's is shown instead, with source\n" +
 			"\"catalog (offline)\" and a note saying why. Credentials come from the AWS SDK's default chain.\n" +
-			"An instance type neither AWS nor the catalog knows exits 2.",
+			"Exit codes: 2 for a name that is no instance type's, or a type AWS (answering) and the catalog both\n" +
+			"do not know; 1 for a type with no price at all, as one the catalog does not know is while AWS cannot\n" +
+			"be asked (it may exist): the prices found are shown first, then why each missing one is missing.",
 		Flags: []cli.Flag{regionFlag(),
 			&cli.StringFlag{Name: "market", Value: "all", Usage: "on-demand, spot or all"}, outputFlag()},
 		Action: func(c *cli.Context) error {
@@ -73,15 +76,15 @@ func pricesCommand() *cli.Command {
 // printPrices is the table, then a line per price that is not AWS's saying why.
 func printPrices(w io.Writer, region string, ps []rbec2.Price) {
 	fmt.Fprintf(w, "region %s\n", region)
-	t := newTable(w, "TYPE", "MARKET", "ZONE", "$/HOUR", "SOURCE")
+	t := format.NewTable(w, "TYPE", "MARKET", "ZONE", "$/HOUR", "SOURCE")
 	for _, p := range ps {
 		zone := p.Zone
 		if zone == "" {
 			zone = "-"
 		}
-		t.row(p.InstanceType, p.Market, zone, fmt.Sprintf("%.4f", p.PerHour), p.Source)
+		t.Row(p.InstanceType, p.Market, zone, fmt.Sprintf("%.4f", p.PerHour), p.Source)
 	}
-	t.flush()
+	t.Flush()
 	for _, p := range ps {
 		if p.Note != "" {
 			fmt.Fprintf(w, "note: %s %s from the catalog: %s\n", p.InstanceType, p.Market, p.Note)

@@ -3,6 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +112,32 @@ func TestPricesBadArguments(t *testing.T) {
 		if call.Action != "GetProducts" && call.Action != "DescribeSpotPriceHistory" {
 			t.Errorf("unexpected call %s", call.Action)
 		}
+	}
+}
+
+// Offline, an instance type the catalog does not know has no price and exits 1, as the help
+// says (it said 2, which only a type AWS says does not exist gets: offline, it may exist), and
+// the AWS SDK's own warnings ("falling back to IMDSv1", from looking for credentials off EC2)
+// stay out of the output.
+func TestPricesOffline(t *testing.T) {
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "forbidden", http.StatusForbidden) }))
+	defer imds.Close()
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, nil, 0o600)
+	env := []string{"AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_PROFILE=", "AWS_CONFIG_FILE=" + empty,
+		"AWS_SHARED_CREDENTIALS_FILE=" + empty, "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL, "AWS_ENDPOINT_URL=http://127.0.0.1:1",
+		"AWS_REGION=us-east-1", "RUBBERBAND_BACKEND="}
+	out, errOut, code := rbEnv(t, binary, env, "prices", "p9.huge")
+	if code != 1 || out != "" || !strings.Contains(errOut, "no on-demand price for p9.huge: ") || !strings.Contains(errOut, "and the built-in catalog has none") ||
+		strings.Contains(errOut, "WARN") {
+		t.Errorf("an unknown type offline: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	help, _, _ := rbEnv(t, binary, env, "prices", "--help")
+	if !strings.Contains(help, "1 for a type with no price at all, as one the catalog does not know is while AWS cannot") {
+		t.Errorf("the help does not say so:\n%s", help)
+	}
+	out, errOut, code = rbEnv(t, binary, env, "prices", "p3.2xlarge", "--market", "on-demand")
+	if code != 0 || !strings.Contains(out, "catalog (offline)") || errOut != "" {
+		t.Errorf("a known type offline: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

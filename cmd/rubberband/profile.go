@@ -2,22 +2,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/checkpoint/file"
-	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
-	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
-	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/urfave/cli/v2"
 )
 
@@ -40,7 +33,7 @@ func profileCommand() *cli.Command {
 }
 
 func profileAction(c *cli.Context) error {
-	exp, err := loadSpec(c, c.App.ErrWriter)
+	exp, _, err := loadSpec(c, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -61,66 +54,26 @@ func profileAction(c *cli.Context) error {
 		}
 		counts = append(counts, g)
 	}
+	if c.Int("rounds") < 1 {
+		return usageErr("--rounds must be at least 1")
+	}
 	tmp, err := os.MkdirTemp("", "rubberband-profile-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	self, _ := os.Executable()
-	if c.Int("rounds") < 1 {
-		return usageErr("--rounds must be at least 1")
+	backend, scratch, err := driver.OpenProfiling(c.Context, c.String("backend"), exp, tmp, scale, counts, c.App.ErrWriter)
+	if err != nil {
+		return err
 	}
-	cfg := profiler.Config{Experiment: exp, GPUs: counts, Iters: iters, TimeScale: scale, Rounds: c.Int("rounds"), Measured: func(p profiler.Point) {
-		fmt.Fprintf(c.App.ErrWriter, "%d GPU(s): %.4f s per iteration (std %.4f), start-up %.3f s\n", p.GPUs, p.Mean, p.Std, p.Startup)
-	}}
-	switch c.String("backend") {
-	case "local": // one virtual node of each GPU count; the trainer's command as local processes
-		store, err := file.New(filepath.Join(tmp, "checkpoints"))
-		if err != nil {
-			return err
-		}
-		rt := &process.Runtime{Store: store, WorkDir: filepath.Join(tmp, "work"), LogDir: filepath.Join(tmp, "logs"), Self: self, Trainer: trainerBinary(self),
-			ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(scale, 'g', -1, 64)}}
-		defer rt.Close() // reused trainer processes (trainer.reuse) end with the profile
-		cfg.Runtime = rt
-		local := *exp
-		local.Trainer.Image = "" // processes run the command
-		cfg.Experiment = &local
-	case "nomad":
-		exp.Checkpoints = spec.Checkpoints{} // a scratch store in tmp: profiling keeps nothing
-		provider, rt, stop, err := nomadBackend(c.Context, exp, tmp, scale, self, executor.NewRunID(time.Now(), rand.Uint32()))
-		if err != nil {
-			return err
-		}
-		defer stop()
-		cfg.Runtime, cfg.Provider = rt, provider
-	case "ec2":
-		// Instances share no disk with this machine: the run's S3 store, under a scratch prefix
-		// of the profile's own.
-		runID := executor.NewRunID(time.Now(), rand.Uint32())
-		exp.Checkpoints.URL = strings.TrimSuffix(exp.Checkpoints.URL, "/") + "/rubberband-profile/" + runID
-		peak := 0
-		for _, g := range counts {
-			peak = max(peak, (g+max(exp.Cluster.GPUsPerNode, 1)-1)/max(exp.Cluster.GPUsPerNode, 1))
-		}
-		provider, rt, stop, err := ec2Backend(c.Context, exp, tmp, scale, runID, sim.Alloc{{{Nodes: peak}}}) // of the profiled type
-		if err != nil {
-			return err
-		}
-		defer stop()
-		cfg.Runtime, cfg.Provider = rt, provider
-		// The instances' watchdogs and the workers watch the driver's heartbeat: beat.
-		store, err := openStore(c.Context, exp, tmp)
-		if err != nil {
-			return err
-		}
-		beat, endBeat := context.WithCancel(c.Context)
-		defer endBeat()
-		go heartbeat.Beat(beat, store, runID, heartbeat.Every, func(err error) { fmt.Fprintln(c.App.ErrWriter, err) })
-		fmt.Fprintf(c.App.ErrWriter, "profiling on EC2 %s instances (run %s; its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, runID, exp.Checkpoints.URL)
-	default:
-		return usageErr("--backend %q is not a backend (local, nomad or ec2)", c.String("backend"))
+	defer backend.Close() // reused trainer processes (trainer.reuse) end with the profile
+	if c.String("backend") == driver.EC2 {
+		fmt.Fprintf(c.App.ErrWriter, "profiling on EC2 %s instances (its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, scratch.Checkpoints.URL)
 	}
+	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: counts, Iters: iters, TimeScale: scale,
+		Rounds: c.Int("rounds"), Measured: func(p profiler.Point) {
+			fmt.Fprintf(c.App.ErrWriter, "%s: %.4f s per iteration (std %.4f), start-up %.3f s\n", format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup)
+		}}
 	prof, err := profiler.Run(c.Context, cfg)
 	if err != nil {
 		return err
@@ -128,7 +81,7 @@ func profileAction(c *cli.Context) error {
 	var out bytes.Buffer
 	notes := fmt.Sprintf("measured by `rubberband profile` on %s, %s, %d iterations per GPU count", hostname(), time.Now().UTC().Format("2006-01-02"), iters)
 	if typ := exp.Cluster.InstanceType; typ != "" {
-		notes += fmt.Sprintf(", for instance type %s (%d GPUs per node)", typ, exp.Cluster.GPUsPerNode)
+		notes += fmt.Sprintf(", for instance type %s (%s per node)", typ, format.Plural(exp.Cluster.GPUsPerNode, "GPU"))
 	}
 	if err := prof.Write(&out, notes); err != nil {
 		return err

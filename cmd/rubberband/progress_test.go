@@ -4,49 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a strings.Builder the ticker's goroutine and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// Work over a second shows progress even where stderr is not a terminal; quick work shows none.
-func TestTickerShowsLongWorkOnly(t *testing.T) {
-	var quick syncBuffer
-	ticker(&quick, "planning", func() string { return "3 plans simulated" })()
-	var slow syncBuffer
-	stop := ticker(&slow, "planning", func() string { return "7 plans simulated" })
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(slow.String(), "\n"); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no progress line after 10 s")
-		}
-	}
-	stop()
-	stop() // idempotent
-	if quick.String() != "" {
-		t.Errorf("work done at once printed %q", quick.String())
-	}
-	if got := slow.String(); !strings.HasPrefix(got, "planning: 7 plans simulated, 1s\n") && !strings.HasPrefix(got, "planning: 7 plans simulated, 2s\n") {
-		t.Errorf("progress line %q", got)
-	}
-}
 
 // A job too big to plan is refused at once, saying what to change; whatif says so per point.
 func TestTooBigToPlan(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // examples/replan.yaml: the synthetic trainer runs 30% slower from the second stage on. With the
@@ -39,7 +40,7 @@ func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 		!strings.Contains(last.Reason, "misses the deadline") || last.Before.MissProb <= last.After.MissProb {
 		t.Fatalf("the last stage ran on %d GPUs; last revision %+v", final, last)
 	}
-	events, err := executor.ReadJournal(filepath.Join(replanned, "journal.jsonl"))
+	events, err := executor.ReadJournal(filepath.Join(replanned, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +100,10 @@ func TestBudgetDuringARun(t *testing.T) {
 		if !strings.Contains(status, "over budget: the forecast final cost") || !strings.Contains(status, "OVER the budget $0.22") {
 			t.Fatalf("status:\n%s", status)
 		}
-		if n, _ := os.ReadFile(filepath.Join(state, "nodes.json")); strings.Contains(string(n), "local-") {
+		if n, _ := os.ReadFile(filepath.Join(state, rundir.NodesFile)); strings.Contains(string(n), "local-") {
 			t.Fatalf("nodes left held after the budget stop: %s", n)
 		}
-		before, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+		before, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +119,7 @@ func TestBudgetDuringARun(t *testing.T) {
 		if out, errOut, code := rb(t, "resume", state, "--spec", withBudget("raised.yaml", "{max_cost_usd: 1, stop: true}")); code != 0 {
 			t.Fatalf("resume with a raised budget: exit %d\n%s\n%s", code, errOut, out)
 		}
-		all, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+		all, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestBudgetDuringARun(t *testing.T) {
 			gaveWay = gaveWay || (r.DeadlineGivesWay && strings.Contains(r.Reason, "over the budget"))
 		}
 		t.Logf("cost $%.4f (budget $0.22, planned $%.4f), JCT %.1f s (deadline 60 s), %d revision(s)", rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, len(rep.Revisions))
-		if events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl")); err == nil {
+		if events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal)); err == nil {
 			for _, e := range events { // what the driver forecast at each stage, for a failure
 				if e.Ev == executor.EvForecast || e.Ev == executor.EvReplan {
 					t.Logf("stage %d %s: %s; before %+v after %+v", e.Stage, e.Ev, e.Reason, e.Before, e.After)

@@ -21,14 +21,16 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
 func readJournal(t testing.TB, dir string) []executor.Event {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
+	f, err := os.Open(filepath.Join(dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func readJournal(t testing.TB, dir string) []executor.Event {
 
 func readRunReport(t testing.TB, dir string) executor.Report {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	b, err := os.ReadFile(filepath.Join(dir, rundir.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +276,7 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	// Wait until the first stage is synced and the second is under way, then kill the driver.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		b, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 		if strings.Contains(string(b), `"ev":"sync"`) && strings.Count(string(b), `"ev":"done"`) >= 18 {
 			break
 		}
@@ -314,7 +316,7 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	if !got.Finished || got.Best == nil || want.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
 		t.Fatalf("resumed best %+v, uninterrupted best %+v", got.Best, want.Best)
 	}
-	if n, _ := os.ReadFile(filepath.Join(state, "nodes.json")); strings.Contains(string(n), "local-") {
+	if n, _ := os.ReadFile(filepath.Join(state, rundir.NodesFile)); strings.Contains(string(n), "local-") {
 		t.Fatalf("nodes left held after the run: %s", n)
 	}
 }
@@ -333,7 +335,7 @@ func TestFidelity(t *testing.T) {
 			t.Fatalf("seed %s: %s", seed, errOut)
 		}
 		r := readRunReport(t, state)
-		dj, dc := pct(r.Realized.JCT, r.Predicted.JCT), pct(r.Realized.Cost, r.Predicted.Cost)
+		dj, dc := format.Pct(r.Realized.JCT, r.Predicted.JCT), format.Pct(r.Realized.Cost, r.Predicted.Cost)
 		t.Logf("seed %s: JCT predicted %.1f s realized %.1f s (%+.1f%%); cost predicted $%.4f realized $%.4f (%+.1f%%)",
 			seed, r.Predicted.JCT, r.Realized.JCT, dj, r.Predicted.Cost, r.Realized.Cost, dc)
 		if dj < -6 || dj > 6 || dc < -6 || dc > 6 {
@@ -452,7 +454,7 @@ func TestRunNomadRefusesSeveralKinds(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "rents one kind of node") || !strings.Contains(errOut, "offers 6") || !strings.Contains(errOut, "--backend local or ec2") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(state, rundir.RunJSON)); err == nil {
 		t.Fatal("a refused run left a run.json")
 	}
 }
@@ -509,7 +511,7 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 	// Once trials run on both nodes, kill the second node's agent.
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		j, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		j, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 		if strings.Count(string(j), `"ev":"launch"`) >= 8 {
 			break
 		}
@@ -612,7 +614,7 @@ func TestFidelityOnNomad(t *testing.T) {
 			t.Fatalf("seed %s: %v\n%s", seed, err, out)
 		}
 		r := readRunReport(t, state)
-		dj, dc := pct(r.Realized.JCT, r.Predicted.JCT), pct(r.Realized.Cost, r.Predicted.Cost)
+		dj, dc := format.Pct(r.Realized.JCT, r.Predicted.JCT), format.Pct(r.Realized.Cost, r.Predicted.Cost)
 		t.Logf("nomad seed %s: JCT predicted %.1f s realized %.1f s (%+.1f%%); cost predicted $%.4f realized $%.4f (%+.1f%%)",
 			seed, r.Predicted.JCT, r.Realized.JCT, dj, r.Predicted.Cost, r.Realized.Cost, dc)
 		if dj < -10 || dj > 10 || dc < -10 || dc > 10 {
@@ -748,7 +750,7 @@ func filesHolding(t *testing.T, dir, s, skip string) []string {
 func planFile(t testing.TB, dir, specFile, alloc string) string {
 	t.Helper()
 	out, errOut, code := rb(t, "simulate", specFile, "--alloc", alloc, "-o", "json")
-	if code != 0 {
+	if code != 0 && code != 3 { // a plan that misses the deadline is a plan too
 		t.Fatalf("simulate --alloc %s: %s", alloc, errOut)
 	}
 	plan := filepath.Join(dir, "plan.json")
@@ -790,7 +792,7 @@ func TestPerStageCostsAgree(t *testing.T) {
 	for _, s := range r.Stages {
 		predSum += s.Predicted.Cost
 		realSum += s.Realized.Cost
-		d := pct(s.Realized.Cost, s.Predicted.Cost)
+		d := format.Pct(s.Realized.Cost, s.Predicted.Cost)
 		t.Logf("stage %d: predicted $%.4f realized $%.4f (%+.1f%%)", s.Stage, s.Predicted.Cost, s.Realized.Cost, d)
 		// Within 5%, or within two spec seconds of one node ($0.02: the launch overhead of a
 		// short stage); the data cost alone, which the old per-stage meter left out, is $0.10.
@@ -845,8 +847,8 @@ func TestRunLogFormatJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s", code, errOut)
 	}
-	var rf runFile
-	b, _ := os.ReadFile(filepath.Join(state, "run.json"))
+	var rf rundir.RunFile
+	b, _ := os.ReadFile(filepath.Join(state, rundir.RunJSON))
 	json.Unmarshal(b, &rf)
 	var last map[string]any
 	records := 0

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
@@ -20,38 +21,17 @@ func rootFlag() cli.Flag {
 		Usage: "the folder that holds all runs, one directory each"}
 }
 
-// resolveRun finds the state directory a RUN argument means (rundir.Resolve); not finding one is
-// a usage error.
-func resolveRun(root, arg string) (string, error) {
-	dir, err := rundir.Resolve(root, arg)
-	if err != nil {
-		return "", usageErr("%v", err)
-	}
-	return dir, nil
-}
-
-// runDirs are the directories under root that hold a run, in name order.
-func runDirs(root string) []string { return rundir.Dirs(root) }
-
 // openRun resolves the command's RUN argument and loads its state.
-func openRun(c *cli.Context) (*state, error) {
+func openRun(c *cli.Context) (*rundir.State, error) {
 	if c.NArg() < 1 {
 		return nil, usageErr("%s needs a RUN argument: a run's name or ID under %s, or its directory", c.Command.Name, c.String("root"))
 	}
-	dir, err := resolveRun(c.String("root"), c.Args().First())
+	dir, err := rundir.Resolve(c.String("root"), c.Args().First())
 	if err != nil {
 		return nil, err
 	}
-	return openState(dir)
+	return rundir.Open(dir)
 }
-
-// runView is a run as list and status show it: its state directory's journal replayed.
-type runView = rundir.View
-
-// runSummary is one row of `list`.
-type runSummary = rundir.Summary
-
-func viewRun(st *state) (*runView, error) { return rundir.NewView(st.shared()) }
 
 func listCommand() *cli.Command {
 	return &cli.Command{
@@ -66,15 +46,15 @@ func listCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErr("list takes no arguments (--root chooses the folder)")
 			}
-			rows := []runSummary{}
-			for _, dir := range runDirs(c.String("root")) {
-				st, err := openState(dir)
-				var v *runView
+			rows := []rundir.Summary{}
+			for _, dir := range rundir.Dirs(c.String("root")) {
+				st, err := rundir.Open(dir)
+				var v *rundir.View
 				if err == nil {
-					v, err = viewRun(st)
+					v, err = rundir.NewView(st)
 				}
 				if err != nil { // one damaged run does not hide the others
-					rows = append(rows, runSummary{Name: filepath.Base(dir), Dir: dir, Status: "unreadable", Why: err.Error()})
+					rows = append(rows, rundir.Summary{Name: filepath.Base(dir), Dir: dir, Status: "unreadable", Why: err.Error()})
 					continue
 				}
 				rows = append(rows, v.Summary())
@@ -88,7 +68,7 @@ func listCommand() *cli.Command {
 				return nil
 			}
 			var buf bytes.Buffer
-			tw := newTable(&buf, "NAME", "RUN ID", "BACKEND", "STATUS", "STAGES", "STARTED", "ELAPSED", "COST", "BEST")
+			tw := format.NewTable(&buf, "NAME", "RUN ID", "BACKEND", "STATUS", "STAGES", "STARTED", "ELAPSED", "COST", "BEST")
 			for _, r := range rows {
 				best := "-"
 				if r.Best != nil {
@@ -96,41 +76,15 @@ func listCommand() *cli.Command {
 				}
 				status := r.Status
 				if r.Why != "" && r.Status != "interrupted" {
-					status += ": " + shorten(r.Why, 40)
+					status += ": " + format.Shorten(r.Why, 40)
 				}
-				tw.row(r.Name, r.RunID, r.Backend, status, fmt.Sprintf("%d/%d", r.Stages, r.Of), ago(r.Started), clock(r.ElapsedS), money(r.CostUSD), best)
+				tw.Row(r.Name, r.RunID, r.Backend, status, fmt.Sprintf("%d/%d", r.Stages, r.Of), format.Ago(r.Started, time.Now()), format.Clock(r.ElapsedS), format.Money(r.CostUSD), best)
 			}
-			tw.flush()
+			tw.Flush()
 			_, err := c.App.Writer.Write(buf.Bytes())
 			return err
 		},
 	}
-}
-
-// ago is how long ago t was, as `nomad job status` and `sky status` print it.
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Since(t).Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds ago", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	default:
-		return t.Local().Format("2006-01-02")
-	}
-}
-
-func shorten(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }
 
 func outputFlag() cli.Flag {
@@ -150,7 +104,7 @@ func completeRun(c *cli.Context) {
 		cli.DefaultCompleteWithFlags(c.Command)(c)
 		return
 	}
-	for _, dir := range runDirs(c.String("root")) {
+	for _, dir := range rundir.Dirs(c.String("root")) {
 		fmt.Fprintln(c.App.Writer, filepath.Base(dir))
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // The CLI's conventions: a stamped version, help for the app and each command, exit 2 for
@@ -131,11 +134,11 @@ func TestListStatusLogs(t *testing.T) {
 	cmd.Wait()
 
 	out, errOut, code := rbEnv(t, binary, env, "list", "-o", "json")
-	var runs []runSummary
+	var runs []rundir.Summary
 	if code != 0 || json.Unmarshal([]byte(out), &runs) != nil {
 		t.Fatalf("list: exit %d: %s %s", code, out, errOut)
 	}
-	byName := map[string]runSummary{}
+	byName := map[string]rundir.Summary{}
 	for _, r := range runs {
 		byName[r.Name] = r
 	}
@@ -255,5 +258,50 @@ func TestFollowARun(t *testing.T) {
 	}
 	if len(states) < 3 || !states[0].Live || states[len(states)-1].Status != "finished" || states[len(states)-1].Live {
 		t.Fatalf("status -w saw %d states, first live %v, last %+v", len(states), len(states) > 0 && states[0].Live, states[len(states)-1])
+	}
+}
+
+// logs prints what a trainer printed without the terminal escape sequences in it (a window
+// title, colours) and says how many it removed; --raw prints the bytes as they are. It printed
+// them raw: a trainer's output could retitle the terminal or rewrite what was on it.
+func TestLogsStripsTerminalEscapes(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, func(s string) string {
+		return strings.Replace(s, "trainer: {command: [rubberband, trainer, synthetic",
+			`trainer: {command: [sh, -c, 'printf "\033]0;owned\007\033[31mred\033[0m text\n"; exit 3', synthetic`, 1)
+	})
+	state := filepath.Join(tmp, "state")
+	if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); code != 1 {
+		t.Fatalf("run: exit %d (want 1: every trial fails): %s", code, errOut)
+	}
+	out, errOut, code := rb(t, "logs", state, "b0-t0000")
+	if code != 0 || !strings.Contains(out, "red text\n") || strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(errOut, "removed") {
+		t.Fatalf("logs: exit %d: %q\n%s", code, out, errOut)
+	}
+	raw, _, code := rb(t, "logs", state, "b0-t0000", "--raw")
+	if code != 0 || !strings.Contains(raw, "\x1b]0;owned\x07\x1b[31mred\x1b[0m text\n") {
+		t.Fatalf("logs --raw: exit %d: %q", code, raw)
+	}
+}
+
+// --version says what the build info knows when no version was stamped: the module's version
+// (go install pkg@v1.2.3, or go build's pseudo-version), else the VCS revision; it said "dev".
+func TestVersionFromBuildInfo(t *testing.T) {
+	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "00ae8d8f1c2b3a4d5e6f"}, {Key: "vcs.time", Value: "2026-11-24T18:00:00Z"}, {Key: "vcs.modified", Value: "true"}}
+	for _, tc := range []struct {
+		stamped string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"v1.0.0-3-gabc", &debug.BuildInfo{Main: debug.Module{Version: "v0.9.0"}}, "v1.0.0-3-gabc"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261124180000-00ae8d8f1c2b+dirty"}, Settings: rev}, "v0.0.0-20261124180000-00ae8d8f1c2b+dirty"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: rev}, "devel 00ae8d8f1c2b-dirty 2026-11-24T18:00:00Z"},
+		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"", nil, "dev"},
+	} {
+		if got := versionOf(tc.stamped, tc.bi); got != tc.want {
+			t.Errorf("%q %+v: %q, want %q", tc.stamped, tc.bi, got, tc.want)
+		}
 	}
 }

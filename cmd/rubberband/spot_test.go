@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // Spot interruptions emulated on the local backend (the interruptions the plan expects, seeded
@@ -43,8 +45,8 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 	}
 	sameWinnerAsLocal(t, rep, onDemand, plan, filepath.Join(dir, "on-demand"))
 	t.Logf("%d node(s) interrupted, %d tries relaunched from their checkpoints (%v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%)",
-		len(journaled), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, pct(rep.Realized.Cost, rep.Predicted.Cost),
-		rep.Realized.JCT, rep.Predicted.JCT, pct(rep.Realized.JCT, rep.Predicted.JCT))
+		len(journaled), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost),
+		rep.Realized.JCT, rep.Predicted.JCT, format.Pct(rep.Realized.JCT, rep.Predicted.JCT))
 }
 
 // A budget under the plan's predicted cost: plan says both figures and exits 3; run refuses the
@@ -65,7 +67,7 @@ func TestBudget(t *testing.T) {
 	if _, errOut, code := rb(t, "run", withBudget("0.05"), "--state", state); code != 3 || !strings.Contains(errOut, "over budget") {
 		t.Fatalf("run over budget: exit %d: %s", code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(state, rundir.RunJSON)); err == nil {
 		t.Fatal("a run refused for its budget left run.json")
 	}
 	if out, errOut, code := rb(t, "plan", withBudget("100")); code != 0 || !strings.Contains(out, "budget     $100.00") || !strings.Contains(out, "within it") {
@@ -118,12 +120,12 @@ func TestSpotFidelityTable2(t *testing.T) {
 		predicted += r.Predicted.Cost
 		realized += r.Realized.Cost
 		t.Logf("seed %d: JCT %.0f s (predicted %.0f s), cost $%.3f (predicted $%.3f, %+.1f%%), %d interruption(s)",
-			seed, r.Realized.JCT, r.Predicted.JCT, r.Realized.Cost, r.Predicted.Cost, pct(r.Realized.Cost, r.Predicted.Cost), len(r.Interruptions))
+			seed, r.Realized.JCT, r.Predicted.JCT, r.Realized.Cost, r.Predicted.Cost, format.Pct(r.Realized.Cost, r.Predicted.Cost), len(r.Interruptions))
 	}
 	t.Logf("%d of 5 met the deadline; mean cost $%.3f realized, $%.3f predicted (%+.1f%%); %d interruption(s) in all",
-		met, realized/5, predicted/5, pct(realized, predicted), interruptions)
-	if met < 4 || math.Abs(pct(realized, predicted)) > 10 {
-		t.Fatalf("%d of 5 met the deadline; mean cost %+.1f%% off the prediction", met, pct(realized, predicted))
+		met, realized/5, predicted/5, format.Pct(realized, predicted), interruptions)
+	if met < 4 || math.Abs(format.Pct(realized, predicted)) > 10 {
+		t.Fatalf("%d of 5 met the deadline; mean cost %+.1f%% off the prediction", met, format.Pct(realized, predicted))
 	}
 }
 
@@ -145,7 +147,7 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	if out, errOut, code := rbTimed(t, "run", file, "--plan", plan, "--state", state, "--time-scale", "0.1", "--no-replan"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,5 +204,5 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	}
 	r := readRunReport(t, state)
 	t.Logf("JCT realized %.1f s, predicted %.1f s (%+.1f%%); cost realized $%.4f, predicted $%.4f (%+.1f%%)",
-		r.Realized.JCT, r.Predicted.JCT, pct(r.Realized.JCT, r.Predicted.JCT), r.Realized.Cost, r.Predicted.Cost, pct(r.Realized.Cost, r.Predicted.Cost))
+		r.Realized.JCT, r.Predicted.JCT, format.Pct(r.Realized.JCT, r.Predicted.JCT), r.Realized.Cost, r.Predicted.Cost, format.Pct(r.Realized.Cost, r.Predicted.Cost))
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/term"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
 
@@ -62,8 +63,7 @@ func statusAction(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f, isFile := c.App.Writer.(*os.File)
-	redraw := isFile && isTTY(f)
+	redraw := term.Writes(c.App.Writer)
 	var last []byte
 	for {
 		out, live, err := renderStatus(c, st)
@@ -92,8 +92,8 @@ func statusAction(c *cli.Context) error {
 }
 
 // renderStatus draws the run's status once, and says whether a driver holds it now.
-func renderStatus(c *cli.Context, st *state) ([]byte, bool, error) {
-	v, err := viewRun(st)
+func renderStatus(c *cli.Context, st *rundir.State) ([]byte, bool, error) {
+	v, err := rundir.NewView(st)
 	if err != nil {
 		return nil, false, err
 	}
@@ -101,14 +101,14 @@ func renderStatus(c *cli.Context, st *state) ([]byte, bool, error) {
 	var buf bytes.Buffer
 	if v.Res == nil {
 		if c.String("output") == "json" {
-			err := json.NewEncoder(&buf).Encode(statusJSON{Report: &executor.Report{Experiment: st.exp.Name, RunID: st.run.RunID}, Status: status, Live: v.Live})
+			err := json.NewEncoder(&buf).Encode(statusJSON{Report: &executor.Report{Experiment: st.Exp.Name, RunID: st.Run.RunID}, Status: status, Live: v.Live})
 			return buf.Bytes(), v.Live, err
 		}
-		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.exp.Name, st.run.RunID, status, st.dir)
+		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.Exp.Name, st.Run.RunID, status, st.Dir)
 		return buf.Bytes(), v.Live, nil
 	}
 	if c.String("output") == "json" {
-		rep := executor.Compare(st.plan, v.Res)
+		rep := executor.Compare(st.Plan, v.Res)
 		enc := json.NewEncoder(&buf)
 		if !c.Bool("watch") {
 			enc.SetIndent("", "  ")
@@ -119,33 +119,10 @@ func renderStatus(c *cli.Context, st *state) ([]byte, bool, error) {
 	if why != "" {
 		status += ": " + why
 	}
-	printRunTable(&buf, st, v.Res, status)
+	rundir.WriteTable(&buf, st, v.Res, status)
 	if c.Bool("trials") {
 		fmt.Fprintln(&buf)
-		printTrials(&buf, st, v.Res)
+		rundir.WriteTrials(&buf, st, v.Res)
 	}
 	return buf.Bytes(), v.Live, nil
-}
-
-// printTrials is one row per trial: how far it got, where it is, its last metric and node.
-func printTrials(buf *bytes.Buffer, st *state, res *executor.Result) {
-	brackets := st.exp.Algorithm.Brackets()
-	metric := st.exp.Objective.Metric
-	tw := newTable(buf, "TRIAL", "BRACKET", "STAGES DONE", "STATE", "ITER", strings.ToUpper(metric), "NODE")
-	for _, t := range res.Trials {
-		m := "-"
-		if v, ok := t.Metrics[metric]; ok {
-			m = fmt.Sprintf("%.4g", v)
-		}
-		state := string(t.State)
-		if t.Failed {
-			state += " (failed)"
-		}
-		node := "-"
-		if len(t.Nodes) > 0 {
-			node = strings.Join(t.Nodes, ",")
-		}
-		tw.row(t.ID, brackets[t.Bracket].Name, fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages)), state, t.Iter, m, node)
-	}
-	tw.flush()
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 
-	"github.com/rubberband-hpo/rubberband/examples/trainers/builtin"
+	"github.com/rubberband-hpo/rubberband/trial/builtin"
 	"github.com/urfave/cli/v2"
 )
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -16,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // The run path as an adversary tries it: two drivers, a damaged journal, hostile output, a run
@@ -67,7 +72,7 @@ func startRun(t *testing.T, env []string, args ...string) *exec.Cmd {
 func waitFor(t *testing.T, state string, what string, cond func(journal string) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		b, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 		if cond(string(b)) {
 			return
 		}
@@ -109,7 +114,7 @@ func pidsWith(s string) []int {
 
 func heldNodes(t *testing.T, state string) int {
 	t.Helper()
-	b, _ := os.ReadFile(filepath.Join(state, "nodes.json"))
+	b, _ := os.ReadFile(filepath.Join(state, rundir.NodesFile))
 	return strings.Count(string(b), `"id"`)
 }
 
@@ -160,7 +165,7 @@ func TestDamagedJournalIsAnError(t *testing.T) {
 		t.Fatalf("run: %s", errOut)
 	}
 	want := readRunReport(t, state)
-	path := filepath.Join(state, "journal.jsonl")
+	path := filepath.Join(state, rundir.Journal)
 	whole, _ := os.ReadFile(path)
 	lines := bytes.SplitAfter(whole, []byte("\n"))
 	// Flip a byte inside line 40's metrics: still JSON, only the checksum tells.
@@ -179,7 +184,7 @@ func TestDamagedJournalIsAnError(t *testing.T) {
 		t.Fatal("the damaged journal was changed")
 	}
 	_, errOut, code := rb(t, "resume", state, "--repair-journal")
-	if code != 0 || !strings.Contains(errOut, "first 39 record(s)") {
+	if code != 0 || !strings.Contains(errOut, "first 39 records") {
 		t.Fatalf("resume --repair-journal: exit %d: %s", code, errOut)
 	}
 	if got := readRunReport(t, state); got.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
@@ -351,6 +356,82 @@ func TestStateDirIsSelfContained(t *testing.T) {
 	}
 }
 
+// The run keeps the spec it planned: the bytes it read once are parsed, planned and snapshotted,
+// so an edit of the file while the plan is being made changes nothing. Before, the spec was read
+// again for the snapshot: an edit made while planning was saved beside a plan made for the old
+// spec, the run died, and status could not read what it left.
+func TestRunKeepsTheSpecItPlanned(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	src, _ := os.ReadFile(spec)
+	state := filepath.Join(tmp, "state")
+	// 50,000 samples: planning takes seconds, and says so after the first.
+	cmd := exec.Command(binary, "run", spec, "--state", state, "--time-scale", "0.02", "--samples", "50000", "--planner", "optimal", "--no-replan")
+	cmd.Dir = "../.."
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := bufio.NewScanner(stderr)
+	var said strings.Builder
+	for lines.Scan() && !strings.HasPrefix(lines.Text(), "planning:") {
+		said.WriteString(lines.Text() + "\n")
+	}
+	if _, err := os.Stat(filepath.Join(state, rundir.RunJSON)); err == nil {
+		t.Fatalf("the run was made before its plan:\n%s", said.String())
+	}
+	// Other stages: no plan for the old spec fits the new one.
+	os.WriteFile(spec, bytes.Replace(src, []byte("trials: 16"), []byte("trials: 8"), 1), 0o644)
+	rest, _ := io.ReadAll(stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s%s", err, said.String(), rest)
+	}
+	if copied, _ := os.ReadFile(filepath.Join(state, rundir.SpecCopy)); !bytes.Equal(copied, src) {
+		t.Errorf("the run's copy of its spec is not the spec it planned:\n%s", copied)
+	}
+	var rf rundir.RunFile
+	b, _ := os.ReadFile(filepath.Join(state, rundir.RunJSON))
+	json.Unmarshal(b, &rf)
+	if sum := sha256.Sum256(src); rf.SpecSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("run.json's spec_sha256 %s is not the planned spec's", rf.SpecSHA256)
+	}
+	if out, errOut, code := rb(t, "status", state); code != 0 || !strings.Contains(out, "finished") {
+		t.Fatalf("status: exit %d: %s\n%s", code, errOut, out)
+	}
+}
+
+// What a run writes is its owner's alone: other users could read spec.yaml (which may hold
+// trainer.env secrets), the plan, the logs and the checkpoints. Every state file is 0600 and
+// every directory the driver makes 0700, the umask aside.
+func TestStateIsPrivate(t *testing.T) {
+	tmp := t.TempDir()
+	spec := trialSpec(t, tmp, nil)
+	state := filepath.Join(tmp, "state")
+	if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02", "--no-replan"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	want := map[string]os.FileMode{".": 0o700, rundir.LogsDir: 0o700, rundir.WorkDir: 0o700, rundir.CheckpointsDir: 0o700,
+		rundir.RunJSON: 0o600, rundir.PlanFile: 0o600, rundir.SpecCopy: 0o600, rundir.ReportFile: 0o600, rundir.DriverLog: 0o600}
+	for name, mode := range want {
+		info, err := os.Stat(filepath.Join(state, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if got := info.Mode().Perm(); got != mode {
+			t.Errorf("%s is %#o, want %#o", name, got, mode)
+		}
+	}
+	// No temporary file of an atomic write is left behind.
+	entries, _ := os.ReadDir(state)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
 // cancel: the driver stops, the nodes go, the run is marked cancelled and resume refuses it
 // without --force.
 func TestCancel(t *testing.T) {
@@ -426,12 +507,12 @@ func TestCrashCampaign(t *testing.T) {
 	args := []string{"run", spec, "--plan", plan, "--state", state, "--time-scale", "0.3"}
 	const campaign = 24
 	for i := 0; ; i++ {
-		before, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+		before, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 		total := 0
 		for _, n := range kills {
 			total += n
 		}
-		if _, err := os.Stat(filepath.Join(state, "run.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(state, rundir.RunJSON)); err == nil {
 			args = []string{"resume", state} // else killed while planning: `run` again
 		}
 		driver := startRun(t, nil, args...)
@@ -468,7 +549,7 @@ func TestCrashCampaign(t *testing.T) {
 			case <-exited:
 				break wait
 			case <-time.After(5 * time.Millisecond):
-				b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+				b, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 				hit := trigger(string(b))
 				if news := string(b[min(len(before), len(b)):]); fallback.IsZero() && strings.Contains(news, `"ev":"launch"`) {
 					fallback = time.Now().Add(patience)

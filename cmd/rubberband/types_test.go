@@ -9,6 +9,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // A spec with several instance types and markets: plan gives each stage a type and a market,
@@ -55,7 +56,7 @@ func TestWhatifSweepsSpot(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("whatif: exit %d\n%s", code, errOut)
 	}
-	var w WhatIf
+	var w planner.WhatIf
 	if err := json.Unmarshal([]byte(out), &w); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func runLocal(t *testing.T, specFile, plan, state string) []executor.Event {
 	if out, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.05", "--no-replan"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, "journal.jsonl"))
+	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}

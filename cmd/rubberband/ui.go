@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/planner"
-	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/ui"
 	"github.com/urfave/cli/v2"
 )
@@ -30,7 +24,7 @@ func uiCommand() *cli.Command {
 		Flags: []cli.Flag{rootFlag(),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (host:port; port 0 picks a free one)"},
 			&cli.StringFlag{Name: "token", EnvVars: []string{"RUBBERBAND_UI_TOKEN"}, Usage: "require this token on every request (generated when the address is not loopback)"},
-			&cli.BoolFlag{Name: "allow-cancel", Usage: "show a cancel button on live runs (it does what `rubberband cancel` does)"},
+			&cli.BoolFlag{Name: "allow-cancel", Usage: "show a cancel button on live runs (it does what rubberband cancel does)"},
 		},
 		Action: uiAction,
 	}
@@ -55,20 +49,7 @@ func uiAction(c *cli.Context) error {
 			return err
 		}
 	}
-	self, _ := os.Executable()
-	srv, err := ui.New(ui.Config{
-		Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Log: c.App.ErrWriter,
-		// The cancel button runs `rubberband cancel DIR`, the CLI's own code, in process.
-		Cancel: func(ctx context.Context, dir string) error {
-			var out, errOut bytes.Buffer
-			if code := run(ctx, []string{self, "cancel", dir}, &out, &errOut); code != 0 {
-				return fmt.Errorf("rubberband cancel exited %d: %s", code, strings.TrimSpace(errOut.String()))
-			}
-			return nil
-		},
-		Plan:      planForUI,
-		PlanTable: printReport,
-	})
+	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Log: c.App.ErrWriter})
 	if err != nil {
 		ln.Close()
 		return err
@@ -96,18 +77,4 @@ func uiAction(c *cli.Context) error {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
-}
-
-// planForUI plans a spec as `rubberband plan SPEC` does. The planner cannot be stopped in the
-// middle; a page that went away stops before it starts.
-func planForUI(ctx context.Context, exp *spec.Experiment) (*planner.Report, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		return nil, fmt.Errorf("build model: %w", err)
-	}
-	rep, _, err := planWith(ctx, exp, sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed), io.Discard)
-	return rep, err
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
 // startUI starts `rubberband ui` with args and env, and returns the address it printed (with its
@@ -118,7 +119,7 @@ func TestUIBrowser(t *testing.T) {
 	go func() {
 		defer close(watched)
 		for {
-			b, _ := os.ReadFile(filepath.Join(state, "journal.jsonl"))
+			b, _ := os.ReadFile(filepath.Join(state, rundir.Journal))
 			now := time.Now()
 			n := strings.Count(string(b), "\n")
 			mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 			t.Errorf("line %d is %q, want %s:%s...", i+1, lines[i], file, w)
 		}
 	}
-	if last := lines[len(want)]; last != "rubberband: "+file+": 13 problem(s)" {
+	if last := lines[len(want)]; last != "rubberband: "+file+": 13 problems" {
 		t.Errorf("summary %q", last)
 	}
 }
@@ -61,17 +62,52 @@ func TestValidateRefusesSpecialFiles(t *testing.T) {
 		{"/dev/zero", "rubberband: read spec: /dev/zero is a character device, not a regular file\n"},
 		{fifo, "rubberband: read spec: " + fifo + " is a named pipe (FIFO), not a regular file\n"},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cmd := exec.CommandContext(ctx, binary, "validate", tc.path)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		err := cmd.Run()
-		cancel()
-		var ee *exec.ExitError
-		took := time.Since(start)
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != tc.want || took > 10*time.Second {
-			t.Errorf("%s: %v after %v, stderr %q", tc.path, err, took.Round(time.Millisecond), stderr.String())
+		refusedAtOnce(t, tc.want, "validate", tc.path)
+	}
+}
+
+// refusedAtOnce runs the CLI with args, killed after 30 s, and wants it to exit 2 within 10 s
+// saying want on standard error: a command that reads what it must not would hang or take long.
+func refusedAtOnce(t *testing.T, want string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if took := time.Since(start); !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != want || took > 10*time.Second {
+		t.Errorf("%v: %v after %v, stderr %q", args, err, took.Round(time.Millisecond), stderr.String())
+	}
+}
+
+// simulate --plan and run --plan read the plan file only when it is a regular file of at most
+// 4 MiB, and say so by name at once: a FIFO's open blocked forever, and a 200 MB file was read
+// whole into memory (683 MB RSS).
+func TestPlanFileIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "plan.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.json")
+	if f, err := os.Create(huge); err == nil {
+		f.Truncate(200 << 20) // sparse: no disk used
+		f.Close()
+	}
+	for _, tc := range []struct{ cmd, path, want string }{
+		{"simulate", fifo, "rubberband: read plan: " + fifo + " is a named pipe (FIFO), not a regular file\n"},
+		{"simulate", "/dev/zero", "rubberband: read plan: /dev/zero is a character device, not a regular file\n"},
+		{"simulate", huge, "rubberband: read plan: " + huge + " is 209715200 bytes, above the limit of 4194304 bytes (4 MiB) for a plan file\n"},
+		{"run", fifo, "rubberband: read plan: " + fifo + " is a named pipe (FIFO), not a regular file\n"},
+	} {
+		args := []string{tc.cmd, "examples/quickstart.yaml", "--plan", tc.path}
+		if tc.cmd == "run" {
+			args = append(args, "--state", filepath.Join(dir, "state"))
 		}
+		refusedAtOnce(t, tc.want, args...)
 	}
 }

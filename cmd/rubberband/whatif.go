@@ -3,14 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 
+	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
@@ -32,32 +33,12 @@ func whatifCommand() *cli.Command {
 	}
 }
 
-// WhatIf is the JSON output of whatif.
-type WhatIf struct {
-	Experiment string        `json:"experiment"`
-	Sweeps     []string      `json:"sweeps"`
-	Planners   []string      `json:"planners"`
-	Points     []WhatIfPoint `json:"points"`
-}
-
-// WhatIfPoint is one grid point: the swept values as given, and each planner's outcome.
-type WhatIfPoint struct {
-	Params  map[string]string          `json:"params"`
-	Results map[string]planner.Outcome `json:"results"`
-	Error   string                     `json:"error,omitempty"`
-	values  spec.Point
-}
-
 func whatifAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("whatif needs exactly one SPEC argument")
 	}
-	file := c.Args().First()
-	data, err := spec.ReadFile(file) // bounded: not /dev/zero, not a FIFO
+	_, src, err := loadSpec(c, c.App.ErrWriter) // the spec itself must be valid
 	if err != nil {
-		return usageErr("read spec: %v", err)
-	}
-	if _, err := loadSpec(c, c.App.ErrWriter); err != nil { // the spec itself must be valid
 		return err
 	}
 	var sweeps []spec.Sweep
@@ -80,46 +61,15 @@ func whatifAction(c *cli.Context) error {
 	if o := c.String("output"); o != "table" && o != "json" && o != "csv" {
 		return usageErr("--output %q is not a format (table, json or csv)", o)
 	}
-	dir := filepath.Dir(file)
-	read := func(rel string) ([]byte, error) {
-		if !filepath.IsAbs(rel) {
-			rel = filepath.Join(dir, rel)
-		}
-		return spec.ReadFile(rel)
-	}
-	grid := spec.Grid(sweeps)
-	// Every point's spec is checked before any is planned: a bad value fails at once.
-	exps := make([]*spec.Experiment, len(grid))
-	for i, pt := range grid {
-		exp, err := spec.ApplyPoint(file, data, read, sweeps, pt)
-		if err != nil {
-			return usageErr("at %s: %v", describe(sweeps, pt), err)
-		}
-		if n := c.Int("samples"); n > 0 {
-			exp.Planner.Samples = n
-		}
-		exps[i] = exp
-	}
-	out := WhatIf{Experiment: exps[0].Name, Planners: names, Points: make([]WhatIfPoint, len(grid))}
-	for _, sw := range sweeps {
-		out.Sweeps = append(out.Sweeps, sw.Name)
-	}
-	var done atomic.Int64
-	stop := ticker(c.App.ErrWriter, "whatif", func() string { return fmt.Sprintf("%d/%d points", done.Load(), len(grid)) })
-	points := planner.Sweep(c.Context, exps, names, 0, func(n, _ int) { done.Store(int64(n)) })
+	var done, total atomic.Int64
+	stop := term.Ticker(c.App.ErrWriter, "whatif", func() string { return fmt.Sprintf("%d/%d points", done.Load(), total.Load()) })
+	out, err := planner.RunWhatIf(c.Context, src, sweeps, names, c.Int("samples"), func(n, of int) { done.Store(int64(n)); total.Store(int64(of)) })
 	stop()
-	for i, p := range points {
-		pt := WhatIfPoint{Params: map[string]string{}, Results: p.Results, values: grid[i]}
-		for k, sw := range sweeps {
-			pt.Params[sw.Name] = grid[i][k]
-		}
-		if p.Err != nil { // the row names the point
-			pt.Error = errors.Unwrap(p.Err).Error()
-		}
-		out.Points[i] = pt
+	if err != nil {
+		return err
 	}
 	if p := c.String("plot"); p != "" {
-		if err := plotWhatIf(p, out, sweeps); err != nil {
+		if err := charts.WhatIf(p, out, sweeps); err != nil {
 			return err
 		}
 	}
@@ -133,25 +83,17 @@ func whatifAction(c *cli.Context) error {
 	return nil
 }
 
-func describe(sweeps []spec.Sweep, pt spec.Point) string {
-	parts := make([]string, len(sweeps))
-	for i, sw := range sweeps {
-		parts[i] = sw.Name + "=" + pt[i]
-	}
-	return strings.Join(parts, " ")
-}
-
-func printWhatIf(w io.Writer, out WhatIf, sweeps []spec.Sweep) {
+func printWhatIf(w io.Writer, out *planner.WhatIf, sweeps []spec.Sweep) {
 	cols := append([]string(nil), out.Sweeps...)
 	for _, n := range out.Planners {
 		cols = append(cols, strings.ToUpper(n))
 	}
 	cols = append(cols, "SAVING")
 	var buf bytes.Buffer
-	t := newTable(&buf, cols...)
+	t := format.NewTable(&buf, cols...)
 	for _, p := range out.Points {
 		row := make([]any, 0, len(cols))
-		for _, v := range p.values {
+		for _, v := range p.Values {
 			row = append(row, v)
 		}
 		for _, n := range out.Planners {
@@ -162,9 +104,9 @@ func printWhatIf(w io.Writer, out WhatIf, sweeps []spec.Sweep) {
 			case !ok:
 				row = append(row, "no plan")
 			case !o.Feasible:
-				row = append(row, "misses ("+clock(o.Predicted.JCT.P50)+")")
+				row = append(row, "misses ("+format.Clock(o.Predicted.JCT.P50)+")")
 			default:
-				row = append(row, fmt.Sprintf("%s in %s", money(o.Predicted.Cost.Mean), clock(o.Predicted.JCT.Mean)))
+				row = append(row, fmt.Sprintf("%s in %s", format.Money(o.Predicted.Cost.Mean), format.Clock(o.Predicted.JCT.Mean)))
 			}
 		}
 		best := "—"
@@ -175,19 +117,19 @@ func printWhatIf(w io.Writer, out WhatIf, sweeps []spec.Sweep) {
 			}
 		}
 		row = append(row, best)
-		t.row(row...)
+		t.Row(row...)
 	}
-	t.flush()
+	t.Flush()
 	w.Write(buf.Bytes())
 	for _, p := range out.Points { // each error said in full, by its point
 		if p.Error != "" {
-			fmt.Fprintf(w, "error at %s: %s\n", describe(sweeps, p.values), p.Error)
+			fmt.Fprintf(w, "error at %s: %s\n", planner.Describe(sweeps, p.Values), p.Error)
 		}
 	}
 	fmt.Fprintln(w, "\ncells: mean cost in mean JCT; 'misses' gives the fastest plan's p50 JCT; SAVING is against the best static cluster")
 }
 
-func writeWhatIfCSV(w io.Writer, out WhatIf, sweeps []spec.Sweep) error {
+func writeWhatIfCSV(w io.Writer, out *planner.WhatIf, sweeps []spec.Sweep) error {
 	cw := csv.NewWriter(w)
 	head := append(append([]string(nil), out.Sweeps...), "planner", "feasible", "jct_mean_s", "jct_p5_s", "jct_p50_s", "jct_p95_s",
 		"cost_mean_usd", "cost_p5_usd", "cost_p50_usd", "cost_p95_usd", "deadline_miss_prob", "saving_pct")
@@ -195,7 +137,7 @@ func writeWhatIfCSV(w io.Writer, out WhatIf, sweeps []spec.Sweep) error {
 	for _, p := range out.Points {
 		for _, n := range out.Planners {
 			o, ok := p.Results[n]
-			row := append([]string(nil), p.values...)
+			row := append([]string(nil), p.Values...)
 			if !ok {
 				cw.Write(append(row, n, "no plan"))
 				continue

@@ -95,6 +95,9 @@ type Node struct {
 	// Slowdown, above 1, makes the node an emulated persistent straggler (the local provider's
 	// profile.slow_nodes): every gang with a worker on it runs that many times slower.
 	Slowdown float64 `json:"slowdown,omitempty"`
+	// Token is the Request.Token it was rented under, when the provider keeps it: a resumed
+	// driver leaves a node it never journaled to the request that rented it, which it repeats.
+	Token string `json:"token,omitempty"`
 }
 
 // Provider rents nodes for one experiment.
@@ -104,6 +107,8 @@ type Node struct {
 // deleted node is not an error; List returns every node the provider holds for the experiment,
 // so that a resumed driver can find what an earlier one rented. Errors are wrapped; none of a
 // backend's own types leak.
+//
+// List reports each node's Token when the provider keeps it (the one that honours tokens must).
 //
 // A node going away (a crash, a spot interruption) is learnt by polling: the executor calls List
 // when a gang fails (its node may be the cause) and when a driver takes over a run. A lost node

@@ -9,9 +9,12 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -20,6 +23,8 @@ import (
 
 // Provider rents nodes that exist only in memory.
 type Provider struct {
+	// Clock is its time (default the wall clock).
+	Clock       clock.Clock
 	GPUsPerNode int
 	// Offer is what it rents (a request for another type or market is a *cloud.CapacityError).
 	Offer cloud.Offer
@@ -68,7 +73,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		if id, seen := p.tokens[key]; seen && req.Token != "" {
 			if node, held := p.nodes[id]; held {
 				if node.RunningAt.IsZero() { // it finished starting while the caller was away
-					node.RunningAt = time.Now()
+					node.RunningAt = clock.Or(p.Clock).Now()
 					p.nodes[id] = node
 				}
 				out = append(out, node)
@@ -76,7 +81,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 			}
 		}
 		p.next++
-		node := p.Offer.Stamp(cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: time.Now()})
+		node := p.Offer.Stamp(cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: clock.Or(p.Clock).Now(), Token: req.Token})
 		p.nodes[node.ID] = node
 		p.tokens[key] = node.ID
 		p.Created = append(p.Created, node.ID)
@@ -170,11 +175,18 @@ type Behavior struct {
 	Hang bool
 	// Duration is how long the gang runs before its reports.
 	Duration time.Duration
+	// Every, when set, spaces the reports: one every Every after Duration.
+	Every time.Duration
+	// Count makes Reports one per iteration, from the trial's checkpoint to the target: a
+	// trainer that trains (and, stopped, keeps what it reached).
+	Count bool
 }
 
 // Runtime launches gangs in memory and keeps each trial's checkpoint as its last report, so that
 // it honours the runtime contract: a relaunch at the target re-reports instead of training.
 type Runtime struct {
+	// Clock is its time (default the wall clock): gangs run as its actors.
+	Clock clock.Clock
 	// Behave, when set, says what launch number n (from 1, per trial) of g does.
 	Behave func(g executor.Gang, n int) Behavior
 	// LaunchFault, when set, fails launch number n (per trial) before anything starts.
@@ -183,9 +195,29 @@ type Runtime struct {
 	mu       sync.Mutex
 	kept     map[string]trial.Report
 	tries    map[string]int
+	live     map[*handle]bool
+	launched int
 	Launches []executor.Gang
 	running  int
 	peak     int
+}
+
+// InterruptNode gives node its notice: the gangs with a worker on it are stopped, keep what
+// they reached, and end with an *executor.InterruptedError naming it.
+func (r *Runtime) InterruptNode(node, why string) {
+	r.mu.Lock()
+	var hit []*handle
+	for h := range r.live {
+		if slices.Contains(h.nodes, node) && h.interrupted == nil {
+			h.interrupted = &executor.InterruptedError{Node: node, Reason: why}
+			hit = append(hit, h)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(hit, func(a, b *handle) int { return a.seq - b.seq }) // in launch order: deterministic under a Sim
+	for _, h := range hit {
+		h.Stop()
+	}
 }
 
 var _ executor.Runtime = (*Runtime)(nil)
@@ -221,48 +253,70 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if r.Behave != nil {
 		b = r.Behave(g, n)
 	}
+	if b.Count {
+		b.Reports = nil
+		for it := kept.Iter + 1; it <= target; it++ {
+			b.Reports = append(b.Reports, trial.Report{Iter: it, Metrics: map[string]float64{"score": Metric(g.Trial, it)}})
+		}
+	}
 	if b.Reports == nil && b.Err == nil {
 		b.Reports = []trial.Report{{Iter: target, Metrics: map[string]float64{"score": Metric(g.Trial, target)}}}
 	}
-	h := &handle{reports: make(chan trial.Report, len(b.Reports)+1), exited: make(chan struct{}), stop: make(chan struct{})}
+	clk := clock.Or(r.Clock)
+	h := &handle{clk: clk, reports: make(chan trial.Report, len(b.Reports)+1), exited: make(chan struct{})}
+	h.stopped, h.stop = clock.WithCancel(clk, context.Background())
+	for _, w := range g.Workers {
+		h.nodes = append(h.nodes, w.Node.ID)
+	}
 	r.mu.Lock()
 	r.running++
 	r.peak = max(r.peak, r.running)
+	if r.live == nil {
+		r.live = map[*handle]bool{}
+	}
+	r.launched++
+	h.seq = r.launched
+	r.live[h] = true
 	r.mu.Unlock()
-	go func() {
-		stopped := false
-		select {
-		case <-time.After(b.Duration):
-		case <-h.stop:
+	clk.Go("fake gang "+g.Trial, func() {
+		stopped := clk.Sleep(h.stopped, b.Duration) != nil
+		var last *trial.Report
+		for i := 0; !stopped && i < len(b.Reports); i++ {
+			if i > 0 && b.Every > 0 && clk.Sleep(h.stopped, b.Every) != nil {
+				stopped = true
+				break
+			}
+			rep := b.Reports[i]
+			rep.At = clk.Now()
+			h.reports <- rep
+			clock.Notify(clk, h.reports)
+			last = &rep
+		}
+		if !stopped && b.Hang {
+			clk.Sleep(h.stopped, 1<<62) // until stopped
 			stopped = true
 		}
-		var last *trial.Report
-		if !stopped {
-			for _, rep := range b.Reports {
-				rep.At = time.Now()
-				h.reports <- rep
-				last = &rep
-			}
-			if b.Hang {
-				<-h.stop
-				stopped = true
-			}
-		}
 		close(h.reports)
+		clock.Notify(clk, h.reports)
 		r.mu.Lock()
 		r.running--
+		delete(r.live, h)
 		if last != nil && (b.Err == nil || stopped) {
 			r.kept[g.Trial] = *last
 		}
+		interrupted := h.interrupted
 		r.mu.Unlock()
 		switch {
+		case interrupted != nil:
+			h.err = interrupted
 		case stopped:
 			h.err = executor.ErrStopped
 		default:
 			h.err = b.Err
 		}
 		close(h.exited)
-	}()
+		clock.Notify(clk, h.exited)
+	})
 	return h, nil
 }
 
@@ -291,14 +345,23 @@ func (r *Runtime) Running() (now, peak int) {
 }
 
 type handle struct {
-	reports  chan trial.Report
-	exited   chan struct{}
-	stop     chan struct{}
-	stopOnce sync.Once
-	err      error
+	clk         clock.Clock
+	seq         int // launch number
+	nodes       []string
+	interrupted *executor.InterruptedError // by InterruptNode (under the runtime's lock)
+	reports     chan trial.Report
+	exited      chan struct{}
+	stopped     context.Context // cancelled by Stop
+	stop        context.CancelFunc
+	err         error
 }
 
 func (h *handle) Reports() <-chan trial.Report { return h.reports }
 func (h *handle) Exited() <-chan struct{}      { return h.exited }
-func (h *handle) Wait() error                  { <-h.exited; return h.err }
-func (h *handle) Stop()                        { h.stopOnce.Do(func() { close(h.stop) }) }
+func (h *handle) Stop()                        { h.stop() }
+
+// Wait returns once the gang ended (under a Sim, from an actor: it blocks through the clock).
+func (h *handle) Wait() error {
+	clock.Recv(context.Background(), h.clk, h.exited)
+	return h.err
+}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -13,139 +14,139 @@ import (
 
 // Metrics is one run's collectors, in a registry of their own.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg    *prometheus.Registry
+	labels prometheus.Labels
 
-	nodes                      *prometheus.GaugeVec
-	stage                      *prometheus.GaugeVec
-	running                    prometheus.Gauge
-	done, retries, gaveUp      prometheus.Counter
-	timeouts, lost             prometheus.Counter
-	interrupted, relaunched    prometheus.Counter
 	elapsed, cost              prometheus.Gauge
 	predictedJCT, predictedUSD prometheus.Gauge
 
-	mu      sync.Mutex
-	held    map[string]prometheus.Labels // node ID -> its labels, while held
-	inGangs map[string]bool              // trials whose gang runs
+	mu       sync.Mutex
+	snapshot func() *executor.Snapshot // nil until Follow
 }
 
-// New makes the run's metrics; every series carries the run's ID and experiment.
+// New makes the metrics of run runID of an experiment, with the plan's predicted JCT (spec
+// seconds) and cost.
 func New(runID, experiment string, predictedJCT, predictedCost float64) *Metrics {
 	labels := prometheus.Labels{"run": runID, "experiment": experiment}
 	reg := prometheus.NewRegistry()
-	f := func(name, help string) prometheus.Opts {
-		return prometheus.Opts{Namespace: "rubberband", Name: name, Help: help, ConstLabels: labels}
-	}
 	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGauge(prometheus.GaugeOpts(f(name, help)))
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "rubberband", Name: name, Help: help, ConstLabels: labels})
 		reg.MustRegister(g)
 		return g
 	}
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounter(prometheus.CounterOpts(f(name, help)))
-		reg.MustRegister(c)
-		return c
-	}
-	m := &Metrics{reg: reg, held: map[string]prometheus.Labels{}, inGangs: map[string]bool{},
-		nodes:        prometheus.NewGaugeVec(prometheus.GaugeOpts(f("nodes", "Nodes held, by instance type and market.")), []string{"instance_type", "market"}),
-		stage:        prometheus.NewGaugeVec(prometheus.GaugeOpts(f("stage", "The stage each bracket runs, from 1.")), []string{"bracket"}),
-		running:      gauge("trials_running", "Trials whose gang runs now."),
-		done:         counter("trial_stages_done_total", "Trial-stages that reached their target."),
-		retries:      counter("retries_total", "Failed tries that were relaunched."),
-		gaveUp:       counter("trials_failed_total", "Trials given up on after their last retry."),
-		timeouts:     counter("timeouts_total", "Gangs stopped past their time budget."),
-		lost:         counter("nodes_lost_total", "Nodes that went away under the run (crashes, spot interruptions)."),
-		interrupted:  counter("spot_interruptions_total", "Spot nodes taken away under the run."),
-		relaunched:   counter("interrupted_tries_total", "Tries that lost their node and were relaunched from their checkpoints."),
+	m := &Metrics{reg: reg, labels: labels,
 		elapsed:      gauge("elapsed_seconds", "Spec seconds since the run started (its JCT once it has finished)."),
 		cost:         gauge("cost_dollars", "Dollars the run has cost so far (its realized cost once it has finished)."),
 		predictedJCT: gauge("predicted_jct_seconds", "The plan's predicted JCT, mean."),
 		predictedUSD: gauge("predicted_cost_dollars", "The plan's predicted cost, mean."),
 	}
-	reg.MustRegister(m.nodes, m.stage)
+	reg.MustRegister(snapshotCollector{m})
 	m.predictedJCT.Set(predictedJCT)
 	m.predictedUSD.Set(predictedCost)
 	return m
 }
 
-// Observe takes one journal event, in journal order.
-func (m *Metrics) Observe(e executor.Event) {
+// Follow makes the metrics read the run through snapshot (executor.Config.Live hands it over).
+func (m *Metrics) Follow(snapshot func() *executor.Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	switch e.Ev {
-	case executor.EvNodeUp:
-		if e.Node != nil {
-			l := prometheus.Labels{"instance_type": e.Node.InstanceType, "market": string(e.Node.Market)}
-			if _, ok := m.held[e.Node.ID]; !ok {
-				m.held[e.Node.ID] = l
-				m.nodes.With(l).Inc()
-			}
-		}
-	case executor.EvNodeOff, executor.EvInterrupt:
-		for _, id := range e.Nodes {
-			if l, ok := m.held[id]; ok {
-				delete(m.held, id)
-				m.nodes.With(l).Dec()
-			}
-		}
-		if e.Error == "lost" || e.Ev == executor.EvInterrupt {
-			m.lost.Add(float64(len(e.Nodes)))
-		}
-		if e.Ev == executor.EvInterrupt {
-			m.interrupted.Add(float64(len(e.Nodes)))
-		}
-	case executor.EvStage:
-		m.stage.WithLabelValues(strconv.Itoa(e.Bracket)).Set(float64(e.Stage + 1))
-	case executor.EvLaunch:
-		m.setRunning(e.Trial, true)
-	case executor.EvDone:
-		m.setRunning(e.Trial, false)
-		m.done.Inc()
-	case executor.EvFail:
-		m.setRunning(e.Trial, false)
-		switch {
-		case e.GaveUp:
-			m.gaveUp.Inc()
-		case e.Interrupted:
-			m.relaunched.Inc()
-		default:
-			m.retries.Inc()
-		}
-	case executor.EvTimeout:
-		m.timeouts.Inc()
-	case executor.EvResume: // the old driver's gangs are gone
-		for t := range m.inGangs {
-			m.setRunning(t, false)
-		}
-	}
+	m.snapshot = snapshot
 }
 
-func (m *Metrics) setRunning(trial string, on bool) {
-	if m.inGangs[trial] == on {
-		return
-	}
-	if on {
-		m.inGangs[trial] = true
-		m.running.Inc()
-	} else {
-		delete(m.inGangs, trial)
-		m.running.Dec()
-	}
-}
-
-// Progress takes the driver's progress report: spec time and cost so far.
+// Progress sets spec time and cost so far.
 func (m *Metrics) Progress(s executor.Status) {
 	m.elapsed.Set(s.Elapsed.Seconds())
 	m.cost.Set(s.Cost)
 }
 
-// Finished records what the run realized.
+// Finished sets the realized JCT and cost.
 func (m *Metrics) Finished(jct, cost float64) {
 	m.elapsed.Set(jct)
 	m.cost.Set(cost)
 }
 
-// Handler serves the metrics in Prometheus's text format.
+// Handler serves the metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// snapshotCollector reads the run's snapshot at every scrape.
+type snapshotCollector struct{ m *Metrics }
+
+// descriptions of what the snapshot says.
+var (
+	descNodes   = newDesc("nodes", "Nodes held, by instance type and market.", "instance_type", "market")
+	descStage   = newDesc("stage", "The stage each bracket runs, from 1.", "bracket")
+	descRunning = newDesc("trials_running", "Trials whose gang runs now.")
+	counters    = []struct {
+		desc  *prometheus.Desc
+		count func(executor.Counts) int
+	}{
+		{newDesc("trial_stages_done_total", "Trial-stages that reached their target."), func(c executor.Counts) int { return c.Done }},
+		{newDesc("retries_total", "Failed tries that were relaunched."), func(c executor.Counts) int { return c.Retries }},
+		{newDesc("trials_failed_total", "Trials given up on after their last retry."), func(c executor.Counts) int { return c.GaveUp }},
+		{newDesc("timeouts_total", "Gangs stopped past their time budget."), func(c executor.Counts) int { return c.Timeouts }},
+		{newDesc("nodes_lost_total", "Nodes that went away under the run (crashes, spot interruptions)."), func(c executor.Counts) int { return c.NodesLost }},
+		{newDesc("spot_interruptions_total", "Spot nodes taken away under the run."), func(c executor.Counts) int { return c.Interruptions }},
+		{newDesc("interrupted_tries_total", "Tries that lost their node and were relaunched from their checkpoints."), func(c executor.Counts) int { return c.InterruptedTries }},
+	}
+)
+
+// newDesc describes a metric with the run's labels (made const per run by the collector).
+func newDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("rubberband_"+name, help, append([]string{"run", "experiment"}, labels...), nil)
+}
+
+func (c snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descNodes
+	ch <- descStage
+	ch <- descRunning
+	for _, k := range counters {
+		ch <- k.desc
+	}
+}
+
+func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	get := c.m.snapshot
+	c.m.mu.Unlock()
+	if get == nil {
+		return
+	}
+	s := get()
+	run, exp := c.m.labels["run"], c.m.labels["experiment"]
+	held := map[[2]string]int{}
+	for _, n := range s.Held() {
+		held[[2]string{n.Node.InstanceType, string(n.Node.Market)}]++
+	}
+	for _, n := range s.Nodes { // kinds once held read 0, not absent
+		if k := [2]string{n.Node.InstanceType, string(n.Node.Market)}; held[k] == 0 {
+			held[k] = 0
+		}
+	}
+	keys := make([][2]string, 0, len(held))
+	for k := range held {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
+	for _, k := range keys {
+		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(held[k]), run, exp, k[0], k[1])
+	}
+	for b, k := range s.Current {
+		ch <- prometheus.MustNewConstMetric(descStage, prometheus.GaugeValue, float64(k+1), run, exp, strconv.Itoa(b))
+	}
+	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(len(s.Open())), run, exp)
+	for _, k := range counters {
+		ch <- prometheus.MustNewConstMetric(k.desc, prometheus.CounterValue, float64(k.count(s.Counts)), run, exp)
+	}
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

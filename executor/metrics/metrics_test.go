@@ -9,6 +9,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 func scrape(t *testing.T, m *Metrics) string {
@@ -33,35 +35,70 @@ func wantLines(t *testing.T, text string, lines ...string) {
 	}
 }
 
-// The metrics follow the journal: nodes by type and market as they come and go (lost ones
+const unitSpec = `
+name: exp
+deadline: 1h
+objective: {metric: score, mode: max}
+algorithm: {stages: [{trials: 4, iters: 1}, {trials: 2, iters: 1}, {trials: 1, iters: 1}]}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [train]}
+cluster: {gpus_per_node: 4, price_per_hour: 3.6, max_nodes: 8}
+profile: {iter_latency: {1: {mean: 1}}}
+`
+
+// snapshotOf folds events as a run's journal.
+func snapshotOf(t *testing.T, events []executor.Event) *executor.Snapshot {
+	t.Helper()
+	exp, err := spec.Parse("unit.yaml", []byte(unitSpec), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: m.Elastic([][]int{{4, 2, 1}}), Past: events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// The metrics read the run's snapshot: nodes by type and market as they come and go (lost ones
 // counted), gangs running, trial-stages done, retries and give-ups, timeouts, each bracket's
 // stage; a resume ends the old driver's gangs; progress and the finish set time and cost.
-func TestMetricsFollowTheJournal(t *testing.T) {
+func TestMetricsReadTheSnapshot(t *testing.T) {
 	m := New("r1", "exp", 120, 3.5)
-	node := func(id, typ string, market cloud.Market) *cloud.Node {
-		return &cloud.Node{ID: id, GPUs: 4, InstanceType: typ, Market: market}
+	node := func(id string, market cloud.Market) *cloud.Node {
+		return &cloud.Node{ID: id, GPUs: 4, InstanceType: "p3.8xlarge", Market: market}
 	}
-	for _, e := range []executor.Event{
-		{Ev: executor.EvNodeUp, Node: node("n1", "p3.8xlarge", cloud.OnDemand)},
-		{Ev: executor.EvNodeUp, Node: node("n2", "p3.8xlarge", cloud.Spot)},
-		{Ev: executor.EvNodeUp, Node: node("n3", "p3.8xlarge", cloud.Spot)},
-		{Ev: executor.EvNodeUp, Node: node("n3", "p3.8xlarge", cloud.Spot)}, // journaled twice: counted once
+	events := []executor.Event{{Ev: executor.EvStart}}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		events = append(events, executor.Event{Ev: executor.EvTrial, Trial: id})
+	}
+	events = append(events, []executor.Event{
+		{Ev: executor.EvNodeUp, Node: node("n1", cloud.OnDemand)},
+		{Ev: executor.EvNodeUp, Node: node("n2", cloud.Spot)},
+		{Ev: executor.EvNodeUp, Node: node("n3", cloud.Spot)},
+		{Ev: executor.EvNodeUp, Node: node("n3", cloud.Spot)}, // journaled twice: counted once
 		{Ev: executor.EvStage, Bracket: 0, Stage: 1},
 		{Ev: executor.EvLaunch, Trial: "a"}, {Ev: executor.EvLaunch, Trial: "b"}, {Ev: executor.EvLaunch, Trial: "c"},
 		{Ev: executor.EvDone, Trial: "a"},
 		{Ev: executor.EvFail, Trial: "b"},
 		{Ev: executor.EvTimeout, Trial: "c"}, {Ev: executor.EvFail, Trial: "c", GaveUp: true},
-		{Ev: executor.EvNodeOff, Nodes: []string{"n3"}, Error: "lost"},
+		{Ev: executor.EvNodeOff, Nodes: []string{"n3"}, Error: "lost"}, // a journal of before causes
 		{Ev: executor.EvLaunch, Trial: "b"}, {Ev: executor.EvLaunch, Trial: "d"},
-		{Ev: executor.EvNodeUp, Node: node("n4", "p3.8xlarge", cloud.Spot)},
+		{Ev: executor.EvNodeUp, Node: node("n4", cloud.Spot)},
 		{Ev: executor.EvInterrupt, Nodes: []string{"n4"}, Error: "spot interruption notice"},
 		{Ev: executor.EvFail, Trial: "d", Interrupted: true}, {Ev: executor.EvLaunch, Trial: "d"},
-	} {
-		m.Observe(e)
+	}...)
+	if got := scrape(t, m); strings.Contains(got, "rubberband_nodes{") {
+		t.Fatalf("metrics of a run not followed yet:\n%s", got)
 	}
+	snap := snapshotOf(t, events)
+	m.Follow(func() *executor.Snapshot { return snap })
 	m.Progress(executor.Status{Elapsed: 42 * time.Second, Cost: 1.25})
-	text := scrape(t, m)
-	wantLines(t, text,
+	wantLines(t, scrape(t, m),
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="on-demand",run="r1"} 1`,
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="spot",run="r1"} 1`,
 		`rubberband_nodes_lost_total{experiment="exp",run="r1"} 2`,
@@ -78,8 +115,8 @@ func TestMetricsFollowTheJournal(t *testing.T) {
 		`rubberband_predicted_jct_seconds{experiment="exp",run="r1"} 120`,
 		`rubberband_predicted_cost_dollars{experiment="exp",run="r1"} 3.5`,
 	)
-	m.Observe(executor.Event{Ev: executor.EvResume})
-	m.Observe(executor.Event{Ev: executor.EvNodeOff, Nodes: []string{"n1", "n2", "unknown"}})
+	snap = snapshotOf(t, append(events, executor.Event{Ev: executor.EvResume},
+		executor.Event{Ev: executor.EvNodeOff, Nodes: []string{"n1", "n2", "unknown"}}))
 	m.Finished(130, 3.75)
 	wantLines(t, scrape(t, m),
 		`rubberband_trials_running{experiment="exp",run="r1"} 0`,

@@ -11,6 +11,7 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -73,7 +74,7 @@ func (h *handle) watch() {
 		for _, a := range allocs {
 			if failed == "" && (a.ClientStatus == "failed" || a.ClientStatus == "lost") {
 				failed = a.ID
-				if exitCode(a) == ExitInterrupted {
+				if exitCode(a) == worker.ExitInterrupted {
 					lostNode = rankOf(a)
 				}
 			}

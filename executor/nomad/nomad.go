@@ -8,13 +8,12 @@
 package nomad
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
@@ -22,6 +21,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -31,20 +31,6 @@ const ImageBinary = "/rubberband"
 
 // NodeMeta is the client meta key that names a node, so that a task group can be pinned to it.
 const NodeMeta = "rb_node"
-
-// AbortSignal is what the runtime sends a worker's wrapper when another worker of its gang
-// failed: the wrapper stops its trainer as on SIGTERM but saves no checkpoint, since a failed gang
-// keeps none (the Runtime contract). The job is deregistered right after. abortSignalName is its
-// name in Nomad's API.
-const (
-	AbortSignal     = syscall.SIGUSR1
-	abortSignalName = "SIGUSR1"
-)
-
-// ExitInterrupted is the worker wrapper's exit code when it stopped its trainer because its node
-// is being taken away (a spot interruption notice; EX_TEMPFAIL): the checkpoint is saved, and
-// the runtime stops the rest of the gang as by Stop, so that nothing it reached is lost.
-const ExitInterrupted = 75
 
 // SaveMargin is how long a stopped worker's wrapper has, after the trainer's grace period, to
 // save the checkpoint before Nomad kills it: the task's kill timeout is the grace period plus
@@ -172,11 +158,7 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 		if trainer[0] == "rubberband" {
 			trainer[0] = self // the built-in trainers run from the same binary
 		}
-		args := append(r.watchdogArgs(g, grace, "worker", "--trial", g.Trial, "--rank", strconv.Itoa(env.Rank), "--gang", id, "--grace", grace.String()), "--")
-		if w.Node.Market == cloud.Spot { // the wrapper watches for the two minutes' notice
-			args = append(args[:len(args)-1], "--spot-notices", "--")
-		}
-		args = append(args, trainer...)
+		args := append([]string{"worker"}, r.workerOptions(g, grace, id, env.Rank, w.Node, trainer).Args()...)
 		task := nomad.NewTask("trainer", "raw_exec").SetConfig("command", self).SetConfig("args", args)
 		extra := append(append([]string(nil), r.StoreEnv...), r.ExtraEnv...)
 		if g.Image != "" {
@@ -246,18 +228,17 @@ func (r *Runtime) poll() time.Duration {
 // watchdogArgs adds what lets a worker stop by itself when its driver is gone: the run's
 // heartbeat to watch, and the launch's deadline, with a margin so that the driver, while it
 // lives, stops the gang first.
-func (r *Runtime) watchdogArgs(g executor.Gang, grace time.Duration, args ...string) []string {
+// workerOptions are what the worker of rank on node runs: the trainer under the gang's
+// watchdogs (the driver's heartbeat, the launch's deadline, a spot node's notice).
+func (r *Runtime) workerOptions(g executor.Gang, grace time.Duration, gang string, rank int, node cloud.Node, trainer []string) worker.Options {
+	o := worker.Options{Trial: g.Trial, Rank: rank, Gang: gang, Grace: grace, SpotNotices: node.Market == cloud.Spot, Command: trainer}
 	if r.RunID != "" {
-		timeout := r.HeartbeatTimeout
-		if timeout <= 0 {
-			timeout = heartbeat.DefaultTimeout
-		}
-		args = append(args, "--run", r.RunID, "--heartbeat-timeout", timeout.String())
+		o.RunID, o.HeartbeatTimeout = r.RunID, cmp.Or(r.HeartbeatTimeout, heartbeat.DefaultTimeout)
 	}
 	if g.Timeout > 0 {
-		args = append(args, "--timeout", (g.Timeout + 2*grace + time.Minute).String())
+		o.Timeout = g.Timeout + 2*grace + time.Minute
 	}
-	return args
+	return o
 }
 
 // jobPrefix starts the ID of every job of this run.

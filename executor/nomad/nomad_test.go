@@ -5,12 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,18 +20,45 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/runtimetest"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/trial"
+	"github.com/rubberband-hpo/rubberband/trial/builtin"
 )
 
-// binary builds the rubberband CLI, which the nodes run as the worker wrapper.
+// TestMain makes this test binary the rubberband binary the nodes run (Runtime.Self): started
+// as `worker ...` it is the worker (package worker), as `trainer NAME ...` a built-in trainer.
+// The tests need no CLI built.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "worker":
+			o, err := worker.ParseArgs(os.Args[2:], os.Stderr)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			o.WorkDir, o.Stdin, o.Stdout, o.Stderr = os.Getenv("NOMAD_TASK_DIR"), os.Stdin, os.Stdout, os.Stderr
+			os.Exit(worker.Run(context.Background(), o))
+		case "trainer":
+			if err := builtin.Main(context.Background(), os.Args[2:], os.Stderr); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// binary is this test binary, the worker and trainers of the nodes (TestMain).
 func binary(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "rubberband")
-	if b, err := exec.Command("go", "build", "-o", out, "../../cmd/rubberband").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, b)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return self
 }
 
 // cluster is one Nomad server with two client nodes of two GPUs, shared by the tests of this
@@ -83,7 +109,6 @@ func TestNomad(t *testing.T) {
 	t.Run("SecretsStayOutOfJobs", func(t *testing.T) { secretsStayOutOfJobs(t, c) })
 	t.Run("SpotNoticeStopsTheGangSaving", func(t *testing.T) { spotNoticeStopsTheGangSaving(t, c) })
 	t.Run("PinnedByNodeID", func(t *testing.T) { pinnedByNodeID(t, c) })
-	t.Run("WrapperTakesNomadsGPUs", func(t *testing.T) { wrapperTakesNomadsGPUs(t, c) })
 }
 
 // fakeIMDS serves IMDSv2 with a spot interruption notice from the time given on.
@@ -304,31 +329,5 @@ func noRoomIsBounded(t *testing.T, c cluster) {
 	}
 	if jobs, _, _ := c.n.Client.Jobs().List(nil); len(jobs) != 0 {
 		t.Fatalf("a refused gang was registered: %v", jobs[0].ID)
-	}
-}
-
-// The workers of a gang restore on their own nodes at their own pace: one that starts after its
-// rank 0 has finished and saved restores the version the gang started from, not rank 0's new one
-// (it would find the trial at its target and train nothing). A later gang takes the newest.
-func TestWrapperRestoresWhatItsGangStartedFrom(t *testing.T) {
-	self := binary(t)
-	store := filepath.Join(t.TempDir(), "checkpoints")
-	worker := func(gang string, rank int, script string) string {
-		t.Helper()
-		cmd := exec.Command(self, "worker", "--trial", "t1", "--rank", strconv.Itoa(rank), "--gang", gang, "--", "/bin/sh", "-c", script)
-		cmd.Env = append(os.Environ(), "RB_CHECKPOINTS=file://"+store, "RB_TARGET_ITER=2")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("worker %d of %s: %v\n%s", rank, gang, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	worker("gang-1", 0, `echo 1 > "$RB_CHECKPOINT_DIR/state"`)
-	worker("gang-2", 0, `echo 2 > "$RB_CHECKPOINT_DIR/state"`) // gang-2's rank 0 ran ahead and saved
-	if got := worker("gang-2", 1, `cat "$RB_CHECKPOINT_DIR/state"`); got != "1" {
-		t.Fatalf("rank 1 of gang-2 restored state %q, want 1, what gang-2 started from", got)
-	}
-	if got := worker("gang-3", 1, `cat "$RB_CHECKPOINT_DIR/state"`); got != "2" {
-		t.Fatalf("a later gang restored state %q, want the newest, 2", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 )
 
 func (r *Runtime) placeTimeout() time.Duration {
@@ -102,8 +103,8 @@ func (h *handle) abort(allocs []*nomad.AllocationListStub) {
 		case "complete", "failed", "lost":
 			continue
 		}
-		if err := h.r.Client.Allocations().Signal(&nomad.Allocation{ID: a.ID}, nil, "trainer", abortSignalName); err != nil {
-			h.r.logf("trial %s: signal %s to %s (%s): %v", h.trial, abortSignalName, a.TaskGroup, a.ClientStatus, err)
+		if err := h.r.Client.Allocations().Signal(&nomad.Allocation{ID: a.ID}, nil, "trainer", worker.AbortSignalName); err != nil {
+			h.r.logf("trial %s: signal %s to %s (%s): %v", h.trial, worker.AbortSignalName, a.TaskGroup, a.ClientStatus, err)
 		}
 	}
 }

@@ -9,16 +9,11 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 )
 
 // What a gang on a team's own clients (Runtime.PinNodeID) needs beyond a gang on rubberband's:
 // clients pinned by their Nomad node ID, GPUs Nomad accounts for, and the clients' node pool.
-
-// GPUDevicesEnv is set in a worker's environment when Nomad assigned its GPUs as nvidia/gpu
-// devices: the worker wrapper then gives the trainer those GPUs (NVIDIA_VISIBLE_DEVICES, which
-// Nomad's device plugin sets) as CUDA_VISIBLE_DEVICES, not placement's numbers, which mean
-// nothing to Nomad and could name a GPU another job of the team holds.
-const GPUDevicesEnv = "RB_NOMAD_GPU_DEVICES"
 
 // gpuDevice is the device a worker asks Nomad for, one instance per GPU.
 const gpuDevice = "nvidia/gpu"
@@ -62,7 +57,7 @@ func (r *Runtime) onClients(ctx context.Context, job *nomad.Job, g executor.Gang
 		task := job.TaskGroups[i].Tasks[0]
 		count := uint64(len(w.Env.GPUs))
 		task.Resources.Devices = append(task.Resources.Devices, &nomad.RequestedDevice{Name: gpuDevice, Count: &count})
-		task.Env[GPUDevicesEnv] = "1"
+		task.Env[worker.GPUDevicesEnv] = "1"
 	}
 	pool := "all"
 	if len(pools) == 1 {

@@ -3,7 +3,6 @@ package nomad
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -63,13 +63,13 @@ func TestOnClients(t *testing.T) {
 				task := tg.Tasks[0]
 				devs := task.Resources.Devices
 				if !c.devices[i] {
-					if len(devs) != 0 || task.Env[GPUDevicesEnv] != "" {
-						t.Errorf("%s: devices %+v, env %q on a client without GPU devices", *tg.Name, devs, task.Env[GPUDevicesEnv])
+					if len(devs) != 0 || task.Env[worker.GPUDevicesEnv] != "" {
+						t.Errorf("%s: devices %+v, env %q on a client without GPU devices", *tg.Name, devs, task.Env[worker.GPUDevicesEnv])
 					}
 					continue
 				}
-				if len(devs) != 1 || devs[0].Name != "nvidia/gpu" || *devs[0].Count != 1 || task.Env[GPUDevicesEnv] != "1" {
-					t.Errorf("%s: devices %+v, env %q; want one nvidia/gpu", *tg.Name, devs, task.Env[GPUDevicesEnv])
+				if len(devs) != 1 || devs[0].Name != "nvidia/gpu" || *devs[0].Count != 1 || task.Env[worker.GPUDevicesEnv] != "1" {
+					t.Errorf("%s: devices %+v, env %q; want one nvidia/gpu", *tg.Name, devs, task.Env[worker.GPUDevicesEnv])
 				}
 			}
 		})
@@ -117,25 +117,5 @@ func pinnedByNodeID(t *testing.T, c cluster) {
 	log, _ := os.ReadFile(filepath.Join(r.LogDir, "b0-t0009.log"))
 	if !strings.Contains(string(log), "rank 0 on node node-b, allocation ") {
 		t.Fatalf("the gang did not run on node-b:\n%s", log)
-	}
-}
-
-// The worker wrapper gives the trainer the GPUs Nomad assigned (NVIDIA_VISIBLE_DEVICES) when the
-// job asked for devices, and placement's otherwise.
-func wrapperTakesNomadsGPUs(t *testing.T, c cluster) {
-	store := filepath.Join(t.TempDir(), "checkpoints")
-	for _, tc := range []struct {
-		devices, want string
-	}{{"1", "GPU-6b1f,GPU-77aa"}, {"", "0"}} {
-		cmd := exec.Command(c.self, "worker", "--trial", "t1", "--rank", "1", "--", "/bin/sh", "-c", `echo "$CUDA_VISIBLE_DEVICES"`)
-		cmd.Env = append(os.Environ(), "RB_CHECKPOINTS=file://"+store, "RB_TARGET_ITER=1", "CUDA_VISIBLE_DEVICES=0",
-			"NVIDIA_VISIBLE_DEVICES=GPU-6b1f,GPU-77aa", GPUDevicesEnv+"="+tc.devices)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("worker: %v\n%s", err, out)
-		}
-		if got := strings.TrimSpace(string(out)); got != tc.want {
-			t.Errorf("%s=%q: the trainer saw CUDA_VISIBLE_DEVICES=%q, want %q", GPUDevicesEnv, tc.devices, got, tc.want)
-		}
 	}
 }

@@ -1,7 +1,3 @@
-// Package process is the executor's Runtime for one machine: every worker of a gang is a local
-// process in its own process group, the trial's checkpoint directory is restored from the
-// checkpoint.Store before the gang starts and saved to it after, and each trial's output goes to
-// its own log file in the state directory.
 package process
 
 import (
@@ -14,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -47,8 +42,12 @@ type Runtime struct {
 	// IdleTimeout is how long a reused worker (Gang.Reuse) waits for its next trial before it is
 	// ended (default 10 s); Close ends the idle ones at once.
 	IdleTimeout time.Duration
+	// WaitDelay is how long a worker's output is read at most after it exited, when something
+	// the runtime could not end still holds it open (default DefaultWaitDelay).
+	WaitDelay time.Duration
 
-	pool pool
+	pool    pool
+	workers workers
 
 	liveMu sync.Mutex
 	live   map[*handle][]string // running gangs, with their workers' nodes
@@ -129,86 +128,42 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	// Every worker's command is built before any starts: a gang that cannot be described whole
 	// (its environment does not encode) starts nothing at all.
-	var rank0 io.ReadCloser
+	rank0, rank0Out := io.Pipe()
 	cmds := make([]*exec.Cmd, len(g.Workers))
 	for i, w := range g.Workers {
 		env := w.Env
 		env.CheckpointDir, env.MasterPort = dir, port
 		vars, err := env.Vars()
 		if err != nil {
-			h.kill()
+			h.logFile.Close()
 			return nil, fmt.Errorf("launch %s: worker %d: %w", g.Trial, env.Rank, err)
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(append([]string(nil), base...), vars...)
-		// Pdeathsig: a worker does not outlive a driver that died (its own children are ended by
-		// Reap on resume or cancel, through the recorded process group).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.Stderr = h.log
-		if env.Rank == 0 {
-			if rank0, err = cmd.StdoutPipe(); err != nil {
-				h.kill()
-				return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
-			}
-		} else {
-			cmd.Stdout = h.log
-		}
+		cmd.Stdout, cmd.Stderr = h.log, h.log
 		cmds[i] = cmd
 	}
 	for i, cmd := range cmds {
-		if err := cmd.Start(); err != nil {
+		var out *io.PipeWriter
+		if g.Workers[i].Env.Rank == 0 {
+			out = rank0Out
+		}
+		w, err := r.startWorker(cmd, fmt.Sprintf("trial %s worker %d", g.Trial, g.Workers[i].Env.Rank), out, h.log)
+		if err != nil {
+			rank0.Close() // nobody reads it: its writer must not block
 			h.kill()
 			return nil, fmt.Errorf("launch %s: start worker %d: %w", g.Trial, g.Workers[i].Env.Rank, err)
 		}
-		h.cmds = append(h.cmds, cmd)
+		h.workers = append(h.workers, w)
 	}
 	if err := h.writePIDs(); err != nil {
+		rank0.Close()
 		h.kill()
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	h.watch(rank0)
 	r.track(h, g)
 	return h, nil
-}
-
-func (h *handle) pidFile() string { return filepath.Join(h.r.WorkDir, h.trial, "pids") }
-
-// writePIDs records the gang's process groups, so that a resumed driver can end them.
-func (h *handle) writePIDs() error {
-	var b strings.Builder
-	for _, c := range h.cmds {
-		fmt.Fprintln(&b, c.Process.Pid)
-	}
-	return os.WriteFile(h.pidFile(), []byte(b.String()), 0o644)
-}
-
-// Reap kills the process groups recorded by gangs of an earlier driver and waits until they are
-// gone.
-func (r *Runtime) Reap(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(r.WorkDir, "*", "pids"))
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Fields(string(b)) {
-			pid, err := strconv.Atoi(line)
-			if err != nil || pid <= 1 {
-				continue
-			}
-			if syscall.Kill(-pid, syscall.SIGKILL) == nil {
-				r.logf("resume: ended worker process group %d left by the previous driver (%s)", pid, filepath.Base(filepath.Dir(f)))
-			}
-			for i := 0; i < 100 && syscall.Kill(-pid, 0) == nil; i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-		os.Remove(f)
-	}
-	return nil
 }
 
 // restore brings the trial's newest checkpoint into dir, unless dir already holds it: a trial
@@ -260,7 +215,7 @@ type handle struct {
 	dir     string
 	log     io.Writer
 	logFile *os.File
-	cmds    []*exec.Cmd
+	workers []*worker
 	reused  *reused // the process serving this launch, when it is a reused one
 	reports chan trial.Report
 
@@ -289,14 +244,15 @@ func (h *handle) watch(rank0 io.Reader) {
 		trial.ScanReports(rank0, h.log, h.report, h.malformed)
 	}()
 	var workers sync.WaitGroup
-	for i, cmd := range h.cmds {
+	for i, w := range h.workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
+			err := w.wait() // closes rank 0's pipe once its output is read
 			if i == 0 {
-				readers.Wait() // Wait closes the pipe: read it to the end first
+				readers.Wait() // its reports are delivered before the gang ends
 			}
-			if err := cmd.Wait(); err != nil && h.recordFailure(fmt.Errorf("worker %d: %w", i, err)) {
+			if err != nil && h.recordFailure(fmt.Errorf("worker %d: %w", i, err)) {
 				h.signal(syscall.SIGTERM) // a gang is whole or not at all
 			}
 		}()
@@ -390,10 +346,8 @@ func (h *handle) signal(sig syscall.Signal) {
 	if h.reused != nil {
 		h.reused.signal(h, sig)
 	} else {
-		for _, cmd := range h.cmds {
-			if cmd.Process != nil {
-				syscall.Kill(-cmd.Process.Pid, sig)
-			}
+		for _, w := range h.workers {
+			syscall.Kill(-w.pid(), sig)
 		}
 	}
 	if sig == syscall.SIGTERM {
@@ -416,9 +370,9 @@ func (r *Runtime) grace() time.Duration {
 
 // kill ends workers started before a launch failed.
 func (h *handle) kill() {
-	for _, cmd := range h.cmds {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
+	for _, w := range h.workers {
+		syscall.Kill(-w.pid(), syscall.SIGKILL)
+		w.wait()
 	}
 	h.logFile.Close()
 }

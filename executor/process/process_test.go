@@ -30,8 +30,8 @@ func runtime(t *testing.T) *Runtime {
 func TestContract(t *testing.T) {
 	runtimetest.Run(t, func(t *testing.T) runtimetest.Env {
 		r := runtime(t)
-		return runtimetest.Env{Runtime: r, Store: r.Store, Nodes: []cloud.Node{{ID: "local-0001", GPUs: 4, Addr: "127.0.0.1"}},
-			LogDir: r.LogDir, Grace: r.Grace}
+		return runtimetest.Env{Runtime: r, Store: r.Store, Nodes: []cloud.Node{{ID: "local-0001", GPUs: 4, Addr: "127.0.0.1"}, {ID: "local-0002", GPUs: 4, Addr: "127.0.0.1"}},
+			LogDir: r.LogDir, Grace: r.Grace, Interrupt: r.InterruptNode}
 	})
 }
 
@@ -70,20 +70,23 @@ func TestReap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pids, _ := os.ReadFile(filepath.Join(r.WorkDir, "t6", "pids"))
+	f := filepath.Join(r.WorkDir, "t6", "pids")
+	if info, err := os.Stat(f); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("pids file: %v, mode %v: want 0600, its owner's only", err, info.Mode().Perm())
+	}
+	rec, err := readPIDs(f)
+	if err != nil || len(rec.Workers) != 2 {
+		t.Fatalf("pids file: %+v, %v", rec, err)
+	}
 	if err := r.Reap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for range h.Reports() {
 	}
 	h.Wait()
-	for _, p := range strings.Fields(string(pids)) {
-		var pid int
-		for _, c := range p {
-			pid = pid*10 + int(c-'0')
-		}
-		if syscall.Kill(pid, 0) == nil {
-			t.Fatalf("worker %d still alive after reap", pid)
+	for _, w := range rec.Workers {
+		if syscall.Kill(w.PID, 0) == nil {
+			t.Fatalf("worker %d still alive after reap", w.PID)
 		}
 	}
 }

@@ -21,7 +21,7 @@ const DefaultIdleTimeout = 10 * time.Second
 type reused struct {
 	r     *Runtime
 	key   string
-	cmd   *exec.Cmd
+	w     *worker
 	stdin io.WriteCloser
 	gone  chan struct{} // closed once the process has exited and its output is read
 
@@ -51,37 +51,37 @@ func (r *Runtime) launchReused(h *handle, node string, env trial.Env, argv, base
 		if p == nil {
 			break
 		}
-		h.cmds, h.reused = []*exec.Cmd{p.cmd}, p
+		h.workers, h.reused = []*worker{p.w}, p
 		if err := h.writePIDs(); err != nil {
 			p.retire()
 			return err
 		}
 		if err := p.assign(h, vars); err == nil {
-			fmt.Fprintf(h.log, "=== served by reused trainer process %d\n", p.cmd.Process.Pid)
+			fmt.Fprintf(h.log, "=== served by reused trainer process %d\n", p.w.pid())
 			return nil
 		}
 		p.retire() // it went away while idle: a new process takes the trial
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(append([]string(nil), base...), vars...), trial.ReuseVar+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &reused{r: r, key: key, cmd: cmd, gone: make(chan struct{}), cur: h}
+	p := &reused{r: r, key: key, gone: make(chan struct{}), cur: h}
 	cmd.Stderr = output{p}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	stdout, stdoutW := io.Pipe()
+	w, err := r.startWorker(cmd, "reused trainer process", stdoutW, nil)
+	if err != nil {
+		p.stdin.Close()
 		return fmt.Errorf("start worker %d: %w", env.Rank, err)
 	}
-	h.cmds, h.reused = []*exec.Cmd{cmd}, p
-	fmt.Fprintf(h.log, "=== started trainer process %d, to be reused\n", cmd.Process.Pid)
+	p.w = w
+	w.name = fmt.Sprintf("reused trainer process %d", w.pid())
+	h.workers, h.reused = []*worker{w}, p
+	fmt.Fprintf(h.log, "=== started trainer process %d, to be reused\n", w.pid())
 	go p.serve(stdout)
 	if err := h.writePIDs(); err != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-w.pid(), syscall.SIGKILL)
 		return err
 	}
 	return nil
@@ -109,8 +109,10 @@ func (p *reused) assign(h *handle, vars []string) error {
 // line ends that launch, and an exit ends the one it was serving, if any, as an ordinary worker's
 // exit would (a trainer that ignores trial.ReuseVar serves one trial and exits 0).
 func (p *reused) serve(stdout io.Reader) {
+	waited := make(chan error, 1)
+	go func() { waited <- p.w.wait() }() // closes stdout once the output is read
 	trial.ScanRuns(stdout, output{p}, p.report, p.malformed, p.end)
-	err := p.cmd.Wait()
+	err := <-waited
 	p.r.dropIdle(p)
 	p.mu.Lock()
 	h := p.cur
@@ -151,7 +153,7 @@ func (p *reused) end(code int) {
 	p.cur = nil
 	p.mu.Unlock()
 	if h == nil {
-		p.r.logf("reused worker %d: an end line while it served no trial: ignored", p.cmd.Process.Pid)
+		p.r.logf("reused worker %d: an end line while it served no trial: ignored", p.w.pid())
 		return
 	}
 	var err error
@@ -187,7 +189,7 @@ func (p *reused) signal(h *handle, sig syscall.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cur == h {
-		syscall.Kill(-p.cmd.Process.Pid, sig)
+		syscall.Kill(-p.w.pid(), sig)
 	}
 }
 
@@ -199,7 +201,7 @@ func (p *reused) retire() {
 		select {
 		case <-p.gone:
 		case <-time.After(p.r.grace()):
-			syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			syscall.Kill(-p.w.pid(), syscall.SIGKILL)
 		}
 	}()
 }
@@ -212,7 +214,7 @@ func (o output) Write(b []byte) (int, error) {
 	if h := o.p.serving(); h != nil {
 		return h.log.Write(b)
 	}
-	o.p.r.logf("reused worker %d (idle): %s", o.p.cmd.Process.Pid, strings.TrimRight(string(b), "\n"))
+	o.p.r.logf("reused worker %d (idle): %s", o.p.w.pid(), strings.TrimRight(string(b), "\n"))
 	return len(b), nil
 }
 
@@ -267,8 +269,9 @@ func (r *Runtime) dropIdle(p *reused) bool {
 }
 
 // Close ends every idle reused worker and waits until they have exited (the grace period at
-// most, then they are killed); workers that serve a launch end with it. Launches after Close
-// start processes that are not kept.
+// most, then they are killed); workers that serve a launch end with it. Then it ends whatever
+// ended workers left behind that is still there. Launches after Close start processes that are
+// not kept.
 func (r *Runtime) Close() error {
 	r.pool.mu.Lock()
 	r.pool.closed = true
@@ -287,5 +290,26 @@ func (r *Runtime) Close() error {
 	for _, p := range all {
 		<-p.gone
 	}
+	r.endLeftovers()
 	return nil
+}
+
+// endLeftovers ends whatever a worker of this runtime left behind that is still there (each
+// worker's own exit ended what it found then): every process carrying a token of this runtime
+// but no live worker's.
+func (r *Runtime) endLeftovers() {
+	r.workers.mu.Lock()
+	prefix := r.workers.prefix
+	live := map[string]bool{}
+	for _, w := range r.workers.live {
+		live[w.token] = true
+	}
+	r.workers.mu.Unlock()
+	if prefix == "" {
+		return // no worker was ever started
+	}
+	ended := r.endStrays(selector{token: func(t string) bool { return strings.HasPrefix(t, prefix) && !live[t] }})
+	if len(ended) > 0 {
+		r.logf("ended %s that workers of this run left behind", describe(ended))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,9 +38,17 @@ func TestMain(m *testing.M) {
 const reuseTrainerVar = "RB_PROCESS_TEST_TRAINER"
 
 func reuseTrainer(r *rbtrain.Run) error {
-	var p struct{ Fail, Hang, Die bool }
+	var p struct {
+		Fail, Hang, Die bool
+		Spawn           string // start a child in a session of its own that writes its PID there
+	}
 	if err := r.Params(&p); err != nil {
 		return err
+	}
+	if p.Spawn != "" {
+		if err := exec.Command("setsid", "sh", "-c", writePID(p.Spawn)+"; exec sleep 30").Start(); err != nil {
+			return err
+		}
 	}
 	start := 0
 	if b, ok, _ := r.ReadCheckpoint("iter"); ok {

@@ -13,18 +13,23 @@ import (
 )
 
 var cases = []struct {
-	name string
-	run  func(t *testing.T, e Env)
+	name   string
+	run    func(t *testing.T, e Env)
+	script bool // written in shell: skipped for runtimes that run no commands
 }{
-	{"ReportsInOrder", reportsInOrder},
-	{"CheckpointRestored", checkpointRestored},
-	{"WorkerFailureStopsGang", workerFailureStopsGang},
-	{"LaunchAllOrNothing", launchAllOrNothing},
-	{"Unplaceable", unplaceable},
-	{"StopThenKill", stopThenKill},
-	{"StoppedGangResumes", stoppedGangResumes},
-	{"RelaunchAtTargetReReports", relaunchAtTargetReReports},
-	{"LogsEveryWorker", logsEveryWorker},
+	{"ReportsInOrder", reportsInOrder, true},
+	{"CheckpointRestored", checkpointRestored, true},
+	{"WorkerFailureStopsGang", workerFailureStopsGang, true},
+	{"LaunchAllOrNothing", launchAllOrNothing, true},
+	{"Unplaceable", unplaceable, true},
+	{"StopThenKill", stopThenKill, true},
+	{"StoppedGangResumes", stoppedGangResumes, true},
+	{"RelaunchAtTargetReReports", relaunchAtTargetReReports, true},
+	{"LogsEveryWorker", logsEveryWorker, true},
+	{"TrainsToTheTarget", trainsToTheTarget, false},
+	{"StopKeepsWhatItReached", stopKeepsWhatItReached, false},
+	{"InterruptedNamesTheNode", interruptedNamesTheNode, false},
+	{"UnplaceableNode", unplaceableNode, false},
 }
 
 // with sets the shell variable M to dir in front of script, for marker files.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -35,7 +36,42 @@ type Env struct {
 	// Slack is how long the runtime may take on top of what its trainers do: to start or refuse a
 	// gang, notice a failure and stop the rest, collect the output (default 5 s).
 	Slack time.Duration
+	// Counter, when set, makes a gang of n workers whose trainer trains the trial from its
+	// checkpoint to target, one report per iteration, and keeps what it reached when stopped;
+	// by default, a gang of the suite's own, running a shell loop. A runtime that runs no
+	// commands (a fake, the virtual world) trains its own way whatever the command, and sets
+	// NoScripts, which skips the cases written in shell.
+	Counter   func(trialID string, n, start, target int) executor.Gang
+	NoScripts bool
+	// Interrupt, when set, gives a node its interruption notice (a spot notice), as the
+	// runtime's platform would.
+	Interrupt func(node, why string)
+	// Clock is the runtime's time (default the wall clock); Within runs each case's body, as an
+	// actor when the clock is a Sim (default: at once).
+	Clock  clock.Clock
+	Within func(t *testing.T, f func())
 }
+
+func (e Env) clock() clock.Clock { return clock.Or(e.Clock) }
+
+// counter is the Env's counting gang: its own, or one in shell.
+func (e Env) counter(trialID string, n, start, target int) executor.Gang {
+	if e.Counter != nil {
+		return e.Counter(trialID, n, start, target)
+	}
+	return e.gang(trialID, n, start, target, counterScript)
+}
+
+// counterScript trains from the checkpoint's iteration to the target, an iteration every 50 ms,
+// and keeps what it reached when stopped.
+const counterScript = `i=$(cat "$RB_CHECKPOINT_DIR/state" 2>/dev/null || echo 0)
+trap 'echo $i > "$RB_CHECKPOINT_DIR/state"; exit 0' TERM
+while [ "$i" -lt "$RB_TARGET_ITER" ]; do
+  sleep 0.05 & wait
+  i=$((i+1))
+  echo $i > "$RB_CHECKPOINT_DIR/state"
+  if [ "$RANK" = 0 ]; then echo "@rb {\"iter\": $i}"; fi
+done`
 
 // Run runs the whole contract, one subtest per case; newEnv is called once per case.
 func Run(t *testing.T, newEnv func(t *testing.T) Env) {
@@ -48,7 +84,14 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 			if len(e.Nodes) == 0 {
 				t.Fatal("runtimetest: the Env has no nodes")
 			}
-			c.run(t, e)
+			if c.script && e.NoScripts {
+				t.Skip("a case in shell, and this runtime runs no commands")
+			}
+			if e.Within == nil {
+				c.run(t, e)
+				return
+			}
+			e.Within(t, func() { c.run(t, e) })
 		})
 	}
 }
@@ -80,9 +123,18 @@ func (e Env) launch(t *testing.T, g executor.Gang) executor.Handle {
 // drain reads a handle's reports to the end and returns them with what Wait says, checking that
 // Exited is closed by the time Wait returns.
 func drain(t *testing.T, h executor.Handle) ([]trial.Report, error) {
+	return drainOn(t, clock.Wall{}, h)
+}
+
+// drainOn is drain, receiving as an actor of c.
+func drainOn(t *testing.T, c clock.Clock, h executor.Handle) ([]trial.Report, error) {
 	t.Helper()
 	var reps []trial.Report
-	for r := range h.Reports() {
+	for {
+		r, ok, _ := clock.Recv(context.Background(), c, h.Reports())
+		if !ok {
+			break
+		}
 		reps = append(reps, r)
 	}
 	err := h.Wait()

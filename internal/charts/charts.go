@@ -1,6 +1,3 @@
-// Package charts draws rubberband's pictures with gonum/plot, as PNG or SVG by the file's
-// extension: cost against a swept parameter, a plan's cluster schedule as a Gantt chart, and
-// histograms of predicted JCT and cost.
 package charts
 
 import (

@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"image"
 	_ "image/png"
 	"os"
@@ -61,5 +62,26 @@ func TestCharts(t *testing.T) {
 	checkPNG(t, hist)
 	if err := Histogram(filepath.Join(dir, "h.jpg"), "h", "x", []float64{1}, 0, ""); err == nil {
 		t.Fatal("a .jpg was accepted")
+	}
+}
+
+// A sweep's values are placed on the x axis as minutes (durations), as numbers, or else in
+// order with their labels.
+func TestSweepAxis(t *testing.T) {
+	for _, tc := range []struct {
+		values  []string
+		xs      []float64
+		unit    string
+		numeric bool
+	}{
+		{[]string{"10m", "90s", "1h"}, []float64{10, 1.5, 60}, " (minutes)", true},
+		{[]string{"0.5", "2", "8"}, []float64{0.5, 2, 8}, "", true},
+		{[]string{"per-instance", "per-function"}, []float64{0, 1}, "", false},
+		{[]string{"10m", "3"}, []float64{0, 1}, "", false},
+	} {
+		xs, unit, numeric := sweepAxis(tc.values)
+		if fmt.Sprint(xs) != fmt.Sprint(tc.xs) || unit != tc.unit || numeric != tc.numeric {
+			t.Errorf("%v: %v %q %v", tc.values, xs, unit, numeric)
+		}
 	}
 }

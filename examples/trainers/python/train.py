@@ -17,7 +17,7 @@ import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "data", "digits.csv.gz")
+DATA = os.path.join(HERE, "..", "..", "..", "trial", "builtin", "digits", "digits.csv.gz")
 stop = False
 
 

@@ -17,7 +17,7 @@ LOCAL_RANK, MASTER_ADDR, MASTER_PORT), so torch.distributed initialises from the
   iteration must therefore take well under the 10 s grace period. A SIGTERM during start-up
   (imports, rendezvous, restore) is held until training starts, then stops it at once.
 
-The data is the repository's examples/trainers/data/digits.csv.gz, found beside this script
+The data is the repository's trial/builtin/digits/digits.csv.gz, found beside this script
 (../data) or at $RB_DIGITS: nothing is downloaded. CPU threads per worker: $OMP_NUM_THREADS, else
 1 (two workers on a two-core machine do not oversubscribe it). Device: CUDA when torch sees a GPU
 (rubberband gives each worker its own, in CUDA_VISIBLE_DEVICES), else CPU; RB_DEVICE=cpu forces
@@ -48,7 +48,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DistributedSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.environ.get("RB_DIGITS") or os.path.join(HERE, "..", "data", "digits.csv.gz")
+DATA = os.environ.get("RB_DIGITS") or os.path.join(HERE, "..", "..", "..", "trial", "builtin", "digits", "digits.csv.gz")
 VAL = 360  # held-out images, as the Go and Python trainers hold them out
 stop = False
 

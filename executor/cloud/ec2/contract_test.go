@@ -23,5 +23,6 @@ func TestContract(t *testing.T) {
 		GPUsPerNode: 1,
 		Offer:       cloud.Offer{InstanceType: testType, Market: cloud.Spot, PricePerHour: spotPrice},
 		CancelAfter: 75 * time.Millisecond, // rented, still pending
+		Tokens:      true,
 	})
 }

@@ -30,6 +30,7 @@ const (
 // launch is one node of a Create, from its plan to its end.
 type launch struct {
 	index    int
+	key      string // the request's token
 	token    string
 	name     string
 	kind     Kind   // the instance type it rents, its GPUs and prices
@@ -134,7 +135,7 @@ func (p *Provider) check(req cloud.Request) (Kind, cloud.Market, error) {
 // plan names node index of the request keyed key, of kind k, and renders its user-data: all of
 // it before any money is spent.
 func (p *Provider) plan(key string, index int, k Kind) (*launch, error) {
-	n := &launch{index: index, token: clientToken(p.cfg.RunID, key, index), kind: k}
+	n := &launch{index: index, key: key, token: clientToken(p.cfg.RunID, key, index), kind: k}
 	n.name = nodeName(p.cfg.RunID, n.token)
 	ud, err := p.userData(n.name, k)
 	if err != nil {
@@ -273,7 +274,7 @@ func stateName(in types.Instance) string {
 func (p *Provider) runInput(n *launch, a attempt) *ec2.RunInstancesInput {
 	x := p.cfg.EC2
 	var tv []types.Tag
-	for _, kv := range tags(p.cfg.Experiment, p.cfg.RunID, n.name, n.kind, a.market, x.Tags) {
+	for _, kv := range append(tags(p.cfg.Experiment, p.cfg.RunID, n.name, n.kind, a.market, x.Tags), [2]string{TagRequest, n.key}) {
 		tv = append(tv, types.Tag{Key: aws.String(kv[0]), Value: aws.String(kv[1])})
 	}
 	in := &ec2.RunInstancesInput{

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 )
 
 // DefaultRegion is the region of a command that names none when the SDK's chain names none
@@ -23,6 +24,10 @@ func LoadConfig(ctx context.Context, region string) (aws.Config, error) {
 	if region != "" {
 		opts = append(opts, config.WithRegion(region))
 	}
+	// The SDK's own logger says what its callers say better, or not at all: looking for
+	// credentials off EC2, it warned of "falling back to IMDSv1" on every command; the
+	// failures it comes to reach the caller as errors.
+	opts = append(opts, config.WithLogger(logging.Nop{}))
 	// The SDK keeps its own buildable HTTP client: a plain *http.Client fails where
 	// AWS_CA_BUNDLE is set.
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)

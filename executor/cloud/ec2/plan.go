@@ -76,7 +76,9 @@ const (
 	// rented with: what List reports of an instance whose type the provider no longer rents.
 	TagGPUs  = "rubberband:gpus"
 	TagPrice = "rubberband:price-per-hour"
-	tagName  = "Name"
+	// TagRequest is the request token (cloud.Request.Token) the instance was rented under.
+	TagRequest = "rubberband:request"
+	tagName    = "Name"
 )
 
 // tags are a node's tags: rubberband's, what it was rented as (kind k on market m), then the

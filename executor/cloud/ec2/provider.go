@@ -137,6 +137,11 @@ func (p *Provider) node(in types.Instance, runningAt time.Time) cloud.Node {
 	if in.Placement != nil {
 		n.Zone = aws.ToString(in.Placement.AvailabilityZone)
 	}
+	for _, t := range in.Tags {
+		if aws.ToString(t.Key) == TagRequest {
+			n.Token = aws.ToString(t.Value)
+		}
+	}
 	if k, ok := p.kind(n.InstanceType); ok {
 		n.GPUs, n.PricePerHour = k.GPUsPerNode, k.price(m)
 		return n

@@ -17,12 +17,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
 // Provider rents virtual nodes.
 type Provider struct {
+	clk       clock.Clock
 	file      string
 	kinds     []Kind // the first is the Config's own
 	timeScale float64
@@ -32,7 +34,7 @@ type Provider struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
 	state  state
-	timers map[string]*time.Timer // pending emulated interruptions, by node
+	timers map[string]clock.Timer // pending emulated interruptions, by node
 }
 
 type state struct {
@@ -62,6 +64,8 @@ type Config struct {
 	// Spot, when set, interrupts the spot nodes the provider rents.
 	Spot *SpotEmulation
 	Slow *SlowEmulation
+	// Clock is the provider's time (default the wall clock).
+	Clock clock.Clock
 }
 
 // SlowEmulation makes each node slow with probability Share (the n-th node rented draws the n-th
@@ -95,7 +99,7 @@ type Kind struct {
 // New returns a provider, loading the nodes an earlier driver left in the state file.
 func New(cfg Config) (*Provider, error) {
 	own := Kind{Offer: cfg.Offer, GPUsPerNode: cfg.GPUsPerNode, Scale: cfg.Scale, Init: cfg.Init, Data: cfg.Data, Slow: cfg.Slow}
-	p := &Provider{file: cfg.StateFile, kinds: append([]Kind{own}, cfg.More...), timeScale: cfg.TimeScale,
+	p := &Provider{clk: clock.Or(cfg.Clock), file: cfg.StateFile, kinds: append([]Kind{own}, cfg.More...), timeScale: cfg.TimeScale,
 		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}, spot: cfg.Spot}
 	b, err := os.ReadFile(cfg.StateFile)
 	if err == nil {
@@ -134,7 +138,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 	if err := p.sleep(ctx, scale); err != nil {
 		return nil, err
 	}
-	running := time.Now()
+	running := p.clk.Now()
 	if err := p.sleep(ctx, slowest+kind.Data); err != nil {
 		return nil, err
 	}
@@ -201,14 +205,7 @@ func nodeIndex(id string) int {
 }
 
 func (p *Provider) sleep(ctx context.Context, seconds float64) error {
-	t := time.NewTimer(time.Duration(seconds * p.timeScale * float64(time.Second)))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return p.clk.Sleep(ctx, time.Duration(seconds*p.timeScale*float64(time.Second)))
 }
 
 func (p *Provider) save() error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -16,17 +17,35 @@ import (
 
 var offer = cloud.Offer{InstanceType: "p3.8xlarge", Market: cloud.OnDemand, PricePerHour: 12.24}
 
-// config is a provider whose nodes take 0.2 s to scale and 0.1 s to initialise.
-func config(t *testing.T) Config {
-	return Config{StateFile: filepath.Join(t.TempDir(), "nodes.json"), GPUsPerNode: 4, Scale: sim.Constant(20), Init: sim.Constant(10),
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// config is a provider whose nodes take 0.2 s to scale and 0.1 s to initialise (20 s and 10 s at
+// a time scale of 0.01), in virtual time on s.
+func config(t *testing.T, s *clock.Sim) Config {
+	c := Config{StateFile: filepath.Join(t.TempDir(), "nodes.json"), GPUsPerNode: 4, Scale: sim.Constant(20), Init: sim.Constant(10),
 		TimeScale: 0.01, Rand: spec.NewRand(1, 1), Offer: offer}
+	if s != nil {
+		c.Clock = s
+	}
+	return c
+}
+
+// within runs f as s's main actor.
+func within(t *testing.T, s *clock.Sim, f func(ctx context.Context)) {
+	t.Helper()
+	if err := s.Run(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The Provider contract, reopened from the state file.
 func TestContract(t *testing.T) {
+	s := clock.NewSim(epoch)
 	providertest.Run(t, providertest.Harness{
+		Clock:  s,
+		Within: func(t *testing.T, f func(ctx context.Context)) { within(t, s, f) },
 		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
-			cfg := config(t)
+			cfg := config(t, s)
 			p, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -48,21 +67,24 @@ func TestContract(t *testing.T) {
 // Nodes come up after the (scaled) scale and init latencies, and are billed from the end of the
 // scale latency.
 func TestEmulatedLatencies(t *testing.T) {
-	p, err := New(config(t))
+	s := clock.NewSim(epoch)
+	p, err := New(config(t, s))
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	nodes, err := p.Create(context.Background(), cloud.Request{Count: 3})
-	if err != nil || len(nodes) != 3 {
-		t.Fatal(nodes, err)
-	}
-	if el := time.Since(start); el < 300*time.Millisecond {
-		t.Fatalf("create took %v, want at least the 0.3 s of scaled latency", el)
-	}
-	if run := nodes[0].RunningAt.Sub(start); run < 200*time.Millisecond || run > 280*time.Millisecond {
-		t.Fatalf("billing starts %v after the request, want the 0.2 s scale latency", run)
-	}
+	within(t, s, func(ctx context.Context) {
+		start := s.Now()
+		nodes, err := p.Create(ctx, cloud.Request{Count: 3})
+		if err != nil || len(nodes) != 3 {
+			t.Fatal(nodes, err)
+		}
+		if el := s.Now().Sub(start); el != 300*time.Millisecond {
+			t.Fatalf("create took %v, want the 0.3 s of scaled latency", el)
+		}
+		if run := nodes[0].RunningAt.Sub(start); run != 200*time.Millisecond {
+			t.Fatalf("billing starts %v after the request, want the 0.2 s scale latency", run)
+		}
+	})
 }
 
 // Emulated spot interruptions: a spot node lives what the spot model draws from the seed (the
@@ -74,35 +96,28 @@ func TestEmulatedSpotInterruptions(t *testing.T) {
 		node string
 		at   time.Time
 	}
-	run := func(market cloud.Market, seed uint64, wait time.Duration) ([]notice, []cloud.Node, *Provider) {
-		cfg := config(t)
+	run := func(market cloud.Market, seed uint64, wait time.Duration) (notices []notice, nodes []cloud.Node, p *Provider) {
+		s := clock.NewSim(epoch)
+		cfg := config(t, s)
 		cfg.Offer.Market = market
-		got := make(chan notice, 10)
 		// 60 s on average (0.6 s at this time scale), a notice of 20 s (0.2 s).
 		cfg.Spot = &SpotEmulation{Model: &sim.Spot{Rate: 1.0 / 60}, Notice: 20 * time.Second, Seed: seed,
-			Notify: func(node, _ string) { got <- notice{node, time.Now()} }}
+			Notify: func(node, _ string) { notices = append(notices, notice{node, s.Now()}) }}
 		p, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close() })
-		nodes, err := p.Create(t.Context(), cloud.Request{Count: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Delete(t.Context(), []string{nodes[2].ID}); err != nil { // released: never interrupted
-			t.Fatal(err)
-		}
-		var notices []notice
-		for deadline := time.After(wait); len(notices) < 2; {
-			select {
-			case n := <-got:
-				notices = append(notices, n)
-			case <-deadline:
-				return notices, nodes, p
+		within(t, s, func(ctx context.Context) {
+			var err error
+			if nodes, err = p.Create(ctx, cloud.Request{Count: 3}); err != nil {
+				t.Fatal(err)
 			}
-		}
-		time.Sleep(300 * time.Millisecond) // past the last notice
+			if err := p.Delete(ctx, []string{nodes[2].ID}); err != nil { // released: never interrupted
+				t.Fatal(err)
+			}
+			s.Sleep(ctx, wait) // long enough for every interruption and notice to pass
+		})
 		return notices, nodes, p
 	}
 	notices, nodes, p := run(cloud.Spot, 7, 8*time.Second)
@@ -130,7 +145,7 @@ func TestEmulatedSpotInterruptions(t *testing.T) {
 // A provider of several kinds rents each request from the kind it names: that kind's GPUs,
 // type, market and price; a kind it does not offer is a capacity error.
 func TestKinds(t *testing.T) {
-	cfg := config(t)
+	cfg := config(t, nil)
 	small := cloud.Offer{InstanceType: "p3.2xlarge", Market: cloud.Spot, PricePerHour: 0.92}
 	cfg.More = []Kind{{Offer: small, GPUsPerNode: 1, Scale: sim.Constant(0), Init: sim.Constant(0)}}
 	p, err := New(cfg)
@@ -156,7 +171,7 @@ func TestKinds(t *testing.T) {
 // share none is.
 func TestEmulatedSlowNodes(t *testing.T) {
 	rent := func(slow *SlowEmulation) []float64 {
-		cfg := config(t)
+		cfg := config(t, nil)
 		cfg.Scale, cfg.Init = sim.Constant(0), sim.Constant(0)
 		cfg.Slow = slow
 		p, err := New(cfg)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
@@ -37,9 +38,9 @@ func (p *Provider) watchSpot(n cloud.Node, index int) {
 	}
 	at := n.RunningAt.Add(time.Duration(life * p.timeScale * float64(time.Second)))
 	if p.timers == nil {
-		p.timers = map[string]*time.Timer{}
+		p.timers = map[string]clock.Timer{}
 	}
-	p.timers[n.ID] = time.AfterFunc(time.Until(at), func() {
+	p.timers[n.ID] = p.clk.AfterFunc(at.Sub(p.clk.Now()), func() {
 		p.mu.Lock()
 		_, held := p.state.Nodes[n.ID]
 		p.mu.Unlock()
@@ -52,7 +53,7 @@ func (p *Provider) watchSpot(n cloud.Node, index int) {
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.timers[n.ID] = time.AfterFunc(time.Duration(float64(sp.Notice)*p.timeScale), func() {
+		p.timers[n.ID] = p.clk.AfterFunc(time.Duration(float64(sp.Notice)*p.timeScale), func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if _, held := p.state.Nodes[n.ID]; held {

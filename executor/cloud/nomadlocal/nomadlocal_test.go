@@ -31,6 +31,6 @@ func TestContract(t *testing.T) {
 		},
 		GPUsPerNode: 2,
 		Offer:       offer,
-		CancelAfter: 300 * time.Millisecond, // the agents have started, and are not ready yet
+		CancelAfter: 100 * time.Millisecond, // the agents have started, and are not ready yet
 	})
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
@@ -26,13 +28,31 @@ type Harness struct {
 	// (nomadpool claims a team's Nomad clients): a node it released may be given again under its
 	// own ID, so a reopened provider is held only to never giving a node it holds.
 	Reclaims bool
+	// Tokens says the provider honours request tokens (cloud.Request.Token): a request repeated
+	// under its token rents nothing new, and List names each node's token.
+	Tokens bool
+	// Clock is the providers' time (default the wall clock); Within runs each case's body, as an
+	// actor when the clock is a Sim (default: at once).
+	Clock  clock.Clock
+	Within func(t *testing.T, f func(ctx context.Context))
+}
+
+func (h Harness) clock() clock.Clock { return clock.Or(h.Clock) }
+
+// within runs a case's body as the harness says.
+func (h Harness) within(t *testing.T, f func(ctx context.Context)) {
+	if h.Within == nil {
+		f(context.Background())
+		return
+	}
+	h.Within(t, f)
 }
 
 // Run runs the whole contract, one subtest per case.
 func Run(t *testing.T, h Harness) {
 	for _, c := range []struct {
 		name string
-		run  func(t *testing.T, h Harness)
+		run  func(t *testing.T, h Harness, ctx context.Context)
 	}{
 		{"CreateRunningNodes", createRunningNodes},
 		{"ListIsWhatIsHeld", listIsWhatIsHeld},
@@ -40,9 +60,54 @@ func Run(t *testing.T, h Harness) {
 		{"ReopenFindsHeld", reopenFindsHeld},
 		{"CreateCancelled", createCancelled},
 		{"NodesCarryTheirOffer", nodesCarryTheirOffer},
+		{"RepeatedTokenRentsNothingTwice", repeatedTokenRentsNothingTwice},
 	} {
-		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
+		t.Run(c.name, func(t *testing.T) { h.within(t, func(ctx context.Context) { c.run(t, h, ctx) }) })
 	}
+}
+
+// A request repeated under its token hands back what the first one rented, and rents nothing
+// new; List names each node's token; another token rents anew.
+func repeatedTokenRentsNothingTwice(t *testing.T, h Harness, ctx context.Context) {
+	if !h.Tokens {
+		t.Skip("this provider does not honour request tokens")
+	}
+	p, _ := h.open(t)
+	{
+		first, err := p.Create(ctx, cloud.Request{Count: 2, Token: "rt-1"})
+		if err != nil || len(first) != 2 {
+			t.Fatalf("create: %v, %v", first, err)
+		}
+		again, err := p.Create(ctx, cloud.Request{Count: 2, Token: "rt-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := ids(first), ids(again); !slices.Equal(sorted(a), sorted(b)) {
+			t.Fatalf("the repeated request gave %v, the first %v", b, a)
+		}
+		listed, err := p.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(listed) != 2 {
+			t.Fatalf("the provider holds %v after a request and its repeat", ids(listed))
+		}
+		for _, n := range listed {
+			if n.Token != "rt-1" {
+				t.Errorf("node %s lists token %q, want rt-1", n.ID, n.Token)
+			}
+		}
+		other, err := p.Create(ctx, cloud.Request{Count: 1, Token: "rt-2"})
+		if err != nil || len(other) != 1 || slices.Contains(ids(first), other[0].ID) {
+			t.Fatalf("another token gave %v, %v; want one new node", other, err)
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
 }
 
 // open is h.New with a cleanup that releases whatever the provider still holds.
@@ -70,15 +135,14 @@ func releaseAtEnd(t *testing.T, p cloud.Provider) {
 
 // Create returns running nodes with distinct IDs, the configured GPUs, an address, and when they
 // started running; creating none is nothing.
-func createRunningNodes(t *testing.T, h Harness) {
+func createRunningNodes(t *testing.T, h Harness, ctx context.Context) {
 	p, _ := h.open(t)
-	ctx := context.Background()
 	if nodes, err := p.Create(ctx, cloud.Request{Count: 0}); err != nil || len(nodes) != 0 {
 		t.Fatalf("create 0: %v, %v", nodes, err)
 	}
-	before := time.Now()
+	before := h.clock().Now()
 	nodes, err := p.Create(ctx, cloud.Request{Count: 2})
-	after := time.Now()
+	after := h.clock().Now()
 	if err != nil || len(nodes) != 2 {
 		t.Fatalf("create 2: %v, %v", nodes, err)
 	}
@@ -96,9 +160,8 @@ func createRunningNodes(t *testing.T, h Harness) {
 }
 
 // List returns exactly the nodes held, and IDs are never reused.
-func listIsWhatIsHeld(t *testing.T, h Harness) {
+func listIsWhatIsHeld(t *testing.T, h Harness, ctx context.Context) {
 	p, _ := h.open(t)
-	ctx := context.Background()
 	want := held(t, p)
 	if len(want) != 0 {
 		t.Fatalf("a fresh provider holds %v", want)
@@ -122,9 +185,8 @@ func listIsWhatIsHeld(t *testing.T, h Harness) {
 }
 
 // Delete releases the nodes named; unknown and already deleted IDs, or none, are not an error.
-func deleteReleases(t *testing.T, h Harness) {
+func deleteReleases(t *testing.T, h Harness, ctx context.Context) {
 	p, _ := h.open(t)
-	ctx := context.Background()
 	nodes, err := p.Create(ctx, cloud.Request{Count: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -150,12 +212,11 @@ func deleteReleases(t *testing.T, h Harness) {
 
 // A provider opened on an earlier one's state finds what it held (a resumed driver releases what
 // a dead one rented), and gives new nodes new IDs (or, one that Reclaims, never a held one's).
-func reopenFindsHeld(t *testing.T, h Harness) {
+func reopenFindsHeld(t *testing.T, h Harness, ctx context.Context) {
 	p, reopen := h.open(t)
 	if reopen == nil {
 		t.Skip("this provider keeps no state")
 	}
-	ctx := context.Background()
 	nodes, err := p.Create(ctx, cloud.Request{Count: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -182,42 +243,71 @@ func reopenFindsHeld(t *testing.T, h Harness) {
 	}
 }
 
+// inconclusive is how soon after its cancel a Create may end without noticing it: it was in its
+// last step.
+const inconclusive = 100 * time.Millisecond
+
 // A Create whose context is cancelled, before it or half way, returns an error that says so
 // with the nodes that did come up, and holds nothing else: the caller can release all of it.
-func createCancelled(t *testing.T, h Harness) {
+func createCancelled(t *testing.T, h Harness, ctx context.Context) {
 	for _, c := range []struct {
 		name  string
 		after time.Duration
 	}{{"before", 0}, {"during", h.CancelAfter}} {
-		t.Run(c.name, func(t *testing.T) {
+		variant := func(t *testing.T) {
 			if c.name == "during" && c.after == 0 {
 				t.Skip("the harness sets no CancelAfter")
 			}
 			p, _ := h.open(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			if c.after == 0 {
+			cctx, cancel := clock.WithCancel(h.clock(), ctx)
+			var mu sync.Mutex
+			var cancelledAt time.Time
+			stop := func() {
+				mu.Lock()
+				if cancelledAt.IsZero() {
+					cancelledAt = h.clock().Now()
+				}
+				mu.Unlock()
 				cancel()
-			} else {
-				time.AfterFunc(c.after, cancel)
 			}
-			nodes, err := p.Create(ctx, cloud.Request{Count: 2})
+			if c.after == 0 {
+				stop()
+			} else {
+				h.clock().AfterFunc(c.after, stop)
+			}
+			nodes, err := p.Create(cctx, cloud.Request{Count: 2})
+			returned := h.clock().Now()
+			mu.Lock()
+			at := cancelledAt
+			mu.Unlock()
 			cancel()
+			if at.IsZero() || (err == nil && returned.Sub(at) < inconclusive) {
+				// Real machines came up before the cancel, or as it came: nothing to hold the
+				// provider to this time.
+				t.Skipf("Create ended (%v) before its cancel took effect: inconclusive", err)
+			}
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("create with a cancelled context: %v, %v; want an error wrapping context.Canceled", nodes, err)
 			}
 			t.Logf("the cancelled Create returned %d node(s) with %v", len(nodes), err)
-			got, returned := held(t, p), ids(nodes)
-			slices.Sort(returned)
-			if !slices.Equal(got, returned) {
-				t.Fatalf("the provider holds %v, the cancelled Create returned %v: they must be the same", got, returned)
+			got, gave := held(t, p), ids(nodes)
+			slices.Sort(gave)
+			if !slices.Equal(got, gave) {
+				t.Fatalf("the provider holds %v, the cancelled Create returned %v: they must be the same", got, gave)
 			}
-			if err := p.Delete(context.Background(), returned); err != nil {
+			if err := p.Delete(ctx, gave); err != nil {
 				t.Fatal(err)
 			}
 			if got := held(t, p); len(got) != 0 {
 				t.Fatalf("after releasing what came up the provider holds %v", got)
 			}
-		})
+		}
+		if h.Within != nil { // an actor cannot wait on a subtest: the variants run in line
+			t.Logf("%s:", c.name)
+			variant(t)
+			continue
+		}
+		t.Run(c.name, variant)
 	}
 }
 
@@ -244,9 +334,8 @@ func ids(nodes []cloud.Node) []string {
 // A node carries the instance type, market and price it is rented at (what the meter bills); a
 // request for a type or market the provider does not offer is a *cloud.CapacityError and rents
 // nothing.
-func nodesCarryTheirOffer(t *testing.T, h Harness) {
+func nodesCarryTheirOffer(t *testing.T, h Harness, ctx context.Context) {
 	p, _ := h.open(t)
-	ctx := context.Background()
 	nodes, err := p.Create(ctx, cloud.Request{Count: 1, InstanceType: h.Offer.InstanceType, Market: h.Offer.Market})
 	if err != nil || len(nodes) != 1 {
 		t.Fatalf("create: %v, %v", nodes, err)

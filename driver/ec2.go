@@ -1,0 +1,184 @@
+package driver
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/rubberband-hpo/rubberband/checkpoint/open"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Environment of the driver that names paths on the AMI (docs/ec2.md); the defaults are
+// nodeagent's. Tests point them at binaries of this machine.
+const (
+	EnvEC2AgentBin = "RB_EC2_AGENT_BIN"
+	EnvEC2NomadBin = "RB_EC2_NOMAD_BIN"
+	EnvEC2DataDir  = "RB_EC2_DATA_DIR"
+	// EnvEC2Shutdown is the command that powers an instance off, when the AMI's is not
+	// `shutdown -h now` (a test's fake instances: true, their user-data's exit is the shutdown).
+	EnvEC2Shutdown = "RB_EC2_SHUTDOWN"
+)
+
+// ec2NodeTimeout bounds the wait for a running instance's Nomad client: booting, user-data and
+// the agent's registration.
+const ec2NodeTimeout = 5 * time.Minute
+
+// checkEC2 says what an ec2 run lacks in its spec, before anything is rented: nodes share no
+// disk with the driver, so checkpoints must be in S3.
+func checkEC2(exp *spec.Experiment) error {
+	if exp.Cluster.EC2 == nil {
+		return inputErr("--backend ec2 needs a cluster.ec2 block (ami, subnets, ...): see docs/ec2.md")
+	}
+	if exp.Cluster.InstanceType == "" {
+		return inputErr("--backend ec2 needs cluster.instance_type")
+	}
+	if !strings.HasPrefix(exp.Checkpoints.URL, "s3://") {
+		return inputErr("--backend ec2 needs checkpoints in S3 (checkpoints: {url: s3://...}): instances share no disk with this machine")
+	}
+	return nil
+}
+
+// openEC2 rents the run's nodes as EC2 instances whose user-data starts a Nomad client that
+// joins the run's Nomad server (NOMAD_ADDR's, or one of its own), and runs gangs through Nomad.
+//
+// It rents every candidate instance type of the spec (cluster.instance_types, else
+// cluster.instance_type alone), each node's user-data telling its agent that type's GPUs.
+// Before anything is rented, a preflight (a RunInstances dry run per type and subnet, the vCPU
+// quotas for the plan's peak nodes of each type and market) says what would fail.
+func openEC2(ctx context.Context, t target) (*Backend, error) {
+	exp := t.exp
+	if err := checkEC2(exp); err != nil {
+		return nil, err
+	}
+	client, _, stop, err := nomadCluster(ctx, t.dir, t.log)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Backend, error) {
+		stop()
+		return nil, err
+	}
+	// The leader's RPC address as the cluster advertises it: what clients join (loopback for a
+	// server of our own: see docs/ec2.md).
+	rpc, err := client.Status().Leader()
+	if err != nil || rpc == "" {
+		return fail(fmt.Errorf("nomad: no server leader (%v)", err))
+	}
+	agentBin := envOr(EnvEC2AgentBin, nodeagent.DefaultAgentBin)
+	store, err := open.Env(exp.Checkpoints, filepath.Join(t.dir, rundir.CheckpointsDir))
+	if err != nil {
+		return fail(err)
+	}
+	// One script per type, rendered before anything is rented: the instance learns its ID from
+	// IMDS, its GPUs from the script.
+	scripts := map[string]string{}
+	own, more := ec2Kinds(exp)
+	for _, k := range append([]ec2.Kind{own}, more...) {
+		script, err := nodeagent.Script(nodeagent.ScriptConfig{AgentBin: agentBin, NomadBin: envOr(EnvEC2NomadBin, nodeagent.DefaultNomadBin),
+			DataDir: envOr(EnvEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: k.GPUsPerNode, Extra: exp.Cluster.EC2.UserData,
+			RunID: t.runID, Watchdog: exp.Cluster.EC2.Watchdog.D(), StoreEnv: store, Shutdown: os.Getenv(EnvEC2Shutdown)})
+		if err != nil {
+			return fail(err)
+		}
+		scripts[k.InstanceType] = script
+	}
+	provider, err := ec2.New(ctx, ec2.Config{Experiment: exp.Name, RunID: t.runID, InstanceType: own.InstanceType,
+		GPUsPerNode: own.GPUsPerNode, Market: cloud.Market(exp.Cluster.Market),
+		OnDemandPrice: own.OnDemandPrice, SpotPrice: own.SpotPrice, More: more,
+		EC2: *exp.Cluster.EC2, Spot: exp.Cluster.Spot,
+		UserData: func(_ string, k ec2.Kind) (string, error) { return scripts[k.InstanceType], nil },
+		Ready: func(ctx context.Context, id string) error {
+			ctx, cancel := context.WithTimeout(ctx, ec2NodeTimeout)
+			defer cancel()
+			return nomadlocal.WaitNodeReady(ctx, client, id, 250*time.Millisecond)
+		},
+		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }, Log: t.log})
+	if err != nil {
+		return fail(err)
+	}
+	if err := provider.Preflight(ctx, ec2Needs(t.alloc)); err != nil {
+		return fail(err)
+	}
+	// Self is the AMI's rubberband: the job runs on the instance, never the driver's binary.
+	rt, err := nomadRuntime(t, client, agentBin)
+	if err != nil {
+		return fail(err)
+	}
+	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop}}, nil
+}
+
+// ec2Kinds are the instance types an ec2 run rents: the cluster's own (the default type), and
+// the spec's other candidates, each with its GPUs per node and prices (the spec's: the planner's
+// and the meter's must agree).
+func ec2Kinds(exp *spec.Experiment) (own ec2.Kind, more []ec2.Kind) {
+	c := exp.Cluster
+	own = ec2.Kind{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, OnDemandPrice: c.PricePerHour, SpotPrice: c.SpotPricePerHour}
+	for _, it := range c.InstanceTypes {
+		if it.InstanceType != c.InstanceType {
+			more = append(more, ec2.Kind{InstanceType: it.InstanceType, GPUsPerNode: it.GPUsPerNode,
+				OnDemandPrice: it.PricePerHour, SpotPrice: it.SpotPricePerHour})
+		}
+	}
+	return own, more
+}
+
+// ec2Needs is the most nodes of each instance type and market alloc holds at once: brackets run
+// side by side, the stages of one in turn.
+func ec2Needs(alloc sim.Alloc) []ec2.Need {
+	type offer struct{ typ, market string }
+	total := map[offer]int{}
+	for _, stages := range alloc {
+		peak := map[offer]int{}
+		for _, s := range stages {
+			o := offer{s.Type, s.Market}
+			peak[o] = max(peak[o], s.Nodes)
+		}
+		for o, n := range peak {
+			total[o] += n
+		}
+	}
+	out := make([]ec2.Need, 0, len(total))
+	for o, n := range total {
+		out = append(out, ec2.Need{InstanceType: o.typ, Market: cloud.Market(o.market), Nodes: n})
+	}
+	// A stable order: the quota error lists the needs as given.
+	slices.SortFunc(out, func(a, b ec2.Need) int {
+		return cmp.Or(strings.Compare(a.InstanceType, b.InstanceType), strings.Compare(string(a.Market), string(b.Market)))
+	})
+	return out
+}
+
+// drainNodes marks the Nomad nodes of instances about to be terminated for draining: nothing new
+// is placed on them. Best effort (see ec2.Config.Drain).
+func drainNodes(ctx context.Context, client *nomadapi.Client, ids []string) {
+	nodes, _, err := client.Nodes().List((&nomadapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return
+	}
+	for _, n := range nodes {
+		if slices.Contains(ids, n.Name) && n.Status == nomadapi.NodeStatusReady {
+			client.Nodes().UpdateDrain(n.ID, &nomadapi.DrainSpec{Deadline: 5 * time.Second}, false, (&nomadapi.WriteOptions{}).WithContext(ctx))
+		}
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,169 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/metrics"
+	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/rundir"
+)
+
+// Lock takes the state directory's lock for this driver's life. A lock a live driver holds is
+// an error matching ErrInput that names it; a dead driver's lock is taken over, and log says so.
+func Lock(dir, runID string, log io.Writer) (*executor.DirLock, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	lock, err := executor.LockDir(dir, runID)
+	var held *executor.LockedError
+	if errors.As(err, &held) {
+		return nil, inputErr("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p := lock.Previous; p != nil {
+		fmt.Fprintf(log, "rubberband: took over the lock of PID %d on %s, which is gone\n", p.PID, p.Host)
+	}
+	return lock, nil
+}
+
+// Options are how Execute runs a run.
+type Options struct {
+	Log         io.Writer // messages and progress (standard error)
+	JSONLog     bool      // messages and progress as JSON lines on Log
+	KeepNodes   bool      // keep the nodes of a run that fails or is interrupted
+	Force       bool      // resume a cancelled run
+	NoReplan    bool      // keep the plan (a run started with it keeps it anyway)
+	MetricsAddr string    // serve Prometheus metrics at http://ADDR/metrics while it runs
+	// Faults, for a virtual run, is the seed of the fault schedule to run it through (DrawFaults).
+	Faults *int64
+}
+
+// Execute runs, or resumes, the run in dir until it finishes, ctx ends (the user interrupts),
+// or it fails; the caller holds the lock. A finished run's report is written to report.json.
+// A run that `rubberband cancel` stopped (ctx ended with a cancel requested) is marked
+// cancelled and its nodes released. Its errors say what became of the nodes and how to go on;
+// they wrap executor.BudgetError and executor.ErrCancelled.
+func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *executor.Result, error) {
+	st, err := rundir.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir = st.Dir                                                             // absolute from here on
+	if err := rundir.Mkdir(filepath.Join(dir, rundir.LogsDir)); err != nil { // before a runtime makes it, less private
+		return nil, nil, err
+	}
+	var file io.Writer
+	if f, err := os.OpenFile(filepath.Join(dir, rundir.DriverLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, rundir.FileMode); err == nil {
+		defer f.Close()
+		file = f
+	}
+	log := NewLog(o.Log, o.JSONLog, file, st.Run.RunID)
+	if st.Run.Backend == Local {
+		// Its workers are this process's children: what they leave behind (a setsid'd child)
+		// is adopted here rather than by init, where the runtime finds and ends it.
+		if err := process.BecomeSubreaper(); err != nil {
+			log.Note("%v: a worker's orphans are not followed", err)
+		}
+	}
+	predicted := st.Plan.Predicted.JCT.Mean
+	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, RunID: st.Run.RunID, TimeScale: st.Run.TimeScale, Log: log, Replan: !st.Run.NoReplan && !o.NoReplan,
+		KeepNodes: o.KeepNodes, Force: o.Force,
+		Progress: func(s executor.Status) { log.Progress(s, predicted) }}
+	var m *metrics.Metrics
+	if o.MetricsAddr != "" {
+		m = metrics.New(st.Run.RunID, st.Exp.Name, predicted, st.Plan.Predicted.Cost.Mean)
+		stop, err := serveMetrics(o.MetricsAddr, m, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer stop()
+		cfg.Live = m.Follow
+		cfg.Progress = func(s executor.Status) { log.Progress(s, predicted); m.Progress(s) }
+	}
+	var res *executor.Result
+	if st.Run.Backend == Virtual {
+		log.Note("driver PID %d took the run: %s backend", os.Getpid(), st.Run.Backend)
+		res, err = executeVirtual(ctx, st, o, log, cfg)
+	} else {
+		res, err = execute(ctx, st, log, cfg)
+	}
+	log.Done()
+	if err != nil {
+		log.Note("driver stopped: %v", err)
+		return st, nil, stopped(ctx, st, log, cfg.KeepNodes, err)
+	}
+	log.Note("finished: JCT %s, cost %s", format.Clock(res.Realized.JCT), format.Money(res.Realized.Cost))
+	if m != nil {
+		m.Finished(res.Realized.JCT, res.Realized.Cost)
+	}
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ReportFile), executor.Compare(st.Plan, res)); err != nil {
+		return st, nil, err
+	}
+	return st, res, nil
+}
+
+// execute runs the run in st on its backend, from its journal.
+func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config) (*executor.Result, error) {
+	journal, past, err := executor.OpenJournalWith(filepath.Join(st.Dir, rundir.Journal), executor.JournalOptions{Log: log})
+	if err != nil {
+		return nil, err
+	}
+	defer journal.Close()
+	backend, err := Open(ctx, st, log)
+	if err != nil {
+		return nil, err
+	}
+	defer backend.Close()
+	log.Note("driver PID %d took the run: %s backend, %s in the journal", os.Getpid(), st.Run.Backend, format.Plural(len(past), "event"))
+	cfg.Provider, cfg.Runtime, cfg.Journal, cfg.Past = backend.Provider, backend.Runtime, journal, past
+	return executor.Run(ctx, cfg)
+}
+
+// stopped is the error of a run the executor stopped with err, saying what became of its nodes
+// and how to go on; a run `rubberband cancel` stopped is marked cancelled first.
+func stopped(ctx context.Context, st *rundir.State, log io.Writer, keepNodes bool, err error) error {
+	dir := st.Dir
+	if errors.Is(err, context.Canceled) && rundir.CancelRequested(dir) {
+		return errors.Join(errors.New("cancelled; its nodes are released"), cancelHere(ctx, st, log))
+	}
+	kept := "its nodes are released"
+	if keepNodes {
+		kept = "its nodes are kept (--keep-nodes)"
+	}
+	var overBudget *executor.BudgetError
+	switch {
+	case errors.As(err, &overBudget):
+		return fmt.Errorf("%w (%s; `rubberband resume %s` carries on)", err, kept, dir)
+	case errors.Is(err, executor.ErrCancelled):
+		return err
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("interrupted; %s; `rubberband resume %s` carries on", kept, dir)
+	}
+	return fmt.Errorf("run: %w (%s; state kept in %s)", err, kept, dir)
+}
+
+// serveMetrics serves m at addr/metrics and says where; the function it returns stops serving.
+func serveMetrics(addr string, m *metrics.Metrics, log io.Writer) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, inputErr("--metrics-addr: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(log, "metrics at http://%s/metrics\n", ln.Addr())
+	return func() { srv.Close() }, nil
+}

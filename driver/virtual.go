@@ -1,0 +1,153 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Virtual is the backend whose nodes and trainers exist in virtual time (docs/virtual.md).
+const Virtual = "virtual"
+
+// VirtualRunID names a virtual run: from its spec's seed and its fault schedule's, so that the
+// same command twice writes the same journal.
+func VirtualRunID(exp *spec.Experiment, faults int64) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d/%d", exp.Name, exp.Seed, faults)
+	return executor.NewRunID(virtual.Epoch, h.Sum32())
+}
+
+// openVirtual is a fresh world's provider and runtime, for what runs outside a virtual run's own
+// command (cancel): a world that holds nothing.
+func openVirtual(ctx context.Context, t target) (*Backend, error) {
+	w, err := virtual.NewWorld(clock.NewSim(virtual.Epoch), t.exp, t.exp.Seed, nil)
+	if err != nil {
+		return nil, err
+	}
+	p, r := w.Driver(0)
+	return &Backend{Provider: p, Runtime: r}, nil
+}
+
+// Faults is a fault schedule and what it is held to: the clean run's winner.
+type Faults struct {
+	Schedule *virtual.Faults
+	Best     *executor.BestTrial // the clean run's
+}
+
+// DrawFaults draws the fault schedule of seed for the run in st: a clean run of it first, in
+// virtual time on a scratch journal, says how many journal records, nodes and launches there
+// are to place faults among, and which trial must win.
+func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, error) {
+	scratch, err := os.MkdirTemp("", "rubberband-clean-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	path := filepath.Join(scratch, rundir.Journal)
+	out, err := virtual.Run(ctx, virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: path, RunID: st.Run.RunID, Replan: !st.Run.NoReplan})
+	if err != nil {
+		return nil, fmt.Errorf("the clean run the faults are placed in: %w", err)
+	}
+	events, err := executor.ReadJournal(path)
+	if err != nil {
+		return nil, err
+	}
+	scale := virtual.Scale{Records: len(events), Duration: time.Duration(out.Result.Realized.JCT * float64(time.Second)),
+		Spot: st.Exp.Cluster.Market == spec.MarketSpot || strings.Contains(fmt.Sprint(st.Exp.Cluster.Markets), spec.MarketSpot)}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvNodeUp:
+			scale.Nodes++
+		case executor.EvLaunch:
+			scale.Launches++
+		}
+	}
+	return &Faults{Schedule: virtual.Draw(seed, scale), Best: out.Result.Best}, nil
+}
+
+// executeVirtual runs (or resumes) a virtual run: the executor in virtual time, each crash of
+// the fault schedule followed by a new driver in the same world. Its winner is held to the
+// clean run's.
+func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*executor.Result, error) {
+	vc := virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: filepath.Join(st.Dir, rundir.Journal), RunID: st.Run.RunID,
+		Replan: cfg.Replan, KeepNodes: cfg.KeepNodes, Log: log, Progress: cfg.Progress, Live: cfg.Live}
+	var f *Faults
+	if o.Faults != nil {
+		var err error
+		if f, err = DrawFaults(ctx, st, *o.Faults); err != nil {
+			return nil, err
+		}
+		vc.Faults = f.Schedule
+		log.Note("faults (seed %d): %s", f.Schedule.Seed, f.Schedule)
+		fmt.Fprintf(o.Log, "faults (seed %d): %s\n", f.Schedule.Seed, f.Schedule)
+	}
+	start := time.Now()
+	out, err := virtual.Run(ctx, vc)
+	if out != nil {
+		fmt.Fprintf(o.Log, "virtual: %s of virtual time in %s of wall time, %d driver(s)\n", out.End.Round(time.Second), time.Since(start).Round(time.Millisecond), out.Drivers)
+		if f != nil {
+			for _, what := range out.World.Triggered() {
+				fmt.Fprintf(o.Log, "  fault: %s\n", what)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if out.Result.Finished {
+		if err := heldToTheCleanRun(out, f); err != nil {
+			return out.Result, err
+		}
+	}
+	return out.Result, nil
+}
+
+// ErrFaultsChangedTheRun is what a virtual run with faults ends with when they changed what a
+// clean run would have done: a bug of the run path, replayed by the schedule's seed.
+var ErrFaultsChangedTheRun = errors.New("the faults changed the run")
+
+// heldToTheCleanRun checks a finished virtual run against the world's truth and, with faults,
+// the clean run: the same winner, nothing done twice, nothing left billing, no breach.
+func heldToTheCleanRun(out *virtual.Outcome, f *Faults) error {
+	var why []string
+	if b := out.World.Breaches(); len(b) > 0 {
+		why = append(why, "the runtime contract was broken: "+strings.Join(b, "; "))
+	}
+	if twice := out.World.TrainedTwice(); len(twice) > 0 {
+		why = append(why, "work done twice: "+strings.Join(twice, ", "))
+	}
+	if held := out.World.Held(); len(held) > 0 {
+		why = append(why, fmt.Sprintf("%d node(s) left billing", len(held)))
+	}
+	if f != nil && f.Best != nil {
+		if got := out.Result.Best; got == nil || got.Trial != f.Best.Trial || got.Metric != f.Best.Metric {
+			why = append(why, fmt.Sprintf("the winner is %v, the clean run's %s (%v)", bestName(got), f.Best.Trial, f.Best.Metric))
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	replay := ""
+	if f != nil {
+		replay = fmt.Sprintf(" (replay: --faults %d)", f.Schedule.Seed)
+	}
+	return fmt.Errorf("%w%s: %s", ErrFaultsChangedTheRun, replay, strings.Join(why, "; "))
+}
+
+func bestName(b *executor.BestTrial) string {
+	if b == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s (%v)", b.Trial, b.Metric)
+}

@@ -1,0 +1,267 @@
+package executor
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+)
+
+// Snapshot is a run as its journal says at one moment, read-only: the one fold of the journal
+// (state.apply) that every reader derives from — status and the dashboard (Phase, Cause), the
+// metrics (Counts, held nodes, open launches), the realized schedule (the launch and node
+// records). A reader never folds events itself, and never reads a reason's words.
+type Snapshot struct {
+	RunID string
+	Start time.Time
+	Phase Phase
+	// Why says in words why the run is cancelled or stopped; Cause says it as a word.
+	Why   string
+	Cause StopCause
+	// Launches are every launch so far, in journal order; a launch under way has no End.
+	Launches []LaunchRecord
+	// Nodes are every node the run held, in the order they came up; a node held now has no End.
+	Nodes []NodeRecord
+	// Stages are every stage begun, per bracket in order; a stage not synced yet has no End.
+	Stages []StageWindow
+	// Current is each bracket's stage under way (its last begun).
+	Current []int
+	Counts  Counts
+}
+
+// Phase is where a run stands by its journal alone (whether a driver is alive is the lock's to
+// say: a run Running whose driver is gone died without a word).
+type Phase string
+
+// Phases.
+const (
+	PhaseNew       Phase = "not started"
+	PhaseRunning   Phase = "running"
+	PhaseFinished  Phase = "finished"
+	PhaseCancelled Phase = "cancelled"
+	PhaseStopped   Phase = "stopped" // its last driver stopped short of the end: Cause says why
+)
+
+// LaunchRecord is one launch of a trial's gang: where, when, and how it ended.
+type LaunchRecord struct {
+	Bracket, Stage int
+	Trial          string
+	Try, GPUs      int
+	Nodes          []string
+	Start          time.Time
+	End            time.Time     // while it runs: zero
+	Outcome        LaunchOutcome // while it runs: LaunchRunning
+}
+
+// LaunchOutcome is how a launch ended.
+type LaunchOutcome string
+
+// Outcomes.
+const (
+	LaunchRunning     LaunchOutcome = ""
+	LaunchDone        LaunchOutcome = "done"
+	LaunchFailed      LaunchOutcome = "failed"      // a retry follows, unless it gave up
+	LaunchGaveUp      LaunchOutcome = "gave up"     // its last retry failed
+	LaunchInterrupted LaunchOutcome = "interrupted" // it lost its node: relaunched, not a retry
+	LaunchOrphaned    LaunchOutcome = "orphaned"    // its driver died; the next one ended it
+)
+
+// NodeRecord is one node the run held: from when it came up (Up: its node_up, billed from the
+// node's RunningAt) to End, and why it went.
+type NodeRecord struct {
+	Bracket int
+	Stage   int // the stage its bracket was in when it came up
+	Node    cloud.Node
+	Up      time.Time
+	End     time.Time // while held: zero
+	Cause   NodeCause // while held: empty
+	// Draining: interrupted and no longer used, it bills until it is released.
+	Draining bool
+}
+
+// StageWindow is one stage of a bracket: from its start to its sync.
+type StageWindow struct {
+	Bracket, Stage int
+	GPUs           int
+	Start, End     time.Time
+}
+
+// Counts are what happened so far, for the metrics.
+type Counts struct {
+	Done             int // trial-stages that reached their target
+	Retries          int // failed tries that were relaunched
+	GaveUp           int // trial-stages given up on
+	Timeouts         int // launches stopped past their budget
+	NodesLost        int // nodes that went away under the run (lost, interrupted)
+	Interruptions    int // of them, interruptions (a notice, or a spot node taken)
+	InterruptedTries int // tries that lost their node (relaunched, not retries)
+}
+
+// Open are the launches under way.
+func (s *Snapshot) Open() []LaunchRecord {
+	var out []LaunchRecord
+	for _, l := range s.Launches {
+		if l.Outcome == LaunchRunning {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Held are the nodes held now, draining ones included.
+func (s *Snapshot) Held() []NodeRecord {
+	var out []NodeRecord
+	for _, n := range s.Nodes {
+		if n.Cause == "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// record keeps what an event adds to the history (launches, nodes, stages, counts); apply calls it
+// first, for every event.
+func (s *state) record(e Event) {
+	closeLaunch := func(trial string, at time.Time, how LaunchOutcome) {
+		if i, ok := s.openLaunch[trial]; ok {
+			s.launchLog[i].End, s.launchLog[i].Outcome = at, how
+			delete(s.openLaunch, trial)
+		}
+	}
+	endNodes := func(ids []string, at time.Time, cause NodeCause, draining bool) {
+		for _, id := range ids {
+			i, ok := s.nodeAt[id]
+			if !ok || s.nodeLog[i].Cause != "" {
+				continue
+			}
+			rec := &s.nodeLog[i]
+			if draining {
+				rec.Draining = true
+				continue
+			}
+			rec.End, rec.Cause = at, cause
+			if rec.Draining && cause == NodeReleased { // the run's end let go of a node it drained
+				rec.Cause = NodeDrained
+			}
+		}
+	}
+	switch e.Ev {
+	case EvStage:
+		s.current[e.Bracket] = e.Stage
+	case EvNodeUp:
+		if i, ok := s.nodeAt[e.Node.ID]; !ok || s.nodeLog[i].Cause != "" { // new, or claimed again after its release
+			s.nodeAt[e.Node.ID] = len(s.nodeLog)
+			s.nodeLog = append(s.nodeLog, NodeRecord{Bracket: e.Bracket, Stage: s.current[e.Bracket], Node: *e.Node, Up: e.At})
+		}
+	case EvNodeOff:
+		cause := NodeCause(e.Cause)
+		if cause == "" { // journals of before causes
+			switch {
+			case e.Error == "lost":
+				cause = NodeLost
+			case strings.HasPrefix(e.Error, "orphan"):
+				cause = NodeOrphan
+			default:
+				cause = NodeReleased
+			}
+		}
+		if cause == NodeLost {
+			s.counts.NodesLost += len(e.Nodes)
+		}
+		endNodes(e.Nodes, e.At, cause, false)
+	case EvInterrupt:
+		s.counts.NodesLost += len(e.Nodes)
+		s.counts.Interruptions += len(e.Nodes)
+		endNodes(e.Nodes, e.At, NodeTaken, e.Draining)
+	case EvLaunch:
+		closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
+		s.openLaunch[e.Trial] = len(s.launchLog)
+		s.launchLog = append(s.launchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
+			Nodes: e.Nodes, Start: e.At})
+	case EvDone:
+		s.counts.Done++
+		closeLaunch(e.Trial, e.At, LaunchDone)
+	case EvFail:
+		how := LaunchFailed
+		switch {
+		case e.GaveUp || e.Error == "gave up":
+			how = LaunchGaveUp
+			s.counts.GaveUp++
+		case e.Interrupted:
+			how = LaunchInterrupted
+			s.counts.InterruptedTries++
+		default:
+			s.counts.Retries++
+		}
+		closeLaunch(e.Trial, e.At, how)
+	case EvTimeout:
+		s.counts.Timeouts++
+	case EvResume:
+		for _, t := range slices.Sorted(maps.Keys(s.openLaunch)) {
+			closeLaunch(t, e.At, LaunchOrphaned)
+		}
+	}
+}
+
+// snapshot copies the state's view out; the caller holds whatever guards s.
+func (s *state) snapshot() *Snapshot {
+	snap := &Snapshot{RunID: s.runID, Start: s.start, Counts: s.counts,
+		Launches: slices.Clone(s.launchLog), Nodes: slices.Clone(s.nodeLog), Current: slices.Clone(s.current)}
+	for i := range snap.Launches {
+		snap.Launches[i].Nodes = slices.Clone(snap.Launches[i].Nodes)
+	}
+	switch {
+	case s.start.IsZero():
+		snap.Phase = PhaseNew
+	case s.finished:
+		snap.Phase = PhaseFinished
+	case s.cancelled != "":
+		snap.Phase, snap.Why = PhaseCancelled, s.cancelled
+	case s.stopped != "":
+		snap.Phase, snap.Why, snap.Cause = PhaseStopped, s.stopped, s.stopCause
+	default:
+		snap.Phase = PhaseRunning
+	}
+	for b, br := range s.brackets {
+		for k := range br.Stages {
+			w, ok := s.stageAt[stageKey{b, k}]
+			if !ok || w.start.IsZero() {
+				continue
+			}
+			snap.Stages = append(snap.Stages, StageWindow{Bracket: b, Stage: k, GPUs: s.plan[b][k].GPUs, Start: w.start, End: w.end})
+		}
+	}
+	return snap
+}
+
+// Fold replays a journal (cfg.Past) as Replay does, and returns its snapshot.
+func Fold(cfg Config) (*Snapshot, error) {
+	_, snap, err := Inspect(cfg)
+	return snap, err
+}
+
+// Inspect replays a journal (cfg.Past) once and returns both what it realized (Replay's result,
+// nil for a journal that holds no run yet) and its snapshot.
+func Inspect(cfg Config) (*Result, *Snapshot, error) {
+	cfg.Log = io.Discard
+	x, err := newRun(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("replay: %w", err)
+	}
+	snap := x.st.snapshot()
+	if x.st.start.IsZero() {
+		return nil, snap, nil
+	}
+	return x.result(), snap, nil
+}
+
+// Snapshot is the run now.
+func (x *run) snapshot() *Snapshot {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.snapshot()
+}

@@ -1,0 +1,450 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/placement"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// A stage's decisions are a pure function: stage.step takes what happened (an event) and what
+// the run knows (a stageView) and says what to do (actions); the stage loop (stage.go) performs
+// the actions and feeds back the events. step does no I/O, starts nothing and reads no clock,
+// so it runs the same live, in virtual time and under injected faults, and is tested alone.
+
+// eventKind is what happened to a stage.
+type eventKind int
+
+const (
+	evCancel   eventKind = iota // the run is being stopped: stop every gang, launch nothing more
+	evStarted                   // launch n's gang started (the loop holds its handle)
+	evExited                    // launch n's workers ended: its GPUs are free
+	evEnded                     // launch n is over: o says how
+	evChecked                   // after launch n failed, the provider said which nodes are gone: lost
+	evReplaced                  // a request for replacement nodes ended (err)
+	evTimeout                   // launch n ran past its budget
+)
+
+// stageEvent is one event of a stage.
+type stageEvent struct {
+	kind   eventKind
+	launch int
+	handle Handle // evStarted
+	o      outcome
+	lost   lostSet // evChecked: the nodes gone or going
+	cause  error   // evChecked: why the launch is not done
+	err    error   // evChecked: the provider could not be asked; evReplaced: the request failed
+}
+
+// outcome is how one launch ended.
+type outcome struct {
+	trial    string
+	err      error // nil: the gang exited 0
+	metrics  map[string]float64
+	iter     int
+	began    time.Time
+	exitedAt time.Time
+	gpus     int
+}
+
+// actionKind is what the loop is asked to do.
+type actionKind int
+
+const (
+	acLaunch     actionKind = iota // journal trial's launch (try) on slots, start and follow its gang
+	acStop                         // stop launch n's gang (its checkpoint is saved)
+	acTimeout                      // journal that launch n of trial ran past its budget
+	acCheckNodes                   // ask the provider which nodes are gone after launch n failed
+	acForget                       // journal the loss of nodes (they stop billing)
+	acRelease                      // release nodes journaled as lost that no gang uses any more
+	acFail                         // journal a failed try of trial (retry: whether it is queued again)
+	acDone                         // journal that trial reached the stage's target
+	acReplace                      // rent replacement nodes
+	acLog                          // say something
+	acEnd                          // the stage is over: err nil, or why it failed
+)
+
+// action is one thing to do.
+type action struct {
+	kind        actionKind
+	trial       string
+	launch      int
+	try         int
+	slots       []placement.Slot
+	o           outcome
+	cause       error             // acFail: why the try failed
+	interrupted bool              // acFail: the try lost its node
+	retry       bool              // acFail
+	lost        lostSet           // acForget
+	nodes       []string          // acRelease
+	doomed      *InterruptedError // acCheckNodes
+	text        string            // acLog
+	err         error             // acEnd
+}
+
+// lostSet is nodes gone or going, by ID: why, and whether the provider still holds them (a node
+// being interrupted bills until it is released).
+type lostSet map[string]lostNode
+
+type lostNode struct {
+	why  string
+	held bool
+}
+
+// stageView is what a stage's decisions read of the run beyond the stage itself.
+type stageView interface {
+	// nodes is what the bracket holds now.
+	nodes() []cloud.Node
+	// tries counts trial's launches, failed tries and tries that lost a node, in this stage.
+	tries(trial string) (launches, fails, interrupts int)
+}
+
+// stage is one stage's decision state.
+type stage struct {
+	b, k       int
+	st         spec.Stage
+	gpt        int           // GPUs per trial
+	parallel   int           // gangs at once
+	budget     time.Duration // of one launch, wall time
+	timeScale  float64
+	maxRetries int
+
+	queue     []string
+	last      placement.Placement
+	nodes     []placement.Node
+	occupied  map[string]int // trial -> its launch holding GPUs (launching or running)
+	launches  map[int]string // launch -> trial, while in flight
+	started   map[int]bool   // launches whose handle the loop holds
+	timedOut  map[int]bool
+	trialNode map[string][]string // where each trial's last launch ran
+	next      int                 // launches numbered from 1
+	draining  map[string]bool     // lost nodes to release once no gang runs on them
+	cancelled bool
+	replacing bool // a replacement request is out
+	again     bool // more nodes were lost while it was: ask again after it
+	over      bool
+}
+
+func newStage(b, k int, st spec.Stage, gpt, parallel int, budget time.Duration, timeScale float64, maxRetries int,
+	queue []string, last placement.Placement) *stage {
+	if last == nil {
+		last = placement.Placement{}
+	}
+	return &stage{b: b, k: k, st: st, gpt: gpt, parallel: parallel, budget: budget, timeScale: timeScale, maxRetries: maxRetries,
+		queue: queue, last: last, occupied: map[string]int{}, launches: map[int]string{}, started: map[int]bool{},
+		timedOut: map[int]bool{}, trialNode: map[string][]string{}, draining: map[string]bool{}}
+}
+
+// begin is the stage's first decision: launch what fits.
+func (s *stage) begin(v stageView) []action {
+	s.refresh(v.nodes(), nil)
+	return s.fill(v, nil)
+}
+
+// step decides what to do about e.
+func (s *stage) step(v stageView, e stageEvent) []action {
+	if s.over {
+		return nil
+	}
+	s.refresh(v.nodes(), nil)
+	var out []action
+	switch e.kind {
+	case evCancel:
+		if s.cancelled {
+			return nil
+		}
+		s.cancelled = true
+		for _, n := range s.sortedStarted() {
+			out = append(out, action{kind: acStop, launch: n, trial: s.launches[n]})
+		}
+	case evStarted:
+		if _, ok := s.launches[e.launch]; !ok {
+			return nil
+		}
+		s.started[e.launch] = true
+		if s.cancelled {
+			out = append(out, action{kind: acStop, launch: e.launch, trial: s.launches[e.launch]})
+		}
+	case evTimeout:
+		t, ok := s.launches[e.launch]
+		if !ok || !s.started[e.launch] || s.timedOut[e.launch] {
+			return nil // it ended meanwhile
+		}
+		s.timedOut[e.launch] = true
+		out = append(out, action{kind: acTimeout, trial: t, launch: e.launch},
+			action{kind: acStop, trial: t, launch: e.launch})
+	case evExited:
+		s.free(e.launch)
+		out = append(out, s.drain(false)...)
+	case evEnded:
+		t := s.launches[e.launch]
+		s.free(e.launch)
+		timedOut := s.timedOut[e.launch]
+		delete(s.launches, e.launch)
+		delete(s.started, e.launch)
+		delete(s.timedOut, e.launch)
+		out = append(out, s.drain(false)...)
+		if s.cancelled {
+			break
+		}
+		o := e.o
+		o.trial = t
+		if cause := s.judge(o, timedOut); cause != nil {
+			// A gang may have failed because a node of it is gone or going: the provider says
+			// which, before the try is judged the trial's failure.
+			var doomed *InterruptedError
+			errors.As(o.err, &doomed)
+			out = append(out, action{kind: acCheckNodes, trial: t, launch: e.launch, o: o, cause: cause, doomed: doomed})
+			return out // the fill waits for the answer
+		}
+		out = append(out, action{kind: acDone, trial: t, o: o})
+	case evChecked:
+		if e.err != nil {
+			return append(out, s.end(e.err))
+		}
+		out = append(out, s.lose(v, e)...)
+	case evReplaced:
+		s.replacing = false
+		if s.cancelled {
+			break // its error is the cancellation's
+		}
+		if e.err != nil {
+			return append(out, s.end(e.err))
+		}
+		if s.again {
+			out = append(out, s.replace())
+		}
+	}
+	return s.fill(v, out)
+}
+
+// lose acts on a failed launch once the provider said which nodes are gone: the loss is
+// journaled, gangs still on those nodes are stopped (so that they save now), the nodes are
+// released once no gang runs on them, the try is judged (a lost node's try is not the trial's
+// failure) and replacements are asked for.
+func (s *stage) lose(v stageView, e stageEvent) []action {
+	var out []action
+	o := e.o
+	if len(e.lost) > 0 {
+		out = append(out, action{kind: acForget, lost: e.lost})
+		for id := range e.lost {
+			s.draining[id] = true
+		}
+		for _, t := range s.sortedOccupied() {
+			n := s.occupied[t]
+			if !s.started[n] || !onAny(s.last[t], e.lost) {
+				continue
+			}
+			out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: its node %s is lost: stopping its gang to save its checkpoint\n", t, firstOn(s.last[t], e.lost))},
+				action{kind: acStop, trial: t, launch: n})
+		}
+		out = append(out, s.drain(false)...)
+	}
+	interrupted := false
+	for _, id := range s.trialNode[o.trial] {
+		if _, gone := e.lost[id]; gone || !s.holds(id) {
+			interrupted = true
+		}
+	}
+	_, fails, interrupts := v.tries(o.trial)
+	retry := fails+1 <= s.maxRetries
+	if interrupted {
+		retry = interrupts+1 <= maxInterruptions
+	}
+	out = append(out, action{kind: acFail, trial: o.trial, o: o, cause: e.cause, interrupted: interrupted, retry: retry})
+	if retry {
+		s.queue = append(s.queue, o.trial)
+	}
+	if len(e.lost) > 0 {
+		var left []cloud.Node
+		for _, n := range v.nodes() {
+			if _, gone := e.lost[n.ID]; !gone {
+				left = append(left, n)
+			}
+		}
+		s.refresh(left, e.lost)
+		if s.replacing {
+			s.again = true
+		} else {
+			out = append(out, s.replace())
+		}
+	}
+	return out
+}
+
+// fill launches queued trials while GPUs allow, then says whether the stage is over.
+func (s *stage) fill(v stageView, out []action) []action {
+	if s.over {
+		return out
+	}
+	for !s.cancelled && len(s.queue) > 0 && len(s.occupied) < s.parallel {
+		id := s.queue[0]
+		var reqs []placement.Request
+		pinned := map[string]bool{}
+		for _, t := range s.sortedOccupied() { // running gangs keep their GPUs, first
+			reqs = append(reqs, placement.Request{Trial: t, GPUs: s.gpt})
+			pinned[t] = true
+		}
+		reqs = append(reqs, placement.Request{Trial: id, GPUs: s.gpt})
+		p, unplaced := placement.PlacePinned(s.nodes, reqs, s.last, pinned)
+		if len(unplaced) > 0 {
+			break // wait for a gang to finish, or a replacement node
+		}
+		for t, sl := range p {
+			s.last[t] = sl
+		}
+		s.queue = s.queue[1:]
+		s.next++
+		s.occupied[id] = s.next
+		s.launches[s.next] = id
+		s.trialNode[id] = slotNodes(p[id])
+		launches, _, _ := v.tries(id)
+		out = append(out, action{kind: acLaunch, trial: id, launch: s.next, try: launches + 1, slots: p[id]})
+	}
+	if len(s.launches) == 0 && !s.replacing {
+		if len(s.queue) > 0 && !s.cancelled {
+			return append(out, s.end(fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", s.b, s.k+1, s.gpt, len(s.nodes))))
+		}
+		return append(out, s.end(nil))
+	}
+	return out
+}
+
+// end closes the stage: whatever is still draining is released, whatever way it ended.
+func (s *stage) end(err error) action {
+	s.over = true
+	return action{kind: acEnd, err: err, nodes: s.drainAll()}
+}
+
+func (s *stage) replace() action {
+	s.replacing, s.again = true, false
+	return action{kind: acReplace}
+}
+
+// judge says why a launch that ended is not done, or nil when it reached the stage's target.
+func (s *stage) judge(o outcome, timedOut bool) error {
+	target := s.st.EndIter()
+	switch {
+	case o.err == nil && o.iter >= target:
+		return nil // reached, even if its budget ran out as it ended
+	case timedOut:
+		spec := time.Duration(float64(s.budget) / s.timeScale)
+		return fmt.Errorf("timed out: still running after its budget of %s (spec time %s); stopped", s.budget.Round(time.Millisecond), spec.Round(time.Second))
+	case errors.Is(o.err, ErrStopped):
+		return fmt.Errorf("stopped at iteration %d, short of the target %d: relaunched from its checkpoint", o.iter, target)
+	case o.err != nil:
+		return o.err
+	default:
+		// Exit 0 means the target was reached; short of it the gang was interrupted (a trainer
+		// that exits 0 on SIGTERM): it is relaunched from its checkpoint.
+		return fmt.Errorf("exited 0 at iteration %d, short of the target %d: interrupted, not done", o.iter, target)
+	}
+}
+
+// free forgets that launch n holds GPUs.
+func (s *stage) free(n int) {
+	if t, ok := s.launches[n]; ok && s.occupied[t] == n {
+		delete(s.occupied, t)
+	}
+}
+
+// drain releases the lost nodes no gang of the stage runs on any more.
+func (s *stage) drain(all bool) []action {
+	busy := map[string]bool{}
+	if !all {
+		for t := range s.occupied {
+			for _, sl := range s.last[t] {
+				busy[sl.Node] = true
+			}
+		}
+	}
+	var ids []string
+	for id := range s.draining {
+		if !busy[id] {
+			ids = append(ids, id)
+			delete(s.draining, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	return []action{{kind: acRelease, nodes: ids}}
+}
+
+func (s *stage) drainAll() []string {
+	if a := s.drain(true); len(a) > 0 {
+		return a[0].nodes
+	}
+	return nil
+}
+
+// refresh places on the nodes the bracket holds now (less gone, just lost): a trial that is not
+// running forgets slots on nodes that are no longer there.
+func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
+	held := map[string]bool{}
+	s.nodes = s.nodes[:0]
+	for _, n := range nodes {
+		if _, lost := gone[n.ID]; lost {
+			continue
+		}
+		held[n.ID] = true
+		s.nodes = append(s.nodes, placement.Node{ID: n.ID, GPUs: n.GPUs})
+	}
+	for t, slots := range s.last {
+		if _, running := s.occupied[t]; running {
+			continue
+		}
+		for _, sl := range slots {
+			if !held[sl.Node] {
+				delete(s.last, t)
+				break
+			}
+		}
+	}
+}
+
+func (s *stage) holds(id string) bool {
+	for _, n := range s.nodes {
+		if n.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *stage) sortedOccupied() []string {
+	out := make([]string, 0, len(s.occupied))
+	for t := range s.occupied {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *stage) sortedStarted() []int {
+	out := make([]int, 0, len(s.started))
+	for n := range s.started {
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func onAny(slots []placement.Slot, nodes lostSet) bool {
+	return firstOn(slots, nodes) != ""
+}
+
+func firstOn(slots []placement.Slot, nodes lostSet) string {
+	for _, sl := range slots {
+		if _, ok := nodes[sl.Node]; ok {
+			return sl.Node
+		}
+	}
+	return ""
+}

@@ -1,0 +1,45 @@
+package virtual_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/virtual"
+)
+
+func TestReplayOneSeed(t *testing.T) {
+	job, seedS := os.Getenv("RB_JOB"), os.Getenv("RB_SEED")
+	if job == "" {
+		t.Skip()
+	}
+	seed, _ := strconv.ParseInt(seedS, 10, 64)
+	exp, alloc, _ := plan(t, job)
+	replan := strings.Contains(job, "sha")
+	clean, jct := runOnce(t, exp, alloc, nil, replan)
+	f := virtual.Draw(seed, virtual.Scale{Records: len(clean.events), Nodes: clean.nodes, Launches: executorLaunches(clean.events), Duration: jct, Spot: strings.Contains(job, "spot")})
+	fmt.Println(f)
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	var log strings.Builder
+	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "campaign", Faults: f, Replan: replan, Log: &log})
+	fmt.Println("err", err)
+	fmt.Println(log.String())
+	fmt.Println(strings.Join(out.World.Triggered(), "\n"))
+	fmt.Println(strings.Join(out.World.Breaches(), "\n"))
+	ev, _ := executor.ReadJournal(path)
+	for i, e := range ev {
+		if e.Ev == executor.EvReport || e.Ev == executor.EvTrial {
+			continue
+		}
+		n := ""
+		if e.Node != nil {
+			n = e.Node.ID
+		}
+		fmt.Println(i+1, e.At.Sub(virtual.Epoch), e.Ev, "b", e.Bracket, "s", e.Stage, e.Trial, e.Try, n, e.Nodes, e.Error, e.Token)
+	}
+}

@@ -1,0 +1,153 @@
+package virtual
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Config is one run in virtual time.
+type Config struct {
+	Experiment *spec.Experiment
+	Alloc      sim.Alloc
+	// Journal is the run's journal file; a run is resumed from what it holds.
+	Journal string
+	RunID   string
+	// Seed is what the world draws its latencies from (0: the spec's seed): other seeds are
+	// other runs of the same job, same trials.
+	Seed int64
+	// Truth, when set, is the spec the world draws from instead of Experiment: a job whose real
+	// latencies are not what its plan was made with (a slower cluster, a profile that was wrong),
+	// for re-planning and budgets.
+	Truth *spec.Experiment
+	// Faults, when set, strike the run as they say; each crash is followed by a new driver that
+	// resumes the run in the same world.
+	Faults *Faults
+	// Replan re-plans at syncs (executor.Config.Replan); MaxRetries, KeepNodes as there.
+	Replan     bool
+	MaxRetries int
+	KeepNodes  bool
+	// Sync fsyncs the journal as a live run does (off: a virtual run is redone in less time than
+	// a crash of this machine takes to reboot).
+	Sync bool
+	// Log, Progress and Observe are the executor's (Log also hears of each crash and resume).
+	Log      io.Writer
+	Progress func(executor.Status)
+	Observe  func(executor.Event)
+	Live     func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
+}
+
+// Outcome is what a virtual run did: the executor's result, and the world it ran in (its ground
+// truth of billing, breaches and work done twice).
+type Outcome struct {
+	Result  *executor.Result
+	World   *World
+	Drivers int           // drivers it took: 1 plus the crashes
+	End     time.Duration // virtual time from the start to the end
+	Events  int           // timers fired: how much happened
+}
+
+// maxDrivers bounds the resumes of one run: a schedule with more crashes is a broken schedule.
+const maxDrivers = 100
+
+// Run runs (or resumes) a run in virtual time with the unchanged executor, through the faults.
+// It returns when the run finished, failed for a reason of its own, or ctx was cancelled.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	// A run resumed in a new world (a virtual run stopped, then resumed) goes on from its last
+	// event, and the world names no node as one the journal knows.
+	past, err := executor.ReadJournal(cfg.Journal)
+	if err != nil {
+		return nil, err
+	}
+	start := Epoch
+	for _, e := range past {
+		if e.At.After(start) {
+			start = e.At
+		}
+	}
+	s := clock.NewSim(start)
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = cfg.Experiment.Seed
+	}
+	truth := cfg.Truth
+	if truth == nil {
+		truth = cfg.Experiment
+	}
+	w, err := NewWorld(s, truth, seed, cfg.Faults)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range past {
+		var n int
+		if e.Node != nil {
+			if _, err := fmt.Sscanf(e.Node.ID, "v%d", &n); err == nil {
+				w.created = max(w.created, n)
+			}
+		}
+	}
+	out := &Outcome{World: w}
+	var runErr error
+	seen := 0 // events observed: each driver replays the journal, and each event is passed on once
+	simErr := s.Run(ctx, func(ctx context.Context) {
+		for epoch := 0; epoch < maxDrivers; epoch++ {
+			out.Drivers = epoch + 1
+			dctx, die := clock.WithCancel(s, ctx)
+			opts := executor.JournalOptions{Clock: s, NoSync: !cfg.Sync, Log: cfg.Log}
+			if cfg.Faults != nil {
+				opts.Wrap = cfg.Faults.Journal(w, epoch, die)
+			}
+			journal, past, err := executor.OpenJournalWith(cfg.Journal, opts)
+			if err != nil {
+				die()
+				runErr = err
+				return
+			}
+			if cfg.Faults != nil {
+				cfg.Faults.Written(len(past))
+			}
+			p, rt := w.Driver(epoch)
+			var observe func(executor.Event)
+			if cfg.Observe != nil {
+				n := 0
+				observe = func(e executor.Event) {
+					if n++; n > seen {
+						seen = n
+						cfg.Observe(e)
+					}
+				}
+			}
+			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, Provider: p, Runtime: rt,
+				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
+				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live})
+			journal.Close()
+			crashed := w.isSevered(epoch)
+			die()
+			if !crashed {
+				return
+			}
+			fmt.Fprintf(cfg.Log, "virtual: driver %d crashed at %s (%v); a new driver resumes the run\n", epoch+1, s.Now().Sub(Epoch), runErr)
+		}
+		runErr = fmt.Errorf("virtual: %d drivers crashed: the schedule never lets the run end", maxDrivers)
+	})
+	out.End, out.Events = s.Now().Sub(Epoch), s.Fired()
+	if simErr != nil {
+		return out, simErr
+	}
+	return out, runErr
+}
+
+func (w *World) isSevered(epoch int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.severed[epoch]
+}

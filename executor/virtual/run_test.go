@@ -1,0 +1,85 @@
+package virtual_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// plan loads a spec and plans it as `rubberband plan` does.
+func plan(t testing.TB, path string) (*spec.Experiment, sim.Alloc, *sim.Simulator) {
+	t.Helper()
+	exp, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed)
+	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := planner.Run(prob, exp.Planner.Name)
+	if err != nil || res.Best.Alloc == nil {
+		t.Fatalf("plan %s: %v", path, err)
+	}
+	return exp, res.Best.Alloc, s
+}
+
+// The paper's Table 2 job runs through the unchanged executor in virtual time: it finishes, its
+// JCT and cost fall within the plan's p5-p95, every node is released and billed as the world
+// billed it, and two runs write byte-identical journals.
+func TestTable2InVirtualTime(t *testing.T) {
+	exp, alloc, s := plan(t, "../../examples/paper/table2-resnet101.yaml")
+	pred, err := s.Simulate(alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var journals [][]byte
+	for i := range 2 {
+		path := filepath.Join(t.TempDir(), "journal.jsonl")
+		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "virtual-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := out.Result
+		if !res.Finished || res.Best == nil {
+			t.Fatalf("run %d: not finished: %+v", i, res)
+		}
+		if jct, cost := res.Realized.JCT, res.Realized.Cost; jct < pred.JCT.P5 || jct > pred.JCT.P95 || cost < pred.Cost.P5 || cost > pred.Cost.P95 {
+			t.Errorf("run %d: realized JCT %.0f s, cost $%.2f; predicted p5-p95 %.0f-%.0f s, $%.2f-%.2f", i, jct, cost,
+				pred.JCT.P5, pred.JCT.P95, pred.Cost.P5, pred.Cost.P95)
+		}
+		if held := out.World.Held(); len(held) > 0 {
+			t.Errorf("run %d: %d nodes left held", i, len(held))
+		}
+		if b := out.World.Breaches(); len(b) > 0 {
+			t.Errorf("run %d: breaches: %s", i, strings.Join(b, "; "))
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		journals = append(journals, b)
+		t.Logf("run %d: JCT %.0f s, cost $%.2f (predicted %.0f s, $%.2f), %d timers, best %s", i, res.Realized.JCT, res.Realized.Cost,
+			pred.JCT.Mean, pred.Cost.Mean, out.Events, res.Best.Trial)
+	}
+	if !bytes.Equal(journals[0], journals[1]) {
+		t.Fatalf("two runs of one seed wrote different journals")
+	}
+	if events, err := executor.ReadJournal(filepath.Join(t.TempDir(), "none")); err != nil || len(events) != 0 {
+		t.Fatal(err)
+	}
+}

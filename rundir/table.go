@@ -1,0 +1,113 @@
+package rundir
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/sim"
+)
+
+// WriteTable writes a run's report as tables a person reads (what `run`, `status` and `report`
+// print): its status, best trial, stages predicted beside realized (numbered from 1, as people
+// count them; JSON keeps the index from 0), interruptions, re-plans and totals.
+func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
+	rep := executor.Compare(st.Plan, res)
+	fmt.Fprintf(w, "%s · run %s · %s · state in %s\n\n", res.Experiment, res.RunID, status, st.Dir)
+	if res.Best != nil {
+		params, _ := json.Marshal(res.Best.Params)
+		fmt.Fprintf(w, "best trial %s: %s %.4f with %s\n\n", res.Best.Trial, st.Exp.Objective.Metric, res.Best.Metric, params)
+	}
+	var buf bytes.Buffer
+	tw := format.NewTable(&buf, "BRACKET", "STAGE", "TRIALS", "ITERS", "GPUS", "NODES", "DONE", "FAILED", "PRED TIME", "TIME", "PRED COST", "COST")
+	for _, s := range rep.Stages {
+		tw.Row(s.Bracket, s.Stage+1, s.Realized.Trials, s.Realized.Iters, s.Realized.GPUs, s.Realized.Nodes, s.Realized.Done, s.Realized.Failed,
+			format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), format.Money(s.Predicted.Cost), format.Money(s.Realized.Cost))
+	}
+	tw.Flush()
+	w.Write(buf.Bytes())
+	if len(rep.Interruptions) > 0 {
+		lost := 0
+		for _, s := range rep.Stages {
+			lost += s.Realized.Interrupted
+		}
+		fmt.Fprintf(w, "\n%s; %s relaunched from their checkpoints:\n", format.Plural(len(rep.Interruptions), "spot interruption"), format.Plural(lost, "gang"))
+		for _, in := range rep.Interruptions {
+			fmt.Fprintf(w, "  %s  %s %v: %s\n", format.Clock(in.At), in.Bracket, in.Nodes, in.Why)
+		}
+	}
+	writeRevisions(w, st, rep)
+	fmt.Fprintf(w, "\npredicted  JCT %s   cost %s\n", format.Clock(rep.Predicted.JCT), format.Money(rep.Predicted.Cost))
+	// A run that re-planned is held to the plan it followed: its last revision's forecast.
+	against, of := rep.Predicted, ""
+	if r := rep.Replanned; r != nil {
+		fmt.Fprintf(w, "re-planned JCT %s   cost %s   (forecast at the last re-plan, %s)\n", format.Clock(r.JCT), format.Money(r.Cost), format.Clock(rep.Revisions[len(rep.Revisions)-1].At))
+		against, of = *r, fmt.Sprintf(" against the re-plan; %+.1f%% time, %+.1f%% cost against the first plan",
+			format.Pct(rep.Realized.JCT, rep.Predicted.JCT), format.Pct(rep.Realized.Cost, rep.Predicted.Cost))
+	}
+	fmt.Fprintf(w, "realized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost%s)\n",
+		format.Clock(rep.Realized.JCT), format.Money(rep.Realized.Cost), format.Pct(rep.Realized.JCT, against.JCT), format.Pct(rep.Realized.Cost, against.Cost), of)
+	if p := st.Plan; p.Static != nil && p.SavingPct != nil && res.Finished {
+		nodes := 0
+		for _, b := range p.Static.Brackets {
+			nodes += b.Stages[0].Nodes
+		}
+		static := p.Static.Predicted.Cost.Mean
+		fmt.Fprintf(w, "static     cost %s predicted for the best static cluster (%s): the elastic plan saved %.1f%% (%.1f%% predicted)\n",
+			format.Money(static), format.Plural(nodes, "node"), -format.Pct(rep.Realized.Cost, static), *p.SavingPct)
+	}
+}
+
+// writeRevisions lists the run's re-plans, and, while it runs, its latest forecast against the
+// deadline and the budget.
+func writeRevisions(w io.Writer, st *State, rep executor.Report) {
+	if len(rep.Revisions) > 0 {
+		fmt.Fprintf(w, "\n%s:\n", format.Plural(len(rep.Revisions), "re-plan"))
+		for _, r := range rep.Revisions {
+			fmt.Fprintf(w, "  %s  %s from stage %d: %s\n            GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
+				format.Clock(r.At), r.Bracket, r.Stage+1, r.Reason, r.GPUsBefore, sim.FormatStages(r.Plan), format.Clock(r.Before.JCT), format.Clock(r.After.JCT),
+				100*r.Before.MissProb, 100*r.After.MissProb, format.Money(r.Before.Cost), format.Money(r.After.Cost))
+			if r.DeadlineGivesWay {
+				fmt.Fprintf(w, "            the deadline gives way to the budget\n")
+			}
+		}
+	}
+	if f := rep.Forecast; f != nil && !rep.Finished {
+		fmt.Fprintf(w, "\nforecast   JCT %s (deadline %s, P(miss) %.0f%%)   cost %s", format.Clock(f.JCT), format.Clock(st.Exp.Deadline.D().Seconds()), 100*f.MissProb, format.Money(f.Cost))
+		if b := st.Exp.Budget.MaxCostUSD; b > 0 {
+			word := "within"
+			if f.Cost > b {
+				word = "OVER"
+			}
+			fmt.Fprintf(w, " (%s the budget %s)", word, format.Money(b))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// WriteTrials writes one row per trial: how far it got, where it is, its last metric and node.
+func WriteTrials(w io.Writer, st *State, res *executor.Result) {
+	brackets := st.Exp.Algorithm.Brackets()
+	metric := st.Exp.Objective.Metric
+	tw := format.NewTable(w, "TRIAL", "BRACKET", "STAGES DONE", "STATE", "ITER", strings.ToUpper(metric), "NODE")
+	for _, t := range res.Trials {
+		m := "-"
+		if v, ok := t.Metrics[metric]; ok {
+			m = fmt.Sprintf("%.4g", v)
+		}
+		state := string(t.State)
+		if t.Failed {
+			state += " (failed)"
+		}
+		node := "-"
+		if len(t.Nodes) > 0 {
+			node = strings.Join(t.Nodes, ",")
+		}
+		tw.Row(t.ID, brackets[t.Bracket].Name, fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages)), state, t.Iter, m, node)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,43 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ParseAlloc reads an allocation as a person writes it: GPUs per stage, "32,20,12,8", brackets
+// separated by ';', each stage GPUS[/NODES][@TYPE[:MARKET]] (more nodes than the GPUs need: a
+// static cluster; one of m's offers). Stages and brackets are numbered from 1 in errors.
+func ParseAlloc(m *Model, s string) (Alloc, error) {
+	var a Alloc
+	for b, part := range strings.Split(s, ";") {
+		var stages []StageAlloc
+		for k, f := range strings.Split(part, ",") {
+			f = strings.TrimSpace(f)
+			f, on, typed := strings.Cut(f, "@") // G[/N][@TYPE[:MARKET]]
+			gpus, nodes, hasNodes := strings.Cut(f, "/")
+			g, err := strconv.Atoi(gpus)
+			if err != nil || g < 1 {
+				return nil, fmt.Errorf("bracket %d stage %d: %q is not a GPU count", b+1, k+1, f)
+			}
+			sa := StageAlloc{GPUs: g}
+			if typed {
+				sa.Type, sa.Market, _ = strings.Cut(on, ":")
+			}
+			o, ok := m.OfferIndex(sa)
+			if !ok {
+				return nil, fmt.Errorf("bracket %d stage %d: %q is not an instance type and market the spec offers", b+1, k+1, on)
+			}
+			sa.Nodes = m.Offers[o].NodesFor(g)
+			if hasNodes {
+				if sa.Nodes, err = strconv.Atoi(nodes); err != nil || sa.Nodes < 1 {
+					return nil, fmt.Errorf("bracket %d stage %d: %q is not a node count", b+1, k+1, nodes)
+				}
+			}
+			stages = append(stages, sa)
+		}
+		a = append(a, stages)
+	}
+	return a, nil
+}

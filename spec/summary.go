@@ -1,0 +1,44 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rubberband-hpo/rubberband/internal/format"
+)
+
+// Summary is the experiment in one line, what `rubberband validate` prints for a valid spec:
+// its algorithm, stages, trials and parameters, its deadline and its cluster.
+func (e *Experiment) Summary() string {
+	brackets := e.Algorithm.Brackets()
+	trials, stages := 0, 0
+	for _, b := range brackets {
+		trials += b.Trials()
+		stages += len(b.Stages)
+	}
+	alg := "stages"
+	switch {
+	case e.Algorithm.SHA != nil:
+		a := e.Algorithm.SHA
+		alg = fmt.Sprintf("SHA(n=%d, r=%d, R=%d, eta=%d)", a.Trials, a.MinIters, a.MaxIters, a.Eta)
+	case e.Algorithm.Hyperband != nil:
+		a := e.Algorithm.Hyperband
+		alg = fmt.Sprintf("Hyperband(r=%d, R=%d, eta=%d)", a.MinIters, a.MaxIters, a.Eta)
+	}
+	node := e.Cluster.InstanceType
+	if node == "" {
+		node = "node"
+	}
+	deadline := "no deadline"
+	if e.Deadline > 0 {
+		deadline = "deadline " + e.Deadline.D().String()
+	}
+	var params []string
+	for name := range e.SearchSpace {
+		params = append(params, name)
+	}
+	return fmt.Sprintf("%s: %s, %s, %s, %s, %s; %s, %s with %s at %s/h %s, up to %s",
+		e.Name, alg, format.Plural(len(brackets), "bracket"), format.Plural(stages, "stage"), format.Plural(trials, "trial"), format.Plural(len(params), "parameter"),
+		deadline, node, format.Plural(e.Cluster.GPUsPerNode, "GPU"), format.Money(e.Cluster.HourlyPrice()), strings.ReplaceAll(e.Cluster.Market, "-", " "),
+		format.Plural(e.Cluster.MaxNodes, "node"))
+}

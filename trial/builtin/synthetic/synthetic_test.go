@@ -1,0 +1,72 @@
+package synthetic
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
+)
+
+// RB_SYNTH_SLOWDOWN slows every iteration from RB_SYNTH_SLOWDOWN_FROM_ITER on, and nothing before;
+// a factor of 1 or less, or none, changes nothing.
+func TestSlowdownFromAnIteration(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want []float64 // iterations 1 to 4
+	}{
+		{Options{Slowdown: 1.3, SlowdownFromIter: 3}, []float64{1, 1, 1.3, 1.3}},
+		{Options{Slowdown: 2}, []float64{2, 2, 2, 2}},
+		{Options{Slowdown: 0.5, SlowdownFromIter: 2}, []float64{1, 1, 1, 1}},
+		{Options{NodeSlowdown: 2}, []float64{2, 2, 2, 2}},                                     // a slow node, every iteration
+		{Options{NodeSlowdown: 2, Slowdown: 1.5, SlowdownFromIter: 3}, []float64{2, 2, 3, 3}}, // both: they multiply
+		{Options{}, []float64{1, 1, 1, 1}},
+	} {
+		for i, want := range tc.want {
+			if got := tc.o.LatencyFactor(i + 1); got != want {
+				t.Errorf("%+v: iteration %d slowed %v times, want %v", tc.o, i+1, got, want)
+			}
+		}
+	}
+}
+
+// slowWriter takes its time over every write: a report's overhead on a loaded machine.
+type slowWriter struct{ delay time.Duration }
+
+func (w slowWriter) Write(p []byte) (int, error) {
+	time.Sleep(w.delay)
+	return len(p), nil
+}
+
+// Iterations end on a schedule: a worker whose every report takes 15 ms (here a third of an
+// iteration) still takes its draws' time, not the draws plus 15 ms an iteration.
+func TestOverheadDoesNotStretchIterations(t *testing.T) {
+	exp, err := spec.Parse("s.yaml", []byte(`
+name: s
+deadline: 1h
+objective: {metric: score, mode: max}
+algorithm: {sha: {trials: 2, min_iters: 1, max_iters: 2, eta: 2}}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [x]}
+cluster: {gpus_per_node: 1, price_per_hour: 1, max_nodes: 1}
+profile: {iter_latency: {1: {mean: 0.045}}}
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"RB_TRIAL_ID": "t", "RB_START_ITER": "0", "RB_TARGET_ITER": "20", "RANK": "0", "WORLD_SIZE": "1",
+		"LOCAL_RANK": "0", "MASTER_PORT": "1", "RB_PARAMS": `{"x":0.5}`, "RB_CHECKPOINT_DIR": t.TempDir()}
+	run, err := rbtrain.Parse(func(k string) string { return env[k] }, slowWriter{15 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := Main(context.Background(), run, Options{Spec: exp, TimeScale: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// 20 iterations of 45 ms: 0.9 s on schedule; 1.2 s when each report adds its 15 ms.
+	if el := time.Since(start); el < 900*time.Millisecond || el > 1120*time.Millisecond {
+		t.Fatalf("20 iterations of 45 ms took %v", el)
+	}
+}
