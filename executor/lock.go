@@ -60,7 +60,7 @@ const (
 // LockDir takes the lock of state directory dir for run runID and records this process as its
 // holder. It fails with a *LockedError while another live process holds it.
 func LockDir(dir, runID string) (*DirLock, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock state directory: %w", err)
 	}

@@ -62,6 +62,9 @@ func RealizedSchedule(s *Snapshot, now time.Time, timeScale float64, gpusPerNode
 			}
 			end = now
 		}
+		if !end.After(l.Start) {
+			continue // took no time (a launch that failed at once, in virtual time): nothing to draw
+		}
 		edges = append(edges, edge{l.Start, true, i}, edge{end, false, i})
 		for _, n := range l.Nodes {
 			row(n)

@@ -63,6 +63,41 @@ func TestRealizedSchedule(t *testing.T) {
 
 // A launch whose driver died ends at the resume (it journaled no result), freeing its lanes for
 // the relaunch; a launch still running is drawn up to now, or left out without a now.
+// A launch that ends the instant it starts (a launch failure in virtual time) takes no lane and
+// draws nothing; its retry is drawn. Its end sorted before its start once made `report --plots`
+// of a virtual run panic.
+func TestRealizedScheduleZeroLengthLaunch(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	n1 := cloud.Node{ID: "n1", GPUs: 4}
+	events := []executor.Event{
+		{Ev: executor.EvStart, At: at(0)},
+		{Ev: executor.EvTrial, At: at(0), Trial: "a"},
+		{Ev: executor.EvStage, At: at(0)},
+		{Ev: executor.EvNodeUp, At: at(5), Node: &n1},
+		{Ev: executor.EvLaunch, At: at(10), Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: executor.EvFail, At: at(10), Trial: "a", Error: "launch failed"},
+		{Ev: executor.EvLaunch, At: at(10), Trial: "a", Try: 1, GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: executor.EvDone, At: at(20), Trial: "a"},
+		{Ev: executor.EvSync, At: at(20)},
+	}
+	exp := experiment(t, shaSpec)
+	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := executor.RealizedSchedule(snap, time.Time{}, 1, 4)
+	var train []sim.Span
+	for _, sp := range got.Spans {
+		if !sp.Provision {
+			train = append(train, sp)
+		}
+	}
+	if want := []sim.Span{{Row: 0, Start: 10, End: 20, GPU: 0, GPUs: 4}}; !reflect.DeepEqual(train, want) {
+		t.Fatalf("spans %+v, want %+v", train, want)
+	}
+}
+
 func TestRealizedScheduleAcrossResume(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -32,48 +33,9 @@ func Mkdir(path string) error {
 	return nil
 }
 
-// WriteFile replaces the file at path with data, atomically and durably: a temporary file in
-// the same directory (FileMode) is written and fsynced, renamed over path, and the directory
-// fsynced, so that a crash leaves the old file or the new one, never a torn or missing one.
-func WriteFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = f.Chmod(FileMode)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes the directory's entries (a rename, a new file) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
+// WriteFile replaces the file at path with data, atomically and durably (safefile.Write), with
+// FileMode.
+func WriteFile(path string, data []byte) error { return safefile.Write(path, data, FileMode) }
 
 // WriteJSON writes v as indented JSON with WriteFile.
 func WriteJSON(path string, v any) error {

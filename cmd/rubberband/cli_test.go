@@ -3,46 +3,71 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/planner"
 )
 
 // binary is the CLI built with the race detector: end-to-end tests of behaviour drive it as a user
-// would, and a data race anywhere in a run fails them (exit 66). timedBinary is a plain build for
-// the tests and benchmarks that time runs against predictions, which the race detector would slow.
-var binary, timedBinary string
+// would, and a data race anywhere in a run fails them (exit 66). The benchmarks that time runs
+// against predictions use a plain build instead (timed), which the race detector would slow.
+var binary, buildDir string
 
-// TestMain builds both binaries once.
+// TestMain builds the CLI once, beside its own rubberband-trainer, as `make build` lays them out.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "rubberband-cli")
 	if err != nil {
 		panic(err)
 	}
-	// Each beside its own rubberband-trainer, as `make build` lays them out.
-	binary, timedBinary = filepath.Join(dir, "race", "rubberband"), filepath.Join(dir, "rubberband")
-	for _, build := range [][]string{
-		{"build", "-race", "-o", binary, "."},
-		{"build", "-o", timedBinary, "."},
-		{"build", "-o", filepath.Join(dir, "race", "rubberband-trainer"), "../rubberband-trainer"},
-		{"build", "-o", filepath.Join(dir, "rubberband-trainer"), "../rubberband-trainer"},
-	} {
-		cmd := exec.Command("go", build...)
-		if strings.HasSuffix(build[len(build)-1], "rubberband-trainer") {
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build: static, without the dynamic loader's start-up
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			panic(string(out))
-		}
+	buildDir, binary = dir, filepath.Join(dir, "race", "rubberband")
+	if err := build(filepath.Join(dir, "race"), "-race"); err != nil {
+		panic(err)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// build builds the CLI into dir with flags, and beside it the trainers alone (as make build:
+// static, without the dynamic loader's start-up).
+func build(dir string, flags ...string) error {
+	for _, b := range []struct {
+		args []string
+		env  string
+	}{
+		{append(append([]string{"build"}, flags...), "-o", filepath.Join(dir, "rubberband"), "."), ""},
+		{[]string{"build", "-o", filepath.Join(dir, "rubberband-trainer"), "../rubberband-trainer"}, "CGO_ENABLED=0"},
+	} {
+		cmd := exec.Command("go", b.args...)
+		cmd.Env = append(os.Environ(), b.env)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(b.args, " "), err, out)
+		}
+	}
+	return nil
+}
+
+var (
+	timedOnce  sync.Once
+	timedBuild error
+)
+
+// timed is the plain build, built on first use: only the benchmarks need it.
+func timed(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(buildDir, "plain")
+	timedOnce.Do(func() { timedBuild = build(dir) })
+	if timedBuild != nil {
+		t.Fatal(timedBuild)
+	}
+	return filepath.Join(dir, "rubberband")
 }
 
 func rb(t testing.TB, args ...string) (stdout, stderr string, code int) {
@@ -53,7 +78,7 @@ func rb(t testing.TB, args ...string) (stdout, stderr string, code int) {
 // rbTimed runs the plain build: for runs whose timing is measured.
 func rbTimed(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return rbWith(t, timedBinary, args...)
+	return rbWith(t, timed(t), args...)
 }
 
 func rbWith(t testing.TB, bin string, args ...string) (stdout, stderr string, code int) {

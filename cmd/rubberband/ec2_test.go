@@ -25,7 +25,7 @@ import (
 
 // ec2Spec is a small synthetic SHA job on g3.8xlarge (2 GPUs) nodes of the fake's subnets, its
 // checkpoints in MinIO.
-func ec2Spec(t *testing.T, dir, endpoint string) string {
+func ec2Spec(t testing.TB, dir, endpoint string) string {
 	t.Helper()
 	file := filepath.Join(dir, "ec2.yaml")
 	spec := fmt.Sprintf(`name: e2e-ec2
@@ -63,7 +63,7 @@ checkpoints: {url: s3://checkpoints/e2e-ec2, endpoint: %s, insecure: true}
 // MinIO for one test, and returns the fake, the spec and the driver's environment: the fake's
 // endpoints, the AMI's paths pointed at this machine's binaries, nothing of the machine's own
 // AWS configuration.
-func ec2Env(t *testing.T, dir string) (*ec2sim.Server, string, []string) {
+func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
 	t.Helper()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
@@ -514,8 +514,11 @@ func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
 // Fidelity on EC2: the spec's latencies measured where the job runs (`profile --backend ec2`
 // rents instances of the fake, whose boot, Nomad join, gang start-up and checkpoint transfers
 // are real), then an SHA job at time scale 1 (every second real, as on EC2): its realized cost
-// and JCT against the plan's. The goal is 3%; the bound here is looser, for a shared machine.
-func TestEC2Fidelity(t *testing.T) {
+// and JCT against the plan's. The goal is 3%; the bound here is looser, for a shared machine
+// (make fidelity).
+func BenchmarkFidelityEC2(b *testing.B) { fidelityEC2(b) }
+
+func fidelityEC2(t testing.TB) {
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	src, _ := os.ReadFile(specFile)
@@ -564,11 +567,14 @@ func TestEC2Fidelity(t *testing.T) {
 	rep := readRunReport(t, state)
 	costErr, jctErr := format.Pct(rep.Realized.Cost, rep.Predicted.Cost), format.Pct(rep.Realized.JCT, rep.Predicted.JCT)
 	t.Logf("profile:\n%s", prof)
-	t.Logf("EC2 (fake) at time scale 1: cost realized $%.5f, predicted $%.5f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%); %d instances",
-		rep.Realized.Cost, rep.Predicted.Cost, costErr, rep.Realized.JCT, rep.Predicted.JCT, jctErr, len(sim.Instances()))
+	tab := fidelityTable(fmt.Sprintf("ec2 (the wire fake) at time scale 1, the profile measured there, %d instances", len(sim.Instances())),
+		"STAGE", "PRED TIME", "TIME", "PRED COST", "COST")
 	for i, s := range rep.Stages {
-		t.Logf("stage %d: time %.1f s (predicted %.1f), cost $%.5f (predicted $%.5f)", i, s.Realized.Duration, s.Predicted.Duration, s.Realized.Cost, s.Predicted.Cost)
+		tab.Row(i+1, format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), fmt.Sprintf("$%.5f", s.Predicted.Cost), fmt.Sprintf("$%.5f", s.Realized.Cost))
 	}
+	tab.Row("all", format.Clock(rep.Predicted.JCT), format.Clock(rep.Realized.JCT)+fmt.Sprintf(" (%+.1f%%)", jctErr),
+		fmt.Sprintf("$%.5f", rep.Predicted.Cost), fmt.Sprintf("$%.5f (%+.1f%%)", rep.Realized.Cost, costErr))
+	tab.Flush()
 	if math.Abs(costErr) > 25 || math.Abs(jctErr) > 25 {
 		t.Fatalf("realized %+.1f%% cost and %+.1f%% JCT off the prediction", costErr, jctErr)
 	}

@@ -30,7 +30,7 @@ profile: {iter_latency: {1: {dist: constant, value: 0.001}}}
 `, specFile)), 0o644)
 		plan := planFile(b, dir, specFile, "64,64")
 		state := filepath.Join(dir, "state")
-		cmd := exec.Command(timedBinary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--no-replan")
+		cmd := exec.Command(timed(b), "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--no-replan")
 		cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
 		if o, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("%v\n%s", err, o)

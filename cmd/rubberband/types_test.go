@@ -95,14 +95,14 @@ func TestProfileInstanceType(t *testing.T) {
 	specFile := filepath.Join(dir, "types.yaml")
 	os.WriteFile(specFile, []byte(twoTypes(string(src))), 0o644)
 	out := filepath.Join(dir, "big.yaml")
-	if _, errOut, code := rbTimed(t, "profile", specFile, "--instance-type", "big", "--gpus", "1", "--iters", "2", "--rounds", "1",
+	if _, errOut, code := rb(t, "profile", specFile, "--instance-type", "big", "--gpus", "1", "--iters", "2", "--rounds", "1",
 		"--time-scale", "0.05", "--out", out); code != 0 {
 		t.Fatalf("profile: exit %d\n%s", code, errOut)
 	}
 	if prof, _ := os.ReadFile(out); !strings.Contains(string(prof), "for instance type big (4 GPUs per node)") {
 		t.Fatalf("the profile does not say which type it measured:\n%s", prof)
 	}
-	if _, errOut, code := rbTimed(t, "profile", specFile, "--instance-type", "p3.2xlarge", "--out", out); code != 2 || !strings.Contains(errOut, "not a candidate") {
+	if _, errOut, code := rb(t, "profile", specFile, "--instance-type", "p3.2xlarge", "--out", out); code != 2 || !strings.Contains(errOut, "not a candidate") {
 		t.Fatalf("an instance type the spec does not offer: exit %d\n%s", code, errOut)
 	}
 }

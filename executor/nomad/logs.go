@@ -72,7 +72,7 @@ func (h *handle) openLog() (io.Writer, func()) {
 		h.r.logf("trial %s: keep its log: %v", h.trial, err)
 		return io.Discard, func() {}
 	}
-	f, err := os.OpenFile(filepath.Join(h.r.LogDir, h.trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(filepath.Join(h.r.LogDir, h.trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		h.r.logf("trial %s: keep its log: %v", h.trial, err)
 		return io.Discard, func() {}

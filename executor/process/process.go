@@ -89,7 +89,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
-	logf, err := os.OpenFile(filepath.Join(r.LogDir, g.Trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(r.LogDir, g.Trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
@@ -197,7 +197,7 @@ func (r *Runtime) appendLog(trialID, line string) {
 	if os.MkdirAll(r.LogDir, 0o755) != nil {
 		return
 	}
-	if f, err := os.OpenFile(filepath.Join(r.LogDir, trialID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+	if f, err := os.OpenFile(filepath.Join(r.LogDir, trialID+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
 		f.WriteString(line)
 		f.Close()
 	}
@@ -319,7 +319,7 @@ func (h *handle) finish() error {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	// The directory now holds exactly the newest version: the next launch here can skip restoring.
-	os.WriteFile(filepath.Join(filepath.Dir(h.dir), "checkpoint.version"), []byte(info.SHA256), 0o644)
+	os.WriteFile(filepath.Join(filepath.Dir(h.dir), "checkpoint.version"), []byte(info.SHA256), 0o600)
 	if interrupted != nil {
 		return interrupted
 	}

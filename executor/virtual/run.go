@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -135,7 +137,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			if !crashed {
 				return
 			}
-			fmt.Fprintf(cfg.Log, "virtual: driver %d crashed at %s (%v); a new driver resumes the run\n", epoch+1, s.Now().Sub(Epoch), runErr)
+			fmt.Fprintf(cfg.Log, "virtual: driver %d crashed at %s (%s); a new driver resumes the run\n",
+				epoch+1, format.Clock(s.Now().Sub(Epoch).Seconds()), strings.ReplaceAll(runErr.Error(), "\n", "; "))
 		}
 		runErr = fmt.Errorf("virtual: %d drivers crashed: the schedule never lets the run end", maxDrivers)
 	})

@@ -407,7 +407,7 @@ func (w *World) breach(format string, args ...any) {
 }
 
 func (w *World) trigger(format string, args ...any) {
-	w.triggered = append(w.triggered, fmt.Sprintf("%s: ", w.clk.Now().Sub(Epoch))+fmt.Sprintf(format, args...))
+	w.triggered = append(w.triggered, fmt.Sprintf("%s: ", w.clk.Now().Sub(Epoch).Round(time.Millisecond))+fmt.Sprintf(format, args...))
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
@@ -213,14 +214,10 @@ func (p *Provider) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := p.file + ".tmp"
-	if err := os.MkdirAll(filepath.Dir(p.file), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p.file), 0o700); err != nil {
 		return fmt.Errorf("local provider: %w", err)
 	}
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("local provider: %w", err)
-	}
-	if err := os.Rename(tmp, p.file); err != nil {
+	if err := safefile.Write(p.file, b, 0o600); err != nil {
 		return fmt.Errorf("local provider: %w", err)
 	}
 	return nil

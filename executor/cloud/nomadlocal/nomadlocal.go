@@ -24,6 +24,7 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
 )
 
 // ClientConfig is the agent configuration of one client node on this machine: its name is also
@@ -249,11 +250,10 @@ func (p *Provider) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := p.stateFile() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := safefile.Write(p.stateFile(), b, 0o600); err != nil {
 		return fmt.Errorf("nomadlocal: %w", err)
 	}
-	return os.Rename(tmp, p.stateFile())
+	return nil
 }
 
 func stopGroup(pid int) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
+
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
 )
 
 // Server is a one-server Nomad cluster on loopback, started by StartServer: what the CLI runs
@@ -81,7 +83,7 @@ func StartServer(ctx context.Context, bin, dir string, freePort func() (int, err
 	s.cmd, s.pid = cmd, cmd.Process.Pid
 	st.PID = s.pid
 	if b, err := json.Marshal(st); err == nil {
-		os.WriteFile(stateFile, b, 0o644)
+		safefile.Write(stateFile, b, 0o600)
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		if s.leader() {
