@@ -60,13 +60,12 @@ func (s *Server) loadChoice(id string) (*spec.Experiment, []byte, error) {
 			_, data, err := rundir.LoadSpecCopy(st.Dir, st.Run)
 			return st.Exp, data, err
 		}
-		path := filepath.Join(s.cfg.Root, id)
-		data, err := spec.ReadFile(path)
-		if err != nil {
+		// One read: the text shown is the text planned, however the file changes meanwhile.
+		exp, src, err := spec.LoadSource(filepath.Join(s.cfg.Root, id))
+		if src == nil {
 			return nil, nil, err
 		}
-		exp, err := spec.Load(path)
-		return exp, data, err
+		return exp, src.Data, err
 	}
 	return nil, nil, fmt.Errorf("no spec %q under %s", id, s.cfg.Root)
 }

@@ -106,6 +106,7 @@ func rbEnv(t testing.TB, bin string, env []string, args ...string) (stdout, stde
 const table2 = "examples/paper/table2-resnet101.yaml"
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	out, _, code := rb(t, "validate", table2)
 	if code != 0 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "ok: table2-resnet101-cifar10: SHA(n=32, r=1, R=50, eta=3), 1 bracket, 4 stages, 32 trials") {
 		t.Fatalf("exit %d: %q", code, out)
@@ -125,6 +126,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestPlanJSONAndSimulateAgree(t *testing.T) {
+	t.Parallel()
 	planFile := filepath.Join(t.TempDir(), "plan.json")
 	out, errOut, code := rb(t, "plan", table2, "--planner", "optimal", "--deadline", "30m", "-o", "json", "--out", planFile)
 	if code != 0 {
@@ -185,6 +187,7 @@ func equalJSON(a, b any) bool {
 }
 
 func TestSimulateAllocTable(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := rb(t, "simulate", table2, "--alloc", "32,20,12,8", "--deadline", "30m")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -236,6 +239,7 @@ func mustAbs(t *testing.T, p string) string {
 }
 
 func TestPlanInfeasibleExits3(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := rb(t, "plan", table2, "--deadline", "5m")
 	if code != 3 {
 		t.Fatalf("exit %d, want 3", code)
@@ -249,6 +253,7 @@ func TestPlanInfeasibleExits3(t *testing.T) {
 }
 
 func TestPlanTableShowsStaticBaseline(t *testing.T) {
+	t.Parallel()
 	out, _, code := rb(t, "plan", "examples/quickstart.yaml", "--samples", "50", "--seed", "3")
 	if code != 0 || !strings.Contains(out, "static ") || !strings.Contains(out, "saving vs the best static cluster") || !strings.Contains(out, "50 samples, seed 3") {
 		t.Fatalf("exit %d:\n%s", code, out)
@@ -256,6 +261,7 @@ func TestPlanTableShowsStaticBaseline(t *testing.T) {
 }
 
 func TestBadArguments(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"plan"},
 		{"plan", table2, "--planner", "clever"},
@@ -272,6 +278,7 @@ func TestBadArguments(t *testing.T) {
 }
 
 func TestWhatIf(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	png := filepath.Join(dir, "cost.png")
 	out, errOut, code := rb(t, "whatif", table2, "--sweep", "deadline=20m..40m/10m", "--sweep", "cluster.billing.model=per-instance,per-function",
@@ -309,6 +316,7 @@ func TestWhatIf(t *testing.T) {
 
 // plan --gantt and simulate --gantt/--hist write pictures.
 func TestPlanAndSimulatePictures(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, errOut, code := rb(t, "plan", table2, "--gantt", filepath.Join(dir, "g.svg")); code != 0 {
 		t.Fatal(errOut)

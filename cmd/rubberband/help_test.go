@@ -14,6 +14,7 @@ import (
 // urfave/cli's "value": a backquoted phrase in a flag's usage becomes its placeholder, which
 // printed `--plan plan --out` and `--allow-cancel rubberband cancel`.
 func TestHelpHasNoStrayPlaceholders(t *testing.T) {
+	t.Parallel()
 	var app bytes.Buffer
 	if code := run(context.Background(), []string{"rubberband", "--help"}, &app, &app); code != 0 {
 		t.Fatalf("rubberband --help: exit %d", code)

@@ -10,6 +10,7 @@ import (
 
 // A job too big to plan is refused at once, saying what to change; whatif says so per point.
 func TestTooBigToPlan(t *testing.T) {
+	t.Parallel()
 	specFile := filepath.Join(t.TempDir(), "huge.yaml")
 	os.WriteFile(specFile, []byte(`name: huge
 deadline: 100h

@@ -16,6 +16,7 @@ import (
 // report and status show the revision. In virtual time (--backend virtual): the claim is about
 // what the driver decides, which wall time on a loaded machine only blurs.
 func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
+	t.Parallel()
 	const spec, deadline = "examples/replan.yaml", 60.0
 	dir := t.TempDir()
 	kept, replanned := filepath.Join(dir, "kept"), filepath.Join(dir, "replanned")
@@ -78,6 +79,7 @@ func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 // stop, the driver re-plans for the budget: the deadline gives way, said loudly, and the run
 // ends within the budget.
 func TestBudgetDuringARun(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("../../examples/replan.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 // report --plots on a real run draws its four pictures.
 func TestReportPlots(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02"); code != 0 {
 		t.Fatal(errOut)

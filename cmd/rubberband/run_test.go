@@ -66,6 +66,7 @@ func readRunReport(t testing.TB, dir string) executor.Report {
 // is kept (--no-replan): the real trainer's pace is not its profile's, and a revision would
 // change the migrations under test.
 func TestRunMLPMigratesAndPromotes(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	plan := planFile(t, tmp, "cmd/rubberband/testdata/mlp.yaml", "3,6,2")
 	state := filepath.Join(tmp, "state")
@@ -147,6 +148,7 @@ func jsonOf(v any) string {
 }
 
 func TestRunPythonTrainer(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatal("python3 is needed for the Python trainer test")
 	}
@@ -166,6 +168,7 @@ func TestRunPythonTrainer(t *testing.T) {
 // the same survivors as a run that starts a process per launch, starts fewer processes than it
 // launches, and leaves none running.
 func TestRunReusesTrainerProcesses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	plain, _ := syntheticSpec(t, dir, "plain.yaml")
 	src, err := os.ReadFile(plain)
@@ -227,6 +230,7 @@ func TestRunReusesTrainerProcesses(t *testing.T) {
 
 // A worker killed in mid-stage: the gang is retried from its checkpoint and the job completes.
 func TestRunWorkerKilledIsRetried(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
 	cmd.Dir = "../.."
@@ -262,6 +266,7 @@ func TestRunWorkerKilledIsRetried(t *testing.T) {
 // The driver is killed in mid-run; resume finishes the job without rerunning finished trial-
 // stages, and picks the same best trial as an uninterrupted run with the same seed.
 func TestResumeAfterDriverKilled(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	whole := filepath.Join(tmp, "whole")
 	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", whole, "--time-scale", "0.02"); code != 0 {
@@ -346,6 +351,7 @@ func fidelityLocal(t testing.TB) {
 // Hyperband's brackets run at the same time, each with its own nodes; the best trial is the best
 // of the brackets' winners.
 func TestRunHyperband(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	out, errOut, code := rb(t, "run", "cmd/rubberband/testdata/hyperband.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
 	if code != 0 {
@@ -381,6 +387,7 @@ func TestRunHyperband(t *testing.T) {
 
 // profile measures what the synthetic trainer was told to take.
 func TestProfileMeasuresTheTrainer(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "profile.yaml")
 	// At a fifth of real time: the start-up measured includes starting processes (tens of
 	// milliseconds on two busy cores), which a smaller scale would inflate past the bound.
@@ -397,16 +404,22 @@ func TestProfileMeasuresTheTrainer(t *testing.T) {
 		t.Fatalf("the written profile does not load: %v\n%s", err, src)
 	}
 	// The synthetic spec says 4 s per iteration on 1 GPU and 1.3 s on 4, and 1 s of start-up.
+	// A loaded machine only adds to what is measured (process start-up, scheduling), so the
+	// bounds below the truth are tight and those above it loose: a profile that halved or
+	// doubled what it timed would still fail.
 	for g, want := range map[int]float64{1: 4, 4: 1.3} {
 		got := float64(exp.Profile.IterLatency[g].Mean)
-		if math.Abs(got-want)/want > 0.15 {
+		if got < 0.85*want || got > 1.5*want {
 			t.Errorf("%d GPUs: measured %.3f s per iteration, the trainer takes %.1f\n%s", g, got, want, src)
 		}
 	}
+	if len(exp.Profile.StartupLatency.Samples) == 0 {
+		t.Fatalf("no start-up measured\n%s", src)
+	}
 	for _, s := range exp.Profile.StartupLatency.Samples {
 		// Start-up is the time before the first report less one mean iteration: it carries one
-		// iteration's noise (σ 0.4 s at 1 GPU), hence a bound of 1 s.
-		if math.Abs(float64(s)-1) > 1 {
+		// iteration's noise (σ 0.4 s at 1 GPU), and whatever the machine's load adds.
+		if float64(s) < 0 || float64(s) > 3 {
 			t.Errorf("start-up measured %.2f s, the trainer takes 1 s\n%s", float64(s), src)
 		}
 	}
@@ -414,6 +427,7 @@ func TestProfileMeasuresTheTrainer(t *testing.T) {
 
 // A trial that fails every try is given up after its retries; the stage goes on without it.
 func TestRunTrialGivesUp(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
 	cmd.Dir = "../.."
@@ -448,6 +462,7 @@ func TestRunTrialGivesUp(t *testing.T) {
 // The Nomad backend rents one kind of node: a spec that offers several is refused before it is
 // planned, with the way out, and leaves no run behind.
 func TestRunNomadRefusesSeveralKinds(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	_, errOut, code := rb(t, "run", "examples/paper/table2-types.yaml", "--backend", "nomad", "--state", state)
 	if code != 2 || !strings.Contains(errOut, "rents one kind of node") || !strings.Contains(errOut, "offers 6") || !strings.Contains(errOut, "--backend local or ec2") {
@@ -780,6 +795,7 @@ func syntheticSpec(t testing.TB, dir, name string) (string, string) {
 // rounding out and missed by the whole data cost. In virtual time, where the executor's own
 // overhead per launch (tens of milliseconds of a real run) costs nothing.
 func TestPerStageCostsAgree(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	plan := planFile(t, t.TempDir(), "cmd/rubberband/testdata/billing.yaml", "8,4,2")
 	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/billing.yaml", "--plan", plan, "--state", state, "--backend", "virtual", "--no-replan"); code != 0 {
@@ -807,6 +823,7 @@ func TestPerStageCostsAgree(t *testing.T) {
 // than the best static cluster, and running it lands near the prediction. The run is in
 // virtual time: `make demo` runs it for real, and `make fidelity` measures real runs.
 func TestQuickstartShowsTheSaving(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := rb(t, "plan", "examples/quickstart.yaml", "-o", "json")
 	var rep planner.Report
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.SavingPct == nil {
@@ -839,6 +856,7 @@ func TestQuickstartShowsTheSaving(t *testing.T) {
 // run's ID, and progress comes as structured records, the last one with the last stage done. Any
 // other format is a usage error.
 func TestRunLogFormatJSON(t *testing.T) {
+	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	_, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "--log-format", "json")
 	if code != 0 {
@@ -873,6 +891,7 @@ func TestRunLogFormatJSON(t *testing.T) {
 // run --metrics-addr serves the run's Prometheus metrics while it runs: nodes held, trials
 // running, the predicted JCT; the address is announced on standard error.
 func TestRunServesMetrics(t *testing.T) {
+	t.Parallel()
 	addr := fmt.Sprintf("127.0.0.1:%d", servers.FreePort(t))
 	state := filepath.Join(t.TempDir(), "state")
 	driver := startRun(t, nil, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.05", "--metrics-addr", addr)

@@ -18,6 +18,7 @@ import (
 // The CLI's conventions: a stamped version, help for the app and each command, exit 2 for
 // anything unknown, help texts that say where defaults come from.
 func TestVersionHelpAndUsageErrors(t *testing.T) {
+	t.Parallel()
 	stamped := filepath.Join(t.TempDir(), "rubberband")
 	if out, err := exec.Command("go", "build", "-ldflags", "-X main.buildVersion=v9.8.7-test", "-o", stamped, ".").CombinedOutput(); err != nil {
 		t.Fatal(string(out))
@@ -74,6 +75,7 @@ func lineWith(text, sub string) string {
 
 // Completion scripts complete commands and flags in a real shell, from the binary itself.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	out, _, code := rb(t, "completion", "bash")
 	if code != 0 {
 		t.Fatalf("completion bash: exit %d", code)
@@ -108,6 +110,7 @@ func TestCompletion(t *testing.T) {
 // list, status, logs: runs found by name, ID or directory under --root / RUBBERBAND_ROOT, in each
 // state they can end in.
 func TestListStatusLogs(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	env := []string{"RUBBERBAND_ROOT=" + root}
 	const synthetic = "cmd/rubberband/testdata/synthetic.yaml"
@@ -210,6 +213,7 @@ COMP_WORDS=(rubberband status e2e); COMP_CWORD=2; _rubberband; printf '%s\n' "${
 
 // status -w and logs -f follow a live run and return when its driver stops.
 func TestFollowARun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	env := []string{"RUBBERBAND_ROOT=" + root}
 	run := startRun(t, env, "run", "cmd/rubberband/testdata/synthetic.yaml", "--time-scale", "0.03")
@@ -265,6 +269,7 @@ func TestFollowARun(t *testing.T) {
 // title, colours) and says how many it removed; --raw prints the bytes as they are. It printed
 // them raw: a trainer's output could retitle the terminal or rewrite what was on it.
 func TestLogsStripsTerminalEscapes(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, func(s string) string {
 		return strings.Replace(s, "trainer: {command: [rubberband, trainer, synthetic",
@@ -287,6 +292,7 @@ func TestLogsStripsTerminalEscapes(t *testing.T) {
 // --version says what the build info knows when no version was stamped: the module's version
 // (go install pkg@v1.2.3, or go build's pseudo-version), else the VCS revision; it said "dev".
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel()
 	rev := []debug.BuildSetting{{Key: "vcs.revision", Value: "00ae8d8f1c2b3a4d5e6f"}, {Key: "vcs.time", Value: "2026-11-24T18:00:00Z"}, {Key: "vcs.modified", Value: "true"}}
 	for _, tc := range []struct {
 		stamped string

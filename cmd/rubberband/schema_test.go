@@ -12,6 +12,7 @@ import (
 // TestSchemaCommand: `rubberband schema` prints a draft 2020-12 JSON Schema naming every
 // top-level field of a spec.
 func TestSchemaCommand(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := rb(t, "schema")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

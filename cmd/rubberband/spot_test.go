@@ -13,6 +13,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/sim"
 )
 
 // Spot interruptions emulated on the local backend (the interruptions the plan expects, seeded
@@ -21,6 +22,7 @@ import (
 // with the winner of the same plan run on-demand, every interrupted trial goes on where it was,
 // and the report lists the interruptions.
 func TestLocalSpotInterruptionsEmulated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	onDemand, src := syntheticSpec(t, dir, "on-demand.yaml")
 	spot := filepath.Join(dir, "spot.yaml")
@@ -54,6 +56,7 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 // A budget under the plan's predicted cost: plan says both figures and exits 3; run refuses the
 // same way before it makes a run; a budget above it passes, and plan shows it.
 func TestBudget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, src := syntheticSpec(t, dir, "synthetic.yaml")
 	withBudget := func(usd string) string {
@@ -142,29 +145,32 @@ func fidelitySpot(t testing.TB) {
 // interval of the plans' predicted share, the mean realized cost within 5% of the mean predicted,
 // and the seeds together see interruptions; one seed twice gives the same journal.
 func TestSpotTable2InVirtualTime(t *testing.T) {
-	const runs, deadline = 10, 20 * 60.0
+	t.Parallel()
+	const spec, runs, deadline = "examples/paper/table2-spot.yaml", 10, 20 * 60.0
 	dir := t.TempDir()
+	planned := filepath.Join(dir, "plan.json") // one plan, kept: each seed is another draw of the world
+	out, errOut, code := rb(t, "plan", spec, "-o", "json", "--out", planned)
+	var plan planner.Report
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
+		t.Fatalf("plan: exit %d\n%s", code, errOut)
+	}
 	met, interruptions := 0, 0
 	var predicted, realized, predictedMet float64
 	for seed := 11; seed < 11+runs; seed++ {
 		state := filepath.Join(dir, fmt.Sprint("state-", seed))
-		if _, errOut, code := rb(t, "run", "examples/paper/table2-spot.yaml", "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan"); code != 0 {
+		if _, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan"); code != 0 {
 			t.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
 		}
 		r := readRunReport(t, state)
 		if r.Realized.JCT <= deadline {
 			met++
 		}
-		var plan planner.Report
-		if b, err := os.ReadFile(filepath.Join(state, rundir.PlanFile)); err != nil || json.Unmarshal(b, &plan) != nil {
-			t.Fatalf("seed %d: the run's plan: %v", seed, err)
-		}
 		predictedMet += 1 - plan.Predicted.DeadlineMissProb
 		interruptions += len(r.Interruptions)
 		predicted += r.Predicted.Cost
 		realized += r.Realized.Cost
 	}
-	lo, hi := binomialInterval(runs, predictedMet/runs, 0.999)
+	lo, hi := sim.BinomialInterval(runs, predictedMet/runs, 0.999)
 	t.Logf("%d of %d met the deadline (predicted %.0f%%, interval %d..%d); mean cost $%.3f realized, $%.3f predicted (%+.1f%%); %d interruption(s)",
 		met, runs, 100*predictedMet/runs, lo, hi, realized/runs, predicted/runs, format.Pct(realized, predicted), interruptions)
 	if met < lo || met > hi || math.Abs(format.Pct(realized, predicted)) > 5 || interruptions == 0 {
@@ -172,7 +178,7 @@ func TestSpotTable2InVirtualTime(t *testing.T) {
 			met, runs, lo, hi, format.Pct(realized, predicted), interruptions)
 	}
 	again := filepath.Join(dir, "again")
-	if _, errOut, code := rb(t, "run", "examples/paper/table2-spot.yaml", "--backend", "virtual", "--seed", "12", "--state", again, "--no-replan"); code != 0 {
+	if _, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", "12", "--state", again, "--no-replan"); code != 0 {
 		t.Fatalf("seed 12 again: %s", errOut)
 	}
 	a, _ := os.ReadFile(filepath.Join(dir, "state-12", rundir.Journal))
@@ -187,6 +193,7 @@ func TestSpotTable2InVirtualTime(t *testing.T) {
 // slow nodes take about twice as long as its trials on the others, as the model has it (the
 // bound leaves room for process start-up on a loaded machine).
 func TestLocalSlowNodesEmulated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, src := syntheticSpec(t, dir, "unused.yaml")
 	file := filepath.Join(dir, "slow.yaml")

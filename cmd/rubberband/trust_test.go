@@ -122,6 +122,7 @@ func heldNodes(t testing.TB, state string) int {
 // 1. One driver per state directory: a second run or resume is refused with the holder's PID;
 // the lock of a driver that died is taken over.
 func TestSecondDriverIsRefused(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	state := filepath.Join(tmp, "state")
@@ -159,6 +160,7 @@ func count(events []executor.Event, ev string) int {
 // 2. A damaged record in the middle of the journal is an error that names it, never a silent
 // truncation; --repair-journal keeps what came before and the run ends with the same winner.
 func TestDamagedJournalIsAnError(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	state := filepath.Join(tmp, "state")
@@ -199,6 +201,7 @@ func TestDamagedJournalIsAnError(t *testing.T) {
 // 4. A line of several MiB on a trainer's stdout is logged intact and reports after it are still
 // read.
 func TestHugeOutputLineIsLoggedAndReportsGoOn(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, func(s string) string { return strings.Replace(s, "trials: 16", "trials: 4", 1) })
 	state := filepath.Join(tmp, "state")
@@ -225,6 +228,7 @@ func TestHugeOutputLineIsLoggedAndReportsGoOn(t *testing.T) {
 
 // 5. A run that fails releases its nodes at once (the meter stops), and says so.
 func TestFailedRunReleasesItsNodes(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, func(s string) string {
 		return strings.Replace(s, "trainer: {command: [rubberband, trainer, synthetic", "trainer: {command: [sh, -c, 'exit 3', synthetic", 1)
@@ -255,6 +259,7 @@ func TestFailedRunReleasesItsNodes(t *testing.T) {
 // 6. A trainer that hangs is stopped after its budget and retried from its checkpoint; a driver
 // that dies leaves no trainer running.
 func TestHangingTrainerTimesOut(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, func(s string) string {
 		return strings.Replace(s, "trainer: {command: [rubberband", "trainer: {timeout: 40s, command: [rubberband", 1)
@@ -292,6 +297,7 @@ func TestHangingTrainerTimesOut(t *testing.T) {
 
 // 6b. Trainers do not outlive a driver killed with SIGKILL.
 func TestNoTrainerOutlivesItsDriver(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	state := filepath.Join(tmp, "state")
@@ -317,6 +323,7 @@ func TestNoTrainerOutlivesItsDriver(t *testing.T) {
 // the run goes on with its copy; a vanished original does not matter; resume --spec changes the
 // run's spec, journaled.
 func TestStateDirIsSelfContained(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	whole := filepath.Join(tmp, "whole")
@@ -365,12 +372,14 @@ func TestStateDirIsSelfContained(t *testing.T) {
 // again for the snapshot: an edit made while planning was saved beside a plan made for the old
 // spec, the run died, and status could not read what it left.
 func TestRunKeepsTheSpecItPlanned(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	src, _ := os.ReadFile(spec)
 	state := filepath.Join(tmp, "state")
-	// 50,000 samples: planning takes seconds, and says so after the first.
-	cmd := exec.Command(binary, "run", spec, "--state", state, "--time-scale", "0.02", "--samples", "50000", "--planner", "optimal", "--no-replan")
+	// 20,000 samples: planning takes seconds, and says so after the first; the run itself is
+	// in virtual time, since what it runs is not the point.
+	cmd := exec.Command(binary, "run", spec, "--state", state, "--backend", "virtual", "--samples", "20000", "--planner", "optimal", "--no-replan")
 	cmd.Dir = "../.."
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -409,6 +418,7 @@ func TestRunKeepsTheSpecItPlanned(t *testing.T) {
 // trainer.env secrets), the plan, the logs and the checkpoints. Every state file is 0600 and
 // every directory the driver makes 0700, the umask aside.
 func TestStateIsPrivate(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	state := filepath.Join(tmp, "state")
@@ -452,6 +462,7 @@ func TestStateIsPrivate(t *testing.T) {
 // cancel: the driver stops, the nodes go, the run is marked cancelled and resume refuses it
 // without --force.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, nil)
 	state := filepath.Join(tmp, "state")
@@ -505,7 +516,10 @@ func TestCancel(t *testing.T) {
 // make test kills real drivers once at each of the four moments; the thousands of seeded fault
 // schedules are TestFaultCampaign's, in virtual time (executor/virtual), and `make soak` runs
 // this one with two dozen kills.
-func TestCrashCampaign(t *testing.T) { crashCampaign(t, 4, "0.1") }
+func TestCrashCampaign(t *testing.T) {
+	t.Parallel()
+	crashCampaign(t, 4, "0.1")
+}
 
 // BenchmarkSoakDriverKills is the crash campaign at two dozen real kills (make soak).
 func BenchmarkSoakDriverKills(b *testing.B) { crashCampaign(b, 24, "0.3") }
@@ -657,6 +671,7 @@ func syncs(events []executor.Event) string {
 // past its launch's deadline. Its trainer gets SIGTERM, its checkpoint is saved, and the wrapper
 // says why (exit 124).
 func TestWorkerStopsWithoutItsDriver(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		args []string

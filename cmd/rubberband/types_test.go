@@ -16,6 +16,7 @@ import (
 // shows them, the expected interruptions and their cost, and beside the plan the best
 // on-demand-only and best single-type plans, which it never costs more than.
 func TestPlanInstanceTypes(t *testing.T) {
+	t.Parallel()
 	file := mustAbs(t, "../../examples/paper/table2-types.yaml")
 	out, errOut, code := rb(t, "plan", file, "-o", "json")
 	if code != 0 {
@@ -51,6 +52,7 @@ func TestPlanInstanceTypes(t *testing.T) {
 // whatif sweeps the spot market: a dearer spot price (a smaller discount) costs more, and more
 // interruptions cost more, at every other point of the grid.
 func TestWhatifSweepsSpot(t *testing.T) {
+	t.Parallel()
 	out, errOut, code := rb(t, "whatif", mustAbs(t, "../../examples/paper/table2-spot.yaml"), "--planners", "greedy", "-o", "json",
 		"--sweep", "cluster.spot.interruptions_per_hour=0,3", "--sweep", "cluster.spot.discount=0.5,0.8")
 	if code != 0 {
@@ -87,6 +89,7 @@ func TestWhatifSweepsSpot(t *testing.T) {
 // profile --instance-type measures on one candidate of instance_types (its GPUs per node) and
 // says so in the profile's notes; a type the spec does not offer is a usage error.
 func TestProfileInstanceType(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile("testdata/synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +114,7 @@ func TestProfileInstanceType(t *testing.T) {
 // small type rent small nodes; at the change every small node goes before the big one is rented
 // (the provider offers both), and the run finishes.
 func TestRunChangesInstanceType(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file, src := syntheticSpec(t, dir, "synthetic.yaml")
 	os.WriteFile(file, []byte(twoTypes(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", file))), 0o644)

@@ -293,6 +293,7 @@ func TestUIBrowser(t *testing.T) {
 // refused, the token opens it (once in the address, then by cookie), and a wrong one does not.
 // On loopback without a token it answers to loopback names only.
 func TestUIToken(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	url := startUI(t, nil, "--addr", "0.0.0.0:0", "--root", root)
 	m := regexp.MustCompile(`^http://[^/]*:(\d+)/\?token=([0-9a-f]{32})$`).FindStringSubmatch(url)

@@ -17,6 +17,7 @@ import (
 // message, and exits 2: a type error, an unknown field and a duplicate key hide none of the ten
 // invalid values.
 func TestValidateReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	const file = "spec/testdata/invalid/every-problem.yaml"
 	_, errOut, code := rb(t, "validate", file)
 	if code != 2 {
@@ -54,6 +55,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 // validate refuses at once, by name, what is not a regular file: /dev/zero would be read forever
 // and a FIFO's open would block.
 func TestValidateRefusesSpecialFiles(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "spec.fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -88,6 +90,7 @@ func refusedAtOnce(t *testing.T, want string, args ...string) {
 // 4 MiB, and say so by name at once: a FIFO's open blocked forever, and a 200 MB file was read
 // whole into memory (683 MB RSS).
 func TestPlanFileIsBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "plan.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -20,6 +20,7 @@ import (
 // status, report --plots and the dashboard work on it as on any run; --faults SEED prints its
 // schedule and what it did, finishes with the clean run's winner, and replays by its seed.
 func TestVirtualBackend(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	env := []string{"RUBBERBAND_ROOT=" + root}
 	run := func(args ...string) (string, string) {

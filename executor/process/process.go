@@ -16,6 +16,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -93,7 +94,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
-	h := &handle{r: r, trial: g.Trial, dir: dir, log: &syncWriter{w: logf}, logFile: logf, reports: make(chan trial.Report, 64)}
+	h := &handle{r: r, trial: g.Trial, dir: dir, log: &syncio.Writer{W: logf}, logFile: logf, reports: make(chan trial.Report, 64)}
 	fmt.Fprintf(h.log, "=== %s: %d worker(s), iterations %d -> %d\n", time.Now().UTC().Format(time.RFC3339), len(g.Workers),
 		g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter)
 	argv := append([]string(nil), g.Command...)
@@ -384,17 +385,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -176,7 +177,7 @@ func TestReusedWorkersChildEndsWithIt(t *testing.T) {
 func TestUnreachableHolderCutOffAfterWaitDelay(t *testing.T) {
 	r := runtime(t)
 	var log bytes.Buffer
-	r.Log = &syncWriter{w: &log}
+	r.Log = &syncio.Writer{W: &log}
 	r.WaitDelay = 200 * time.Millisecond
 	child := filepath.Join(t.TempDir(), "child")
 	h, err := r.Launch(context.Background(), gang("t-cut", 1, `env -i /usr/bin/setsid /bin/sh -c '`+writePID(child)+`; exec sleep 30' &

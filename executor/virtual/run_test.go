@@ -22,16 +22,11 @@ func plan(t testing.TB, path string) (*spec.Experiment, sim.Alloc, *sim.Simulato
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.NewModel(exp)
+	s, err := sim.For(exp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := sim.New(m, exp.Algorithm.Brackets(), exp.Planner.Samples, exp.Seed)
-	prob, err := planner.NewProblem(s, exp.Deadline.Seconds(), exp.Planner.DeadlineQuantile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := planner.Run(prob, exp.Planner.Name)
+	_, res, err := planner.Plan(context.Background(), exp, s, nil)
 	if err != nil || res.Best.Alloc == nil {
 		t.Fatalf("plan %s: %v", path, err)
 	}
