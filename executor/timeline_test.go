@@ -61,8 +61,6 @@ func TestRealizedSchedule(t *testing.T) {
 	}
 }
 
-// A launch whose driver died ends at the resume (it journaled no result), freeing its lanes for
-// the relaunch; a launch still running is drawn up to now, or left out without a now.
 // A launch that ends the instant it starts (a launch failure in virtual time) takes no lane and
 // draws nothing; its retry is drawn. Its end sorted before its start once made `report --plots`
 // of a virtual run panic.
@@ -98,6 +96,8 @@ func TestRealizedScheduleZeroLengthLaunch(t *testing.T) {
 	}
 }
 
+// A launch whose driver died ends at the resume (it journaled no result), freeing its lanes for
+// the relaunch; a launch still running is drawn up to now, or left out without a now.
 func TestRealizedScheduleAcrossResume(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }

@@ -23,6 +23,7 @@ func BenchmarkFidelityCalibration(b *testing.B) { fidelityCalibration(b) }
 func fidelityCalibration(t testing.TB) {
 	tab := fidelityTable("calibration: cmd/rubberband/testdata/calibration.yaml, 20 seeds at time scale 0.2, the plan kept",
 		"SEED", "JCT", "PRED MEAN JCT", "PRED P(MISS)", "MET")
+	defer tab.Flush() // what was measured, should a run fail
 	const runs, quantile, deadline = 20, 0.8, 70.0
 	spec := "cmd/rubberband/testdata/calibration.yaml"
 	met, predicted := 0, 0.0

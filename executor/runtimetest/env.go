@@ -63,15 +63,20 @@ func (e Env) counter(trialID string, n, start, target int) executor.Gang {
 }
 
 // counterScript trains from the checkpoint's iteration to the target, an iteration every 50 ms,
-// and keeps what it reached when stopped.
+// and keeps what it reached when stopped. SIGTERM only marks the stop: an iteration under way is
+// finished, reported and saved whole, so that what it saved is what it reported (a trap that
+// saved at once could save an iteration whose report it never printed).
 const counterScript = `i=$(cat "$RB_CHECKPOINT_DIR/state" 2>/dev/null || echo 0)
-trap 'echo $i > "$RB_CHECKPOINT_DIR/state"; exit 0' TERM
-while [ "$i" -lt "$RB_TARGET_ITER" ]; do
+stop=
+trap 'stop=1' TERM
+while [ "$i" -lt "$RB_TARGET_ITER" ] && [ -z "$stop" ]; do
   sleep 0.05 & wait
+  if [ -n "$stop" ]; then break; fi
   i=$((i+1))
-  echo $i > "$RB_CHECKPOINT_DIR/state"
   if [ "$RANK" = 0 ]; then echo "@rb {\"iter\": $i}"; fi
-done`
+  echo $i > "$RB_CHECKPOINT_DIR/state"
+done
+echo $i > "$RB_CHECKPOINT_DIR/state"`
 
 // Run runs the whole contract, one subtest per case; newEnv is called once per case.
 func Run(t *testing.T, newEnv func(t *testing.T) Env) {

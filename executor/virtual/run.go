@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 				return
 			}
 			fmt.Fprintf(cfg.Log, "virtual: driver %d crashed at %s (%s); a new driver resumes the run\n",
-				epoch+1, format.Clock(s.Now().Sub(Epoch).Seconds()), strings.ReplaceAll(runErr.Error(), "\n", "; "))
+				epoch+1, format.Clock(s.Now().Sub(Epoch).Seconds()), strings.ReplaceAll(fmt.Sprint(runErr), "\n", "; "))
 		}
 		runErr = fmt.Errorf("virtual: %d drivers crashed: the schedule never lets the run end", maxDrivers)
 	})
