@@ -99,7 +99,6 @@ func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
 // checkpoints in MinIO; the winner is the local backend's; every instance is terminated at the
 // end, and each carried the run's tag.
 func TestEC2Backend(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	state := filepath.Join(dir, "state")
@@ -233,7 +232,6 @@ func consoles(sim *ec2sim.Server) string {
 // An ec2 run is refused before anything is rented when its spec lacks what instances need: a
 // cluster.ec2 block, and checkpoints in S3 (instances share no disk with the driver).
 func TestEC2BackendUsage(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	noEC2, _ := syntheticSpec(t, dir, "synthetic.yaml")
 	fileStore := ec2Spec(t, dir, "127.0.0.1:1")
@@ -260,7 +258,6 @@ func TestEC2BackendUsage(t *testing.T) {
 // `rubberband cancel` of a running ec2 run: the driver stops its gangs and terminates every
 // instance it rented.
 func TestEC2Cancel(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	state := filepath.Join(dir, "state")
@@ -286,7 +283,6 @@ func TestEC2Cancel(t *testing.T) {
 // cluster.ec2.watchdog each instance's agent stops its Nomad client and powers the instance
 // off, which (shutdown behaviour terminate) terminates it, with nobody calling EC2.
 func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	src, _ := os.ReadFile(specFile)
@@ -340,7 +336,6 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 // reached, the winner is the local backend's, the report lists the interruptions, and every
 // instance is terminated at the end.
 func TestEC2SpotInterruptions(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	src, _ := os.ReadFile(specFile)
@@ -427,7 +422,6 @@ func TestEC2SpotInterruptions(t *testing.T) {
 // finishes there, its nodes are journaled with the zone they were rented in, and the driver says
 // why it went elsewhere.
 func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	sim.FailCapacity(ec2sim.DefaultRegion+"a", "InsufficientInstanceCapacity", 1000)
@@ -469,7 +463,6 @@ func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
 // and takes it over, repeats the journaled request under the same client tokens and gets the same
 // instances back. No instance is rented twice, none is left running, and the run finishes.
 func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	sim.StallRunInstances(time.Minute, time.Minute)
@@ -596,7 +589,6 @@ func fidelityEC2(t testing.TB) {
 // the p3 ones; the run finishes with the local backend's winner, and every instance is
 // terminated at the end.
 func TestEC2ChangesInstanceType(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	src, _ := os.ReadFile(specFile)

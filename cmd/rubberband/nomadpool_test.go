@@ -35,7 +35,6 @@ func teamSpec(t *testing.T, dir string) string {
 // of them matching cluster.nomad and two not. The run finishes on the matching ones only, leaves
 // every agent running and no claim behind; `profile` works on the same clients.
 func TestRunOnTeamNomadCluster(t *testing.T) {
-	t.Parallel()
 	n := servers.StartNomad(t)
 	ml := map[string]string{"team": "ml", "gpus": "4"}
 	names := map[string]string{} // node ID -> agent name
@@ -129,7 +128,6 @@ func teamIntact(t *testing.T, n *servers.Nomad, names map[string]string) {
 // cluster.nomad names an existing cluster: without NOMAD_ADDR, run and profile on Nomad are
 // usage errors that name the variable, and no run is made.
 func TestTeamNomadClusterNeedsNomadAddr(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	specFile := teamSpec(t, dir)
 	state := filepath.Join(dir, "state")
