@@ -66,7 +66,7 @@ checkpoints: {url: s3://checkpoints/e2e-ec2, endpoint: %s, insecure: true}
 func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
 	t.Helper()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
-	minio := servers.StartMinIOServer(t) // its credentials are the driver's (Env) and the nodes' (a file)
+	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
 	dataDir := filepath.Join(dir, "nodes")
 	// The nodes' credentials for MinIO, as an AMI could hold them: in a file. In the environment
 	// they would not reach the workers (Nomad's default env denylist drops AWS_ACCESS_KEY_ID).
@@ -85,7 +85,6 @@ func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
 	os.WriteFile(empty, nil, 0o644)
 	env := []string{"RB_NOMAD_BIN=" + nomadBin, "NOMAD_ADDR=", "RB_EC2_AGENT_BIN=" + binary, "RB_EC2_NOMAD_BIN=" + nomadBin,
 		"RB_EC2_DATA_DIR=" + dataDir, "AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty}
-	env = append(env, minio.Env()...)
 	for k, v := range sim.ClientEnv() {
 		if k != "AWS_ACCESS_KEY_ID" && k != "AWS_SECRET_ACCESS_KEY" { // the fake takes any key: MinIO's serve both
 			env = append(env, k+"="+v)

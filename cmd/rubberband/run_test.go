@@ -677,7 +677,7 @@ func TestRunImageOnNomadWithMinIO(t *testing.T) {
 		}
 		t.Skip("no docker engine")
 	}
-	minio := servers.StartMinIOServer(t)
+	minio := servers.StartMinIO(t)
 	dir := t.TempDir()
 	// The image: the static binary FROM scratch, as `make image` builds it.
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "rubberband"), ".")
@@ -708,7 +708,7 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	state := filepath.Join(dir, "state")
 	// The plan is kept (--no-replan): the migrations it makes are under test.
 	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "-o", "json", "--no-replan")
-	cmd.Env = append(append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR="), minio.Env()...)
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -25,28 +25,14 @@ type MinIO struct {
 // variables for the test, so that stores find them the standard way.
 func StartMinIO(t testing.TB) *MinIO {
 	t.Helper()
-	m := StartMinIOServer(t)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.Secret)
-	return m
-}
-
-// StartMinIOServer starts a MinIO server in a temporary directory and leaves the test's
-// environment alone, for tests that run beside others (t.Parallel) and hand the credentials
-// (Env) to the processes they start.
-func StartMinIOServer(t testing.TB) *MinIO {
-	t.Helper()
 	m := &MinIO{bin: Binary(t, "minio", "RB_MINIO_BIN"), dir: t.TempDir(), port: FreePort(t), console: FreePort(t),
 		AccessKey: "rubberband", Secret: "rubberband-secret-key", t: t}
 	m.Endpoint = fmt.Sprintf("127.0.0.1:%d", m.port)
+	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", m.Secret)
 	m.start()
 	t.Cleanup(m.Stop)
 	return m
-}
-
-// Env is the server's credentials as the AWS credential variables.
-func (m *MinIO) Env() []string {
-	return []string{"AWS_ACCESS_KEY_ID=" + m.AccessKey, "AWS_SECRET_ACCESS_KEY=" + m.Secret}
 }
 
 func (m *MinIO) start() {
