@@ -94,11 +94,15 @@ func rankOf(a *nomad.AllocationListStub) int {
 	return n
 }
 
-// read hands use the whole of one of a finished task's logs, bounded by readTimeout.
+// read hands use the whole of one of a finished task's logs, bounded by readTimeout; a read cut
+// short by it is said, since what it did not reach (a last report) is lost.
 func (h *handle) read(a *nomad.AllocationListStub, stream string, use func(io.Reader)) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	use(h.stream(ctx, a, stream, false))
+	if ctx.Err() != nil {
+		h.r.logf("trial %s: reading the %s of rank %d (allocation %s) stopped after %s: what came after is not read", h.trial, stream, rankOf(a), a.ID, readTimeout)
+	}
 }
 
 // stream reads one of a task's logs from its start; with follow it goes on as the log grows,
