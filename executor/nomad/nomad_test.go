@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ func TestNomad(t *testing.T) {
 }
 
 // fakeIMDS serves IMDSv2 with a spot interruption notice from the time given on.
-func fakeIMDS(t *testing.T, from time.Time) string {
+func fakeIMDS(t *testing.T, due func() bool) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
@@ -120,7 +121,7 @@ func fakeIMDS(t *testing.T, from time.Time) string {
 			w.Write([]byte("token"))
 		case r.Header.Get("X-Aws-Ec2-Metadata-Token") != "token":
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
-		case r.URL.Path == "/latest/meta-data/spot/instance-action" && time.Now().After(from):
+		case r.URL.Path == "/latest/meta-data/spot/instance-action" && due():
 			w.Write([]byte(`{"action":"terminate","time":"2026-11-22T12:00:00Z"}`))
 		default:
 			http.NotFound(w, r)
@@ -137,7 +138,10 @@ func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
 	r, store := c.runtime(t)
 	specFile := filepath.Join(t.TempDir(), "spec.yaml")
 	os.WriteFile(specFile, []byte(synthSpec), 0o644)
-	imds := fakeIMDS(t, time.Now().Add(2*time.Second))
+	// The notice comes once rank 0 has reported, not at a moment of the wall clock: a gang that
+	// took longer than that to start on a loaded machine was interrupted before any report.
+	var reported atomic.Bool
+	imds := fakeIMDS(t, reported.Load)
 	gang := func(start, target int) executor.Gang {
 		g := executor.Gang{Trial: "b0-t0007", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile},
 			Env: map[string]string{"AWS_EC2_METADATA_SERVICE_ENDPOINT": imds}}
@@ -155,6 +159,7 @@ func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
 	last := 0
 	for rep := range h.Reports() {
 		last = rep.Iter
+		reported.Store(true)
 	}
 	err = h.Wait()
 	var ie *executor.InterruptedError
@@ -168,7 +173,7 @@ func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
 	if list, _ := st.List(t.Context(), "trials/b0-t0007/"); len(list) != 1 {
 		t.Fatalf("checkpoints after the interrupted launch: %v", list)
 	}
-	imds = fakeIMDS(t, time.Now().Add(time.Hour))
+	imds = fakeIMDS(t, func() bool { return false })
 	h, err = r.Launch(t.Context(), gang(last, last+2))
 	if err != nil {
 		t.Fatal(err)
