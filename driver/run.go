@@ -81,6 +81,16 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, RunID: st.Run.RunID, TimeScale: st.Run.TimeScale, Log: log, Replan: !st.Run.NoReplan && !o.NoReplan,
 		KeepNodes: o.KeepNodes, Force: o.Force,
 		Progress: func(s executor.Status) { log.Progress(s, predicted) }}
+	if len(st.Exp.Sampler.WarmStart) > 0 {
+		ws, err := rundir.LoadWarmStart(dir, filepath.Dir(dir), st.Exp)
+		if err != nil {
+			return nil, nil, inputErr("%v", err)
+		}
+		for _, note := range ws.Notes {
+			log.Note("%s", note)
+		}
+		cfg.WarmStart = ws.Observations
+	}
 	var m *metrics.Metrics
 	if o.MetricsAddr != "" {
 		m = metrics.New(st.Run.RunID, st.Exp.Name, predicted, st.Plan.Predicted.Cost.Mean)

@@ -81,7 +81,7 @@ func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, err
 // clean run's.
 func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*executor.Result, error) {
 	vc := virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: filepath.Join(st.Dir, rundir.Journal), RunID: st.Run.RunID,
-		Replan: cfg.Replan, KeepNodes: cfg.KeepNodes, Log: log, Progress: cfg.Progress, Live: cfg.Live}
+		Replan: cfg.Replan, KeepNodes: cfg.KeepNodes, Log: log, Progress: cfg.Progress, Live: cfg.Live, WarmStart: cfg.WarmStart}
 	var f *Faults
 	if o.Faults != nil {
 		var err error

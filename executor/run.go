@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -59,6 +61,9 @@ type Config struct {
 	Replan bool
 	// Log receives what the run notices and carries on from (nil: discarded).
 	Log io.Writer
+	// WarmStart are results of earlier runs that an adaptive sampler learns from before this
+	// run's own (sampler.warm_start).
+	WarmStart []search.Observation
 }
 
 // Status is a progress snapshot of one bracket's current stage.
@@ -146,13 +151,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		err     error
 	}
 	ends := clock.NewQueue[ended](x.clk)
-	for b := range x.st.brackets {
-		x.clk.Go(fmt.Sprintf("bracket %d", b), func() { ends.Put(ended{b, x.runBracket(bctx, b)}) })
-	}
-	for range x.st.brackets {
-		e, _ := ends.Get(context.WithoutCancel(ctx))
-		if errs[e.bracket] = e.err; e.err != nil {
-			cancelAll() // one bracket's failure ends the run: stop the others' gangs
+	// A round's brackets run side by side; Hyperband's next round starts when they have all ended.
+	failed := false
+	for _, round := range rounds(x.st.brackets) {
+		if failed {
+			break
+		}
+		for _, b := range round {
+			x.clk.Go(fmt.Sprintf("bracket %d", b), func() { ends.Put(ended{b, x.runBracket(bctx, b)}) })
+		}
+		for range round {
+			e, _ := ends.Get(context.WithoutCancel(ctx))
+			if errs[e.bracket] = e.err; e.err != nil {
+				failed = true
+				cancelAll() // one bracket's failure ends the run: stop the others' gangs
+			}
 		}
 	}
 	if err := firstCause(ctx, errs); err != nil {
@@ -167,6 +180,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return x.fail(ctx, err)
 	}
 	return x.result(), nil
+}
+
+// rounds groups the brackets' indices by round, rounds in order.
+func rounds(brackets []spec.Bracket) [][]int {
+	var out [][]int
+	for b, br := range brackets {
+		for len(out) <= br.Round {
+			out = append(out, nil)
+		}
+		out[br.Round] = append(out[br.Round], b)
+	}
+	return out
 }
 
 // firstCause is the error that ended a run: a bracket's own failure rather than the
@@ -250,22 +275,70 @@ func (x *run) record(e Event, durable bool) error {
 	return nil
 }
 
-// sample draws every bracket's configurations from the experiment's seed and journals those
-// the journal does not hold yet (all of them, unless a driver died while sampling: the draws
-// are the same every time).
+// sample journals every bracket's trials, and the configurations of those that samplers which
+// do not learn draw at the start, for the trials the journal does not hold yet (all of them,
+// unless a driver died while sampling: the draws are the same every time). An adaptive
+// sampler's (tpe) trials are journaled without a configuration: it is drawn at their first
+// launch (drawParams), from the results so far.
 func (x *run) sample() error {
+	first := 0
 	for b, br := range x.st.brackets {
-		r := spec.NewRand(x.cfg.Experiment.Seed, uint64(b))
-		for i, params := range spec.SampleConfigs(x.cfg.Experiment.SearchSpace, br.Trials(), r) {
-			if i < len(x.st.order[b]) {
-				continue
+		n := br.Trials()
+		var configs []spec.Config
+		if !x.cfg.Experiment.Sampler.Adaptive() && len(x.st.order[b]) < n {
+			var err error
+			if configs, err = search.Initial(x.cfg.Experiment, b, first, n); err != nil {
+				return fmt.Errorf("run: %w", err)
 			}
-			if err := x.record(Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i), Params: params}, false); err != nil {
+		}
+		for i := len(x.st.order[b]); i < n; i++ {
+			e := Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
+			if configs != nil {
+				e.Params = configs[i]
+			}
+			if err := x.record(e, false); err != nil {
 				return err
 			}
 		}
+		first += n
 	}
 	return x.cfg.Journal.Sync() // one sync for all of them
+}
+
+// drawParams draws the configuration of a trial an adaptive sampler has not drawn yet, from
+// every result journaled so far (each trial's objective at the end of each stage it reached,
+// or +Inf where it gave up), with the generator of the trial's index in the run: a resumed run
+// that finds the draw journaled (with the launch) uses it and never draws again. Called with
+// x.mu held.
+func (x *run) drawParams(id string) spec.Config {
+	exp := x.cfg.Experiment
+	var history []search.Observation
+	index, drawn := 0, 0
+	for b, order := range x.st.order {
+		stages := x.st.brackets[b].Stages
+		for i, tid := range order {
+			t := x.st.trials[tid]
+			if tid == id {
+				index = x.st.trialIndex(b, i)
+			}
+			if t.params == nil {
+				continue
+			}
+			drawn++
+			for k := range stages {
+				metric, done := t.done[k]
+				if !done && !t.failed[k] {
+					continue
+				}
+				if !done {
+					metric = math.NaN()
+				}
+				history = append(history, search.Observation{Params: t.params, Budget: stages[k].EndIter(), Loss: search.Loss(metric, exp.Objective.Mode)})
+			}
+		}
+	}
+	history = append(history, x.cfg.WarmStart...)
+	return search.NewTPE(exp.SearchSpace, exp.Sampler).Draw(drawn, history, search.TrialRand(exp.SamplerSeed(), index))
 }
 
 func (x *run) specDuration(d time.Duration) time.Duration {

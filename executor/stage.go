@@ -223,11 +223,21 @@ func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, a action, gpu
 	for _, n := range x.st.nodes[b] {
 		nodes[n.ID] = n
 	}
+	params, drawn := t.params, false
+	if params == nil && x.cfg.Experiment.Sampler.Adaptive() {
+		params, drawn = x.drawParams(a.trial), true
+	}
 	x.mu.Unlock()
-	g := BuildGang(GangSpec{Trial: a.trial, Experiment: x.cfg.Experiment, Params: t.params, StartIter: st.StartIter, TargetIter: st.EndIter()}, a.slots, nodes)
+	g := BuildGang(GangSpec{Trial: a.trial, Experiment: x.cfg.Experiment, Params: params, StartIter: st.StartIter, TargetIter: st.EndIter()}, a.slots, nodes)
 	g.Timeout = budget
-	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this.
-	if err := x.record(Event{Ev: EvLaunch, Bracket: b, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}, false); err != nil {
+	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this;
+	// unless it carries a configuration just drawn: the trainer must never start on one the
+	// journal could lose (a resumed driver would draw another and resume its checkpoint with it).
+	launch := Event{Ev: EvLaunch, Bracket: b, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
+	if drawn {
+		launch.Params = params
+	}
+	if err := x.record(launch, drawn); err != nil {
 		events.Put(stageEvent{kind: evEnded, launch: a.launch, o: outcome{err: err}})
 		return
 	}

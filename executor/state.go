@@ -177,6 +177,9 @@ func (s *state) apply(e Event) {
 		ts := trialStage{e.Trial, e.Stage}
 		s.tries[ts] = max(s.tries[ts], e.Try)
 		t := s.trials[e.Trial]
+		if t.params == nil && e.Params != nil { // drawn at its first launch (an adaptive sampler)
+			t.params = e.Params
+		}
 		t.nodes = e.Nodes
 		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.iter, e.GPUs, true
 		s.move(t, trial.Launch)
@@ -358,6 +361,15 @@ func (s *state) drainNodes(b int, ids []string) {
 		}
 	}
 	s.nodes[b] = keep
+}
+
+// trialIndex is the index in the run of bracket b's trial i: brackets' trials numbered one
+// after another.
+func (s *state) trialIndex(b, i int) int {
+	for _, br := range s.brackets[:b] {
+		i += br.Trials()
+	}
+	return i
 }
 
 func (s *state) allTrials() []string {

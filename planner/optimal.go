@@ -62,24 +62,26 @@ func lambdaGrid() []float64 {
 }
 
 type bnb struct {
-	p        *Problem
-	b        int
-	base     sim.Alloc // the incumbent; bracket b is replaced while searching
-	opts     [][]stageOption
-	sufT     [][]float64 // sufT[k][s]: the fastest stages k.. can be, sample by sample
-	sufC     []float64   // sufC[k]: the cheapest stages k.. can be
-	lambdas  []float64
-	sufG     [][]float64 // sufG[k][j]: sum over stages k.. of min_o (cost_o + lambdas[j] tau_o)
-	scratch  []float64
-	others   []float64   // other brackets' completion times, sample by sample
-	othersC  float64     // and their mean cost
-	budget   int         // nodes bracket b may hold
-	partial  [][]float64 // partial[k][s]: completion time of stages ..k-1
-	choice   []sim.StageAlloc
-	best     Candidate
-	bound    float64 // cost of the cheapest feasible plan found; +Inf until there is one
-	need     int
-	deadline float64
+	p       *Problem
+	b       int
+	base    sim.Alloc // the incumbent; bracket b is replaced while searching
+	opts    [][]stageOption
+	sufT    [][]float64 // sufT[k][s]: the fastest stages k.. can be, sample by sample
+	sufC    []float64   // sufC[k]: the cheapest stages k.. can be
+	lambdas []float64
+	sufG    [][]float64 // sufG[k][j]: sum over stages k.. of min_o (cost_o + lambdas[j] tau_o)
+	scratch []float64
+	others  []float64 // the completion times of the other brackets of b's round, sample by sample
+	// otherRounds is how long the other rounds take, sample by sample: b's round's time adds to it.
+	otherRounds []float64
+	othersC     float64     // and their mean cost
+	budget      int         // nodes bracket b may hold
+	partial     [][]float64 // partial[k][s]: completion time of stages ..k-1
+	choice      []sim.StageAlloc
+	best        Candidate
+	bound       float64 // cost of the cheapest feasible plan found; +Inf until there is one
+	need        int
+	deadline    float64
 }
 
 func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
@@ -94,23 +96,29 @@ func (p *Problem) branchAndBound(b int, incumbent Candidate) Candidate {
 	if incumbent.Alloc == nil {
 		t.base = p.clusterAlloc(m.MaxNodes, true, p.allowed()[0])
 	}
-	if len(p.brackets()) > 1 {
-		t.others = make([]float64, n)
-		for ob := range p.brackets() {
+	if brackets := p.brackets(); len(brackets) > 1 {
+		// The others of b's round run beside it (their nodes and times bound it); the other
+		// rounds before or after it (Hyperband's rounds), their times add up.
+		t.others, t.otherRounds = make([]float64, n), make([]float64, n)
+		rounds := sim.NewRounds(brackets, n)
+		for ob := range brackets {
 			if ob == b {
+				rounds.Add(ob, make([]float64, n)) // b's round holds b, at 0 here
 				continue
 			}
-			peak := 0
-			for _, sa := range t.base[ob] {
-				peak = max(peak, sa.Nodes)
-			}
-			t.budget -= peak
 			out := s.EvaluateBracket(ob, t.base[ob])
+			t.othersC += mean(out.Cost)
+			if brackets[ob].Round != brackets[b].Round {
+				rounds.Add(ob, out.JCT)
+				continue
+			}
+			t.budget -= t.base.PeakNodesOf(ob)
+			rounds.Add(ob, make([]float64, n))
 			for i := range t.others {
 				t.others[i] = max(t.others[i], out.JCT[i])
 			}
-			t.othersC += mean(out.Cost)
 		}
+		rounds.Total(t.otherRounds)
 	}
 	t.opts = make([][]stageOption, len(stages))
 	for k := range stages {
@@ -222,7 +230,7 @@ func (t *bnb) search(k, up, upOffer int, cost float64) {
 			}
 			done := next[i] + t.sufT[k+1][i]
 			if t.others != nil {
-				done = max(done, t.others[i])
+				done = max(done, t.others[i]) + t.otherRounds[i]
 			}
 			if done <= t.deadline {
 				ok++

@@ -60,17 +60,26 @@ func (a Alloc) Clone() Alloc {
 }
 
 // PeakNodes bounds the nodes held at once: brackets run concurrently, so it adds up each
-// bracket's largest stage. It is exact for one bracket and safe for several.
+// bracket's largest stage. It is exact for one bracket and safe for several; brackets of
+// Hyperband rounds run one round after another (PeakNodesByRound).
 func (a Alloc) PeakNodes() int {
-	total := 0
-	for _, stages := range a {
-		peak := 0
-		for _, s := range stages {
-			peak = max(peak, s.Nodes)
+	return a.PeakNodesByRound(nil)
+}
+
+// PeakNodesByRound is PeakNodes where brackets of different rounds never overlap: the largest,
+// over rounds, of the sum of their brackets' peaks. brackets nil: one round.
+func (a Alloc) PeakNodesByRound(brackets []spec.Bracket) int {
+	perRound := map[int]int{}
+	peakAll := 0
+	for b := range a {
+		round := 0
+		if b < len(brackets) {
+			round = brackets[b].Round
 		}
-		total += peak
+		perRound[round] += a.PeakNodesOf(b)
+		peakAll = max(peakAll, perRound[round])
 	}
-	return total
+	return peakAll
 }
 
 // GPUsPerTrial is what each trial of a stage gets: its share when there are enough GPUs, else 1
@@ -124,7 +133,7 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 			}
 		}
 	}
-	if p := a.PeakNodes(); p > m.MaxNodes { // nodes of every type count
+	if p := a.PeakNodesByRound(brackets); p > m.MaxNodes { // nodes of every type count
 		return fmt.Errorf("allocation holds up to %d nodes, above max_nodes %d", p, m.MaxNodes)
 	}
 	return nil

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -89,14 +90,20 @@ func (g *DAG) addTrain(o, b, k int, s spec.Stage, a StageAlloc, preds []int) int
 // BuildDAG builds the whole job's DAG for an allocation: per bracket, per stage, a SCALE node
 // and INIT_INSTANCE/DATA nodes when the stage needs more nodes than are up (all of its nodes
 // when it changes type or market), its TRAIN nodes and a SYNC. Brackets are independent chains
-// that run at the same time.
+// that run at the same time, but for Hyperband's rounds: a bracket of round r starts after the
+// last SYNC of every bracket of round r-1.
 func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
 	if err := m.Check(brackets, a); err != nil {
 		return nil, fmt.Errorf("build dag: %w", err)
 	}
 	g := &DAG{}
+	// The last SYNC of each round's brackets: a bracket of the next round starts after all of them.
+	roundEnds := map[int][]int{}
 	for b, br := range brackets {
 		var preds []int
+		if br.Round > 0 {
+			preds = slices.Clone(roundEnds[br.Round-1])
+		}
 		up, upOffer := 0, 0
 		for k, s := range br.Stages {
 			_, o := m.offerOf(a[b][k])
@@ -109,6 +116,7 @@ func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
 			up, upOffer = a[b][k].Nodes, o
 			preds = []int{g.addTrain(o, b, k, s, a[b][k], preds)}
 		}
+		roundEnds[br.Round] = append(roundEnds[br.Round], preds...)
 	}
 	return g, nil
 }

@@ -327,14 +327,59 @@ type Outcome struct {
 // Evaluate predicts an allocation's JCT and cost, per sample. The allocation must pass Check.
 func (s *Simulator) Evaluate(a Alloc) Outcome {
 	out := Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}
+	rounds := NewRounds(s.brackets, s.samples)
 	for b := range a {
 		ob := s.EvaluateBracket(b, a[b])
-		for i := range out.JCT {
-			out.JCT[i] = max(out.JCT[i], ob.JCT[i])
+		rounds.Add(b, ob.JCT)
+		for i := range out.Cost {
 			out.Cost[i] += ob.Cost[i]
 		}
 	}
+	rounds.Total(out.JCT)
 	return out
+}
+
+// Rounds composes brackets' completion times, sample by sample: brackets of one round run side
+// by side (the round ends with the last of them), rounds one after another (Hyperband's rounds).
+// Brackets are added in order.
+type Rounds struct {
+	brackets []spec.Bracket
+	done     []float64 // the rounds before the current one, in all
+	current  []float64 // the current round so far
+	round    int
+}
+
+// NewRounds composes the brackets' times over n samples.
+func NewRounds(brackets []spec.Bracket, n int) *Rounds {
+	return &Rounds{brackets: brackets, done: make([]float64, n), current: make([]float64, n)}
+}
+
+// Add adds bracket b's completion times (from its own start).
+func (r *Rounds) Add(b int, jct []float64) {
+	round := 0
+	if b < len(r.brackets) {
+		round = r.brackets[b].Round
+	}
+	if round != r.round {
+		for i := range r.done {
+			r.done[i] += r.current[i]
+			r.current[i] = 0
+		}
+		r.round = round
+	}
+	for i := range r.current {
+		r.current[i] = max(r.current[i], jct[i])
+	}
+}
+
+// Start is when the current round starts, sample i.
+func (r *Rounds) Start(i int) float64 { return r.done[i] }
+
+// Total writes the job's completion times into out.
+func (r *Rounds) Total(out []float64) {
+	for i := range out {
+		out[i] = r.done[i] + r.current[i]
+	}
 }
 
 // sampleBracket walks one bracket's stages for sample i and returns its JCT and cost. It is the
@@ -556,6 +601,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 	}
 	res := Result{Samples: s.samples, Outcome: Outcome{JCT: make([]float64, s.samples), Cost: make([]float64, s.samples)}}
 	var tl timeline
+	rounds := NewRounds(s.brackets, s.samples)
 	for b, br := range s.brackets {
 		plans := s.stagePlans(b, a[b])
 		var launches [][][]meter.LaunchSpan
@@ -567,15 +613,17 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 		bj, bc := make([]float64, s.samples), make([]float64, s.samples)
 		for i := range bj {
 			bj[i], bc[i] = s.sampleBracket(plans, i)
-			res.Outcome.JCT[i] = max(res.Outcome.JCT[i], bj[i])
 			res.Outcome.Cost[i] += bc[i]
+		}
+		rounds.Add(b, bj)
+		for i := range bj {
 			s.layout(b, plans, launches, i, &tl)
 			bill, err := meter.Bill(s.m.Rules, tl.nodes, tl.launches, tl.windows)
 			if err != nil {
 				return Result{}, fmt.Errorf("simulate: bracket %d sample %d: %w", b, i, err)
 			}
 			for k, w := range tl.windows {
-				start[k] += w.Start
+				start[k] += w.Start + rounds.Start(i)
 				dur[k] += w.Sync - w.Start
 				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + plans[k].spotCost(i)
 				if t := plans[k].train; t.interrupted != nil {
@@ -601,6 +649,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 		}
 		res.Brackets = append(res.Brackets, brs)
 	}
+	rounds.Total(res.Outcome.JCT)
 	res.JCT, res.Cost = Summarize(res.Outcome.JCT), Summarize(res.Outcome.Cost)
 	return res, nil
 }

@@ -55,9 +55,11 @@ type decoder struct {
 	failed map[string]bool
 	// fatal says nothing usable was decoded (not YAML, empty, too large): validating would only
 	// list every field as missing.
-	fatal  bool
-	probs  Problems
-	budget int
+	fatal bool
+	// gridTrials is the path of a trials count written "grid" (the grid sampler's size).
+	gridTrials string
+	probs      Problems
+	budget     int
 }
 
 func newDecoder(file string) *decoder {
@@ -132,6 +134,16 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 		case *Checkpoints:
 			if n.Kind == yaml.ScalarNode { // the URL alone
 				p.URL = n.Value
+				return
+			}
+		case *AnyOf:
+			if n.Kind == yaml.ScalarNode { // one value alone
+				*p = AnyOf{typedScalar(n.Tag, n.Value)}
+				return
+			}
+		case *int:
+			if n.Kind == yaml.ScalarNode && n.Value == "grid" && (path == "algorithm.sha.trials" || path == "algorithm.stages[0].trials") {
+				d.gridTrials = path // filled in from the grid's size (applyDefaults)
 				return
 			}
 		}

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Stage is one rung of a bracket: Trials trials each train Iters more iterations, from
@@ -18,9 +19,13 @@ func (s Stage) EndIter() int { return s.StartIter + s.Iters }
 
 // Bracket is one SHA run: a sequence of stages with a sync between each.
 type Bracket struct {
-	// Name is "sha", "stages", or "hyperband-s4" for Hyperband's bracket s=4.
+	// Name is "sha", "stages", or "hyperband-s4" for Hyperband's bracket s=4 ("r2-hyperband-s4"
+	// in the second round).
 	Name   string  `json:"name"`
 	Stages []Stage `json:"stages"`
+	// Round is the Hyperband round the bracket belongs to, from 0: it starts once every bracket
+	// of the round before has ended.
+	Round int `json:"round,omitempty"`
 }
 
 // Trials is how many configurations the bracket samples.
@@ -32,7 +37,15 @@ func (a Algorithm) Brackets() []Bracket {
 	case a.SHA != nil:
 		return []Bracket{{Name: "sha", Stages: ExpandSHA(a.SHA.Trials, a.SHA.MinIters, a.SHA.MaxIters, a.SHA.Eta)}}
 	case a.Hyperband != nil:
-		return ExpandHyperband(a.Hyperband.MinIters, a.Hyperband.MaxIters, a.Hyperband.Eta)
+		round := ExpandHyperband(a.Hyperband.MinIters, a.Hyperband.MaxIters, a.Hyperband.Eta)
+		brackets := slices.Clone(round)
+		for r := 1; r < a.Hyperband.Rounds; r++ {
+			for _, b := range round {
+				b.Name, b.Round = fmt.Sprintf("r%d-%s", r+1, b.Name), r
+				brackets = append(brackets, b)
+			}
+		}
+		return brackets
 	default:
 		stages := make([]Stage, len(a.Stages))
 		start := 0

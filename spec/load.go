@@ -72,7 +72,7 @@ func Parse(file string, data []byte, read ReadFunc) (*Experiment, error) {
 	exp := &Experiment{File: file, failed: map[string]bool{}}
 	d := newDecoder(file)
 	d.document(data, exp)
-	exp.lines = d.lines
+	exp.lines, exp.gridTrials = d.lines, d.gridTrials
 	if d.fatal {
 		return exp, d.probs
 	}
@@ -242,6 +242,10 @@ func (e *Experiment) applyDefaults() Problems {
 	if e.Planner.DeadlineQuantile == 0 && !e.Has("planner.deadline_quantile") {
 		e.Planner.DeadlineQuantile = 0.5
 	}
+	if h := e.Algorithm.Hyperband; h != nil && h.Rounds == 0 && !e.Has("algorithm.hyperband.rounds") {
+		h.Rounds = 1
+	}
+	e.samplerDefaults()
 	return probs
 }
 

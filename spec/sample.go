@@ -15,21 +15,29 @@ func NewRand(seed int64, stream uint64) *rand.Rand {
 }
 
 // SampleConfigs draws n configurations from a validated search space. Parameters are drawn in
-// name order, so the same generator state gives the same configurations.
+// name order, so the same generator state gives the same configurations; every parameter is
+// drawn, then the inactive ones are dropped (Prune), so that a condition does not change the
+// draws of the parameters it does not touch.
 func SampleConfigs(space map[string]Param, n int, r *rand.Rand) []Config {
-	names := sortedKeys(space)
 	configs := make([]Config, n)
 	for i := range configs {
-		c := make(Config, len(names))
-		for _, name := range names {
-			c[name] = space[name].sample(r)
-		}
-		configs[i] = c
+		configs[i] = SampleConfig(space, r)
 	}
 	return configs
 }
 
-func (p Param) sample(r *rand.Rand) any {
+// SampleConfig draws one configuration (SampleConfigs).
+func SampleConfig(space map[string]Param, r *rand.Rand) Config {
+	names := sortedKeys(space)
+	c := make(Config, len(names))
+	for _, name := range names {
+		c[name] = space[name].Sample(r)
+	}
+	return Prune(space, c)
+}
+
+// Sample draws one value of the parameter, uniformly (log-uniformly for loguniform).
+func (p Param) Sample(r *rand.Rand) any {
 	switch p.Type {
 	case "uniform":
 		return p.Min + r.Float64()*(p.Max-p.Min)

@@ -60,6 +60,9 @@ func (g schemaGen) of(t reflect.Type) map[string]any {
 			map[string]any{"type": "string", "pattern": goDuration},
 			map[string]any{"const": 0},
 		}}
+	case reflect.TypeFor[AnyOf]():
+		scalar := map[string]any{"type": []string{"string", "number", "boolean"}}
+		return map[string]any{"oneOf": []any{scalar, map[string]any{"type": "array", "items": scalar, "minItems": 1}}}
 	case reflect.TypeFor[Checkpoints]():
 		obj := g.object(t)
 		url := obj["properties"].(map[string]any)["url"]
@@ -138,21 +141,33 @@ func fieldRules() map[string]map[string]any {
 	}
 	atLeast0 := map[string]any{"minimum": 0}
 	iters := between(1, MaxIters)
+	// A count, or "grid": the grid sampler's size (minimum binds numbers, pattern strings).
+	trialsOrGrid := map[string]any{"type": []string{"integer", "string"}, "minimum": 1, "maximum": MaxTrials, "pattern": "^grid$"}
 	return map[string]map[string]any{
 		"Experiment":                         {"required": []string{"name", "objective", "algorithm", "cluster", "profile"}},
 		"Experiment.name":                    {"type": "string", "pattern": nameRE().String()},
 		"Objective":                          {"required": []string{"metric"}},
 		"Objective.mode":                     oneOfStrings("max", "min"),
 		"Algorithm":                          {"minProperties": 1, "maxProperties": 1},
-		"SHA.trials":                         between(1, MaxTrials),
+		"SHA.trials":                         trialsOrGrid,
 		"SHA.min_iters":                      iters,
 		"SHA.max_iters":                      iters,
 		"SHA.eta":                            between(2, 1000),
 		"Hyperband.min_iters":                iters,
 		"Hyperband.max_iters":                iters,
 		"Hyperband.eta":                      between(2, 1000),
+		"Hyperband.rounds":                   between(1, MaxRounds),
 		"Algorithm.stages":                   {"minItems": 1},
-		"StageSpec.trials":                   between(1, MaxTrials),
+		"StageSpec.trials":                   trialsOrGrid,
+		"Sampler.name":                       oneOfStrings(SamplerRandom, SamplerGrid, SamplerSobol, SamplerTPE),
+		"Sampler.grid_points":                between(1, MaxGridPoints),
+		"Sampler.min_points":                 between(1, MaxTrials),
+		"Sampler.random_fraction":            {"minimum": 0, "maximum": 1},
+		"Sampler.candidates":                 between(1, 100_000),
+		"Sampler.startup_trials":             between(0, MaxTrials),
+		"Sampler.top_fraction":               {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+		"Sampler.bandwidth_factor":           {"exclusiveMinimum": 0, "maximum": 100},
+		"Sampler.min_bandwidth":              {"exclusiveMinimum": 0, "maximum": 1},
 		"StageSpec.iters":                    iters,
 		"Param":                              {"required": []string{"type"}},
 		"Param.type":                         oneOfStrings("uniform", "loguniform", "int", "choice"),
@@ -240,7 +255,7 @@ func fieldDocs() map[string]string {
 		"Algorithm.hyperband": "Hyperband: several SHA brackets run at once on one elastic cluster.",
 		"Algorithm.stages":    "Explicit stages, each keeping no more trials than the one before.",
 
-		"SHA.trials":          "Trials in the first stage.",
+		"SHA.trials":          "Trials in the first stage, or grid: the grid sampler's size.",
 		"SHA.min_iters":       "Iterations each trial trains in the first stage.",
 		"SHA.max_iters":       "Iterations the best trial trains in all.",
 		"SHA.eta":             "Reduction factor: 1/eta of the trials survive each sync.",
@@ -250,10 +265,24 @@ func fieldDocs() map[string]string {
 		"StageSpec.trials":    "Trials in this stage.",
 		"StageSpec.iters":     "Iterations each trial trains in this stage, on top of earlier stages'.",
 
-		"Param.type":   "uniform, loguniform (min above 0), int (min and max included) or choice (values).",
-		"Param.min":    "The smallest value (not for choice).",
-		"Param.max":    "The largest value (not for choice).",
-		"Param.values": "The values a choice picks from.",
+		"Param.type":               "uniform, loguniform (min above 0), int (min and max included) or choice (values).",
+		"Param.min":                "The smallest value (not for choice).",
+		"Param.max":                "The largest value (not for choice).",
+		"Param.values":             "The values a choice picks from.",
+		"Hyperband.rounds":         "Hyperband iterations run one after another (default 1): an adaptive sampler draws each from the results of those before (BOHB).",
+		"Param.when":               "Makes the parameter conditional: {PARAM: VALUE or [VALUES]} names choice parameters and the values under which it is active; inactive, it is left out of the trial's configuration.",
+		"Experiment.sampler":       "How trials' configurations are drawn: random (default), grid, sobol or tpe.",
+		"Sampler.name":             "random (default: each parameter uniformly), grid (every combination of grid_points values per numeric parameter and each choice), sobol (scrambled Sobol points) or tpe (BOHB's model, fitted on the results so far).",
+		"Sampler.seed":             "Seeds the sampler apart from the experiment's seed (default: seed).",
+		"Sampler.grid_points":      "grid: values per numeric parameter, evenly spaced (log-spaced for loguniform); default 3.",
+		"Sampler.min_points":       "tpe: results a budget needs before a model is fitted on it (default: parameters + 1).",
+		"Sampler.random_fraction":  "tpe: the share of draws kept random (default 1/3).",
+		"Sampler.candidates":       "tpe: candidates drawn from the good density and ranked by the density ratio (default 64).",
+		"Sampler.startup_trials":   "tpe: trials drawn at random before any model is used (default 0: random until a budget has min_points results).",
+		"Sampler.top_fraction":     "tpe: the share of a budget's results that make up the good density (default 0.15).",
+		"Sampler.bandwidth_factor": "tpe: how much wider the good density is when candidates are drawn from it (default 3).",
+		"Sampler.warm_start":       "tpe: earlier runs under the root (names or IDs) whose results the model learns from first; the parameters they share with this space count, the rest are ignored (validate says which).",
+		"Sampler.min_bandwidth":    "tpe: the smallest bandwidth, on parameters scaled to [0, 1] (default 0.001).",
 
 		"Trainer.command":   "The command each trial's workers run; with image, the command inside it.",
 		"Trainer.image":     "A container image to run the command in (the Nomad docker driver).",

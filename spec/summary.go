@@ -24,6 +24,9 @@ func (e *Experiment) Summary() string {
 	case e.Algorithm.Hyperband != nil:
 		a := e.Algorithm.Hyperband
 		alg = fmt.Sprintf("Hyperband(r=%d, R=%d, eta=%d)", a.MinIters, a.MaxIters, a.Eta)
+		if a.Rounds > 1 {
+			alg = fmt.Sprintf("%d rounds of %s", a.Rounds, alg)
+		}
 	}
 	node := e.Cluster.InstanceType
 	if node == "" {

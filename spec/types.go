@@ -18,6 +18,8 @@ type Experiment struct {
 	Planner     PlannerOptions   `yaml:"planner"`
 	Checkpoints Checkpoints      `yaml:"checkpoints"`
 	Budget      Budget           `yaml:"budget"`
+	// Sampler chooses how trials' configurations are drawn (sampler.go).
+	Sampler Sampler `yaml:"sampler"`
 
 	// File is the path the spec was read from ("" for specs parsed from memory).
 	File string `yaml:"-"`
@@ -26,6 +28,8 @@ type Experiment struct {
 	// profileFiles maps a profile's field path ("profile", "cluster.instance_types[1].profile")
 	// to the file its lines refer to, when that profile came from a file.
 	profileFiles map[string]string
+	// gridTrials is the path of a trials count written as "grid", filled in from the grid.
+	gridTrials string
 	// failed holds the paths whose value is unknown (true): written but not decoded, or left to
 	// a catalog entry that does not exist; and every path above one (false).
 	failed map[string]bool
@@ -46,6 +50,7 @@ type Algorithm struct {
 
 // SHA is Successive Halving: n trials, r iterations first, R at most, keep 1/eta at each sync.
 type SHA struct {
+	// Trials is an integer, or "grid" in the spec: the size of sampler grid's grid.
 	Trials   int `yaml:"trials"`
 	MinIters int `yaml:"min_iters"`
 	MaxIters int `yaml:"max_iters"`
@@ -57,10 +62,15 @@ type Hyperband struct {
 	MinIters int `yaml:"min_iters"`
 	MaxIters int `yaml:"max_iters"`
 	Eta      int `yaml:"eta"`
+	// Rounds runs that many Hyperband iterations one after another (default 1): the brackets of
+	// a round side by side, each round's once every bracket of the round before has ended, so
+	// that an adaptive sampler draws each round from all the results before it (BOHB).
+	Rounds int `yaml:"rounds"`
 }
 
 // StageSpec is one explicitly given stage: how many trials train how many more iterations.
 type StageSpec struct {
+	// Trials is an integer, or "grid" in the spec's first stage: the size of sampler grid's grid.
 	Trials int `yaml:"trials"`
 	Iters  int `yaml:"iters"`
 }
@@ -71,7 +81,14 @@ type Param struct {
 	Min    float64 `yaml:"min"`
 	Max    float64 `yaml:"max"`
 	Values []any   `yaml:"values"`
+	// When makes the parameter conditional: it is active only while each named choice parameter
+	// is active and holds one of the listed values (space.go). Inactive, it is absent from the
+	// trial's configuration.
+	When map[string]AnyOf `yaml:"when"`
 }
+
+// AnyOf is the values a condition accepts: one scalar, or a list of them.
+type AnyOf []any
 
 // Trainer is the program each trial runs: a command, run as a process, or run inside a
 // container image (the Nomad docker driver) when an image is given.

@@ -13,7 +13,9 @@ import (
 // finite through every sum and product: each is far above any real experiment (the largest the
 // benchmarks run has 10,000 trials). docs/spec.md lists them.
 const (
-	MaxTrials  = 1_000_000
+	MaxTrials = 1_000_000
+	// MaxRounds bounds algorithm.hyperband.rounds.
+	MaxRounds  = 1000
 	MaxIters   = 1_000_000_000
 	MaxSamples = 100_000
 	// MaxStages bounds explicit stages; SHA and Hyperband within MaxTrials expand to at most
@@ -103,6 +105,8 @@ func (e *Experiment) Validate() Problems {
 	}
 	v.algorithm()
 	v.searchSpace()
+	v.conditions()
+	v.sampler()
 	v.trainer()
 	v.cluster()
 	if len(e.Cluster.InstanceTypes) == 0 || e.Has("profile") { // else every candidate has its own
@@ -180,16 +184,19 @@ func (v *validator) algorithm() {
 	}
 	switch {
 	case a.SHA != nil:
-		v.positive("algorithm.sha.trials", a.SHA.Trials, MaxTrials)
+		if v.e.gridTrials == "" || a.SHA.Trials != 0 { // else the sampler says why the grid has no size
+			v.positive("algorithm.sha.trials", a.SHA.Trials, MaxTrials)
+		}
 		v.budget("algorithm.sha", a.SHA.MinIters, a.SHA.MaxIters, a.SHA.Eta)
 	case a.Hyperband != nil:
-		if v.budget("algorithm.hyperband", a.Hyperband.MinIters, a.Hyperband.MaxIters, a.Hyperband.Eta) {
+		rounds := v.positive("algorithm.hyperband.rounds", a.Hyperband.Rounds, MaxRounds)
+		if v.budget("algorithm.hyperband", a.Hyperband.MinIters, a.Hyperband.MaxIters, a.Hyperband.Eta) && rounds {
 			total := 0
 			for _, b := range a.Brackets() {
 				total += b.Stages[0].Trials
 			}
 			if total > MaxTrials {
-				v.add("algorithm.hyperband", "expands to %d trials (at most %d): raise min_iters or eta", total, MaxTrials)
+				v.add("algorithm.hyperband", "expands to %d trials (at most %d): raise min_iters or eta, or fewer rounds", total, MaxTrials)
 			}
 		}
 	default:
@@ -203,7 +210,9 @@ func (v *validator) algorithm() {
 		ok, iters, runs := true, 0, 0
 		for i, s := range a.Stages {
 			p := fmt.Sprintf("algorithm.stages[%d]", i)
-			ok = v.positive(p+".trials", s.Trials, MaxTrials) && ok
+			if p+".trials" != v.e.gridTrials || s.Trials != 0 {
+				ok = v.positive(p+".trials", s.Trials, MaxTrials) && ok
+			}
 			ok = v.positive(p+".iters", s.Iters, MaxIters) && ok
 			if i > 0 && s.Trials > a.Stages[i-1].Trials {
 				v.add(p+".trials", "%d trials follow a stage of %d (a stage keeps some of the previous stage's trials)", s.Trials, a.Stages[i-1].Trials)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -23,11 +24,13 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // sections of the run page that a stream re-renders, each a template "sec-NAME".
-var runSections = []string{"header", "progress", "gantt", "charts", "curves", "trials"}
+var runSections = []string{"header", "progress", "gantt", "charts", "curves", "search", "trials"}
 
 // hub follows one run's journal for its pages: it reads what was appended (executor.Tail), replays
 // it (rundir.ViewOf: the same state `status` shows) and re-renders the live sections once for
@@ -149,6 +152,7 @@ type runPage struct {
 	Stages                            []stageRow
 	Planned, Realized                 chart
 	Cost, Time, Curves                chart
+	Search                            searchSection
 	Trials                            []trialRow
 	Revisions                         []revisionRow
 	Forecast                          string // the latest forecast of the whole run, while it runs
@@ -164,6 +168,100 @@ type stageRow struct {
 	Done, Failed, Retries, Timeouts, Interrup int
 	PredTime, Time, PredCost, Cost            float64
 	State                                     string
+}
+
+// searchSection is what the search found: the best configuration, each parameter's importance
+// and the objective against the most important parameters' values.
+type searchSection struct {
+	BestTrial   string
+	BestParams  []paramValue
+	Budget      int
+	Importances []search.Importance
+	Scatters    []chart
+}
+
+type paramValue struct{ Name, Value string }
+
+// maxScatters is how many parameters get a scatter on the page: the most important.
+const maxScatters = 3
+
+func buildSearch(v *rundir.View, metric string) searchSection {
+	found := rundir.Search(v)
+	sec := searchSection{Budget: found.Budget, Importances: found.Importances}
+	if b := found.Best; b != nil {
+		sec.BestTrial = b.Trial
+		for _, name := range slices.Sorted(maps.Keys(b.Params)) {
+			sec.BestParams = append(sec.BestParams, paramValue{name, fmt.Sprint(b.Params[name])})
+		}
+	}
+	if len(found.Importances) == 0 || found.Importances[0].Results < 2 {
+		return sec
+	}
+	space := v.State.Exp.SearchSpace
+	for i, imp := range found.Importances {
+		if i == maxScatters {
+			break
+		}
+		p := space[imp.Param]
+		sr := series{Name: imp.Param, Dots: true}
+		xFormat := func(x float64) string { return strconv.FormatFloat(x, 'g', 3, 64) }
+		for _, pt := range found.Points {
+			raw, ok := pt.Params[imp.Param]
+			if !ok {
+				continue
+			}
+			x, ok := scatterX(p, raw)
+			if !ok {
+				continue
+			}
+			sr.X, sr.Y = append(sr.X, x), append(sr.Y, pt.Value)
+			sr.Labels = append(sr.Labels, fmt.Sprintf("%s=%v: %s %.4g", imp.Param, raw, metric, pt.Value))
+		}
+		switch p.Type {
+		case "loguniform":
+			xFormat = func(x float64) string { return strconv.FormatFloat(math.Pow(10, x), 'g', 2, 64) }
+		case "choice":
+			xFormat = func(x float64) string {
+				if i := int(math.Round(x)); i >= 0 && i < len(p.Values) && math.Abs(x-float64(i)) < 1e-9 {
+					return fmt.Sprint(p.Values[i])
+				}
+				return ""
+			}
+		}
+		sec.Scatters = append(sec.Scatters, lineChart("scatter-"+imp.Param, fmt.Sprintf("%s against %s at %d iterations (explains %.0f%%)", metric, imp.Param, found.Budget, 100*imp.Share),
+			[]series{sr}, nil, nil, xFormat, func(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) }))
+	}
+	return sec
+}
+
+// scatterX places a value on a scatter's x axis: log10 for loguniform, a choice's index.
+func scatterX(p spec.Param, v any) (float64, bool) {
+	if p.Type == "choice" {
+		for i, w := range p.Values {
+			if spec.SameValue(v, w) {
+				return float64(i), true
+			}
+		}
+		return 0, false
+	}
+	var x float64
+	switch n := v.(type) {
+	case float64:
+		x = n
+	case int64:
+		x = float64(n)
+	case int:
+		x = float64(n)
+	default:
+		return 0, false
+	}
+	if p.Type == "loguniform" {
+		if x <= 0 {
+			return 0, false
+		}
+		return math.Log10(x), true
+	}
+	return x, true
 }
 
 // revisionRow is one re-plan: when, of what, why, and what it changed and forecast.
@@ -307,6 +405,12 @@ func (h *hub) build() *runPage {
 	var curves []series
 	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
 		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})
+	}
+	p.Search = buildSearch(v, p.Metric)
+	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
+		if cv.Trial == p.Search.BestTrial { // drawn again on top, thick: the winner
+			curves = append(curves, series{Name: "best: " + cv.Trial, X: cv.X, Y: cv.Y, Colour: "#d62728", Title: cv.Trial + " (best)"})
+		}
 	}
 	p.Curves = lineChart("curves", "learning curves ("+p.Metric+" by iteration; dots: promoted)", curves, nil, nil,
 		func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }, func(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) })

@@ -192,6 +192,9 @@ type series struct {
 	Marks  []int
 	Title  string
 	Thin   bool
+	// Dots draws the points alone (a scatter), each titled by Labels[i] when given.
+	Dots   bool
+	Labels []string
 }
 
 // lineChart draws series over shared axes with vertical and horizontal marks.
@@ -246,6 +249,19 @@ func lineChart(id, title string, ss []series, vmarks, hmarks []mark, xFormat, yF
 			}
 			d.WriteString("Z")
 			c.Paths = append(c.Paths, path{D: d.String(), Fill: col, Class: "band", Title: s.Name + " (p5-p95)"})
+		}
+		if s.Dots {
+			for j := range s.X {
+				if math.IsNaN(s.Y[j]) {
+					continue
+				}
+				title := s.Name
+				if j < len(s.Labels) {
+					title = s.Labels[j]
+				}
+				c.Dots = append(c.Dots, dot{X: a.x(s.X[j]), Y: a.y(s.Y[j]), R: 2.5, Fill: col, Class: "point", Title: title})
+			}
+			continue
 		}
 		var d strings.Builder
 		for j := range s.X {

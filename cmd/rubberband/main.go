@@ -116,8 +116,8 @@ func exitCode(err error) int {
 // commands are the CLI's commands, in the order help lists them.
 func commands() []*cli.Command {
 	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
-		listCommand(), statusCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
-		pricesCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
+		listCommand(), statusCommand(), bestCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
+		pricesCommand(), searchBenchCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
 }
 
 // onUsageError makes every unknown or malformed flag exit 2, pointing at the command's help.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -16,7 +17,7 @@ func reportCommand() *cli.Command {
 		Usage:     "report on a finished or running run, with pictures",
 		ArgsUsage: "RUN",
 		Flags: []cli.Flag{rootFlag(), outputFlag(),
-			&cli.StringFlag{Name: "plots", Usage: "write curves.png, gantt-planned.png, gantt-realized.png and cost.png into this directory"},
+			&cli.StringFlag{Name: "plots", Usage: "write curves.png, gantt-planned.png, gantt-realized.png, cost.png and search.png (the best trial's curve, each parameter against the objective) into this directory"},
 		},
 		BashComplete: completeRun,
 		Action:       reportAction,
@@ -39,6 +40,7 @@ func reportAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	found := rundir.Search(&rundir.View{State: st, Res: res, Events: events})
 	if dir := c.String("plots"); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -46,6 +48,21 @@ func reportAction(c *cli.Context) error {
 		if err := charts.Run(dir, st, res, events); err != nil {
 			return err
 		}
+		if err := charts.Search(filepath.Join(dir, "search.png"), st.Exp, found); err != nil {
+			return err
+		}
 	}
-	return printRun(c, st, res)
+	if c.String("output") == "json" {
+		rep := executor.Compare(st.Plan, res)
+		return writeJSON(c.App.Writer, struct {
+			*executor.Report
+			Search *rundir.SearchSummary `json:"search"`
+		}{&rep, found})
+	}
+	if err := printRun(c, st, res); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer)
+	rundir.WriteSearch(c.App.Writer, found)
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -15,10 +16,23 @@ func validateCommand() *cli.Command {
 		Name:      "validate",
 		Usage:     "check a spec and list every problem in it",
 		ArgsUsage: "SPEC",
+		Description: "With sampler.warm_start it also reads the runs named there, under --root, and says what each gives\n" +
+			"and which of its parameters this search space ignores.",
+		Flags: []cli.Flag{rootFlag()},
 		Action: func(c *cli.Context) error {
 			exp, _, err := loadSpec(c, c.App.ErrWriter)
 			if err != nil {
 				return err
+			}
+			if len(exp.Sampler.WarmStart) > 0 {
+				ws, err := rundir.ResolveWarmStart(c.String("root"), exp)
+				if err != nil {
+					fmt.Fprintf(c.App.ErrWriter, "%s:%d: %v\n", exp.File, exp.Line("sampler.warm_start"), err)
+					return &exitErr{code: exitInvalid}
+				}
+				for _, note := range ws.Notes {
+					fmt.Fprintln(c.App.Writer, note)
+				}
 			}
 			fmt.Fprintln(c.App.Writer, "ok: "+exp.Summary())
 			return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -43,6 +44,8 @@ type Config struct {
 	Progress func(executor.Status)
 	Observe  func(executor.Event)
 	Live     func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
+	// WarmStart is the executor's (an adaptive sampler's results of earlier runs).
+	WarmStart []search.Observation
 }
 
 // Outcome is what a virtual run did: the executor's result, and the world it ran in (its ground
@@ -130,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			}
 			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, Provider: p, Runtime: rt,
 				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
-				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live})
+				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart})
 			journal.Close()
 			crashed := w.isSevered(epoch)
 			die()

@@ -36,7 +36,7 @@ type gang struct {
 	from     int      // the checkpoint's iteration it started from
 	iter     int      // iterations done
 	target   int
-	quality  float64
+	curve    func(iter int) float64 // the synthetic trainer's reports
 	metric   string
 	offer    *sim.Offer
 	world    int // GPUs
@@ -75,7 +75,12 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	env := g.Workers[0].Env
 	gg := &gang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
-		metric: w.exp.Objective.Metric, quality: synthetic.Quality(env.Params)}
+		metric: w.exp.Objective.Metric}
+	curve, err := synthetic.LearningCurve(w.exp, w.exp.Trainer.Env[synthetic.ObjectiveVar], env.Params)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	gg.curve = curve
 	seen := map[string]int{}
 	for _, wk := range g.Workers {
 		n, held := w.nodes[wk.Node.ID]
@@ -158,7 +163,7 @@ func (w *World) iterate(g *gang) {
 		return
 	}
 	g.iter = next
-	rep := trial.Report{Iter: g.iter, Metrics: map[string]float64{g.metric: synthetic.Curve(g.quality, g.iter)}, At: w.clk.Now()}
+	rep := trial.Report{Iter: g.iter, Metrics: map[string]float64{g.metric: g.curve(g.iter)}, At: w.clk.Now()}
 	g.last = &rep
 	if g.h != nil {
 		g.h.reports <- rep

@@ -37,6 +37,8 @@ type Series struct {
 	Name        string
 	X           []float64
 	P50, Lo, Hi []float64
+	// Legend is what the legend says after the name (default: "(p50, p5-p95 band)").
+	Legend string
 }
 
 // Band draws one line per series with its shaded band; ticks, when given, label the x values.
@@ -91,7 +93,11 @@ func Band(file, title, xLabel, yLabel string, series []Series, ticks []plot.Tick
 		line.Width = vg.Points(2)
 		points.Shape = plotutil.Shape(i)
 		p.Add(poly, line, points)
-		p.Legend.Add(s.Name+" (p50, p5-p95 band)", line, points)
+		legend := s.Legend
+		if legend == "" {
+			legend = "(p50, p5-p95 band)"
+		}
+		p.Legend.Add(s.Name+" "+legend, line, points)
 	}
 	return save(p, file, Width, Height)
 }

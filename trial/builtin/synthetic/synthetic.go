@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
@@ -101,7 +102,10 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 	if err := run.Params(&params); err != nil {
 		return err
 	}
-	quality := Quality(params)
+	curve, err := LearningCurve(o.Spec, os.Getenv(ObjectiveVar), params)
+	if err != nil {
+		return err
+	}
 	iterLatency := m.IterLatency(max(run.WorldSize, 1))
 	// The noise is the trial's own, and another in a run of another seed (whose trials have other
 	// parameters): runs of one job under several seeds are independent draws.
@@ -144,7 +148,7 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 		if o.Noise > 0 && run.Rank == 0 {
 			fmt.Println(strings.Repeat("x", o.Noise))
 		}
-		run.Report(it, map[string]float64{o.Metric: Curve(quality, it)})
+		run.Report(it, map[string]float64{o.Metric: curve(it)})
 	}
 	return save(run, run.TargetIter)
 }
@@ -168,6 +172,29 @@ func once(dir, name string) bool {
 func Quality(params map[string]any) float64 {
 	b, _ := json.Marshal(params) // map keys are sorted: canonical
 	return 0.5 + 0.5*float64(hash(string(b))%1_000_000)/1_000_000
+}
+
+// ObjectiveVar names a benchmark of package objective (trainer.env): the trainer then reports
+// its loss at the trial's fidelity instead of the hashed learning curve.
+const ObjectiveVar = "RB_SYNTH_OBJECTIVE"
+
+// LearningCurve is what a trial with params reports after each iteration: the benchmark
+// objective names (a loss; ObjectiveVar) at fidelity iter/R, R the experiment's largest
+// iteration count, or without one the hashed curve (Curve of Quality).
+func LearningCurve(exp *spec.Experiment, objectiveName string, params map[string]any) (func(iter int) float64, error) {
+	if objectiveName == "" {
+		q := Quality(params)
+		return func(iter int) float64 { return Curve(q, iter) }, nil
+	}
+	o, err := objective.Lookup(objectiveName)
+	if err != nil {
+		return nil, fmt.Errorf("synthetic: %s: %w", ObjectiveVar, err)
+	}
+	maxIter := 0
+	for _, b := range exp.Algorithm.Brackets() {
+		maxIter = max(maxIter, b.Stages[len(b.Stages)-1].EndIter())
+	}
+	return func(iter int) float64 { return o.Value(params, iter, maxIter) }, nil
 }
 
 // Curve is the metric after iter iterations: it rises towards quality.

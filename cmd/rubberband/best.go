@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/urfave/cli/v2"
+	"go.yaml.in/yaml/v3"
+)
+
+func bestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "best",
+		Usage:     "print a run's best configuration, ready to reuse (-o yaml, the default, or json with its learning curve)",
+		ArgsUsage: "RUN",
+		Description: "RUN is a run's name or ID under the root folder, or its state directory. The best is the top\n" +
+			"trial of the brackets' last stages, as report names it; a run that has not finished a bracket has none yet.",
+		Flags: []cli.Flag{rootFlag(),
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "yaml", Usage: "yaml (the parameters alone) or json (with the trial, its metric and learning curve)"},
+		},
+		BashComplete: completeRun,
+		Action: func(c *cli.Context) error {
+			out := c.String("output")
+			if out != "yaml" && out != "json" {
+				return usageErr("--output %q: yaml or json", out)
+			}
+			if c.NArg() != 1 {
+				return usageErr("best needs exactly one RUN argument")
+			}
+			st, err := openRun(c)
+			if err != nil {
+				return err
+			}
+			v, err := rundir.NewView(st)
+			if err != nil {
+				return err
+			}
+			best, err := rundir.Best(v)
+			if err != nil {
+				return err
+			}
+			if out == "json" {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(best)
+			}
+			fmt.Fprintf(c.App.Writer, "# %s, run %s: trial %s, %s %g at iteration %d\n", st.Exp.Name, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
+			b, err := yaml.Marshal(best.Params)
+			if err != nil {
+				return err
+			}
+			_, err = c.App.Writer.Write(b)
+			return err
+		},
+	}
+}

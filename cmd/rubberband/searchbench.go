@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/search/bench"
+	"github.com/rubberband-hpo/rubberband/search/objective"
+	"github.com/urfave/cli/v2"
+)
+
+func searchBenchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "search-bench",
+		Usage: "measure the samplers: regret by budget on benchmark objectives with a known optimum, in virtual time",
+		Description: "Runs each sampler over --seeds seeds on each objective (" + strings.Join(objective.Names(), ", ") + "), a job whose synthetic\n" +
+			"trainer reports the objective's loss at the trial's fidelity, through the unchanged executor in virtual time, and\n" +
+			"prints each sampler's median regret [quartiles] at a quarter, half, three quarters and all of the budget, and how\n" +
+			"much of the budget it needs to reach random sampling's final median. With --optuna DIR it compares Optuna's TPE with\n" +
+			"its Hyperband pruner on the same objective and total iterations (DIR/optuna-OBJECTIVE-ITERS.json, written by\n" +
+			"scripts/optuna_bench.py, which --optuna-script runs when the file is missing). `make search-bench` does it all.",
+		Flags: []cli.Flag{outputFlag(),
+			&cli.StringFlag{Name: "objectives", Value: strings.Join(objective.Names(), ","), Usage: "comma-separated benchmark objectives"},
+			&cli.StringFlag{Name: "algorithm", Value: "hyperband", Usage: "hyperband (1 to 27 iterations, eta 3, --rounds rounds) or sha (81 trials, 1 to 27, eta 3)"},
+			&cli.IntFlag{Name: "rounds", Value: 16, Usage: "Hyperband rounds a run"},
+			&cli.StringFlag{Name: "samplers", Value: "random,sobol,tpe", Usage: "comma-separated samplers; options after a space, as in the spec: 'tpe, random_fraction: 0.1'"},
+			&cli.IntFlag{Name: "seeds", Value: 20, Usage: "seeds per sampler"},
+			&cli.StringFlag{Name: "optuna", Usage: "folder of Optuna's trajectories (compared when there)"},
+			&cli.StringFlag{Name: "optuna-script", Usage: "runs it (/usr/bin/python3 SCRIPT) for a trajectory --optuna lacks"},
+			&cli.StringFlag{Name: "plots", Usage: "write a PNG chart of regret against GPU dollars per objective into this folder"},
+		},
+		Action: searchBenchAction,
+	}
+}
+
+func searchBenchAction(c *cli.Context) error {
+	if err := checkOutput(c); err != nil {
+		return err
+	}
+	if c.Int("seeds") < 1 || c.Int("rounds") < 1 {
+		return usageErr("--seeds and --rounds must be at least 1")
+	}
+	alg := c.String("algorithm")
+	if alg != "hyperband" && alg != "sha" {
+		return usageErr("--algorithm %q: hyperband or sha", alg)
+	}
+	samplers := splitSamplers(c.String("samplers"))
+	var results []bench.Result
+	for _, name := range strings.Split(c.String("objectives"), ",") {
+		if _, err := objective.Lookup(name); err != nil {
+			return usageErr("%v", err)
+		}
+		cs := bench.Case{Objective: name, Algorithm: alg, Rounds: c.Int("rounds")}
+		p, trajs, err := bench.RunAll(c.Context, cs, samplers, c.Int("seeds"), func(done, total int) {
+			fmt.Fprintf(c.App.ErrWriter, "\r%s: %d of %d runs", cs, done, total)
+		})
+		fmt.Fprintln(c.App.ErrWriter)
+		if err != nil {
+			return err
+		}
+		if dir := c.String("optuna"); dir != "" {
+			more, err := optunaTrajectories(c, dir, name, p)
+			if err != nil {
+				return err
+			}
+			trajs = append(trajs, more...)
+		}
+		r := bench.Compare(cs.String(), p.Iters, c.Int("seeds"), trajs, 96)
+		results = append(results, r)
+		if dir := c.String("plots"); dir != "" {
+			if err := regretChart(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
+				return err
+			}
+		}
+		if c.String("output") != "json" {
+			r.WriteTable(c.App.Writer)
+			fmt.Fprintln(c.App.Writer)
+		}
+	}
+	if c.String("output") == "json" {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	return nil
+}
+
+// splitSamplers splits "random,sobol,tpe, random_fraction: 0.1" at the commas that begin a
+// sampler's name (a comma followed by an option stays with its sampler).
+func splitSamplers(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if strings.Contains(part, ":") && len(out) > 0 {
+			out[len(out)-1] += "," + part
+			continue
+		}
+		out = append(out, strings.TrimSpace(part))
+	}
+	return out
+}
+
+// optunaTrajectories reads Optuna's runs of an objective at p's budget, running the script
+// first when it is given and the file is missing.
+func optunaTrajectories(c *cli.Context, dir, name string, p *bench.Prepared) ([]bench.Trajectory, error) {
+	path := filepath.Join(dir, fmt.Sprintf("optuna-%s-%d.json", name, p.Iters))
+	if _, err := os.Stat(path); err != nil {
+		script := c.String("optuna-script")
+		if script == "" {
+			fmt.Fprintf(c.App.ErrWriter, "rubberband: no %s (--optuna-script runs scripts/optuna_bench.py): Optuna left out\n", path)
+			return nil, nil
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "optuna: %s, %d iterations a run, %d seeds\n", name, p.Iters, c.Int("seeds"))
+		cmd := exec.CommandContext(c.Context, "/usr/bin/python3", script, "--objective", name, "--min-iters", "1", "--max-iters", "27",
+			"--eta", "3", "--budget-iters", strconv.Itoa(p.Iters), "--seeds", strconv.Itoa(c.Int("seeds")), "--out", path)
+		cmd.Stdout, cmd.Stderr = c.App.ErrWriter, c.App.ErrWriter
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("optuna: %s: %w", script, err)
+		}
+	}
+	obj, budget, trajs, err := bench.LoadOptuna(path)
+	if err != nil {
+		return nil, err
+	}
+	if obj != name || budget != p.Iters {
+		return nil, fmt.Errorf("optuna: %s holds %s at %d iterations, not %s at %d", path, obj, budget, name, p.Iters)
+	}
+	return trajs, nil
+}
+
+// regretChart draws each sampler's median regret with its quartile band against GPU dollars:
+// every iteration costs the same here, so iterations convert at the runs' mean price of one.
+func regretChart(file string, r bench.Result, trajs []bench.Trajectory) error {
+	var dollars, iters float64
+	for _, t := range trajs {
+		if n := len(t.Points); n > 0 && t.Points[n-1].Dollars == t.Points[n-1].Dollars { // not NaN: ours
+			dollars += t.Points[n-1].Dollars
+			iters += t.Points[n-1].Iters
+		}
+	}
+	perIter := dollars / iters
+	var series []charts.Series
+	for _, s := range r.Summaries {
+		sr := charts.Series{Name: s.Sampler, Legend: "(median, quartiles)"}
+		for i, x := range s.Iters {
+			if s.P75[i] > 1e300 { // no result yet in a quarter of the runs
+				continue
+			}
+			sr.X = append(sr.X, x*perIter)
+			sr.P50, sr.Lo, sr.Hi = append(sr.P50, s.P50[i]), append(sr.Lo, s.P25[i]), append(sr.Hi, s.P75[i])
+		}
+		series = append(series, sr)
+	}
+	return charts.Band(file, r.Case+": regret by GPU dollars spent", fmt.Sprintf("GPU dollars spent ($%.4f an iteration)", perIter), "regret (loss above the optimum)", series, nil)
+}

@@ -1,0 +1,164 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
+	"github.com/rubberband-hpo/rubberband/search"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// WarmStartFile holds the results a run's sampler was warm-started with, resolved once when
+// the run first started: a resumed run learns from the same results whatever became of the
+// runs they came from.
+const WarmStartFile = "warm_start.json"
+
+// WarmStart is what the runs a spec's sampler.warm_start names give its model.
+type WarmStart struct {
+	Observations []search.Observation `json:"observations"`
+	// Notes say, per run, what it gives and what of it is ignored (parameters this space lacks
+	// or whose values it does not take): what validate prints.
+	Notes []string `json:"notes"`
+}
+
+// ResolveWarmStart reads the results of the runs exp's sampler.warm_start names under root.
+// A run that does not exist, or optimised another metric, is an error matching ErrNotRun or
+// ErrSpec.
+func ResolveWarmStart(root string, exp *spec.Experiment) (*WarmStart, error) {
+	ws := &WarmStart{Observations: []search.Observation{}}
+	for _, name := range exp.Sampler.WarmStart {
+		dir, err := Resolve(root, name)
+		if err != nil {
+			return nil, fmt.Errorf("sampler.warm_start: %w", err)
+		}
+		st, err := Open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("sampler.warm_start: %s: %w", name, err)
+		}
+		if st.Exp.Objective.Metric != exp.Objective.Metric {
+			return nil, fmt.Errorf("sampler.warm_start: %w: run %s optimised %q, this spec %q", ErrSpec, name, st.Exp.Objective.Metric, exp.Objective.Metric)
+		}
+		events, err := executor.ReadJournal(filepath.Join(dir, Journal))
+		if err != nil {
+			return nil, fmt.Errorf("sampler.warm_start: %s: %w", name, err)
+		}
+		obs, ignored := observations(st.Exp, exp, events)
+		note := fmt.Sprintf("warm start: run %s (%s) gives %d results", name, st.Run.RunID, len(obs))
+		if len(ignored) > 0 {
+			note += "; ignores " + strings.Join(ignored, ", ")
+		}
+		ws.Notes = append(ws.Notes, note)
+		ws.Observations = append(ws.Observations, obs...)
+	}
+	return ws, nil
+}
+
+// observations are the results a run's journal holds, in the terms of exp's search space: each
+// trial's objective at the end of each stage it reached (+Inf where it gave up), as a loss under
+// the mode of the run that measured it; ignored says which parameters exp's space drops.
+func observations(from, exp *spec.Experiment, events []executor.Event) ([]search.Observation, []string) {
+	brackets := from.Algorithm.Brackets()
+	params := map[string]spec.Config{}
+	dropped := map[string]string{}
+	var out []search.Observation
+	for _, e := range events {
+		if e.Bracket < 0 || e.Bracket >= len(brackets) {
+			continue
+		}
+		switch e.Ev {
+		case executor.EvTrial, executor.EvLaunch:
+			if e.Params != nil {
+				params[e.Trial] = shared(e.Params, exp.SearchSpace, dropped)
+			}
+		case executor.EvDone, executor.EvFail:
+			c, ok := params[e.Trial]
+			stages := brackets[e.Bracket].Stages
+			if !ok || e.Stage < 0 || e.Stage >= len(stages) || (e.Ev == executor.EvFail && !e.GaveUp) {
+				continue
+			}
+			metric := math.NaN()
+			if e.Ev == executor.EvDone && e.Metric != nil {
+				metric = *e.Metric
+			}
+			out = append(out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, from.Objective.Mode)})
+		}
+	}
+	var ignored []string
+	for _, name := range slices.Sorted(mapKeys(dropped)) {
+		ignored = append(ignored, name+" ("+dropped[name]+")")
+	}
+	return out, ignored
+}
+
+// shared keeps the parameters of c that space has, with values it takes; dropped learns why
+// the others went.
+func shared(c spec.Config, space map[string]spec.Param, dropped map[string]string) spec.Config {
+	out := spec.Config{}
+	for name, v := range c {
+		p, ok := space[name]
+		switch {
+		case !ok:
+			dropped[name] = "not in this search space"
+		case p.Type == "choice" && !slices.ContainsFunc(p.Values, func(w any) bool { return spec.SameValue(v, w) }):
+			dropped[name] = "a value this choice does not take"
+		case p.Type != "choice" && !isNumber(v):
+			dropped[name] = "not a number here"
+		default:
+			out[name] = v
+		}
+	}
+	return out
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case float64, int, int64:
+		return true
+	}
+	return false
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// LoadWarmStart returns the warm start of the run in dir: what it was started with, or, the
+// first time, what root's runs give now (then kept in dir).
+func LoadWarmStart(dir, root string, exp *spec.Experiment) (*WarmStart, error) {
+	path := filepath.Join(dir, WarmStartFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var ws WarmStart
+		if err := json.Unmarshal(b, &ws); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return &ws, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	ws, err := ResolveWarmStart(root, exp)
+	if err != nil {
+		return nil, err
+	}
+	b, err = json.Marshal(ws)
+	if err != nil {
+		return nil, err
+	}
+	return ws, safefile.Write(path, b, FileMode)
+}

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"text/tabwriter"
+)
+
+// LoadOptuna reads what scripts/optuna_bench.py wrote: one run per seed, each a trajectory of
+// [iterations spent, regret] (no dollars: Optuna knows none).
+func LoadOptuna(path string) (objectiveName string, budget int, trajs []Trajectory, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	var f struct {
+		Objective string `json:"objective"`
+		Sampler   string `json:"sampler"`
+		Budget    int    `json:"budget_iters"`
+		Runs      []struct {
+			Seed       int          `json:"seed"`
+			Trajectory [][2]float64 `json:"trajectory"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return "", 0, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if f.Sampler == "" {
+		f.Sampler = "optuna"
+	}
+	for _, r := range f.Runs {
+		t := Trajectory{Sampler: f.Sampler, Seed: r.Seed}
+		for _, p := range r.Trajectory {
+			t.Points = append(t.Points, Point{Iters: p[0], Dollars: math.NaN(), Regret: p[1]})
+		}
+		trajs = append(trajs, t)
+	}
+	return f.Objective, f.Budget, trajs, nil
+}
+
+// Result is one case's comparison: each sampler's quartiles by budget, and the figures.
+type Result struct {
+	Case      string    `json:"case"`
+	Iters     int       `json:"iters"` // one run's budget
+	Seeds     int       `json:"seeds"`
+	Summaries []Summary `json:"samplers"`
+	// ToReachRandom is, per sampler, the share of the budget after which its median regret is
+	// at most random's final median (+Inf: never; JSON null).
+	ToReachRandom map[string]*float64 `json:"to_reach_random"`
+}
+
+// Compare summarizes a case's trajectories at n evenly spaced budgets.
+func Compare(name string, iters, seeds int, trajs []Trajectory, n int) Result {
+	r := Result{Case: name, Iters: iters, Seeds: seeds, Summaries: Summarize(trajs, Budgets(float64(iters), n)), ToReachRandom: map[string]*float64{}}
+	var random *Summary
+	for i := range r.Summaries {
+		if r.Summaries[i].Sampler == "random" {
+			random = &r.Summaries[i]
+		}
+	}
+	if random != nil {
+		for _, s := range r.Summaries {
+			share := s.ToReach(random.FinalMedian()) / float64(iters)
+			if !math.IsInf(share, 1) {
+				r.ToReachRandom[s.Sampler] = &share
+			} else {
+				r.ToReachRandom[s.Sampler] = nil
+			}
+		}
+	}
+	return r
+}
+
+// WriteTable prints a case: median regret [quartiles] at a quarter, half, three quarters and all
+// of the budget, and the share of the budget each sampler needs to reach random's final median.
+func (r Result) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "%s: %d iterations a run, %d seeds; regret: median [q1, q3]\n", r.Case, r.Iters, r.Seeds)
+	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "sampler\t25%\t50%\t75%\t100% of the budget\treaches random's final at")
+	n := len(r.Summaries[0].Iters)
+	for _, s := range r.Summaries {
+		fmt.Fprintf(tw, "%s", s.Sampler)
+		for _, q := range []int{n/4 - 1, n/2 - 1, 3*n/4 - 1, n - 1} {
+			q = max(q, 0)
+			fmt.Fprintf(tw, "\t%s [%s, %s]", num(s.P50[q]), num(s.P25[q]), num(s.P75[q]))
+		}
+		reach := "never"
+		if share := r.ToReachRandom[s.Sampler]; share != nil {
+			reach = fmt.Sprintf("%.0f%% of the budget", 100**share)
+		}
+		fmt.Fprintf(tw, "\t%s\n", reach)
+	}
+	tw.Flush()
+}
+
+func num(x float64) string {
+	if math.IsInf(x, 1) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", x)
+}

@@ -1,0 +1,229 @@
+package search
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// TPE is the tree-structured Parzen estimator as BOHB uses it (Falkner et al., 2018): for the
+// largest budget (iterations) with enough results, the best TopFraction of them make a "good"
+// density l and the rest a "bad" density g, each a product-kernel density (a Gaussian per
+// numeric coordinate, Aitchison and Aitken's kernel per choice) with normal-reference
+// bandwidths floored at MinBandwidth; Candidates points are drawn from l with its bandwidths
+// widened BandwidthFactor times, and the one with the highest l/g is the draw. RandomFraction
+// of draws, the first StartupTrials, and every draw before a budget has enough results are
+// uniform at random.
+//
+// Conditional spaces, as BOHB and Optuna treat them per active subset: a coordinate inactive in
+// a result or in the candidate contributes no factor to that pair's kernel, and a coordinate's
+// bandwidth is fitted on the results where it is active.
+type TPE struct {
+	space map[string]spec.Param
+	dims  []dim
+	opt   spec.Sampler
+}
+
+// NewTPE returns the estimator of a space with the spec's options (defaults applied).
+func NewTPE(space map[string]spec.Param, opt spec.Sampler) *TPE {
+	return &TPE{space: space, dims: dims(space), opt: opt}
+}
+
+// Draw returns the configuration of a trial with drawn trials drawn before it, given every
+// result so far.
+func (t *TPE) Draw(drawn int, history []Observation, r *rand.Rand) spec.Config {
+	randomFraction := 1.0 / 3
+	if t.opt.RandomFraction != nil {
+		randomFraction = *t.opt.RandomFraction
+	}
+	if coin := r.Float64(); drawn < t.opt.StartupTrials || coin < randomFraction {
+		return spec.SampleConfig(t.space, r)
+	}
+	m := t.fit(history)
+	if m == nil {
+		return spec.SampleConfig(t.space, r)
+	}
+	return m.propose(t, r)
+}
+
+// Budget is the budget whose results the model is fitted on, and how many there are: the largest
+// with enough of them (0, 0 when none has).
+func (t *TPE) Budget(history []Observation) (budget, n int) {
+	counts := map[int]int{}
+	for _, o := range history {
+		counts[o.Budget]++
+	}
+	for b, c := range counts {
+		if c >= t.needed() && b > budget {
+			budget, n = b, c
+		}
+	}
+	return budget, n
+}
+
+// needed is how many results a budget needs: min_points good ones and min_points bad ones.
+func (t *TPE) needed() int { return 2 * max(t.opt.MinPoints, 1) }
+
+// model is a fitted pair of densities.
+type model struct {
+	good, bad kde
+}
+
+func (t *TPE) fit(history []Observation) *model {
+	budget, n := t.Budget(history)
+	if n == 0 {
+		return nil
+	}
+	obs := make([]Observation, 0, n)
+	for _, o := range history {
+		if o.Budget == budget {
+			obs = append(obs, o)
+		}
+	}
+	slices.SortStableFunc(obs, func(a, b Observation) int { return cmp.Compare(a.Loss, b.Loss) })
+	nGood := max(t.opt.MinPoints, int(t.opt.TopFraction*float64(n)))
+	nGood = min(nGood, n-t.opt.MinPoints)
+	points := make([][]float64, n)
+	for i, o := range obs {
+		points[i] = encode(t.dims, o.Params)
+	}
+	return &model{good: t.kde(points[:nGood]), bad: t.kde(points[nGood:])}
+}
+
+// kde is a product-kernel density over points (rows of coordinates, NaN inactive), with each
+// coordinate's kernel constants worked out once: the density is evaluated 64 times per draw
+// over up to thousands of points.
+type kde struct {
+	points [][]float64
+	bw     []float64 // per coordinate: a Gaussian's standard deviation, or a choice's lambda
+	// Per coordinate: 1/bw and -log(bw) for a Gaussian; log(1-lambda) and log(lambda/(levels-1))
+	// for a choice.
+	inv, logNorm, logSame, logDiff []float64
+	flat                           []float64 // points, row after row
+	logs                           []float64 // scratch, one per point
+}
+
+func (t *TPE) kde(points [][]float64) kde {
+	d := len(t.dims)
+	k := kde{points: points, bw: make([]float64, d), inv: make([]float64, d), logNorm: make([]float64, d),
+		logSame: make([]float64, d), logDiff: make([]float64, d), flat: make([]float64, 0, d*len(points)),
+		logs: make([]float64, len(points))}
+	for _, p := range points {
+		k.flat = append(k.flat, p...)
+	}
+	for j, dm := range t.dims {
+		var sum, sq float64
+		n := 0
+		for _, p := range points {
+			if !math.IsNaN(p[j]) {
+				sum += p[j]
+				sq += p[j] * p[j]
+				n++
+			}
+		}
+		bw := 1.0
+		if n > 1 {
+			mean := sum / float64(n)
+			sd := math.Sqrt(max(sq/float64(n)-mean*mean, 0) * float64(n) / float64(n-1))
+			bw = 1.06 * sd * math.Pow(float64(n), -1/(4+float64(d))) // statsmodels' normal reference, as BOHB
+		}
+		// Floors: the spec's, and one that shrinks as points accumulate (1/(n+1), Optuna's "magic
+		// clip"): a good density of a few nearly equal points would otherwise collapse onto them.
+		bw = max(bw, t.opt.MinBandwidth, magicClip/float64(len(points)+1))
+		if dm.levels > 0 {
+			bw = min(bw, float64(dm.levels-1)/float64(dm.levels)) // lambda: at most uniform
+			k.logSame[j] = math.Log1p(-bw)
+			k.logDiff[j] = math.Log(bw / float64(max(dm.levels-1, 1)))
+		}
+		k.bw[j], k.inv[j], k.logNorm[j] = bw, 1/bw, -math.Log(bw)
+	}
+	return k
+}
+
+// magicClip scales the bandwidth floor that shrinks with the points (see kde).
+const magicClip = 1.0
+
+// priorWeight is the weight, as a number of points, of the uniform density mixed into each
+// density (Optuna's prior): no region is ever ruled out. With magicClip, it is what keeps the
+// search from settling on the first good basin it finds: on Branin, 100 draws of BOHB's bare
+// densities ended a median 0.45 above the optimum, with both 0.019 (TestTPEFindsBranin).
+const priorWeight = 1.0
+
+// logDensity is the log of the density at u (coordinates encoded, NaN inactive).
+func (t *TPE) logDensity(k *kde, u []float64) float64 {
+	d := len(u)
+	best := math.Inf(-1)
+	for i := range k.logs {
+		p := k.flat[i*d : i*d+d]
+		var s float64
+		for j, x := range u {
+			y := p[j]
+			if x != x || y != y { // NaN: inactive on either side
+				continue
+			}
+			if t.dims[j].levels > 0 {
+				if x == y {
+					s += k.logSame[j]
+				} else {
+					s += k.logDiff[j]
+				}
+				continue
+			}
+			z := (x - y) * k.inv[j]
+			s += k.logNorm[j] - 0.5*z*z
+		}
+		k.logs[i] = s
+		best = max(best, s)
+	}
+	best = max(best, 0) // the uniform prior's log density is 0
+	sum := priorWeight * math.Exp(-best)
+	for _, s := range k.logs {
+		sum += math.Exp(s - best)
+	}
+	return best + math.Log(sum/(float64(len(k.logs))+priorWeight))
+}
+
+// propose draws the candidates from the widened good density and returns the best by l/g.
+func (m *model) propose(t *TPE, r *rand.Rand) spec.Config {
+	var best spec.Config
+	bestScore := math.Inf(-1)
+	u := make([]float64, len(t.dims))
+	for range max(t.opt.Candidates, 1) {
+		p := m.good.points[r.IntN(len(m.good.points))]
+		for j, d := range t.dims {
+			switch {
+			case math.IsNaN(p[j]): // inactive in the chosen point: any value
+				u[j] = r.Float64()
+			case d.levels > 0:
+				idx := int(p[j])
+				if r.Float64() >= 1-m.good.bw[j] {
+					idx = r.IntN(d.levels)
+				}
+				u[j] = (float64(idx) + 0.5) / float64(d.levels)
+			default:
+				u[j] = truncNormal(r, p[j], m.good.bw[j]*t.opt.BandwidthFactor)
+			}
+		}
+		c := decode(t.dims, t.space, u)
+		v := encode(t.dims, c) // inactive coordinates NaN, choices as indices
+		score := t.logDensity(&m.good, v) - t.logDensity(&m.bad, v)
+		if best == nil || score > bestScore {
+			best, bestScore = c, score
+		}
+	}
+	return best
+}
+
+// truncNormal draws from N(mean, sd) restricted to [0, 1].
+func truncNormal(r *rand.Rand, mean, sd float64) float64 {
+	for range 100 {
+		x := mean + sd*r.NormFloat64()
+		if x >= 0 && x <= 1 {
+			return x
+		}
+	}
+	return min(max(mean, 0), 1)
+}
