@@ -49,20 +49,11 @@ type Faults struct {
 // virtual time on a scratch journal, says how many journal records, nodes and launches there
 // are to place faults among, and which trial must win.
 func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, error) {
-	scratch, err := os.MkdirTemp("", "rubberband-clean-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(scratch)
-	path := filepath.Join(scratch, rundir.Journal)
-	out, err := virtual.Run(ctx, virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: path, RunID: st.Run.RunID, Replan: !st.Run.NoReplan})
+	out, err := cleanRun(ctx, st, nil)
 	if err != nil {
 		return nil, fmt.Errorf("the clean run the faults are placed in: %w", err)
 	}
-	events, err := executor.ReadJournal(path)
-	if err != nil {
-		return nil, err
-	}
+	events := out.events
 	scale := virtual.Scale{Records: len(events), Duration: time.Duration(out.Result.Realized.JCT * float64(time.Second)),
 		Spot: st.Exp.Cluster.Market == spec.MarketSpot || strings.Contains(fmt.Sprint(st.Exp.Cluster.Markets), spec.MarketSpot)}
 	for _, e := range events {
@@ -74,6 +65,33 @@ func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, err
 		}
 	}
 	return &Faults{Schedule: virtual.Draw(seed, scale), Best: out.Result.Best}, nil
+}
+
+// cleanOutcome is a clean virtual run of a run's spec and plan, with its journal.
+type cleanOutcome struct {
+	*virtual.Outcome
+	events []executor.Event
+}
+
+// cleanRun runs the run in st in virtual time without faults on a scratch journal, its adaptive
+// sampler's trials given configs where they hold them.
+func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Config) (*cleanOutcome, error) {
+	scratch, err := os.MkdirTemp("", "rubberband-clean-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	path := filepath.Join(scratch, rundir.Journal)
+	out, err := virtual.Run(ctx, virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: path, RunID: st.Run.RunID, Replan: !st.Run.NoReplan,
+		Configurations: configs})
+	if err != nil {
+		return nil, err
+	}
+	events, err := executor.ReadJournal(path)
+	if err != nil {
+		return nil, err
+	}
+	return &cleanOutcome{out, events}, nil
 }
 
 // executeVirtual runs (or resumes) a virtual run: the executor in virtual time, each crash of
@@ -106,6 +124,19 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 		return nil, err
 	}
 	if out.Result.Finished {
+		if f != nil && st.Exp.Sampler.Adaptive() {
+			// Faults shift when an adaptive sampler draws, so what it learns from: the run is
+			// held to a clean run of the configurations it drew.
+			events, err := executor.ReadJournal(vc.Journal)
+			if err != nil {
+				return out.Result, err
+			}
+			pinned, err := cleanRun(ctx, st, executor.Configurations(events))
+			if err != nil {
+				return out.Result, fmt.Errorf("the clean run of the configurations drawn: %w", err)
+			}
+			f.Best = pinned.Result.Best
+		}
 		if err := heldToTheCleanRun(out, f); err != nil {
 			return out.Result, err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -459,4 +460,18 @@ func hex8(c uint32) [8]byte {
 		h[i] = digits[c>>(28-4*i)&0xf]
 	}
 	return h
+}
+
+// Configurations are the configurations a journal holds, by trial: drawn at the start (trial
+// events) or at a trial's first launch (an adaptive sampler's, on launch events).
+func Configurations(events []Event) map[string]spec.Config {
+	out := map[string]spec.Config{}
+	for _, e := range events {
+		if (e.Ev == EvTrial || e.Ev == EvLaunch) && e.Params != nil {
+			if _, ok := out[e.Trial]; !ok {
+				out[e.Trial] = e.Params
+			}
+		}
+	}
+	return out
 }

@@ -64,6 +64,11 @@ type Config struct {
 	// WarmStart are results of earlier runs that an adaptive sampler learns from before this
 	// run's own (sampler.warm_start).
 	WarmStart []search.Observation
+	// Configurations, when set, are what an adaptive sampler's trials are given instead of a
+	// draw: another run's draws replayed (a fault schedule's run checked against a clean run of
+	// the same configurations: with a sampler that learns as results come, faults shift what it
+	// learns from).
+	Configurations map[string]spec.Config
 }
 
 // Status is a progress snapshot of one bracket's current stage.
@@ -311,6 +316,9 @@ func (x *run) sample() error {
 // that finds the draw journaled (with the launch) uses it and never draws again. Called with
 // x.mu held.
 func (x *run) drawParams(id string) spec.Config {
+	if c, ok := x.cfg.Configurations[id]; ok {
+		return c
+	}
 	exp := x.cfg.Experiment
 	var history []search.Observation
 	index, drawn := 0, 0

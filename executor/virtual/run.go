@@ -44,8 +44,10 @@ type Config struct {
 	Progress func(executor.Status)
 	Observe  func(executor.Event)
 	Live     func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
-	// WarmStart is the executor's (an adaptive sampler's results of earlier runs).
-	WarmStart []search.Observation
+	// WarmStart and Configurations are the executor's (an adaptive sampler's results of earlier
+	// runs; configurations replayed instead of drawn).
+	WarmStart      []search.Observation
+	Configurations map[string]spec.Config
 }
 
 // Outcome is what a virtual run did: the executor's result, and the world it ran in (its ground
@@ -133,7 +135,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			}
 			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, Provider: p, Runtime: rt,
 				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
-				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart})
+				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart,
+				Configurations: cfg.Configurations})
 			journal.Close()
 			crashed := w.isSevered(epoch)
 			die()

@@ -2,6 +2,7 @@ package virtual
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -74,6 +75,14 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		}
 	}
 	env := g.Workers[0].Env
+	// A trial keeps the configuration it was first launched with: a checkpoint resumed under
+	// another would be another model, its result silently changed.
+	key, _ := json.Marshal(env.Params)
+	if first, ok := w.params[g.Trial]; !ok {
+		w.params[g.Trial] = string(key)
+	} else if first != string(key) {
+		w.breach("trial %s launched with %s, first with %s", g.Trial, key, first)
+	}
 	gg := &gang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
 		metric: w.exp.Objective.Metric}
 	curve, err := synthetic.LearningCurve(w.exp, w.exp.Trainer.Env[synthetic.ObjectiveVar], env.Params)

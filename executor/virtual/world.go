@@ -54,7 +54,8 @@ type World struct {
 	injected  map[string]bool // trial@target: a failure was injected there already
 	severed   map[int]bool    // drivers cut off
 	spans     []NodeSpan
-	trained   map[string]int // trial@target -> gangs that trained up to it
+	trained   map[string]int    // trial@target -> gangs that trained up to it
+	params    map[string]string // trial -> its configuration, as first launched (JSON)
 	breaches  []string
 	triggered []string // faults that fired, in order
 }
@@ -94,7 +95,8 @@ func NewWorld(c *clock.Sim, exp *spec.Experiment, seed int64, faults *Faults) (*
 	}
 	w := &World{clk: c, exp: exp, model: m, seed: uint64(seed), notice: exp.Cluster.Spot.Notice.D(), faults: faults,
 		nodes: map[string]*node{}, rented: map[string]*node{}, tokens: map[string]*request{}, gangs: map[int]*gang{}, tries: map[string]int{},
-		kept: map[string]trial.Report{}, injected: map[string]bool{}, severed: map[int]bool{}, trained: map[string]int{}}
+		kept: map[string]trial.Report{}, injected: map[string]bool{}, severed: map[int]bool{}, trained: map[string]int{},
+		params: map[string]string{}}
 	w.slowdown, w.slowFrom = synthetic.SlowdownFrom(func(k string) string { return exp.Trainer.Env[k] })
 	return w, nil
 }
