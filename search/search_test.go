@@ -21,9 +21,19 @@ func tpeOptions(minPoints int) spec.Sampler {
 // On a 1-D quadratic, TPE's draws concentrate at the optimum as results accumulate: the last
 // draws are much closer to it than uniform draws are, and the good density's points lie there.
 func TestTPEConcentratesOnAQuadratic(t *testing.T) {
+	for _, multivariate := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multivariate=%v", multivariate), func(t *testing.T) {
+			opt := tpeOptions(2)
+			opt.Multivariate = multivariate
+			concentrates(t, opt)
+		})
+	}
+}
+
+func concentrates(t *testing.T, opt spec.Sampler) {
 	space := map[string]spec.Param{"x": {Type: "uniform", Min: -10, Max: 10}}
 	const optimum = 3.0
-	tpe := NewTPE(space, tpeOptions(2))
+	tpe := NewTPE(space, opt)
 	r := rand.New(rand.NewPCG(1, 2))
 	var history []Observation
 	var last []float64

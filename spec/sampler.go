@@ -33,6 +33,9 @@ type Sampler struct {
 	TopFraction     float64  `yaml:"top_fraction"`
 	BandwidthFactor float64  `yaml:"bandwidth_factor"`
 	MinBandwidth    float64  `yaml:"min_bandwidth"`
+	// Multivariate fits one joint density over all parameters, as BOHB does, instead of one
+	// density per parameter (the default, as Optuna's TPE): see search.TPE.
+	Multivariate bool `yaml:"multivariate"`
 	// WarmStart names earlier runs under the root (by name or ID) whose results tpe learns from
 	// before this run's own: the parameters they share with this space, the objective's values
 	// at every budget they reached. Resolved when the run starts and kept in its state directory.
@@ -40,7 +43,7 @@ type Sampler struct {
 }
 
 // tpeOptions are the fields only tpe reads.
-var tpeOptions = []string{"min_points", "random_fraction", "candidates", "startup_trials", "top_fraction", "bandwidth_factor", "min_bandwidth", "warm_start"}
+var tpeOptions = []string{"min_points", "random_fraction", "candidates", "startup_trials", "top_fraction", "bandwidth_factor", "min_bandwidth", "multivariate", "warm_start"}
 
 // Adaptive says whether the sampler learns from results: its draws wait for the launch (the
 // executor draws them then, from every result so far); the others are drawn when the run starts.

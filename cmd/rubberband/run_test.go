@@ -719,19 +719,34 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.8 {
 		t.Fatalf("report %s\n%s", stdout.String(), stderr.String())
 	}
-	// The winner ran its three stages on more than one node, continuing its iterations.
-	nodesOf, iters := map[string]bool{}, []int{}
+	// The winner ran its three stages on more than one node, continuing its iterations: each
+	// report the next iteration, none lost; an iteration reported again only by a relaunch
+	// after a failed try (a loaded machine can time a gang out), from its last checkpoint.
+	nodesOf, iters, retried := map[string]bool{}, []int{}, false
 	for _, e := range readJournal(t, state) {
-		if e.Trial == rep.Best.Trial && e.Ev == executor.EvLaunch {
+		if e.Trial != rep.Best.Trial {
+			continue
+		}
+		switch e.Ev {
+		case executor.EvLaunch:
 			for _, n := range e.Nodes {
 				nodesOf[n] = true
 			}
-		}
-		if e.Trial == rep.Best.Trial && e.Ev == executor.EvReport {
+		case executor.EvFail:
+			retried = true
+		case executor.EvReport:
+			last := 0
+			if len(iters) > 0 {
+				last = iters[len(iters)-1]
+			}
+			if e.Iter > last+1 || (e.Iter <= last && !retried) {
+				t.Fatalf("winner reported iteration %d after %v (retried: %v): a report lost or repeated", e.Iter, iters, retried)
+			}
+			retried = false
 			iters = append(iters, e.Iter)
 		}
 	}
-	if len(nodesOf) < 2 || len(iters) != 9 || iters[8] != 9 {
+	if len(nodesOf) < 2 || len(iters) < 9 || iters[len(iters)-1] != 9 {
 		t.Fatalf("winner ran on %v, reported %v", nodesOf, iters)
 	}
 	// The containers got MinIO's credentials, yet no file of the state directory holds the
