@@ -37,6 +37,8 @@ type Report struct {
 	// the same planner finds on fewer of them (on-demand only; the best single type), each with
 	// what the plan saves against it.
 	Alternatives []Alternative `json:"alternatives,omitempty"`
+	// Search is how the plan batches an adaptive sampler's draws (nil for the others).
+	Search *SearchPlan `json:"search,omitempty"`
 }
 
 // Alternative is the best plan on a subset of the offers.
@@ -103,6 +105,7 @@ func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible 
 		Brackets:  bracketReports(res),
 		Predicted: prediction(res, deadline),
 		BudgetUSD: exp.Budget.MaxCostUSD,
+		Search:    searchPlan(exp, res),
 	}
 }
 

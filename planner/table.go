@@ -31,6 +31,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	writeStages(w, r.Brackets, len(r.Brackets) > 1)
 	fmt.Fprintln(w)
 	writePrediction(w, "predicted", r.Predicted, r.DeadlineS > 0)
+	if r.Search != nil {
+		fmt.Fprintf(w, "search     %s\n", r.Search)
+	}
 	if b := r.BudgetUSD; b > 0 {
 		verdict := "within it"
 		if r.Predicted.Cost.Mean > b {
