@@ -403,3 +403,39 @@ func TestImportances(t *testing.T) {
 		}
 	}
 }
+
+// A warm start changes exactly the draws the model makes: given the same seed, a draw the coin
+// keeps random is the same with or without it; a draw it gives the model is another, and nearer
+// the optimum the earlier run found, while the cold sampler, with no results, draws at random.
+func TestWarmStartChangesTheModelsDraws(t *testing.T) {
+	space := map[string]spec.Param{"x": {Type: "uniform", Min: -10, Max: 10}}
+	opt := tpeOptions(2)
+	third := 1.0 / 3
+	opt.RandomFraction = &third
+	r := rand.New(rand.NewPCG(8, 8))
+	var warm []Observation
+	for range 60 { // an earlier run's results: the optimum at 3
+		x := -10 + 20*r.Float64()
+		warm = append(warm, Observation{Params: spec.Config{"x": x}, Budget: 9, Loss: (x - 3) * (x - 3)})
+	}
+	tpe := NewTPE(space, opt)
+	same, changed := 0, 0
+	var nearer, farther float64
+	for i := range 40 {
+		cold := tpe.Draw(i, nil, TrialRand(1, i))
+		hot := tpe.Draw(i, warm, TrialRand(1, i))
+		if coin := TrialRand(1, i).Float64(); coin < third {
+			if !reflect.DeepEqual(cold, hot) {
+				t.Fatalf("draw %d: the coin keeps it random, yet the warm start changed it: %v, %v", i, cold, hot)
+			}
+			same++
+			continue
+		}
+		changed++
+		nearer += math.Abs(hot["x"].(float64) - 3)
+		farther += math.Abs(cold["x"].(float64) - 3)
+	}
+	if same == 0 || changed == 0 || nearer > farther/4 {
+		t.Fatalf("%d draws kept, %d changed; mean distance to the optimum %.2f warm, %.2f cold", same, changed, nearer/float64(changed), farther/float64(changed))
+	}
+}

@@ -240,6 +240,10 @@ func (w *World) rent(off *sim.Offer, count int, token string) *request {
 		r.ready = maxTime(r.ready, now.Add(ready))
 		w.nodes[n.ID], w.rented[n.ID] = n, n
 		r.nodes = append(r.nodes, n.ID)
+		if scale <= 0 { // running at once: a timer of 0 could fire after Create looked
+			w.runningLocked(n)
+			continue
+		}
 		n.timers = append(n.timers, w.clk.AfterFunc(scale, func() { w.running(n) }))
 	}
 	return r
@@ -249,6 +253,11 @@ func (w *World) rent(off *sim.Offer, count int, token string) *request {
 func (w *World) running(n *node) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.runningLocked(n)
+}
+
+// runningLocked is running with w.mu held.
+func (w *World) runningLocked(n *node) {
 	if n.gone {
 		return
 	}
