@@ -120,11 +120,8 @@ func shared(c spec.Config, space map[string]spec.Param, dropped map[string]strin
 }
 
 func isNumber(v any) bool {
-	switch v.(type) {
-	case float64, int, int64:
-		return true
-	}
-	return false
+	_, ok := search.Number(v)
+	return ok
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

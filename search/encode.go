@@ -77,15 +77,15 @@ func encode(ds []dim, c spec.Config) []float64 {
 				}
 			}
 		case "uniform":
-			if f, ok := toFloat(v); ok {
+			if f, ok := Number(v); ok {
 				u[i] = (f - p.Min) / (p.Max - p.Min)
 			}
 		case "loguniform":
-			if f, ok := toFloat(v); ok && f > 0 {
+			if f, ok := Number(v); ok && f > 0 {
 				u[i] = (math.Log(f) - math.Log(p.Min)) / (math.Log(p.Max) - math.Log(p.Min))
 			}
 		case "int":
-			if f, ok := toFloat(v); ok {
+			if f, ok := Number(v); ok {
 				u[i] = (f - p.Min + 0.5) / (p.Max - p.Min + 1)
 			}
 		}
@@ -96,8 +96,8 @@ func encode(ds []dim, c spec.Config) []float64 {
 	return u
 }
 
-// toFloat reads a number however a journal or a spec holds it.
-func toFloat(v any) (float64, bool) {
+// Number reads a parameter's number however a journal or a spec holds it (float64, int64, int).
+func Number(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
 		return x, true
@@ -109,4 +109,18 @@ func toFloat(v any) (float64, bool) {
 		return float64(x), true
 	}
 	return 0, false
+}
+
+// AxisValue places a parameter's value on a chart's axis: a choice's index among its values,
+// a number as it is.
+func AxisValue(p spec.Param, v any) (float64, bool) {
+	if p.Type == "choice" {
+		for i, w := range p.Values {
+			if spec.SameValue(v, w) {
+				return float64(i), true
+			}
+		}
+		return 0, false
+	}
+	return Number(v)
 }

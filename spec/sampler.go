@@ -1,6 +1,9 @@
 package spec
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Samplers: how trials' configurations are drawn (package search draws them).
 const (
@@ -203,18 +206,7 @@ func GridShape(space map[string]Param, points int) string {
 		conditional = conditional || len(space[name].When) > 0
 	}
 	if conditional {
-		return "the reachable combinations of " + joinWords(parts) + " under when"
+		return "the reachable combinations of " + strings.Join(parts, " x ") + " under when"
 	}
-	return joinWords(parts)
-}
-
-func joinWords(parts []string) string {
-	out := ""
-	for i, p := range parts {
-		if i > 0 {
-			out += " x "
-		}
-		out += p
-	}
-	return out
+	return strings.Join(parts, " x ")
 }

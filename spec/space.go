@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 )
 
 // A search space's parameters may be conditional (Param.When): a parameter is active while every
@@ -212,7 +213,7 @@ func (v *validator) conditions() {
 		}
 	}
 	if cycle := conditionCycle(space); cycle != nil {
-		v.add("search_space."+cycle[0]+".when", "the conditions form a cycle: %s", joinArrow(cycle))
+		v.add("search_space."+cycle[0]+".when", "the conditions form a cycle: %s", strings.Join(cycle, " -> "))
 	}
 }
 
@@ -266,15 +267,4 @@ func conditionCycle(space map[string]Param) []string {
 		}
 	}
 	return nil
-}
-
-func joinArrow(names []string) string {
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += " -> "
-		}
-		out += n
-	}
-	return out
 }

@@ -236,32 +236,11 @@ func buildSearch(v *rundir.View, metric string) searchSection {
 
 // scatterX places a value on a scatter's x axis: log10 for loguniform, a choice's index.
 func scatterX(p spec.Param, v any) (float64, bool) {
-	if p.Type == "choice" {
-		for i, w := range p.Values {
-			if spec.SameValue(v, w) {
-				return float64(i), true
-			}
-		}
-		return 0, false
+	x, ok := search.AxisValue(p, v)
+	if !ok || p.Type != "loguniform" {
+		return x, ok
 	}
-	var x float64
-	switch n := v.(type) {
-	case float64:
-		x = n
-	case int64:
-		x = float64(n)
-	case int:
-		x = float64(n)
-	default:
-		return 0, false
-	}
-	if p.Type == "loguniform" {
-		if x <= 0 {
-			return 0, false
-		}
-		return math.Log10(x), true
-	}
-	return x, true
+	return math.Log10(x), x > 0
 }
 
 // revisionRow is one re-plan: when, of what, why, and what it changed and forecast.

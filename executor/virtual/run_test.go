@@ -83,26 +83,17 @@ func TestTable2InVirtualTime(t *testing.T) {
 // running when the request returns (a timer of 0 used to fire after Create looked, and the run
 // failed with "a gang of 1 GPUs does not fit on 0 nodes").
 func TestNodesThatStartAtOnce(t *testing.T) {
-	exp, err := spec.Parse("zero.yaml", []byte(`name: zero-latency
+	path := filepath.Join(t.TempDir(), "zero.yaml")
+	os.WriteFile(path, []byte(`name: zero-latency
 deadline: 2h
 objective: {metric: loss, mode: min}
 algorithm: {hyperband: {min_iters: 1, max_iters: 9, eta: 3}}
 search_space: {lr: {type: loguniform, min: 1.0e-5, max: 1}}
 cluster: {gpus_per_node: 4, price_per_hour: 12.24, max_nodes: 8}
 profile: {iter_latency: {1: {mean: 30, std: 3}}, startup_latency: {value: 5s}}
-`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.For(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, res, err := planner.Plan(context.Background(), exp, s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: res.Best.Alloc, Journal: filepath.Join(t.TempDir(), "j.jsonl"), RunID: "zero"})
+`), 0o644)
+	exp, alloc, _ := plan(t, path)
+	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: filepath.Join(t.TempDir(), "j.jsonl"), RunID: "zero"})
 	if err != nil || !out.Result.Finished || len(out.World.Held()) != 0 {
 		t.Fatalf("run: %v", err)
 	}

@@ -103,23 +103,7 @@ func scatter(p spec.Param, imp search.Importance, metric string, s *rundir.Searc
 		if !ok {
 			return 0, false
 		}
-		if p.Type == "choice" {
-			for i, w := range p.Values {
-				if spec.SameValue(v, w) {
-					return float64(i), true
-				}
-			}
-			return 0, false
-		}
-		switch x := v.(type) {
-		case float64:
-			return x, true
-		case int64:
-			return float64(x), true
-		case int:
-			return float64(x), true
-		}
-		return 0, false
+		return search.AxisValue(p, v)
 	}
 	var xy plotter.XYs
 	for _, pt := range s.Points {
