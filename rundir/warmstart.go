@@ -64,7 +64,8 @@ func ResolveWarmStart(root string, exp *spec.Experiment) (*WarmStart, error) {
 
 // observations are the results a run's journal holds, in the terms of exp's search space: each
 // trial's objective at the end of each stage it reached (+Inf where it gave up), as a loss under
-// the mode of the run that measured it; ignored says which parameters exp's space drops.
+// exp's mode (the same metric, whichever way the run that measured it went); ignored says which
+// parameters exp's space drops.
 func observations(from, exp *spec.Experiment, events []executor.Event) ([]search.Observation, []string) {
 	brackets := from.Algorithm.Brackets()
 	params := map[string]spec.Config{}
@@ -89,7 +90,7 @@ func observations(from, exp *spec.Experiment, events []executor.Event) ([]search
 			if e.Ev == executor.EvDone && e.Metric != nil {
 				metric = *e.Metric
 			}
-			out = append(out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, from.Objective.Mode)})
+			out = append(out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, exp.Objective.Mode)})
 		}
 	}
 	var ignored []string
