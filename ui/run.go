@@ -559,6 +559,9 @@ func timeChart(st *rundir.State, res *executor.Result, deadlines []mark) chart {
 }
 
 func paramsText(p map[string]any) string {
+	if p == nil {
+		return "(drawn at its first launch)"
+	}
 	keys := make([]string, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)

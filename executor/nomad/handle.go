@@ -21,6 +21,7 @@ type handle struct {
 	trial   string
 	header  string // the gang's first line in the trial's log
 	workers int
+	target  int      // the iteration the gang trains to: its last report's, when it completes
 	nodes   []string // each rank's node
 	reports chan trial.Report
 	exited  chan struct{}
@@ -99,7 +100,7 @@ func (h *handle) watch() {
 		if len(allocs) >= h.workers && terminal(allocs) == len(allocs) {
 			endStream()
 			streaming.Wait()
-			why := h.collect(allocs, failed)
+			why := h.collect(allocs, failed, !stopped && failed == "")
 			switch {
 			case stopped:
 				h.result = executor.ErrStopped

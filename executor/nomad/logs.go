@@ -17,21 +17,47 @@ import (
 // readTimeout bounds one read of a finished task's log (a node that went away answers nothing).
 const readTimeout = 30 * time.Second
 
+// logLag bounds how long a completed gang's rank 0 log is read again for its last report, every
+// logLagPoll (collect).
+const (
+	logLag     = 15 * time.Second
+	logLagPoll = 250 * time.Millisecond
+)
+
 // collect reads every worker's output once, now that the gang has ended: rank 0's standard
 // output first, passing on the reports the live stream missed (it may stop short of the end, and
 // the last report is the stage's metric), then closes Reports and Exited; then every other
 // stream into the trial's log, LogDir/<trial>.log, under a header per worker. It returns why the
 // allocation named failed failed, with the end of its standard error.
-func (h *handle) collect(allocs []*nomad.AllocationListStub, failed string) string {
+//
+// A gang that completed (not stopped, none failed) reported its target iteration last; when
+// rank 0's log does not hold that report yet, it is read again for up to logLag: the Docker
+// driver ships a container's output to Nomad's log after the task has exited, and a read too
+// early lost a stage's last reports (so the stage was retried from its checkpoint).
+func (h *handle) collect(allocs []*nomad.AllocationListStub, failed string, completed bool) string {
 	sort.SliceStable(allocs, func(i, j int) bool { return rankOf(allocs[i]) < rankOf(allocs[j]) })
 	log, closeLog := h.openLog()
 	defer closeLog()
 	for _, a := range allocs {
 		if a.TaskGroup == "rank-0" && a.ClientStatus != "lost" {
 			section(log, a, "stdout")
-			h.read(a, "stdout", func(out io.Reader) {
-				h.parse(out, log, func(err error) { fmt.Fprintf(log, "rubberband: ignored a malformed report: %v\n", err) })
-			})
+			echo := &echoOnce{w: log}
+			for start := time.Now(); ; {
+				echo.pos = 0 // each read is from the start: what was written already is not written again
+				h.read(a, "stdout", func(out io.Reader) {
+					h.parse(out, echo, func(err error) { fmt.Fprintf(log, "rubberband: ignored a malformed report: %v\n", err) })
+				})
+				h.mu.Lock()
+				behind := completed && h.lastIter < h.target
+				h.mu.Unlock()
+				if !behind || time.Since(start) > logLag {
+					if behind {
+						h.r.logf("trial %s: rank 0's log holds no report of iteration %d %s after the gang completed", h.trial, h.target, logLag)
+					}
+					break
+				}
+				time.Sleep(logLagPoll)
+			}
 		}
 	}
 	close(h.reports)
@@ -186,4 +212,25 @@ func (t *tailWriter) String() string {
 		return ""
 	}
 	return ": " + s
+}
+
+// echoOnce passes on what is written beyond what it passed on before, counting from pos: a log
+// read again from its start is echoed once.
+type echoOnce struct {
+	w            io.Writer
+	pos, written int64
+}
+
+func (e *echoOnce) Write(p []byte) (int, error) {
+	n, start := len(p), e.pos
+	e.pos += int64(n)
+	if e.pos <= e.written {
+		return n, nil
+	}
+	if start < e.written {
+		p = p[e.written-start:]
+	}
+	e.written = e.pos
+	_, err := e.w.Write(p)
+	return n, err
 }

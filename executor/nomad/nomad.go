@@ -109,7 +109,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		r.deleteSecrets(*job.ID)
 		return nil, fmt.Errorf("launch %s: register job: %w", g.Trial, err)
 	}
-	h := &handle{r: r, job: *job.ID, trial: g.Trial, workers: len(g.Workers), nodes: workerNodes(g), reports: make(chan trial.Report, 64), lastIter: -1,
+	h := &handle{r: r, job: *job.ID, trial: g.Trial, workers: len(g.Workers), target: g.Workers[0].Env.TargetIter, nodes: workerNodes(g), reports: make(chan trial.Report, 64), lastIter: -1,
 		exited: make(chan struct{}), done: make(chan struct{}), stop: make(chan struct{})}
 	h.header = fmt.Sprintf("=== %s: %d worker(s), iterations %d -> %d, Nomad job %s\n", time.Now().UTC().Format(time.RFC3339),
 		len(g.Workers), g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter, h.job)
