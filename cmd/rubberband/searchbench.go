@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/charts"
@@ -74,7 +72,7 @@ func searchBenchAction(c *cli.Context) error {
 		r := bench.Compare(cs.String(), p.Iters, c.Int("seeds"), trajs, 96)
 		results = append(results, r)
 		if dir := c.String("plots"); dir != "" {
-			if err := regretChart(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
+			if err := charts.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
 				return err
 			}
 		}
@@ -108,56 +106,17 @@ func splitSamplers(s string) []string {
 // optunaTrajectories reads Optuna's runs of an objective at p's budget, running the script
 // first when it is given and the file is missing.
 func optunaTrajectories(c *cli.Context, dir, name string, p *bench.Prepared) ([]bench.Trajectory, error) {
-	path := filepath.Join(dir, fmt.Sprintf("optuna-%s-%d.json", name, p.Iters))
+	path := bench.OptunaFile(dir, name, p.Iters)
 	if _, err := os.Stat(path); err != nil {
 		script := c.String("optuna-script")
 		if script == "" {
 			fmt.Fprintf(c.App.ErrWriter, "rubberband: no %s (--optuna-script runs scripts/optuna_bench.py): Optuna left out\n", path)
 			return nil, nil
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "optuna: %s, %d iterations a run, %d seeds\n", name, p.Iters, c.Int("seeds"))
+		if err := bench.RunOptuna(c.Context, script, name, p.Iters, c.Int("seeds"), path, c.App.ErrWriter); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(c.App.ErrWriter, "optuna: %s, %d iterations a run, %d seeds\n", name, p.Iters, c.Int("seeds"))
-		cmd := exec.CommandContext(c.Context, "/usr/bin/python3", script, "--objective", name, "--min-iters", "1", "--max-iters", "27",
-			"--eta", "3", "--budget-iters", strconv.Itoa(p.Iters), "--seeds", strconv.Itoa(c.Int("seeds")), "--out", path)
-		cmd.Stdout, cmd.Stderr = c.App.ErrWriter, c.App.ErrWriter
-		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("optuna: %s: %w", script, err)
-		}
 	}
-	obj, budget, trajs, err := bench.LoadOptuna(path)
-	if err != nil {
-		return nil, err
-	}
-	if obj != name || budget != p.Iters {
-		return nil, fmt.Errorf("optuna: %s holds %s at %d iterations, not %s at %d", path, obj, budget, name, p.Iters)
-	}
-	return trajs, nil
-}
-
-// regretChart draws each sampler's median regret with its quartile band against GPU dollars:
-// every iteration costs the same here, so iterations convert at the runs' mean price of one.
-func regretChart(file string, r bench.Result, trajs []bench.Trajectory) error {
-	var dollars, iters float64
-	for _, t := range trajs {
-		if n := len(t.Points); n > 0 && t.Points[n-1].Dollars == t.Points[n-1].Dollars { // not NaN: ours
-			dollars += t.Points[n-1].Dollars
-			iters += t.Points[n-1].Iters
-		}
-	}
-	perIter := dollars / iters
-	var series []charts.Series
-	for _, s := range r.Summaries {
-		sr := charts.Series{Name: s.Sampler, Legend: "(median, quartiles)"}
-		for i, x := range s.Iters {
-			if s.P75[i] > 1e300 { // no result yet in a quarter of the runs
-				continue
-			}
-			sr.X = append(sr.X, x*perIter)
-			sr.P50, sr.Lo, sr.Hi = append(sr.P50, s.P50[i]), append(sr.Lo, s.P25[i]), append(sr.Hi, s.P75[i])
-		}
-		series = append(series, sr)
-	}
-	return charts.Band(file, r.Case+": regret by GPU dollars spent", fmt.Sprintf("GPU dollars spent ($%.4f an iteration)", perIter), "regret (loss above the optimum)", series, nil)
+	return bench.ReadOptuna(path, name, p.Iters)
 }

@@ -1,13 +1,49 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 )
+
+// OptunaFile is where Optuna's runs of an objective at a budget are kept in dir.
+func OptunaFile(dir, objective string, iters int) string {
+	return filepath.Join(dir, fmt.Sprintf("optuna-%s-%d.json", objective, iters))
+}
+
+// RunOptuna runs scripts/optuna_bench.py (Debian's /usr/bin/python3, which has python3-optuna)
+// on an objective at a budget, over seeds, into path; its output goes to w.
+func RunOptuna(ctx context.Context, script, objective string, iters, seeds int, path string, w io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "/usr/bin/python3", script, "--objective", objective, "--min-iters", "1", "--max-iters", "27",
+		"--eta", "3", "--budget-iters", strconv.Itoa(iters), "--seeds", strconv.Itoa(seeds), "--out", path)
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("optuna: %s: %w", script, err)
+	}
+	return nil
+}
+
+// ReadOptuna reads Optuna's runs from path, which must hold objective at iters iterations.
+func ReadOptuna(path, objective string, iters int) ([]Trajectory, error) {
+	obj, budget, trajs, err := LoadOptuna(path)
+	if err != nil {
+		return nil, err
+	}
+	if obj != objective || budget != iters {
+		return nil, fmt.Errorf("optuna: %s holds %s at %d iterations, not %s at %d", path, obj, budget, objective, iters)
+	}
+	return trajs, nil
+}
 
 // LoadOptuna reads what scripts/optuna_bench.py wrote: one run per seed, each a trajectory of
 // [iterations spent, regret] (no dollars: Optuna knows none).
