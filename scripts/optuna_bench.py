@@ -2,7 +2,7 @@
 """Optuna anchor of rubberband's search benchmark.
 
 Runs Optuna's TPESampler(seed=s) with a HyperbandPruner(min_resource, max_resource,
-reduction_factor) on one multi-fidelity benchmark loss (branin, hartmann6 or curves), sequentially,
+reduction_factor) on one multi-fidelity benchmark loss (branin, hartmann6, curves or digits), sequentially,
 until the iterations trained over all trials reach --budget-iters, for seeds 0..N-1, and writes each
 seed's regret trajectory as JSON:
 
@@ -15,7 +15,9 @@ iteration any trial has reached so far is lowest (ties: the first).
 
 The benchmarks mirror search/objective/objective.go exactly (formulas, spaces, constants, optimum,
 fidelity z = iter/max_iter clamped to [0, 1]); only curves' noise draws differ: a standard normal
-fixed by (configuration, iter), from numpy's PCG64 seeded by a hash, not Go's generator.
+fixed by (configuration, iter), from numpy's PCG64 seeded by a hash, not Go's generator. digits, a
+network really trained, is not mirrored: `rubberband search-bench objective digits` (--evaluator)
+trains it exactly as rubberband's runs do and answers each report.
 
 Needs Debian's python3-optuna (apt-get install python3-optuna), hence /usr/bin/python3.
 
@@ -28,6 +30,7 @@ import hashlib
 import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 
@@ -211,7 +214,68 @@ def curves():
     )
 
 
+class Evaluator:
+    """`rubberband search-bench objective NAME`: the Go benchmark, one JSON line a request."""
+
+    def __init__(self, binary, name):
+        self.binary, self.name, self.proc = binary, name, None
+
+    def restart(self):
+        """A fresh process: a trained benchmark keeps every network it trained until it exits."""
+        self.close()
+        self.proc = subprocess.Popen([self.binary, "search-bench", "objective", self.name],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, req):
+        if self.proc is None:
+            self.restart()
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("%s search-bench objective %s ended" % (self.binary, self.name))
+        rep = json.loads(line)
+        if rep.get("error"):
+            raise RuntimeError("%s: %s" % (self.name, rep["error"]))
+        return rep["value"]
+
+    def value(self, c, it, mx):
+        return self.ask({"params": c, "iter": it, "max_iter": mx})
+
+    def final(self, c):
+        return self.ask({"params": c, "final": True})
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait()
+            self.proc = None
+
+
+# digits: the built-in MLP on the UCI digits, trained for real by rubberband's Go code (an
+# iteration an epoch; regret is the validation loss, the optimum unknown and taken as 0). Its
+# space mirrors search/objective/digits.go.
+def digits(evaluator):
+    o = Objective(
+        "digits",
+        [
+            Param("lr", "loguniform", 1e-3, 1.0),
+            Param("momentum", "uniform", 0.0, 0.99),
+            Param("hidden", "choice", values=[16, 32, 64]),
+            Param("l2", "loguniform", 1e-6, 1e-1),
+            Param("batch", "choice", values=[32, 64, 128]),
+        ],
+        0.0,
+        evaluator.value,
+        evaluator.final,
+        None,
+    )
+    o.evaluator = evaluator
+    return o
+
+
 OBJECTIVES = {"branin": branin, "hartmann6": hartmann6, "curves": curves}
+EVALUATED = {"digits": digits}
 
 
 def self_check():
@@ -279,28 +343,34 @@ def quartiles(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--objective", required=True, choices=sorted(OBJECTIVES))
+    ap.add_argument("--objective", required=True, choices=sorted(list(OBJECTIVES) + list(EVALUATED)))
     ap.add_argument("--min-iters", type=int, default=1)
     ap.add_argument("--max-iters", type=int, default=27)
     ap.add_argument("--eta", type=int, default=3)
     ap.add_argument("--budget-iters", type=int, required=True)
     ap.add_argument("--seeds", type=int, default=1, help="runs seeds 0..N-1")
     ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--evaluator", default="bin/rubberband",
+                    help="the rubberband binary, which computes digits (search-bench objective)")
     a = ap.parse_args()
 
     self_check()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    obj = OBJECTIVES[a.objective]()
-
-    rng = np.random.default_rng(12345)
-    rand_regrets = [obj.final(obj.random(rng)) - obj.optimum for _ in range(2000)]
-    print("%s: random configuration regret median %.4g" %
-          (obj.name, statistics.median(rand_regrets)), file=sys.stderr)
+    if a.objective in EVALUATED:
+        obj = EVALUATED[a.objective](Evaluator(a.evaluator, a.objective))
+    else:
+        obj = OBJECTIVES[a.objective]()
+        rng = np.random.default_rng(12345)
+        rand_regrets = [obj.final(obj.random(rng)) - obj.optimum for _ in range(2000)]
+        print("%s: random configuration regret median %.4g" %
+              (obj.name, statistics.median(rand_regrets)), file=sys.stderr)
 
     runs, finals = [], []
     t_all = time.time()
     for s in range(a.seeds):
         t0 = time.time()
+        if hasattr(obj, "evaluator"):
+            obj.evaluator.restart()
         run = run_seed(obj, s, a.min_iters, a.max_iters, a.eta, a.budget_iters)
         final = run["trajectory"][-1][1] if run["trajectory"] else math.nan
         finals.append(final)
@@ -308,6 +378,8 @@ def main():
         print("%s seed %d: %d trials, %d iters, final regret %.6g (%.1fs)" %
               (obj.name, s, run["trials"], run["iters"], final, time.time() - t0), file=sys.stderr)
 
+    if hasattr(obj, "evaluator"):
+        obj.evaluator.close()
     out = {"objective": obj.name, "optimum": obj.optimum, "sampler": "optuna-tpe+hyperband",
            "min_iters": a.min_iters, "max_iters": a.max_iters, "eta": a.eta,
            "budget_iters": a.budget_iters, "runs": runs}

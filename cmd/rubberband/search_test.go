@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -138,6 +139,19 @@ func TestSearchThroughTheCLI(t *testing.T) {
 	out, errOut, code = rb(t, "search-bench", "--objectives", "branin", "--seeds", "2", "--rounds", "1", "--samplers", "random,tpe")
 	if code != 0 || !strings.Contains(out, "branin, hyperband x1 rounds: 380 iterations a run, 2 seeds") || !regexp.MustCompile(`(?m)^tpe\s+\S`).MatchString(out) {
 		t.Fatalf("search-bench: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// search-bench objective: the losses Optuna's script asks for, a JSON line each.
+	cmd := exec.Command(binary, "search-bench", "objective", "digits")
+	cmd.Stdin = strings.NewReader(`{"params": {"lr": 0.05, "momentum": 0.9, "hidden": 16, "l2": 1e-5, "batch": 64}, "iter": 2, "max_iter": 27}` + "\n" +
+		`{"params": {"lr": 0.05}, "iter": 0, "max_iter": 27}` + "\n")
+	got, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+	if err != nil || len(lines) != 2 || !regexp.MustCompile(`^\{"value":0\.\d+\}$`).MatchString(lines[0]) || !strings.Contains(lines[1], `"error"`) {
+		t.Fatalf("search-bench objective digits: %v\n%s", err, got)
+	}
+	if _, errOut, code := rb(t, "search-bench", "objective", "rosenbrock"); code != 2 || !strings.Contains(errOut, "rosenbrock") {
+		t.Fatalf("an unknown benchmark: exit %d, %s", code, errOut)
 	}
 }
 

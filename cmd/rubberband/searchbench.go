@@ -17,14 +17,15 @@ func searchBenchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "search-bench",
 		Usage: "measure the samplers: regret by budget on benchmark objectives with a known optimum, in virtual time",
-		Description: "Runs each sampler over --seeds seeds on each objective (" + strings.Join(objective.Names(), ", ") + "), a job whose synthetic\n" +
+		Description: "Runs each sampler over --seeds seeds on each objective (" + strings.Join(objective.Names(), ", ") + "; digits trains the\n" +
+			"built-in MLP for real, an epoch an iteration, so give it fewer --rounds), a job whose synthetic\n" +
 			"trainer reports the objective's loss at the trial's fidelity, through the unchanged executor in virtual time, and\n" +
 			"prints each sampler's median regret [quartiles] at a quarter, half, three quarters and all of the budget, and how\n" +
 			"much of the budget it needs to reach random sampling's final median. With --optuna DIR it compares Optuna's TPE with\n" +
 			"its Hyperband pruner on the same objective and total iterations (DIR/optuna-OBJECTIVE-ITERS.json, written by\n" +
 			"scripts/optuna_bench.py, which --optuna-script runs when the file is missing). `make search-bench` does it all.",
 		Flags: []cli.Flag{outputFlag(),
-			&cli.StringFlag{Name: "objectives", Value: strings.Join(objective.Names(), ","), Usage: "comma-separated benchmark objectives"},
+			&cli.StringFlag{Name: "objectives", Value: strings.Join(objective.Functions(), ","), Usage: "comma-separated benchmark objectives"},
 			&cli.StringFlag{Name: "algorithm", Value: "hyperband", Usage: "hyperband (1 to 27 iterations, eta 3, --rounds rounds) or sha (81 trials, 1 to 27, eta 3)"},
 			&cli.IntFlag{Name: "rounds", Value: 16, Usage: "Hyperband rounds a run"},
 			&cli.StringFlag{Name: "samplers", Value: "random,sobol,tpe", Usage: "comma-separated samplers; options after a space, as in the spec: 'tpe, random_fraction: 0.1'"},
@@ -34,6 +35,23 @@ func searchBenchCommand() *cli.Command {
 			&cli.StringFlag{Name: "plots", Usage: "write a PNG chart of regret against GPU dollars per objective into this folder"},
 		},
 		Action: searchBenchAction,
+		Subcommands: []*cli.Command{{
+			Name:      "objective",
+			Usage:     "answer a benchmark's losses over standard input and output (how scripts/optuna_bench.py evaluates digits)",
+			ArgsUsage: "NAME",
+			Description: "Reads one JSON request a line, {\"params\": {...}, \"iter\": N, \"max_iter\": M} or {\"params\": {...}, \"final\": true},\n" +
+				"and writes one reply a line, {\"value\": LOSS} or {\"error\": \"...\"}, until standard input ends.",
+			Action: func(c *cli.Context) error {
+				if c.NArg() != 1 {
+					return usageErr("search-bench objective takes one benchmark name (%s)", strings.Join(objective.Names(), ", "))
+				}
+				o, err := objective.Lookup(c.Args().First())
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				return bench.ServeObjective(c.Context, o, os.Stdin, c.App.Writer)
+			},
+		}},
 	}
 }
 
@@ -114,7 +132,11 @@ func optunaTrajectories(c *cli.Context, dir, name string, p *bench.Prepared) ([]
 			return nil, nil
 		}
 		fmt.Fprintf(c.App.ErrWriter, "optuna: %s, %d iterations a run, %d seeds\n", name, p.Iters, c.Int("seeds"))
-		if err := bench.RunOptuna(c.Context, script, name, p.Iters, c.Int("seeds"), path, c.App.ErrWriter); err != nil {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		if err := bench.RunOptuna(c.Context, script, self, name, p.Iters, c.Int("seeds"), path, c.App.ErrWriter); err != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/search"
+	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -48,6 +49,9 @@ type Config struct {
 	// runs; configurations replayed instead of drawn).
 	WarmStart      []search.Observation
 	Configurations map[string]spec.Config
+	// Bench, when set, is the benchmark objective the trainers report (instead of looking up the
+	// one trainer.env names): the caller shares what a trained benchmark has trained.
+	Bench *objective.Objective
 }
 
 // Outcome is what a virtual run did: the executor's result, and the world it ran in (its ground
@@ -93,6 +97,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	w, err := NewWorld(s, truth, seed, cfg.Faults)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Bench != nil {
+		w.bench = cfg.Bench
 	}
 	for _, e := range past {
 		var n int

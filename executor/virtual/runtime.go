@@ -85,11 +85,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	gg := &gang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
 		metric: w.exp.Objective.Metric}
-	curve, err := synthetic.LearningCurve(w.exp, w.exp.Trainer.Env[synthetic.ObjectiveVar], env.Params)
-	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
-	}
-	gg.curve = curve
+	gg.curve = synthetic.LearningCurve(w.exp, w.bench, env.Params)
 	seen := map[string]int{}
 	for _, wk := range g.Workers {
 		n, held := w.nodes[wk.Node.ID]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -39,6 +40,9 @@ type World struct {
 	// the synthetic trainer (RB_SYNTH_SLOWDOWN): a job that falls behind its plan.
 	slowdown float64
 	slowFrom int
+	// bench is the benchmark objective trainer.env names (nil: the hashed curves), shared by
+	// every launch.
+	bench *objective.Objective
 
 	mu        sync.Mutex
 	nodes     map[string]*node // held
@@ -97,7 +101,11 @@ func NewWorld(c *clock.Sim, exp *spec.Experiment, seed int64, faults *Faults) (*
 		nodes: map[string]*node{}, rented: map[string]*node{}, tokens: map[string]*request{}, gangs: map[int]*gang{}, tries: map[string]int{},
 		kept: map[string]trial.Report{}, injected: map[string]bool{}, severed: map[int]bool{}, trained: map[string]int{},
 		params: map[string]string{}}
-	w.slowdown, w.slowFrom = synthetic.SlowdownFrom(func(k string) string { return exp.Trainer.Env[k] })
+	env := func(k string) string { return exp.Trainer.Env[k] }
+	w.slowdown, w.slowFrom = synthetic.SlowdownFrom(env)
+	if w.bench, err = synthetic.Objective(env); err != nil {
+		return nil, fmt.Errorf("virtual world: %w", err)
+	}
 	return w, nil
 }
 

@@ -2,13 +2,16 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
@@ -224,7 +227,7 @@ func (p *Prepared) Run(ctx context.Context, sampler string, seed int, dir string
 		}
 	}
 	out, err := virtual.Run(ctx, virtual.Config{Experiment: exp, Alloc: p.Alloc, Seed: int64(seed + 1),
-		Journal: filepath.Join(dir, fmt.Sprintf("%s-%s-%d.jsonl", p.Case.Objective, sampler, seed)), RunID: "bench", Observe: observe})
+		Journal: filepath.Join(dir, fmt.Sprintf("%s-%s-%d.jsonl", p.Case.Objective, sampler, seed)), RunID: "bench", Observe: observe, Bench: &o})
 	if err != nil {
 		return tr, fmt.Errorf("bench: %s %s seed %d: %w", p.Case, sampler, seed, err)
 	}
@@ -234,8 +237,9 @@ func (p *Prepared) Run(ctx context.Context, sampler string, seed int, dir string
 	return tr, nil
 }
 
-// RunAll runs seeds 0..seeds-1 of every sampler on a case; progress, when set, is told of each
-// run as it ends.
+// RunAll runs seeds 0..seeds-1 of every sampler on a case, as many at once as there are
+// cores (each run is its own virtual world; the trajectories come back in sampler, then seed,
+// order); progress, when set, is told of each run as it ends.
 func RunAll(ctx context.Context, c Case, samplers []string, seeds int, progress func(done, total int)) (*Prepared, []Trajectory, error) {
 	p, err := Prepare(ctx, c)
 	if err != nil {
@@ -246,18 +250,30 @@ func RunAll(ctx context.Context, c Case, samplers []string, seeds int, progress 
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	var out []Trajectory
-	for _, s := range samplers {
-		for seed := range seeds {
-			t, err := p.Run(ctx, s, seed, dir)
-			if err != nil {
-				return nil, nil, err
+	total := len(samplers) * seeds
+	out := make([]Trajectory, total)
+	errs := make([]error, total)
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := range total {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			out[i], errs[i] = p.Run(ctx, samplers[i/seeds], i%seeds, dir)
+			mu.Lock()
+			defer mu.Unlock()
+			done++
+			if progress != nil && errs[i] == nil {
+				progress(done, total)
 			}
-			out = append(out, t)
-			if progress != nil {
-				progress(len(out), len(samplers)*seeds)
-			}
-		}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
 	}
 	return p, out, nil
 }

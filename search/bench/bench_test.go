@@ -2,9 +2,15 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/search/objective"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // A seed's run is the same run every time; its regret is never below 0 and it spends what the
@@ -50,5 +56,68 @@ func TestQuartiles(t *testing.T) {
 	}
 	if q := quartiles([]float64{3, 1, math.Inf(1), 2}); q[0] != 1.75 || q[1] != 2.5 || !math.IsInf(q[2], 1) {
 		t.Fatalf("%v", q)
+	}
+}
+
+// Runs in parallel come back as the same runs, one after another, would: in sampler, then seed,
+// order. The real benchmark, digits, runs through the same path (its network trained once per
+// configuration, shared by the virtual trainers and the regret).
+func TestRunAllIsRunInOrder(t *testing.T) {
+	c := Case{Objective: "branin", Algorithm: "sha"}
+	p, trs, err := RunAll(context.Background(), c, []string{"random", "tpe"}, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trs) != 4 {
+		t.Fatalf("%d trajectories", len(trs))
+	}
+	for i, tr := range trs {
+		want, err := p.Run(context.Background(), []string{"random", "tpe"}[i/2], i%2, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(tr, want) {
+			t.Fatalf("trajectory %d is %s seed %d; want %s seed %d", i, tr.Sampler, tr.Seed, want.Sampler, want.Seed)
+		}
+	}
+	_, digits, err := RunAll(context.Background(), Case{Objective: "digits", Algorithm: "sha"}, []string{"random"}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final := digits[0].Final(); !(final > 0.01 && final < 0.5) {
+		t.Fatalf("digits: the best of 81 configurations ends at validation loss %v", final)
+	}
+}
+
+// ServeObjective answers what the objective itself answers, says what is wrong with a bad
+// request and goes on, and stops at a line longer than it reads.
+func TestServeObjective(t *testing.T) {
+	o, _ := objective.Lookup("branin")
+	in := `{"params": {"x1": 3.14159, "x2": 2.275}, "iter": 9, "max_iter": 27}
+not json
+{"params": {"x1": 3.14159, "x2": 2.275}, "final": true}
+{"params": {"x1": 1, "x2": 1}, "iter": 0, "max_iter": 27}
+`
+	var out strings.Builder
+	if err := ServeObjective(context.Background(), o, strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	var got []Reply
+	dec := json.NewDecoder(strings.NewReader(out.String()))
+	for dec.More() {
+		var r Reply
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	c := spec.Config{"x1": 3.14159, "x2": 2.275}
+	if len(got) != 4 || got[0].Value != o.Value(c, 9, 27) || got[0].Error != "" || got[1].Error == "" ||
+		got[2].Value != o.Final(c) || !strings.Contains(got[3].Error, "iter 0") {
+		t.Fatalf("replies %+v", got)
+	}
+	huge := `{"params": {"x1": "` + strings.Repeat("9", maxRequest) + `"}}` + "\n"
+	if err := ServeObjective(context.Background(), o, strings.NewReader(huge), io.Discard); err == nil {
+		t.Fatal("a line over the limit was read")
 	}
 }

@@ -19,13 +19,15 @@ func OptunaFile(dir, objective string, iters int) string {
 }
 
 // RunOptuna runs scripts/optuna_bench.py (Debian's /usr/bin/python3, which has python3-optuna)
-// on an objective at a budget, over seeds, into path; its output goes to w.
-func RunOptuna(ctx context.Context, script, objective string, iters, seeds int, path string, w io.Writer) error {
+// on an objective at a budget, over seeds, into path; its output goes to w. evaluator is the
+// rubberband binary, whose `search-bench objective` computes the benchmarks the script does not
+// (digits).
+func RunOptuna(ctx context.Context, script, evaluator, objective string, iters, seeds int, path string, w io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, "/usr/bin/python3", script, "--objective", objective, "--min-iters", "1", "--max-iters", "27",
-		"--eta", "3", "--budget-iters", strconv.Itoa(iters), "--seeds", strconv.Itoa(seeds), "--out", path)
+		"--eta", "3", "--budget-iters", strconv.Itoa(iters), "--seeds", strconv.Itoa(seeds), "--out", path, "--evaluator", evaluator)
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("optuna: %s: %w", script, err)

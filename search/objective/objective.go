@@ -1,9 +1,10 @@
-// Package objective holds multi-fidelity benchmark functions with a known optimum, for
-// measuring how good a search is: the synthetic trainer reports them (RB_SYNTH_OBJECTIVE), in a
-// local or a virtual run, and `rubberband search-bench` runs samplers against them. Each is a
-// loss (lower is better) of a configuration after iter of maxIter iterations; at iter = maxIter
-// it is the function itself, whose minimum is Optimum. scripts/optuna_bench.py computes the
-// same functions for Optuna.
+// Package objective holds multi-fidelity benchmarks for measuring how good a search is: the
+// synthetic trainer reports them (RB_SYNTH_OBJECTIVE), in a local or a virtual run, and
+// `rubberband search-bench` runs samplers against them. Each is a loss (lower is better) of a
+// configuration after iter of maxIter iterations. Three are functions with a known optimum (at
+// iter = maxIter the function itself, whose minimum is Optimum), which
+// scripts/optuna_bench.py computes too for Optuna; digits is a network really trained (the
+// built-in MLP), which the script asks `rubberband search-bench objective` for.
 package objective
 
 import (
@@ -29,8 +30,13 @@ type Objective struct {
 	Final func(c spec.Config) float64
 }
 
-// Names lists the benchmarks.
+// Names lists the benchmarks: the functions, and digits, a network really trained.
 func Names() []string {
+	return append(Functions(), "digits")
+}
+
+// Functions lists the benchmarks that are formulas: cheap to evaluate a million times.
+func Functions() []string {
 	names := []string{"branin", "hartmann6", "curves"}
 	slices.Sort(names)
 	return names
@@ -45,6 +51,8 @@ func Lookup(name string) (Objective, error) {
 		return hartmann6(), nil
 	case "curves":
 		return curves(), nil
+	case "digits":
+		return digits(), nil
 	}
 	return Objective{}, fmt.Errorf("objective: no benchmark %q (%v)", name, Names())
 }

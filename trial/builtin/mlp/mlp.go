@@ -29,8 +29,9 @@ type Params struct {
 	Batch    int     `json:"batch"`
 }
 
-// state is the model and optimizer, flattened: W1 (64 x H), b1 (H), W2 (H x 10), b2 (10).
-type state struct {
+// State is the model and optimizer after Iter epochs, flattened: W1 (64 x H), b1 (H), W2
+// (H x 10), b2 (10).
+type State struct {
 	Iter     int
 	Hidden   int
 	Weights  []float64
@@ -49,15 +50,15 @@ func Main(run *rbtrain.Run) error {
 	if err := run.Params(&p); err != nil {
 		return err
 	}
-	if p.Hidden < 1 || p.Batch < 1 || p.LR <= 0 {
-		return fmt.Errorf("mlp: bad params %+v", p)
+	if err := p.check(); err != nil {
+		return err
 	}
-	x, y, err := digits.Digits()
+	d, err := LoadData()
 	if err != nil {
 		return err
 	}
-	trainX, trainY, valX, valY := split(x, y)
-	st, err := load(run, p.Hidden)
+	seed := hashSeed(run.TrialID)
+	st, err := load(run, p.Hidden, seed)
 	if err != nil {
 		return err
 	}
@@ -73,31 +74,12 @@ func Main(run *rbtrain.Run) error {
 	if err := comm.Broadcast(st.Velocity); err != nil {
 		return err
 	}
-	mdl := newNet(p.Hidden, st.Weights)
-	grad := make([]float64, len(st.Weights))
-	seed := hashSeed(run.TrialID)
-	for epoch := st.Iter + 1; epoch <= run.TargetIter; epoch++ {
-		order := rand.New(rand.NewPCG(seed, uint64(epoch))).Perm(len(trainX))
-		for start := 0; start < len(order); start += p.Batch {
-			batch := order[start:min(start+p.Batch, len(order))]
-			var mine []int
-			for i := run.Rank; i < len(batch); i += run.WorldSize {
-				mine = append(mine, batch[i])
-			}
-			clear(grad)
-			mdl.gradient(trainX, trainY, mine, grad)
-			if err := comm.AllReduceSum(grad); err != nil {
-				return err
-			}
-			for i := range st.Weights {
-				g := grad[i]/float64(len(batch)) + p.L2*st.Weights[i]
-				st.Velocity[i] = p.Momentum*st.Velocity[i] - p.LR*g
-				st.Weights[i] += st.Velocity[i]
-			}
+	for st.Iter < run.TargetIter {
+		if err := d.Epoch(p, st, seed, run.Rank, run.WorldSize, comm.AllReduceSum); err != nil {
+			return err
 		}
-		st.Iter = epoch
-		acc, loss := mdl.evaluate(valX, valY)
-		run.Report(epoch, map[string]float64{"val_accuracy": acc, "val_loss": loss})
+		acc, loss := d.Evaluate(st)
+		run.Report(st.Iter, map[string]float64{"val_accuracy": acc, "val_loss": loss})
 		select {
 		case <-run.Terminated():
 			return save(run, st) // stopped for migration: keep what was learned
@@ -105,6 +87,69 @@ func Main(run *rbtrain.Run) error {
 		}
 	}
 	return save(run, st)
+}
+
+func (p Params) check() error {
+	if p.Hidden < 1 || p.Batch < 1 || p.LR <= 0 {
+		return fmt.Errorf("mlp: bad params %+v", p)
+	}
+	return nil
+}
+
+// Data is the digits, split once (seeded) into training and validation sets.
+type Data struct {
+	trainX, valX [][]float64
+	trainY, valY []int
+}
+
+// LoadData reads the embedded digits and splits them.
+func LoadData() (*Data, error) {
+	x, y, err := digits.Digits()
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{}
+	d.trainX, d.trainY, d.valX, d.valY = split(x, y)
+	return d, nil
+}
+
+// Epoch trains st one more epoch under p: rank of world replicas computes the gradient of its
+// share of each mini-batch, and allReduce sums the shares (nil: one replica, nothing to sum).
+// The order of the samples is fixed by seed and the epoch, so training is deterministic.
+func (d *Data) Epoch(p Params, st *State, seed uint64, rank, world int, allReduce func([]float64) error) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	mdl := newNet(st.Hidden, st.Weights)
+	grad := make([]float64, len(st.Weights))
+	epoch := st.Iter + 1
+	order := rand.New(rand.NewPCG(seed, uint64(epoch))).Perm(len(d.trainX))
+	for start := 0; start < len(order); start += p.Batch {
+		batch := order[start:min(start+p.Batch, len(order))]
+		var mine []int
+		for i := rank; i < len(batch); i += max(world, 1) {
+			mine = append(mine, batch[i])
+		}
+		clear(grad)
+		mdl.gradient(d.trainX, d.trainY, mine, grad)
+		if allReduce != nil {
+			if err := allReduce(grad); err != nil {
+				return err
+			}
+		}
+		for i := range st.Weights {
+			g := grad[i]/float64(len(batch)) + p.L2*st.Weights[i]
+			st.Velocity[i] = p.Momentum*st.Velocity[i] - p.LR*g
+			st.Weights[i] += st.Velocity[i]
+		}
+	}
+	st.Iter = epoch
+	return nil
+}
+
+// Evaluate is st's accuracy and mean cross-entropy on the validation set.
+func (d *Data) Evaluate(st *State) (acc, loss float64) {
+	return newNet(st.Hidden, st.Weights).evaluate(d.valX, d.valY)
 }
 
 func split(x [][]float64, y []int) (tx [][]float64, ty []int, vx [][]float64, vy []int) {
@@ -125,25 +170,30 @@ func hashSeed(s string) uint64 {
 	return h.Sum64()
 }
 
-func load(run *rbtrain.Run, hidden int) (*state, error) {
+func load(run *rbtrain.Run, hidden int, seed uint64) (*State, error) {
 	b, ok, err := run.ReadCheckpoint(checkpointName)
 	if err != nil {
 		return nil, err
 	}
-	n := inputs*hidden + hidden + hidden*classes + classes
-	if ok {
-		var st state
-		if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
-			return nil, fmt.Errorf("mlp: read checkpoint: %w", err)
-		}
-		if len(st.Weights) != n {
-			return nil, fmt.Errorf("mlp: checkpoint has %d weights, the model %d", len(st.Weights), n)
-		}
-		return &st, nil
+	if !ok {
+		return NewState(hidden, seed), nil
 	}
-	// He initialisation, seeded by the trial: the same trial starts from the same weights.
-	r := rand.New(rand.NewPCG(hashSeed(run.TrialID), 1))
-	st := &state{Hidden: hidden, Weights: make([]float64, n), Velocity: make([]float64, n)}
+	var st State
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("mlp: read checkpoint: %w", err)
+	}
+	if n := len(NewState(hidden, 0).Weights); len(st.Weights) != n {
+		return nil, fmt.Errorf("mlp: checkpoint has %d weights, the model %d", len(st.Weights), n)
+	}
+	return &st, nil
+}
+
+// NewState is an untrained network of hidden units, He-initialised from seed: the same seed
+// starts from the same weights.
+func NewState(hidden int, seed uint64) *State {
+	n := inputs*hidden + hidden + hidden*classes + classes
+	r := rand.New(rand.NewPCG(seed, 1))
+	st := &State{Hidden: hidden, Weights: make([]float64, n), Velocity: make([]float64, n)}
 	for i := range inputs * hidden {
 		st.Weights[i] = r.NormFloat64() * math.Sqrt(2.0/inputs)
 	}
@@ -151,10 +201,10 @@ func load(run *rbtrain.Run, hidden int) (*state, error) {
 	for i := range hidden * classes {
 		st.Weights[off+i] = r.NormFloat64() * math.Sqrt(2.0/float64(hidden))
 	}
-	return st, nil
+	return st
 }
 
-func save(run *rbtrain.Run, st *state) error {
+func save(run *rbtrain.Run, st *State) error {
 	if run.Rank != 0 {
 		return nil
 	}

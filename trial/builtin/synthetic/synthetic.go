@@ -102,10 +102,11 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 	if err := run.Params(&params); err != nil {
 		return err
 	}
-	curve, err := LearningCurve(o.Spec, os.Getenv(ObjectiveVar), params)
+	bench, err := Objective(os.Getenv)
 	if err != nil {
 		return err
 	}
+	curve := LearningCurve(o.Spec, bench, params)
 	iterLatency := m.IterLatency(max(run.WorldSize, 1))
 	// The noise is the trial's own, and another in a run of another seed (whose trials have other
 	// parameters): runs of one job under several seeds are independent draws.
@@ -178,23 +179,33 @@ func Quality(params map[string]any) float64 {
 // its loss at the trial's fidelity instead of the hashed learning curve.
 const ObjectiveVar = "RB_SYNTH_OBJECTIVE"
 
-// LearningCurve is what a trial with params reports after each iteration: the benchmark
-// objective names (a loss; ObjectiveVar) at fidelity iter/R, R the experiment's largest
-// iteration count, or without one the hashed curve (Curve of Quality).
-func LearningCurve(exp *spec.Experiment, objectiveName string, params map[string]any) (func(iter int) float64, error) {
-	if objectiveName == "" {
-		q := Quality(params)
-		return func(iter int) float64 { return Curve(q, iter) }, nil
+// Objective is the benchmark that ObjectiveVar names in env (nil without one). Look it up once
+// and share it: a trained benchmark (digits) keeps what it trained for every launch.
+func Objective(env func(string) string) (*objective.Objective, error) {
+	name := env(ObjectiveVar)
+	if name == "" {
+		return nil, nil
 	}
-	o, err := objective.Lookup(objectiveName)
+	o, err := objective.Lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("synthetic: %s: %w", ObjectiveVar, err)
+	}
+	return &o, nil
+}
+
+// LearningCurve is what a trial with params reports after each iteration: the benchmark
+// objective's loss (Objective) at fidelity iter/R, R the experiment's largest iteration count,
+// or without one (nil) the hashed curve (Curve of Quality).
+func LearningCurve(exp *spec.Experiment, bench *objective.Objective, params map[string]any) func(iter int) float64 {
+	if bench == nil {
+		q := Quality(params)
+		return func(iter int) float64 { return Curve(q, iter) }
 	}
 	maxIter := 0
 	for _, b := range exp.Algorithm.Brackets() {
 		maxIter = max(maxIter, b.Stages[len(b.Stages)-1].EndIter())
 	}
-	return func(iter int) float64 { return o.Value(params, iter, maxIter) }, nil
+	return func(iter int) float64 { return bench.Value(params, iter, maxIter) }
 }
 
 // Curve is the metric after iter iterations: it rises towards quality.
