@@ -107,8 +107,16 @@ func (cfg *Config) defaults() {
 	cfg.Clock = clock.Or(cfg.Clock)
 }
 
+// ErrASHA is returned for an ASHA job: its plan is a GPU schedule over promotions, which this
+// stage executor does not run; running its synchronous counterpart instead would silently change
+// the algorithm.
+var ErrASHA = errors.New("asha jobs are planned and simulated, not yet run: `rubberband plan` and `simulate` take them")
+
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
+	if cfg.Experiment.Algorithm.IsASHA() {
+		return nil, ErrASHA
+	}
 	m, err := sim.NewModel(cfg.Experiment)
 	if err != nil {
 		return nil, err

@@ -31,11 +31,14 @@ type Bracket struct {
 // Trials is how many configurations the bracket samples.
 func (b Bracket) Trials() int { return b.Stages[0].Trials }
 
-// Brackets expands the algorithm into brackets of stages. It assumes a validated algorithm.
+// Brackets expands the algorithm into brackets of stages. It assumes a validated algorithm. For
+// ASHA they are its synchronous counterpart (ASHA.Synchronous), which only planning uses.
 func (a Algorithm) Brackets() []Bracket {
 	switch {
 	case a.SHA != nil:
 		return []Bracket{{Name: "sha", Stages: ExpandSHA(a.SHA.Trials, a.SHA.MinIters, a.SHA.MaxIters, a.SHA.Eta)}}
+	case a.ASHA != nil:
+		return a.ASHA.Synchronous()
 	case a.Hyperband != nil:
 		round := ExpandHyperband(a.Hyperband.MinIters, a.Hyperband.MaxIters, a.Hyperband.Eta)
 		brackets := slices.Clone(round)

@@ -245,6 +245,9 @@ func (e *Experiment) applyDefaults() Problems {
 	if h := e.Algorithm.Hyperband; h != nil && h.Rounds == 0 && !e.Has("algorithm.hyperband.rounds") {
 		h.Rounds = 1
 	}
+	if a := e.Algorithm.ASHA; a != nil && a.Brackets == 0 && !e.Has("algorithm.asha.brackets") {
+		a.Brackets = 1
+	}
 	e.samplerDefaults()
 	return probs
 }

@@ -155,7 +155,7 @@ planner: {name: clever, samples: 0, deadline_quantile: 1.5}
 		`bad.yaml:1: name: "Bad_Name" is not a valid name`,
 		`bad.yaml:2: deadline: "20" is not a duration`,
 		`bad.yaml:3: objective.mode: "up" is not a mode (max or min)`,
-		`bad.yaml:4: algorithm: give exactly one of sha, hyperband or stages (found 2)`,
+		`bad.yaml:4: algorithm: give exactly one of sha, hyperband, asha or stages (found 2)`,
 		`bad.yaml:8: search_space.lr.type: "gaussian" is not a parameter type`,
 		`bad.yaml:10: cluster.gpus_per_node: "four" is not an integer`,
 		`bad.yaml:12: cluster.colour: unknown field (allowed: instance_type`,

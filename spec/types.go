@@ -46,6 +46,7 @@ type Algorithm struct {
 	SHA       *SHA        `yaml:"sha"`
 	Hyperband *Hyperband  `yaml:"hyperband"`
 	Stages    []StageSpec `yaml:"stages"`
+	ASHA      *ASHA       `yaml:"asha"`
 }
 
 // SHA is Successive Halving: n trials, r iterations first, R at most, keep 1/eta at each sync.

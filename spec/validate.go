@@ -178,11 +178,16 @@ func (v *validator) algorithm() {
 	if a.Stages != nil {
 		set++
 	}
+	if a.ASHA != nil {
+		set++
+	}
 	if set != 1 {
-		v.add("algorithm", "give exactly one of sha, hyperband or stages (found %d)", set)
+		v.add("algorithm", "give exactly one of sha, hyperband, asha or stages (found %d)", set)
 		return
 	}
 	switch {
+	case a.ASHA != nil:
+		v.asha(a.ASHA)
 	case a.SHA != nil:
 		if v.e.gridTrials == "" || a.SHA.Trials != 0 { // else the sampler says why the grid has no size
 			v.positive("algorithm.sha.trials", a.SHA.Trials, MaxTrials)

@@ -1,0 +1,228 @@
+package asha
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Job is work for a free slot: train Trial of Bracket from iteration From to To (rung Rung).
+// New says the trial starts here, at its bracket's rung 0: its configuration is drawn now.
+type Job struct {
+	Trial   int
+	Bracket int
+	Rung    int
+	From    int
+	To      int
+	New     bool
+}
+
+// Ladder is one ASHA run's promotion state: the results each rung holds, which trials it has
+// promoted, and the jobs handed out and not yet reported. It is a pure state machine: Next hands
+// out the next job, Report and Drop take what came of one; the same calls in the same order give
+// the same decisions, so a run replayed from its journal takes none twice.
+//
+// The rule is the ASHA paper's (Li et al., MLSys 2020, Algorithm 2): a free slot first gets the
+// best not-yet-promoted trial that is in the top floor(n/eta) of the n results of its rung, the
+// highest rung first (bracket by bracket, from 0, at equal rungs); else a new trial, while any
+// remain. Results rank by the metric (lower first: give losses), ties by the order they were
+// reported in.
+type Ladder struct {
+	cfg      spec.ASHA
+	rungs    [][]int  // rungs[b][k]: the iteration rung k of bracket b trains up to
+	levels   [][]rung // levels[b][k]
+	started  int      // trials handed out at rung 0
+	inFlight map[int]Job
+	reported int // results so far, all rungs: the order ties are broken by
+}
+
+type rung struct {
+	n          int      // results reported
+	unpromoted []result // sorted best first
+	promoted   []result // sorted best first: their results at this rung
+}
+
+type result struct {
+	loss  float64
+	order int // the n-th result of the run: earlier ranks first at equal loss
+	trial int
+}
+
+func less(a, b result) int {
+	switch {
+	case a.loss < b.loss:
+		return -1
+	case a.loss > b.loss:
+		return 1
+	}
+	return a.order - b.order
+}
+
+// New starts the promotion state of an ASHA job (a validated spec.ASHA).
+func New(cfg spec.ASHA) *Ladder {
+	l := &Ladder{cfg: cfg, inFlight: map[int]Job{}}
+	for b := range max(cfg.Brackets, 1) {
+		r := cfg.Rungs(b)
+		l.rungs = append(l.rungs, r)
+		l.levels = append(l.levels, make([]rung, len(r)))
+	}
+	return l
+}
+
+// Rungs is bracket b's rungs, as iterations.
+func (l *Ladder) Rungs(b int) []int { return l.rungs[b] }
+
+// Next is the job a free slot should take, and false when there is none now (every trial has
+// started and nothing can be promoted until a running job reports). A job handed out is in
+// flight until Report or Drop.
+func (l *Ladder) Next() (Job, bool) {
+	best, found := Job{}, false
+	for b := range l.levels {
+		for k := len(l.levels[b]) - 2; k >= 0; k-- {
+			if found && k <= best.Rung-1 {
+				break // a higher rung of an earlier bracket goes first
+			}
+			if t, ok := l.levels[b][k].promotable(l.cfg.Eta); ok {
+				best, found = Job{Trial: t.trial, Bracket: b, Rung: k + 1, From: l.rungs[b][k], To: l.rungs[b][k+1]}, true
+				break
+			}
+		}
+	}
+	if found {
+		lv := &l.levels[best.Bracket][best.Rung-1]
+		i := slices.IndexFunc(lv.unpromoted, func(r result) bool { return r.trial == best.Trial })
+		r := lv.unpromoted[i]
+		lv.unpromoted = slices.Delete(lv.unpromoted, i, i+1)
+		lv.promoted = insertSorted(lv.promoted, r)
+		l.inFlight[best.Trial] = best
+		return best, true
+	}
+	if l.started >= l.cfg.Trials {
+		return Job{}, false
+	}
+	t := l.started
+	l.started++
+	b := t % max(l.cfg.Brackets, 1)
+	j := Job{Trial: t, Bracket: b, Rung: 0, From: 0, To: l.rungs[b][0], New: true}
+	l.inFlight[t] = j
+	return j, true
+}
+
+// promotable is the best unpromoted result if it ranks in the top floor(n/eta) of the rung.
+func (r *rung) promotable(eta int) (result, bool) {
+	if len(r.unpromoted) == 0 {
+		return result{}, false
+	}
+	top := r.unpromoted[0]
+	// Its rank is the number of promoted results better than it (every unpromoted one is worse).
+	rank, _ := slices.BinarySearchFunc(r.promoted, top, less)
+	return top, rank < r.n/eta
+}
+
+func insertSorted(rs []result, r result) []result {
+	i, _ := slices.BinarySearchFunc(rs, r, less)
+	return slices.Insert(rs, i, r)
+}
+
+// Report records the loss a job in flight reached at its rung. A trial at its bracket's last
+// rung is finished.
+func (l *Ladder) Report(trial int, loss float64) error {
+	j, ok := l.inFlight[trial]
+	if !ok {
+		return fmt.Errorf("asha: trial %d reported with no job in flight", trial)
+	}
+	delete(l.inFlight, trial)
+	lv := &l.levels[j.Bracket][j.Rung]
+	lv.n++
+	lv.unpromoted = insertSorted(lv.unpromoted, result{loss: loss, order: l.reported, trial: trial})
+	l.reported++
+	return nil
+}
+
+// Drop ends a job in flight without a result (the trial failed for good): its rung does not count
+// it, and the trial goes no further.
+func (l *Ladder) Drop(trial int) error {
+	if _, ok := l.inFlight[trial]; !ok {
+		return fmt.Errorf("asha: trial %d dropped with no job in flight", trial)
+	}
+	delete(l.inFlight, trial)
+	return nil
+}
+
+// InFlight is how many jobs are handed out and not yet reported or dropped.
+func (l *Ladder) InFlight() int { return len(l.inFlight) }
+
+// Started is how many trials have been handed out at rung 0.
+func (l *Ladder) Started() int { return l.started }
+
+// Done says the job has ended: every trial started, none in flight, none promotable.
+func (l *Ladder) Done() bool {
+	if l.started < l.cfg.Trials || len(l.inFlight) > 0 {
+		return false
+	}
+	return !l.anyPromotable()
+}
+
+func (l *Ladder) anyPromotable() bool {
+	for b := range l.levels {
+		for k := range len(l.levels[b]) - 1 {
+			if _, ok := l.levels[b][k].promotable(l.cfg.Eta); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Promotable counts the jobs Next could hand out now without starting a trial: for each rung
+// below the last, how many of its unpromoted results rank in its top floor(n/eta).
+func (l *Ladder) Promotable() int {
+	total := 0
+	for b := range l.levels {
+		for k := range len(l.levels[b]) - 1 {
+			lv := &l.levels[b][k]
+			room := lv.n/l.cfg.Eta - len(lv.promoted)
+			total += max(0, min(room, len(lv.unpromoted)))
+		}
+	}
+	return total
+}
+
+// Promotions is how many trials rung k of bracket b has promoted so far.
+func (l *Ladder) Promotions(b, k int) int { return len(l.levels[b][k].promoted) }
+
+// Results is how many results rung k of bracket b holds.
+func (l *Ladder) Results(b, k int) int { return l.levels[b][k].n }
+
+// Best is the trial with the lowest loss at the highest rung any trial has reached, over all
+// brackets (ties: reported first), and false before any result.
+func (l *Ladder) Best() (trial int, loss float64, ok bool) {
+	top := -1
+	var best result
+	for b := range l.levels {
+		for k := len(l.levels[b]) - 1; k >= 0; k-- {
+			lv := &l.levels[b][k]
+			if lv.n == 0 {
+				continue
+			}
+			it := l.rungs[b][k]
+			cand := lv.best()
+			if it > top || (it == top && less(cand, best) < 0) {
+				top, best = it, cand
+			}
+			break
+		}
+	}
+	return best.trial, best.loss, top >= 0
+}
+
+func (r *rung) best() result {
+	switch {
+	case len(r.promoted) == 0:
+		return r.unpromoted[0]
+	case len(r.unpromoted) == 0 || less(r.promoted[0], r.unpromoted[0]) < 0:
+		return r.promoted[0]
+	}
+	return r.unpromoted[0]
+}

@@ -1,0 +1,230 @@
+package asha
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// drain runs the ladder on one slot: each job reports loss(trial, rung) at once.
+func drain(t *testing.T, l *Ladder, loss func(trial, rung int) float64) []Job {
+	t.Helper()
+	var jobs []Job
+	for {
+		j, ok := l.Next()
+		if !ok {
+			break
+		}
+		jobs = append(jobs, j)
+		if err := l.Report(j.Trial, loss(j.Trial, j.Rung)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !l.Done() {
+		t.Fatal("no job left, yet not done")
+	}
+	return jobs
+}
+
+// With eta above the trials no rung ever holds eta results: nothing is promoted. With eta equal
+// to them, the best is promoted once the last has reported, and never before.
+func TestEtaAtTheTrialCount(t *testing.T) {
+	loss := func(trial, rung int) float64 { return float64((trial * 7) % 5) }
+	l := New(spec.ASHA{Trials: 5, MinIters: 1, MaxIters: 36, Eta: 6, Brackets: 1})
+	for _, j := range drain(t, l, loss) {
+		if !j.New {
+			t.Fatalf("eta 6 over 5 trials promoted %+v", j)
+		}
+	}
+	l = New(spec.ASHA{Trials: 5, MinIters: 1, MaxIters: 25, Eta: 5, Brackets: 1})
+	jobs := drain(t, l, loss)
+	if len(jobs) != 6 || jobs[5].New || jobs[5].Trial != 0 || jobs[5].Rung != 1 || jobs[5].From != 1 || jobs[5].To != 5 {
+		t.Fatalf("jobs %+v", jobs)
+	}
+}
+
+// On one slot with known losses the promotion sequence is the paper's rule worked by hand.
+// Nine trials, eta 3, rungs at 1, 3, 9 iterations; losses at rung 0 are 5 3 8 1 9 2 7 6 4.
+func TestOneSlotByHand(t *testing.T) {
+	at0 := []float64{5, 3, 8, 1, 9, 2, 7, 6, 4}
+	loss := func(trial, rung int) float64 { return at0[trial] + 10*float64(rung) - float64(trial)/100 }
+	l := New(spec.ASHA{Trials: 9, MinIters: 1, MaxIters: 9, Eta: 3, Brackets: 1})
+	var got []string
+	for _, j := range drain(t, l, loss) {
+		got = append(got, jobName(j))
+	}
+	// t0 t1 t2: rung 0 holds 5 3 8 -> top 1 is t1 (3): promote. t3 (1): n=4, top 1 is t3, not
+	// promoted yet -> promote. t4 (9): n=5, top 1 = t3, done. t5 (2): n=6, top 2 = t3 t5 -> t5.
+	// Rung 1 now holds t1 t3 t5 (n=3): its top is t3 (11 - .03) -> to rung 2.
+	// t6, t7: n=8, top 2 = t3 t5: nothing. t8 (4): n=9, top 3 = t3 t5 t1: all promoted. End.
+	want := []string{"t0", "t1", "t2", "t1>1", "t3", "t3>1", "t4", "t5", "t5>1", "t3>2", "t6", "t7", "t8"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("jobs\n%v\nwant\n%v", got, want)
+	}
+	if trial, _, _ := l.Best(); trial != 3 {
+		t.Fatalf("best trial %d, want 3", trial)
+	}
+}
+
+func jobName(j Job) string {
+	if j.New {
+		return "t" + itoa(j.Trial)
+	}
+	return "t" + itoa(j.Trial) + ">" + itoa(j.Rung)
+}
+
+func itoa(i int) string { return string(rune('0' + i)) }
+
+// A trial that was not in the top third when it reported is promoted later, once enough worse
+// results arrive; equal losses rank by who reported first.
+func TestLatePromotionsAndTies(t *testing.T) {
+	l := New(spec.ASHA{Trials: 6, MinIters: 1, MaxIters: 3, Eta: 3, Brackets: 1})
+	jobs := map[int]Job{}
+	for range 3 {
+		j, _ := l.Next()
+		jobs[j.Trial] = j
+	}
+	l.Report(0, 1) // t0 best so far
+	l.Report(1, 2)
+	l.Report(2, 1) // ties t0, reported later
+	if j, ok := l.Next(); !ok || j.New || j.Trial != 0 {
+		t.Fatalf("the tie went to %+v, not t0 (reported first)", j)
+	}
+	l.Report(0, 0.5) // t0 at the last rung
+	for range 3 {
+		l.Next() // t3, t4, t5
+	}
+	l.Report(3, 5)
+	l.Report(4, 6)
+	l.Report(5, 7) // n = 6: top 2 = t0, t2 -> t2 promoted late
+	if j, ok := l.Next(); !ok || j.Trial != 2 || j.Rung != 1 {
+		t.Fatalf("late promotion: %+v %v", j, ok)
+	}
+	if l.Promotions(0, 0) != 2 || l.Results(0, 0) != 6 {
+		t.Fatalf("promotions %d of %d", l.Promotions(0, 0), l.Results(0, 0))
+	}
+	if err := l.Report(4, 1); err == nil {
+		t.Fatal("a trial with no job in flight reported")
+	}
+}
+
+// Brackets: trial i goes to bracket i mod B, whose first rung is min_iters·eta^b.
+func TestBrackets(t *testing.T) {
+	cfg := spec.ASHA{Trials: 7, MinIters: 1, MaxIters: 9, Eta: 3, Brackets: 3}
+	l := New(cfg)
+	if !slices.Equal(l.Rungs(0), []int{1, 3, 9}) || !slices.Equal(l.Rungs(1), []int{3, 9}) || !slices.Equal(l.Rungs(2), []int{9}) {
+		t.Fatalf("rungs %v %v %v", l.Rungs(0), l.Rungs(1), l.Rungs(2))
+	}
+	for i := range 7 {
+		j, _ := l.Next()
+		if j.Bracket != i%3 || j.To != l.Rungs(i%3)[0] {
+			t.Fatalf("trial %d: %+v", i, j)
+		}
+	}
+	if cfg.BracketTrials(0) != 3 || cfg.BracketTrials(1) != 2 || cfg.BracketTrials(2) != 2 {
+		t.Fatal("bracket trials")
+	}
+}
+
+// Against a brute-force reading of the rule, under random losses and random orders of
+// completion on several slots: every decision agrees, and at the end each rung has promoted at
+// least floor(n/eta) of its n results (ASHA never promotes fewer than synchronous SHA).
+func TestAgreesWithBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		cfg := spec.ASHA{Trials: 1 + r.IntN(60), MinIters: 1, MaxIters: 27, Eta: 2 + r.IntN(3), Brackets: 1 + r.IntN(2)}
+		cfg.Brackets = min(cfg.Brackets, cfg.MaxBrackets())
+		l, ref := New(cfg), newBrute(cfg)
+		slots := 1 + r.IntN(8)
+		var running []Job
+		for {
+			for len(running) < slots {
+				j, ok := l.Next()
+				want, wok := ref.next()
+				if ok != wok || (ok && j != want) {
+					t.Fatalf("round %d: next %+v %v, brute force %+v %v", round, j, ok, want, wok)
+				}
+				if !ok {
+					break
+				}
+				running = append(running, j)
+			}
+			if len(running) == 0 {
+				break
+			}
+			i := r.IntN(len(running))
+			j := running[i]
+			running = slices.Delete(running, i, i+1)
+			loss := float64(r.IntN(20)) // ties happen
+			l.Report(j.Trial, loss)
+			ref.report(j, loss)
+		}
+		if !l.Done() {
+			t.Fatalf("round %d: not done", round)
+		}
+		for b := range cfg.Brackets {
+			for k := range len(l.Rungs(b)) - 1 {
+				if n := l.Results(b, k); l.Promotions(b, k) < n/cfg.Eta {
+					t.Fatalf("round %d: rung %d of bracket %d promoted %d of %d", round, k, b, l.Promotions(b, k), n)
+				}
+			}
+		}
+	}
+}
+
+// brute is the rule read literally: sort the rung, take its top floor(n/eta), promote the first
+// not yet promoted.
+type brute struct {
+	cfg      spec.ASHA
+	results  map[[2]int][]result // (bracket, rung)
+	promoted map[[3]int]bool     // (bracket, rung, trial)
+	started  int
+	order    int
+}
+
+func newBrute(cfg spec.ASHA) *brute {
+	return &brute{cfg: cfg, results: map[[2]int][]result{}, promoted: map[[3]int]bool{}}
+}
+
+func (b *brute) next() (Job, bool) {
+	best, found := Job{}, false
+	for br := range b.cfg.Brackets {
+		rungs := b.cfg.Rungs(br)
+		for k := len(rungs) - 2; k >= 0; k-- {
+			rs := slices.Clone(b.results[[2]int{br, k}])
+			slices.SortFunc(rs, less)
+			var pick *result
+			for i := range len(rs) / b.cfg.Eta {
+				if !b.promoted[[3]int{br, k, rs[i].trial}] {
+					pick = &rs[i]
+					break
+				}
+			}
+			if pick != nil {
+				if !found || k+1 > best.Rung {
+					best, found = Job{Trial: pick.trial, Bracket: br, Rung: k + 1, From: rungs[k], To: rungs[k+1]}, true
+				}
+				break
+			}
+		}
+	}
+	if found {
+		b.promoted[[3]int{best.Bracket, best.Rung - 1, best.Trial}] = true
+		return best, true
+	}
+	if b.started >= b.cfg.Trials {
+		return Job{}, false
+	}
+	t := b.started
+	b.started++
+	br := t % b.cfg.Brackets
+	return Job{Trial: t, Bracket: br, Rung: 0, To: b.cfg.Rungs(br)[0], New: true}, true
+}
+
+func (b *brute) report(j Job, loss float64) {
+	key := [2]int{j.Bracket, j.Rung}
+	b.results[key] = append(b.results[key], result{loss: loss, order: b.order, trial: j.Trial})
+	b.order++
+}

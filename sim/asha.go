@@ -1,0 +1,264 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/rubberband-hpo/rubberband/asha"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// ASHAPlan is the GPU schedule of an ASHA job (one GPU a trial, on the default offer): GPUs[0]
+// are held while trials remain to be started; then phase j begins the first time the work that
+// can still run now (jobs running plus promotions waiting) is at most GPUs[j], and the cluster
+// shrinks to GPUs[j]. The counts do not rise; each phase is keyed to an event, never to a time.
+type ASHAPlan struct {
+	GPUs []int `json:"gpus"`
+}
+
+func (p ASHAPlan) String() string {
+	s := ""
+	for i, g := range p.GPUs {
+		if i > 0 {
+			s += ">"
+		}
+		s += fmt.Sprint(g)
+	}
+	return s
+}
+
+// CheckASHA says what is wrong with a plan for this model: no phase, a count that rises, or more
+// nodes than the cluster allows.
+func (m *Model) CheckASHA(p ASHAPlan) error {
+	if len(p.GPUs) == 0 || p.GPUs[0] < 1 {
+		return fmt.Errorf("asha plan %s: needs at least one GPU at the start", p)
+	}
+	for j := 1; j < len(p.GPUs); j++ {
+		if p.GPUs[j] > p.GPUs[j-1] || p.GPUs[j] < 1 {
+			return fmt.Errorf("asha plan %s: phase %d holds %d GPUs after %d (counts fall, at least 1)", p, j, p.GPUs[j], p.GPUs[j-1])
+		}
+	}
+	if m.MaxNodes > 0 && m.NodesFor(p.GPUs[0]) > m.MaxNodes {
+		return fmt.Errorf("asha plan %s: %d nodes (at most %d)", p, m.NodesFor(p.GPUs[0]), m.MaxNodes)
+	}
+	return nil
+}
+
+// ASHAOutcome is an ASHA prediction sample by sample, with what the promotion rule did.
+type ASHAOutcome struct {
+	Outcome
+	// Promotions[b][k] is the mean number of trials rung k of bracket b promoted.
+	Promotions [][]float64
+	// IdleGPUSeconds is the mean GPU time held with nothing to run.
+	IdleGPUSeconds float64
+}
+
+// SimulateASHA is the discrete-event Monte Carlo of an ASHA job under a plan: nodes start
+// (SCALE, then each its INIT_INSTANCE and DATA), every free GPU takes the job the promotion rule
+// (package asha) hands out, each job takes its start-up plus a fresh draw per iteration, and each
+// result's rank is random (trials' metrics exchangeable, as the SHA model assumes). Nodes are
+// billed from running until released. samples runs from seed's streams: the same arguments give
+// the same numbers.
+func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64) (ASHAOutcome, error) {
+	if err := m.CheckASHA(p); err != nil {
+		return ASHAOutcome{}, err
+	}
+	out := ASHAOutcome{Outcome: Outcome{JCT: make([]float64, samples), Cost: make([]float64, samples)}}
+	for b := range max(cfg.Brackets, 1) {
+		out.Promotions = append(out.Promotions, make([]float64, len(cfg.Rungs(b))))
+	}
+	iter := m.IterLatency(1)
+	for i := range samples {
+		r := rand.New(rand.NewPCG(seed, uint64(i)))
+		s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter, ladder: asha.New(cfg)}
+		s.run()
+		out.JCT[i], out.Cost[i] = s.end, s.cost
+		out.IdleGPUSeconds += s.idle / float64(samples)
+		for b := range out.Promotions {
+			for k := range out.Promotions[b] {
+				out.Promotions[b][k] += float64(s.ladder.Promotions(b, k)) / float64(samples)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ashaRun is one sample.
+type ashaRun struct {
+	m      *Model
+	cfg    spec.ASHA
+	plan   ASHAPlan
+	r      *rand.Rand
+	iter   Dist
+	ladder *asha.Ladder
+
+	now, end, cost, idle float64
+	phase                int
+	nodes                []*ashaNode
+	events               ashaEvents
+	pushed               int // events so far: the order of simultaneous ones
+	busy                 int // GPUs running a job
+}
+
+type ashaNode struct {
+	ready    float64 // when its GPUs can take jobs (running + init + data)
+	running  float64 // when billing starts
+	up       bool
+	busy     int
+	draining bool // released once its last job ends
+	released bool
+}
+
+type ashaEvent struct {
+	at    float64
+	node  int
+	trial int // -1: the node is ready
+	seq   int
+}
+
+type ashaEvents []ashaEvent
+
+func (h ashaEvents) Len() int { return len(h) }
+func (h ashaEvents) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].seq < h[j].seq
+}
+func (h ashaEvents) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *ashaEvents) Push(x any)   { *h = append(*h, x.(ashaEvent)) }
+func (h *ashaEvents) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (s *ashaRun) push(at float64, node, trial int) {
+	s.pushed++
+	heap.Push(&s.events, ashaEvent{at: at, node: node, trial: trial, seq: s.pushed})
+}
+
+func (s *ashaRun) run() {
+	scale := s.m.Scale.Sample(s.r)
+	for i := range s.m.NodesFor(s.plan.GPUs[0]) {
+		ready := scale + s.m.Init.Sample(s.r) + s.m.DataLatency
+		s.nodes = append(s.nodes, &ashaNode{ready: ready, running: scale})
+		s.push(ready, i, -1)
+	}
+	for s.events.Len() > 0 {
+		e := heap.Pop(&s.events).(ashaEvent)
+		s.advance(e.at)
+		n := s.nodes[e.node]
+		if e.trial < 0 {
+			n.up = !n.released
+		} else {
+			n.busy--
+			s.busy--
+			s.ladder.Report(e.trial, s.r.Float64())
+			if n.draining && n.busy == 0 {
+				s.release(n)
+			}
+			s.shrink()
+		}
+		s.fill()
+		if s.ladder.Done() {
+			break
+		}
+	}
+	s.end = s.now
+	for _, n := range s.nodes {
+		s.release(n)
+	}
+	s.cost += float64(len(s.nodes)) * s.m.DataCost
+}
+
+// advance moves the clock, counting the GPU time held idle.
+func (s *ashaRun) advance(t float64) {
+	held := 0
+	for _, n := range s.nodes {
+		if !n.released && t > n.running {
+			held += s.m.GPUsPerNode
+		}
+	}
+	s.idle += float64(held-s.busy) * (t - s.now)
+	s.now = t
+}
+
+// cap is how many jobs may run at once in the current phase.
+func (s *ashaRun) cap() int { return s.plan.GPUs[s.phase] }
+
+// fill hands a job to every free GPU the phase allows, the busiest node's first (so that others
+// drain and can be released).
+func (s *ashaRun) fill() {
+	for s.busy < s.cap() {
+		n := s.pick()
+		if n < 0 {
+			return
+		}
+		j, ok := s.ladder.Next()
+		if !ok {
+			return
+		}
+		d := s.m.Startup.Sample(s.r) + SampleSum(s.iter, j.To-j.From, s.r)
+		if s.m.PerFunction {
+			s.cost += d * s.m.GPUPricePerSecond()
+		}
+		s.nodes[n].busy++
+		s.busy++
+		s.push(s.now+d, n, j.Trial)
+	}
+}
+
+func (s *ashaRun) pick() int {
+	best := -1
+	for i, n := range s.nodes {
+		if !n.up || n.draining || n.released || n.busy >= s.m.GPUsPerNode {
+			continue
+		}
+		if best < 0 || n.busy > s.nodes[best].busy {
+			best = i
+		}
+	}
+	return best
+}
+
+// shrink enters the next phases once every trial has started and the work that can run now
+// fits them, and releases nodes down to the phase's: idle ones at once, the least busy of the
+// rest when their jobs end.
+func (s *ashaRun) shrink() {
+	if s.ladder.Started() < s.cfg.Trials {
+		return
+	}
+	demand := s.ladder.InFlight() + s.ladder.Promotable()
+	for s.phase+1 < len(s.plan.GPUs) && demand <= s.plan.GPUs[s.phase+1] {
+		s.phase++
+	}
+	keep := s.m.NodesFor(s.cap())
+	var live []*ashaNode
+	for _, n := range s.nodes {
+		if !n.released && !n.draining {
+			live = append(live, n)
+		}
+	}
+	slices.SortStableFunc(live, func(a, b *ashaNode) int { return a.busy - b.busy })
+	for _, n := range live[:max(len(live)-keep, 0)] {
+		if n.busy == 0 {
+			s.release(n)
+		} else {
+			n.draining = true
+		}
+	}
+}
+
+func (s *ashaRun) release(n *ashaNode) {
+	if n.released {
+		return
+	}
+	n.released, n.up = true, false
+	if !s.m.PerFunction && s.now > n.running {
+		s.cost += s.m.Bill(s.now-n.running, s.m.NodePricePerSecond)
+	}
+}

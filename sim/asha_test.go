@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// ashaJob parses an ASHA spec and returns its model and its ASHA block.
+func ashaJob(t testing.TB, algorithm, cluster, profile string) (*Model, spec.ASHA) {
+	t.Helper()
+	src := fmt.Sprintf("name: t\nobjective: {metric: loss, mode: min}\nalgorithm: {asha: %s}\ncluster: %s\nprofile: %s\n", algorithm, cluster, profile)
+	exp, err := spec.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	m, err := NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, *exp.Algorithm.ASHA
+}
+
+const ashaProfile = "{iter_latency: {1: {dist: constant, value: 10}}, startup_latency: {value: 5s}}"
+
+// Constant latencies by hand. SCALE 10 s, INIT 20 s, $3.60/h a node ($0.001/s), 5 s start-up and
+// 10 s an iteration. Eta 6 over 5 trials promotes nothing: on one 1-GPU node five jobs of one
+// iteration (15 s) one after another end at 30 + 75 = 105 s, billed from 10 s: $0.095.
+// On a 5-GPU node they run at once: 45 s, billed 35 s, raised to the 60 s minimum: $0.06.
+func TestASHAConstantLatencies(t *testing.T) {
+	for _, tc := range []struct {
+		gpusPerNode, gpus int
+		jct, cost         float64
+	}{{1, 1, 105, 0.095}, {5, 5, 45, 0.06}} {
+		m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}",
+			fmt.Sprintf("{gpus_per_node: %d, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}}", tc.gpusPerNode), ashaProfile)
+		out, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{tc.gpus}}, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if !near(out.JCT[i], tc.jct, 1e-9) || !near(out.Cost[i], tc.cost, 1e-9) {
+				t.Fatalf("%d GPUs: sample %d: JCT %v cost %v, want %v %v", tc.gpus, i, out.JCT[i], out.Cost[i], tc.jct, tc.cost)
+			}
+		}
+		if out.Promotions[0][0] != 0 {
+			t.Fatalf("promoted %v", out.Promotions)
+		}
+	}
+}
+
+// On one slot every rung-0 result is followed by all the promotions it allows, so rung 0
+// promotes every trial that was ever in the top floor(n/eta) of the first n results. For
+// exchangeable results that count's mean has an exact value (onePromotions); the simulator's
+// mean over many samples must agree, and be above synchronous SHA's floor(N/eta).
+func TestASHAPromotionsOnOneSlot(t *testing.T) {
+	const n, eta = 27, 3
+	m, cfg := ashaJob(t, fmt.Sprintf("{trials: %d, min_iters: 1, max_iters: 9, eta: %d}", n, eta),
+		"{gpus_per_node: 1, price_per_hour: 3.6}", ashaProfile)
+	out, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{1}}, 20000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := onePromotions(n, eta)
+	t.Logf("rung 0 promotes %.3f on average; exact %.3f; SHA %d", out.Promotions[0][0], want, n/eta)
+	if got := out.Promotions[0][0]; math.Abs(got-want) > 0.05 || got <= n/eta {
+		t.Fatalf("rung 0 promoted %.3f on average; the exact mean is %.3f (SHA: %d)", got, want, n/eta)
+	}
+}
+
+// onePromotions is the expected size of the union over k = 1..n of the top floor(k/eta) of the
+// first k of n exchangeable results: for result i of value u (uniform), the number of earlier or
+// later results below u among the first k grows by a Bernoulli(u) each step; i is promoted if
+// 1 + that number is ever at most floor(k/eta). Integrated over u by the midpoint rule.
+func onePromotions(n, eta int) float64 {
+	const steps = 4000
+	total := 0.0
+	for s := range steps {
+		u := (float64(s) + 0.5) / steps
+		for i := 1; i <= n; i++ {
+			// p[c]: P(c results below u among the first k, not yet promoted); starts at k = i.
+			p := make([]float64, n)
+			for c := 0; c < i; c++ {
+				p[c] = binom(i-1, c) * math.Pow(u, float64(c)) * math.Pow(1-u, float64(i-1-c))
+			}
+			hit := 0.0
+			for k := i; ; k++ {
+				for c := range p {
+					if p[c] > 0 && 1+c <= k/eta {
+						hit += p[c]
+						p[c] = 0
+					}
+				}
+				if k == n {
+					break
+				}
+				next := make([]float64, n)
+				for c := range p {
+					if p[c] == 0 {
+						continue
+					}
+					next[c] += p[c] * (1 - u)
+					if c+1 < n {
+						next[c+1] += p[c] * u
+					}
+				}
+				p = next
+			}
+			total += hit / steps
+		}
+	}
+	return total
+}
+
+func binom(n, k int) float64 {
+	r := 1.0
+	for i := 1; i <= k; i++ {
+		r = r * float64(n-k+i) / float64(i)
+	}
+	return r
+}
+
+// A schedule that shrinks as the rungs drain costs less than the same GPUs held to the end and
+// takes no longer (the work that can run fits the GPUs it keeps); the same arguments give the
+// same samples; a rising schedule is refused.
+func TestASHAShrinkingSchedule(t *testing.T) {
+	m, cfg := ashaJob(t, "{trials: 81, min_iters: 1, max_iters: 81, eta: 3}",
+		"{gpus_per_node: 4, price_per_hour: 12, scale_latency: {value: 60s}, init_latency: {value: 30s}, max_nodes: 8}",
+		"{iter_latency: {1: {mean: 10, std: 2}}, startup_latency: {value: 5s}}")
+	fixed, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{32}}, 200, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elastic, _ := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{32, 16, 8, 4}}, 200, 3)
+	fc, ec := Summarize(fixed.Cost), Summarize(elastic.Cost)
+	fj, ej := Summarize(fixed.JCT), Summarize(elastic.JCT)
+	t.Logf("fixed: $%.2f %.0fs idle %.0f GPU-s; elastic: $%.2f %.0fs idle %.0f", fc.Mean, fj.Mean, fixed.IdleGPUSeconds, ec.Mean, ej.Mean, elastic.IdleGPUSeconds)
+	if !(ec.Mean < 0.9*fc.Mean) || ej.Mean > fj.Mean*1.02 || !(elastic.IdleGPUSeconds < fixed.IdleGPUSeconds) {
+		t.Fatalf("fixed: $%.2f %.0fs idle %.0f GPU-s; elastic: $%.2f %.0fs idle %.0f", fc.Mean, fj.Mean, fixed.IdleGPUSeconds, ec.Mean, ej.Mean, elastic.IdleGPUSeconds)
+	}
+	again, _ := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{32, 16, 8, 4}}, 200, 3)
+	for i := range again.JCT {
+		if again.JCT[i] != elastic.JCT[i] || again.Cost[i] != elastic.Cost[i] {
+			t.Fatal("the same seed gave another sample")
+		}
+	}
+	if _, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{8, 16}}, 1, 1); err == nil {
+		t.Fatal("a rising schedule was simulated")
+	}
+	if _, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{64}}, 1, 1); err == nil {
+		t.Fatal("16 nodes of a cluster of at most 8 were simulated")
+	}
+}
