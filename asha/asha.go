@@ -27,7 +27,8 @@ type Job struct {
 // best not-yet-promoted trial that is in the top floor(n/eta) of the n results of its rung, the
 // highest rung first (bracket by bracket, from 0, at equal rungs); else a new trial, while any
 // remain. Results rank by the metric (lower first: give losses), ties by the order they were
-// reported in.
+// reported in. One addition to the paper's rule: a bracket that would end with its last rung
+// empty trains its best trial on, rung by rung, up to max_iters (finish).
 type Ladder struct {
 	cfg      spec.ASHA
 	rungs    [][]int  // rungs[b][k]: the iteration rung k of bracket b trains up to
@@ -99,7 +100,7 @@ func (l *Ladder) Next() (Job, bool) {
 		return best, true
 	}
 	if l.started >= l.cfg.Trials {
-		return Job{}, false
+		return l.finish()
 	}
 	t := l.started
 	l.started++
@@ -107,6 +108,39 @@ func (l *Ladder) Next() (Job, bool) {
 	j := Job{Trial: t, Bracket: b, Rung: 0, From: 0, To: l.rungs[b][0], New: true}
 	l.inFlight[t] = j
 	return j, true
+}
+
+// finish is the last resort once nothing else can run (every trial started, none in flight,
+// nothing promotable): a bracket none of whose trials reached its last rung promotes the best of
+// its highest rung that has results, so that the winner trains max_iters as synchronous SHA's
+// last stage does. The paper's rule alone would end a job of N trials with its last rung empty
+// whenever the rung below holds fewer than eta results.
+func (l *Ladder) finish() (Job, bool) {
+	if len(l.inFlight) > 0 {
+		return Job{}, false
+	}
+	for b := range l.levels {
+		last := len(l.levels[b]) - 1
+		if l.levels[b][last].n > 0 {
+			continue
+		}
+		for k := last - 1; k >= 0; k-- {
+			lv := &l.levels[b][k]
+			if lv.n == 0 {
+				continue
+			}
+			if len(lv.unpromoted) == 0 {
+				break // its best went on and is reported higher up, or dropped
+			}
+			top := lv.unpromoted[0]
+			lv.unpromoted = lv.unpromoted[1:]
+			lv.promoted = insertSorted(lv.promoted, top)
+			j := Job{Trial: top.trial, Bracket: b, Rung: k + 1, From: l.rungs[b][k], To: l.rungs[b][k+1]}
+			l.inFlight[top.trial] = j
+			return j, true
+		}
+	}
+	return Job{}, false
 }
 
 // promotable is the best unpromoted result if it ranks in the top floor(n/eta) of the rung.
@@ -156,12 +190,27 @@ func (l *Ladder) InFlight() int { return len(l.inFlight) }
 // Started is how many trials have been handed out at rung 0.
 func (l *Ladder) Started() int { return l.started }
 
-// Done says the job has ended: every trial started, none in flight, none promotable.
+// Done says the job has ended: every trial started, none in flight, none promotable, and every
+// bracket's last rung reached (or its best dropped).
 func (l *Ladder) Done() bool {
-	if l.started < l.cfg.Trials || len(l.inFlight) > 0 {
+	if l.started < l.cfg.Trials || len(l.inFlight) > 0 || l.anyPromotable() {
 		return false
 	}
-	return !l.anyPromotable()
+	for b := range l.levels {
+		last := len(l.levels[b]) - 1
+		if l.levels[b][last].n > 0 {
+			continue
+		}
+		for k := last - 1; k >= 0; k-- {
+			if lv := &l.levels[b][k]; lv.n > 0 {
+				if len(lv.unpromoted) > 0 {
+					return false
+				}
+				break
+			}
+		}
+	}
+	return true
 }
 
 func (l *Ladder) anyPromotable() bool {

@@ -28,19 +28,21 @@ func drain(t *testing.T, l *Ladder, loss func(trial, rung int) float64) []Job {
 	return jobs
 }
 
-// With eta above the trials no rung ever holds eta results: nothing is promoted. With eta equal
-// to them, the best is promoted once the last has reported, and never before.
+// With eta above the trials no rung ever holds eta results: the rule promotes nothing, and only
+// once all five have reported does the best go on, alone, rung by rung to max_iters (finish).
+// With eta equal to them, the rule promotes the best once the last has reported, never before;
+// finish then takes it from rung 1 to the last.
 func TestEtaAtTheTrialCount(t *testing.T) {
-	loss := func(trial, rung int) float64 { return float64((trial * 7) % 5) }
-	l := New(spec.ASHA{Trials: 5, MinIters: 1, MaxIters: 36, Eta: 6, Brackets: 1})
-	for _, j := range drain(t, l, loss) {
-		if !j.New {
-			t.Fatalf("eta 6 over 5 trials promoted %+v", j)
-		}
+	loss := func(trial, rung int) float64 { return float64((trial * 7) % 5) } // t0 is best
+	var got []string
+	for _, j := range drain(t, New(spec.ASHA{Trials: 5, MinIters: 1, MaxIters: 36, Eta: 6, Brackets: 1}), loss) {
+		got = append(got, jobName(j))
 	}
-	l = New(spec.ASHA{Trials: 5, MinIters: 1, MaxIters: 25, Eta: 5, Brackets: 1})
-	jobs := drain(t, l, loss)
-	if len(jobs) != 6 || jobs[5].New || jobs[5].Trial != 0 || jobs[5].Rung != 1 || jobs[5].From != 1 || jobs[5].To != 5 {
+	if want := []string{"t0", "t1", "t2", "t3", "t4", "t0>1", "t0>2"}; !slices.Equal(got, want) {
+		t.Fatalf("eta 6 over 5 trials: %v, want %v", got, want)
+	}
+	jobs := drain(t, New(spec.ASHA{Trials: 5, MinIters: 1, MaxIters: 25, Eta: 5, Brackets: 1}), loss)
+	if len(jobs) != 7 || jobs[5].Trial != 0 || jobs[5].Rung != 1 || jobs[5].From != 1 || jobs[5].To != 5 || jobs[6].To != 25 {
 		t.Fatalf("jobs %+v", jobs)
 	}
 }
@@ -119,7 +121,7 @@ func TestBrackets(t *testing.T) {
 	}
 	for i := range 7 {
 		j, _ := l.Next()
-		if j.Bracket != i%3 || j.To != l.Rungs(i%3)[0] {
+		if j.Bracket != i%3 || j.To != l.Rungs(i % 3)[0] {
 			t.Fatalf("trial %d: %+v", i, j)
 		}
 	}
@@ -165,6 +167,11 @@ func TestAgreesWithBruteForce(t *testing.T) {
 			t.Fatalf("round %d: not done", round)
 		}
 		for b := range cfg.Brackets {
+			if last := len(l.Rungs(b)) - 1; cfg.BracketTrials(b) > 0 && l.Results(b, last) == 0 {
+				t.Fatalf("round %d: bracket %d ended with its last rung empty", round, b)
+			}
+		}
+		for b := range cfg.Brackets {
 			for k := range len(l.Rungs(b)) - 1 {
 				if n := l.Results(b, k); l.Promotions(b, k) < n/cfg.Eta {
 					t.Fatalf("round %d: rung %d of bracket %d promoted %d of %d", round, k, b, l.Promotions(b, k), n)
@@ -182,6 +189,7 @@ type brute struct {
 	promoted map[[3]int]bool     // (bracket, rung, trial)
 	started  int
 	order    int
+	inFlight int
 }
 
 func newBrute(cfg spec.ASHA) *brute {
@@ -210,8 +218,35 @@ func (b *brute) next() (Job, bool) {
 			}
 		}
 	}
+	if !found && b.started >= b.cfg.Trials && b.inFlight == 0 {
+		// finish: a bracket with nothing at its last rung trains the best of its highest rung on.
+		for br := range b.cfg.Brackets {
+			rungs := b.cfg.Rungs(br)
+			if len(b.results[[2]int{br, len(rungs) - 1}]) > 0 {
+				continue
+			}
+			for k := len(rungs) - 2; k >= 0 && !found; k-- {
+				rs := slices.Clone(b.results[[2]int{br, k}])
+				if len(rs) == 0 {
+					continue
+				}
+				slices.SortFunc(rs, less)
+				for _, r := range rs {
+					if !b.promoted[[3]int{br, k, r.trial}] {
+						best, found = Job{Trial: r.trial, Bracket: br, Rung: k + 1, From: rungs[k], To: rungs[k+1]}, true
+						break
+					}
+				}
+				break
+			}
+			if found {
+				break
+			}
+		}
+	}
 	if found {
 		b.promoted[[3]int{best.Bracket, best.Rung - 1, best.Trial}] = true
+		b.inFlight++
 		return best, true
 	}
 	if b.started >= b.cfg.Trials {
@@ -219,11 +254,13 @@ func (b *brute) next() (Job, bool) {
 	}
 	t := b.started
 	b.started++
+	b.inFlight++
 	br := t % b.cfg.Brackets
 	return Job{Trial: t, Bracket: br, Rung: 0, To: b.cfg.Rungs(br)[0], New: true}, true
 }
 
 func (b *brute) report(j Job, loss float64) {
+	b.inFlight--
 	key := [2]int{j.Bracket, j.Rung}
 	b.results[key] = append(b.results[key], result{loss: loss, order: b.order, trial: j.Trial})
 	b.order++

@@ -26,14 +26,15 @@ func ashaJob(t testing.TB, algorithm, cluster, profile string) (*Model, spec.ASH
 const ashaProfile = "{iter_latency: {1: {dist: constant, value: 10}}, startup_latency: {value: 5s}}"
 
 // Constant latencies by hand. SCALE 10 s, INIT 20 s, $3.60/h a node ($0.001/s), 5 s start-up and
-// 10 s an iteration. Eta 6 over 5 trials promotes nothing: on one 1-GPU node five jobs of one
-// iteration (15 s) one after another end at 30 + 75 = 105 s, billed from 10 s: $0.095.
-// On a 5-GPU node they run at once: 45 s, billed 35 s, raised to the 60 s minimum: $0.06.
+// 10 s an iteration. Eta 6 over 5 trials: the rule promotes nothing, rungs 1, 6 and 36. On one
+// 1-GPU node five jobs of one iteration (15 s) one after another end at 30 + 75 = 105 s; then the
+// best trains on alone to the last rung (asha's finish): 5 iterations (55 s), then 30 (305 s):
+// 465 s, billed from 10 s: $0.455. On a 5-GPU node the five run at once: 45 + 360 = 405 s, $0.395.
 func TestASHAConstantLatencies(t *testing.T) {
 	for _, tc := range []struct {
 		gpusPerNode, gpus int
 		jct, cost         float64
-	}{{1, 1, 105, 0.095}, {5, 5, 45, 0.06}} {
+	}{{1, 1, 465, 0.455}, {5, 5, 405, 0.395}} {
 		m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}",
 			fmt.Sprintf("{gpus_per_node: %d, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}}", tc.gpusPerNode), ashaProfile)
 		out, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{tc.gpus}}, 3, 1)
@@ -45,7 +46,7 @@ func TestASHAConstantLatencies(t *testing.T) {
 				t.Fatalf("%d GPUs: sample %d: JCT %v cost %v, want %v %v", tc.gpus, i, out.JCT[i], out.Cost[i], tc.jct, tc.cost)
 			}
 		}
-		if out.Promotions[0][0] != 0 {
+		if out.Promotions[0][0] != 1 || out.Promotions[0][1] != 1 {
 			t.Fatalf("promoted %v", out.Promotions)
 		}
 	}

@@ -35,6 +35,9 @@ func planAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if exp.Algorithm.IsASHA() {
+		return planASHA(c, exp, s.Model())
+	}
 	rep, res, err := makePlan(c, exp, s)
 	if err != nil {
 		return err
@@ -77,4 +80,29 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 	stop := term.Ticker(w, "planning", func() string { return format.Plural(int(evaluated.Load()), "plan") + " simulated" })
 	defer stop()
 	return planner.Plan(c.Context, exp, s, func(n int) { evaluated.Store(int64(n)) })
+}
+
+// planASHA plans an ASHA job: its GPU schedule beside the best fixed-slot ASHA and synchronous
+// SHA. Such a plan is not written with --out: run does not take ASHA jobs yet.
+func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
+	res, err := planner.PlanASHA(c.Context, exp, m)
+	if err != nil {
+		return err
+	}
+	if c.String("output") == "json" {
+		if err := writeJSON(c.App.Writer, res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(c.App.Writer, "%s: asha, %d trials, rungs %v, deadline %s at p%.0f (%d schedules simulated)\n",
+			exp.Name, exp.Algorithm.ASHA.Trials, exp.Algorithm.ASHA.Rungs(0), exp.Deadline.D(), 100*res.Quantile, res.Evaluated)
+		fmt.Fprint(c.App.Writer, res.String())
+		if res.Fixed.Cost.Mean > 0 {
+			fmt.Fprintf(c.App.Writer, "elastic against fixed slots: %.0f%% of the cost\n", 100*res.Elastic.Cost.Mean/res.Fixed.Cost.Mean)
+		}
+	}
+	if !res.Elastic.Feasible {
+		return fmt.Errorf("%w: no ASHA schedule meets the deadline at p%.0f", planner.ErrNoPlan, 100*res.Quantile)
+	}
+	return nil
 }

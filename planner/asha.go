@@ -1,0 +1,221 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// ASHACandidate is one GPU schedule of an ASHA job and what it is predicted to do.
+type ASHACandidate struct {
+	Plan     sim.ASHAPlan `json:"plan"`
+	JCT      sim.Summary  `json:"jct_s"`
+	Cost     sim.Summary  `json:"cost_usd"`
+	PMiss    float64      `json:"p_miss"`
+	Feasible bool         `json:"feasible"`
+	// Promotions[b][k] is the mean number of trials rung k of bracket b promotes.
+	Promotions [][]float64 `json:"promotions"`
+	quantile   float64     // JCT at the planning quantile
+}
+
+// ASHAResult is the plan of an ASHA job, with what it is compared with: the cheapest fixed
+// number of GPUs held to the end (what Determined and Ray Tune run) and, when the synchronous
+// planner found one, synchronous SHA's plan for the same trials and rungs.
+type ASHAResult struct {
+	Deadline  float64       `json:"deadline_s"`
+	Quantile  float64       `json:"deadline_quantile"`
+	Elastic   ASHACandidate `json:"elastic"`
+	Fixed     ASHACandidate `json:"fixed"`
+	SHA       *Report       `json:"sha,omitempty"`
+	Evaluated int           `json:"evaluated"`
+}
+
+// ashaProblem prices schedules of one ASHA job on common random numbers (one seed for all).
+type ashaProblem struct {
+	m         *sim.Model
+	cfg       spec.ASHA
+	samples   int
+	seed      uint64
+	deadline  float64
+	quantile  float64
+	cache     map[string]ASHACandidate
+	stop      func() bool
+	evaluated int
+}
+
+func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
+	key := plan.String()
+	if c, ok := p.cache[key]; ok {
+		return c, nil
+	}
+	out, err := p.m.SimulateASHA(p.cfg, plan, p.samples, p.seed)
+	if err != nil {
+		return ASHACandidate{}, err
+	}
+	p.evaluated++
+	miss := 0
+	for _, j := range out.JCT {
+		if j > p.deadline {
+			miss++
+		}
+	}
+	c := ASHACandidate{Plan: sim.ASHAPlan{GPUs: slices.Clone(plan.GPUs)}, JCT: sim.Summarize(out.JCT), Cost: sim.Summarize(out.Cost),
+		PMiss: float64(miss) / float64(len(out.JCT)), Promotions: out.Promotions, quantile: sim.Quantile(out.JCT, p.quantile)}
+	c.Feasible = c.quantile <= p.deadline
+	p.cache[key] = c
+	return c, nil
+}
+
+// betterASHA: feasible first, then cheaper, then faster; among infeasible ones the faster.
+func betterASHA(c, best ASHACandidate) bool {
+	switch {
+	case best.Plan.GPUs == nil:
+		return true
+	case c.Feasible != best.Feasible:
+		return c.Feasible
+	case !c.Feasible:
+		return c.quantile < best.quantile
+	case c.Cost.Mean != best.Cost.Mean:
+		return c.Cost.Mean < best.Cost.Mean
+	}
+	return c.quantile < best.quantile
+}
+
+// PlanASHA plans an ASHA job: the cheapest fixed GPU count that meets the deadline at the
+// quantile, then, from it and from the larger fixed counts that also meet it, the greedy
+// descent of the paper's Algorithm 2 over the schedule's phases (one node less in one phase, and
+// in the later phases that would hold more, at the best saving per second of JCT added at the
+// quantile), cheapest result kept. GPU counts are whole nodes: a node's idle GPUs cost as much as
+// its busy ones.
+func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHAResult, error) {
+	cfg := *exp.Algorithm.ASHA
+	p := &ashaProblem{m: m, cfg: cfg, samples: exp.Planner.Samples, seed: uint64(exp.Seed), deadline: exp.Deadline.Seconds(),
+		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, stop: func() bool { return ctx.Err() != nil }}
+	if p.deadline <= 0 {
+		p.deadline = math.Inf(1)
+	}
+	step := m.GPUsPerNode
+	most := m.MaxNodes
+	if most <= 0 {
+		most = 64
+	}
+	most = min(most, m.NodesFor(cfg.Trials))
+	phases := len(cfg.Rungs(0))
+	var fixed ASHACandidate
+	var feasibleFixed []ASHACandidate
+	for n := 1; n <= most; n++ {
+		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{n * step}})
+		if err != nil {
+			return nil, err
+		}
+		if betterASHA(c, fixed) {
+			fixed = c
+		}
+		if c.Feasible {
+			feasibleFixed = append(feasibleFixed, c)
+		}
+		if p.stop() {
+			return nil, ctx.Err()
+		}
+	}
+	// Greedy from the cheapest few fixed counts that meet the deadline (or the fastest, when none
+	// does): holding more at the start can end cheaper once the drain is elastic.
+	starts := feasibleFixed
+	slices.SortStableFunc(starts, func(a, b ASHACandidate) int { return cmpFloat(a.Cost.Mean, b.Cost.Mean) })
+	starts = starts[:min(len(starts), 4)]
+	if len(starts) == 0 {
+		starts = []ASHACandidate{fixed}
+	}
+	best := ASHACandidate{}
+	for _, s := range starts {
+		gpus := make([]int, phases)
+		for j := range gpus {
+			gpus[j] = s.Plan.GPUs[0]
+		}
+		c, err := p.descend(gpus, step)
+		if err != nil {
+			return nil, err
+		}
+		if betterASHA(c, best) {
+			best = c
+		}
+	}
+	res := &ASHAResult{Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
+	// Synchronous SHA of the same trials and rungs, planned as any SHA job is.
+	if s, err := sim.For(exp); err == nil {
+		if rep, _, err := Plan(ctx, exp, s, nil); err == nil {
+			res.SHA = rep
+		} else if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return res, nil
+}
+
+// descend is the greedy descent from a schedule.
+func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
+	cur, err := p.evaluate(sim.ASHAPlan{GPUs: gpus})
+	if err != nil {
+		return ASHACandidate{}, err
+	}
+	for !p.stop() {
+		var next ASHACandidate
+		bestScore := math.Inf(-1)
+		for j := range gpus {
+			if gpus[j]-step < 1 {
+				continue
+			}
+			cand := slices.Clone(gpus)
+			cand[j] -= step
+			for k := j + 1; k < len(cand); k++ {
+				cand[k] = min(cand[k], cand[j])
+			}
+			c, err := p.evaluate(sim.ASHAPlan{GPUs: cand})
+			if err != nil {
+				return ASHACandidate{}, err
+			}
+			saved := cur.Cost.Mean - c.Cost.Mean
+			if (cur.Feasible && !c.Feasible) || saved <= 0 {
+				continue
+			}
+			score := saved / math.Max(c.quantile-cur.quantile, 1e-3)
+			if score > bestScore {
+				bestScore, next = score, c
+			}
+		}
+		if next.Plan.GPUs == nil {
+			return cur, nil
+		}
+		cur, gpus = next, next.Plan.GPUs
+	}
+	return cur, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// String is an ASHA plan beside the best fixed-slot ASHA and synchronous SHA.
+func (r *ASHAResult) String() string {
+	line := func(name string, c ASHACandidate) string {
+		return fmt.Sprintf("%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n",
+			name, c.Plan.String()+" GPUs", c.JCT.Mean, c.JCT.P5, c.JCT.P95, c.Cost.Mean, c.Cost.P5, c.Cost.P95, c.PMiss)
+	}
+	s := line("asha, elastic", r.Elastic) + line("asha, fixed slots", r.Fixed)
+	if r.SHA != nil {
+		p := r.SHA.Predicted
+		s += fmt.Sprintf("%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n", "sha, synchronous", "by stage",
+			p.JCT.Mean, p.JCT.P5, p.JCT.P95, p.Cost.Mean, p.Cost.P5, p.Cost.P95, p.DeadlineMissProb)
+	}
+	return s
+}
