@@ -54,7 +54,7 @@ func btoi(b bool) int {
 
 // Synchronous is the synchronous SHA of the same trials and rungs, a bracket per ASHA bracket:
 // what ASHA promotes at the least (floor(n_k/eta) of each rung's n_k results), each rung a stage
-// with a barrier. The planner prices it beside the ASHA plan; the stage executor never runs an
+// with a barrier, the last stage with trials training them up to max_iters. The planner prices it beside the ASHA plan; the stage executor never runs an
 // ASHA job as it (Algorithm.IsASHA).
 func (a ASHA) Synchronous() []Bracket {
 	var out []Bracket
@@ -76,6 +76,9 @@ func (a ASHA) Synchronous() []Bracket {
 			stages = append(stages, Stage{Trials: n, Iters: it - prev, StartIter: prev})
 			prev = it
 		}
+		// As SHA's (and the ladder's finish): the last stage with trials trains them up to R.
+		last := &stages[len(stages)-1]
+		last.Iters = a.MaxIters - last.StartIter
 		out = append(out, Bracket{Name: fmt.Sprintf("asha-s%d", s), Stages: stages})
 	}
 	return out

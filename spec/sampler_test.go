@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,31 @@ func TestRandomDrawsSurviveConditions(t *testing.T) {
 	}
 	if dropped == 0 || dropped == 50 {
 		t.Fatalf("momentum dropped from %d of 50 draws", dropped)
+	}
+}
+
+// ASHA's fields: each bad one named with its line, all at once; defaults and rungs.
+func TestASHAValidation(t *testing.T) {
+	const head = "name: a\nobjective: {metric: loss, mode: min}\ncluster: {gpus_per_node: 1, price_per_hour: 1}\nprofile: {iter_latency: {1: {dist: constant, value: 1}}}\n"
+	_, err := Parse("a.yaml", []byte(head+"algorithm:\n  asha: {trials: 0, min_iters: 1, max_iters: 27, eta: 3, brackets: 5}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "a.yaml:6: algorithm.asha.trials: 0 is out of range") ||
+		!strings.Contains(err.Error(), "a.yaml:6: algorithm.asha.brackets: 5 is out of range (1 to 4") {
+		t.Fatalf("%v", err)
+	}
+	_, err = Parse("a.yaml", []byte(head+"algorithm:\n  asha: {trials: 9, min_iters: 3, max_iters: 2, eta: 1}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "algorithm.asha.max_iters: 2 is below min_iters 3") || !strings.Contains(err.Error(), "algorithm.asha.eta: 1 is not a reduction factor") {
+		t.Fatalf("%v", err)
+	}
+	exp, err := Parse("a.yaml", []byte(head+"algorithm:\n  asha: {trials: 10, min_iters: 1, max_iters: 50, eta: 3}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := *exp.Algorithm.ASHA
+	if a.Brackets != 1 || !exp.Algorithm.IsASHA() || fmt.Sprint(a.Rungs(0)) != "[1 3 9 27 50]" {
+		t.Fatalf("%+v rungs %v", a, a.Rungs(0))
+	}
+	// Its synchronous counterpart keeps floor(n/eta) a rung, 10, 3, 1, the last up to max_iters.
+	if b := exp.Algorithm.Brackets(); len(b) != 1 || len(b[0].Stages) != 3 || b[0].Stages[2].Trials != 1 || b[0].Stages[2].EndIter() != 50 {
+		t.Fatalf("%+v", b)
 	}
 }
