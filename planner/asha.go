@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -125,7 +126,7 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 	// Greedy from the cheapest few fixed counts that meet the deadline (or the fastest, when none
 	// does): holding more at the start can end cheaper once the drain is elastic.
 	starts := feasibleFixed
-	slices.SortStableFunc(starts, func(a, b ASHACandidate) int { return cmpFloat(a.Cost.Mean, b.Cost.Mean) })
+	slices.SortStableFunc(starts, func(a, b ASHACandidate) int { return cmp.Compare(a.Cost.Mean, b.Cost.Mean) })
 	starts = starts[:min(len(starts), 4)]
 	if len(starts) == 0 {
 		starts = []ASHACandidate{fixed}
@@ -193,16 +194,6 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 		cur, gpus = next, next.Plan.GPUs
 	}
 	return cur, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // String is an ASHA plan beside the best fixed-slot ASHA and synchronous SHA.
