@@ -119,28 +119,37 @@ func (l *Ladder) finish() (Job, bool) {
 	if len(l.inFlight) > 0 {
 		return Job{}, false
 	}
+	b, k, ok := l.unfinished()
+	if !ok {
+		return Job{}, false
+	}
+	lv := &l.levels[b][k]
+	top := lv.unpromoted[0]
+	lv.unpromoted = lv.unpromoted[1:]
+	lv.promoted = insertSorted(lv.promoted, top)
+	j := Job{Trial: top.trial, Bracket: b, Rung: k + 1, From: l.rungs[b][k], To: l.rungs[b][k+1]}
+	l.inFlight[top.trial] = j
+	return j, true
+}
+
+// unfinished is the first bracket with nothing at its last rung whose highest rung with results
+// still has a trial to train on (its best not yet gone on, or gone on and dropped), and that rung.
+func (l *Ladder) unfinished() (bracket, rung int, ok bool) {
 	for b := range l.levels {
 		last := len(l.levels[b]) - 1
 		if l.levels[b][last].n > 0 {
 			continue
 		}
 		for k := last - 1; k >= 0; k-- {
-			lv := &l.levels[b][k]
-			if lv.n == 0 {
-				continue
+			if lv := &l.levels[b][k]; lv.n > 0 {
+				if len(lv.unpromoted) > 0 {
+					return b, k, true
+				}
+				break
 			}
-			if len(lv.unpromoted) == 0 {
-				break // its best went on and is reported higher up, or dropped
-			}
-			top := lv.unpromoted[0]
-			lv.unpromoted = lv.unpromoted[1:]
-			lv.promoted = insertSorted(lv.promoted, top)
-			j := Job{Trial: top.trial, Bracket: b, Rung: k + 1, From: l.rungs[b][k], To: l.rungs[b][k+1]}
-			l.inFlight[top.trial] = j
-			return j, true
 		}
 	}
-	return Job{}, false
+	return 0, 0, false
 }
 
 // promotable is the best unpromoted result if it ranks in the top floor(n/eta) of the rung.
@@ -196,21 +205,8 @@ func (l *Ladder) Done() bool {
 	if l.started < l.cfg.Trials || len(l.inFlight) > 0 || l.anyPromotable() {
 		return false
 	}
-	for b := range l.levels {
-		last := len(l.levels[b]) - 1
-		if l.levels[b][last].n > 0 {
-			continue
-		}
-		for k := last - 1; k >= 0; k-- {
-			if lv := &l.levels[b][k]; lv.n > 0 {
-				if len(lv.unpromoted) > 0 {
-					return false
-				}
-				break
-			}
-		}
-	}
-	return true
+	_, _, unfinished := l.unfinished()
+	return !unfinished
 }
 
 func (l *Ladder) anyPromotable() bool {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -196,17 +197,25 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 	return cur, nil
 }
 
-// String is an ASHA plan beside the best fixed-slot ASHA and synchronous SHA.
-func (r *ASHAResult) String() string {
-	line := func(name string, c ASHACandidate) string {
-		return fmt.Sprintf("%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n",
-			name, c.Plan.String()+" GPUs", c.JCT.Mean, c.JCT.P5, c.JCT.P95, c.Cost.Mean, c.Cost.P5, c.Cost.P95, c.PMiss)
+// WriteTable prints an ASHA job's plan beside the best fixed-slot ASHA and synchronous SHA, and
+// what the elastic schedule costs against fixed slots.
+func (r *ASHAResult) WriteTable(w io.Writer, exp *spec.Experiment) {
+	fmt.Fprintf(w, "%s: asha, %d trials, rungs %v, deadline %s at p%.0f (%d schedules simulated)\n",
+		exp.Name, exp.Algorithm.ASHA.Trials, exp.Algorithm.ASHA.Rungs(0), exp.Deadline.D(), 100*r.Quantile, r.Evaluated)
+	line := func(name, plan string, p Prediction) {
+		fmt.Fprintf(w, "%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n",
+			name, plan, p.JCT.Mean, p.JCT.P5, p.JCT.P95, p.Cost.Mean, p.Cost.P5, p.Cost.P95, p.DeadlineMissProb)
 	}
-	s := line("asha, elastic", r.Elastic) + line("asha, fixed slots", r.Fixed)
+	for _, c := range []struct {
+		name string
+		c    ASHACandidate
+	}{{"asha, elastic", r.Elastic}, {"asha, fixed slots", r.Fixed}} {
+		line(c.name, c.c.Plan.String()+" GPUs", Prediction{JCT: c.c.JCT, Cost: c.c.Cost, DeadlineMissProb: c.c.PMiss})
+	}
 	if r.SHA != nil {
-		p := r.SHA.Predicted
-		s += fmt.Sprintf("%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n", "sha, synchronous", "by stage",
-			p.JCT.Mean, p.JCT.P5, p.JCT.P95, p.Cost.Mean, p.Cost.P5, p.Cost.P95, p.DeadlineMissProb)
+		line("sha, synchronous", "by stage", r.SHA.Predicted)
 	}
-	return s
+	if r.Fixed.Cost.Mean > 0 {
+		fmt.Fprintf(w, "elastic against fixed slots: %.0f%% of the cost\n", 100*r.Elastic.Cost.Mean/r.Fixed.Cost.Mean)
+	}
 }

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -25,7 +26,9 @@ func TestPlanASHAOnTable2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("\n%s", res)
+	var table strings.Builder
+	res.WriteTable(&table, exp)
+	t.Logf("\n%s", table.String())
 	e, f := res.Elastic, res.Fixed
 	if !e.Feasible || !f.Feasible || e.Cost.Mean > 0.7*f.Cost.Mean || len(f.Plan.GPUs) != 1 {
 		t.Fatalf("elastic %v $%.2f (feasible %v); fixed %v $%.2f (feasible %v)", e.Plan, e.Cost.Mean, e.Feasible, f.Plan, f.Cost.Mean, f.Feasible)

@@ -11,15 +11,7 @@ import (
 // ashaJob parses an ASHA spec and returns its model and its ASHA block.
 func ashaJob(t testing.TB, algorithm, cluster, profile string) (*Model, spec.ASHA) {
 	t.Helper()
-	src := fmt.Sprintf("name: t\nobjective: {metric: loss, mode: min}\nalgorithm: {asha: %s}\ncluster: %s\nprofile: %s\n", algorithm, cluster, profile)
-	exp, err := spec.Parse("t.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, src)
-	}
-	m, err := NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, m := parseJob(t, "{asha: "+algorithm+"}", cluster, profile)
 	return m, *exp.Algorithm.ASHA
 }
 

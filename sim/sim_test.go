@@ -12,6 +12,13 @@ import (
 // job parses a spec made of the given parts and returns its simulator.
 func job(t testing.TB, algorithm, cluster, profile string, samples int, seed int64) *Simulator {
 	t.Helper()
+	exp, m := parseJob(t, algorithm, cluster, profile)
+	return New(m, exp.Algorithm.Brackets(), samples, seed)
+}
+
+// parseJob parses a spec made of the given parts and returns it with its model.
+func parseJob(t testing.TB, algorithm, cluster, profile string) (*spec.Experiment, *Model) {
+	t.Helper()
 	src := fmt.Sprintf("name: t\nobjective: {metric: acc}\nalgorithm: %s\ncluster: %s\nprofile: %s\n", algorithm, cluster, profile)
 	exp, err := spec.Parse("t.yaml", []byte(src), nil)
 	if err != nil {
@@ -21,7 +28,7 @@ func job(t testing.TB, algorithm, cluster, profile string, samples int, seed int
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(m, exp.Algorithm.Brackets(), samples, seed)
+	return exp, m
 }
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }

@@ -94,12 +94,7 @@ func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(c.App.Writer, "%s: asha, %d trials, rungs %v, deadline %s at p%.0f (%d schedules simulated)\n",
-			exp.Name, exp.Algorithm.ASHA.Trials, exp.Algorithm.ASHA.Rungs(0), exp.Deadline.D(), 100*res.Quantile, res.Evaluated)
-		fmt.Fprint(c.App.Writer, res.String())
-		if res.Fixed.Cost.Mean > 0 {
-			fmt.Fprintf(c.App.Writer, "elastic against fixed slots: %.0f%% of the cost\n", 100*res.Elastic.Cost.Mean/res.Fixed.Cost.Mean)
-		}
+		res.WriteTable(c.App.Writer, exp)
 	}
 	if !res.Elastic.Feasible {
 		return fmt.Errorf("%w: no ASHA schedule meets the deadline at p%.0f", planner.ErrNoPlan, 100*res.Quantile)

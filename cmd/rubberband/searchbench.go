@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +65,7 @@ func searchBenchAction(c *cli.Context) error {
 	if alg != "hyperband" && alg != "sha" {
 		return usageErr("--algorithm %q: hyperband or sha", alg)
 	}
-	samplers := splitSamplers(c.String("samplers"))
+	samplers := bench.SplitSamplers(c.String("samplers"))
 	var results []bench.Result
 	for _, name := range strings.Split(c.String("objectives"), ",") {
 		if _, err := objective.Lookup(name); err != nil {
@@ -81,7 +80,12 @@ func searchBenchAction(c *cli.Context) error {
 			return err
 		}
 		if dir := c.String("optuna"); dir != "" {
-			more, err := optunaTrajectories(c, dir, name, p)
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			src := bench.OptunaSource{Dir: dir, Script: c.String("optuna-script"), Evaluator: self, Seeds: c.Int("seeds")}
+			more, err := src.Trajectories(c.Context, name, p.Iters, c.App.ErrWriter)
 			if err != nil {
 				return err
 			}
@@ -100,45 +104,7 @@ func searchBenchAction(c *cli.Context) error {
 		}
 	}
 	if c.String("output") == "json" {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		return writeJSON(c.App.Writer, results)
 	}
 	return nil
-}
-
-// splitSamplers splits "random,sobol,tpe, random_fraction: 0.1" at the commas that begin a
-// sampler's name (a comma followed by an option stays with its sampler).
-func splitSamplers(s string) []string {
-	var out []string
-	for _, part := range strings.Split(s, ",") {
-		if strings.Contains(part, ":") && len(out) > 0 {
-			out[len(out)-1] += "," + part
-			continue
-		}
-		out = append(out, strings.TrimSpace(part))
-	}
-	return out
-}
-
-// optunaTrajectories reads Optuna's runs of an objective at p's budget, running the script
-// first when it is given and the file is missing.
-func optunaTrajectories(c *cli.Context, dir, name string, p *bench.Prepared) ([]bench.Trajectory, error) {
-	path := bench.OptunaFile(dir, name, p.Iters)
-	if _, err := os.Stat(path); err != nil {
-		script := c.String("optuna-script")
-		if script == "" {
-			fmt.Fprintf(c.App.ErrWriter, "rubberband: no %s (--optuna-script runs scripts/optuna_bench.py): Optuna left out\n", path)
-			return nil, nil
-		}
-		fmt.Fprintf(c.App.ErrWriter, "optuna: %s, %d iterations a run, %d seeds\n", name, p.Iters, c.Int("seeds"))
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		if err := bench.RunOptuna(c.Context, script, self, name, p.Iters, c.Int("seeds"), path, c.App.ErrWriter); err != nil {
-			return nil, err
-		}
-	}
-	return bench.ReadOptuna(path, name, p.Iters)
 }

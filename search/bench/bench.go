@@ -143,6 +143,20 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 	}
 }
 
+// SplitSamplers splits "random,sobol,tpe, random_fraction: 0.1" into samplers at the commas
+// that begin a sampler's name (a comma followed by an option stays with its sampler).
+func SplitSamplers(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if strings.Contains(part, ":") && len(out) > 0 {
+			out[len(out)-1] += "," + part
+			continue
+		}
+		out = append(out, strings.TrimSpace(part))
+	}
+	return out
+}
+
 // Prepared is a case's job, parsed and planned once: sampler and seed change neither the plan
 // nor the spec's shape.
 type Prepared struct {

@@ -121,3 +121,12 @@ not json
 		t.Fatal("a line over the limit was read")
 	}
 }
+
+// A sampler's options stay with it; names are trimmed.
+func TestSplitSamplers(t *testing.T) {
+	got := SplitSamplers("random, sobol,tpe, random_fraction: 0.1, candidates: 8,tpe")
+	want := []string{"random", "sobol", "tpe, random_fraction: 0.1, candidates: 8", "tpe"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q", got)
+	}
+}

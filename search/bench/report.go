@@ -35,6 +35,32 @@ func RunOptuna(ctx context.Context, script, evaluator, objective string, iters, 
 	return nil
 }
 
+// OptunaSource is where Optuna's trajectories come from: the files in Dir, written when missing
+// by Script (scripts/optuna_bench.py; none: Optuna is left out) over Seeds seeds, Evaluator
+// the rubberband binary it asks for the benchmarks it does not compute.
+type OptunaSource struct {
+	Dir, Script, Evaluator string
+	Seeds                  int
+}
+
+// Trajectories reads Optuna's runs of an objective at a budget, running the script first when
+// the file is missing; log hears what it does, and that Optuna is left out when there is no
+// script.
+func (o OptunaSource) Trajectories(ctx context.Context, objective string, iters int, log io.Writer) ([]Trajectory, error) {
+	path := OptunaFile(o.Dir, objective, iters)
+	if _, err := os.Stat(path); err != nil {
+		if o.Script == "" {
+			fmt.Fprintf(log, "rubberband: no %s (--optuna-script runs scripts/optuna_bench.py): Optuna left out\n", path)
+			return nil, nil
+		}
+		fmt.Fprintf(log, "optuna: %s, %d iterations a run, %d seeds\n", objective, iters, o.Seeds)
+		if err := RunOptuna(ctx, o.Script, o.Evaluator, objective, iters, o.Seeds, path, log); err != nil {
+			return nil, err
+		}
+	}
+	return ReadOptuna(path, objective, iters)
+}
+
 // ReadOptuna reads Optuna's runs from path, which must hold objective at iters iterations.
 func ReadOptuna(path, objective string, iters int) ([]Trajectory, error) {
 	obj, budget, trajs, err := LoadOptuna(path)
