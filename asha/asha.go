@@ -76,8 +76,18 @@ func (l *Ladder) Rungs(b int) []int { return l.rungs[b] }
 
 // Next is the job a free slot should take, and false when there is none now (every trial has
 // started and nothing can be promoted until a running job reports). A job handed out is in
-// flight until Report or Drop.
+// flight until Report or Drop. Next is Peek then Take.
 func (l *Ladder) Next() (Job, bool) {
+	j, ok := l.Peek()
+	if ok {
+		l.Take(j)
+	}
+	return j, ok
+}
+
+// Peek is the job Next would hand out, without handing it out: a driver decides, journals the
+// decision, and applies it (Take), so that a replay of its journal takes the same one.
+func (l *Ladder) Peek() (Job, bool) {
 	best, found := Job{}, false
 	for b := range l.levels {
 		for k := len(l.levels[b]) - 2; k >= 0; k-- {
@@ -85,51 +95,79 @@ func (l *Ladder) Next() (Job, bool) {
 				break // a higher rung of an earlier bracket goes first
 			}
 			if t, ok := l.levels[b][k].promotable(l.cfg.Eta); ok {
-				best, found = Job{Trial: t.trial, Bracket: b, Rung: k + 1, From: l.rungs[b][k], To: l.rungs[b][k+1]}, true
+				best, found = l.promotion(t.trial, b, k+1), true
 				break
 			}
 		}
 	}
-	if found {
-		lv := &l.levels[best.Bracket][best.Rung-1]
-		i := slices.IndexFunc(lv.unpromoted, func(r result) bool { return r.trial == best.Trial })
-		r := lv.unpromoted[i]
-		lv.unpromoted = slices.Delete(lv.unpromoted, i, i+1)
-		lv.promoted = insertSorted(lv.promoted, r)
-		l.inFlight[best.Trial] = best
+	switch {
+	case found:
 		return best, true
-	}
-	if l.started >= l.cfg.Trials {
-		return l.finish()
-	}
-	t := l.started
-	l.started++
-	b := t % max(l.cfg.Brackets, 1)
-	j := Job{Trial: t, Bracket: b, Rung: 0, From: 0, To: l.rungs[b][0], New: true}
-	l.inFlight[t] = j
-	return j, true
-}
-
-// finish is the last resort once nothing else can run (every trial started, none in flight,
-// nothing promotable): a bracket none of whose trials reached its last rung promotes the best of
-// its highest rung that has results, so that the winner trains max_iters as synchronous SHA's
-// last stage does. The paper's rule alone would end a job of N trials with its last rung empty
-// whenever the rung below holds fewer than eta results.
-func (l *Ladder) finish() (Job, bool) {
-	if len(l.inFlight) > 0 {
+	case l.started < l.cfg.Trials:
+		t := l.started
+		b := t % max(l.cfg.Brackets, 1)
+		return Job{Trial: t, Bracket: b, Rung: 0, From: 0, To: l.rungs[b][0], New: true}, true
+	case len(l.inFlight) > 0:
 		return Job{}, false
 	}
+	// The last resort once nothing else can run (every trial started, none in flight, nothing
+	// promotable): a bracket none of whose trials reached its last rung promotes the best of its
+	// highest rung that has results, so that the winner trains max_iters as synchronous SHA's
+	// last stage does. The paper's rule alone would end a job of N trials with its last rung
+	// empty whenever the rung below holds fewer than eta results.
 	b, k, ok := l.unfinished()
 	if !ok {
 		return Job{}, false
 	}
-	lv := &l.levels[b][k]
-	top := lv.unpromoted[0]
-	lv.unpromoted = lv.unpromoted[1:]
-	lv.promoted = insertSorted(lv.promoted, top)
-	j := Job{Trial: top.trial, Bracket: b, Rung: k + 1, From: l.rungs[b][k], To: l.rungs[b][k+1]}
-	l.inFlight[top.trial] = j
-	return j, true
+	return l.promotion(l.levels[b][k].unpromoted[0].trial, b, k+1), true
+}
+
+func (l *Ladder) promotion(trial, b, rung int) Job {
+	return Job{Trial: trial, Bracket: b, Rung: rung, From: l.rungs[b][rung-1], To: l.rungs[b][rung]}
+}
+
+// Take hands out job j: a new trial (the next to start) or the promotion of a trial that
+// reported at the rung below and has not gone on. It refuses anything else (a journal that
+// does not fit the spec), changing nothing.
+func (l *Ladder) Take(j Job) error {
+	if _, busy := l.inFlight[j.Trial]; busy {
+		return fmt.Errorf("asha: trial %d already has a job in flight", j.Trial)
+	}
+	if j.Bracket < 0 || j.Bracket >= len(l.levels) || j.Rung < 0 || j.Rung >= len(l.levels[j.Bracket]) {
+		return fmt.Errorf("asha: trial %d: bracket %d rung %d is not in the ladder", j.Trial, j.Bracket, j.Rung)
+	}
+	if j.Rung == 0 {
+		if j.Trial != l.started || l.started >= l.cfg.Trials || j.Trial%max(l.cfg.Brackets, 1) != j.Bracket {
+			return fmt.Errorf("asha: trial %d of bracket %d cannot start now (the next to start is %d of %d)", j.Trial, j.Bracket, l.started, l.cfg.Trials)
+		}
+		l.started++
+	} else {
+		lv := &l.levels[j.Bracket][j.Rung-1]
+		i := slices.IndexFunc(lv.unpromoted, func(r result) bool { return r.trial == j.Trial })
+		if i < 0 {
+			return fmt.Errorf("asha: trial %d has no result at bracket %d rung %d to be promoted from", j.Trial, j.Bracket, j.Rung-1)
+		}
+		r := lv.unpromoted[i]
+		lv.unpromoted = slices.Delete(lv.unpromoted, i, i+1)
+		lv.promoted = insertSorted(lv.promoted, r)
+	}
+	j.New = j.Rung == 0
+	j.From, j.To = 0, l.rungs[j.Bracket][j.Rung]
+	if j.Rung > 0 {
+		j.From = l.rungs[j.Bracket][j.Rung-1]
+	}
+	l.inFlight[j.Trial] = j
+	return nil
+}
+
+// Jobs are the jobs in flight, by trial: what a driver taking over a run relaunches.
+func (l *Ladder) Jobs() []Job {
+	out := make([]Job, 0, len(l.inFlight))
+	for _, j := range l.inFlight {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b Job) int { return a.Trial - b.Trial })
+	return out
 }
 
 // unfinished is the first bracket with nothing at its last rung whose highest rung with results

@@ -265,3 +265,45 @@ func (b *brute) report(j Job, loss float64) {
 	b.results[key] = append(b.results[key], result{loss: loss, order: b.order, trial: j.Trial})
 	b.order++
 }
+
+// Peek says what Next would hand out and changes nothing; Take hands out only what the rule
+// allows now (a journal of another spec is refused), and a refused Take changes nothing.
+func TestPeekAndTake(t *testing.T) {
+	cfg := spec.ASHA{Trials: 4, MinIters: 1, MaxIters: 9, Eta: 3, Brackets: 1}
+	l := New(cfg)
+	for i := range 4 {
+		j, ok := l.Peek()
+		if again, _ := l.Peek(); !ok || again != j || j.Trial != i || !j.New {
+			t.Fatalf("peek %d: %+v %v, again %+v", i, j, ok, again)
+		}
+		if err := l.Take(Job{Trial: i + 1, Rung: 0}); err == nil {
+			t.Fatalf("took trial %d before trial %d", i+1, i)
+		}
+		if err := l.Take(j); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Take(j); err == nil {
+			t.Fatal("took a job twice")
+		}
+	}
+	if _, ok := l.Peek(); ok {
+		t.Fatal("a job with every trial started and none reported")
+	}
+	for i, loss := range []float64{3, 1, 2} {
+		if err := l.Report(i, loss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Take(Job{Trial: 0, Rung: 1}); err != nil { // allowed: it reported at rung 0
+		t.Fatal(err)
+	}
+	if err := l.Take(Job{Trial: 3, Rung: 1}); err == nil {
+		t.Fatal("promoted a trial with no result")
+	}
+	if err := l.Take(Job{Trial: 1, Rung: 5}); err == nil {
+		t.Fatal("took a rung the ladder does not have")
+	}
+	if got := l.Jobs(); len(got) != 2 || got[0].Trial != 0 || got[0].From != 1 || got[0].To != 3 || got[1].Trial != 3 {
+		t.Fatalf("jobs in flight %+v", got)
+	}
+}

@@ -33,6 +33,8 @@ const (
 	EvAnswer    = "answer"      // the provider answered the request under Token (its nodes are journaled)
 	EvReplan    = "replan"      // bracket Bracket's plan from stage Stage on is Plan now (Reason: why; Before, After: forecasts)
 	EvForecast  = "forecast"    // before bracket Bracket's stage Stage, the run is forecast to end as After (the plan kept)
+	EvPromote   = "promote"     // ASHA handed out Trial's job at bracket Bracket's rung Stage (0: its start), up to Iter
+	EvPhase     = "phase"       // ASHA's plan entered phase Stage: GPUs are held from now on
 )
 
 // Event is one record of the journal.

@@ -182,6 +182,12 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 // wantNow is how many nodes bracket b's current stage (its first not synced) wants; 0 once every
 // stage synced. Callers hold x.mu.
 func (x *run) wantNow(b int) int {
+	if a := x.st.asha; a != nil { // one cluster, bracket 0's, at its phase's GPUs
+		if b > 0 || x.st.finished || len(a.phaseAt) == 0 {
+			return 0
+		}
+		return x.model.NodesFor(a.plan.GPUs[len(a.phaseAt)-1])
+	}
 	for k := range x.st.brackets[b].Stages {
 		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
 			return x.st.plan[b][k].Nodes

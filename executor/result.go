@@ -32,6 +32,19 @@ type Result struct {
 	// Forecast is the latest forecast of the whole run, from the last stage that started after
 	// a sync (nil before the first such stage, or when neither re-planning nor a budget asked).
 	Forecast *planner.Forecast `json:"forecast,omitempty"`
+	// Phases are an ASHA run's phases of its GPU schedule as they happened; its cost is split
+	// among them (its brackets' stages are rungs, which overlap: each costs 0 there).
+	Phases []PhaseResult `json:"phases,omitempty"`
+}
+
+// PhaseResult is one phase of an ASHA run's GPU schedule: its GPUs, when it began and how long
+// it lasted (spec seconds), and what it cost.
+type PhaseResult struct {
+	GPUs     int     `json:"gpus"`
+	Nodes    int     `json:"nodes"`
+	Start    float64 `json:"start_s"`
+	Duration float64 `json:"duration_s"`
+	Cost     float64 `json:"cost_usd"`
 }
 
 // Revision is a re-plan of a bracket's stages from Stage on, made At (spec seconds from the
@@ -135,10 +148,30 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	}
 	var launches []meter.LaunchSpan
 	for _, l := range s.launches {
-		launches = append(launches, meter.LaunchSpan{Bracket: l.bracket, Start: sec(l.start), End: sec(l.end), GPUs: l.gpus, PricePerGPUSecond: m.GPUPricePerSecond()})
+		b := l.bracket
+		if s.asha != nil {
+			b = 0 // its one cluster's
+		}
+		launches = append(launches, meter.LaunchSpan{Bracket: b, Start: sec(l.start), End: sec(l.end), GPUs: l.gpus, PricePerGPUSecond: m.GPUPricePerSecond()})
 	}
 	var windows []meter.StageWindow
+	if s.asha != nil { // its phases are what it bills by: bracket 0's stages
+		at := s.asha.phaseAt
+		for j := range at {
+			end := now
+			switch {
+			case j+1 < len(at):
+				end = at[j+1]
+			case s.finished:
+				end = s.asha.end
+			}
+			windows = append(windows, meter.StageWindow{Bracket: 0, Stage: j, Start: sec(at[j]), Sync: max(sec(end), sec(at[j]))})
+		}
+	}
 	for b, br := range s.brackets {
+		if s.asha != nil {
+			break
+		}
 		for k := range br.Stages {
 			w, ok := s.stageAt[stageKey{b, k}]
 			if !ok || w.start.IsZero() {
@@ -187,11 +220,20 @@ func (x *run) result() *Result {
 			key := stageKey{b, k}
 			at := s.stageAt[key]
 			keep, synced := s.synced[key]
+			if a := s.asha; a != nil { // a rung: its GPUs are the phases'
+				keep, synced = a.promoted[key], s.finished
+				if end := a.rungEnd[key]; !end.IsZero() {
+					at.end = end
+				}
+			}
 			if !synced {
 				res.Finished = false
 			}
 			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.st.plan[b][k].GPUs, Nodes: x.st.plan[b][k].Nodes, Promoted: keep,
 				Retries: s.retries[key], Timeouts: s.timeouts[key], Interrupted: s.lostTries[key]}
+			if s.asha != nil {
+				sr.GPUs, sr.Nodes = 0, 0
+			}
 			for _, id := range s.order[b] {
 				t := s.trials[id]
 				if _, ok := t.done[k]; ok {
@@ -208,7 +250,9 @@ func (x *run) result() *Result {
 				}
 				sr.Start = at.start.Sub(s.start).Seconds() / x.cfg.TimeScale
 				sr.Duration = stop.Sub(at.start).Seconds() / x.cfg.TimeScale
-				sr.Cost = bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
+				if s.asha == nil { // an ASHA run's cost is its phases'
+					sr.Cost = bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
+				}
 				if stop.After(end) {
 					end = stop
 				}
@@ -218,7 +262,7 @@ func (x *run) result() *Result {
 		res.Brackets = append(res.Brackets, bres)
 		// The bracket's best: the top of its last stage.
 		last := len(br.Stages) - 1
-		if keep := s.synced[stageKey{b, last}]; len(keep) > 0 {
+		if keep := s.synced[stageKey{b, last}]; len(keep) > 0 && s.asha == nil {
 			t := s.trials[keep[0]]
 			m := t.done[last]
 			if !math.IsNaN(m) && (res.Best == nil || s.better(m, res.Best.Metric)) {
@@ -250,11 +294,43 @@ func (x *run) result() *Result {
 		f := *s.forecast
 		res.Forecast = &f
 	}
+	if a := s.asha; a != nil {
+		res.Best = s.ashaBest()
+		if s.finished {
+			end = a.end
+		}
+		for j, at := range a.phaseAt {
+			stop := now
+			if j+1 < len(a.phaseAt) {
+				stop = a.phaseAt[j+1]
+			} else if s.finished {
+				stop = end
+			}
+			g := a.plan.GPUs[j]
+			res.Phases = append(res.Phases, PhaseResult{GPUs: g, Nodes: x.model.NodesFor(g), Start: at.Sub(s.start).Seconds() / x.cfg.TimeScale,
+				Duration: max(0, stop.Sub(at).Seconds()/x.cfg.TimeScale), Cost: bill.Stages[meter.StageKey{Bracket: 0, Stage: j}]})
+		}
+	}
 	if !res.Finished {
 		end = now
 	}
 	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / x.cfg.TimeScale, Cost: total}
 	return res
+}
+
+// ashaBest is an ASHA run's winner: the best result at the highest rung any trial reached (the
+// ladder's rule), nil before any result.
+func (s *state) ashaBest() *BestTrial {
+	i, _, ok := s.asha.ladder.Best()
+	if !ok {
+		return nil
+	}
+	t := s.trials[s.asha.byIndex[i]]
+	top := -1
+	for k := range t.done {
+		top = max(top, k)
+	}
+	return &BestTrial{Trial: t.id, Params: t.params, Metric: t.done[top]}
 }
 
 func deref[T any](p *T) T {

@@ -27,9 +27,11 @@ var ErrCancelled = errors.New("the run was cancelled")
 type Config struct {
 	Experiment *spec.Experiment
 	Alloc      sim.Alloc
-	Provider   cloud.Provider
-	Runtime    Runtime
-	Journal    *Journal
+	// ASHA is an ASHA job's plan (its GPU schedule): what an ASHA experiment runs instead of Alloc.
+	ASHA     *sim.ASHAPlan
+	Provider cloud.Provider
+	Runtime  Runtime
+	Journal  *Journal
 	// Past holds the journal of an earlier driver of this run; Run resumes from it.
 	Past []Event
 	// RunID names a new run (journaled in its start event); a resumed run keeps its own.
@@ -107,27 +109,26 @@ func (cfg *Config) defaults() {
 	cfg.Clock = clock.Or(cfg.Clock)
 }
 
-// ErrASHA is returned for an ASHA job: its plan is a GPU schedule over promotions, which this
-// stage executor does not run; running its synchronous counterpart instead would silently change
-// the algorithm.
-var ErrASHA = errors.New("asha jobs are planned and simulated, not yet run: `rubberband plan` and `simulate` take them")
-
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
-	if cfg.Experiment.Algorithm.IsASHA() {
-		return nil, ErrASHA
-	}
 	m, err := sim.NewModel(cfg.Experiment)
 	if err != nil {
 		return nil, err
 	}
-	brackets := cfg.Experiment.Algorithm.Brackets()
-	if cfg.Alloc != nil {
-		if err := m.Check(brackets, cfg.Alloc); err != nil {
-			return nil, fmt.Errorf("plan does not fit the spec: %w", err)
+	var x *run
+	if a := cfg.Experiment.Algorithm.ASHA; a != nil {
+		if x, err = newASHA(cfg, m, *a); err != nil {
+			return nil, err
 		}
+	} else {
+		brackets := cfg.Experiment.Algorithm.Brackets()
+		if cfg.Alloc != nil {
+			if err := m.Check(brackets, cfg.Alloc); err != nil {
+				return nil, fmt.Errorf("plan does not fit the spec: %w", err)
+			}
+		}
+		x = &run{cfg: cfg, clk: cfg.Clock, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
 	}
-	x := &run{cfg: cfg, clk: cfg.Clock, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
 	for _, e := range cfg.Past {
 		x.st.apply(e)
 		if cfg.Observe != nil {
@@ -155,6 +156,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if err := x.begin(ctx); err != nil {
 		return x.fail(ctx, err)
+	}
+	if x.st.asha != nil {
+		if err := x.runASHA(ctx); err != nil {
+			return x.fail(ctx, err)
+		}
+		return x.end(ctx)
 	}
 	errs := make([]error, len(x.st.brackets))
 	bctx, cancelAll := clock.WithCancel(x.clk, ctx)
@@ -184,6 +191,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := firstCause(ctx, errs); err != nil {
 		return x.fail(ctx, err)
 	}
+	return x.end(ctx)
+}
+
+// end closes a run whose work is done.
+func (x *run) end(ctx context.Context) (*Result, error) {
 	// Every bracket released its nodes at its end; a node a repeated request never claimed back
 	// would bill on: release whatever the provider still holds for the run.
 	if err := x.releaseAll(ctx, "the run finished"); err != nil {
@@ -294,6 +306,9 @@ func (x *run) record(e Event, durable bool) error {
 // sampler's (tpe) trials are journaled without a configuration: it is drawn at their first
 // launch (drawParams), from the results so far.
 func (x *run) sample() error {
+	if x.st.asha != nil {
+		return x.sampleASHA()
+	}
 	first := 0
 	for b, br := range x.st.brackets {
 		n := br.Trials()
@@ -336,6 +351,9 @@ func (x *run) drawParams(id string) spec.Config {
 			t := x.st.trials[tid]
 			if tid == id {
 				index = x.st.trialIndex(b, i)
+				if a := x.st.asha; a != nil {
+					index = a.index[id]
+				}
 			}
 			if t.params == nil {
 				continue

@@ -77,11 +77,8 @@ func (x *run) planOf(b, k int) sim.StageAlloc {
 	return x.st.plan[b][k]
 }
 
-// runStage runs every trial of stage k that has not finished it: the stage's decisions
-// (stage.step) say what to do, and this loop does it — journal, start and stop gangs, ask the
-// provider — and feeds back what happened. Launching and following a gang happen in an actor of
-// its own, so that one gang's I/O never delays the next one's start. It returns the stage's
-// placement.
+// runStage runs every trial of stage k that has not finished it (runJobs). It returns the
+// stage's placement.
 func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placement.Placement) (placement.Placement, error) {
 	x.mu.Lock()
 	alloc := x.st.plan[b][k]
@@ -90,11 +87,33 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 	x.mu.Unlock()
 	gpt := sim.GPUsPerTrial(st, alloc)
 	budget := x.budget(st, alloc, gpt)
-	m := newStage(b, k, st, gpt, max(1, alloc.GPUs/gpt), budget, x.cfg.TimeScale, x.cfg.MaxRetries, queue, last)
-	view := &bracketView{x: x, b: b, k: k}
+	jobs := make([]job, len(queue))
+	for i, id := range queue {
+		jobs[i] = job{trial: id, bracket: b, k: k, st: st, budget: budget}
+	}
+	m := newStage(b, gpt, max(1, alloc.GPUs/gpt), alloc.Nodes, x.cfg.TimeScale, x.cfg.MaxRetries, jobs, last, false)
+	done := total - len(queue)
+	return x.runJobs(ctx, b, m, nil, func(k int) {
+		done++
+		x.progress(b, k, done, total)
+	})
+}
+
+// jobSource hands a job loop more work as gangs end (ASHA's promotions); a stage's loop has none.
+type jobSource interface {
+	// more journals the jobs to start now, with free gangs able to start at once, and says how
+	// many gangs may run and how many nodes are held from now on; an error stops the loop.
+	more(free int) (stageEvent, error)
+}
+
+// runJobs runs a job loop: its decisions (stage.step) say what to do, and this loop does it —
+// journal, start and stop gangs, ask the provider, ask the source — and feeds back what happened.
+// Launching and following a gang happen in an actor of its own, so that one gang's I/O never
+// delays the next one's start. done is told of every job done. It returns the placement.
+func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done func(k int)) (placement.Placement, error) {
+	view := &bracketView{x: x, b: b}
 	events := clock.NewQueue[stageEvent](x.clk)
 	handles := map[int]Handle{}
-	done := total - len(queue)
 	wait := ctx // until the stage is cancelled; then without, to see its gangs end
 	acts := m.begin(view)
 	for {
@@ -102,15 +121,16 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		for _, a := range acts {
 			switch a.kind {
 			case acLaunch:
-				x.launch(ctx, b, k, st, a, gpt, budget, events)
+				x.launch(ctx, b, a, m.gpt, events)
 			case acStop:
 				if h := handles[a.launch]; h != nil {
 					h.Stop()
 				}
 			case acTimeout:
-				fmt.Fprintf(x.log, "trial %s stage %d: still running after its budget of %s: stopping it\n", a.trial, k+1, budget.Round(time.Millisecond))
-				launches, _, _ := view.tries(a.trial)
-				x.record(Event{Ev: EvTimeout, Bracket: b, Stage: k, Trial: a.trial, Try: launches, Seconds: x.specDuration(budget).Seconds()}, false)
+				budget := m.jobs[a.trial].budget
+				fmt.Fprintf(x.log, "trial %s stage %d: still running after its budget of %s: stopping it\n", a.trial, a.k+1, budget.Round(time.Millisecond))
+				launches, _, _ := view.tries(a.trial, a.k)
+				x.record(Event{Ev: EvTimeout, Bracket: a.bracket, Stage: a.k, Trial: a.trial, Try: launches, Seconds: x.specDuration(budget).Seconds()}, false)
 			case acCheckNodes:
 				lost, err := x.lostNodes(ctx, b, a.doomed)
 				next = append(next, stageEvent{kind: evChecked, launch: a.launch, o: a.o, cause: a.cause, lost: lost, err: err})
@@ -121,21 +141,32 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 				}
 			case acRelease:
 				x.releaseLost(ctx, b, a.nodes)
+			case acRetire:
+				if err := x.releaseNodes(ctx, b, a.nodes, nil); err != nil {
+					x.releaseLost(ctx, b, m.drainAll())
+					return m.last, err
+				}
 			case acFail:
-				if err := x.failed(b, k, a); err != nil {
+				if err := x.failed(a.bracket, a.k, a); err != nil {
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}
 			case acDone:
-				if err := x.finish(b, k, a.o); err != nil {
+				if err := x.finish(a.bracket, a.k, a.o); err != nil {
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}
-				done++
-				x.progress(b, k, done, total)
+				done(a.k)
+			case acWant:
+				e, err := src.more(a.free)
+				if err != nil {
+					x.releaseLost(ctx, b, m.drainAll())
+					return m.last, err
+				}
+				next = append(next, e)
 			case acReplace:
-				x.clk.Go(fmt.Sprintf("replace b%d s%d", b, k), func() {
-					_, err := x.scaleTo(ctx, b, alloc.Nodes, nil)
+				x.clk.Go(fmt.Sprintf("replace b%d", b), func() {
+					_, err := x.scaleTo(ctx, b, a.count, nil)
 					events.Put(stageEvent{kind: evReplaced, err: err})
 				})
 			case acLog:
@@ -165,7 +196,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 			delete(handles, e.launch)
 		}
 		acts = m.step(view, e)
-		for _, n := range next { // never more than one: an answer to acCheckNodes
+		for _, n := range next { // never more than one: an answer to acCheckNodes or acWant
 			acts = append(acts, m.step(view, n)...)
 		}
 	}
@@ -173,8 +204,8 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 
 // bracketView is what the stage loop shows stage.step of the run.
 type bracketView struct {
-	x    *run
-	b, k int
+	x *run
+	b int
 }
 
 func (v *bracketView) nodes() []cloud.Node {
@@ -183,10 +214,10 @@ func (v *bracketView) nodes() []cloud.Node {
 	return append([]cloud.Node(nil), v.x.st.nodes[v.b]...)
 }
 
-func (v *bracketView) tries(trial string) (launches, fails, interrupts int) {
+func (v *bracketView) tries(trial string, k int) (launches, fails, interrupts int) {
 	v.x.mu.Lock()
 	defer v.x.mu.Unlock()
-	ts := trialStage{trial, v.k}
+	ts := trialStage{trial, k}
 	return v.x.st.tries[ts], v.x.st.fails[ts], v.x.st.interrupts[ts]
 }
 
@@ -216,7 +247,8 @@ func (x *run) budget(st spec.Stage, alloc sim.StageAlloc, gpus int) time.Duratio
 // stage decided in), then starts and follows its gang in an actor of its own, which tells the
 // stage loop started, exited and ended; a gang still running after its budget is the stage's to
 // stop (evTimeout).
-func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, a action, gpus int, budget time.Duration, events *clock.Queue[stageEvent]) {
+func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clock.Queue[stageEvent]) {
+	k, st, budget := a.job.k, a.job.st, a.job.budget
 	x.mu.Lock()
 	t := x.st.trials[a.trial]
 	nodes := map[string]cloud.Node{}
@@ -233,7 +265,7 @@ func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, a action, gpu
 	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this;
 	// unless it carries a configuration just drawn: the trainer must never start on one the
 	// journal could lose (a resumed driver would draw another and resume its checkpoint with it).
-	launch := Event{Ev: EvLaunch, Bracket: b, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
+	launch := Event{Ev: EvLaunch, Bracket: a.bracket, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
 	if drawn {
 		launch.Params = params
 	}
@@ -258,7 +290,7 @@ func (x *run) launch(ctx context.Context, b, k int, st spec.Stage, a action, gpu
 				break
 			}
 			o.metrics, o.iter = r.Metrics, r.Iter
-			x.record(Event{Ev: EvReport, At: r.At, Bracket: b, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
+			x.record(Event{Ev: EvReport, At: r.At, Bracket: a.bracket, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
 		}
 		clock.Recv(follow, x.clk, h.Exited())
 		o.exitedAt = x.clk.Now()

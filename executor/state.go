@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/asha"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -57,6 +59,22 @@ type state struct {
 	revisions   []revision
 	forecast    *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
 	evidence    map[evidenceKey]*observed
+	asha        *ashaState // an ASHA run's; nil for stages
+}
+
+// ashaState is what an ASHA run knows beyond what stages do: the promotion state, folded from its
+// promote, done and fail events (the decisions journaled, so that a replay takes each once),
+// its trials by their index in the ladder, and when each of its plan's phases began.
+type ashaState struct {
+	plan    sim.ASHAPlan
+	ladder  *asha.Ladder
+	byIndex []string
+	index   map[string]int
+	phaseAt []time.Time
+	rungEnd map[stageKey]time.Time // the last result of each rung so far
+	end     time.Time              // when it finished
+	// promoted are the trials each rung promoted, in order.
+	promoted map[stageKey][]string
 }
 
 // revision is a re-plan of bracket b from stage k on (journaled as EvReplan).
@@ -143,7 +161,7 @@ func (s *state) apply(e Event) {
 		return
 	}
 	switch e.Ev {
-	case EvLaunch, EvReport, EvDone, EvFail:
+	case EvLaunch, EvReport, EvDone, EvFail, EvPromote:
 		if s.trials[e.Trial] == nil {
 			fmt.Fprintf(s.log, "journal: %s event of trial %s, which was never sampled: skipped\n", e.Ev, e.Trial)
 			return
@@ -157,6 +175,10 @@ func (s *state) apply(e Event) {
 		s.trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, params: e.Params, state: trial.Pending,
 			done: map[int]float64{}, failed: map[int]bool{}}
 		s.order[e.Bracket] = append(s.order[e.Bracket], e.Trial)
+		if a := s.asha; a != nil {
+			a.index[e.Trial] = len(a.byIndex)
+			a.byIndex = append(a.byIndex, e.Trial)
+		}
 	case EvNodeUp:
 		s.known[e.Node.ID] = true
 		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
@@ -193,12 +215,19 @@ func (s *state) apply(e Event) {
 		t.metrics, t.iter = e.Metrics, e.Iter
 		s.move(t, trial.Reached)
 		s.launched(e)
+		if a := s.asha; a != nil {
+			s.noteLadder(a.ladder.Report(a.index[e.Trial], search.Loss(t.done[e.Stage], s.exp.Objective.Mode)))
+			a.rungEnd[key] = e.At
+		}
 	case EvFail:
 		t := s.trials[e.Trial]
 		switch {
 		case e.GaveUp || e.Error == "gave up": // "gave up": journals of before GaveUp
 			t.failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
+			if a := s.asha; a != nil {
+				s.noteLadder(a.ladder.Drop(a.index[e.Trial]))
+			}
 		case e.Interrupted:
 			s.interrupts[trialStage{e.Trial, e.Stage}]++
 			s.lostTries[key]++
@@ -233,6 +262,22 @@ func (s *state) apply(e Event) {
 		}
 	case EvFinish:
 		s.finished = true
+		if s.asha != nil { // the trials ASHA never promoted are over
+			s.asha.end = e.At
+			for _, id := range s.allTrials() {
+				if t := s.trials[id]; t.state == trial.Paused {
+					s.move(t, trial.Cut)
+				}
+			}
+		}
+	case EvPromote:
+		s.promote(e)
+	case EvPhase:
+		if a := s.asha; a != nil && e.Stage == len(a.phaseAt) && e.Stage < len(a.plan.GPUs) {
+			a.phaseAt = append(a.phaseAt, e.At)
+		} else {
+			fmt.Fprintf(s.log, "journal: phase %d does not follow the phases so far: skipped\n", e.Stage+1)
+		}
 	case EvStop:
 		s.stopped = e.Error
 		s.stopCause = StopCause(e.Cause)
@@ -265,6 +310,35 @@ func (s *state) apply(e Event) {
 		} else {
 			fmt.Fprintf(s.log, "re-plan of bracket %d from stage %d: %d stages do not fit the plan\n", e.Bracket, e.Stage+1, len(e.Plan))
 		}
+	}
+}
+
+// promote applies an ASHA decision: trial e.Trial's job at rung e.Stage of bracket e.Bracket (its
+// start at rung 0). A decision the ladder does not allow (a journal of another spec) is skipped.
+func (s *state) promote(e Event) {
+	a := s.asha
+	if a == nil {
+		fmt.Fprintf(s.log, "journal: promote event in a run that is not ASHA: skipped\n")
+		return
+	}
+	if err := a.ladder.Take(asha.Job{Trial: a.index[e.Trial], Bracket: e.Bracket, Rung: e.Stage}); err != nil {
+		s.noteLadder(err)
+		return
+	}
+	key := stageKey{e.Bracket, e.Stage}
+	if w := s.stageAt[key]; w.start.IsZero() {
+		s.stageAt[key] = window{start: e.At}
+	}
+	if e.Stage > 0 {
+		s.move(s.trials[e.Trial], trial.Promote)
+		from := stageKey{e.Bracket, e.Stage - 1}
+		a.promoted[from] = append(a.promoted[from], e.Trial)
+	}
+}
+
+func (s *state) noteLadder(err error) {
+	if err != nil {
+		fmt.Fprintf(s.log, "journal: %v: skipped\n", err)
 	}
 }
 

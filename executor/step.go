@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -28,6 +29,7 @@ const (
 	evChecked                   // after launch n failed, the provider said which nodes are gone: lost
 	evReplaced                  // a request for replacement nodes ended (err)
 	evTimeout                   // launch n ran past its budget
+	evWork                      // the source answered acWant: jobs, the parallelism and nodes to keep now, exhausted
 )
 
 // stageEvent is one event of a stage.
@@ -39,6 +41,22 @@ type stageEvent struct {
 	lost   lostSet // evChecked: the nodes gone or going
 	cause  error   // evChecked: why the launch is not done
 	err    error   // evChecked: the provider could not be asked; evReplaced: the request failed
+	// evWork: more jobs, the gangs that may run at once and the nodes to hold from now on, and
+	// whether the source is exhausted (it hands out nothing more, ever).
+	jobs      []job
+	parallel  int
+	keep      int
+	exhausted bool
+}
+
+// job is one trial's work in a stage loop: train it through stage k's iterations st (for ASHA,
+// rung k's), each launch given budget of wall time.
+type job struct {
+	trial   string
+	bracket int // the trial's (a loop's nodes are one bracket's; ASHA's trials are of several)
+	k       int
+	st      spec.Stage
+	budget  time.Duration
 }
 
 // outcome is how one launch ended.
@@ -66,6 +84,8 @@ const (
 	acDone                         // journal that trial reached the stage's target
 	acReplace                      // rent replacement nodes
 	acLog                          // say something
+	acWant                         // ask the source for more jobs (free: the gangs that could start now)
+	acRetire                       // release nodes the loop no longer needs (nodes): no gang runs on them
 	acEnd                          // the stage is over: err nil, or why it failed
 )
 
@@ -73,6 +93,9 @@ const (
 type action struct {
 	kind        actionKind
 	trial       string
+	k           int // the stage of trial's job (acLaunch, acTimeout, acFail, acDone)
+	bracket     int // the bracket of trial's job (the same)
+	job         job // acLaunch
 	launch      int
 	try         int
 	slots       []placement.Slot
@@ -81,7 +104,9 @@ type action struct {
 	interrupted bool              // acFail: the try lost its node
 	retry       bool              // acFail
 	lost        lostSet           // acForget
-	nodes       []string          // acRelease
+	nodes       []string          // acRelease, acRetire
+	free        int               // acWant
+	count       int               // acReplace: the nodes to hold
 	doomed      *InterruptedError // acCheckNodes
 	text        string            // acLog
 	err         error             // acEnd
@@ -100,20 +125,21 @@ type lostNode struct {
 type stageView interface {
 	// nodes is what the bracket holds now.
 	nodes() []cloud.Node
-	// tries counts trial's launches, failed tries and tries that lost a node, in this stage.
-	tries(trial string) (launches, fails, interrupts int)
+	// tries counts trial's launches, failed tries and tries that lost a node, in stage k.
+	tries(trial string, k int) (launches, fails, interrupts int)
 }
 
-// stage is one stage's decision state.
+// stage is one stage's decision state; or an ASHA run's, whose jobs (each a trial through one
+// rung) come from a source as gangs end (acWant, evWork), and whose cluster shrinks as it says.
 type stage struct {
-	b, k       int
-	st         spec.Stage
-	gpt        int           // GPUs per trial
-	parallel   int           // gangs at once
-	budget     time.Duration // of one launch, wall time
+	b          int
+	gpt        int // GPUs per trial
+	parallel   int // gangs at once
+	keep       int // nodes to hold (less those retiring): what a replacement restores
 	timeScale  float64
 	maxRetries int
 
+	jobs      map[string]job // trial -> its job, from queued until done or given up
 	queue     []string
 	last      placement.Placement
 	nodes     []placement.Node
@@ -124,20 +150,36 @@ type stage struct {
 	trialNode map[string][]string // where each trial's last launch ran
 	next      int                 // launches numbered from 1
 	draining  map[string]bool     // lost nodes to release once no gang runs on them
+	retiring  map[string]bool     // nodes past keep: no new gang goes there; released once none runs there
+	more      bool                // the source may hand out more jobs
+	ask       bool                // something ended since the source was last asked
+	asking    bool                // an acWant is out
 	cancelled bool
 	replacing bool // a replacement request is out
 	again     bool // more nodes were lost while it was: ask again after it
 	over      bool
 }
 
-func newStage(b, k int, st spec.Stage, gpt, parallel int, budget time.Duration, timeScale float64, maxRetries int,
-	queue []string, last placement.Placement) *stage {
+// newStage starts the decisions of jobs on nodes: parallel gangs of gpt GPUs at once, keep nodes
+// held; more says a source hands out more jobs when asked.
+func newStage(b, gpt, parallel, keep int, timeScale float64, maxRetries int, jobs []job, last placement.Placement, more bool) *stage {
 	if last == nil {
 		last = placement.Placement{}
 	}
-	return &stage{b: b, k: k, st: st, gpt: gpt, parallel: parallel, budget: budget, timeScale: timeScale, maxRetries: maxRetries,
-		queue: queue, last: last, occupied: map[string]int{}, launches: map[int]string{}, started: map[int]bool{},
-		timedOut: map[int]bool{}, trialNode: map[string][]string{}, draining: map[string]bool{}}
+	s := &stage{b: b, gpt: gpt, parallel: parallel, keep: keep, timeScale: timeScale, maxRetries: maxRetries,
+		jobs: map[string]job{}, last: last, occupied: map[string]int{}, launches: map[int]string{}, started: map[int]bool{},
+		timedOut: map[int]bool{}, trialNode: map[string][]string{}, draining: map[string]bool{}, retiring: map[string]bool{},
+		more: more, ask: more}
+	s.add(jobs)
+	return s
+}
+
+// add queues jobs.
+func (s *stage) add(jobs []job) {
+	for _, j := range jobs {
+		s.jobs[j.trial] = j
+		s.queue = append(s.queue, j.trial)
+	}
 }
 
 // begin is the stage's first decision: launch what fits.
@@ -176,11 +218,12 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 			return nil // it ended meanwhile
 		}
 		s.timedOut[e.launch] = true
-		out = append(out, action{kind: acTimeout, trial: t, launch: e.launch},
+		out = append(out, action{kind: acTimeout, trial: t, k: s.jobs[t].k, bracket: s.jobs[t].bracket, launch: e.launch},
 			action{kind: acStop, trial: t, launch: e.launch})
 	case evExited:
 		s.free(e.launch)
 		out = append(out, s.drain(false)...)
+		out = append(out, s.retire()...)
 	case evEnded:
 		t := s.launches[e.launch]
 		s.free(e.launch)
@@ -189,9 +232,11 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		delete(s.started, e.launch)
 		delete(s.timedOut, e.launch)
 		out = append(out, s.drain(false)...)
+		out = append(out, s.retire()...)
 		if s.cancelled {
 			break
 		}
+		s.ask = s.more
 		o := e.o
 		o.trial = t
 		if cause := s.judge(o, timedOut); cause != nil {
@@ -202,7 +247,8 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 			out = append(out, action{kind: acCheckNodes, trial: t, launch: e.launch, o: o, cause: cause, doomed: doomed})
 			return out // the fill waits for the answer
 		}
-		out = append(out, action{kind: acDone, trial: t, o: o})
+		out = append(out, action{kind: acDone, trial: t, k: s.jobs[t].k, bracket: s.jobs[t].bracket, o: o})
+		delete(s.jobs, t)
 	case evChecked:
 		if e.err != nil {
 			return append(out, s.end(e.err))
@@ -219,6 +265,11 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		if s.again {
 			out = append(out, s.replace())
 		}
+	case evWork:
+		s.asking, s.ask = false, false
+		s.more = !e.exhausted
+		s.add(e.jobs)
+		out = append(out, s.resize(e.parallel, e.keep)...)
 	}
 	return s.fill(v, out)
 }
@@ -234,6 +285,7 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 		out = append(out, action{kind: acForget, lost: e.lost})
 		for id := range e.lost {
 			s.draining[id] = true
+			delete(s.retiring, id)
 		}
 		for _, t := range s.sortedOccupied() {
 			n := s.occupied[t]
@@ -251,14 +303,17 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 			interrupted = true
 		}
 	}
-	_, fails, interrupts := v.tries(o.trial)
+	k, b := s.jobs[o.trial].k, s.jobs[o.trial].bracket
+	_, fails, interrupts := v.tries(o.trial, k)
 	retry := fails+1 <= s.maxRetries
 	if interrupted {
 		retry = interrupts+1 <= maxInterruptions
 	}
-	out = append(out, action{kind: acFail, trial: o.trial, o: o, cause: e.cause, interrupted: interrupted, retry: retry})
+	out = append(out, action{kind: acFail, trial: o.trial, k: k, bracket: b, o: o, cause: e.cause, interrupted: interrupted, retry: retry})
 	if retry {
 		s.queue = append(s.queue, o.trial)
+	} else {
+		delete(s.jobs, o.trial)
 	}
 	if len(e.lost) > 0 {
 		var left []cloud.Node
@@ -303,16 +358,72 @@ func (s *stage) fill(v stageView, out []action) []action {
 		s.occupied[id] = s.next
 		s.launches[s.next] = id
 		s.trialNode[id] = slotNodes(p[id])
-		launches, _, _ := v.tries(id)
-		out = append(out, action{kind: acLaunch, trial: id, launch: s.next, try: launches + 1, slots: p[id]})
+		j := s.jobs[id]
+		launches, _, _ := v.tries(id, j.k)
+		out = append(out, action{kind: acLaunch, trial: id, k: j.k, bracket: j.bracket, job: j, launch: s.next, try: launches + 1, slots: p[id]})
 	}
-	if len(s.launches) == 0 && !s.replacing {
-		if len(s.queue) > 0 && !s.cancelled {
-			return append(out, s.end(fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", s.b, s.k+1, s.gpt, len(s.nodes))))
+	if s.more && s.ask && !s.asking && !s.cancelled {
+		s.asking = true
+		return append(out, action{kind: acWant, free: s.parallel - len(s.occupied) - len(s.queue)})
+	}
+	if len(s.launches) == 0 && !s.replacing && !s.asking {
+		switch {
+		case len(s.queue) > 0 && !s.cancelled:
+			j := s.jobs[s.queue[0]]
+			return append(out, s.end(fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", s.b, j.k+1, s.gpt, len(s.nodes))))
+		case s.more && !s.cancelled:
+			return append(out, s.end(fmt.Errorf("run: bracket %d: nothing runs, and the source of jobs has more it does not hand out", s.b)))
 		}
 		return append(out, s.end(nil))
 	}
 	return out
+}
+
+// resize takes the source's parallelism and nodes to hold: nodes past keep retire, the least
+// busy first (ties by ID), and those no gang runs on go now (the simulator's scale-down: idle
+// nodes at once, busy ones as their gangs end).
+func (s *stage) resize(parallel, keep int) []action {
+	s.parallel, s.keep = parallel, keep
+	busy := map[string]int{}
+	for t := range s.occupied {
+		for _, sl := range s.last[t] {
+			busy[sl.Node]++
+		}
+	}
+	nodes := slices.Clone(s.nodes)
+	slices.SortStableFunc(nodes, func(a, b placement.Node) int {
+		if c := busy[a.ID] - busy[b.ID]; c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, n := range nodes[:max(0, len(nodes)-keep)] {
+		s.retiring[n.ID] = true
+	}
+	s.nodes = slices.DeleteFunc(s.nodes, func(n placement.Node) bool { return s.retiring[n.ID] })
+	return s.retire()
+}
+
+// retire releases the retiring nodes no gang runs on any more.
+func (s *stage) retire() []action {
+	busy := map[string]bool{}
+	for t := range s.occupied {
+		for _, sl := range s.last[t] {
+			busy[sl.Node] = true
+		}
+	}
+	var ids []string
+	for id := range s.retiring {
+		if !busy[id] {
+			ids = append(ids, id)
+			delete(s.retiring, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	slices.Sort(ids)
+	return []action{{kind: acRetire, nodes: ids}}
 }
 
 // end closes the stage: whatever is still draining is released, whatever way it ended.
@@ -321,20 +432,22 @@ func (s *stage) end(err error) action {
 	return action{kind: acEnd, err: err, nodes: s.drainAll()}
 }
 
+// replace asks for nodes up to keep, beside those retiring (still held until their gangs end).
 func (s *stage) replace() action {
 	s.replacing, s.again = true, false
-	return action{kind: acReplace}
+	return action{kind: acReplace, count: s.keep + len(s.retiring)}
 }
 
 // judge says why a launch that ended is not done, or nil when it reached the stage's target.
 func (s *stage) judge(o outcome, timedOut bool) error {
-	target := s.st.EndIter()
+	j := s.jobs[o.trial]
+	target := j.st.EndIter()
 	switch {
 	case o.err == nil && o.iter >= target:
 		return nil // reached, even if its budget ran out as it ended
 	case timedOut:
-		spec := time.Duration(float64(s.budget) / s.timeScale)
-		return fmt.Errorf("timed out: still running after its budget of %s (spec time %s); stopped", s.budget.Round(time.Millisecond), spec.Round(time.Second))
+		spec := time.Duration(float64(j.budget) / s.timeScale)
+		return fmt.Errorf("timed out: still running after its budget of %s (spec time %s); stopped", j.budget.Round(time.Millisecond), spec.Round(time.Second))
 	case errors.Is(o.err, ErrStopped):
 		return fmt.Errorf("stopped at iteration %d, short of the target %d: relaunched from its checkpoint", o.iter, target)
 	case o.err != nil:
@@ -390,7 +503,7 @@ func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
 	held := map[string]bool{}
 	s.nodes = s.nodes[:0]
 	for _, n := range nodes {
-		if _, lost := gone[n.ID]; lost {
+		if _, lost := gone[n.ID]; lost || s.retiring[n.ID] {
 			continue
 		}
 		held[n.ID] = true
@@ -410,6 +523,9 @@ func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
 }
 
 func (s *stage) holds(id string) bool {
+	if s.retiring[id] {
+		return true
+	}
 	for _, n := range s.nodes {
 		if n.ID == id {
 			return true

@@ -98,3 +98,25 @@ func (v *validator) asha(a *ASHA) {
 			a.Brackets, most, a.MinIters, a.MaxIters, a.Eta)
 	}
 }
+
+// RungStages is what an ASHA run is made of, as brackets of stages: a bracket per ASHA bracket
+// (empty ones too: trial i stays in bracket i mod B), a stage per rung, from the rung below's
+// iteration to its own. A stage's Trials is what the rung holds at the least, as Synchronous
+// counts it (at least 1: the finish rule takes the best on to max_iters).
+func (a ASHA) RungStages() []Bracket {
+	var out []Bracket
+	for s := range max(a.Brackets, 1) {
+		n := a.BracketTrials(s)
+		var stages []Stage
+		prev := 0
+		for k, it := range a.Rungs(s) {
+			if k > 0 {
+				n = max(n/a.Eta, min(n, 1))
+			}
+			stages = append(stages, Stage{Trials: n, Iters: it - prev, StartIter: prev})
+			prev = it
+		}
+		out = append(out, Bracket{Name: fmt.Sprintf("asha-s%d", s), Stages: stages})
+	}
+	return out
+}
