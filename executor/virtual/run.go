@@ -20,6 +20,7 @@ import (
 type Config struct {
 	Experiment *spec.Experiment
 	Alloc      sim.Alloc
+	ASHA       *sim.ASHAPlan // an ASHA job's plan, instead of Alloc
 	// Journal is the run's journal file; a run is resumed from what it holds.
 	Journal string
 	RunID   string
@@ -140,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 					}
 				}
 			}
-			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, Provider: p, Runtime: rt,
+			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, Provider: p, Runtime: rt,
 				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
 				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart,
 				Configurations: cfg.Configurations})

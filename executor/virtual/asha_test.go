@@ -1,0 +1,82 @@
+package virtual_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// ASHA in virtual time: the calibration job's elastic ASHA plan runs a thousand times through
+// the unchanged executor, each run's latencies drawn afresh. Its mean JCT and cost land within
+// 5% of sim.SimulateASHA's prediction, and the share of runs that miss the deadline lies within
+// the 99.9% binomial interval of the predicted P(miss): an executor whose promotions, phases or
+// billing differed from the simulator's model would fall outside.
+func TestASHACalibrationInVirtualTime(t *testing.T) {
+	runs := 1000
+	if testing.Short() {
+		runs = 200
+	}
+	exp, err := spec.Load("testdata/asha-calibration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := planner.PlanASHA(context.Background(), exp, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Elastic.Plan
+	if len(p.GPUs) < 2 {
+		t.Fatalf("the plan %v is not elastic: nothing to check its phases with", p)
+	}
+	pred, err := m.SimulateASHA(*exp.Algorithm.ASHA, p, 20000, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := exp.Deadline.Seconds()
+	missed, jct, cost := 0, 0.0, 0.0
+	for i := range runs {
+		// Other trials each run (the sampler's seed): the simulator's ranks are exchangeable
+		// trials', not one draw of them.
+		seed := int64(1000 + i)
+		run := *exp
+		run.Sampler.Seed = &seed
+		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: &run, ASHA: &p, Seed: seed,
+			Journal: filepath.Join(t.TempDir(), "journal.jsonl"), RunID: "asha-calibration"})
+		if err != nil || !out.Result.Finished {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if out.Result.Realized.JCT > deadline {
+			missed++
+		}
+		jct += out.Result.Realized.JCT / float64(runs)
+		cost += out.Result.Realized.Cost / float64(runs)
+	}
+	predJCT, predCost := mean(pred.JCT), mean(pred.Cost)
+	lo, hi := sim.BinomialInterval(runs, sim.MissProb(pred.JCT, deadline), 0.999)
+	t.Logf("plan %v: %d of %d runs missed the %.0f s deadline; predicted P(miss) %.1f%%, 99.9%% interval %d..%d; mean JCT %.1f s (predicted %.1f), cost $%.4f (predicted $%.4f)",
+		p, missed, runs, deadline, 100*sim.MissProb(pred.JCT, deadline), lo, hi, jct, predJCT, cost, predCost)
+	if math.Abs(jct/predJCT-1) > 0.05 || math.Abs(cost/predCost-1) > 0.05 {
+		t.Fatalf("realized JCT %.1f s and cost $%.4f; predicted %.1f s and $%.4f: more than 5%% apart", jct, cost, predJCT, predCost)
+	}
+	if missed < lo || missed > hi {
+		t.Fatalf("%d of %d runs missed the deadline: outside %d..%d", missed, runs, lo, hi)
+	}
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
