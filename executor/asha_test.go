@@ -8,14 +8,13 @@ import (
 	"hash/fnv"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/asha"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
-	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -57,52 +56,14 @@ func newASHAHarness(t testing.TB) *harness {
 	return h
 }
 
-// checkASHAJournal replays a journal's decisions against the promotion rule itself (package
-// asha, fed the journal's results in its order) and returns its winner: every promotion must be
-// the one the rule hands out at that point, and none taken twice.
+// checkASHAJournal audits a journal (executor.VerifyASHA) and returns the rule's winner.
 func checkASHAJournal(t *testing.T, exp *spec.Experiment, events []executor.Event) string {
 	t.Helper()
-	l := asha.New(*exp.Algorithm.ASHA)
-	var byIndex []string
-	index := map[string]int{}
-	taken := map[[2]any]bool{}
-	for _, e := range events {
-		switch e.Ev {
-		case executor.EvTrial:
-			index[e.Trial] = len(byIndex)
-			byIndex = append(byIndex, e.Trial)
-		case executor.EvPromote:
-			j, ok := l.Next()
-			if !ok || byIndex[j.Trial] != e.Trial || j.Rung != e.Stage || j.Bracket != e.Bracket {
-				t.Fatalf("journal promotes %s to bracket %d rung %d; the rule hands out %v (%+v)", e.Trial, e.Bracket, e.Stage, ok, j)
-			}
-			key := [2]any{e.Trial, e.Stage}
-			if taken[key] {
-				t.Fatalf("%s promoted to rung %d twice", e.Trial, e.Stage)
-			}
-			taken[key] = true
-		case executor.EvDone:
-			m := math.NaN()
-			if e.Metric != nil {
-				m = *e.Metric
-			}
-			if err := l.Report(index[e.Trial], search.Loss(m, exp.Objective.Mode)); err != nil {
-				t.Fatal(err)
-			}
-		case executor.EvFail:
-			if e.GaveUp {
-				l.Drop(index[e.Trial])
-			}
-		}
+	best, err := executor.VerifyASHA(exp, events)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !l.Done() {
-		t.Fatalf("the journal's ladder is not done: %d in flight, %d started", l.InFlight(), l.Started())
-	}
-	best, _, ok := l.Best()
-	if !ok {
-		t.Fatal("no result")
-	}
-	return byIndex[best]
+	return best
 }
 
 func TestASHARun(t *testing.T) {
@@ -116,6 +77,16 @@ func TestASHARun(t *testing.T) {
 	}
 	if want := checkASHAJournal(t, h.cfg.Experiment, events); res.Best.Trial != want {
 		t.Fatalf("winner %s, the rule's %s", res.Best.Trial, want)
+	}
+	// The audit sees a decision taken twice.
+	for i, e := range events {
+		if e.Ev == executor.EvPromote && e.Stage > 0 {
+			tampered := append(slices.Clone(events[:i+1]), events[i:]...)
+			if _, err := executor.VerifyASHA(h.cfg.Experiment, tampered); err == nil {
+				t.Fatal("a promotion journaled twice passed the audit")
+			}
+			break
+		}
 	}
 	if _, peak := h.runtime.Running(); peak > ashaPlan.GPUs[0] || peak < 2 {
 		t.Fatalf("%d gangs at once under a plan of %v", peak, ashaPlan.GPUs)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -32,7 +33,8 @@ var campaignJobs = []struct {
 }{
 	{"testdata/campaign-sha.yaml", 0.5, true},
 	{"testdata/campaign-spot.yaml", 0.3, false},
-	{"testdata/campaign-tpe.yaml", 0.2, false},
+	{"testdata/campaign-tpe.yaml", 0.15, false},
+	{"testdata/campaign-asha.yaml", 0.05, false},
 }
 
 // The fault campaign: for each job, a clean run in virtual time, then thousands of seeded fault
@@ -51,8 +53,9 @@ func TestFaultCampaign(t *testing.T) {
 	}
 	for _, job := range campaignJobs {
 		t.Run(filepath.Base(job.file), func(t *testing.T) {
-			exp, alloc, _ := plan(t, job.file)
-			clean, cleanJCT := runOnce(t, exp, alloc, nil, job.replan)
+			base := planned(t, job.file)
+			exp := base.Experiment
+			clean, cleanJCT := runOnce(t, base, nil, job.replan)
 			scale := virtual.Scale{Records: len(clean.events), Nodes: clean.nodes, Launches: executorLaunches(clean.events),
 				Duration: cleanJCT, Spot: exp.Cluster.Market == spec.MarketSpot}
 			n := int(math.Round(float64(total) * job.share))
@@ -69,7 +72,7 @@ func TestFaultCampaign(t *testing.T) {
 					defer wg.Done()
 					for seed := range seeds {
 						f := virtual.Draw(seed, scale)
-						why := strike(dir, exp, alloc, f, clean, job.replan, seed%50 == 0)
+						why := strike(dir, base, f, clean, job.replan, seed%50 == 0)
 						if why != "" {
 							failMu.Lock()
 							no := "--no-replan "
@@ -115,10 +118,32 @@ type cleanRun struct {
 	nodes  int
 }
 
-func runOnce(t testing.TB, exp *spec.Experiment, alloc sim.Alloc, f *virtual.Faults, replan bool) (cleanRun, time.Duration) {
+// planned is a campaign job's spec and plan: an ASHA job's GPU schedule, another's stages.
+func planned(t testing.TB, file string) virtual.Config {
+	if exp, err := spec.Load(file); err == nil && exp.Algorithm.IsASHA() {
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := planner.PlanASHA(context.Background(), exp, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return virtual.Config{Experiment: exp, ASHA: &res.Elastic.Plan}
+	}
+	exp, alloc, _ := plan(t, file)
+	return virtual.Config{Experiment: exp, Alloc: alloc}
+}
+
+// with is a campaign run of a job: its plan, the journal at path, faults, re-planning.
+func with(base virtual.Config, path string, f *virtual.Faults, replan bool) virtual.Config {
+	return virtual.Config{Experiment: base.Experiment, Alloc: base.Alloc, ASHA: base.ASHA, Journal: path, RunID: "campaign", Faults: f, Replan: replan}
+}
+
+func runOnce(t testing.TB, base virtual.Config, f *virtual.Faults, replan bool) (cleanRun, time.Duration) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "campaign", Faults: f, Replan: replan})
+	out, err := virtual.Run(context.Background(), with(base, path, f, replan))
 	if err != nil || !out.Result.Finished || out.Result.Best == nil {
 		t.Fatalf("clean run: %v", err)
 	}
@@ -137,15 +162,18 @@ func runOnce(t testing.TB, exp *spec.Experiment, alloc sim.Alloc, f *virtual.Fau
 
 // strike runs one schedule and says what went wrong, "" when nothing did; twice, it runs the
 // schedule again and holds it to the same journal, byte for byte.
-func strike(dir string, exp *spec.Experiment, alloc sim.Alloc, f *virtual.Faults, clean cleanRun, replan, twice bool) string {
+func strike(dir string, base virtual.Config, f *virtual.Faults, clean cleanRun, replan, twice bool) string {
 	defer empty(dir)
+	exp, alloc := base.Experiment, base.Alloc
 	path := filepath.Join(dir, "journal.jsonl")
 	var log strings.Builder
-	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "campaign", Faults: f, Replan: replan, Log: &log})
+	cfg := with(base, path, f, replan)
+	cfg.Log = &log
+	out, err := virtual.Run(context.Background(), cfg)
 	if twice && err == nil {
 		again := filepath.Join(dir, "again.jsonl")
 		f2 := virtual.Draw(f.Seed, f.Scale())
-		if _, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: again, RunID: "campaign", Faults: f2, Replan: replan}); err != nil {
+		if _, err := virtual.Run(context.Background(), with(base, again, f2, replan)); err != nil {
 			return fmt.Sprintf("the same schedule again failed: %v", err)
 		}
 		a, _ := os.ReadFile(path)
@@ -173,6 +201,23 @@ func strike(dir string, exp *spec.Experiment, alloc sim.Alloc, f *virtual.Faults
 		}
 		clean.best, clean.metric = pinned.Result.Best.Trial, pinned.Result.Best.Metric
 	}
+	if exp.Algorithm.IsASHA() {
+		// ASHA promotes as results arrive: faults that shift when they arrive shift what is
+		// promoted. What must hold is the rule (every promotion the rule's, none twice, the
+		// winner the rule's over the results as they came) and the results themselves (a
+		// trial's metric at a rung is the clean run's).
+		best, err := executor.VerifyASHA(exp, events)
+		if err != nil {
+			return err.Error()
+		}
+		if res.Best.Trial != best {
+			return fmt.Sprintf("winner %s, the rule's %s", res.Best.Trial, best)
+		}
+		if why := sameResults(clean.events, events); why != "" {
+			return why
+		}
+		clean.best, clean.metric = res.Best.Trial, res.Best.Metric
+	}
 	if res.Best.Trial != clean.best || res.Best.Metric != clean.metric {
 		return fmt.Sprintf("winner %s (%v), the clean run's %s (%v)", res.Best.Trial, res.Best.Metric, clean.best, clean.metric)
 	}
@@ -190,6 +235,23 @@ func strike(dir string, exp *spec.Experiment, alloc sim.Alloc, f *virtual.Faults
 	}
 	if why := billedAsTheWorld(events, out.World.Spans()); why != "" {
 		return why
+	}
+	return ""
+}
+
+// sameResults names a trial whose result at a stage differs from the clean run's.
+func sameResults(clean, events []executor.Event) string {
+	want := map[string]float64{}
+	for _, e := range clean {
+		if e.Ev == executor.EvDone && e.Metric != nil {
+			want[fmt.Sprintf("%s stage %d", e.Trial, e.Stage)] = *e.Metric
+		}
+	}
+	for _, e := range events {
+		k := fmt.Sprintf("%s stage %d", e.Trial, e.Stage)
+		if w, ok := want[k]; ok && e.Ev == executor.EvDone && (e.Metric == nil || *e.Metric != w) {
+			return fmt.Sprintf("%s: result %v, the clean run's %v", k, e.Metric, w)
+		}
 	}
 	return ""
 }

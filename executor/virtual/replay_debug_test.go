@@ -19,14 +19,16 @@ func TestReplayOneSeed(t *testing.T) {
 		t.Skip()
 	}
 	seed, _ := strconv.ParseInt(seedS, 10, 64)
-	exp, alloc, _ := plan(t, job)
-	replan := strings.Contains(job, "sha")
-	clean, jct := runOnce(t, exp, alloc, nil, replan)
+	base := planned(t, job)
+	replan := strings.Contains(job, "sha") && !strings.Contains(job, "asha")
+	clean, jct := runOnce(t, base, nil, replan)
 	f := virtual.Draw(seed, virtual.Scale{Records: len(clean.events), Nodes: clean.nodes, Launches: executorLaunches(clean.events), Duration: jct, Spot: strings.Contains(job, "spot")})
 	fmt.Println(f)
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
 	var log strings.Builder
-	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "campaign", Faults: f, Replan: replan, Log: &log})
+	cfg := with(base, path, f, replan)
+	cfg.Log = &log
+	out, err := virtual.Run(context.Background(), cfg)
 	fmt.Println("err", err)
 	fmt.Println(log.String())
 	fmt.Println(strings.Join(out.World.Triggered(), "\n"))

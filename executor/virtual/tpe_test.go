@@ -21,7 +21,7 @@ import (
 // holds only its active parameters.
 func TestTPEResumesFromItsJournal(t *testing.T) {
 	exp, alloc, _ := plan(t, "testdata/campaign-tpe.yaml")
-	clean, _ := runOnce(t, exp, alloc, nil, false)
+	clean, _ := runOnce(t, virtual.Config{Experiment: exp, Alloc: alloc}, nil, false)
 	checkDraws(t, exp, clean.events)
 	// The crash: a record after the tenth draw, mid-stage of the first round.
 	draws, at := 0, 0
