@@ -114,8 +114,8 @@ func cancelHere(ctx context.Context, st *rundir.State, log io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Provider: backend.Provider, Runtime: backend.Runtime, Journal: journal, Past: past,
-		RunID: st.Run.RunID, TimeScale: st.Run.TimeScale, Log: log}
+	cfg := st.Config()
+	cfg.Provider, cfg.Runtime, cfg.Journal, cfg.Past, cfg.RunID, cfg.Log = backend.Provider, backend.Runtime, journal, past, st.Run.RunID, log
 	if err := executor.Cancel(context.WithoutCancel(ctx), cfg, cancelReason); err != nil {
 		return err
 	}

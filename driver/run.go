@@ -78,9 +78,9 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		}
 	}
 	predicted := st.Plan.Predicted.JCT.Mean
-	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, RunID: st.Run.RunID, TimeScale: st.Run.TimeScale, Log: log, Replan: !st.Run.NoReplan && !o.NoReplan,
-		KeepNodes: o.KeepNodes, Force: o.Force,
-		Progress: func(s executor.Status) { log.Progress(s, predicted) }}
+	cfg := st.Config()
+	cfg.RunID, cfg.Log, cfg.Replan, cfg.KeepNodes, cfg.Force = st.Run.RunID, log, !st.Run.NoReplan && !o.NoReplan, o.KeepNodes, o.Force
+	cfg.Progress = func(s executor.Status) { log.Progress(s, predicted) }
 	if len(st.Exp.Sampler.WarmStart) > 0 {
 		ws, err := rundir.LoadWarmStart(dir, filepath.Dir(dir), st.Exp)
 		if err != nil {

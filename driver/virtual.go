@@ -82,7 +82,7 @@ func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Con
 	}
 	defer os.RemoveAll(scratch)
 	path := filepath.Join(scratch, rundir.Journal)
-	out, err := virtual.Run(ctx, virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: path, RunID: st.Run.RunID, Replan: !st.Run.NoReplan,
+	out, err := virtual.Run(ctx, virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, Journal: path, RunID: st.Run.RunID, Replan: !st.Run.NoReplan,
 		Configurations: configs})
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Con
 // the fault schedule followed by a new driver in the same world. Its winner is held to the
 // clean run's.
 func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*executor.Result, error) {
-	vc := virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, Journal: filepath.Join(st.Dir, rundir.Journal), RunID: st.Run.RunID,
+	vc := virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, Journal: filepath.Join(st.Dir, rundir.Journal), RunID: st.Run.RunID,
 		Replan: cfg.Replan, KeepNodes: cfg.KeepNodes, Log: log, Progress: cfg.Progress, Live: cfg.Live, WarmStart: cfg.WarmStart}
 	var f *Faults
 	if o.Faults != nil {

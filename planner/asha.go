@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -28,12 +29,15 @@ type ASHACandidate struct {
 // number of GPUs held to the end (what Determined and Ray Tune run) and, when the synchronous
 // planner found one, synchronous SHA's plan for the same trials and rungs.
 type ASHAResult struct {
-	Deadline  float64       `json:"deadline_s"`
-	Quantile  float64       `json:"deadline_quantile"`
-	Elastic   ASHACandidate `json:"elastic"`
-	Fixed     ASHACandidate `json:"fixed"`
-	SHA       *Report       `json:"sha,omitempty"`
-	Evaluated int           `json:"evaluated"`
+	Experiment string        `json:"experiment"`
+	Trials     int           `json:"trials"`
+	Rungs      []int         `json:"rungs"` // bracket 0's
+	Deadline   float64       `json:"deadline_s"`
+	Quantile   float64       `json:"deadline_quantile"`
+	Elastic    ASHACandidate `json:"elastic"`
+	Fixed      ASHACandidate `json:"fixed"`
+	SHA        *Report       `json:"sha,omitempty"`
+	Evaluated  int           `json:"evaluated"`
 }
 
 // ashaProblem prices schedules of one ASHA job on common random numbers (one seed for all).
@@ -146,7 +150,7 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 			best = c
 		}
 	}
-	res := &ASHAResult{Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
+	res := &ASHAResult{Experiment: exp.Name, Trials: cfg.Trials, Rungs: cfg.Rungs(0), Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
 	// Synchronous SHA of the same trials and rungs, planned as any SHA job is.
 	if s, err := sim.For(exp); err == nil {
 		if rep, _, err := Plan(ctx, exp, s, nil); err == nil {
@@ -199,9 +203,9 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 
 // WriteTable prints an ASHA job's plan beside the best fixed-slot ASHA and synchronous SHA, and
 // what the elastic schedule costs against fixed slots.
-func (r *ASHAResult) WriteTable(w io.Writer, exp *spec.Experiment) {
+func (r *ASHAResult) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "%s: asha, %d trials, rungs %v, deadline %s at p%.0f (%d schedules simulated)\n",
-		exp.Name, exp.Algorithm.ASHA.Trials, exp.Algorithm.ASHA.Rungs(0), exp.Deadline.D(), 100*r.Quantile, r.Evaluated)
+		r.Experiment, r.Trials, r.Rungs, format.Clock(r.Deadline), 100*r.Quantile, r.Evaluated)
 	line := func(name, plan string, p Prediction) {
 		fmt.Fprintf(w, "%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n",
 			name, plan, p.JCT.Mean, p.JCT.P5, p.JCT.P95, p.Cost.Mean, p.Cost.P5, p.Cost.P95, p.DeadlineMissProb)
@@ -218,4 +222,14 @@ func (r *ASHAResult) WriteTable(w io.Writer, exp *spec.Experiment) {
 	if r.Fixed.Cost.Mean > 0 {
 		fmt.Fprintf(w, "elastic against fixed slots: %.0f%% of the cost\n", 100*r.Elastic.Cost.Mean/r.Fixed.Cost.Mean)
 	}
+}
+
+// Report is the plan file of an ASHA job (`plan --out`, a run's plan.json): its elastic
+// schedule's prediction, the whole comparison beside it.
+func (r *ASHAResult) Report(exp *spec.Experiment) *Report {
+	e := r.Elastic
+	return &Report{Experiment: exp.Name, Planner: "asha", DeadlineS: r.Deadline, DeadlineQuantile: r.Quantile,
+		Samples: exp.Planner.Samples, Seed: exp.Seed, Feasible: e.Feasible, Cluster: clusterInfo(exp),
+		Predicted: Prediction{JCT: e.JCT, Cost: e.Cost, DeadlineMissProb: e.PMiss}, Evaluated: r.Evaluated,
+		BudgetUSD: exp.Budget.MaxCostUSD, ASHA: r}
 }

@@ -27,7 +27,7 @@ func TestPlanASHAOnTable2(t *testing.T) {
 		t.Fatal(err)
 	}
 	var table strings.Builder
-	res.WriteTable(&table, exp)
+	res.WriteTable(&table)
 	t.Logf("\n%s", table.String())
 	e, f := res.Elastic, res.Fixed
 	if !e.Feasible || !f.Feasible || e.Cost.Mean > 0.7*f.Cost.Mean || len(f.Plan.GPUs) != 1 {

@@ -39,6 +39,9 @@ type Report struct {
 	Alternatives []Alternative `json:"alternatives,omitempty"`
 	// Search is how the plan batches an adaptive sampler's draws (nil for the others).
 	Search *SearchPlan `json:"search,omitempty"`
+	// ASHA is an ASHA job's plan (its elastic GPU schedule, what it is compared with): what the
+	// job runs; Brackets are empty then.
+	ASHA *ASHAResult `json:"asha,omitempty"`
 }
 
 // Alternative is the best plan on a subset of the offers.
@@ -88,6 +91,18 @@ type Baseline struct {
 
 // NewReport describes a simulated allocation.
 func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible bool, res sim.Result) *Report {
+	return &Report{
+		Experiment: exp.Name, Planner: planner, DeadlineS: deadline, DeadlineQuantile: exp.Planner.DeadlineQuantile,
+		Samples: res.Samples, Seed: exp.Seed, Feasible: feasible,
+		Cluster:   clusterInfo(exp),
+		Brackets:  bracketReports(res),
+		Predicted: prediction(res, deadline),
+		BudgetUSD: exp.Budget.MaxCostUSD,
+		Search:    searchPlan(exp, res),
+	}
+}
+
+func clusterInfo(exp *spec.Experiment) ClusterInfo {
 	c := exp.Cluster
 	var types []string
 	for _, it := range c.InstanceTypes {
@@ -97,16 +112,8 @@ func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible 
 	if len(c.Markets) > 1 {
 		markets = c.Markets
 	}
-	return &Report{
-		Experiment: exp.Name, Planner: planner, DeadlineS: deadline, DeadlineQuantile: exp.Planner.DeadlineQuantile,
-		Samples: res.Samples, Seed: exp.Seed, Feasible: feasible,
-		Cluster: ClusterInfo{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, PricePerHour: c.HourlyPrice(),
-			Market: c.Market, Billing: c.Billing.Model, MaxNodes: c.MaxNodes, InstanceTypes: types, Markets: markets},
-		Brackets:  bracketReports(res),
-		Predicted: prediction(res, deadline),
-		BudgetUSD: exp.Budget.MaxCostUSD,
-		Search:    searchPlan(exp, res),
-	}
+	return ClusterInfo{InstanceType: c.InstanceType, GPUsPerNode: c.GPUsPerNode, PricePerHour: c.HourlyPrice(),
+		Market: c.Market, Billing: c.Billing.Model, MaxNodes: c.MaxNodes, InstanceTypes: types, Markets: markets}
 }
 
 // SetStatic adds the static baseline and the saving against it.
@@ -244,7 +251,12 @@ func ReadReport(r io.Reader) (*Report, error) {
 	if err := dec.Decode(&rep); err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
-	if len(rep.Brackets) == 0 {
+	switch {
+	case rep.ASHA != nil:
+		if len(rep.ASHA.Elastic.Plan.GPUs) == 0 {
+			return nil, fmt.Errorf("read plan: an asha plan with no GPU schedule")
+		}
+	case len(rep.Brackets) == 0:
 		return nil, fmt.Errorf("read plan: no brackets")
 	}
 	return &rep, nil

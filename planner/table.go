@@ -12,6 +12,10 @@ import (
 // `simulate` print, and the dashboard's plan page shows. Stages are numbered from 1, as people
 // count them (JSON keeps the index from 0); money and durations are package format's.
 func (r *Report) WriteTable(w io.Writer) {
+	if r.ASHA != nil {
+		r.ASHA.WriteTable(w)
+		return
+	}
 	q := 100 * r.DeadlineQuantile
 	head := fmt.Sprintf("%s · planner %s", r.Experiment, r.Planner)
 	if r.DeadlineS > 0 {

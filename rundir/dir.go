@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -85,6 +86,13 @@ type State struct {
 	Exp   *spec.Experiment
 	Plan  *planner.Report
 	Alloc sim.Alloc
+	ASHA  *sim.ASHAPlan // an ASHA job's plan, instead of Alloc
+}
+
+// Config is what every driver and reader of the run starts its executor.Config from: the spec,
+// the plan, the time scale.
+func (st *State) Config() executor.Config {
+	return executor.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, TimeScale: st.Run.TimeScale}
 }
 
 // Open loads the state directory dir: its run.json, its copy of the spec and its plan.
@@ -108,8 +116,15 @@ func Open(dir string) (*State, error) {
 	if st.Plan, err = planner.ReadReportFile(filepath.Join(abs, PlanFile)); err != nil {
 		return nil, err
 	}
-	if st.Alloc, err = st.Plan.Alloc(st.Exp.Algorithm.Brackets()); err != nil {
-		return nil, fmt.Errorf("the run's plan: %w", err)
+	switch {
+	case st.Exp.Algorithm.IsASHA() != (st.Plan.ASHA != nil):
+		return nil, fmt.Errorf("the run's plan is not one of its spec's algorithm (asha or stages)")
+	case st.Plan.ASHA != nil:
+		st.ASHA = &st.Plan.ASHA.Elastic.Plan
+	default:
+		if st.Alloc, err = st.Plan.Alloc(st.Exp.Algorithm.Brackets()); err != nil {
+			return nil, fmt.Errorf("the run's plan: %w", err)
+		}
 	}
 	return st, nil
 }

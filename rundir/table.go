@@ -22,14 +22,18 @@ func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
 		params, _ := json.Marshal(res.Best.Params)
 		fmt.Fprintf(w, "best trial %s: %s %.4f with %s\n\n", res.Best.Trial, st.Exp.Objective.Metric, res.Best.Metric, params)
 	}
-	var buf bytes.Buffer
-	tw := format.NewTable(&buf, "BRACKET", "STAGE", "TRIALS", "ITERS", "GPUS", "NODES", "DONE", "FAILED", "PRED TIME", "TIME", "PRED COST", "COST")
-	for _, s := range rep.Stages {
-		tw.Row(s.Bracket, s.Stage+1, s.Realized.Trials, s.Realized.Iters, s.Realized.GPUs, s.Realized.Nodes, s.Realized.Done, s.Realized.Failed,
-			format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), format.Money(s.Predicted.Cost), format.Money(s.Realized.Cost))
+	if st.ASHA != nil {
+		writeASHA(w, res)
+	} else {
+		var buf bytes.Buffer
+		tw := format.NewTable(&buf, "BRACKET", "STAGE", "TRIALS", "ITERS", "GPUS", "NODES", "DONE", "FAILED", "PRED TIME", "TIME", "PRED COST", "COST")
+		for _, s := range rep.Stages {
+			tw.Row(s.Bracket, s.Stage+1, s.Realized.Trials, s.Realized.Iters, s.Realized.GPUs, s.Realized.Nodes, s.Realized.Done, s.Realized.Failed,
+				format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), format.Money(s.Predicted.Cost), format.Money(s.Realized.Cost))
+		}
+		tw.Flush()
+		w.Write(buf.Bytes())
 	}
-	tw.Flush()
-	w.Write(buf.Bytes())
 	if len(rep.Interruptions) > 0 {
 		lost := 0
 		for _, s := range rep.Stages {
@@ -60,6 +64,31 @@ func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
 		fmt.Fprintf(w, "static     cost %s predicted for the best static cluster (%s): the elastic plan saved %.1f%% (%.1f%% predicted)\n",
 			format.Money(static), format.Plural(nodes, "node"), -format.Pct(rep.Realized.Cost, static), *p.SavingPct)
 	}
+}
+
+// writeASHA writes an ASHA run's rungs (results and promotions so far: they overlap in time)
+// and the phases of its GPU schedule, which its cost is split among.
+func writeASHA(w io.Writer, res *executor.Result) {
+	var buf bytes.Buffer
+	tw := format.NewTable(&buf, "BRACKET", "RUNG", "TO ITER", "RESULTS", "PROMOTED", "FAILED", "FIRST", "LAST RESULT")
+	for _, b := range res.Brackets {
+		iter := 0
+		for k, r := range b.Stages {
+			iter += r.Iters
+			if r.Done == 0 && r.Failed == 0 && r.Start == 0 && k > 0 {
+				continue // never reached
+			}
+			tw.Row(b.Name, k+1, iter, r.Done, len(r.Promoted), r.Failed, format.Clock(r.Start), format.Clock(r.Start+r.Duration))
+		}
+	}
+	tw.Flush()
+	buf.WriteString("\n")
+	tw = format.NewTable(&buf, "PHASE", "GPUS", "NODES", "START", "TIME", "COST")
+	for j, p := range res.Phases {
+		tw.Row(j+1, p.GPUs, p.Nodes, format.Clock(p.Start), format.Clock(p.Duration), format.Money(p.Cost))
+	}
+	tw.Flush()
+	w.Write(buf.Bytes())
 }
 
 // writeRevisions lists the run's re-plans, and, while it runs, its latest forecast against the

@@ -43,7 +43,8 @@ func ViewOf(st *State, events []executor.Event, live bool) (*View, error) {
 	if len(events) == 0 {
 		return v, nil
 	}
-	cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events, TimeScale: st.Run.TimeScale}
+	cfg := st.Config()
+	cfg.Past = events
 	if !live {
 		cfg.Clock = clock.Frozen{At: events[len(events)-1].At}
 	}

@@ -501,7 +501,8 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 			for j < len(events) && !events[j].At.After(t) {
 				j++
 			}
-			cfg := executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events[:j], TimeScale: st.Run.TimeScale, Clock: rbclock.Frozen{At: t}}
+			cfg := st.Config()
+			cfg.Past, cfg.Clock = events[:j], rbclock.Frozen{At: t}
 			if res, err := executor.Replay(cfg); err == nil {
 				real.X, real.Y = append(real.X, sec(t)), append(real.Y, res.Realized.Cost)
 			}

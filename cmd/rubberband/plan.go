@@ -48,12 +48,8 @@ func planAction(c *cli.Context) error {
 		}
 	}
 	if out := c.String("out"); out != "" && res.Feasible {
-		var buf bytes.Buffer
-		if err := writeJSON(&buf, rep); err != nil {
+		if err := writePlanFile(out, rep); err != nil {
 			return err
-		}
-		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("write plan: %w", err)
 		}
 	}
 	if c.String("output") == "json" {
@@ -85,19 +81,47 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 // planASHA plans an ASHA job: its GPU schedule beside the best fixed-slot ASHA and synchronous
 // SHA. Such a plan is not written with --out: run does not take ASHA jobs yet.
 func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
-	res, err := planner.PlanASHA(c.Context, exp, m)
-	if err != nil {
+	rep, err := makeASHAPlan(c, exp, m)
+	if rep == nil {
 		return err
 	}
+	if out := c.String("out"); out != "" && err == nil {
+		if err := writePlanFile(out, rep); err != nil {
+			return err
+		}
+	}
 	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, res); err != nil {
+		if err := writeJSON(c.App.Writer, rep.ASHA); err != nil {
 			return err
 		}
 	} else {
-		res.WriteTable(c.App.Writer, exp)
+		rep.WriteTable(c.App.Writer)
 	}
+	return err
+}
+
+// makeASHAPlan plans an ASHA job (planner.PlanASHA) as its plan file; an error wrapping
+// planner.ErrNoPlan comes with the plan when no schedule meets the deadline.
+func makeASHAPlan(c *cli.Context, exp *spec.Experiment, m *sim.Model) (*planner.Report, error) {
+	res, err := planner.PlanASHA(c.Context, exp, m)
+	if err != nil {
+		return nil, err
+	}
+	rep := res.Report(exp)
 	if !res.Elastic.Feasible {
-		return fmt.Errorf("%w: no ASHA schedule meets the deadline at p%.0f", planner.ErrNoPlan, 100*res.Quantile)
+		return rep, fmt.Errorf("%w: no ASHA schedule meets the deadline at p%.0f", planner.ErrNoPlan, 100*res.Quantile)
+	}
+	return rep, nil
+}
+
+// writePlanFile writes a plan as `plan --out` does.
+func writePlanFile(path string, rep *planner.Report) error {
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, rep); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write plan: %w", err)
 	}
 	return nil
 }

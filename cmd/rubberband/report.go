@@ -36,7 +36,9 @@ func reportAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := executor.Replay(executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events, TimeScale: st.Run.TimeScale})
+	cfg := st.Config()
+	cfg.Past = events
+	res, err := executor.Replay(cfg)
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,10 @@ func runAction(c *cli.Context) error {
 		if rep, err = planner.ReadReportFile(p); err != nil {
 			return usageErr("%v", err)
 		}
+	} else if exp.Algorithm.IsASHA() {
+		if rep, err = makeASHAPlan(c, exp, s.Model()); err != nil {
+			return err
+		}
 	} else {
 		var res *planner.Result
 		if rep, res, err = makePlan(c, exp, s); err != nil {

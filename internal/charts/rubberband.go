@@ -208,7 +208,9 @@ func Run(dir string, st *rundir.State, res *executor.Result, events []executor.E
 	if err := PlanSchedule(filepath.Join(dir, "gantt-planned.png"), s, st.Alloc, st.Exp.Name+": planned schedule (one sampled run)"); err != nil {
 		return err
 	}
-	snap, err := executor.Fold(executor.Config{Experiment: st.Exp, Alloc: st.Alloc, Past: events, TimeScale: st.Run.TimeScale})
+	cfg := st.Config()
+	cfg.Past = events
+	snap, err := executor.Fold(cfg)
 	if err != nil {
 		return err
 	}
