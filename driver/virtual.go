@@ -137,11 +137,35 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 			}
 			f.Best = pinned.Result.Best
 		}
+		if f != nil && st.ASHA != nil {
+			// ASHA promotes as results arrive, and faults shift when they arrive: the run is
+			// held to the promotion rule over its own results instead of a clean run's winner.
+			if err := heldToTheRule(st, vc.Journal, out.Result); err != nil {
+				return out.Result, fmt.Errorf("%w (replay: --faults %d): %v", ErrFaultsChangedTheRun, f.Schedule.Seed, err)
+			}
+			f.Best = nil
+		}
 		if err := heldToTheCleanRun(out, f); err != nil {
 			return out.Result, err
 		}
 	}
 	return out.Result, nil
+}
+
+// heldToTheRule audits an ASHA run's journal (executor.VerifyASHA) and its winner.
+func heldToTheRule(st *rundir.State, journal string, res *executor.Result) error {
+	events, err := executor.ReadJournal(journal)
+	if err != nil {
+		return err
+	}
+	best, err := executor.VerifyASHA(st.Exp, events)
+	if err != nil {
+		return err
+	}
+	if res.Best == nil || res.Best.Trial != best {
+		return fmt.Errorf("the winner is %s, the rule's over the run's results %s", bestName(res.Best), best)
+	}
+	return nil
 }
 
 // ErrFaultsChangedTheRun is what a virtual run with faults ends with when they changed what a

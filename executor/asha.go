@@ -79,6 +79,9 @@ func (x *run) runASHA(ctx context.Context) error {
 	a := x.st.asha
 	began := len(a.phaseAt) > 0
 	x.mu.Unlock()
+	if b := x.cfg.Experiment.Budget; b.MaxCostUSD > 0 {
+		fmt.Fprintf(x.log, "asha: budget.max_cost_usd ($%.2f) is not forecast during an asha run: its plan was priced against it\n", b.MaxCostUSD)
+	}
 	if !began {
 		if err := x.record(Event{Ev: EvPhase, Stage: 0, GPUs: a.plan.GPUs[0]}, true); err != nil {
 			return err

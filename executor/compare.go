@@ -26,6 +26,8 @@ type Report struct {
 	// Revisions are the re-plans made during the run; Forecast the latest forecast.
 	Revisions []Revision        `json:"revisions,omitempty"`
 	Forecast  *planner.Forecast `json:"forecast,omitempty"`
+	// Phases are an ASHA run's phases of its GPU schedule (Result.Phases).
+	Phases []PhaseResult `json:"phases,omitempty"`
 }
 
 // StageReport puts one stage's prediction beside what happened.
@@ -41,7 +43,7 @@ type StageReport struct {
 // the plan does not hold (a plan of other stages than the run's) has a zero prediction.
 func Compare(plan *planner.Report, res *Result) Report {
 	r := Report{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best,
-		Realized: res.Realized, Trials: res.Trials, Interruptions: res.Interruptions, Revisions: res.Revisions, Forecast: res.Forecast,
+		Realized: res.Realized, Trials: res.Trials, Interruptions: res.Interruptions, Revisions: res.Revisions, Forecast: res.Forecast, Phases: res.Phases,
 		Predicted: Measured{JCT: plan.Predicted.JCT.Mean, Cost: plan.Predicted.Cost.Mean}}
 	if n := len(res.Revisions); n > 0 {
 		last := res.Revisions[n-1].After
