@@ -40,7 +40,7 @@ type Ladder struct {
 
 type rung struct {
 	n          int      // results reported
-	unpromoted []result // sorted best first
+	unpromoted results // a heap, best at [0]: results go in one by one and leave best first
 	promoted   []result // sorted best first: their results at this rung
 }
 
@@ -143,12 +143,14 @@ func (l *Ladder) Take(j Job) error {
 		l.started++
 	} else {
 		lv := &l.levels[j.Bracket][j.Rung-1]
-		i := slices.IndexFunc(lv.unpromoted, func(r result) bool { return r.trial == j.Trial })
+		i := 0 // the best, as the rule promotes; any other a journal names is looked for
+		if len(lv.unpromoted) == 0 || lv.unpromoted[0].trial != j.Trial {
+			i = slices.IndexFunc(lv.unpromoted, func(r result) bool { return r.trial == j.Trial })
+		}
 		if i < 0 {
 			return fmt.Errorf("asha: trial %d has no result at bracket %d rung %d to be promoted from", j.Trial, j.Bracket, j.Rung-1)
 		}
-		r := lv.unpromoted[i]
-		lv.unpromoted = slices.Delete(lv.unpromoted, i, i+1)
+		r := lv.unpromoted.remove(i)
 		lv.promoted = insertSorted(lv.promoted, r)
 	}
 	j.New = j.Rung == 0
@@ -201,6 +203,61 @@ func (r *rung) promotable(eta int) (result, bool) {
 	return top, rank < r.n/eta
 }
 
+// results is a binary min-heap of results by less (container/heap's, without boxing each one:
+// the simulator pushes millions).
+type results []result
+
+func (h *results) push(r result) {
+	*h = append(*h, r)
+	h.up(len(*h) - 1)
+}
+
+// remove takes out the i-th result (0: the best).
+func (h *results) remove(i int) result {
+	old := *h
+	n := len(old) - 1
+	r := old[i]
+	old[i] = old[n]
+	*h = old[:n]
+	if i < n {
+		if !h.down(i) {
+			h.up(i)
+		}
+	}
+	return r
+}
+
+func (h results) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if less(h[i], h[parent]) >= 0 {
+			return
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+// down sifts the i-th result down, and says whether it moved.
+func (h results) down(i int) bool {
+	start := i
+	for {
+		child := 2*i + 1
+		if child >= len(h) {
+			break
+		}
+		if r := child + 1; r < len(h) && less(h[r], h[child]) < 0 {
+			child = r
+		}
+		if less(h[child], h[i]) >= 0 {
+			break
+		}
+		h[i], h[child] = h[child], h[i]
+		i = child
+	}
+	return i > start
+}
+
 func insertSorted(rs []result, r result) []result {
 	i, _ := slices.BinarySearchFunc(rs, r, less)
 	return slices.Insert(rs, i, r)
@@ -216,7 +273,7 @@ func (l *Ladder) Report(trial int, loss float64) error {
 	delete(l.inFlight, trial)
 	lv := &l.levels[j.Bracket][j.Rung]
 	lv.n++
-	lv.unpromoted = insertSorted(lv.unpromoted, result{loss: loss, order: l.reported, trial: trial})
+	lv.unpromoted.push(result{loss: loss, order: l.reported, trial: trial})
 	l.reported++
 	return nil
 }

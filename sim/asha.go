@@ -4,7 +4,9 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/rubberband-hpo/rubberband/asha"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -70,15 +72,36 @@ func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64
 		out.Promotions = append(out.Promotions, make([]float64, len(cfg.Rungs(b))))
 	}
 	iter := m.IterLatency(1)
+	// Samples run side by side, each on its own stream; what they add up is summed in sample
+	// order, so that the numbers are the same on any number of cores.
+	idle := make([]float64, samples)
+	promotions := make([][][]int, samples)
+	workers := min(runtime.GOMAXPROCS(0), samples)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < samples; i += workers {
+				r := rand.New(rand.NewPCG(seed, uint64(i)))
+				s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter, ladder: asha.New(cfg)}
+				s.run()
+				out.JCT[i], out.Cost[i], idle[i] = s.end, s.cost, s.idle
+				promotions[i] = make([][]int, len(out.Promotions))
+				for b := range out.Promotions {
+					for k := range out.Promotions[b] {
+						promotions[i][b] = append(promotions[i][b], s.ladder.Promotions(b, k))
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	for i := range samples {
-		r := rand.New(rand.NewPCG(seed, uint64(i)))
-		s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter, ladder: asha.New(cfg)}
-		s.run()
-		out.JCT[i], out.Cost[i] = s.end, s.cost
-		out.IdleGPUSeconds += s.idle / float64(samples)
+		out.IdleGPUSeconds += idle[i] / float64(samples)
 		for b := range out.Promotions {
 			for k := range out.Promotions[b] {
-				out.Promotions[b][k] += float64(s.ladder.Promotions(b, k)) / float64(samples)
+				out.Promotions[b][k] += float64(promotions[i][b][k]) / float64(samples)
 			}
 		}
 	}

@@ -2,14 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -66,5 +70,67 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	out, errOut, code = rbEnv(t, binary, env, "run", ashaQuickstart, "--backend", "virtual", "--plan", planFile, "--faults", "3")
 	if code != 0 || !strings.Contains(errOut, "faults (seed 3)") {
 		t.Fatalf("run --faults: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// An ASHA job on Nomad: gangs as Nomad jobs, promotions resuming their trials' checkpoints
+// through the store. On one GPU its jobs run one at a time in the rule's order, so the promotion
+// sequence, and the winner, are the local backend's (the synthetic metrics depend only on the
+// parameters); each journal passes the rule's audit.
+func TestASHAOnNomad(t *testing.T) {
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	dir := t.TempDir()
+	specFile, src := syntheticSpec(t, dir, "synthetic-asha.yaml")
+	text := strings.Replace(src, "algorithm: {sha: {trials: 16, min_iters: 1, max_iters: 9, eta: 2}}",
+		"algorithm: {asha: {trials: 9, min_iters: 1, max_iters: 9, eta: 3}}", 1)
+	text = strings.ReplaceAll(text, "cmd/rubberband/testdata/synthetic.yaml", specFile)
+	if err := os.WriteFile(specFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := spec.Load(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := &planner.ASHAResult{Experiment: exp.Name, Trials: 9, Rungs: exp.Algorithm.ASHA.Rungs(0), Quantile: 0.5,
+		Elastic: planner.ASHACandidate{Plan: sim.ASHAPlan{GPUs: []int{1}}, Feasible: true}}
+	plan := filepath.Join(dir, "plan.json")
+	b, _ := json.Marshal(one.Report(exp))
+	if err := os.WriteFile(plan, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promotions := func(state string) (string, []string) {
+		t.Helper()
+		events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+		if err != nil {
+			t.Fatal(err)
+		}
+		best, err := executor.VerifyASHA(exp, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seq []string
+		for _, e := range events {
+			if e.Ev == executor.EvPromote {
+				seq = append(seq, fmt.Sprintf("%s@%d", e.Trial, e.Stage))
+			}
+		}
+		return best, seq
+	}
+	state := filepath.Join(dir, "nomad")
+	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--time-scale", "0.05")
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("run on nomad: %v\n%s", err, out)
+	}
+	local := filepath.Join(dir, "local")
+	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", local, "--time-scale", "0.02"); code != 0 {
+		t.Fatal(errOut)
+	}
+	onNomad, onLocal := readRunReport(t, state), readRunReport(t, local)
+	nomadBest, nomadSeq := promotions(state)
+	localBest, localSeq := promotions(local)
+	if !onNomad.Finished || onNomad.Best == nil || onNomad.Best.Trial != nomadBest || onLocal.Best.Trial != localBest ||
+		nomadBest != localBest || strings.Join(nomadSeq, " ") != strings.Join(localSeq, " ") {
+		t.Fatalf("nomad: best %+v, promotions %v; local: best %+v, promotions %v", onNomad.Best, nomadSeq, onLocal.Best, localSeq)
 	}
 }
