@@ -40,7 +40,7 @@ type Ladder struct {
 
 type rung struct {
 	n          int      // results reported
-	unpromoted results // a heap, best at [0]: results go in one by one and leave best first
+	unpromoted results  // a heap, best at [0]: results go in one by one and leave best first
 	promoted   []result // sorted best first: their results at this rung
 }
 
