@@ -384,12 +384,7 @@ func (s *stage) fill(v stageView, out []action) []action {
 // nodes at once, busy ones as their gangs end).
 func (s *stage) resize(parallel, keep int) []action {
 	s.parallel, s.keep = parallel, keep
-	busy := map[string]int{}
-	for t := range s.occupied {
-		for _, sl := range s.last[t] {
-			busy[sl.Node]++
-		}
-	}
+	busy := s.gangsOn()
 	nodes := slices.Clone(s.nodes)
 	slices.SortStableFunc(nodes, func(a, b placement.Node) int {
 		if c := busy[a.ID] - busy[b.ID]; c != 0 {
@@ -405,25 +400,38 @@ func (s *stage) resize(parallel, keep int) []action {
 }
 
 // retire releases the retiring nodes no gang runs on any more.
-func (s *stage) retire() []action {
-	busy := map[string]bool{}
+func (s *stage) retire() []action { return s.letGo(s.retiring, false, acRetire) }
+
+// gangsOn counts the stage's gangs (launching or running) on each node.
+func (s *stage) gangsOn() map[string]int {
+	busy := map[string]int{}
 	for t := range s.occupied {
 		for _, sl := range s.last[t] {
-			busy[sl.Node] = true
+			busy[sl.Node]++
 		}
 	}
+	return busy
+}
+
+// letGo takes the nodes of set that no gang runs on (all of them, with all) out of it, and asks
+// the loop to release them (kind).
+func (s *stage) letGo(set map[string]bool, all bool, kind actionKind) []action {
+	busy := map[string]int{}
+	if !all {
+		busy = s.gangsOn()
+	}
 	var ids []string
-	for id := range s.retiring {
-		if !busy[id] {
+	for id := range set {
+		if busy[id] == 0 {
 			ids = append(ids, id)
-			delete(s.retiring, id)
+			delete(set, id)
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
 	slices.Sort(ids)
-	return []action{{kind: acRetire, nodes: ids}}
+	return []action{{kind: kind, nodes: ids}}
 }
 
 // end closes the stage: whatever is still draining is released, whatever way it ended.
@@ -467,28 +475,7 @@ func (s *stage) free(n int) {
 }
 
 // drain releases the lost nodes no gang of the stage runs on any more.
-func (s *stage) drain(all bool) []action {
-	busy := map[string]bool{}
-	if !all {
-		for t := range s.occupied {
-			for _, sl := range s.last[t] {
-				busy[sl.Node] = true
-			}
-		}
-	}
-	var ids []string
-	for id := range s.draining {
-		if !busy[id] {
-			ids = append(ids, id)
-			delete(s.draining, id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	slices.Sort(ids)
-	return []action{{kind: acRelease, nodes: ids}}
-}
+func (s *stage) drain(all bool) []action { return s.letGo(s.draining, all, acRelease) }
 
 func (s *stage) drainAll() []string {
 	if a := s.drain(true); len(a) > 0 {

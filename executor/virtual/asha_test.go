@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
-	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // ASHA in virtual time: the calibration job's elastic ASHA plan runs a thousand times through
@@ -22,19 +20,12 @@ func TestASHACalibrationInVirtualTime(t *testing.T) {
 	if testing.Short() {
 		runs = 200
 	}
-	exp, err := spec.Load("testdata/asha-calibration.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := planned(t, "testdata/asha-calibration.yaml")
+	exp, p := base.Experiment, *base.ASHA
 	m, err := sim.NewModel(exp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := planner.PlanASHA(context.Background(), exp, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := res.Elastic.Plan
 	if len(p.GPUs) < 2 {
 		t.Fatalf("the plan %v is not elastic: nothing to check its phases with", p)
 	}
