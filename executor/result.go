@@ -158,13 +158,7 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	if s.asha != nil { // its phases are what it bills by: bracket 0's stages
 		at := s.asha.phaseAt
 		for j := range at {
-			end := now
-			switch {
-			case j+1 < len(at):
-				end = at[j+1]
-			case s.finished:
-				end = s.asha.end
-			}
+			end := s.phaseEnd(j, now)
 			windows = append(windows, meter.StageWindow{Bracket: 0, Stage: j, Start: sec(at[j]), Sync: max(sec(end), sec(at[j]))})
 		}
 	}
@@ -300,12 +294,7 @@ func (x *run) result() *Result {
 			end = a.end
 		}
 		for j, at := range a.phaseAt {
-			stop := now
-			if j+1 < len(a.phaseAt) {
-				stop = a.phaseAt[j+1]
-			} else if s.finished {
-				stop = end
-			}
+			stop := s.phaseEnd(j, now)
 			g := a.plan.GPUs[j]
 			res.Phases = append(res.Phases, PhaseResult{GPUs: g, Nodes: x.model.NodesFor(g), Start: at.Sub(s.start).Seconds() / x.cfg.TimeScale,
 				Duration: max(0, stop.Sub(at).Seconds()/x.cfg.TimeScale), Cost: bill.Stages[meter.StageKey{Bracket: 0, Stage: j}]})
@@ -316,6 +305,19 @@ func (x *run) result() *Result {
 	}
 	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / x.cfg.TimeScale, Cost: total}
 	return res
+}
+
+// phaseEnd is when an ASHA run's phase j ended: the next one's start, the run's end, or now for
+// the phase under way.
+func (s *state) phaseEnd(j int, now time.Time) time.Time {
+	a := s.asha
+	switch {
+	case j+1 < len(a.phaseAt):
+		return a.phaseAt[j+1]
+	case s.finished:
+		return a.end
+	}
+	return now
 }
 
 // ashaBest is an ASHA run's winner: the best result at the highest rung any trial reached (the

@@ -233,3 +233,12 @@ func (r *ASHAResult) Report(exp *spec.Experiment) *Report {
 		Predicted: Prediction{JCT: e.JCT, Cost: e.Cost, DeadlineMissProb: e.PMiss}, Evaluated: r.Evaluated,
 		BudgetUSD: exp.Budget.MaxCostUSD, ASHA: r}
 }
+
+// Check says, with a DeadlineError, when the elastic schedule misses exp's deadline at its
+// quantile (as Result.Check does for stages).
+func (r *ASHAResult) Check(exp *spec.Experiment) error {
+	if r.Elastic.Feasible {
+		return nil
+	}
+	return &DeadlineError{Deadline: exp.Deadline.D(), Quantile: r.Quantile, JCT: r.Elastic.quantile, Found: true}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
@@ -241,6 +242,18 @@ func ReadReportFile(path string) (*Report, error) {
 		return nil, fmt.Errorf("read plan: %w", err)
 	}
 	return ReadReport(bytes.NewReader(data))
+}
+
+// WriteReportFile writes a plan file (`plan --out`), as ReadReportFile reads it.
+func WriteReportFile(path string, rep *Report) error {
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write plan: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write plan: %w", err)
+	}
+	return nil
 }
 
 // ReadReport decodes a plan file.

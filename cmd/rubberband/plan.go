@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"sync/atomic"
 
 	"github.com/rubberband-hpo/rubberband/internal/charts"
@@ -48,7 +46,7 @@ func planAction(c *cli.Context) error {
 		}
 	}
 	if out := c.String("out"); out != "" && res.Feasible {
-		if err := writePlanFile(out, rep); err != nil {
+		if err := planner.WriteReportFile(out, rep); err != nil {
 			return err
 		}
 	}
@@ -81,47 +79,22 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 // planASHA plans an ASHA job: its GPU schedule beside the best fixed-slot ASHA and synchronous
 // SHA. Such a plan is not written with --out: run does not take ASHA jobs yet.
 func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
-	rep, err := makeASHAPlan(c, exp, m)
-	if rep == nil {
+	res, err := planner.PlanASHA(c.Context, exp, m)
+	if err != nil {
 		return err
 	}
-	if out := c.String("out"); out != "" && err == nil {
-		if err := writePlanFile(out, rep); err != nil {
+	rep := res.Report(exp)
+	if out := c.String("out"); out != "" && res.Elastic.Feasible {
+		if err := planner.WriteReportFile(out, rep); err != nil {
 			return err
 		}
 	}
 	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, rep.ASHA); err != nil {
+		if err := writeJSON(c.App.Writer, res); err != nil {
 			return err
 		}
 	} else {
-		rep.WriteTable(c.App.Writer)
+		res.WriteTable(c.App.Writer)
 	}
-	return err
-}
-
-// makeASHAPlan plans an ASHA job (planner.PlanASHA) as its plan file; an error wrapping
-// planner.ErrNoPlan comes with the plan when no schedule meets the deadline.
-func makeASHAPlan(c *cli.Context, exp *spec.Experiment, m *sim.Model) (*planner.Report, error) {
-	res, err := planner.PlanASHA(c.Context, exp, m)
-	if err != nil {
-		return nil, err
-	}
-	rep := res.Report(exp)
-	if !res.Elastic.Feasible {
-		return rep, fmt.Errorf("%w: no ASHA schedule meets the deadline at p%.0f", planner.ErrNoPlan, 100*res.Quantile)
-	}
-	return rep, nil
-}
-
-// writePlanFile writes a plan as `plan --out` does.
-func writePlanFile(path string, rep *planner.Report) error {
-	var buf bytes.Buffer
-	if err := writeJSON(&buf, rep); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write plan: %w", err)
-	}
-	return nil
+	return res.Check(exp)
 }

@@ -125,9 +125,14 @@ func runAction(c *cli.Context) error {
 			return usageErr("%v", err)
 		}
 	} else if exp.Algorithm.IsASHA() {
-		if rep, err = makeASHAPlan(c, exp, s.Model()); err != nil {
+		res, err := planner.PlanASHA(c.Context, exp, s.Model())
+		if err != nil {
 			return err
 		}
+		if err := res.Check(exp); err != nil {
+			return err
+		}
+		rep = res.Report(exp)
 	} else {
 		var res *planner.Result
 		if rep, res, err = makePlan(c, exp, s); err != nil {
