@@ -22,7 +22,9 @@ type ASHACandidate struct {
 	Feasible bool         `json:"feasible"`
 	// Promotions[b][k] is the mean number of trials rung k of bracket b promotes.
 	Promotions [][]float64 `json:"promotions"`
-	quantile   float64     // JCT at the planning quantile
+	// Interruptions is the mean number of spot interruptions the run meets.
+	Interruptions float64 `json:"interruptions,omitempty"`
+	quantile      float64 // JCT at the planning quantile
 }
 
 // ASHAResult is the plan of an ASHA job, with what it is compared with: the cheapest fixed
@@ -54,6 +56,7 @@ type ashaProblem struct {
 }
 
 func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
+	plan = plan.Compact()
 	key := plan.String()
 	if c, ok := p.cache[key]; ok {
 		return c, nil
@@ -69,8 +72,8 @@ func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
 			miss++
 		}
 	}
-	c := ASHACandidate{Plan: sim.ASHAPlan{GPUs: slices.Clone(plan.GPUs)}, JCT: sim.Summarize(out.JCT), Cost: sim.Summarize(out.Cost),
-		PMiss: float64(miss) / float64(len(out.JCT)), Promotions: out.Promotions, quantile: sim.Quantile(out.JCT, p.quantile)}
+	c := ASHACandidate{Plan: plan, JCT: sim.Summarize(out.JCT), Cost: sim.Summarize(out.Cost),
+		PMiss: float64(miss) / float64(len(out.JCT)), Promotions: out.Promotions, Interruptions: out.Interruptions, quantile: sim.Quantile(out.JCT, p.quantile)}
 	c.Feasible = c.quantile <= p.deadline
 	p.cache[key] = c
 	return c, nil
@@ -170,6 +173,7 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 	}
 	for !p.stop() {
 		var next ASHACandidate
+		var nextGPUs []int
 		bestScore := math.Inf(-1)
 		for j := range gpus {
 			if gpus[j]-step < 1 {
@@ -190,13 +194,13 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 			}
 			score := saved / math.Max(c.quantile-cur.quantile, 1e-3)
 			if score > bestScore {
-				bestScore, next = score, c
+				bestScore, next, nextGPUs = score, c, cand
 			}
 		}
 		if next.Plan.GPUs == nil {
 			return cur, nil
 		}
-		cur, gpus = next, next.Plan.GPUs
+		cur, gpus = next, nextGPUs
 	}
 	return cur, nil
 }
@@ -206,18 +210,22 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 func (r *ASHAResult) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "%s: asha, %d trials, rungs %v, deadline %s at p%.0f (%d schedules simulated)\n",
 		r.Experiment, r.Trials, r.Rungs, format.Clock(r.Deadline), 100*r.Quantile, r.Evaluated)
-	line := func(name, plan string, p Prediction) {
-		fmt.Fprintf(w, "%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f\n",
+	line := func(name, plan string, p Prediction, interruptions float64) {
+		fmt.Fprintf(w, "%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f",
 			name, plan, p.JCT.Mean, p.JCT.P5, p.JCT.P95, p.Cost.Mean, p.Cost.P5, p.Cost.P95, p.DeadlineMissProb)
+		if interruptions > 0 {
+			fmt.Fprintf(w, "  %.1f spot interruptions", interruptions)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, c := range []struct {
 		name string
 		c    ASHACandidate
 	}{{"asha, elastic", r.Elastic}, {"asha, fixed slots", r.Fixed}} {
-		line(c.name, c.c.Plan.String()+" GPUs", Prediction{JCT: c.c.JCT, Cost: c.c.Cost, DeadlineMissProb: c.c.PMiss})
+		line(c.name, c.c.Plan.String()+" GPUs", Prediction{JCT: c.c.JCT, Cost: c.c.Cost, DeadlineMissProb: c.c.PMiss}, c.c.Interruptions)
 	}
 	if r.SHA != nil {
-		line("sha, synchronous", "by stage", r.SHA.Predicted)
+		line("sha, synchronous", "by stage", r.SHA.Predicted, 0)
 	}
 	if r.Fixed.Cost.Mean > 0 {
 		fmt.Fprintf(w, "elastic against fixed slots: %.0f%% of the cost\n", 100*r.Elastic.Cost.Mean/r.Fixed.Cost.Mean)

@@ -3,6 +3,7 @@ package sim
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -31,6 +32,19 @@ func (p ASHAPlan) String() string {
 	return s
 }
 
+// Compact is the same schedule without phases that hold what the one before holds: entering
+// such a phase changes nothing (its GPUs are the last's, so is its threshold), so 8>4>4 runs
+// as 8>4 does.
+func (p ASHAPlan) Compact() ASHAPlan {
+	var gpus []int
+	for i, g := range p.GPUs {
+		if i == 0 || g != p.GPUs[i-1] {
+			gpus = append(gpus, g)
+		}
+	}
+	return ASHAPlan{GPUs: gpus}
+}
+
 // CheckASHA says what is wrong with a plan for this model: no phase, a count that rises, or more
 // nodes than the cluster allows.
 func (m *Model) CheckASHA(p ASHAPlan) error {
@@ -55,6 +69,8 @@ type ASHAOutcome struct {
 	Promotions [][]float64
 	// IdleGPUSeconds is the mean GPU time held with nothing to run.
 	IdleGPUSeconds float64
+	// Interruptions is the mean number of spot interruptions of a node held.
+	Interruptions float64
 }
 
 // SimulateASHA is the discrete-event Monte Carlo of an ASHA job under a plan: nodes start
@@ -62,7 +78,10 @@ type ASHAOutcome struct {
 // (package asha) hands out, each job takes its start-up plus a fresh draw per iteration, and each
 // result's rank is random (trials' metrics exchangeable, as the SHA model assumes). Nodes are
 // billed from running until released. samples runs from seed's streams: the same arguments give
-// the same numbers.
+// the same numbers. Stragglers (profile.slow_nodes) take SlowFactor times as long for every job
+// on them; spot nodes are interrupted as the model draws, their jobs relaunched first on the
+// next free GPU (from what they had trained, or their rung's start with on_notice restart) and a
+// replacement rented while the phase holds more nodes than are left.
 func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64) (ASHAOutcome, error) {
 	if err := m.CheckASHA(p); err != nil {
 		return ASHAOutcome{}, err
@@ -74,7 +93,7 @@ func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64
 	iter := m.IterLatency(1)
 	// Samples run side by side, each on its own stream; what they add up is summed in sample
 	// order, so that the numbers are the same on any number of cores.
-	idle := make([]float64, samples)
+	idle, interrupted := make([]float64, samples), make([]int, samples)
 	promotions := make([][][]int, samples)
 	workers := min(runtime.GOMAXPROCS(0), samples)
 	var wg sync.WaitGroup
@@ -86,7 +105,7 @@ func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64
 				r := rand.New(rand.NewPCG(seed, uint64(i)))
 				s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter, ladder: asha.New(cfg)}
 				s.run()
-				out.JCT[i], out.Cost[i], idle[i] = s.end, s.cost, s.idle
+				out.JCT[i], out.Cost[i], idle[i], interrupted[i] = s.end, s.cost, s.idle, s.interruptions
 				promotions[i] = make([][]int, len(out.Promotions))
 				for b := range out.Promotions {
 					for k := range out.Promotions[b] {
@@ -99,6 +118,7 @@ func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64
 	wg.Wait()
 	for i := range samples {
 		out.IdleGPUSeconds += idle[i] / float64(samples)
+		out.Interruptions += float64(interrupted[i]) / float64(samples)
 		for b := range out.Promotions {
 			for k := range out.Promotions[b] {
 				out.Promotions[b][k] += float64(promotions[i][b][k]) / float64(samples)
@@ -120,25 +140,45 @@ type ashaRun struct {
 	now, end, cost, idle float64
 	phase                int
 	nodes                []*ashaNode
+	jobs                 []ashaLaunch
+	resume               []ashaLaunch // jobs whose node was interrupted, to relaunch first
 	events               ashaEvents
 	pushed               int // events so far: the order of simultaneous ones
 	busy                 int // GPUs running a job
+	interruptions        int
 }
 
 type ashaNode struct {
 	ready    float64 // when its GPUs can take jobs (running + init + data)
 	running  float64 // when billing starts
+	slow     float64 // how many times longer its jobs take (a straggler's SlowFactor, else 1)
 	up       bool
 	busy     int
 	draining bool // released once its last job ends
 	released bool
 }
 
+// ashaLaunch is a launch of a trial through a rung: its start-up and training seconds before the
+// node's slowness, and when it began.
+type ashaLaunch struct {
+	trial, node          int
+	began, startup, work float64
+	ended                bool // done, or interrupted
+}
+
+// What an event is: a node ready for jobs, a job done, a node interrupted (spot).
+const (
+	ashaReady = iota
+	ashaDone
+	ashaInterrupt
+)
+
 type ashaEvent struct {
-	at    float64
-	node  int
-	trial int // -1: the node is ready
-	seq   int
+	at   float64
+	kind int
+	node int
+	job  int // ashaDone: index in jobs
+	seq  int
 }
 
 type ashaEvents []ashaEvent
@@ -159,32 +199,41 @@ func (h *ashaEvents) Pop() any {
 	return e
 }
 
-func (s *ashaRun) push(at float64, node, trial int) {
+func (s *ashaRun) push(at float64, kind, node, job int) {
 	s.pushed++
-	heap.Push(&s.events, ashaEvent{at: at, node: node, trial: trial, seq: s.pushed})
+	heap.Push(&s.events, ashaEvent{at: at, kind: kind, node: node, job: job, seq: s.pushed})
 }
 
 func (s *ashaRun) run() {
 	scale := s.m.Scale.Sample(s.r)
-	for i := range s.m.NodesFor(s.plan.GPUs[0]) {
-		ready := scale + s.m.Init.Sample(s.r) + s.m.DataLatency
-		s.nodes = append(s.nodes, &ashaNode{ready: ready, running: scale})
-		s.push(ready, i, -1)
+	for range s.m.NodesFor(s.plan.GPUs[0]) {
+		s.rent(0, scale)
 	}
 	for s.events.Len() > 0 {
 		e := heap.Pop(&s.events).(ashaEvent)
 		s.advance(e.at)
 		n := s.nodes[e.node]
-		if e.trial < 0 {
+		switch e.kind {
+		case ashaReady:
 			n.up = !n.released
-		} else {
+		case ashaDone:
+			j := &s.jobs[e.job]
+			if j.ended {
+				continue
+			}
+			j.ended = true
 			n.busy--
 			s.busy--
-			s.ladder.Report(e.trial, s.r.Float64())
+			s.ladder.Report(j.trial, s.r.Float64())
 			if n.draining && n.busy == 0 {
 				s.release(n)
 			}
 			s.shrink()
+		case ashaInterrupt:
+			if n.released {
+				continue
+			}
+			s.interrupt(e.node)
 		}
 		s.fill()
 		if s.ladder.Done() {
@@ -196,6 +245,63 @@ func (s *ashaRun) run() {
 		s.release(n)
 	}
 	s.cost += float64(len(s.nodes)) * s.m.DataCost
+}
+
+// rent starts a node now: billed once its SCALE (scale seconds) ends, ready for jobs after its
+// INIT_INSTANCE and DATA, a straggler with the model's odds, and interrupted when the spot model
+// draws it.
+func (s *ashaRun) rent(now, scale float64) {
+	n := &ashaNode{running: now + scale, slow: 1}
+	n.ready = n.running + s.m.Init.Sample(s.r) + s.m.DataLatency
+	if s.m.SlowShare > 0 && s.r.Float64() < s.m.SlowShare {
+		n.slow = s.m.SlowFactor
+	}
+	s.nodes = append(s.nodes, n)
+	i := len(s.nodes) - 1
+	s.push(n.ready, ashaReady, i, -1)
+	if s.m.Spot != nil && s.interruptions < maxInterruptions {
+		if life := s.m.Spot.UntilInterrupted(s.r); !math.IsInf(life, 1) {
+			s.push(n.running+life, ashaInterrupt, i, -1)
+		}
+	}
+}
+
+// interrupt takes node i away now: its jobs go back to be relaunched first (from a checkpoint
+// of what they had trained, or from their rung's start with Restart), and a replacement is
+// rented while the phase holds more nodes than are left.
+func (s *ashaRun) interrupt(i int) {
+	s.interruptions++
+	n := s.nodes[i]
+	for k := range s.jobs {
+		j := &s.jobs[k]
+		if j.node != i || j.ended {
+			continue
+		}
+		j.ended = true
+		n.busy--
+		s.busy--
+		trained := max(0, (s.now-j.began)/n.slow-j.startup)
+		left := j.work
+		if !s.m.Spot.Restart {
+			left = max(0, j.work-trained)
+		}
+		s.resume = append(s.resume, ashaLaunch{trial: j.trial, work: left})
+	}
+	s.release(n)
+	if s.live() < s.m.NodesFor(s.cap()) {
+		s.rent(s.now, s.m.Scale.Sample(s.r))
+	}
+}
+
+// live counts the nodes held and not draining.
+func (s *ashaRun) live() int {
+	c := 0
+	for _, n := range s.nodes {
+		if !n.released && !n.draining {
+			c++
+		}
+	}
+	return c
 }
 
 // advance moves the clock, counting the GPU time held idle.
@@ -213,25 +319,40 @@ func (s *ashaRun) advance(t float64) {
 // cap is how many jobs may run at once in the current phase.
 func (s *ashaRun) cap() int { return s.plan.GPUs[s.phase] }
 
-// fill hands a job to every free GPU the phase allows, the busiest node's first (so that others
-// drain and can be released).
+// fill hands a job to every free GPU, the busiest node's first (so that others drain and can be
+// released): interrupted jobs first, then the promotion rule's while fewer than the phase's GPUs
+// are in flight.
 func (s *ashaRun) fill() {
-	for s.busy < s.cap() {
+	for {
 		n := s.pick()
 		if n < 0 {
 			return
 		}
-		j, ok := s.ladder.Next()
-		if !ok {
+		var j ashaLaunch
+		switch {
+		case len(s.resume) > 0:
+			j, s.resume = s.resume[0], s.resume[1:]
+			j.startup = s.m.Startup.Sample(s.r)
+		case s.ladder.InFlight() < s.cap():
+			next, ok := s.ladder.Next()
+			if !ok {
+				return
+			}
+			j.trial, j.startup = next.Trial, s.m.Startup.Sample(s.r)
+			j.work = SampleSum(s.iter, next.To-next.From, s.r)
+		default:
 			return
 		}
-		d := s.m.Startup.Sample(s.r) + SampleSum(s.iter, j.To-j.From, s.r)
+		node := s.nodes[n]
+		j.node, j.began = n, s.now
+		d := (j.startup + j.work) * node.slow
 		if s.m.PerFunction {
 			s.cost += d * s.m.GPUPricePerSecond()
 		}
-		s.nodes[n].busy++
+		node.busy++
 		s.busy++
-		s.push(s.now+d, n, j.Trial)
+		s.jobs = append(s.jobs, j)
+		s.push(s.now+d, ashaDone, n, len(s.jobs)-1)
 	}
 }
 

@@ -146,3 +146,77 @@ func TestASHAShrinkingSchedule(t *testing.T) {
 		t.Fatal("16 nodes of a cluster of at most 8 were simulated")
 	}
 }
+
+// Stragglers and spot by hand, on the 1-GPU job of TestASHAConstantLatencies (465 s, $0.455).
+//   - Every node slow (share 1, factor 2): each job takes twice its start-up and iterations:
+//     five of 30 s end at 180 s, then 110 s and 610 s: 900 s, billed from 10 s: $0.890.
+//   - Spot nodes that live 100 s once running, checkpointing within the notice: node 1 runs
+//     10-110 s and trains the five rung-0 jobs (30-105 s); the promotion to rung 1 (55 s) begins
+//     at 105 s and is cut at 110 s, in its start-up. Each replacement runs 10 s after the
+//     interruption and is ready 20 s later, so it trains 75 s past a 5 s start-up: rung 1 again
+//     (140-195 s), then rung 2's 300 s as 25 + 75 + 75 + 75 + 50: node 2 runs 120-220, 3 230-330,
+//     4 340-440, 5 450-550, 6 560-640 s. JCT 640 s, 580 node-seconds: $0.580.
+func TestASHAStragglersAndSpotByHand(t *testing.T) {
+	const cluster = "{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}%s}"
+	for _, tc := range []struct {
+		name, cluster, profile string
+		jct, cost              float64
+	}{
+		{"stragglers", "", "{iter_latency: {1: {dist: constant, value: 10}}, startup_latency: {value: 5s}, slow_nodes: {share: 1, factor: 2}}", 900, 0.890},
+		{"spot", ", market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}}", ashaProfile, 640, 0.580},
+	} {
+		m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}", fmt.Sprintf(cluster, tc.cluster), tc.profile)
+		out, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{1}}, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if !near(out.JCT[i], tc.jct, 1e-9) || !near(out.Cost[i], tc.cost, 1e-9) {
+				t.Fatalf("%s: sample %d: JCT %v cost %v, want %v %v", tc.name, i, out.JCT[i], out.Cost[i], tc.jct, tc.cost)
+			}
+		}
+	}
+}
+
+// Spot interruptions that lose the work (on_notice: restart) cost more than those that keep it,
+// and both more than none: the same job at the same rate, on common random numbers.
+func TestASHASpotRestartCostsMore(t *testing.T) {
+	const cluster = "{gpus_per_node: 2, price_per_hour: 6, scale_latency: {value: 30s}, init_latency: {value: 10s}, max_nodes: 8%s}"
+	profile := "{iter_latency: {1: {mean: 10, std: 2}}, startup_latency: {value: 5s}}"
+	mean := func(spot string) (float64, float64) {
+		m, cfg := ashaJob(t, "{trials: 27, min_iters: 1, max_iters: 27, eta: 3}", fmt.Sprintf(cluster, spot), profile)
+		out, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{8, 4, 2}}, 400, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Summarize(out.JCT).Mean, Summarize(out.Cost).Mean
+	}
+	calmJ, calmC := mean("")
+	keepJ, keepC := mean(", market: spot, spot: {price_per_hour: 6, interruptions_per_hour: 12}")
+	lostJ, lostC := mean(", market: spot, spot: {price_per_hour: 6, interruptions_per_hour: 12, on_notice: restart}")
+	t.Logf("calm %.0fs $%.3f; spot, checkpointed %.0fs $%.3f; spot, restarted %.0fs $%.3f", calmJ, calmC, keepJ, keepC, lostJ, lostC)
+	if !(calmJ < keepJ && keepJ < lostJ && calmC < keepC && keepC < lostC) {
+		t.Fatalf("calm %.0fs $%.3f; spot, checkpointed %.0fs $%.3f; spot, restarted %.0fs $%.3f: not in that order", calmJ, calmC, keepJ, keepC, lostJ, lostC)
+	}
+}
+
+// A phase that holds what the one before holds changes nothing: Compact drops it, and the
+// schedule with it runs sample for sample as the one without.
+func TestASHACompact(t *testing.T) {
+	if got := (ASHAPlan{GPUs: []int{8, 8, 4, 4, 4, 2}}).Compact().String(); got != "8>4>2" {
+		t.Fatalf("8>8>4>4>4>2 compacts to %s", got)
+	}
+	m, cfg := ashaJob(t, "{trials: 81, min_iters: 1, max_iters: 81, eta: 3}",
+		"{gpus_per_node: 2, price_per_hour: 6, scale_latency: {value: 60s}, init_latency: {value: 30s}, max_nodes: 8}",
+		"{iter_latency: {1: {mean: 10, std: 2}}, startup_latency: {value: 5s}}")
+	long, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{16, 16, 8, 8, 2}}, 100, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, _ := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{16, 8, 2}}, 100, 4)
+	for i := range long.JCT {
+		if long.JCT[i] != short.JCT[i] || long.Cost[i] != short.Cost[i] {
+			t.Fatalf("sample %d: 16>16>8>8>2 %v $%v, 16>8>2 %v $%v", i, long.JCT[i], long.Cost[i], short.JCT[i], short.Cost[i])
+		}
+	}
+}

@@ -10,17 +10,24 @@ import (
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
-// ASHA in virtual time: the calibration job's elastic ASHA plan runs a thousand times through
+// ASHA in virtual time: each calibration job's elastic ASHA plan runs a thousand times through
 // the unchanged executor, each run's latencies drawn afresh. Its mean JCT and cost land within
 // 5% of sim.SimulateASHA's prediction, and the share of runs that miss the deadline lies within
 // the 99.9% binomial interval of the predicted P(miss): an executor whose promotions, phases or
-// billing differed from the simulator's model would fall outside.
+// billing differed from the simulator's model would fall outside. The spot job's nodes are
+// interrupted and some are slow; a model blind to either (as SimulateASHA was) must fall outside.
 func TestASHACalibrationInVirtualTime(t *testing.T) {
+	for _, file := range []string{"testdata/asha-calibration.yaml", "testdata/asha-calibration-spot.yaml"} {
+		t.Run(filepath.Base(file), func(t *testing.T) { ashaCalibration(t, file) })
+	}
+}
+
+func ashaCalibration(t *testing.T, file string) {
 	runs := 1000
 	if testing.Short() {
 		runs = 200
 	}
-	base := planned(t, "testdata/asha-calibration.yaml")
+	base := planned(t, file)
 	exp, p := base.Experiment, *base.ASHA
 	m, err := sim.NewModel(exp)
 	if err != nil {
@@ -61,6 +68,19 @@ func TestASHACalibrationInVirtualTime(t *testing.T) {
 	}
 	if missed < lo || missed > hi {
 		t.Fatalf("%d of %d runs missed the deadline: outside %d..%d", missed, runs, lo, hi)
+	}
+	if m.Spot == nil && m.SlowShare == 0 {
+		return
+	}
+	m.Spot, m.SlowShare = nil, 0
+	blind, err := m.SimulateASHA(*exp.Algorithm.ASHA, p, 20000, 99)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi = sim.BinomialInterval(runs, sim.MissProb(blind.JCT, deadline), 0.999)
+	t.Logf("a model without spot or stragglers: P(miss) %.1f%% (interval %d..%d), JCT %.1f s, cost $%.4f", 100*sim.MissProb(blind.JCT, deadline), lo, hi, mean(blind.JCT), mean(blind.Cost))
+	if missed >= lo && missed <= hi {
+		t.Fatalf("a model without spot or stragglers predicts the misses too (%d in %d..%d): the job does not test them", missed, lo, hi)
 	}
 }
 
