@@ -165,13 +165,14 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 	return res, nil
 }
 
-// descend is the greedy descent from a schedule.
+// descend is the greedy descent from a schedule. One that misses the deadline is kept as it is:
+// cheaper steps from it would only miss by more, and a plan that misses is the fastest found.
 func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 	cur, err := p.evaluate(sim.ASHAPlan{GPUs: gpus})
 	if err != nil {
 		return ASHACandidate{}, err
 	}
-	for !p.stop() {
+	for cur.Feasible && !p.stop() {
 		var next ASHACandidate
 		var nextGPUs []int
 		bestScore := math.Inf(-1)
@@ -189,7 +190,7 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 				return ASHACandidate{}, err
 			}
 			saved := cur.Cost.Mean - c.Cost.Mean
-			if (cur.Feasible && !c.Feasible) || saved <= 0 {
+			if !c.Feasible || saved <= 0 {
 				continue
 			}
 			score := saved / math.Max(c.quantile-cur.quantile, 1e-3)
@@ -249,4 +250,43 @@ func (r *ASHAResult) Check(exp *spec.Experiment) error {
 		return nil
 	}
 	return &DeadlineError{Deadline: exp.Deadline.D(), Quantile: r.Quantile, JCT: r.Elastic.quantile, Found: true}
+}
+
+// What an ASHA job's outcomes are named in a comparison (CompareASHA, whatif's columns).
+const (
+	ASHAElastic = "asha-elastic" // the planned GPU schedule
+	ASHAFixed   = "asha-fixed"   // the cheapest fixed number of slots that meets the deadline
+	SHASync     = "sha"          // synchronous SHA of the same trials and rungs, planned by stage
+)
+
+// ASHAOutcomes are CompareASHA's names, in the order a table shows them.
+func ASHAOutcomes() []string { return []string{ASHAElastic, ASHAFixed, SHASync} }
+
+// CompareASHA plans an ASHA job (PlanASHA) and gives what Compare gives for stages: its elastic
+// schedule, the best fixed slots and synchronous SHA (left out when it has no plan), the elastic
+// schedule's saving against fixed slots when both meet the deadline.
+func CompareASHA(ctx context.Context, exp *spec.Experiment) (map[string]Outcome, error) {
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	res, err := PlanASHA(ctx, exp, m)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Outcome{}
+	for name, c := range map[string]ASHACandidate{ASHAElastic: res.Elastic, ASHAFixed: res.Fixed} {
+		plan := c.Plan
+		out[name] = Outcome{Feasible: c.Feasible, Predicted: Prediction{JCT: c.JCT, Cost: c.Cost, DeadlineMissProb: c.PMiss}, ASHA: &plan}
+	}
+	if res.SHA != nil {
+		out[SHASync] = Outcome{Feasible: res.SHA.Feasible, Predicted: res.SHA.Predicted}
+	}
+	if e, f := res.Elastic, res.Fixed; e.Feasible && f.Feasible && f.Cost.Mean > 0 {
+		saving := 100 * (1 - e.Cost.Mean/f.Cost.Mean)
+		o := out[ASHAElastic]
+		o.SavingPct = &saving
+		out[ASHAElastic] = o
+	}
+	return out, nil
 }

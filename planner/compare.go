@@ -15,12 +15,18 @@ type Outcome struct {
 	// SavingPct is how much cheaper than the static plan, when both are feasible.
 	SavingPct *float64  `json:"saving_pct,omitempty"`
 	Alloc     sim.Alloc `json:"-"`
+	// ASHA is an ASHA job's GPU schedule (CompareASHA's asha outcomes).
+	ASHA *sim.ASHAPlan `json:"asha_plan,omitempty"`
 }
 
 // Compare runs the named planners on one experiment, all on one simulator so that they compare
 // on the same draws. A planner that finds no plan at all (nothing fits max_nodes) is left out.
-// When ctx ends, planning stops within moments and Compare returns ctx's error.
+// When ctx ends, planning stops within moments and Compare returns ctx's error. An ASHA job is
+// compared by CompareASHA, whatever names says.
 func Compare(ctx context.Context, exp *spec.Experiment, names []string) (map[string]Outcome, error) {
+	if exp.Algorithm.IsASHA() {
+		return CompareASHA(ctx, exp)
+	}
 	s, err := sim.For(exp)
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)

@@ -13,10 +13,13 @@ import (
 // WhatIf is what `rubberband whatif` reports, its JSON: each planner's outcome at every point of
 // a grid of spec changes.
 type WhatIf struct {
-	Experiment string        `json:"experiment"`
-	Sweeps     []string      `json:"sweeps"`
-	Planners   []string      `json:"planners"`
-	Points     []WhatIfPoint `json:"points"`
+	Experiment string   `json:"experiment"`
+	Sweeps     []string `json:"sweeps"`
+	Planners   []string `json:"planners"`
+	// SavingAgainst is what a point's saving is against: the static plan, or an ASHA job's
+	// fixed slots.
+	SavingAgainst string        `json:"saving_against"`
+	Points        []WhatIfPoint `json:"points"`
 }
 
 // WhatIfPoint is one grid point: the swept values as given, and each planner's outcome, or why
@@ -32,7 +35,9 @@ type WhatIfPoint struct {
 // src (Sweep, on every CPU): src's text with each point's values put in, its profile files
 // taken from src, samples Monte Carlo samples per prediction when above 0. Every point's spec is
 // checked before any is planned: a bad value is a ProblemError naming the point. A point that
-// cannot be planned keeps its error and the others go on. progress is Sweep's.
+// cannot be planned keeps its error and the others go on. progress is Sweep's. An ASHA job's
+// points compare its elastic schedule, fixed slots and synchronous SHA (CompareASHA) instead of
+// names; a grid that is ASHA at some points and not at others is a ProblemError.
 func RunWhatIf(ctx context.Context, src *spec.Source, sweeps []spec.Sweep, names []string, samples int, progress func(done, total int)) (*WhatIf, error) {
 	dir := filepath.Dir(src.Path)
 	read := func(ref string) ([]byte, error) {
@@ -56,7 +61,16 @@ func RunWhatIf(ctx context.Context, src *spec.Source, sweeps []spec.Sweep, names
 		}
 		exps[i] = exp
 	}
-	out := &WhatIf{Experiment: exps[0].Name, Planners: names, Points: make([]WhatIfPoint, len(grid))}
+	against := spec.PlannerStatic
+	if exps[0].Algorithm.IsASHA() {
+		names, against = ASHAOutcomes(), ASHAFixed
+	}
+	for i, exp := range exps {
+		if exp.Algorithm.IsASHA() != exps[0].Algorithm.IsASHA() {
+			return nil, &ProblemError{fmt.Errorf("at %s: the sweep turns the job from or to asha: whatif compares the same algorithm at every point", Describe(sweeps, grid[i]))}
+		}
+	}
+	out := &WhatIf{Experiment: exps[0].Name, Planners: names, SavingAgainst: against, Points: make([]WhatIfPoint, len(grid))}
 	for _, sw := range sweeps {
 		out.Sweeps = append(out.Sweeps, sw.Name)
 	}

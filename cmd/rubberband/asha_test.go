@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,37 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	out, errOut, code = rbEnv(t, binary, env, "run", ashaQuickstart, "--backend", "virtual", "--plan", planFile, "--faults", "3")
 	if code != 0 || !strings.Contains(errOut, "faults (seed 3)") {
 		t.Fatalf("run --faults: exit %d\n%s%s", code, out, errOut)
+	}
+	whatifASHA(t)
+}
+
+// whatif sweeps an ASHA job as plan compares it: its elastic schedule, fixed slots and
+// synchronous SHA at each point, the saving against fixed slots. Where no schedule meets the
+// deadline the elastic one is the fastest (fixed slots), not a cheaper one that misses by more;
+// --planners does not apply.
+func whatifASHA(t *testing.T) {
+	out, errOut, code := rb(t, "whatif", ashaQuickstart, "--sweep", "deadline=20s,45s", "-o", "json")
+	var wi planner.WhatIf
+	if code != 0 || json.Unmarshal([]byte(out), &wi) != nil {
+		t.Fatalf("whatif: exit %d\n%s%s", code, out, errOut)
+	}
+	if fmt.Sprint(wi.Planners) != fmt.Sprint(planner.ASHAOutcomes()) || wi.SavingAgainst != planner.ASHAFixed || len(wi.Points) != 2 {
+		t.Fatalf("whatif: planners %v against %q, %d points", wi.Planners, wi.SavingAgainst, len(wi.Points))
+	}
+	short, long := wi.Points[0].Results, wi.Points[1].Results
+	if e, f := short[planner.ASHAElastic], short[planner.ASHAFixed]; e.Feasible || e.Predicted.JCT != f.Predicted.JCT {
+		t.Errorf("at 20s the elastic schedule %v (JCT %+v) is not the fastest fixed slots %v (%+v)", e.ASHA, e.Predicted.JCT, f.ASHA, f.Predicted.JCT)
+	}
+	e, f := long[planner.ASHAElastic], long[planner.ASHAFixed]
+	if !e.Feasible || e.ASHA == nil || len(e.ASHA.GPUs) < 2 || e.SavingPct == nil || e.Predicted.Cost.Mean > f.Predicted.Cost.Mean ||
+		math.Abs(*e.SavingPct-100*(1-e.Predicted.Cost.Mean/f.Predicted.Cost.Mean)) > 1e-9 {
+		t.Errorf("at 45s: elastic %+v, fixed %+v", e, f)
+	}
+	if _, ok := long[planner.SHASync]; !ok {
+		t.Error("no synchronous sha beside it")
+	}
+	if _, errOut, code := rb(t, "whatif", ashaQuickstart, "--sweep", "deadline=30s", "--planners", "greedy"); code != 2 || !strings.Contains(errOut, "asha") {
+		t.Errorf("--planners on an asha job: exit %d %s", code, errOut)
 	}
 }
 

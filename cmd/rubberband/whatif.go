@@ -37,9 +37,12 @@ func whatifAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErr("whatif needs exactly one SPEC argument")
 	}
-	_, src, err := loadSpec(c, c.App.ErrWriter) // the spec itself must be valid
+	exp, src, err := loadSpec(c, c.App.ErrWriter) // the spec itself must be valid
 	if err != nil {
 		return err
+	}
+	if exp.Algorithm.IsASHA() && c.IsSet("planners") {
+		return usageErr("--planners: an asha job compares its elastic schedule, fixed slots and synchronous sha, not planners")
 	}
 	var sweeps []spec.Sweep
 	for _, s := range c.StringSlice("sweep") {
@@ -105,12 +108,14 @@ func printWhatIf(w io.Writer, out *planner.WhatIf, sweeps []spec.Sweep) {
 				row = append(row, "no plan")
 			case !o.Feasible:
 				row = append(row, "misses ("+format.Clock(o.Predicted.JCT.P50)+")")
+			case o.ASHA != nil:
+				row = append(row, fmt.Sprintf("%s in %s (%s)", format.Money(o.Predicted.Cost.Mean), format.Clock(o.Predicted.JCT.Mean), o.ASHA))
 			default:
 				row = append(row, fmt.Sprintf("%s in %s", format.Money(o.Predicted.Cost.Mean), format.Clock(o.Predicted.JCT.Mean)))
 			}
 		}
 		best := "—"
-		for _, n := range []string{spec.PlannerOptimal, spec.PlannerGreedy} {
+		for _, n := range []string{spec.PlannerOptimal, spec.PlannerGreedy, planner.ASHAElastic} {
 			if o, ok := p.Results[n]; ok && o.SavingPct != nil {
 				best = fmt.Sprintf("%.0f%% (%s)", *o.SavingPct, n)
 				break
@@ -126,7 +131,11 @@ func printWhatIf(w io.Writer, out *planner.WhatIf, sweeps []spec.Sweep) {
 			fmt.Fprintf(w, "error at %s: %s\n", planner.Describe(sweeps, p.Values), p.Error)
 		}
 	}
-	fmt.Fprintln(w, "\ncells: mean cost in mean JCT; 'misses' gives the fastest plan's p50 JCT; SAVING is against the best static cluster")
+	against := "the best static cluster"
+	if out.SavingAgainst == planner.ASHAFixed {
+		against = "the best fixed number of slots (asha-fixed), with the GPU schedules in brackets"
+	}
+	fmt.Fprintf(w, "\ncells: mean cost in mean JCT; 'misses' gives the fastest plan's p50 JCT; SAVING is against %s\n", against)
 }
 
 func writeWhatIfCSV(w io.Writer, out *planner.WhatIf, sweeps []spec.Sweep) error {
