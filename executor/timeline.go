@@ -109,6 +109,9 @@ func RealizedSchedule(s *Snapshot, now time.Time, timeScale float64, gpusPerNode
 	for _, n := range s.Nodes {
 		first, used := firstUse[n.Node.ID]
 		from, ok := stageStart[[2]int{n.Bracket, n.Stage}]
+		if !ok && !n.Node.RunningAt.IsZero() { // an ASHA run's node: it has no stage to start with
+			from, ok = n.Node.RunningAt, true
+		}
 		if !used || !ok {
 			continue
 		}

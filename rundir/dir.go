@@ -95,6 +95,23 @@ func (st *State) Config() executor.Config {
 	return executor.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, TimeScale: st.Run.TimeScale}
 }
 
+// PlannedSchedule is one sampled run of the run's plan laid out on nodes (its stages', or its
+// ASHA schedule's), for the planned Gantt chart beside the realized one.
+func (st *State) PlannedSchedule() (sim.Schedule, error) {
+	if st.ASHA != nil {
+		m, err := sim.NewModel(st.Exp)
+		if err != nil {
+			return sim.Schedule{}, err
+		}
+		return m.ScheduleASHA(*st.Exp.Algorithm.ASHA, *st.ASHA, uint64(st.Exp.Seed))
+	}
+	s, err := sim.For(st.Exp)
+	if err != nil {
+		return sim.Schedule{}, err
+	}
+	return s.Schedule(st.Alloc)
+}
+
 // Open loads the state directory dir: its run.json, its copy of the spec and its plan.
 func Open(dir string) (*State, error) {
 	abs, err := filepath.Abs(dir) // agents and workers need absolute paths

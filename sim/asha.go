@@ -128,6 +128,20 @@ func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64
 	return out, nil
 }
 
+// ScheduleASHA is one sampled run of an ASHA plan (seeded) laid out on its nodes for a Gantt
+// chart: a row per node rented (replacements get rows of their own), each job a span on its GPU
+// (Stage its rung, Trial its index in the ladder), each phase's start a StageEnds line.
+func (m *Model) ScheduleASHA(cfg spec.ASHA, p ASHAPlan, seed uint64) (Schedule, error) {
+	if err := m.CheckASHA(p); err != nil {
+		return Schedule{}, err
+	}
+	sc := &Schedule{GPUsPerNode: m.GPUsPerNode, Rungs: true}
+	s := ashaRun{m: m, cfg: cfg, plan: p, r: rand.New(rand.NewPCG(seed, 0x5c4ed)), iter: m.IterLatency(1), ladder: asha.New(cfg), rec: sc}
+	s.run()
+	sc.Rows = len(s.nodes)
+	return *sc, nil
+}
+
 // ashaRun is one sample.
 type ashaRun struct {
 	m      *Model
@@ -146,6 +160,7 @@ type ashaRun struct {
 	pushed               int // events so far: the order of simultaneous ones
 	busy                 int // GPUs running a job
 	interruptions        int
+	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
 }
 
 type ashaNode struct {
@@ -156,12 +171,14 @@ type ashaNode struct {
 	busy     int
 	draining bool // released once its last job ends
 	released bool
+	gpus     []bool // which GPUs run a job, when recording
 }
 
 // ashaLaunch is a launch of a trial through a rung: its start-up and training seconds before the
 // node's slowness, and when it began.
 type ashaLaunch struct {
 	trial, node          int
+	bracket, rung, gpu   int
 	began, startup, work float64
 	ended                bool // done, or interrupted
 }
@@ -221,7 +238,7 @@ func (s *ashaRun) run() {
 			if j.ended {
 				continue
 			}
-			j.ended = true
+			s.stop(j)
 			n.busy--
 			s.busy--
 			s.ladder.Report(j.trial, s.r.Float64())
@@ -247,12 +264,25 @@ func (s *ashaRun) run() {
 	s.cost += float64(len(s.nodes)) * s.m.DataCost
 }
 
+// stop ends job j now (done or interrupted), its span recorded when recording.
+func (s *ashaRun) stop(j *ashaLaunch) {
+	j.ended = true
+	if s.rec != nil {
+		s.nodes[j.node].gpus[j.gpu] = false
+		s.rec.Spans = append(s.rec.Spans, Span{Row: j.node, Start: j.began, End: s.now, GPU: j.gpu, GPUs: 1, Bracket: j.bracket, Stage: j.rung, Trial: j.trial})
+	}
+}
+
 // rent starts a node now: billed once its SCALE (scale seconds) ends, ready for jobs after its
 // INIT_INSTANCE and DATA, a straggler with the model's odds, and interrupted when the spot model
 // draws it.
 func (s *ashaRun) rent(now, scale float64) {
 	n := &ashaNode{running: now + scale, slow: 1}
 	n.ready = n.running + s.m.Init.Sample(s.r) + s.m.DataLatency
+	if s.rec != nil {
+		n.gpus = make([]bool, s.m.GPUsPerNode)
+		s.rec.Spans = append(s.rec.Spans, Span{Row: len(s.nodes), Start: now, End: n.ready, GPUs: s.m.GPUsPerNode, Provision: true})
+	}
 	if s.m.SlowShare > 0 && s.r.Float64() < s.m.SlowShare {
 		n.slow = s.m.SlowFactor
 	}
@@ -277,7 +307,7 @@ func (s *ashaRun) interrupt(i int) {
 		if j.node != i || j.ended {
 			continue
 		}
-		j.ended = true
+		s.stop(j)
 		n.busy--
 		s.busy--
 		trained := max(0, (s.now-j.began)/n.slow-j.startup)
@@ -285,7 +315,7 @@ func (s *ashaRun) interrupt(i int) {
 		if !s.m.Spot.Restart {
 			left = max(0, j.work-trained)
 		}
-		s.resume = append(s.resume, ashaLaunch{trial: j.trial, work: left})
+		s.resume = append(s.resume, ashaLaunch{trial: j.trial, bracket: j.bracket, rung: j.rung, work: left})
 	}
 	s.release(n)
 	if s.live() < s.m.NodesFor(s.cap()) {
@@ -338,13 +368,17 @@ func (s *ashaRun) fill() {
 			if !ok {
 				return
 			}
-			j.trial, j.startup = next.Trial, s.m.Startup.Sample(s.r)
+			j.trial, j.bracket, j.rung, j.startup = next.Trial, next.Bracket, next.Rung, s.m.Startup.Sample(s.r)
 			j.work = SampleSum(s.iter, next.To-next.From, s.r)
 		default:
 			return
 		}
 		node := s.nodes[n]
 		j.node, j.began = n, s.now
+		if s.rec != nil {
+			j.gpu = slices.Index(node.gpus, false)
+			node.gpus[j.gpu] = true
+		}
 		d := (j.startup + j.work) * node.slow
 		if s.m.PerFunction {
 			s.cost += d * s.m.GPUPricePerSecond()
@@ -379,6 +413,9 @@ func (s *ashaRun) shrink() {
 	demand := s.ladder.InFlight() + s.ladder.Promotable()
 	for s.phase+1 < len(s.plan.GPUs) && demand <= s.plan.GPUs[s.phase+1] {
 		s.phase++
+		if s.rec != nil {
+			s.rec.StageEnds = append(s.rec.StageEnds, s.now)
+		}
 	}
 	keep := s.m.NodesFor(s.cap())
 	var live []*ashaNode

@@ -220,3 +220,41 @@ func TestASHACompact(t *testing.T) {
 		}
 	}
 }
+
+// The Gantt of TestASHAStragglersAndSpotByHand's spot job: a row per node rented (six), each
+// node's provisioning first, no two jobs on one GPU at once, and rung 2's 300 s of iterations as
+// five launches of a 5 s start-up each (325 s of spans), the last ending the job at 640 s.
+func TestScheduleASHA(t *testing.T) {
+	m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}",
+		"{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}, market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}}}", ashaProfile)
+	sc, err := m.ScheduleASHA(cfg, ASHAPlan{GPUs: []int{1}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Rows != 6 {
+		t.Fatalf("%d rows, want 6", sc.Rows)
+	}
+	provisioned := map[int]float64{}
+	rung2, end := 0.0, 0.0
+	for i, a := range sc.Spans {
+		if a.Provision {
+			provisioned[a.Row] = a.End
+			continue
+		}
+		if ready, ok := provisioned[a.Row]; !ok || a.Start < ready {
+			t.Fatalf("job span %+v before its node is ready", a)
+		}
+		for _, b := range sc.Spans[i+1:] {
+			if !b.Provision && a.Row == b.Row && a.GPU == b.GPU && a.Start < b.End && b.Start < a.End {
+				t.Fatalf("spans %+v and %+v overlap", a, b)
+			}
+		}
+		if a.Stage == 2 {
+			rung2 += a.End - a.Start
+		}
+		end = max(end, a.End)
+	}
+	if !near(rung2, 325, 1e-9) || !near(end, 640, 1e-9) {
+		t.Fatalf("rung 2 spans %v s, the last ends at %v; want 325 and 640", rung2, end)
+	}
+}

@@ -27,6 +27,9 @@ type Schedule struct {
 	Spans       []Span
 	StageEnds   []float64
 	TrainDAG    int // TRAIN nodes in the DAG: every one has at least one span
+	// Rungs says that the schedule is an ASHA job's: a span's Stage is its rung, and StageEnds
+	// are the starts of the plan's phases.
+	Rungs bool
 }
 
 // Schedule samples the plan's whole DAG once (seeded) and places every TRAIN node on the node

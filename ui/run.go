@@ -68,19 +68,11 @@ func (s *Server) hub(name string) (*hub, error) {
 		return nil, err
 	}
 	h := &hub{s: s, name: name, st: st, tail: executor.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
-	if sim, err := plannedSchedule(st); err == nil {
+	if sim, err := st.PlannedSchedule(); err == nil {
 		h.planned = &sim
 	}
 	s.hubs[dir] = h
 	return h, nil
-}
-
-func plannedSchedule(st *rundir.State) (sim.Schedule, error) {
-	s, err := sim.For(st.Exp)
-	if err != nil {
-		return sim.Schedule{}, err
-	}
-	return s.Schedule(st.Alloc)
 }
 
 // refresh reads what the journal gained and re-renders when anything changed; a live run is
@@ -343,6 +335,7 @@ func (h *hub) build() *runPage {
 	}
 	// The schedules side by side on one time axis.
 	realized, running, names := realizedSchedule(v.Snap, now, ts, st.Exp.Cluster.GPUsPerNode)
+	realized.Rungs = st.ASHA != nil
 	var marks []mark
 	if v.Res != nil {
 		for _, in := range v.Res.Interruptions {

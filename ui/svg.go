@@ -154,6 +154,10 @@ func gantt(id, title string, sc sim.Schedule, xmax float64, name func(sim.Span) 
 		}
 	}
 	gpn := float64(max(sc.GPUsPerNode, 1))
+	stage, stageEnd := "stage", "stage end "
+	if sc.Rungs {
+		stage, stageEnd = "rung", "phase from "
+	}
 	for _, sp := range sc.Spans {
 		lo, hi := float64(sp.GPU)/gpn, float64(sp.GPU+sp.GPUs)/gpn
 		if hi <= lo {
@@ -161,11 +165,11 @@ func gantt(id, title string, sc sim.Schedule, xmax float64, name func(sim.Span) 
 		}
 		b := rect{X: a.x(sp.Start), Y: a.top + (float64(sp.Row)+lo)*rowH, W: math.Max(a.x(sp.End)-a.x(sp.Start), 0.5), H: math.Max((hi-lo)*rowH-0.6, 0.6)}
 		if sp.Provision {
-			b.Class, b.Title = "prov", fmt.Sprintf("SCALE/INIT (bracket %d, stage %d): %s to %s", sp.Bracket, sp.Stage+1, clock(sp.Start), clock(sp.End))
+			b.Class, b.Title = "prov", fmt.Sprintf("SCALE/INIT (bracket %d, %s %d): %s to %s", sp.Bracket, stage, sp.Stage+1, clock(sp.Start), clock(sp.End))
 		} else {
 			k, t := name(sp)
 			b.Fill, b.Class = trialColour(k), "train"
-			b.Title = fmt.Sprintf("%s (stage %d): %s to %s", t, sp.Stage+1, clock(sp.Start), clock(sp.End))
+			b.Title = fmt.Sprintf("%s (%s %d): %s to %s", t, stage, sp.Stage+1, clock(sp.Start), clock(sp.End))
 			if running != nil && running(sp) {
 				b.Class, b.Title = "train running", b.Title+" (running)"
 			}
@@ -174,7 +178,7 @@ func gantt(id, title string, sc sim.Schedule, xmax float64, name func(sim.Span) 
 	}
 	bottom := a.top + a.h
 	for _, e := range sc.StageEnds {
-		c.Lines = append(c.Lines, line{X1: a.x(e), Y1: a.top, X2: a.x(e), Y2: bottom, Class: "stage", Title: "stage end " + clock(e)})
+		c.Lines = append(c.Lines, line{X1: a.x(e), Y1: a.top, X2: a.x(e), Y2: bottom, Class: "stage", Title: stageEnd + clock(e)})
 	}
 	for _, m := range marks {
 		c.Lines = append(c.Lines, line{X1: a.x(m.At), Y1: a.top, X2: a.x(m.At), Y2: bottom, Class: m.Class, Title: m.Title})

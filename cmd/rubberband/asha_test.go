@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +19,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/ui"
 )
 
 const ashaQuickstart = "examples/asha-quickstart.yaml"
@@ -68,11 +72,46 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(status), &res) != nil || len(res.Phases) != len(plan.ASHA.Elastic.Plan.GPUs) || res.Best.Trial != best {
 		t.Fatalf("status -o json: exit %d\n%s", code, status)
 	}
+	ashaDashboard(t, root, entries[0].Name())
 	out, errOut, code = rbEnv(t, binary, env, "run", ashaQuickstart, "--backend", "virtual", "--plan", planFile, "--faults", "3")
 	if code != 0 || !strings.Contains(errOut, "faults (seed 3)") {
 		t.Fatalf("run --faults: exit %d\n%s%s", code, out, errOut)
 	}
 	whatifASHA(t)
+}
+
+// ashaDashboard: the dashboard's page of a finished ASHA run draws its planned schedule (a sampled
+// run of the GPU schedule: jobs by rung, lines at the phases) beside the realized one (its nodes'
+// provisioning, its jobs by rung).
+func ashaDashboard(t *testing.T, root, name string) {
+	s, err := ui.New(ui.Config{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer func() { hs.Close(); s.Close() }()
+	resp, err := http.Get(hs.URL + "/runs/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	planned, realized, ok := strings.Cut(page, `id="gantt-realized"`)
+	if !ok || !strings.Contains(planned, `id="gantt-planned"`) {
+		t.Fatalf("the run page has no planned and realized schedules:\n%s", page)
+	}
+	realized, _, _ = strings.Cut(realized, "</svg>")
+	for _, want := range []string{"(rung 1)", "(rung 3)", "phase from"} {
+		if !strings.Contains(planned, want) {
+			t.Errorf("the planned schedule has no %q", want)
+		}
+	}
+	for _, want := range []string{"(rung 1)", "(rung 3)", `class="prov"`} {
+		if !strings.Contains(realized, want) {
+			t.Errorf("the realized schedule has no %q", want)
+		}
+	}
 }
 
 // whatif sweeps an ASHA job as plan compares it: its elastic schedule, fixed slots and

@@ -84,6 +84,15 @@ func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
 		return err
 	}
 	rep := res.Report(exp)
+	if g := c.String("gantt"); g != "" {
+		sc, err := m.ScheduleASHA(*exp.Algorithm.ASHA, res.Elastic.Plan, uint64(exp.Seed))
+		if err != nil {
+			return err
+		}
+		if err := charts.Schedule(g, fmt.Sprintf("%s: asha schedule %s GPUs, one sampled run", exp.Name, res.Elastic.Plan), sc, func(sp sim.Span) int { return sp.Trial }); err != nil {
+			return err
+		}
+	}
 	if out := c.String("out"); out != "" && res.Elastic.Feasible {
 		if err := planner.WriteReportFile(out, rep); err != nil {
 			return err

@@ -25,8 +25,11 @@ func PlanSchedule(file string, s *sim.Simulator, a sim.Alloc, title string) erro
 	if err != nil {
 		return err
 	}
-	return Schedule(file, title, sc, func(sp sim.Span) int { return sp.Bracket*100000 + sp.Trial })
+	return Schedule(file, title, sc, byTrial)
 }
+
+// byTrial colours a planned schedule's spans by trial (brackets' trials apart).
+func byTrial(sp sim.Span) int { return sp.Bracket*100000 + sp.Trial }
 
 // Schedule draws a schedule, planned or realized, its TRAIN spans coloured by label.
 func Schedule(file, title string, sc sim.Schedule, label func(sim.Span) int, marks ...Mark) error {
@@ -201,11 +204,11 @@ func Run(dir string, st *rundir.State, res *executor.Result, events []executor.E
 		return err
 	}
 	// The planned schedule (one sampled run) beside the realized one.
-	s, err := sim.For(st.Exp)
+	planned, err := st.PlannedSchedule()
 	if err != nil {
 		return err
 	}
-	if err := PlanSchedule(filepath.Join(dir, "gantt-planned.png"), s, st.Alloc, st.Exp.Name+": planned schedule (one sampled run)"); err != nil {
+	if err := Schedule(filepath.Join(dir, "gantt-planned.png"), st.Exp.Name+": planned schedule (one sampled run)", planned, byTrial); err != nil {
 		return err
 	}
 	cfg := st.Config()
