@@ -42,6 +42,8 @@ type rung struct {
 	n          int      // results reported
 	unpromoted results  // a heap, best at [0]: results go in one by one and leave best first
 	promoted   []result // sorted best first: their results at this rung
+	rank       int      // the best unpromoted result's rank among promoted ones, when ranked
+	ranked     bool
 }
 
 type result struct {
@@ -152,6 +154,7 @@ func (l *Ladder) Take(j Job) error {
 		}
 		r := lv.unpromoted.remove(i)
 		lv.promoted = insertSorted(lv.promoted, r)
+		lv.ranked = false
 	}
 	j.New = j.Rung == 0
 	j.From, j.To = 0, l.rungs[j.Bracket][j.Rung]
@@ -199,8 +202,12 @@ func (r *rung) promotable(eta int) (result, bool) {
 	}
 	top := r.unpromoted[0]
 	// Its rank is the number of promoted results better than it (every unpromoted one is worse).
-	rank, _ := slices.BinarySearchFunc(r.promoted, top, less)
-	return top, rank < r.n/eta
+	// It changes only with a result or a promotion here, and Peek asks far more often: kept.
+	if !r.ranked {
+		r.rank, _ = slices.BinarySearchFunc(r.promoted, top, less)
+		r.ranked = true
+	}
+	return top, r.rank < r.n/eta
 }
 
 // results is a binary min-heap of results by less (container/heap's, without boxing each one:
@@ -274,6 +281,7 @@ func (l *Ladder) Report(trial int, loss float64) error {
 	lv := &l.levels[j.Bracket][j.Rung]
 	lv.n++
 	lv.unpromoted.push(result{loss: loss, order: l.reported, trial: trial})
+	lv.ranked = false
 	l.reported++
 	return nil
 }

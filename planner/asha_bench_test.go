@@ -3,6 +3,7 @@ package planner_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -42,6 +43,27 @@ func BenchmarkPlanASHA1000(b *testing.B) {
 	for b.Loop() {
 		if _, err := planner.PlanASHA(context.Background(), exp, m); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The paper's Table 2 job as ASHA (its ResNet101 profile on p3.8xlarge) grown to 1,000 trials,
+// at a 12-hour deadline: the planning-speed figure on a measured profile.
+func BenchmarkPlanASHATable2At1000(b *testing.B) {
+	exp, err := spec.Load("../examples/paper/table2-asha.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	exp.Algorithm.ASHA.Trials = 1000
+	exp.Deadline = spec.Duration(12 * time.Hour)
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := planner.PlanASHA(context.Background(), exp, m)
+		if err != nil || !res.Elastic.Feasible {
+			b.Fatalf("%v: %+v", err, res)
 		}
 	}
 }
