@@ -1,12 +1,16 @@
 package planner
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -95,3 +99,86 @@ func Describe(sweeps []spec.Sweep, pt spec.Point) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// WriteTable prints the grid as `whatif` shows it: a row a point, a column a planner (mean cost
+// in mean JCT), the saving, and each point's error in full.
+func (out *WhatIf) WriteTable(w io.Writer, sweeps []spec.Sweep) {
+	cols := append([]string(nil), out.Sweeps...)
+	for _, n := range out.Planners {
+		cols = append(cols, strings.ToUpper(n))
+	}
+	cols = append(cols, "SAVING")
+	var buf bytes.Buffer
+	t := format.NewTable(&buf, cols...)
+	for _, p := range out.Points {
+		row := make([]any, 0, len(cols))
+		for _, v := range p.Values {
+			row = append(row, v)
+		}
+		for _, n := range out.Planners {
+			o, ok := p.Results[n]
+			switch {
+			case p.Error != "":
+				row = append(row, "error")
+			case !ok:
+				row = append(row, "no plan")
+			case !o.Feasible:
+				row = append(row, "misses ("+format.Clock(o.Predicted.JCT.P50)+")")
+			case o.ASHA != nil:
+				row = append(row, fmt.Sprintf("%s in %s (%s)", format.Money(o.Predicted.Cost.Mean), format.Clock(o.Predicted.JCT.Mean), o.ASHA))
+			default:
+				row = append(row, fmt.Sprintf("%s in %s", format.Money(o.Predicted.Cost.Mean), format.Clock(o.Predicted.JCT.Mean)))
+			}
+		}
+		best := "—"
+		for _, n := range []string{spec.PlannerOptimal, spec.PlannerGreedy, ASHAElastic} {
+			if o, ok := p.Results[n]; ok && o.SavingPct != nil {
+				best = fmt.Sprintf("%.0f%% (%s)", *o.SavingPct, n)
+				break
+			}
+		}
+		row = append(row, best)
+		t.Row(row...)
+	}
+	t.Flush()
+	w.Write(buf.Bytes())
+	for _, p := range out.Points { // each error said in full, by its point
+		if p.Error != "" {
+			fmt.Fprintf(w, "error at %s: %s\n", Describe(sweeps, p.Values), p.Error)
+		}
+	}
+	against := "the best static cluster"
+	if out.SavingAgainst == ASHAFixed {
+		against = "the best fixed number of slots (asha-fixed), with the GPU schedules in brackets"
+	}
+	fmt.Fprintf(w, "\ncells: mean cost in mean JCT; 'misses' gives the fastest plan's p50 JCT; SAVING is against %s\n", against)
+}
+
+// WriteCSV writes the grid a row per point and planner, with the prediction's quantiles.
+func (out *WhatIf) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	head := append(append([]string(nil), out.Sweeps...), "planner", "feasible", "jct_mean_s", "jct_p5_s", "jct_p50_s", "jct_p95_s",
+		"cost_mean_usd", "cost_p5_usd", "cost_p50_usd", "cost_p95_usd", "deadline_miss_prob", "saving_pct")
+	cw.Write(head)
+	for _, p := range out.Points {
+		for _, n := range out.Planners {
+			o, ok := p.Results[n]
+			row := append([]string(nil), p.Values...)
+			if !ok {
+				cw.Write(append(row, n, "no plan"))
+				continue
+			}
+			saving := ""
+			if o.SavingPct != nil {
+				saving = fmt.Sprintf("%.3f", *o.SavingPct)
+			}
+			j, k := o.Predicted.JCT, o.Predicted.Cost
+			cw.Write(append(row, n, fmt.Sprint(o.Feasible), csvFloat(j.Mean), csvFloat(j.P5), csvFloat(j.P50), csvFloat(j.P95), csvFloat(k.Mean), csvFloat(k.P5), csvFloat(k.P50), csvFloat(k.P95),
+				csvFloat(o.Predicted.DeadlineMissProb), saving))
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func csvFloat(x float64) string { return fmt.Sprintf("%.4f", x) }

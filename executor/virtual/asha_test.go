@@ -1,7 +1,6 @@
 package virtual_test
 
 import (
-	"context"
 	"math"
 	"path/filepath"
 	"testing"
@@ -41,24 +40,14 @@ func ashaCalibration(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	deadline := exp.Deadline.Seconds()
-	missed, jct, cost := 0, 0.0, 0.0
-	for i := range runs {
+	missed, jct, cost := realize(t, runs, deadline, func(i int) virtual.Config {
 		// Other trials each run (the sampler's seed): the simulator's ranks are exchangeable
 		// trials', not one draw of them.
 		seed := int64(1000 + i)
 		run := *exp
 		run.Sampler.Seed = &seed
-		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: &run, ASHA: &p, Seed: seed,
-			Journal: filepath.Join(t.TempDir(), "journal.jsonl"), RunID: "asha-calibration"})
-		if err != nil || !out.Result.Finished {
-			t.Fatalf("run %d: %v", i, err)
-		}
-		if out.Result.Realized.JCT > deadline {
-			missed++
-		}
-		jct += out.Result.Realized.JCT / float64(runs)
-		cost += out.Result.Realized.Cost / float64(runs)
-	}
+		return virtual.Config{Experiment: &run, ASHA: &p, Seed: seed, RunID: "asha-calibration"}
+	})
 	predJCT, predCost := mean(pred.JCT), mean(pred.Cost)
 	lo, hi := sim.BinomialInterval(runs, sim.MissProb(pred.JCT, deadline), 0.999)
 	t.Logf("plan %v: %d of %d runs missed the %.0f s deadline; predicted P(miss) %.1f%%, 99.9%% interval %d..%d; mean JCT %.1f s (predicted %.1f), cost $%.4f (predicted $%.4f)",
