@@ -374,3 +374,42 @@ func (r *rung) best() result {
 	}
 	return r.unpromoted[0]
 }
+
+// Redrawn is a copy of the ladder whose results have new losses in the same order: values(b, k,
+// n) gives rung k of bracket b's n new losses, sorted (lowest first), and the rung's i-th best
+// result takes the i-th. Every decision the ladder took and will take from here ranks them as
+// before; what a result reported later beats is drawn afresh. (Best across brackets compares
+// rungs drawn apart: it is not kept.) The simulator forecasts the rest
+// of a run from where it stands this way: the trials' metrics exchangeable, the order seen kept.
+func (l *Ladder) Redrawn(values func(b, k, n int) []float64) *Ladder {
+	c := &Ladder{cfg: l.cfg, rungs: l.rungs, started: l.started, reported: l.reported, inFlight: make(map[int]Job, len(l.inFlight))}
+	for t, j := range l.inFlight {
+		c.inFlight[t] = j
+	}
+	c.levels = make([][]rung, len(l.levels))
+	for b := range l.levels {
+		c.levels[b] = make([]rung, len(l.levels[b]))
+		for k := range l.levels[b] {
+			lv := &l.levels[b][k]
+			all := make([]result, 0, lv.n)
+			all = append(append(all, lv.promoted...), lv.unpromoted...)
+			slices.SortFunc(all, less)
+			promoted := make(map[int]bool, len(lv.promoted))
+			for _, r := range lv.promoted {
+				promoted[r.order] = true
+			}
+			v := values(b, k, len(all))
+			nr := rung{n: lv.n}
+			for i, r := range all {
+				r.loss = v[i]
+				if promoted[r.order] {
+					nr.promoted = append(nr.promoted, r) // in order: all is sorted
+				} else {
+					nr.unpromoted.push(r)
+				}
+			}
+			c.levels[b][k] = nr
+		}
+	}
+	return c
+}

@@ -307,3 +307,96 @@ func TestPeekAndTake(t *testing.T) {
 		t.Fatalf("jobs in flight %+v", got)
 	}
 }
+
+// A redrawn ladder decides as the original does: at the point it is redrawn (the next job, the
+// promotable count, the best trial of a single bracket) and from there on, when what is reported later ranks the
+// same against both (here: better or worse than every loss so far, in both).
+func TestRedrawnKeepsTheDecisions(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 300 {
+		cfg := spec.ASHA{Trials: 1 + r.IntN(50), MinIters: 1, MaxIters: 27, Eta: 2 + r.IntN(3), Brackets: 1 + r.IntN(2)}
+		cfg.Brackets = min(cfg.Brackets, cfg.MaxBrackets())
+		l := New(cfg)
+		slots := 1 + r.IntN(6)
+		var running []Job
+		step := func(l *Ladder, loss float64) {
+			i := r.IntN(len(running))
+			j := running[i]
+			running = slices.Delete(running, i, i+1)
+			if r.IntN(10) == 0 {
+				l.Drop(j.Trial)
+			} else if err := l.Report(j.Trial, loss); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fill := func(l *Ladder) {
+			for len(running) < slots {
+				j, ok := l.Next()
+				if !ok {
+					return
+				}
+				running = append(running, j)
+			}
+		}
+		stop := r.IntN(3 * cfg.Trials)
+		for range stop {
+			fill(l)
+			if len(running) == 0 {
+				break
+			}
+			step(l, r.Float64())
+		}
+		c := l.Redrawn(func(_, _, n int) []float64 {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = 10 + r.Float64()
+			}
+			slices.Sort(v)
+			return v
+		})
+		same := func(when string) {
+			jl, okl := l.Peek()
+			jc, okc := c.Peek()
+			tl, _, bl := l.Best()
+			tc, _, bc := c.Best()
+			if cfg.Brackets > 1 { // brackets' rungs are redrawn apart: the best across them is not kept
+				tc = tl
+			}
+			if jl != jc || okl != okc || l.Promotable() != c.Promotable() || tl != tc || bl != bc || l.Done() != c.Done() || l.InFlight() != c.InFlight() {
+				t.Fatalf("round %d %s: next %+v %v promotable %d best %d; redrawn %+v %v %d %d", round, when, jl, okl, l.Promotable(), tl, jc, okc, c.Promotable(), tc)
+			}
+		}
+		same("when redrawn")
+		// On together: each later loss below or above every loss either ladder holds.
+		for k := 0; ; k++ {
+			before := slices.Clone(running)
+			fill(l)
+			got := running[len(before):]
+			running = before
+			fill(c)
+			if !slices.Equal(got, running[len(before):]) {
+				t.Fatalf("round %d, step %d after the redraw: the ladder hands out %+v, the redrawn one %+v", round, k, got, running[len(before):])
+			}
+			if len(running) == 0 {
+				break
+			}
+			i := r.IntN(len(running))
+			j := running[i]
+			running = slices.Delete(running, i, i+1)
+			loss := float64(k) - 1e6
+			if r.IntN(2) == 0 {
+				loss = 1e6 + float64(k)
+			}
+			if err := l.Report(j.Trial, loss); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Report(j.Trial, loss); err != nil {
+				t.Fatal(err)
+			}
+			same("after")
+		}
+		if !l.Done() || !c.Done() {
+			t.Fatalf("round %d: not done after the last job", round)
+		}
+	}
+}

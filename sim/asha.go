@@ -82,6 +82,29 @@ type ASHAOutcome struct {
 // next free GPU (from what they had trained, or their rung's start with on_notice restart) and a
 // replacement rented while the phase holds more nodes than are left.
 func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64) (ASHAOutcome, error) {
+	return m.SimulateASHAFrom(cfg, nil, p, samples, seed)
+}
+
+// ASHAStart is where an ASHA run stands when the rest of it is forecast (a re-plan): the
+// promotion state, how far its jobs in flight got, and the nodes it holds.
+type ASHAStart struct {
+	// Ladder is the promotion state now. It is not changed: each sample works on a copy whose
+	// results are redrawn in the order they rank (asha.Ladder.Redrawn), so that what the run
+	// decided stands and what a later result beats is drawn as for any other.
+	Ladder *asha.Ladder
+	// Trained is the last iteration each job in flight reported, by trial (absent: none since
+	// its rung's start); Running says which of them run now (start-up behind them), the others
+	// wait to be launched again.
+	Trained map[int]int
+	Running map[int]bool
+	// Nodes is how many nodes the run holds, ready for jobs: billed from now, their start-up
+	// and data paid for.
+	Nodes int
+}
+
+// SimulateASHAFrom is SimulateASHA of the rest of a run from start (nil: from its beginning),
+// plan's phase 0 the one it is in: times from now, the cost of what is left to spend.
+func (m *Model) SimulateASHAFrom(cfg spec.ASHA, start *ASHAStart, p ASHAPlan, samples int, seed uint64) (ASHAOutcome, error) {
 	if err := m.CheckASHA(p); err != nil {
 		return ASHAOutcome{}, err
 	}
@@ -102,8 +125,8 @@ func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64
 			defer wg.Done()
 			for i := w; i < samples; i += workers {
 				r := rand.New(rand.NewPCG(seed, uint64(i)))
-				s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter, ladder: asha.New(cfg)}
-				s.run()
+				s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter}
+				s.run(start)
 				out.JCT[i], out.Cost[i], idle[i], interrupted[i] = s.end, s.cost, s.idle, s.interruptions
 				promotions[i] = make([][]int, len(out.Promotions))
 				for b := range out.Promotions {
@@ -135,8 +158,8 @@ func (m *Model) ScheduleASHA(cfg spec.ASHA, p ASHAPlan, seed uint64) (Schedule, 
 		return Schedule{}, err
 	}
 	sc := &Schedule{GPUsPerNode: m.GPUsPerNode, Rungs: true}
-	s := ashaRun{m: m, cfg: cfg, plan: p, r: rand.New(rand.NewPCG(seed, 0x5c4ed)), iter: m.IterLatency(1), ladder: asha.New(cfg), rec: sc}
-	s.run()
+	s := ashaRun{m: m, cfg: cfg, plan: p, r: rand.New(rand.NewPCG(seed, 0x5c4ed)), iter: m.IterLatency(1), rec: sc}
+	s.run(nil)
 	sc.Rows = len(s.nodes)
 	return *sc, nil
 }
@@ -159,6 +182,7 @@ type ashaRun struct {
 	pushed               int // events so far: the order of simultaneous ones
 	busy                 int // GPUs running a job
 	interruptions        int
+	rented               int       // nodes rented (not held at the start): each pays DATA's cost
 	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
 }
 
@@ -246,13 +270,18 @@ func (s *ashaRun) pop() ashaEvent {
 	return e
 }
 
-func (s *ashaRun) run() {
-	scale := s.m.Scale.Sample(s.r)
-	for range s.m.NodesFor(s.plan.GPUs[0]) {
-		s.rent(0, scale)
-	}
+func (s *ashaRun) run(start *ASHAStart) {
 	s.jobs = make([]ashaLaunch, 0, 2*s.cfg.Trials)
-	for len(s.events) > 0 {
+	if start != nil {
+		s.resumeFrom(start)
+	} else {
+		s.ladder = asha.New(s.cfg)
+		scale := s.m.Scale.Sample(s.r)
+		for range s.m.NodesFor(s.plan.GPUs[0]) {
+			s.rent(0, scale)
+		}
+	}
+	for len(s.events) > 0 && !s.ladder.Done() {
 		e := s.pop()
 		s.advance(e.at)
 		n := s.nodes[e.node]
@@ -287,7 +316,42 @@ func (s *ashaRun) run() {
 	for _, n := range s.nodes {
 		s.release(n)
 	}
-	s.cost += float64(len(s.nodes)) * s.m.DataCost
+	s.cost += float64(s.rented) * s.m.DataCost
+}
+
+// resumeFrom sets the sample where start stands: its ladder redrawn, its nodes held (ready,
+// billed from now; as likely to be slow or interrupted from now on as any), more rented when the
+// phase holds more, the running jobs on them with what they have left to train, the others
+// waiting to be launched first.
+func (s *ashaRun) resumeFrom(start *ASHAStart) {
+	s.ladder = start.Ladder.Redrawn(func(_, _, n int) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = s.r.Float64()
+		}
+		slices.Sort(v)
+		return v
+	})
+	for range start.Nodes {
+		s.addNode(&ashaNode{slow: 1, up: true})
+	}
+	if n := s.m.NodesFor(s.cap()) - start.Nodes; n > 0 {
+		scale := s.m.Scale.Sample(s.r)
+		for range n {
+			s.rent(0, scale)
+		}
+	}
+	for _, j := range s.ladder.Jobs() {
+		left := j.To - max(j.From, start.Trained[j.Trial])
+		l := ashaLaunch{trial: j.Trial, bracket: j.Bracket, rung: j.Rung, work: SampleSum(s.iter, max(left, 0), s.r)}
+		if n := s.pick(); start.Running[j.Trial] && n >= 0 {
+			s.launch(l, n)
+		} else {
+			s.resume = append(s.resume, l)
+		}
+	}
+	s.shrink()
+	s.fill()
 }
 
 // stop ends job j now (done or interrupted), its span recorded when recording.
@@ -306,15 +370,26 @@ func (s *ashaRun) rent(now, scale float64) {
 	n := &ashaNode{running: now + scale, slow: 1}
 	n.ready = n.running + s.m.Init.Sample(s.r) + s.m.DataLatency
 	if s.rec != nil {
-		n.gpus = make([]bool, s.m.GPUsPerNode)
 		s.rec.Spans = append(s.rec.Spans, Span{Row: len(s.nodes), Start: now, End: n.ready, GPUs: s.m.GPUsPerNode, Provision: true})
+	}
+	s.rented++
+	s.addNode(n)
+}
+
+// addNode takes node n on: up once ready (held ones are), a straggler with the model's
+// odds, interrupted when the spot model draws it.
+func (s *ashaRun) addNode(n *ashaNode) {
+	if s.rec != nil {
+		n.gpus = make([]bool, s.m.GPUsPerNode)
 	}
 	if s.m.SlowShare > 0 && s.r.Float64() < s.m.SlowShare {
 		n.slow = s.m.SlowFactor
 	}
 	s.nodes = append(s.nodes, n)
 	i := len(s.nodes) - 1
-	s.push(n.ready, ashaReady, i, -1)
+	if !n.up {
+		s.push(n.ready, ashaReady, i, -1)
+	}
 	if s.m.Spot != nil && s.interruptions < maxInterruptions {
 		if life := s.m.Spot.UntilInterrupted(s.r); !math.IsInf(life, 1) {
 			s.push(n.running+life, ashaInterrupt, i, -1)
@@ -399,21 +474,26 @@ func (s *ashaRun) fill() {
 		default:
 			return
 		}
-		node := s.nodes[n]
-		j.node, j.began = n, s.now
-		if s.rec != nil {
-			j.gpu = slices.Index(node.gpus, false)
-			node.gpus[j.gpu] = true
-		}
-		d := (j.startup + j.work) * node.slow
-		if s.m.PerFunction {
-			s.cost += d * s.m.GPUPricePerSecond()
-		}
-		node.busy++
-		s.busy++
-		s.jobs = append(s.jobs, j)
-		s.push(s.now+d, ashaDone, n, len(s.jobs)-1)
+		s.launch(j, n)
 	}
+}
+
+// launch starts job j on a free GPU of node n now.
+func (s *ashaRun) launch(j ashaLaunch, n int) {
+	node := s.nodes[n]
+	j.node, j.began = n, s.now
+	if s.rec != nil {
+		j.gpu = slices.Index(node.gpus, false)
+		node.gpus[j.gpu] = true
+	}
+	d := (j.startup + j.work) * node.slow
+	if s.m.PerFunction {
+		s.cost += d * s.m.GPUPricePerSecond()
+	}
+	node.busy++
+	s.busy++
+	s.jobs = append(s.jobs, j)
+	s.push(s.now+d, ashaDone, n, len(s.jobs)-1)
 }
 
 func (s *ashaRun) pick() int {

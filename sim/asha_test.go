@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/asha"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -256,5 +257,87 @@ func TestScheduleASHA(t *testing.T) {
 	}
 	if !near(rung2, 325, 1e-9) || !near(end, 640, 1e-9) {
 		t.Fatalf("rung 2 spans %v s, the last ends at %v; want 325 and 640", rung2, end)
+	}
+}
+
+// The rest of the 1-GPU job of TestASHAConstantLatencies from where a run stands, by hand
+// (rungs 1, 6, 36; 5 s start-up, 10 s an iteration; $0.001 a node-second, SCALE 10 s, INIT 20 s):
+//   - three trials reported rung 0, the fourth runs it (its start-up behind it), one node held:
+//     10 s for it, 15 s for the fifth, then the best trains on (55 s, 305 s): 385 s, $0.385;
+//   - every trial reported rung 0 and the best, promoted, waits to be relaunched at iteration 4
+//     of rung 1's 6: 5 + 20 s, then 305 s: 330 s on the node held ($0.330), or 360 s with none
+//     held, renting one (ready at 30 s, billed from 10 s: $0.350).
+func TestASHAFromAStartByHand(t *testing.T) {
+	m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}",
+		"{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}}", ashaProfile)
+	ladder := func(results int, losses ...float64) *asha.Ladder {
+		l := asha.New(cfg)
+		for i := range results {
+			j, _ := l.Next()
+			if err := l.Report(j.Trial, losses[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l
+	}
+	midRung0 := ladder(3, 0.3, 0.1, 0.2)
+	if j, _ := midRung0.Next(); j.Trial != 3 {
+		t.Fatalf("the fourth trial is %d", j.Trial)
+	}
+	finishing := ladder(5, 0.3, 0.1, 0.2, 0.5, 0.4)
+	if j, _ := finishing.Next(); j.Trial != 1 || j.Rung != 1 {
+		t.Fatalf("the rule hands out %+v, not the best (trial 1) to rung 1", j)
+	}
+	for _, tc := range []struct {
+		name      string
+		start     ASHAStart
+		jct, cost float64
+	}{
+		{"mid rung 0", ASHAStart{Ladder: midRung0, Running: map[int]bool{3: true}, Nodes: 1}, 385, 0.385},
+		{"relaunch", ASHAStart{Ladder: finishing, Trained: map[int]int{1: 4}, Nodes: 1}, 330, 0.330},
+		{"relaunch, renting", ASHAStart{Ladder: finishing, Trained: map[int]int{1: 4}}, 360, 0.350},
+	} {
+		out, err := m.SimulateASHAFrom(cfg, &tc.start, ASHAPlan{GPUs: []int{1}}, 3, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if !near(out.JCT[i], tc.jct, 1e-9) || !near(out.Cost[i], tc.cost, 1e-9) {
+				t.Fatalf("%s: sample %d: JCT %v cost %v, want %v %v", tc.name, i, out.JCT[i], out.Cost[i], tc.jct, tc.cost)
+			}
+		}
+	}
+	if midRung0.InFlight() != 1 || finishing.InFlight() != 1 || midRung0.Results(0, 0) != 3 {
+		t.Fatal("forecasting changed the run's ladder")
+	}
+	done := ladder(0)
+	for !done.Done() {
+		j, _ := done.Next()
+		done.Report(j.Trial, float64(j.Trial))
+	}
+	out, _ := m.SimulateASHAFrom(cfg, &ASHAStart{Ladder: done, Nodes: 1}, ASHAPlan{GPUs: []int{1}}, 2, 1)
+	if out.JCT[0] != 0 || out.Cost[0] != 0 {
+		t.Fatalf("a finished run is forecast to take %v s and $%v more", out.JCT[0], out.Cost[0])
+	}
+}
+
+// From a start where nothing has happened yet, the forecast is the plan's: sample for sample.
+func TestASHAFromTheBeginningIsThePlan(t *testing.T) {
+	m, cfg := ashaJob(t, "{trials: 81, min_iters: 1, max_iters: 81, eta: 3, brackets: 2}",
+		"{gpus_per_node: 4, price_per_hour: 12, scale_latency: {value: 60s}, init_latency: {value: 30s}, max_nodes: 8, market: spot, spot: {price_per_hour: 4, interruptions_per_hour: 2}}",
+		"{iter_latency: {1: {mean: 10, std: 2}}, startup_latency: {value: 5s}, slow_nodes: {share: 0.2, factor: 2}}")
+	plan := ASHAPlan{GPUs: []int{32, 16, 8, 4}}
+	fresh, err := m.SimulateASHA(cfg, plan, 100, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := m.SimulateASHAFrom(cfg, &ASHAStart{Ladder: asha.New(cfg)}, plan, 100, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range fresh.JCT {
+		if from.JCT[i] != fresh.JCT[i] || from.Cost[i] != fresh.Cost[i] {
+			t.Fatalf("sample %d: from an empty start %v s $%v, the plan %v s $%v", i, from.JCT[i], from.Cost[i], fresh.JCT[i], fresh.Cost[i])
+		}
 	}
 }
