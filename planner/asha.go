@@ -46,24 +46,32 @@ type ASHAResult struct {
 type ashaProblem struct {
 	m         *sim.Model
 	cfg       spec.ASHA
+	start     *sim.ASHAStart // where the run stands (a re-plan); nil: before it starts
 	samples   int
 	seed      uint64
 	deadline  float64
 	quantile  float64
 	cache     map[string]ASHACandidate
+	jcts      map[string][]float64 // each cached schedule's JCT by sample
 	stop      func() bool
 	evaluated int
 }
 
 func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
+	c, _, err := p.evaluateSamples(plan)
+	return c, err
+}
+
+// evaluateSamples is evaluate with the JCT of every sample.
+func (p *ashaProblem) evaluateSamples(plan sim.ASHAPlan) (ASHACandidate, []float64, error) {
 	plan = plan.Compact()
 	key := plan.String()
 	if c, ok := p.cache[key]; ok {
-		return c, nil
+		return c, p.jcts[key], nil
 	}
-	out, err := p.m.SimulateASHA(p.cfg, plan, p.samples, p.seed)
+	out, err := p.m.SimulateASHAFrom(p.cfg, p.start, plan, p.samples, p.seed)
 	if err != nil {
-		return ASHACandidate{}, err
+		return ASHACandidate{}, nil, err
 	}
 	p.evaluated++
 	miss := 0
@@ -75,8 +83,8 @@ func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
 	c := ASHACandidate{Plan: plan, JCT: sim.Summarize(out.JCT), Cost: sim.Summarize(out.Cost),
 		PMiss: float64(miss) / float64(len(out.JCT)), Promotions: out.Promotions, Interruptions: out.Interruptions, quantile: sim.Quantile(out.JCT, p.quantile)}
 	c.Feasible = c.quantile <= p.deadline
-	p.cache[key] = c
-	return c, nil
+	p.cache[key], p.jcts[key] = c, out.JCT
+	return c, out.JCT, nil
 }
 
 // betterASHA: feasible first, then cheaper, then faster; among infeasible ones the faster.
@@ -103,55 +111,16 @@ func betterASHA(c, best ASHACandidate) bool {
 func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHAResult, error) {
 	cfg := *exp.Algorithm.ASHA
 	p := &ashaProblem{m: m, cfg: cfg, samples: exp.Planner.Samples, seed: uint64(exp.Seed), deadline: exp.Deadline.Seconds(),
-		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, stop: func() bool { return ctx.Err() != nil }}
+		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return ctx.Err() != nil }}
 	if p.deadline <= 0 {
 		p.deadline = math.Inf(1)
 	}
-	step := m.GPUsPerNode
-	most := m.MaxNodes
-	if most <= 0 {
-		most = 64
+	best, fixed, err := p.search()
+	if err != nil {
+		return nil, err
 	}
-	most = min(most, m.NodesFor(cfg.Trials))
-	phases := len(cfg.Rungs(0))
-	var fixed ASHACandidate
-	var feasibleFixed []ASHACandidate
-	for n := 1; n <= most; n++ {
-		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{n * step}})
-		if err != nil {
-			return nil, err
-		}
-		if betterASHA(c, fixed) {
-			fixed = c
-		}
-		if c.Feasible {
-			feasibleFixed = append(feasibleFixed, c)
-		}
-		if p.stop() {
-			return nil, ctx.Err()
-		}
-	}
-	// Greedy from the cheapest few fixed counts that meet the deadline (or the fastest, when none
-	// does): holding more at the start can end cheaper once the drain is elastic.
-	starts := feasibleFixed
-	slices.SortStableFunc(starts, func(a, b ASHACandidate) int { return cmp.Compare(a.Cost.Mean, b.Cost.Mean) })
-	starts = starts[:min(len(starts), 4)]
-	if len(starts) == 0 {
-		starts = []ASHACandidate{fixed}
-	}
-	best := ASHACandidate{}
-	for _, s := range starts {
-		gpus := make([]int, phases)
-		for j := range gpus {
-			gpus[j] = s.Plan.GPUs[0]
-		}
-		c, err := p.descend(gpus, step)
-		if err != nil {
-			return nil, err
-		}
-		if betterASHA(c, best) {
-			best = c
-		}
+	if p.stop() {
+		return nil, ctx.Err()
 	}
 	res := &ASHAResult{Experiment: exp.Name, Trials: cfg.Trials, Rungs: cfg.Rungs(0), Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
 	// Synchronous SHA of the same trials and rungs, planned as any SHA job is.
@@ -163,6 +132,56 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 		}
 	}
 	return res, nil
+}
+
+// search finds the cheapest schedule that meets the deadline at the quantile (or the fastest,
+// when none does), and the best fixed one.
+func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
+	m, cfg := p.m, p.cfg
+	step := m.GPUsPerNode
+	most := m.MaxNodes
+	if most <= 0 {
+		most = 64
+	}
+	most = min(most, m.NodesFor(cfg.Trials))
+	var feasibleFixed []ASHACandidate
+	for n := 1; n <= most && !p.stop(); n++ {
+		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{n * step}})
+		if err != nil {
+			return best, fixed, err
+		}
+		if betterASHA(c, fixed) {
+			fixed = c
+		}
+		if c.Feasible {
+			feasibleFixed = append(feasibleFixed, c)
+		}
+	}
+	if p.stop() {
+		return best, fixed, nil
+	}
+	// Greedy from the cheapest few fixed counts that meet the deadline (or the fastest, when none
+	// does): holding more at the start can end cheaper once the drain is elastic.
+	starts := feasibleFixed
+	slices.SortStableFunc(starts, func(a, b ASHACandidate) int { return cmp.Compare(a.Cost.Mean, b.Cost.Mean) })
+	starts = starts[:min(len(starts), 4)]
+	if len(starts) == 0 {
+		starts = []ASHACandidate{fixed}
+	}
+	for _, s := range starts {
+		gpus := make([]int, len(cfg.Rungs(0)))
+		for j := range gpus {
+			gpus[j] = s.Plan.GPUs[0]
+		}
+		c, err := p.descend(gpus, step)
+		if err != nil {
+			return best, fixed, err
+		}
+		if betterASHA(c, best) {
+			best = c
+		}
+	}
+	return best, fixed, nil
 }
 
 // descend is the greedy descent from a schedule. One that misses the deadline is kept as it is:
@@ -289,4 +308,56 @@ func CompareASHA(ctx context.Context, exp *spec.Experiment) (map[string]Outcome,
 		out[ASHAElastic] = o
 	}
 	return out, nil
+}
+
+// ASHAPresent is where an ASHA run stands when it enters a phase of its plan (or passes a
+// milestone of its first) and the driver weighs a revision of the schedule from there on.
+type ASHAPresent struct {
+	Start sim.ASHAStart
+	// Plan is the current schedule from the phase the run is in (its phase 0: now).
+	Plan sim.ASHAPlan
+	// Elapsed is spec seconds since the run started; Spent dollars spent so far.
+	Elapsed, Spent float64
+}
+
+// ReplanASHA decides, on the model as the run has observed it, whether an ASHA run's schedule
+// from the phase it is in should change, by the rules Replan follows for stages (decide): the
+// current schedule's forecast from where the run stands (sim.SimulateASHAFrom), against the
+// cheapest one PlanASHA's search finds for the time left on the cautious model. The new
+// schedule may hold more GPUs now than the current one (a run fallen behind), fewer later.
+// It is a pure function of its arguments.
+func ReplanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules) (Revision, error) {
+	if err := m.CheckASHA(now.Plan); err != nil {
+		return Revision{}, fmt.Errorf("replan: %w", err)
+	}
+	cautious := *m
+	cautious.Uncertainty = rules.Uncertainty
+	problem := func(m *sim.Model, left float64) *ashaProblem {
+		return &ashaProblem{m: m, cfg: cfg, start: &now.Start, samples: rules.Samples, seed: uint64(rules.Seed), deadline: max(left, 1e-9),
+			quantile: rules.Quantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return false }}
+	}
+	rest := func(c ASHACandidate, jcts []float64) restPlan[sim.ASHAPlan] {
+		return restPlan[sim.ASHAPlan]{plan: c.Plan, feasible: c.Feasible, jct: c.quantile, jcts: jcts, cost: c.Cost.Mean}
+	}
+	left := rules.Deadline - now.Elapsed
+	means := problem(m, left)
+	cur := now.Plan.Compact()
+	d := decision[sim.ASHAPlan]{rules: rules, elapsed: now.Elapsed, spent: now.Spent, current: &cur,
+		same: func(a, b sim.ASHAPlan) bool { return a.Compact().String() == b.Compact().String() },
+		forecast: func(p sim.ASHAPlan) (restPlan[sim.ASHAPlan], error) {
+			c, jcts, err := means.evaluateSamples(p)
+			return rest(c, jcts), err
+		},
+		cheapest: func(left float64) (restPlan[sim.ASHAPlan], error) {
+			q := problem(&cautious, left)
+			best, _, err := q.search()
+			if err != nil {
+				return restPlan[sim.ASHAPlan]{}, err
+			}
+			_, jcts, err := q.evaluateSamples(best.Plan)
+			return rest(best, jcts), err
+		}}
+	rev, plan, err := d.decide()
+	rev.ASHA = plan
+	return rev, err
 }

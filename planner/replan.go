@@ -64,6 +64,8 @@ type Revision struct {
 	Change bool
 	Reason string
 	Plan   []sim.StageAlloc
+	// ASHA is an ASHA run's schedule from the phase it is in on (ReplanASHA's; Plan is not set).
+	ASHA sim.ASHAPlan
 	// Before is the current plan's forecast; After the new plan's (Before when not Change).
 	Before, After Forecast
 	// OverBudget is true when the forecast after the decision is still over the budget.
@@ -77,15 +79,8 @@ type Revision struct {
 var budgetSlack = []float64{1.25, 1.5, 2, 3, math.Inf(1)}
 
 // Replan decides, on the model as the run has observed it (sim.Model.Posterior), whether a
-// bracket's stages not yet started should get a new plan:
-//   - when the current plan is predicted to miss the deadline more often than the quantile
-//     allows (plus Margin), for the cheapest plan that meets it, if one does;
-//   - when a plan meeting the deadline saves at least Saving of the rest's cost;
-//   - when the forecast final cost is over the budget, for the cheapest plan that meets both,
-//     or else the one that fits the budget past the deadline by the least.
-//
-// It is a pure function of its arguments: the same present, model and rules give the same
-// revision.
+// bracket's stages not yet started should get a new plan (the rules are decide's). It is a pure
+// function of its arguments: the same present, model and rules give the same revision.
 func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 	if len(now.Stages) == 0 || len(now.Plan) != len(now.Stages) {
 		return Revision{}, fmt.Errorf("replan: %d stages left, a plan of %d", len(now.Stages), len(now.Plan))
@@ -94,59 +89,114 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 	sub.MaxNodes = max(1, now.MaxNodes)
 	cautious := sub
 	cautious.Uncertainty = rules.Uncertainty
-	left := rules.Deadline - now.Elapsed
-	problem := func(m *sim.Model, deadline float64) (*Problem, error) {
+	problem := func(m *sim.Model, left float64) (*Problem, error) {
 		s := sim.New(m, []spec.Bracket{{Name: "rest", Stages: now.Stages}}, rules.Samples, rules.Seed)
 		if err := s.HoldNodes([]sim.Held{now.Held}); err != nil {
 			return nil, fmt.Errorf("replan: %w", err)
 		}
-		return NewProblem(s, max(deadline, 1e-9), rules.Quantile)
+		return NewProblem(s, max(left, 1e-9), rules.Quantile)
 	}
+	left := rules.Deadline - now.Elapsed
 	p, err := problem(&sub, left) // forecasts: the posterior's means
 	if err != nil {
 		return Revision{}, err
 	}
-	choose, err := problem(&cautious, left) // new plans: with room for its error
-	if err != nil {
-		return Revision{}, err
+	rest := func(c Candidate) restPlan[sim.Alloc] {
+		return restPlan[sim.Alloc]{plan: c.Alloc, feasible: c.Feasible, jct: c.JCT, jcts: c.outcome.JCT, cost: c.Cost}
 	}
-	forecast := func(c Candidate) Forecast {
-		return Forecast{JCT: now.Elapsed + c.JCT, MissProb: sim.MissProb(c.outcome.JCT, left), Cost: now.Spent + now.OtherCost + c.Cost}
+	d := decision[sim.Alloc]{rules: rules, elapsed: now.Elapsed, spent: now.Spent + now.OtherCost, same: sameGPUs,
+		forecast: func(a sim.Alloc) (restPlan[sim.Alloc], error) { return rest(p.evaluate(a)), nil },
+		cheapest: func(left float64) (restPlan[sim.Alloc], error) {
+			q, err := problem(&cautious, left) // new plans: with room for the model's error
+			if err != nil {
+				return restPlan[sim.Alloc]{}, err
+			}
+			return rest(Greedy(q).Best), nil
+		}}
+	if cur := (sim.Alloc{now.Plan}); sub.Check(p.brackets(), cur) == nil {
+		d.current = &cur // else the plan no longer fits (other brackets hold more now): it must change
 	}
-	cur := sim.Alloc{now.Plan}
-	if err := sub.Check(p.brackets(), cur); err != nil {
-		// The plan no longer fits (other brackets hold more now): it must change.
-		cur = nil
+	rev, plan, err := d.decide()
+	rev.Plan = now.Plan
+	if rev.Change {
+		rev.Plan = plan[0]
 	}
-	var before Candidate
-	if cur != nil {
-		before = p.evaluate(cur)
+	return rev, err
+}
+
+// restPlan is a plan of a run's rest as a re-plan weighs it: whether it meets the deadline at
+// the quantile, its JCT there and by sample (spec seconds from now), its mean cost.
+type restPlan[P any] struct {
+	plan     P
+	feasible bool
+	jct      float64
+	jcts     []float64
+	cost     float64
+}
+
+// decision is a re-plan of a run's rest, whatever its plans are (stages, an ASHA schedule):
+// the current plan (nil when it no longer fits), a forecast of a plan on the posterior's means
+// against the deadline, and the cheapest plan a planner finds for a time left on the cautious
+// model (its feasible false when none meets it: the fastest).
+type decision[P any] struct {
+	rules          ReplanRules
+	elapsed, spent float64 // spent: so far, and what the rest of the run outside P will cost
+	current        *P
+	forecast       func(P) (restPlan[P], error)
+	cheapest       func(left float64) (restPlan[P], error)
+	same           func(a, b P) bool
+}
+
+// decide revises the plan:
+//   - when the current plan is predicted to miss the deadline more often than the quantile
+//     allows (plus Margin), for the cheapest plan that meets it, if one does, else for the
+//     fastest, if its JCT at the quantile is at least Margin shorter;
+//   - when a plan meeting the deadline saves at least Saving of the rest's cost;
+//   - when the forecast final cost is over the budget, for the cheapest plan that meets both,
+//     or else the one that fits the budget past the deadline by the least.
+//
+// It returns the plan to run from now (the current one when the revision is no change).
+func (d decision[P]) decide() (Revision, P, error) {
+	rules := d.rules
+	left := rules.Deadline - d.elapsed
+	forecast := func(c restPlan[P]) Forecast {
+		return Forecast{JCT: d.elapsed + c.jct, MissProb: sim.MissProb(c.jcts, left), Cost: d.spent + c.cost}
 	}
-	rev := Revision{Plan: now.Plan}
-	if cur != nil {
+	var rev Revision
+	var before restPlan[P]
+	var keep P
+	if d.current != nil {
+		var err error
+		if before, err = d.forecast(*d.current); err != nil {
+			return Revision{}, keep, err
+		}
+		keep = *d.current
 		rev.Before, rev.After = forecast(before), forecast(before)
 	}
 	overBudget := func(f Forecast) bool { return rules.Budget > 0 && f.Cost > rules.Budget }
-	missing := cur == nil || rev.Before.MissProb > 1-rules.Quantile+rules.Margin
-	best := Greedy(choose).Best
+	missing := d.current == nil || rev.Before.MissProb > 1-rules.Quantile+rules.Margin
+	best, err := d.cheapest(left)
+	if err != nil {
+		return Revision{}, keep, err
+	}
 	switch {
-	case cur == nil:
-		rev.Reason = "the plan no longer fits the nodes left to this bracket"
+	case d.current == nil:
+		rev.Reason = "the plan no longer fits the nodes left to it"
 	case overBudget(rev.Before):
 		rev.Reason = fmt.Sprintf("forecast cost %s is over the budget %s", usd(rev.Before.Cost), usd(rules.Budget))
-	case missing && best.Feasible:
+	case missing && best.feasible:
 		rev.Reason = fmt.Sprintf("the plan now misses the deadline %.0f%% of the time (at most %.0f%% allowed)", 100*rev.Before.MissProb, 100*(1-rules.Quantile))
 	case missing:
 		rev.Reason = fmt.Sprintf("the plan now misses the deadline %.0f%% of the time and no plan meets it", 100*rev.Before.MissProb)
-	case best.Feasible && best.Cost <= (1-rules.Saving)*before.Cost:
-		rev.Reason = fmt.Sprintf("a plan that meets the deadline saves %.0f%% of the rest", 100*(1-best.Cost/before.Cost))
+	case best.feasible && best.cost <= (1-rules.Saving)*before.cost:
+		rev.Reason = fmt.Sprintf("a plan that meets the deadline saves %.0f%% of the rest", 100*(1-best.cost/before.cost))
 	default:
 		rev.Reason = "the plan holds"
 		rev.OverBudget = overBudget(rev.Before)
-		return rev, nil
+		return rev, keep, nil
 	}
 	pick, forBudget := best, false
-	if f := forecast(best); overBudget(f) || (!best.Feasible && rules.Budget > 0) {
+	if f := forecast(best); overBudget(f) || (!best.feasible && rules.Budget > 0) {
 		// The deadline gives way to the budget, by as little as it can; when nothing fits the
 		// budget, the cheapest plan there is.
 		forBudget = true
@@ -154,35 +204,42 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 			// The slack stretches the job's deadline, not the time left: once the deadline has
 			// passed, time left is negative and stretching it would make every plan infeasible,
 			// leaving the fastest, the dearest, for a re-plan meant to save.
-			rest := rules.Deadline*slack - now.Elapsed
+			rest := rules.Deadline*slack - d.elapsed
 			if rest <= 0 {
 				continue
 			}
-			q, err := problem(&cautious, rest)
-			if err != nil {
-				return Revision{}, err
+			if pick, err = d.cheapest(rest); err != nil {
+				return Revision{}, keep, err
 			}
-			pick = Greedy(q).Best
 			if !overBudget(forecast(pick)) {
 				break
 			}
 		}
 	}
-	after := p.evaluate(pick.Alloc) // against the real deadline: pick may come from a laxer one
+	if !forBudget && !pick.feasible && d.current != nil && pick.jct > (1-rules.Margin)*before.jct {
+		// Nothing meets the deadline, and the fastest plan would not be much faster: a run that
+		// misses anyway is not made dearer for nothing.
+		rev.Reason += fmt.Sprintf("; none is %.0f%% faster: the plan is kept", 100*rules.Margin)
+		return rev, keep, nil
+	}
+	after, err := d.forecast(pick.plan) // against the real deadline: pick may come from a laxer one
+	if err != nil {
+		return Revision{}, keep, err
+	}
 	// A plan no better than the current one is not a revision; while the forecast is over the
 	// budget, that is one forecast to cost no less.
-	if cur != nil && (sameGPUs(pick.Alloc, cur) || overBudget(rev.Before) && forecast(after).Cost >= rev.Before.Cost) {
+	if d.current != nil && (d.same(pick.plan, *d.current) || overBudget(rev.Before) && forecast(after).Cost >= rev.Before.Cost) {
 		rev.Reason += "; no better plan exists"
 		rev.OverBudget = overBudget(rev.Before)
-		return rev, nil
+		return rev, keep, nil
 	}
-	rev.Change, rev.Plan, rev.After = true, pick.Alloc[0], forecast(after)
+	rev.Change, rev.After = true, forecast(after)
 	rev.OverBudget = overBudget(rev.After)
-	rev.DeadlineGivesWay = forBudget && !after.Feasible
-	if cur == nil {
+	rev.DeadlineGivesWay = forBudget && !after.feasible
+	if d.current == nil {
 		rev.Before = rev.After
 	}
-	return rev, nil
+	return rev, pick.plan, nil
 }
 
 func usd(x float64) string { return fmt.Sprintf("$%.2f", x) }

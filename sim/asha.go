@@ -80,7 +80,8 @@ type ASHAOutcome struct {
 // the same numbers. Stragglers (profile.slow_nodes) take SlowFactor times as long for every job
 // on them; spot nodes are interrupted as the model draws, their jobs relaunched first on the
 // next free GPU (from what they had trained, or their rung's start with on_notice restart) and a
-// replacement rented while the phase holds more nodes than are left.
+// replacement rented while the phase holds more nodes than are left. A model with Uncertainty
+// draws each sample's training pace from it.
 func (m *Model) SimulateASHA(cfg spec.ASHA, p ASHAPlan, samples int, seed uint64) (ASHAOutcome, error) {
 	return m.SimulateASHAFrom(cfg, nil, p, samples, seed)
 }
@@ -183,6 +184,7 @@ type ashaRun struct {
 	busy                 int // GPUs running a job
 	interruptions        int
 	rented               int       // nodes rented (not held at the start): each pays DATA's cost
+	pace                 float64   // the model's own error this sample (Uncertainty): training takes pace times as long
 	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
 }
 
@@ -272,6 +274,10 @@ func (s *ashaRun) pop() ashaEvent {
 
 func (s *ashaRun) run(start *ASHAStart) {
 	s.jobs = make([]ashaLaunch, 0, 2*s.cfg.Trials)
+	s.pace = 1
+	if s.m.Uncertainty > 0 {
+		s.pace = max(0.5, 1+s.m.Uncertainty*s.r.NormFloat64())
+	}
 	if start != nil {
 		s.resumeFrom(start)
 	} else {
@@ -343,7 +349,7 @@ func (s *ashaRun) resumeFrom(start *ASHAStart) {
 	}
 	for _, j := range s.ladder.Jobs() {
 		left := j.To - max(j.From, start.Trained[j.Trial])
-		l := ashaLaunch{trial: j.Trial, bracket: j.Bracket, rung: j.Rung, work: SampleSum(s.iter, max(left, 0), s.r)}
+		l := ashaLaunch{trial: j.Trial, bracket: j.Bracket, rung: j.Rung, work: s.pace * SampleSum(s.iter, max(left, 0), s.r)}
 		if n := s.pick(); start.Running[j.Trial] && n >= 0 {
 			s.launch(l, n)
 		} else {
@@ -470,7 +476,7 @@ func (s *ashaRun) fill() {
 				return
 			}
 			j.trial, j.bracket, j.rung, j.startup = next.Trial, next.Bracket, next.Rung, s.m.Startup.Sample(s.r)
-			j.work = SampleSum(s.iter, next.To-next.From, s.r)
+			j.work = s.pace * SampleSum(s.iter, next.To-next.From, s.r)
 		default:
 			return
 		}
@@ -510,17 +516,16 @@ func (s *ashaRun) pick() int {
 }
 
 // shrink enters the next phases once every trial has started and the work that can run now
-// fits them, and releases nodes down to the phase's: idle ones at once, the least busy of the
-// rest when their jobs end.
+// fits them, and releases nodes down to the phase's (a run re-planned may hold more than its
+// first): idle ones at once, the least busy of the rest when their jobs end.
 func (s *ashaRun) shrink() {
-	if s.ladder.Started() < s.cfg.Trials {
-		return
-	}
-	demand := s.ladder.InFlight() + s.ladder.Promotable()
-	for s.phase+1 < len(s.plan.GPUs) && demand <= s.plan.GPUs[s.phase+1] {
-		s.phase++
-		if s.rec != nil {
-			s.rec.StageEnds = append(s.rec.StageEnds, s.now)
+	if s.ladder.Started() >= s.cfg.Trials {
+		demand := s.ladder.InFlight() + s.ladder.Promotable()
+		for s.phase+1 < len(s.plan.GPUs) && demand <= s.plan.GPUs[s.phase+1] {
+			s.phase++
+			if s.rec != nil {
+				s.rec.StageEnds = append(s.rec.StageEnds, s.now)
+			}
 		}
 	}
 	keep := s.m.NodesFor(s.cap())
