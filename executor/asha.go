@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"slices"
+
 	"github.com/rubberband-hpo/rubberband/asha"
+	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
 )
 
 // An ASHA run (paper: Li et al., MLSys 2020) is one job loop on one cluster, held under bracket 0
@@ -79,9 +83,6 @@ func (x *run) runASHA(ctx context.Context) error {
 	a := x.st.asha
 	began := len(a.phaseAt) > 0
 	x.mu.Unlock()
-	if b := x.cfg.Experiment.Budget; b.MaxCostUSD > 0 {
-		fmt.Fprintf(x.log, "asha: budget.max_cost_usd ($%.2f) is not forecast during an asha run: its plan was priced against it\n", b.MaxCostUSD)
-	}
 	if !began {
 		if err := x.record(Event{Ev: EvPhase, Stage: 0, GPUs: a.plan.GPUs[0]}, true); err != nil {
 			return err
@@ -99,7 +100,10 @@ func (x *run) runASHA(ctx context.Context) error {
 		return err
 	}
 	m := newStage(0, 1, gpus, nodes, x.cfg.TimeScale, x.cfg.MaxRetries, jobs, nil, true)
-	if _, err := x.runJobs(ctx, 0, m, &ashaSource{x: x}, x.ashaProgress); err != nil {
+	x.mu.Lock()
+	src := &ashaSource{x: x, ctx: ctx, milestone: x.milestone()}
+	x.mu.Unlock()
+	if _, err := x.runJobs(ctx, 0, m, src, x.ashaProgress); err != nil {
 		return err
 	}
 	_, err := x.scaleTo(ctx, 0, 0, nil)
@@ -112,8 +116,19 @@ func (x *run) ashaJob(j asha.Job) job {
 	return job{trial: x.st.asha.byIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.plan[j.Bracket][j.Rung], 1)}
 }
 
-// ashaSource hands the job loop ASHA's jobs.
-type ashaSource struct{ x *run }
+// ashaSource hands the job loop ASHA's jobs, and weighs a revision of the schedule (review) as
+// the run enters a phase, and in the first phase at each quarter of the trials started: the
+// milestone reviewed last is kept here (a resumed run reviews from the next one on).
+type ashaSource struct {
+	x         *run
+	ctx       context.Context
+	milestone int
+}
+
+// milestone is how many quarters of the trials an ASHA run has started. Callers hold x.mu.
+func (x *run) milestone() int {
+	return 4 * x.st.asha.ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
+}
 
 var _ jobSource = (*ashaSource)(nil)
 
@@ -131,6 +146,7 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 			next++
 		}
 	}
+	milestone := x.milestone()
 	x.mu.Unlock()
 	for p := phase + 1; p <= next; p++ {
 		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(a.plan.GPUs), a.plan.GPUs[p])
@@ -138,7 +154,15 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 			return stageEvent{}, err
 		}
 	}
-	gpus := a.plan.GPUs[next]
+	if next > phase || milestone > s.milestone {
+		s.milestone = milestone
+		if err := x.reviewASHA(s.ctx, next); err != nil {
+			return stageEvent{}, err
+		}
+	}
+	x.mu.Lock()
+	gpus := a.plan.GPUs[next] // a revision may have changed it
+	x.mu.Unlock()
 	var jobs []job
 	for {
 		x.mu.Lock()
@@ -182,6 +206,63 @@ func (x *run) ashaProgress(k int) {
 	x.mu.Unlock()
 	x.cfg.Progress(Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done,
 		Total: x.cfg.Experiment.Algorithm.ASHA.Trials, Elapsed: elapsed, Cost: x.cost(x.clk.Now())})
+}
+
+// reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what
+// the run observed (every rung's iterations alike: its rungs run side by side), where its
+// ladder, jobs and nodes stand, and what it spent (planner.ReplanASHA decides; act acts).
+func (x *run) reviewASHA(ctx context.Context, p int) error {
+	if !x.reviews() {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	model, now := x.ashaPresent(x.clk.Now())
+	x.mu.Unlock()
+	rev, err := planner.ReplanASHA(model, *x.cfg.Experiment.Algorithm.ASHA, now, x.reviewRules(0, p))
+	if err != nil {
+		fmt.Fprintf(x.log, "re-plan of the asha schedule in phase %d: %v: the plan is kept\n", p+1, err)
+		return nil
+	}
+	plan := make([]sim.StageAlloc, len(rev.ASHA.GPUs))
+	for i, g := range rev.ASHA.GPUs {
+		plan[i] = sim.StageAlloc{GPUs: g, Nodes: x.model.NodesFor(g)}
+	}
+	return x.act(rev, reviewed{stage: p, phase: true, where: fmt.Sprintf("asha from phase %d", p+1),
+		before: now.Plan.GPUs, plan: plan, after: rev.ASHA.String()})
+}
+
+// ashaPresent is where an ASHA run in its current phase stands now, with the model as the run
+// observed it. Callers hold x.mu.
+func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
+	s, a := x.st, x.st.asha
+	start := sim.ASHAStart{
+		// A copy, in the same order: the forecast redraws its results anyway.
+		Ladder: a.ladder.Redrawn(func(_, _, n int) []float64 {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = float64(i)
+			}
+			return v
+		}),
+		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.nodes[0]),
+	}
+	for _, j := range a.ladder.Jobs() {
+		t := s.trials[a.byIndex[j.Trial]]
+		if t.iter > j.From {
+			start.Trained[j.Trial] = t.iter
+		}
+		start.Running[j.Trial] = t.state == trial.Running
+	}
+	phase := len(a.phaseAt) - 1
+	return x.model.Posterior(x.evidence(func(evidenceKey) float64 { return 1 })), planner.ASHAPresent{
+		Start:   start,
+		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.plan.GPUs[phase:])},
+		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
+		Spent:   x.bill(now).Total,
+	}
 }
 
 // VerifyASHA audits an ASHA run's journal against the promotion rule itself: its results fed to

@@ -122,6 +122,9 @@ func TestASHARun(t *testing.T) {
 				t.Fatalf("%d gangs in phase %d of %v", len(running), phase, ashaPlan.GPUs)
 			}
 		case executor.EvDone, executor.EvFail:
+			if e.Ev == executor.EvFail {
+				t.Fatalf("%s failed in a run without faults: %s", e.Trial, e.Error)
+			}
 			delete(running, e.Trial)
 		}
 	}

@@ -15,25 +15,43 @@ import (
 )
 
 // BudgetError stops a run whose forecast final cost is over budget.max_cost_usd under
-// budget.stop: every stage before Stage synced, its results and checkpoints saved.
+// budget.stop: every stage before Stage synced, its results and checkpoints saved; for an ASHA
+// run (Phase), at phase Stage, every result so far journaled and its jobs in flight stopped at
+// their checkpoints.
 type BudgetError struct {
 	Bracket          string
 	Stage            int
+	Phase            bool
 	Forecast, Budget float64
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("budget: the forecast final cost %s is over budget.max_cost_usd %s: stopped before stage %d of bracket %s, everything before it saved (raise the budget with `resume --spec`, or remove budget.stop to re-plan for it)",
-		format.Money(e.Forecast), format.Money(e.Budget), e.Stage+1, e.Bracket)
+	where := fmt.Sprintf("stopped before stage %d of bracket %s, everything before it saved", e.Stage+1, e.Bracket)
+	if e.Phase {
+		where = fmt.Sprintf("stopped in phase %d of the asha schedule, every result so far saved and the jobs in flight stopped at their checkpoints", e.Stage+1)
+	}
+	return fmt.Sprintf("budget: the forecast final cost %s is over budget.max_cost_usd %s: %s (raise the budget with `resume --spec`, or remove budget.stop to re-plan for it)",
+		format.Money(e.Forecast), format.Money(e.Budget), where)
+}
+
+// reviews says whether the run weighs revisions at all: to re-plan, or to forecast for a budget.
+func (x *run) reviews() bool { return x.cfg.Replan || x.cfg.Experiment.Budget.MaxCostUSD > 0 }
+
+// reviewRules are the re-plan rules of a review at (b, k): without re-planning, or under
+// budget.stop, the budget is forecast but not re-planned for.
+func (x *run) reviewRules(b, k int) planner.ReplanRules {
+	rules := planner.DefaultReplanRules(x.cfg.Experiment)
+	rules.Seed ^= int64(b)<<32 | int64(k)
+	if !x.cfg.Replan || x.cfg.Experiment.Budget.Stop {
+		rules.Budget = 0
+	}
+	return rules
 }
 
 // review weighs a revision of bracket b's plan from stage k on, before k starts: from what the
-// run observed, where it stands and what it spent (planner.Replan decides). A revision is
-// journaled (EvReplan) and said; a forecast over the budget is said, and under budget.stop ends
-// the run with a *BudgetError.
+// run observed, where it stands and what it spent (planner.Replan decides; act acts).
 func (x *run) review(ctx context.Context, b, k int) error {
-	budget := x.cfg.Experiment.Budget
-	if !x.cfg.Replan && budget.MaxCostUSD <= 0 {
+	if !x.reviews() {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -42,17 +60,32 @@ func (x *run) review(ctx context.Context, b, k int) error {
 	x.mu.Lock()
 	model, now := x.present(b, k, x.clk.Now())
 	x.mu.Unlock()
-	rules := planner.DefaultReplanRules(x.cfg.Experiment)
-	rules.Seed ^= int64(b)<<32 | int64(k)
-	if !x.cfg.Replan || budget.Stop {
-		rules.Budget = 0 // forecast for the budget, but do not re-plan for it
-	}
-	rev, err := planner.Replan(model, now, rules)
+	name := x.st.brackets[b].Name
+	rev, err := planner.Replan(model, now, x.reviewRules(b, k))
 	if err != nil { // a forecast that cannot be made leaves the plan as it is
-		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", x.st.brackets[b].Name, k+1, err)
+		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", name, k+1, err)
 		return nil
 	}
-	name := x.st.brackets[b].Name
+	return x.act(rev, reviewed{bracket: b, stage: k, where: fmt.Sprintf("%s from stage %d", name, k+1),
+		before: gpusOf(now.Plan), plan: rev.Plan, after: sim.FormatStages(rev.Plan)})
+}
+
+// reviewed is what a review weighed: bracket b's plan from stage (or an ASHA run's phase) on,
+// its GPUs before, and the plan a revision journals (after: as said).
+type reviewed struct {
+	bracket, stage int
+	phase          bool
+	where          string
+	before         []int
+	plan           []sim.StageAlloc
+	after          string
+}
+
+// act carries out a review's revision: journaled (EvReplan) and said when it changes the plan;
+// the forecast journaled (EvForecast) when it does not; a forecast over the budget said, and
+// under budget.stop the run ended with a *BudgetError.
+func (x *run) act(rev planner.Revision, at reviewed) error {
+	budget := x.cfg.Experiment.Budget
 	// What the run is forecast to cost with the plan it would run next: the revision's, when it
 	// makes one. Under budget.stop, crossing the budget either way stops it (a revision that
 	// would meet the deadline only by spending past the budget is not made).
@@ -61,25 +94,25 @@ func (x *run) review(ctx context.Context, b, k int) error {
 		next = rev.After
 	}
 	if budget.MaxCostUSD > 0 && next.Cost > budget.MaxCostUSD && (budget.Stop || !x.cfg.Replan) {
-		if err := x.record(Event{Ev: EvForecast, Bracket: b, Stage: k, After: &next, Reason: "over budget"}, false); err != nil {
+		if err := x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &next, Reason: "over budget"}, false); err != nil {
 			return err
 		}
 		if budget.Stop {
-			return &BudgetError{Bracket: name, Stage: k, Forecast: next.Cost, Budget: budget.MaxCostUSD}
+			return &BudgetError{Bracket: x.st.brackets[at.bracket].Name, Stage: at.stage, Phase: at.phase, Forecast: next.Cost, Budget: budget.MaxCostUSD}
 		}
 		fmt.Fprintf(x.log, "BUDGET: the forecast final cost %s is over budget.max_cost_usd %s, and --no-replan keeps the plan\n", format.Money(next.Cost), format.Money(budget.MaxCostUSD))
 		return nil
 	}
 	if !rev.Change || !x.cfg.Replan {
 		kept := rev.Before
-		return x.record(Event{Ev: EvForecast, Bracket: b, Stage: k, After: &kept, Reason: rev.Reason}, false)
+		return x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false)
 	}
 	before, after := rev.Before, rev.After
-	if err := x.record(Event{Ev: EvReplan, Bracket: b, Stage: k, Plan: rev.Plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
+	if err := x.record(Event{Ev: EvReplan, Bracket: at.bracket, Stage: at.stage, Plan: at.plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(x.log, "re-plan %s from stage %d: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
-		name, k+1, rev.Reason, gpusOf(now.Plan), sim.FormatStages(rev.Plan), format.Clock(before.JCT), format.Clock(after.JCT),
+	fmt.Fprintf(x.log, "re-plan %s: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
+		at.where, rev.Reason, at.before, at.after, format.Clock(before.JCT), format.Clock(after.JCT),
 		100*before.MissProb, 100*after.MissProb, format.Money(before.Cost), format.Money(after.Cost))
 	if rev.DeadlineGivesWay {
 		fmt.Fprintf(x.log, "BUDGET: to stay within budget.max_cost_usd %s the deadline gives way: the forecast JCT %s is past the deadline %s\n",
@@ -95,7 +128,7 @@ func (x *run) review(ctx context.Context, b, k int) error {
 // Callers hold x.mu.
 func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	s := x.st
-	model := x.model.Posterior(x.evidence(b, k))
+	model := x.model.Posterior(x.evidence(stageWeight(b, k)))
 	p := planner.Present{
 		Stages:  s.brackets[b].Stages[k:],
 		Plan:    append([]sim.StageAlloc(nil), s.plan[b][k:]...),
@@ -148,20 +181,24 @@ func (x *run) nextUnstarted(c int) int {
 	return len(x.st.brackets[c].Stages)
 }
 
-// evidence turns what the run observed into the simulator's terms (spec seconds), for a
-// decision before bracket b's stage k: a stage's evidence counts a quarter as much for every
-// stage it lies before k - 1, and another bracket's half as much, so that a job that changed
-// pace is followed (Srifty's sliding window). Callers hold x.mu.
-func (x *run) evidence(b, k int) sim.Evidence {
-	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}}
-	scale := 1 / x.cfg.TimeScale
-	weight := func(key evidenceKey) float64 {
+// stageWeight weighs evidence for a decision before bracket b's stage k: a stage's evidence
+// counts a quarter as much for every stage it lies before k - 1, and another bracket's half as
+// much, so that a job that changed pace is followed (Srifty's sliding window).
+func stageWeight(b, k int) func(evidenceKey) float64 {
+	return func(key evidenceKey) float64 {
 		w := math.Pow(0.25, float64(max(0, k-1-key.stage)))
 		if key.bracket != b {
 			w *= 0.5
 		}
 		return w
 	}
+}
+
+// evidence turns what the run observed into the simulator's terms (spec seconds), each place's
+// observations weighed by weight. Callers hold x.mu.
+func (x *run) evidence(weight func(evidenceKey) float64) sim.Evidence {
+	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}}
+	scale := 1 / x.cfg.TimeScale
 	offer := func(key evidenceKey) int {
 		o, _ := x.model.OfferIndex(x.st.plan[key.bracket][key.stage])
 		return o

@@ -59,6 +59,30 @@ type Revision struct {
 	Before           planner.Forecast `json:"before"`
 	After            planner.Forecast `json:"after"`
 	DeadlineGivesWay bool             `json:"deadline_gives_way,omitempty"`
+	// Phase marks a revision of an ASHA run's schedule: Stage is the phase it was in, Plan the
+	// schedule's phases from there on.
+	Phase bool `json:"phase,omitempty"`
+}
+
+// Where says what a revision revised from: "BRACKET from stage N", or "asha from phase N".
+func (r Revision) Where() string {
+	if r.Phase {
+		return fmt.Sprintf("asha from phase %d", r.Stage+1)
+	}
+	return fmt.Sprintf("%s from stage %d", r.Bracket, r.Stage+1)
+}
+
+// NewPlan is the revised plan as said: stages' GPUs and nodes, or an ASHA schedule's GPUs by
+// phase (12>6>2).
+func (r Revision) NewPlan() string {
+	if r.Phase {
+		gpus := make([]int, len(r.Plan))
+		for i, sa := range r.Plan {
+			gpus[i] = sa.GPUs
+		}
+		return sim.ASHAPlan{GPUs: gpus}.String()
+	}
+	return sim.FormatStages(r.Plan)
 }
 
 // Interruption is spot nodes of a bracket taken away at one time (spec seconds from the start).
@@ -282,7 +306,7 @@ func (x *run) result() *Result {
 	for _, r := range s.revisions {
 		e := r.event
 		res.Revisions = append(res.Revisions, Revision{Bracket: s.brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.start).Seconds() / x.cfg.TimeScale,
-			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay})
+			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay, Phase: s.asha != nil})
 	}
 	if s.forecast != nil {
 		f := *s.forecast

@@ -1,7 +1,9 @@
 package executor
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -115,6 +117,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 	events := clock.NewQueue[stageEvent](x.clk)
 	handles := map[int]Handle{}
 	wait := ctx // until the stage is cancelled; then without, to see its gangs end
+	var stopped error // why the source stopped the loop
 	acts := m.begin(view)
 	for {
 		var next []stageEvent // what an action learnt at once, decided on before anything else
@@ -159,6 +162,13 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				done(a.k)
 			case acWant:
 				e, err := src.more(a.free)
+				if over := (*BudgetError)(nil); errors.As(err, &over) {
+					// The source stops for the budget: the gangs in flight stop first, at their
+					// checkpoints, for a resumed run to relaunch.
+					stopped = err
+					next = append(next, stageEvent{kind: evWork, parallel: m.parallel, keep: m.keep, exhausted: true}, stageEvent{kind: evCancel})
+					continue
+				}
 				if err != nil {
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
@@ -174,7 +184,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 			case acEnd:
 				x.releaseLost(ctx, b, a.nodes)
 				if a.err == nil && m.cancelled {
-					a.err = ctx.Err()
+					a.err = cmp.Or(stopped, ctx.Err())
 				}
 				return m.last, a.err
 			}

@@ -299,7 +299,9 @@ func (s *state) apply(e Event) {
 	case EvForecast:
 		s.forecast = e.After
 	case EvReplan:
-		if e.Bracket < len(s.plan) && e.Stage+len(e.Plan) == len(s.plan[e.Bracket]) {
+		if a := s.asha; a != nil {
+			s.replanASHA(e)
+		} else if e.Bracket < len(s.plan) && e.Stage+len(e.Plan) == len(s.plan[e.Bracket]) {
 			r := revision{bracket: e.Bracket, stage: e.Stage, at: e.At, event: e}
 			for _, sa := range s.plan[e.Bracket][e.Stage:] {
 				r.gpusBefore = append(r.gpusBefore, sa.GPUs)
@@ -311,6 +313,25 @@ func (s *state) apply(e Event) {
 			fmt.Fprintf(s.log, "re-plan of bracket %d from stage %d: %d stages do not fit the plan\n", e.Bracket, e.Stage+1, len(e.Plan))
 		}
 	}
+}
+
+// replanASHA applies a revision of an ASHA run's schedule from the phase it is in (e.Stage) on:
+// e.Plan's GPU counts replace the rest of the plan. One of another phase (a journal of another
+// plan) is skipped.
+func (s *state) replanASHA(e Event) {
+	a := s.asha
+	if e.Stage != len(a.phaseAt)-1 || len(e.Plan) == 0 {
+		fmt.Fprintf(s.log, "journal: re-plan from phase %d in phase %d: skipped\n", e.Stage+1, len(a.phaseAt))
+		return
+	}
+	r := revision{bracket: 0, stage: e.Stage, at: e.At, gpusBefore: slices.Clone(a.plan.GPUs[e.Stage:]), event: e}
+	gpus := slices.Clone(a.plan.GPUs[:e.Stage])
+	for _, sa := range e.Plan {
+		gpus = append(gpus, sa.GPUs)
+	}
+	a.plan = sim.ASHAPlan{GPUs: gpus}
+	s.revisions = append(s.revisions, r)
+	s.forecast = e.After
 }
 
 // promote applies an ASHA decision: trial e.Trial's job at rung e.Stage of bracket e.Bracket (its

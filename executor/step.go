@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -269,7 +270,7 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		s.asking, s.ask = false, false
 		s.more = !e.exhausted
 		s.add(e.jobs)
-		out = append(out, s.resize(e.parallel, e.keep)...)
+		out = append(out, s.resize(v, e.parallel, e.keep)...)
 	}
 	return s.fill(v, out)
 }
@@ -342,6 +343,9 @@ func (s *stage) fill(v stageView, out []action) []action {
 		var reqs []placement.Request
 		pinned := map[string]bool{}
 		for _, t := range s.sortedOccupied() { // running gangs keep their GPUs, first
+			if s.onRetiring(t) {
+				continue // its GPUs are not among the nodes placed on; its slots stay as they are
+			}
 			reqs = append(reqs, placement.Request{Trial: t, GPUs: s.gpt})
 			pinned[t] = true
 		}
@@ -350,9 +354,7 @@ func (s *stage) fill(v stageView, out []action) []action {
 		if len(unplaced) > 0 {
 			break // wait for a gang to finish, or a replacement node
 		}
-		for t, sl := range p {
-			s.last[t] = sl
-		}
+		s.last[id] = p[id]
 		s.queue = s.queue[1:]
 		s.next++
 		s.occupied[id] = s.next
@@ -381,9 +383,27 @@ func (s *stage) fill(v stageView, out []action) []action {
 
 // resize takes the source's parallelism and nodes to hold: nodes past keep retire, the least
 // busy first (ties by ID), and those no gang runs on go now (the simulator's scale-down: idle
-// nodes at once, busy ones as their gangs end).
-func (s *stage) resize(parallel, keep int) []action {
+// nodes at once, busy ones as their gangs end). Below keep (a schedule revised up), nodes still
+// retiring are kept again first, and the rest are asked for.
+func (s *stage) resize(v stageView, parallel, keep int) []action {
 	s.parallel, s.keep = parallel, keep
+	if len(s.nodes) < keep {
+		for _, id := range slices.Sorted(maps.Keys(s.retiring)) {
+			if len(s.nodes) >= keep {
+				break
+			}
+			delete(s.retiring, id)
+			s.refresh(v.nodes(), nil)
+		}
+		if len(s.nodes) >= keep {
+			return nil
+		}
+		if s.replacing {
+			s.again = true
+			return nil
+		}
+		return []action{s.replace()}
+	}
 	busy := s.gangsOn()
 	nodes := slices.Clone(s.nodes)
 	slices.SortStableFunc(nodes, func(a, b placement.Node) int {
@@ -397,6 +417,17 @@ func (s *stage) resize(parallel, keep int) []action {
 	}
 	s.nodes = slices.DeleteFunc(s.nodes, func(n placement.Node) bool { return s.retiring[n.ID] })
 	return s.retire()
+}
+
+// onRetiring says whether trial t's gang holds GPUs on a node that is retiring: a node released
+// once no gang runs there, so the gang's slots must keep saying where it runs.
+func (s *stage) onRetiring(t string) bool {
+	for _, sl := range s.last[t] {
+		if s.retiring[sl.Node] {
+			return true
+		}
+	}
+	return false
 }
 
 // retire releases the retiring nodes no gang runs on any more.

@@ -216,15 +216,15 @@ func (d decision[P]) decide() (Revision, P, error) {
 			}
 		}
 	}
-	if !forBudget && !pick.feasible && d.current != nil && pick.jct > (1-rules.Margin)*before.jct {
-		// Nothing meets the deadline, and the fastest plan would not be much faster: a run that
-		// misses anyway is not made dearer for nothing.
-		rev.Reason += fmt.Sprintf("; none is %.0f%% faster: the plan is kept", 100*rules.Margin)
-		return rev, keep, nil
-	}
 	after, err := d.forecast(pick.plan) // against the real deadline: pick may come from a laxer one
 	if err != nil {
 		return Revision{}, keep, err
+	}
+	if !forBudget && !pick.feasible && d.current != nil && after.jct > (1-rules.Margin)*before.jct {
+		// Nothing meets the deadline, and the fastest plan would not be much faster (both
+		// forecast on the same model): a run that misses anyway is not made dearer for nothing.
+		rev.Reason += fmt.Sprintf("; none is %.0f%% faster: the plan is kept", 100*rules.Margin)
+		return rev, keep, nil
 	}
 	// A plan no better than the current one is not a revision; while the forecast is over the
 	// budget, that is one forecast to cost no less.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
-	"github.com/rubberband-hpo/rubberband/sim"
 )
 
 // WriteTable writes a run's report as tables a person reads (what `run`, `status` and `report`
@@ -97,8 +96,8 @@ func writeRevisions(w io.Writer, st *State, rep executor.Report) {
 	if len(rep.Revisions) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", format.Plural(len(rep.Revisions), "re-plan"))
 		for _, r := range rep.Revisions {
-			fmt.Fprintf(w, "  %s  %s from stage %d: %s\n            GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
-				format.Clock(r.At), r.Bracket, r.Stage+1, r.Reason, r.GPUsBefore, sim.FormatStages(r.Plan), format.Clock(r.Before.JCT), format.Clock(r.After.JCT),
+			fmt.Fprintf(w, "  %s  %s: %s\n            GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
+				format.Clock(r.At), r.Where(), r.Reason, r.GPUsBefore, r.NewPlan(), format.Clock(r.Before.JCT), format.Clock(r.After.JCT),
 				100*r.Before.MissProb, 100*r.After.MissProb, format.Money(r.Before.Cost), format.Money(r.After.Cost))
 			if r.DeadlineGivesWay {
 				fmt.Fprintf(w, "            the deadline gives way to the budget\n")

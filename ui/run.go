@@ -238,8 +238,7 @@ func scatterX(p spec.Param, v any) (float64, bool) {
 // revisionRow is one re-plan: when, of what, why, and what it changed and forecast.
 type revisionRow struct {
 	At                          float64
-	Bracket                     string
-	Stage                       int
+	Bracket, From               string
 	Reason, Before, After, Said string
 }
 
@@ -300,10 +299,13 @@ func (h *hub) build() *runPage {
 			p.Total += r.Trials
 		}
 		for _, r := range v.Res.Revisions {
-			row := revisionRow{At: r.At, Bracket: r.Bracket, Stage: r.Stage + 1, Reason: r.Reason,
-				Before: fmt.Sprint(r.GPUsBefore), After: sim.FormatStages(r.Plan),
+			row := revisionRow{At: r.At, Bracket: r.Bracket, From: fmt.Sprintf("stage %d", r.Stage+1), Reason: r.Reason,
+				Before: fmt.Sprint(r.GPUsBefore), After: r.NewPlan(),
 				Said: fmt.Sprintf("JCT %s → %s, P(miss) %.0f%% → %.0f%%, cost %s → %s", clock(r.Before.JCT), clock(r.After.JCT),
 					100*r.Before.MissProb, 100*r.After.MissProb, money(r.Before.Cost), money(r.After.Cost))}
+			if r.Phase {
+				row.Bracket, row.From = "asha", fmt.Sprintf("phase %d", r.Stage+1)
+			}
 			if r.DeadlineGivesWay {
 				row.Said += "; the deadline gives way to the budget"
 			}

@@ -75,7 +75,7 @@ func checkLogFormat(c *cli.Context) error {
 }
 
 // noReplanFlag keeps the plan a run began with; a run made with it keeps it when resumed.
-var noReplanFlag = &cli.BoolFlag{Name: "no-replan", Usage: "keep the plan as it is: do not re-plan the stages not yet started from what the run observes (a budget is still watched)"}
+var noReplanFlag = &cli.BoolFlag{Name: "no-replan", Usage: "keep the plan as it is: do not re-plan the stages not yet started, or an ASHA schedule from its phase on, from what the run observes (a budget is still watched)"}
 
 var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (they are released otherwise)"}
 
