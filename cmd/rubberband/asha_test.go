@@ -205,3 +205,36 @@ func TestASHAOnNomad(t *testing.T) {
 		t.Fatalf("nomad: best %+v, promotions %v; local: best %+v, promotions %v", onNomad.Best, nomadSeq, onLocal.Best, localSeq)
 	}
 }
+
+// An ASHA job that runs slower than its profile, through the CLI: run re-plans its schedule
+// (the report and status list each revision of the schedule from its phase on, with why and
+// both forecasts); with --no-replan the plan is kept.
+func TestASHAReplanThroughTheCLI(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	env := []string{"RUBBERBAND_ROOT=" + root}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	const job = "examples/asha-replan.yaml"
+	if out, errOut, code := rb(t, "plan", job, "--out", planFile); code != 0 {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := rbEnv(t, binary, env, "run", job, "--backend", "virtual", "--plan", planFile, "--state", filepath.Join(root, "replan"))
+	if code != 0 || !strings.Contains(errOut+out, "re-plan asha from phase 1: the plan now misses the deadline") {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"re-plan", "asha from phase 1", "forecast JCT", "re-planned JCT"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run's report has no %q:\n%s", want, out)
+		}
+	}
+	status, _, code := rbEnv(t, binary, env, "status", filepath.Join(root, "replan"), "-o", "json")
+	var res executor.Report
+	if code != 0 || json.Unmarshal([]byte(status), &res) != nil || len(res.Revisions) == 0 || !res.Revisions[0].Phase ||
+		res.Phases[0].GPUs != res.Revisions[0].Plan[0].GPUs && len(res.Revisions) == 1 {
+		t.Fatalf("status -o json: exit %d\n%s", code, status)
+	}
+	out, errOut, code = rbEnv(t, binary, env, "run", job, "--backend", "virtual", "--plan", planFile, "--state", filepath.Join(root, "kept"), "--no-replan")
+	if code != 0 || strings.Contains(out, "re-plan") {
+		t.Fatalf("run --no-replan: exit %d\n%s%s", code, out, errOut)
+	}
+}
