@@ -136,13 +136,27 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
 		Spent:   x.bill(now).Total,
 	}
-	// The other brackets keep what they hold and what their plans will hold; the rest of their
-	// plans is forecast as it stands (their running stages' remainder is left out: too little to
-	// weigh against a budget).
+	// The other brackets of its round keep what they hold and what their plans will hold; the
+	// rest of their plans is forecast as it stands (their running stages' remainder is left out:
+	// too little to weigh against a budget). Hyperband's later rounds start once this one has
+	// ended: their plans are forecast whole, for their cost and for the time they take after it.
 	p.MaxNodes = x.model.MaxNodes
 	rules := planner.DefaultReplanRules(x.cfg.Experiment)
+	round := s.brackets[b].Round
+	later := sim.NewRounds(s.brackets, rules.Samples)
+	laterRounds := false
 	for c := range s.brackets {
-		if c == b {
+		if c == b || s.brackets[c].Round < round {
+			continue
+		}
+		if s.brackets[c].Round > round {
+			alone := s.brackets[c]
+			alone.Round = 0 // simulated from its own start
+			rest := sim.New(model, []spec.Bracket{alone}, rules.Samples, rules.Seed)
+			o := rest.EvaluateBracket(0, s.plan[c])
+			p.OtherCost += sim.Summarize(o.Cost).Mean
+			later.Add(c, o.JCT)
+			laterRounds = true
 			continue
 		}
 		next := x.nextUnstarted(c)
@@ -157,6 +171,11 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 				p.OtherCost += sim.Summarize(rest.EvaluateBracket(0, s.plan[c][next:]).Cost).Mean
 			}
 		}
+	}
+	if laterRounds {
+		jcts := make([]float64, rules.Samples)
+		later.Total(jcts)
+		p.Later = sim.Summarize(jcts).Mean
 	}
 	return model, p
 }

@@ -20,8 +20,11 @@ type Present struct {
 	// plans hold at most from now on.
 	MaxNodes int
 	// Elapsed is spec seconds since the run started; Spent is dollars spent so far by the whole
-	// run; OtherCost what the other brackets' rest is predicted to cost.
+	// run; OtherCost what the other brackets' rest is predicted to cost (later rounds' included).
 	Elapsed, Spent, OtherCost float64
+	// Later is the mean time Hyperband's later rounds are predicted to take once the bracket's
+	// round has ended (0 in the last round): the bracket's rest must leave it before the deadline.
+	Later float64
 }
 
 // ReplanRules say when a revision is worth making.
@@ -96,7 +99,7 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 		}
 		return NewProblem(s, max(left, 1e-9), rules.Quantile)
 	}
-	left := rules.Deadline - now.Elapsed
+	left := rules.Deadline - now.Elapsed - now.Later
 	p, err := problem(&sub, left) // forecasts: the posterior's means
 	if err != nil {
 		return Revision{}, err
@@ -104,7 +107,7 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 	rest := func(c Candidate) restPlan[sim.Alloc] {
 		return restPlan[sim.Alloc]{plan: c.Alloc, feasible: c.Feasible, jct: c.JCT, jcts: c.outcome.JCT, cost: c.Cost}
 	}
-	d := decision[sim.Alloc]{rules: rules, elapsed: now.Elapsed, spent: now.Spent + now.OtherCost, same: sameGPUs,
+	d := decision[sim.Alloc]{rules: rules, elapsed: now.Elapsed, later: now.Later, spent: now.Spent + now.OtherCost, same: sameGPUs,
 		forecast: func(a sim.Alloc) (restPlan[sim.Alloc], error) { return rest(p.evaluate(a)), nil },
 		cheapest: func(left float64) (restPlan[sim.Alloc], error) {
 			q, err := problem(&cautious, left) // new plans: with room for the model's error
@@ -141,6 +144,7 @@ type restPlan[P any] struct {
 type decision[P any] struct {
 	rules          ReplanRules
 	elapsed, spent float64 // spent: so far, and what the rest of the run outside P will cost
+	later          float64 // what the run takes after P's rest (Hyperband's later rounds)
 	current        *P
 	forecast       func(P) (restPlan[P], error)
 	cheapest       func(left float64) (restPlan[P], error)
@@ -158,9 +162,9 @@ type decision[P any] struct {
 // It returns the plan to run from now (the current one when the revision is no change).
 func (d decision[P]) decide() (Revision, P, error) {
 	rules := d.rules
-	left := rules.Deadline - d.elapsed
+	left := rules.Deadline - d.elapsed - d.later
 	forecast := func(c restPlan[P]) Forecast {
-		return Forecast{JCT: d.elapsed + c.jct, MissProb: sim.MissProb(c.jcts, left), Cost: d.spent + c.cost}
+		return Forecast{JCT: d.elapsed + c.jct + d.later, MissProb: sim.MissProb(c.jcts, left), Cost: d.spent + c.cost}
 	}
 	var rev Revision
 	var before restPlan[P]
@@ -204,7 +208,7 @@ func (d decision[P]) decide() (Revision, P, error) {
 			// The slack stretches the job's deadline, not the time left: once the deadline has
 			// passed, time left is negative and stretching it would make every plan infeasible,
 			// leaving the fastest, the dearest, for a re-plan meant to save.
-			rest := rules.Deadline*slack - d.elapsed
+			rest := rules.Deadline*slack - d.elapsed - d.later
 			if rest <= 0 {
 				continue
 			}

@@ -3,10 +3,12 @@ package virtual_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
@@ -132,4 +134,47 @@ func TestBudgetDuringARun(t *testing.T) {
 			t.Fatalf("realized $%.4f in %.1f s with revisions %+v: the deadline should give way to the budget", res.Realized.Cost, res.Realized.JCT, res.Revisions)
 		}
 	})
+}
+
+// A job of three Hyperband rounds: each review in a round forecasts the whole run (the later
+// rounds' time after the round's end, their cost on top), so the first round's forecasts land
+// near the run's realized JCT and cost, not near the first round's end.
+func TestReplanForecastsLaterRounds(t *testing.T) {
+	exp, alloc, _ := plan(t, "testdata/replan-rounds.yaml")
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "rounds", Replan: true})
+	if err != nil || !out.Result.Finished {
+		t.Fatalf("run: %v", err)
+	}
+	events, err := executor.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brackets := exp.Algorithm.Brackets()
+	res := out.Result
+	var start, firstRoundEnd time.Time
+	for _, e := range events {
+		if e.Ev == executor.EvStart {
+			start = e.At
+		}
+		if e.Ev == executor.EvSync && brackets[e.Bracket].Round == 0 && e.At.After(firstRoundEnd) {
+			firstRoundEnd = e.At
+		}
+	}
+	checked := 0
+	for _, e := range events {
+		if (e.Ev != executor.EvForecast && e.Ev != executor.EvReplan) || brackets[e.Bracket].Round != 0 {
+			continue
+		}
+		checked++
+		f := e.After
+		t.Logf("bracket %s stage %d: forecast JCT %.0f s, cost $%.2f; realized %.0f s, $%.2f (the first round ended at %.0f s)",
+			brackets[e.Bracket].Name, e.Stage+1, f.JCT, f.Cost, res.Realized.JCT, res.Realized.Cost, firstRoundEnd.Sub(start).Seconds())
+		if math.Abs(f.JCT/res.Realized.JCT-1) > 0.2 || math.Abs(f.Cost/res.Realized.Cost-1) > 0.2 {
+			t.Errorf("a review in the first round forecast %.0f s and $%.2f for a run of %.0f s and $%.2f", f.JCT, f.Cost, res.Realized.JCT, res.Realized.Cost)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no review in the first round")
+	}
 }
