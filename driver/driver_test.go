@@ -15,6 +15,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -188,5 +189,18 @@ func TestStampLines(t *testing.T) {
 	got := string(stampLines([]byte("one\ntwo"), at, "r1"))
 	if want := "2026-03-04T05:06:07.008Z r1 one\n2026-03-04T05:06:07.008Z r1 two\n"; got != want {
 		t.Fatalf("%q, want %q", got, want)
+	}
+}
+
+// The progress line's ETA follows the latest forecast once a review made one: a run re-planned
+// (or found slower than planned) says when it is now expected to end, not when the plan said.
+func TestProgressETAFollowsTheForecast(t *testing.T) {
+	var out bytes.Buffer
+	l := NewLog(&out, false, nil, "r")
+	l.Progress(executor.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second}, 40)
+	l.Progress(executor.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second, Forecast: 70}, 40)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "ETA "+format.Clock(30)) || !strings.Contains(lines[1], "ETA "+format.Clock(60)) {
+		t.Fatalf("progress lines:\n%s", out.String())
 	}
 }

@@ -65,8 +65,11 @@ func (l *Log) Write(p []byte) (int, error) {
 
 // Progress shows where a bracket is: redrawn in place on a terminal (at most five times a
 // second), a line elsewhere, a JSON record with --log-format json; each new stage is noted in
-// the driver log. Stages are numbered from 1.
+// the driver log. Stages are numbered from 1. The ETA is the latest forecast's, else the plan's.
 func (l *Log) Progress(s executor.Status, predictedJCT float64) {
+	if s.Forecast > 0 {
+		predictedJCT = s.Forecast
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if time.Since(l.last) < 200*time.Millisecond && s.Done < s.Total {

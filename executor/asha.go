@@ -202,10 +202,10 @@ func (x *run) ashaProgress(k int) {
 			done += a.ladder.Results(b, k)
 		}
 	}
-	elapsed := x.specDuration(x.clk.Now().Sub(x.st.start))
+	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
 	x.mu.Unlock()
 	x.cfg.Progress(Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done,
-		Total: x.cfg.Experiment.Algorithm.ASHA.Trials, Elapsed: elapsed, Cost: x.cost(x.clk.Now())})
+		Total: x.cfg.Experiment.Algorithm.ASHA.Trials, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
 }
 
 // reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what

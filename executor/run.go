@@ -81,6 +81,17 @@ type Status struct {
 	Failed        int
 	Elapsed       time.Duration // spec time since the run started
 	Cost          float64       // dollars so far
+	// Forecast is the latest re-plan's or review's forecast JCT (spec seconds from the start);
+	// 0 before the first: the plan's prediction stands.
+	Forecast float64
+}
+
+// forecastJCT is the latest forecast JCT, 0 when none was made. Callers hold x.mu.
+func (x *run) forecastJCT() float64 {
+	if f := x.st.forecast; f != nil {
+		return f.JCT
+	}
+	return 0
 }
 
 // run is the driver: the state, and the adapters that change the world. Its actors (one per

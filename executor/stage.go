@@ -361,8 +361,8 @@ func (x *run) progress(b, k, done, total int) {
 			failed++
 		}
 	}
-	elapsed := x.specDuration(x.clk.Now().Sub(x.st.start))
+	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
 	x.mu.Unlock()
 	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
-		Failed: failed, Elapsed: elapsed, Cost: x.cost(x.clk.Now())})
+		Failed: failed, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
 }
