@@ -45,3 +45,39 @@ func TestPlanASHAOnTable2(t *testing.T) {
 		t.Fatal("the same spec planned another schedule")
 	}
 }
+
+// Where stragglers hold SHA's barriers (examples/asha-stragglers.yaml: a tenth of the nodes four
+// times slower), the elastic ASHA schedule costs no more than the synchronous SHA plan at the
+// same deadline and ends in well under its time; without the stragglers SHA is the cheaper, so
+// it is the barriers that ASHA wins on.
+func TestASHABeatsSHAWhereStragglersHoldABarrier(t *testing.T) {
+	plan := func(slow bool) *ASHAResult {
+		exp, err := spec.Load("../examples/asha-stragglers.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slow {
+			exp.Profile.SlowNodes = spec.SlowNodes{}
+		}
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := PlanASHA(context.Background(), exp, m)
+		if err != nil || res.SHA == nil {
+			t.Fatalf("plan: %v", err)
+		}
+		return res
+	}
+	slow, calm := plan(true), plan(false)
+	for _, r := range []*ASHAResult{slow, calm} {
+		t.Logf("asha %v: %.0f s, $%.2f; sha: %.0f s, $%.2f", r.Elastic.Plan, r.Elastic.JCT.Mean, r.Elastic.Cost.Mean, r.SHA.Predicted.JCT.Mean, r.SHA.Predicted.Cost.Mean)
+	}
+	e, s := slow.Elastic, slow.SHA.Predicted
+	if e.Cost.Mean > 1.01*s.Cost.Mean || e.JCT.Mean > 0.5*s.JCT.Mean {
+		t.Fatalf("with stragglers asha %.0f s, $%.2f against sha's %.0f s, $%.2f", e.JCT.Mean, e.Cost.Mean, s.JCT.Mean, s.Cost.Mean)
+	}
+	if calm.Elastic.Cost.Mean < calm.SHA.Predicted.Cost.Mean {
+		t.Fatalf("without stragglers asha $%.2f is cheaper than sha's $%.2f: the job does not test the barrier", calm.Elastic.Cost.Mean, calm.SHA.Predicted.Cost.Mean)
+	}
+}
