@@ -110,6 +110,32 @@ func (x *run) runASHA(ctx context.Context) error {
 	return err
 }
 
+// enterPhases journals the phases the run enters now: the one a revision of the schedule begins
+// (ashaState.enterNow), and, once every trial started, those whose GPUs the work that can still
+// run now (the jobs in flight and the promotions waiting) has fallen to. It says whether it
+// entered any.
+func (x *run) enterPhases() (bool, error) {
+	x.mu.Lock()
+	a := x.st.asha
+	phase := len(a.phaseAt) - 1
+	next := max(phase, a.enterNow)
+	if a.ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
+		demand := a.ladder.InFlight() + a.ladder.Promotable()
+		for next+1 < len(a.plan.GPUs) && demand <= a.plan.GPUs[next+1] {
+			next++
+		}
+	}
+	gpus := slices.Clone(a.plan.GPUs)
+	x.mu.Unlock()
+	for p := phase + 1; p <= next; p++ {
+		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(gpus), gpus[p])
+		if err := x.record(Event{Ev: EvPhase, Stage: p, GPUs: gpus[p]}, true); err != nil {
+			return false, err
+		}
+	}
+	return next > phase, nil
+}
+
 // ashaJob is a ladder's job as the job loop runs it. Callers hold x.mu.
 func (x *run) ashaJob(j asha.Job) job {
 	st := x.st.brackets[j.Bracket].Stages[j.Rung]
@@ -137,31 +163,25 @@ var _ jobSource = (*ashaSource)(nil)
 // jobs the ladder hands out, up to the phase's GPUs in flight.
 func (s *ashaSource) more(int) (stageEvent, error) {
 	x := s.x
+	entered, err := x.enterPhases()
+	if err != nil {
+		return stageEvent{}, err
+	}
 	x.mu.Lock()
 	a := x.st.asha
-	phase, next := len(a.phaseAt)-1, len(a.phaseAt)-1
-	if a.ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
-		demand := a.ladder.InFlight() + a.ladder.Promotable()
-		for next+1 < len(a.plan.GPUs) && demand <= a.plan.GPUs[next+1] {
-			next++
-		}
-	}
-	milestone := x.milestone()
+	phase, milestone := len(a.phaseAt)-1, x.milestone()
 	x.mu.Unlock()
-	for p := phase + 1; p <= next; p++ {
-		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(a.plan.GPUs), a.plan.GPUs[p])
-		if err := x.record(Event{Ev: EvPhase, Stage: p, GPUs: a.plan.GPUs[p]}, true); err != nil {
+	if entered || milestone > s.milestone {
+		s.milestone = milestone
+		if err := x.reviewASHA(s.ctx, phase); err != nil {
 			return stageEvent{}, err
 		}
-	}
-	if next > phase || milestone > s.milestone {
-		s.milestone = milestone
-		if err := x.reviewASHA(s.ctx, next); err != nil {
+		if _, err := x.enterPhases(); err != nil { // the phase a revision begins now
 			return stageEvent{}, err
 		}
 	}
 	x.mu.Lock()
-	gpus := a.plan.GPUs[next] // a revision may have changed it
+	gpus := a.plan.GPUs[len(a.phaseAt)-1]
 	x.mu.Unlock()
 	var jobs []job
 	for {

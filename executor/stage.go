@@ -116,7 +116,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 	view := &bracketView{x: x, b: b}
 	events := clock.NewQueue[stageEvent](x.clk)
 	handles := map[int]Handle{}
-	wait := ctx // until the stage is cancelled; then without, to see its gangs end
+	wait := ctx       // until the stage is cancelled; then without, to see its gangs end
 	var stopped error // why the source stopped the loop
 	acts := m.begin(view)
 	for {

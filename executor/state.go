@@ -71,8 +71,12 @@ type ashaState struct {
 	byIndex []string
 	index   map[string]int
 	phaseAt []time.Time
-	rungEnd map[stageKey]time.Time // the last result of each rung so far
-	end     time.Time              // when it finished
+	// enterNow is the phase a revision of the schedule begins at once (its GPUs differ from the
+	// phase the run was in): phases are spans of one GPU count, so a revision that changes the
+	// count now starts a phase of its own.
+	enterNow int
+	rungEnd  map[stageKey]time.Time // the last result of each rung so far
+	end      time.Time              // when it finished
 	// promoted are the trials each rung promoted, in order.
 	promoted map[stageKey][]string
 }
@@ -316,8 +320,9 @@ func (s *state) apply(e Event) {
 }
 
 // replanASHA applies a revision of an ASHA run's schedule from the phase it is in (e.Stage) on:
-// e.Plan's GPU counts replace the rest of the plan. One of another phase (a journal of another
-// plan) is skipped.
+// e.Plan's GPU counts replace the rest of the plan, its first a phase of its own when it holds
+// other GPUs than the current one (entered next: enterNow). One of another phase (a journal of
+// another plan) is skipped.
 func (s *state) replanASHA(e Event) {
 	a := s.asha
 	if e.Stage != len(a.phaseAt)-1 || len(e.Plan) == 0 {
@@ -325,7 +330,12 @@ func (s *state) replanASHA(e Event) {
 		return
 	}
 	r := revision{bracket: 0, stage: e.Stage, at: e.At, gpusBefore: slices.Clone(a.plan.GPUs[e.Stage:]), event: e}
-	gpus := slices.Clone(a.plan.GPUs[:e.Stage])
+	keep := e.Stage
+	if e.Plan[0].GPUs != a.plan.GPUs[e.Stage] { // the count changes now: a phase begins
+		keep++
+		a.enterNow = keep
+	}
+	gpus := slices.Clone(a.plan.GPUs[:keep])
 	for _, sa := range e.Plan {
 		gpus = append(gpus, sa.GPUs)
 	}

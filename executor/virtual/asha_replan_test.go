@@ -61,15 +61,19 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 		first.Before.MissProb <= first.After.MissProb || !strings.HasPrefix(first.Where(), "asha from phase 1") {
 		t.Fatalf("the first revision %+v should give the first phase more GPUs for the deadline", first)
 	}
-	// The phases ran what the revisions said: the first phase's GPUs are the last revision's of it.
-	var lastOfPhase0 executor.Revision
+	// The phases ran what the revisions said: one that changed the GPUs of the phase the run was
+	// in began a phase of its own, on its GPUs, when it was made.
 	for _, r := range with.Revisions {
-		if r.Stage == 0 {
-			lastOfPhase0 = r
+		if r.Plan[0].GPUs == r.GPUsBefore[0] {
+			continue
 		}
-	}
-	if with.Phases[0].GPUs != lastOfPhase0.Plan[0].GPUs {
-		t.Fatalf("phase 1 ran %d GPUs; the last revision of it said %s", with.Phases[0].GPUs, lastOfPhase0.NewPlan())
+		began := false
+		for _, p := range with.Phases {
+			began = began || (p.Start == r.At && p.GPUs == r.Plan[0].GPUs)
+		}
+		if !began {
+			t.Fatalf("the revision at %.1f s to %s began no phase: %+v", r.At, r.NewPlan(), with.Phases)
+		}
 	}
 	journaled, forecasts := 0, 0
 	for _, e := range events {
