@@ -16,8 +16,12 @@ func (e *Experiment) Summary() string {
 		trials += b.Trials()
 		stages += len(b.Stages)
 	}
-	alg := "stages"
+	alg, stage := "stages", "stage"
 	switch {
+	case e.Algorithm.ASHA != nil:
+		a := e.Algorithm.ASHA
+		alg, stage = fmt.Sprintf("ASHA(n=%d, r=%d, R=%d, eta=%d)", a.Trials, a.MinIters, a.MaxIters, a.Eta), "rung"
+		trials = a.Trials // each trial climbs the rungs it is promoted to: counted once
 	case e.Algorithm.SHA != nil:
 		a := e.Algorithm.SHA
 		alg = fmt.Sprintf("SHA(n=%d, r=%d, R=%d, eta=%d)", a.Trials, a.MinIters, a.MaxIters, a.Eta)
@@ -41,7 +45,7 @@ func (e *Experiment) Summary() string {
 		params = append(params, name)
 	}
 	return fmt.Sprintf("%s: %s, %s, %s, %s, %s; %s, %s with %s at %s/h %s, up to %s",
-		e.Name, alg, format.Plural(len(brackets), "bracket"), format.Plural(stages, "stage"), format.Plural(trials, "trial"), format.Plural(len(params), "parameter"),
+		e.Name, alg, format.Plural(len(brackets), "bracket"), format.Plural(stages, stage), format.Plural(trials, "trial"), format.Plural(len(params), "parameter"),
 		deadline, node, format.Plural(e.Cluster.GPUsPerNode, "GPU"), format.Money(e.Cluster.HourlyPrice()), strings.ReplaceAll(e.Cluster.Market, "-", " "),
 		format.Plural(e.Cluster.MaxNodes, "node"))
 }
