@@ -115,7 +115,11 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 	if p.deadline <= 0 {
 		p.deadline = math.Inf(1)
 	}
-	best, fixed, err := p.search()
+	search := p.search
+	if exp.Planner.Name == spec.PlannerOptimal {
+		search = p.exhaust
+	}
+	best, fixed, err := search()
 	if err != nil {
 		return nil, err
 	}
@@ -134,16 +138,74 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 	return res, nil
 }
 
-// search finds the cheapest schedule that meets the deadline at the quantile (or the fastest,
-// when none does), and the best fixed one.
-func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
-	m, cfg := p.m, p.cfg
-	step := m.GPUsPerNode
-	most := m.MaxNodes
+// MaxExactASHA is how many schedules the exact ASHA planner may enumerate: past it, planner
+// optimal is refused for the job (greedy plans it).
+const MaxExactASHA = 20000
+
+// exhaust is the exact planner: every schedule (a non-increasing count of whole nodes per phase,
+// as many phases as the rungs, up to max_nodes) priced on the same common random numbers as the
+// greedy search, the best kept (betterASHA). It is for small jobs: a check of the greedy descent.
+func (p *ashaProblem) exhaust() (best, fixed ASHACandidate, err error) {
+	step, most, phases := p.bounds()
+	if n := schedules(most, phases); n > MaxExactASHA {
+		return best, fixed, fmt.Errorf("planner optimal: %d GPU schedules of %d phases over up to %d nodes; it enumerates at most %d (use greedy)", n, phases, most, MaxExactASHA)
+	}
+	var walk func(gpus []int, top int) error
+	walk = func(gpus []int, top int) error {
+		if p.stop() {
+			return nil
+		}
+		if len(gpus) == phases {
+			c, err := p.evaluate(sim.ASHAPlan{GPUs: slices.Clone(gpus)})
+			if err != nil {
+				return err
+			}
+			if betterASHA(c, best) {
+				best = c
+			}
+			if len(c.Plan.GPUs) == 1 && betterASHA(c, fixed) {
+				fixed = c
+			}
+			return nil
+		}
+		for n := top; n >= 1; n-- {
+			if err := walk(append(gpus, n*step), n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err = walk(make([]int, 0, phases), most)
+	return best, fixed, err
+}
+
+// bounds are the schedules' terms: GPUs a node, the most nodes, the phases (one a rung).
+func (p *ashaProblem) bounds() (step, most, phases int) {
+	most = p.m.MaxNodes
 	if most <= 0 {
 		most = 64
 	}
-	most = min(most, m.NodesFor(cfg.Trials))
+	return p.m.GPUsPerNode, min(most, p.m.NodesFor(p.cfg.Trials)), len(p.cfg.Rungs(0))
+}
+
+// schedules counts the non-increasing sequences of phases counts from 1 to most: C(most+phases-1,
+// phases), capped past MaxExactASHA.
+func schedules(most, phases int) int {
+	n := 1
+	for i := 1; i <= phases; i++ {
+		n = n * (most + i - 1) / i
+		if n > 100*MaxExactASHA {
+			return n
+		}
+	}
+	return n
+}
+
+// search finds the cheapest schedule that meets the deadline at the quantile (or the fastest,
+// when none does), and the best fixed one.
+func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
+	cfg := p.cfg
+	step, most, _ := p.bounds()
 	var feasibleFixed []ASHACandidate
 	for n := 1; n <= most && !p.stop(); n++ {
 		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{n * step}})

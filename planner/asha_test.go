@@ -81,3 +81,46 @@ func TestASHABeatsSHAWhereStragglersHoldABarrier(t *testing.T) {
 		t.Fatalf("without stragglers asha $%.2f is cheaper than sha's $%.2f: the job does not test the barrier", calm.Elastic.Cost.Mean, calm.SHA.Predicted.Cost.Mean)
 	}
 }
+
+// The greedy descent checked by the exact planner on small jobs: planner optimal enumerates every
+// schedule on the same common random numbers, so it is never dearer than greedy; greedy lands
+// within 5% of it. A job with too many schedules is refused by name.
+func TestASHAGreedyAgainstExact(t *testing.T) {
+	for _, file := range []string{"../examples/asha-quickstart.yaml", "../examples/asha-replan.yaml", "../executor/virtual/testdata/asha-calibration.yaml"} {
+		exp, err := spec.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp.Planner.Samples = 100 // both on the same common random numbers, fewer of them
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		greedy, err := PlanASHA(context.Background(), exp, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp.Planner.Name = spec.PlannerOptimal
+		exact, err := PlanASHA(context.Background(), exp, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, e := greedy.Elastic, exact.Elastic
+		t.Logf("%s: greedy %v $%.4f (%d schedules), exact %v $%.4f (%d schedules)", exp.Name, g.Plan, g.Cost.Mean, greedy.Evaluated, e.Plan, e.Cost.Mean, exact.Evaluated)
+		if !g.Feasible || !e.Feasible || e.Cost.Mean > g.Cost.Mean+1e-12 || g.Cost.Mean > 1.05*e.Cost.Mean {
+			t.Fatalf("%s: greedy %v $%.4f (feasible %v), exact %v $%.4f (feasible %v)", exp.Name, g.Plan, g.Cost.Mean, g.Feasible, e.Plan, e.Cost.Mean, e.Feasible)
+		}
+		if exact.Fixed.Cost != greedy.Fixed.Cost {
+			t.Fatalf("%s: the best fixed count differs: %v against %v", exp.Name, exact.Fixed.Plan, greedy.Fixed.Plan)
+		}
+	}
+	exp, err := spec.Load("../examples/asha-stragglers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp.Planner.Name = spec.PlannerOptimal
+	m, _ := sim.NewModel(exp)
+	if _, err := PlanASHA(context.Background(), exp, m); err == nil || !strings.Contains(err.Error(), "use greedy") {
+		t.Fatalf("a job of 52,360 schedules planned exactly: %v", err)
+	}
+}
