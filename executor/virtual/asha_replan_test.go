@@ -3,14 +3,12 @@ package virtual_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // examples/asha-replan.yaml in virtual time: every iteration runs 50% slower than the profile the
@@ -111,17 +109,7 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 // resumed with a higher budget it finishes, every promotion the rule's and none taken twice.
 // Without stop, the driver re-plans for the budget, and the deadline gives way.
 func TestASHABudgetDuringARun(t *testing.T) {
-	text, err := os.ReadFile("../../examples/asha-replan.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	withBudget := func(budget string) *spec.Experiment {
-		exp, err := spec.Parse("asha-replan.yaml", append(text, []byte("budget: "+budget+"\n")...), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return exp
-	}
+	withBudget := budgeted(t, "../../examples/asha-replan.yaml")
 	base := planned(t, "../../examples/asha-replan.yaml")
 	t.Run("stop", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")

@@ -69,17 +69,7 @@ func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 // kept; resumed with a higher budget it finishes without rerunning what was done. Without stop,
 // the driver re-plans for the budget: the deadline gives way, and the run ends within it.
 func TestBudgetDuringARun(t *testing.T) {
-	text, err := os.ReadFile("../../examples/replan.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	withBudget := func(budget string) *spec.Experiment {
-		exp, err := spec.Parse("replan.yaml", append(text, []byte("budget: "+budget+"\n")...), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return exp
-	}
+	withBudget := budgeted(t, "../../examples/replan.yaml")
 	_, alloc, _ := plan(t, "../../examples/replan.yaml")
 	t.Run("stop", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")
@@ -176,5 +166,20 @@ func TestReplanForecastsLaterRounds(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no review in the first round")
+	}
+}
+
+// budgeted reads a spec and returns it with a budget block added (YAML, as written in a spec).
+func budgeted(t *testing.T, file string) func(budget string) *spec.Experiment {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(budget string) *spec.Experiment {
+		exp, err := spec.Parse(filepath.Base(file), append(text, []byte("budget: "+budget+"\n")...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exp
 	}
 }
