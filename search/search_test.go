@@ -439,3 +439,49 @@ func TestWarmStartChangesTheModelsDraws(t *testing.T) {
 		t.Fatalf("%d draws kept, %d changed; mean distance to the optimum %.2f warm, %.2f cold", same, changed, nearer/float64(changed), farther/float64(changed))
 	}
 }
+
+// The model pools the trials at budgets from a third of the fitted one up, each once, at the
+// largest budget it reached, ranked by its quantile there: the best at the budget below the
+// fitted one is good, a trial promoted from it and worst at the fitted budget is bad, and
+// results at smaller budgets are left out.
+func TestTPEPoolsTrialsAtTheirLargestBudget(t *testing.T) {
+	space := map[string]spec.Param{"x": {Type: "uniform", Min: 0, Max: 1}}
+	tpe := NewTPE(space, tpeOptions(2))
+	obs := func(x float64, budget int, loss float64) Observation {
+		return Observation{Params: spec.Config{"x": x}, Budget: budget, Loss: loss}
+	}
+	var history []Observation
+	for i := range 20 { // budget 1, left out: 1 < 9/3
+		history = append(history, obs(0.9+float64(i)/1000, 1, -100))
+	}
+	for i := range 8 { // budget 3: the trials stopped there, ranked among them
+		history = append(history, obs(0.1+float64(i)/100, 3, float64(i)))
+	}
+	history = append(history, obs(0.5, 3, -1), obs(0.5, 9, 100)) // promoted, then the worst
+	for i := range 4 {
+		history = append(history, obs(0.3+float64(i)/100, 9, float64(i)))
+	}
+	if b, n := tpe.Budget(history); b != 9 || n != 5 {
+		t.Fatalf("fitted at budget %d (%d results), want 9 (5)", b, n)
+	}
+	trials := pool(tpe.dims, history, 3)
+	if len(trials) != 13 {
+		t.Fatalf("%d trials pooled, want 13 (8 at budget 3, 5 at 9)", len(trials))
+	}
+	m := tpe.fit(history)
+	if len(m.good.points)+len(m.bad.points) != 13 {
+		t.Fatalf("%d good and %d bad points, want 13 in all", len(m.good.points), len(m.bad.points))
+	}
+	if x := m.good.points[0][0]; x != 0.1 && x != 0.3 {
+		t.Errorf("best point at %v, want the best at budget 3 or at 9 (0.1 or 0.3)", x)
+	}
+	for _, p := range m.good.points {
+		if p[0] >= 0.9 || p[0] == 0.5 {
+			t.Errorf("good point at %v: a budget-1 result or the trial worst at budget 9", p[0])
+		}
+	}
+	// Ranked at budget 9 (quantile 0.9), not at 3 (the best there): among the last of the bad.
+	if i := slices.IndexFunc(m.bad.points, func(p []float64) bool { return p[0] == 0.5 }); i < len(m.bad.points)-2 {
+		t.Errorf("the promoted trial worst at budget 9 is bad point %d of %d, want one of the last two", i, len(m.bad.points))
+	}
+}

@@ -2,6 +2,7 @@ package search
 
 import (
 	"cmp"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,9 +10,10 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// TPE is the tree-structured Parzen estimator as BOHB uses it (Falkner et al., 2018): for the
-// largest budget (iterations) with enough results, the best TopFraction of them make a "good"
-// density l and the rest a "bad" density g, kernel densities (a Gaussian per numeric
+// TPE is the tree-structured Parzen estimator as BOHB uses it (Falkner et al., 2018): once a
+// budget (iterations) has enough results, the trials with results at budgets from a third of the
+// largest such one up are ranked, each at the largest budget it reached (fit); the best
+// TopFraction of them make a "good" density l and the rest a "bad" density g, kernel densities (a Gaussian per numeric
 // coordinate, Aitchison and Aitken's kernel per choice) with normal-reference bandwidths floored
 // at MinBandwidth; Candidates points are drawn from l with its bandwidths widened
 // BandwidthFactor times, and the one with the highest l/g is the draw. RandomFraction of draws,
@@ -77,8 +79,9 @@ func (t *TPE) Draw(drawn int, history []Observation, r *rand.Rand) spec.Config {
 	return m.propose(t, r)
 }
 
-// Budget is the budget whose results the model is fitted on, and how many there are: the largest
-// with enough of them (0, 0 when none has).
+// Budget is the budget the model is fitted at, and how many results it has: the largest with
+// enough of them (0, 0 when none has). The model pools the trials of the budgets from a third
+// of it up (fit).
 func (t *TPE) Budget(history []Observation) (budget, n int) {
 	counts := map[int]int{}
 	for _, o := range history {
@@ -100,25 +103,99 @@ type model struct {
 	good, bad kde
 }
 
+// fit splits the trials into good and bad and fits a density on each. BOHB fits only the
+// results at the largest budget with enough of them: under Hyperband, 8 trials of the 49 in a
+// round, so the model learns slowly. Here every trial with a result at a budget of at least a
+// third of that one (poolShare) is a point, at the largest budget it reached, ranked by its
+// loss's quantile among all the results at that budget: a trial stopped early is ranked among
+// those it was stopped with, not below every trial that went on (Optuna's order, which
+// Hyperband's widest bracket, promoting none, defeats). Smaller budgets stay out: their
+// rankings, of learning curves barely begun, favour what learns fast over what ends best.
+// Measured with search-bench (docs/search.md), this reached random search's final regret
+// sooner on all three objectives and ended nearer the optimum (Hartmann-6: 0.043 against 0.121
+// median regret); pooling every budget ended farther on curves (0.011 against 0.0027), and
+// Optuna's order farther on all three.
 func (t *TPE) fit(history []Observation) *model {
 	budget, n := t.Budget(history)
 	if n == 0 {
 		return nil
 	}
-	obs := make([]Observation, 0, n)
-	for _, o := range history {
-		if o.Budget == budget {
-			obs = append(obs, o)
-		}
+	lowest := int(math.Ceil(float64(budget) * poolShare))
+	trials := pool(t.dims, history, lowest)
+	n = len(trials)
+	if n < t.needed() { // configurations repeated in a discrete space are one trial
+		return nil
 	}
-	slices.SortStableFunc(obs, func(a, b Observation) int { return cmp.Compare(a.Loss, b.Loss) })
 	nGood := max(t.opt.MinPoints, int(t.opt.TopFraction*float64(n)))
 	nGood = min(nGood, n-t.opt.MinPoints)
 	points := make([][]float64, n)
-	for i, o := range obs {
-		points[i] = encode(t.dims, o.Params)
+	for i, tr := range trials {
+		points[i] = tr.point
 	}
 	return &model{good: t.kde(points[:nGood]), bad: t.kde(points[nGood:])}
+}
+
+// poolShare is the smallest budget pooled, as a share of the fitted one: Hyperband's default
+// eta, 3, makes it the stage before the fitted one's.
+const poolShare = 1.0 / 3
+
+// ranked is a trial as the model sees it: its configuration, encoded, at the largest budget it
+// reached, and its loss's quantile among the results at that budget.
+type ranked struct {
+	point    []float64
+	budget   int
+	loss     float64
+	quantile float64
+}
+
+// pool gives one point per configuration with results at budgets from lowest up, best first:
+// by quantile (ties: the larger budget first, then the earlier result). A configuration's
+// results are one trial's, however the history orders them.
+func pool(ds []dim, history []Observation, lowest int) []ranked {
+	index := map[string]int{}
+	atBudget := map[int][]float64{}
+	var trials []ranked
+	key := make([]byte, 0, 8*len(ds))
+	for _, o := range history {
+		if o.Budget < lowest {
+			continue
+		}
+		atBudget[o.Budget] = append(atBudget[o.Budget], o.Loss)
+		u := encode(ds, o.Params)
+		key = key[:0]
+		for _, x := range u {
+			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(x))
+		}
+		i, seen := index[string(key)]
+		if !seen {
+			index[string(key)] = len(trials)
+			trials = append(trials, ranked{point: u, budget: o.Budget, loss: o.Loss})
+			continue
+		}
+		if tr := &trials[i]; o.Budget > tr.budget || (o.Budget == tr.budget && o.Loss < tr.loss) {
+			tr.budget, tr.loss = o.Budget, o.Loss
+		}
+	}
+	for _, losses := range atBudget {
+		slices.Sort(losses)
+	}
+	for i := range trials {
+		tr := &trials[i]
+		losses := atBudget[tr.budget]
+		below, _ := slices.BinarySearch(losses, tr.loss)
+		upTo := below
+		for upTo < len(losses) && losses[upTo] == tr.loss {
+			upTo++
+		}
+		tr.quantile = float64(below+upTo) / 2 / float64(len(losses)) // ties share their mid-rank
+	}
+	slices.SortStableFunc(trials, func(a, b ranked) int {
+		if c := cmp.Compare(a.quantile, b.quantile); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.budget, a.budget)
+	})
+	return trials
 }
 
 // kde is a kernel density over points (rows of coordinates, NaN inactive), with each
