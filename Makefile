@@ -92,7 +92,7 @@ clean:
 # python3-optuna, installed once by scripts/optuna.sh). Tables on stdout, charts in .bench/.
 search-bench: build
 	./scripts/optuna.sh
-	$(BIN) search-bench --samplers 'random,sobol,tpe,tpe, random_fraction: 0.1' --seeds 20 --rounds 16 \
+	$(BIN) search-bench --samplers 'random,sobol,tpe,tpe, random_fraction: 0.333' --seeds 20 --rounds 16 \
 		--optuna .bench --optuna-script scripts/optuna_bench.py --plots .bench
 	# digits trains the MLP for real (about 10 ms an epoch): four rounds, not sixteen.
 	$(BIN) search-bench --objectives digits --samplers 'random,sobol,tpe' --seeds 20 --rounds 4 \

@@ -65,7 +65,7 @@ func NewTPE(space map[string]spec.Param, opt spec.Sampler) *TPE {
 // Draw returns the configuration of a trial with drawn trials drawn before it, given every
 // result so far.
 func (t *TPE) Draw(drawn int, history []Observation, r *rand.Rand) spec.Config {
-	randomFraction := 1.0 / 3
+	randomFraction := 0.1 // see spec.Sampler
 	if t.opt.RandomFraction != nil {
 		randomFraction = *t.opt.RandomFraction
 	}

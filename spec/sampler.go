@@ -23,7 +23,7 @@ type Sampler struct {
 	// (log-spaced for loguniform; an int's are rounded and kept once). Default 3.
 	GridPoints int `yaml:"grid_points"`
 	// TPE: MinPoints results at a budget before a model is fitted on it (default: the number
-	// of parameters plus one); RandomFraction of draws kept random (default 1/3); Candidates drawn
+	// of parameters plus one); RandomFraction of draws kept random (default 0.1); Candidates drawn
 	// from the good density and ranked by the density ratio (default 64); StartupTrials drawn at
 	// random before any model is used (default 0: random until a budget has enough results);
 	// TopFraction of a budget's results that make up the good density (default 0.15);
@@ -74,7 +74,7 @@ func (e *Experiment) samplerDefaults() {
 	}
 	if s.RandomFraction == nil && !e.unknown("sampler.random_fraction") {
 		s.RandomFraction = new(float64)
-		*s.RandomFraction = 1.0 / 3
+		*s.RandomFraction = 0.1
 	}
 	if s.Candidates == 0 && !e.Has("sampler.candidates") {
 		s.Candidates = 64

@@ -287,7 +287,7 @@ func fieldDocs() map[string]string {
 		"Sampler.seed":             "Seeds the sampler apart from the experiment's seed (default: seed).",
 		"Sampler.grid_points":      "grid: values per numeric parameter, evenly spaced (log-spaced for loguniform); default 3.",
 		"Sampler.min_points":       "tpe: results a budget needs before a model is fitted on it (default: parameters + 1).",
-		"Sampler.random_fraction":  "tpe: the share of draws kept random (default 1/3).",
+		"Sampler.random_fraction":  "tpe: the share of draws kept random (default 0.1).",
 		"Sampler.candidates":       "tpe: candidates drawn from the good density and ranked by the density ratio (default 64).",
 		"Sampler.startup_trials":   "tpe: trials drawn at random before any model is used (default 0: random until a budget has min_points results).",
 		"Sampler.top_fraction":     "tpe: the share of a budget's results that make up the good density (default 0.15).",
