@@ -375,6 +375,23 @@ func (r *rung) best() result {
 	return r.unpromoted[0]
 }
 
+// Clone is a copy of the ladder that changes apart from it: a forecast from where a run stands
+// (sim.ASHAStart) while the run goes on.
+func (l *Ladder) Clone() *Ladder {
+	return l.Redrawn(func(b, k, _ int) []float64 {
+		lv := &l.levels[b][k]
+		losses := make([]float64, 0, lv.n)
+		for _, r := range lv.promoted {
+			losses = append(losses, r.loss)
+		}
+		for _, r := range lv.unpromoted {
+			losses = append(losses, r.loss)
+		}
+		slices.Sort(losses)
+		return losses
+	})
+}
+
 // Redrawn is a copy of the ladder whose results have new losses in the same order: values(b, k,
 // n) gives rung k of bracket b's n new losses, sorted (lowest first), and the rung's i-th best
 // result takes the i-th. Every decision the ladder took and will take from here ranks them as

@@ -400,3 +400,40 @@ func TestRedrawnKeepsTheDecisions(t *testing.T) {
 		}
 	}
 }
+
+// A clone goes on as the ladder would, with the same losses (its Best too), and apart from it:
+// what the clone hands out and is told leaves the ladder as it was.
+func TestCloneGoesOnApart(t *testing.T) {
+	cfg := spec.ASHA{Trials: 30, MinIters: 1, MaxIters: 27, Eta: 3, Brackets: 2}
+	l := New(cfg)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 25; i++ {
+		j, ok := l.Next()
+		if !ok {
+			break
+		}
+		if err := l.Report(j.Trial, r.Float64()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := l.Clone()
+	bt, bl, _ := l.Best()
+	ct, cl, _ := c.Best()
+	if bt != ct || bl != cl || c.Started() != l.Started() || c.Promotable() != l.Promotable() {
+		t.Fatalf("clone best %d %v, started %d; ladder %d %v, %d", ct, cl, c.Started(), bt, bl, l.Started())
+	}
+	started, peek := l.Started(), func(l *Ladder) Job { j, _ := l.Peek(); return j }
+	want := peek(l)
+	for {
+		j, ok := c.Next()
+		if !ok {
+			break
+		}
+		if err := c.Report(j.Trial, r.Float64()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l.Started() != started || peek(l) != want || !c.Done() || l.Done() {
+		t.Fatalf("the ladder changed with its clone: started %d (was %d), next %+v (was %+v)", l.Started(), started, peek(l), want)
+	}
+}

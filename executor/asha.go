@@ -259,14 +259,7 @@ func (x *run) reviewASHA(ctx context.Context, p int) error {
 func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
 	s, a := x.st, x.st.asha
 	start := sim.ASHAStart{
-		// A copy, in the same order: the forecast redraws its results anyway.
-		Ladder: a.ladder.Redrawn(func(_, _, n int) []float64 {
-			v := make([]float64, n)
-			for i := range v {
-				v[i] = float64(i)
-			}
-			return v
-		}),
+		Ladder:  a.ladder.Clone(),
 		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.nodes[0]),
 	}
 	for _, j := range a.ladder.Jobs() {

@@ -324,11 +324,7 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 			}
 		}
 		s.refresh(left, e.lost)
-		if s.replacing {
-			s.again = true
-		} else {
-			out = append(out, s.replace())
-		}
+		out = append(out, s.restore()...)
 	}
 	return out
 }
@@ -398,11 +394,7 @@ func (s *stage) resize(v stageView, parallel, keep int) []action {
 		if len(s.nodes) >= keep {
 			return nil
 		}
-		if s.replacing {
-			s.again = true
-			return nil
-		}
-		return []action{s.replace()}
+		return s.restore()
 	}
 	busy := s.gangsOn()
 	nodes := slices.Clone(s.nodes)
@@ -469,6 +461,15 @@ func (s *stage) letGo(set map[string]bool, all bool, kind actionKind) []action {
 func (s *stage) end(err error) action {
 	s.over = true
 	return action{kind: acEnd, err: err, nodes: s.drainAll()}
+}
+
+// restore asks for nodes up to keep: now, or once the request out has been answered.
+func (s *stage) restore() []action {
+	if s.replacing {
+		s.again = true
+		return nil
+	}
+	return []action{s.replace()}
 }
 
 // replace asks for nodes up to keep, beside those retiring (still held until their gangs end).
