@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -105,6 +106,9 @@ type run struct {
 	mu    sync.Mutex
 	st    *state
 	log   io.Writer
+	// sampler is the run's adaptive sampler, kept from draw to draw so that each trial's
+	// configuration is encoded once (made at the first draw).
+	sampler *search.TPE
 }
 
 func (cfg *Config) defaults() {
@@ -378,12 +382,19 @@ func (x *run) drawParams(id string) spec.Config {
 				if !done {
 					metric = math.NaN()
 				}
-				history = append(history, search.Observation{Params: t.params, Budget: stages[k].EndIter(), Loss: search.Loss(metric, exp.Objective.Mode)})
+				history = append(history, search.Observation{Params: t.params, Budget: stages[k].EndIter(),
+					Loss: search.Loss(metric, exp.Objective.Mode), Trial: tid})
 			}
 		}
 	}
-	history = append(history, x.cfg.WarmStart...)
-	return search.NewTPE(exp.SearchSpace, exp.Sampler).Draw(drawn, history, search.TrialRand(exp.SamplerSeed(), index))
+	for i, o := range x.cfg.WarmStart {
+		o.Trial = "warm start " + strconv.Itoa(i) // no trial ID of this run has a space
+		history = append(history, o)
+	}
+	if x.sampler == nil {
+		x.sampler = search.NewTPE(exp.SearchSpace, exp.Sampler)
+	}
+	return x.sampler.Draw(drawn, history, search.TrialRand(exp.SamplerSeed(), index))
 }
 
 func (x *run) specDuration(d time.Duration) time.Duration {

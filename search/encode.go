@@ -15,6 +15,8 @@ type dim struct {
 	name   string
 	param  spec.Param
 	levels int // a choice's values; 0 for the numeric
+	// A loguniform's log(min) and log(max/min), worked out once: encoding reads thousands.
+	logMin, logSpan float64
 }
 
 func dims(space map[string]spec.Param) []dim {
@@ -23,8 +25,11 @@ func dims(space map[string]spec.Param) []dim {
 	for i, n := range names {
 		p := space[n]
 		out[i] = dim{name: n, param: p}
-		if p.Type == "choice" {
+		switch p.Type {
+		case "choice":
 			out[i].levels = len(p.Values)
+		case "loguniform":
+			out[i].logMin, out[i].logSpan = math.Log(p.Min), math.Log(p.Max)-math.Log(p.Min)
 		}
 	}
 	return out
@@ -61,39 +66,59 @@ func decode(ds []dim, space map[string]spec.Param, u []float64) spec.Config {
 // their scaled value (an int the middle of its cell); absent parameters NaN.
 func encode(ds []dim, c spec.Config) []float64 {
 	u := make([]float64, len(ds))
-	for i, d := range ds {
+	for i := range u {
 		u[i] = math.NaN()
-		v, ok := c[d.name]
-		if !ok {
-			continue
-		}
-		p := d.param
-		switch p.Type {
-		case "choice":
-			for k, w := range p.Values {
-				if spec.SameValue(v, w) {
-					u[i] = float64(k)
-					break
-				}
-			}
-		case "uniform":
-			if f, ok := Number(v); ok {
-				u[i] = (f - p.Min) / (p.Max - p.Min)
-			}
-		case "loguniform":
-			if f, ok := Number(v); ok && f > 0 {
-				u[i] = (math.Log(f) - math.Log(p.Min)) / (math.Log(p.Max) - math.Log(p.Min))
-			}
-		case "int":
-			if f, ok := Number(v); ok {
-				u[i] = (f - p.Min + 0.5) / (p.Max - p.Min + 1)
-			}
-		}
-		if d.levels == 0 && !math.IsNaN(u[i]) {
-			u[i] = min(max(u[i], 0), 1) // a result from another space may lie outside this one
+	}
+	for i := range ds {
+		if v, ok := c[ds[i].name]; ok {
+			u[i] = encodeValue(&ds[i], v)
 		}
 	}
 	return u
+}
+
+// encodeIndexed is encode into u for a space whose coordinates index names: it ranges over c rather
+// than looking each parameter up, since a history's configurations are scattered in memory and
+// a draw reads thousands of them.
+func encodeIndexed(u []float64, ds []dim, index map[string]int, c spec.Config) {
+	for i := range u {
+		u[i] = math.NaN()
+	}
+	for name, v := range c {
+		if i, ok := index[name]; ok {
+			u[i] = encodeValue(&ds[i], v)
+		}
+	}
+}
+
+// encodeValue is one parameter's coordinate (NaN where v is none of its values).
+func encodeValue(d *dim, v any) float64 {
+	x := math.NaN()
+	p := &d.param
+	switch p.Type {
+	case "choice":
+		for k, w := range p.Values {
+			if spec.SameValue(v, w) {
+				return float64(k)
+			}
+		}
+	case "uniform":
+		if f, ok := Number(v); ok {
+			x = (f - p.Min) / (p.Max - p.Min)
+		}
+	case "loguniform":
+		if f, ok := Number(v); ok && f > 0 {
+			x = (math.Log(f) - d.logMin) / d.logSpan
+		}
+	case "int":
+		if f, ok := Number(v); ok {
+			x = (f - p.Min + 0.5) / (p.Max - p.Min + 1)
+		}
+	}
+	if d.levels == 0 && !math.IsNaN(x) {
+		x = min(max(x, 0), 1) // a result from another space may lie outside this one
+	}
+	return x
 }
 
 // Number reads a parameter's number however a journal or a spec holds it (float64, int64, int).

@@ -15,6 +15,9 @@ type Observation struct {
 	Params spec.Config
 	Budget int
 	Loss   float64
+	// Trial, where set, names the configuration for as long as the sampler lives: a TPE that
+	// draws again encodes it once (a trial's configuration never changes). Not persisted.
+	Trial string `json:"-"`
 }
 
 // Loss turns an objective value into a loss: the objective negated when mode is max; NaN (no

@@ -102,6 +102,33 @@ func TestTPEFitsTheLargestBudgetWithEnoughResults(t *testing.T) {
 	}
 }
 
+// A sampler kept from draw to draw, its configurations cached by trial, draws what one made
+// afresh for each draw does: the cache changes the time, never the draw.
+func TestTPEKeptDrawsAsAFreshOne(t *testing.T) {
+	space := map[string]spec.Param{
+		"lr":    {Type: "loguniform", Min: 1e-4, Max: 1},
+		"units": {Type: "int", Min: 8, Max: 512},
+		"act":   {Type: "choice", Values: []any{"relu", "tanh", "gelu"}},
+		"mom":   {Type: "uniform", Min: 0, Max: 1, When: map[string]spec.AnyOf{"act": {"relu"}}},
+	}
+	kept := NewTPE(space, tpeOptions(3))
+	var history []Observation
+	for i := range 120 {
+		got := kept.Draw(i, history, TrialRand(9, i))
+		if want := NewTPE(space, tpeOptions(3)).Draw(i, history, TrialRand(9, i)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("draw %d: kept sampler %v, fresh %v", i, got, want)
+		}
+		trial := fmt.Sprintf("t%d", i)
+		for budget := 1; budget <= 9; budget *= 3 { // each trial's results at three budgets
+			loss := math.Abs(math.Log10(got["lr"].(float64))+2) * 10 / float64(budget)
+			history = append(history, Observation{Params: got, Budget: budget, Loss: loss, Trial: trial})
+		}
+	}
+	if len(kept.encoded) != 119 {
+		t.Fatalf("%d configurations cached, want 119: the last trial's results came after the last draw", len(kept.encoded))
+	}
+}
+
 // The same seed and history give the same draws; another seed other draws.
 func TestTPEIsDeterministic(t *testing.T) {
 	space := map[string]spec.Param{
@@ -364,12 +391,23 @@ func BenchmarkTPEDraw(b *testing.B) {
 	for i := range history {
 		history[i] = Observation{Params: spec.SampleConfig(space, r), Budget: 9, Loss: r.Float64()}
 	}
+	for i := range history {
+		history[i].Trial = fmt.Sprint(i)
+	}
 	for _, multivariate := range []bool{false, true} {
+		opt := tpeOptions(21)
+		opt.Multivariate = multivariate
 		b.Run(fmt.Sprintf("multivariate=%v", multivariate), func(b *testing.B) {
-			opt := tpeOptions(21)
-			opt.Multivariate = multivariate
+			// As the executor draws: a sampler kept for the run, its history's configurations
+			// encoded by earlier draws, fitted on the history.
+			kept := NewTPE(space, opt)
+			kept.Draw(0, history, r)
 			for i := range b.N {
-				// As the executor draws: a sampler made afresh from the spec, fitted on the history.
+				kept.Draw(i, history, r)
+			}
+		})
+		b.Run(fmt.Sprintf("multivariate=%v/fresh", multivariate), func(b *testing.B) {
+			for i := range b.N { // a sampler made afresh, encoding every configuration
 				NewTPE(space, opt).Draw(i, history, r)
 			}
 		})
@@ -464,7 +502,7 @@ func TestTPEPoolsTrialsAtTheirLargestBudget(t *testing.T) {
 	if b, n := tpe.Budget(history); b != 9 || n != 5 {
 		t.Fatalf("fitted at budget %d (%d results), want 9 (5)", b, n)
 	}
-	trials := pool(tpe.dims, history, 3)
+	trials := tpe.pool(history, 3)
 	if len(trials) != 13 {
 		t.Fatalf("%d trials pooled, want 13 (8 at budget 3, 5 at 9)", len(trials))
 	}

@@ -34,9 +34,19 @@ type TPE struct {
 	space map[string]spec.Param
 	dims  []dim
 	opt   spec.Sampler
+	// encoded caches the points of the configurations named by Observation.Trial, and their
+	// keys (their coordinates' bits): encoding a history's thousands of configurations, scattered
+	// in memory, was most of a draw's time.
+	encoded map[string]encodedTrial
+	names   map[string]int // a parameter's coordinate
 	// gaussTable holds exp(-z²/2) for z² from 0 to window², evenly: a draw sums a million
 	// kernels, and an interpolated table is a third of the time of math.Exp, within 1e-6.
 	gaussTable []float64
+}
+
+type encodedTrial struct {
+	point []float64
+	key   string
 }
 
 // gaussSteps is gaussTable's resolution.
@@ -44,7 +54,7 @@ const gaussSteps = 8192
 
 // gauss is exp(-z2/2) for z2 in [0, window²], from the table.
 func (t *TPE) gauss(z2 float64) float64 {
-	f := z2 * (gaussSteps / (window * window))
+	f := z2 * (float64(gaussSteps) / (window * window)) // not the integer quotient, 327
 	i := int(f)
 	if i >= gaussSteps {
 		return t.gaussTable[gaussSteps]
@@ -53,9 +63,14 @@ func (t *TPE) gauss(z2 float64) float64 {
 	return g[0] + (f-float64(i))*(g[1]-g[0])
 }
 
-// NewTPE returns the estimator of a space with the spec's options (defaults applied).
+// NewTPE returns the estimator of a space with the spec's options (defaults applied). It may
+// be kept and drawn from again as results come; it is not safe for concurrent use.
 func NewTPE(space map[string]spec.Param, opt spec.Sampler) *TPE {
-	t := &TPE{space: space, dims: dims(space), opt: opt, gaussTable: make([]float64, gaussSteps+1)}
+	t := &TPE{space: space, dims: dims(space), opt: opt, gaussTable: make([]float64, gaussSteps+1),
+		encoded: map[string]encodedTrial{}, names: map[string]int{}}
+	for i, d := range t.dims {
+		t.names[d.name] = i
+	}
 	for i := range t.gaussTable {
 		t.gaussTable[i] = math.Exp(-0.5 * float64(i) * (window * window) / gaussSteps)
 	}
@@ -121,7 +136,7 @@ func (t *TPE) fit(history []Observation) *model {
 		return nil
 	}
 	lowest := int(math.Ceil(float64(budget) * poolShare))
-	trials := pool(t.dims, history, lowest)
+	trials := t.pool(history, lowest)
 	n = len(trials)
 	if n < t.needed() { // configurations repeated in a discrete space are one trial
 		return nil
@@ -146,30 +161,41 @@ type ranked struct {
 	budget   int
 	loss     float64
 	quantile float64
+	first    int // its place in the history: ties' order
 }
 
 // pool gives one point per configuration with results at budgets from lowest up, best first:
 // by quantile (ties: the larger budget first, then the earlier result). A configuration's
 // results are one trial's, however the history orders them.
-func pool(ds []dim, history []Observation, lowest int) []ranked {
-	index := map[string]int{}
+func (t *TPE) pool(history []Observation, lowest int) []ranked {
+	d := len(t.dims)
+	index := make(map[string]int, len(history))
 	atBudget := map[int][]float64{}
 	var trials []ranked
-	key := make([]byte, 0, 8*len(ds))
+	points := make([]float64, 0, len(history)*d) // one allocation for the uncached points
 	for _, o := range history {
 		if o.Budget < lowest {
 			continue
 		}
 		atBudget[o.Budget] = append(atBudget[o.Budget], o.Loss)
-		u := encode(ds, o.Params)
-		key = key[:0]
-		for _, x := range u {
-			key = binary.LittleEndian.AppendUint64(key, math.Float64bits(x))
+		e, cached := t.encoded[o.Trial]
+		if !cached || o.Trial == "" {
+			points = append(points, make([]float64, d)...)
+			u := points[len(points)-d : len(points) : len(points)]
+			encodeIndexed(u, t.dims, t.names, o.Params)
+			key := make([]byte, 0, 8*d)
+			for _, x := range u {
+				key = binary.LittleEndian.AppendUint64(key, math.Float64bits(x))
+			}
+			e = encodedTrial{point: u, key: string(key)}
+			if o.Trial != "" {
+				t.encoded[o.Trial] = e
+			}
 		}
-		i, seen := index[string(key)]
+		i, seen := index[e.key]
 		if !seen {
-			index[string(key)] = len(trials)
-			trials = append(trials, ranked{point: u, budget: o.Budget, loss: o.Loss})
+			index[e.key] = len(trials)
+			trials = append(trials, ranked{point: e.point, budget: o.Budget, loss: o.Loss, first: len(trials)})
 			continue
 		}
 		if tr := &trials[i]; o.Budget > tr.budget || (o.Budget == tr.budget && o.Loss < tr.loss) {
@@ -189,11 +215,14 @@ func pool(ds []dim, history []Observation, lowest int) []ranked {
 		}
 		tr.quantile = float64(below+upTo) / 2 / float64(len(losses)) // ties share their mid-rank
 	}
-	slices.SortStableFunc(trials, func(a, b ranked) int {
+	slices.SortFunc(trials, func(a, b ranked) int {
 		if c := cmp.Compare(a.quantile, b.quantile); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.budget, a.budget)
+		if c := cmp.Compare(b.budget, a.budget); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.first, b.first)
 	})
 	return trials
 }
@@ -213,6 +242,9 @@ type kde struct {
 	// kernels are summed over a window around the candidate), each choice's points per level.
 	sorted [][]float64
 	counts [][]float64
+	// A numeric coordinate whose window holds many points is summed by its expansion instead
+	// (nil moments: by sorted).
+	expansions []expansion
 }
 
 // window is how many bandwidths from a candidate a point's kernel is summed (beyond, e^-12.5 of
@@ -224,7 +256,7 @@ func (t *TPE) kde(points [][]float64) kde {
 	k := kde{points: points, bw: make([]float64, d), inv: make([]float64, d), logNorm: make([]float64, d),
 		logSame: make([]float64, d), logDiff: make([]float64, d), logPrior: make([]float64, d),
 		flat: make([]float64, 0, d*len(points)), logs: make([]float64, len(points)),
-		sorted: make([][]float64, d), counts: make([][]float64, d)}
+		sorted: make([][]float64, d), counts: make([][]float64, d), expansions: make([]expansion, d)}
 	for _, p := range points {
 		k.flat = append(k.flat, p...)
 	}
@@ -264,6 +296,9 @@ func (t *TPE) kde(points [][]float64) kde {
 			for _, x := range active {
 				k.counts[j][int(x)]++
 			}
+		} else if expansionPays(len(active), bw, max(t.opt.Candidates, 1)) {
+			k.expansions[j] = t.expansion(active, bw)
+			k.sorted[j] = active // for its length
 		} else {
 			slices.Sort(active)
 			k.sorted[j] = active
@@ -330,6 +365,9 @@ func (t *TPE) logDensityByParameter(k *kde, u []float64) float64 {
 			}
 			same := counts[int(x)]
 			sum = same*math.Exp(k.logSame[j]) + (n-same)*math.Exp(k.logDiff[j])
+		} else if e := &k.expansions[j]; e.moments != nil {
+			n = float64(len(k.sorted[j]))
+			sum = e.sum(x) * math.Exp(k.logNorm[j])
 		} else {
 			vals := k.sorted[j]
 			n = float64(len(vals))

@@ -79,6 +79,9 @@ func ParamOrder(space map[string]Param) []string {
 // Prune removes from c the parameters that are inactive under c's own values, deciding parents
 // first; c is changed in place and returned.
 func Prune(space map[string]Param, c Config) Config {
+	if !Conditional(space) { // nothing to decide: spares ordering the space per configuration
+		return c
+	}
 	for _, name := range ParamOrder(space) {
 		if !Active(space, name, c) {
 			delete(c, name)
