@@ -29,6 +29,10 @@ type worker struct {
 	name  string // "trial T worker N", for messages
 	token string
 	start uint64 // the leader's start time, its identity in the pids file (0: unknown)
+	// since is where PIDs stood before the leader was started (when /proc said): its
+	// descendants are among the PIDs handed out after.
+	since   pidCursor
+	sinceOK bool
 	out   *io.PipeWriter
 	log   io.Writer // the trial's log, when it has one of its own (nil for a reused worker)
 }
@@ -84,6 +88,7 @@ func (r *Runtime) startWorker(cmd *exec.Cmd, name string, out *io.PipeWriter, lo
 	if out != nil {
 		cmd.Stdout = out
 	}
+	w.since, w.sinceOK = readCursor()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -147,7 +152,11 @@ func (w *worker) wait() error {
 
 // endLeftBehind ends the processes the worker left behind, and says which.
 func (w *worker) endLeftBehind() {
-	ended := w.r.endStrays(selector{groups: map[int]bool{w.pid(): true}, token: func(t string) bool { return t == w.token }})
+	sel := selector{groups: map[int]bool{w.pid(): true}, token: func(t string) bool { return t == w.token }}
+	if w.sinceOK {
+		sel.since = &w.since
+	}
+	ended := w.r.endStrays(sel)
 	if len(ended) > 0 {
 		w.note(fmt.Sprintf("%s exited; ended %s it left behind", w.name, describe(ended)))
 	}
@@ -166,6 +175,21 @@ func (w *worker) note(msg string) {
 type selector struct {
 	groups map[int]bool
 	token  func(string) bool
+	// since, when set, says that whatever is selected was started after it: only the processes
+	// with PIDs handed out since are looked at, the runtime's other workers aside.
+	since *pidCursor
+}
+
+// candidates are the processes endStrays looks among: those since sel.since when it can tell,
+// or every one.
+func (r *Runtime) candidates(sel selector) ([]procStat, error) {
+	if sel.since != nil {
+		other := func(pid int) bool { return !sel.groups[pid] && r.isLiveWorker(pid) }
+		if list, ok := processesSince(*sel.since, other); ok {
+			return list, nil
+		}
+	}
+	return processes()
 }
 
 // endStrays kills every live process sel selects (this process aside) with its descendants,
@@ -178,7 +202,7 @@ func (r *Runtime) endStrays(sel selector) []procStat {
 	killed := map[int]bool{}
 	pause := time.Millisecond
 	for deadline := time.Now().Add(2 * time.Second); ; {
-		all, err := processes()
+		all, err := r.candidates(sel)
 		if err != nil {
 			return ended
 		}
