@@ -33,8 +33,8 @@ type worker struct {
 	// descendants are among the PIDs handed out after.
 	since   pidCursor
 	sinceOK bool
-	out   *io.PipeWriter
-	log   io.Writer // the trial's log, when it has one of its own (nil for a reused worker)
+	out     *io.PipeWriter
+	log     io.Writer // the trial's log, when it has one of its own (nil for a reused worker)
 }
 
 // workers is what the runtime knows of its workers: their tokens' common prefix, and those not
