@@ -348,7 +348,9 @@ def main():
     ap.add_argument("--max-iters", type=int, default=27)
     ap.add_argument("--eta", type=int, default=3)
     ap.add_argument("--budget-iters", type=int, required=True)
-    ap.add_argument("--seeds", type=int, default=1, help="runs seeds 0..N-1")
+    ap.add_argument("--seeds", type=int, default=1, help="runs seeds 0..N-1 (from --first-seed)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the first seed: halves of a long benchmark run side by side, their runs merged")
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--evaluator", default="bin/rubberband",
                     help="the rubberband binary, which computes digits (search-bench objective)")
@@ -367,7 +369,7 @@ def main():
 
     runs, finals = [], []
     t_all = time.time()
-    for s in range(a.seeds):
+    for s in range(a.first_seed, a.first_seed + a.seeds):
         t0 = time.time()
         if hasattr(obj, "evaluator"):
             obj.evaluator.restart()
