@@ -1,6 +1,10 @@
 package planner
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -50,4 +54,49 @@ func loadModel(t testing.TB, file string) (*spec.Experiment, *sim.Model) {
 		t.Fatal(err)
 	}
 	return exp, m
+}
+
+// BenchmarkPlanScale plans SHA(N, 1 to 729 iterations, eta 3) of ResNet-50 (batch 512) on
+// p3.8xlarge with greedy and 100 samples, from a cold simulator, for the trial counts
+// RB_BENCH_PLAN_TRIALS lists (default 64, 512 and 4,096; issue 22's table goes to 32,768, whose
+// plan took over ten minutes when measured).
+func BenchmarkPlanScale(b *testing.B) {
+	counts := os.Getenv("RB_BENCH_PLAN_TRIALS")
+	if counts == "" {
+		counts = "64,512,4096"
+	}
+	profile, err := filepath.Abs("../examples/paper/profiles/resnet50-b512-p3.8xlarge.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range strings.Split(counts, ",") {
+		b.Run("trials="+n, func(b *testing.B) {
+			file := filepath.Join(b.TempDir(), "scale.yaml")
+			text := fmt.Sprintf(`name: scale
+deadline: 2h
+seed: 1
+objective: {metric: val_accuracy, mode: max}
+algorithm: {sha: {trials: %s, min_iters: 1, max_iters: 729, eta: 3}}
+cluster: {instance_type: p3.8xlarge, max_nodes: 4096}
+profile: {file: %s}
+`, n, profile)
+			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			exp, m := loadModel(b, file)
+			evaluated := 0
+			for b.Loop() {
+				p, err := NewProblem(sim.New(m, exp.Algorithm.Brackets(), 100, exp.Seed), exp.Deadline.Seconds(), 0.5)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := Run(p, spec.PlannerGreedy)
+				if err != nil || !res.Feasible {
+					b.Fatalf("greedy: feasible %v, %v", res.Feasible, err)
+				}
+				evaluated = res.Evaluated
+			}
+			b.ReportMetric(float64(evaluated), "plans/op")
+		})
+	}
 }
