@@ -1,11 +1,14 @@
 // Package spec owns the experiment specification: the YAML format (version 1), its decoding with
 // a line number for every field, validation that reports every problem at once, the expansion of
 // Successive Halving and Hyperband into stages, seeded search-space sampling and the built-in
-// catalog of cloud instance types.
+// catalog of cloud instance types (Catalog), which a local catalog file's rows (CatalogFile,
+// written by `rubberband catalog refresh`) may extend or override.
 //
 // Everything here is pure: Parse takes bytes and returns data; randomness comes in as a
-// *rand.Rand. Only Load (through ReadFile) touches the file system, to read the spec and its
-// profile file: regular files only, of at most MaxFileSize (4 MiB) bytes.
+// *rand.Rand; the instance catalog comes in with WithCatalog (the built-in one by default).
+// Only Load (through ReadFile) and ReadCatalogFile touch the file system, to read the spec, its
+// profile file and a catalog file the caller names: regular files only, of at most MaxFileSize
+// (4 MiB) or MaxCatalogFileSize bytes.
 //
 // A value that fails to decode (a type error, a key given twice) is reported once and not
 // judged further, and the other fields are still validated: one pass lists every problem,

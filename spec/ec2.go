@@ -95,7 +95,7 @@ func (v *validator) ec2() {
 		return
 	}
 	if v.e.Cluster.InstanceType == "" && !v.e.unknown("cluster.instance_type") {
-		v.add("cluster.instance_type", "the ec2 block needs an instance type to rent (one of %s)", strings.Join(catalogNames(), ", "))
+		v.add("cluster.instance_type", "the ec2 block needs an instance type to rent (`rubberband catalog` lists them)")
 	}
 	if x.Region != "" && !regionRE().MatchString(x.Region) {
 		v.add("cluster.ec2.region", "%q is not an AWS region (such as us-east-1)", x.Region)

@@ -116,7 +116,7 @@ var typeFields = []string{"gpus_per_node", "price_per_hour", "spot_price_per_hou
 // profile; it runs after the cluster's own defaults. It also makes the cluster's type fields
 // those of its default type (cluster.instance_type, the first candidate unless given), so that
 // what reads the cluster alone sees that type.
-func (e *Experiment) candidateDefaults() Problems {
+func (e *Experiment) candidateDefaults(cat InstanceCatalog) Problems {
 	c := &e.Cluster
 	if len(c.InstanceTypes) == 0 {
 		return nil
@@ -130,10 +130,10 @@ func (e *Experiment) candidateDefaults() Problems {
 	}
 	for i := range c.InstanceTypes {
 		it, at := &c.InstanceTypes[i], candidatePath(i)
-		entry, ok := LookupInstance(it.InstanceType)
+		entry, ok := cat.Lookup(it.InstanceType)
 		if !ok && it.InstanceType != "" && !e.unknown(at+".instance_type") && !e.Has(at+".gpus_per_node") {
 			probs = append(probs, Problem{File: e.File, Line: e.Line(at + ".instance_type"), Path: at + ".instance_type",
-				Msg: fmt.Sprintf("unknown instance type %q (catalog: %v; or set gpus_per_node and price_per_hour)", it.InstanceType, catalogNames())})
+				Msg: fmt.Sprintf("unknown instance type %q (%s; or set gpus_per_node and price_per_hour)", it.InstanceType, cat.unknownHint(it.InstanceType))})
 		}
 		fill := func(field string, set func()) {
 			switch {

@@ -19,9 +19,31 @@ type ReadFunc func(path string) ([]byte, error)
 
 // Load reads, decodes, defaults and validates the spec at path. On any problem it returns the
 // Experiment decoded so far and a Problems error listing every problem found.
-func Load(path string) (*Experiment, error) {
-	exp, _, err := LoadSource(path)
+func Load(path string, opts ...Option) (*Experiment, error) {
+	exp, _, err := LoadSource(path, opts...)
 	return exp, err
+}
+
+// Option changes how a spec is parsed.
+type Option func(*parseOptions)
+
+type parseOptions struct {
+	catalog InstanceCatalog
+}
+
+// WithCatalog makes cat the instance types a spec may name and takes their figures from it,
+// instead of the built-in catalog's: the caller reads a local catalog file (ReadCatalogFile)
+// and passes what it holds, so that parsing itself reads no file behind its back.
+func WithCatalog(cat InstanceCatalog) Option {
+	return func(o *parseOptions) { o.catalog = cat }
+}
+
+func newParseOptions(opts []Option) parseOptions {
+	o := parseOptions{catalog: BuiltinCatalog()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // Source is a spec as it was read: its file's bytes and those of every file it names (its
@@ -34,7 +56,7 @@ type Source struct {
 }
 
 // LoadSource is Load, and the bytes it parsed. Each file is read once.
-func LoadSource(path string) (*Experiment, *Source, error) {
+func LoadSource(path string, opts ...Option) (*Experiment, *Source, error) {
 	data, err := ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read spec: %w", err)
@@ -54,7 +76,7 @@ func LoadSource(path string) (*Experiment, *Source, error) {
 			src.Files[rel] = b
 		}
 		return b, err
-	})
+	}, opts...)
 	return exp, src, err
 }
 
@@ -67,8 +89,10 @@ func ReadFile(path string) ([]byte, error) {
 
 // Parse decodes, defaults and validates a spec held in memory; file names it in problems. read
 // loads a profile file when the spec names one; nil refuses profile files. Problems come sorted
-// by line, the spec's own before its profile file's.
-func Parse(file string, data []byte, read ReadFunc) (*Experiment, error) {
+// by line, the spec's own before its profile file's. Instance types come from the built-in
+// catalog unless WithCatalog gives another.
+func Parse(file string, data []byte, read ReadFunc, opts ...Option) (*Experiment, error) {
+	o := newParseOptions(opts)
 	exp := &Experiment{File: file, failed: map[string]bool{}}
 	d := newDecoder(file)
 	d.document(data, exp)
@@ -81,7 +105,7 @@ func Parse(file string, data []byte, read ReadFunc) (*Experiment, error) {
 	}
 	probs := d.probs
 	probs = append(probs, exp.loadProfile(read)...)
-	probs = append(probs, exp.applyDefaults()...)
+	probs = append(probs, exp.applyDefaults(o.catalog)...)
 	probs = append(probs, exp.Validate()...)
 	if len(probs) == 0 {
 		exp.adoptDefaultType()
@@ -166,7 +190,7 @@ func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc) Pr
 // applyDefaults fills fields the spec left out: first from the instance catalog, then the
 // design's defaults. Fields written in the spec always win; one written but not decoded stays
 // unset rather than defaulted, so that it is not taken for a value the user gave.
-func (e *Experiment) applyDefaults() Problems {
+func (e *Experiment) applyDefaults(cat InstanceCatalog) Problems {
 	var probs Problems
 	c := &e.Cluster
 	if len(c.InstanceTypes) > 0 && !e.Has("cluster.instance_type") {
@@ -174,10 +198,10 @@ func (e *Experiment) applyDefaults() Problems {
 	}
 	// With instance_types the type's fields are its candidate's (candidateDefaults).
 	if len(c.InstanceTypes) == 0 && (c.InstanceType != "" || e.unknown("cluster.instance_type")) {
-		it, ok := LookupInstance(c.InstanceType)
+		it, ok := cat.Lookup(c.InstanceType)
 		if !ok && !e.unknown("cluster.instance_type") {
 			probs = append(probs, Problem{File: e.File, Line: e.Line("cluster.instance_type"), Path: "cluster.instance_type",
-				Msg: fmt.Sprintf("unknown instance type %q (catalog: %v; or leave it out and set gpus_per_node and price_per_hour)", c.InstanceType, catalogNames())})
+				Msg: fmt.Sprintf("unknown instance type %q (%s; or leave it out and set gpus_per_node and price_per_hour)", c.InstanceType, cat.unknownHint(c.InstanceType))})
 		}
 		fill := func(path string, set func()) {
 			switch {
@@ -223,7 +247,7 @@ func (e *Experiment) applyDefaults() Problems {
 		dist.inferKind()
 	}
 	e.Profile.inferKinds()
-	probs = append(probs, e.candidateDefaults()...)
+	probs = append(probs, e.candidateDefaults(cat)...)
 	if e.Trainer.Resources.CPUMHz == 0 && !e.unknown("trainer.resources.cpu_mhz") {
 		e.Trainer.Resources.CPUMHz = 500
 	}

@@ -117,7 +117,7 @@ func exitCode(err error) int {
 func commands() []*cli.Command {
 	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
 		listCommand(), statusCommand(), bestCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
-		pricesCommand(), searchBenchCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
+		pricesCommand(), catalogCommand(), searchBenchCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
 }
 
 // onUsageError makes every unknown or malformed flag exit 2, pointing at the command's help.

@@ -19,7 +19,7 @@ func planCommand() *cli.Command {
 		Name:      "plan",
 		Usage:     "find the cheapest allocation plan that meets the deadline",
 		ArgsUsage: "SPEC",
-		Flags: append(predictionFlags(),
+		Flags: append(predictionFlags(), catalogFlag(),
 			&cli.StringFlag{Name: "planner", DefaultText: "from the spec", Usage: "static, naive-elastic, greedy or optimal (overrides planner.name)"},
 			&cli.StringFlag{Name: "out", Usage: "write the plan as JSON to this file (for simulate --plan and run --plan)"},
 			&cli.StringFlag{Name: "gantt", Usage: "draw the plan's cluster schedule (FILE.png or FILE.svg)"},

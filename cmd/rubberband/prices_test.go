@@ -128,7 +128,7 @@ func TestPricesOffline(t *testing.T) {
 		"AWS_SHARED_CREDENTIALS_FILE=" + empty, "AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.URL, "AWS_ENDPOINT_URL=http://127.0.0.1:1",
 		"AWS_REGION=us-east-1", "RUBBERBAND_BACKEND="}
 	out, errOut, code := rbEnv(t, binary, env, "prices", "p9.huge")
-	if code != 1 || out != "" || !strings.Contains(errOut, "no on-demand price for p9.huge: ") || !strings.Contains(errOut, "and the built-in catalog has none") ||
+	if code != 1 || out != "" || !strings.Contains(errOut, "no on-demand price for p9.huge: ") || !strings.Contains(errOut, "and the catalog has none") ||
 		strings.Contains(errOut, "WARN") {
 		t.Errorf("an unknown type offline: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

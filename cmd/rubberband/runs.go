@@ -17,7 +17,7 @@ import (
 // rootFlag names the folder that holds all runs: `run` makes ROOT/NAME, and every command that
 // takes a RUN finds it there by name or ID.
 func rootFlag() cli.Flag {
-	return &cli.StringFlag{Name: "root", EnvVars: []string{"RUBBERBAND_ROOT"}, Value: ".rubberband",
+	return &cli.StringFlag{Name: "root", EnvVars: []string{"RUBBERBAND_ROOT"}, Value: defaultRoot,
 		Usage: "the folder that holds all runs, one directory each"}
 }
 

@@ -12,7 +12,7 @@ func simulateCommand() *cli.Command {
 		Name:      "simulate",
 		Usage:     "predict the time and cost of a given allocation plan",
 		ArgsUsage: "SPEC",
-		Flags: append(predictionFlags(),
+		Flags: append(predictionFlags(), catalogFlag(),
 			&cli.StringFlag{Name: "plan", Usage: "a plan `FILE` written by rubberband plan --out (at most 4 MiB)"},
 			&cli.StringFlag{Name: "gantt", Usage: "draw the cluster schedule of one sampled run (FILE.png or FILE.svg)"},
 			&cli.StringFlag{Name: "hist", Usage: "draw JCT (FILE) and cost (FILE-cost) histograms, deadline marked"},

@@ -18,7 +18,7 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "SPEC",
 		Description: "With sampler.warm_start it also reads the runs named there, under --root, and says what each gives\n" +
 			"and which of its parameters this search space ignores.",
-		Flags: []cli.Flag{rootFlag()},
+		Flags: []cli.Flag{rootFlag(), catalogFlag()},
 		Action: func(c *cli.Context) error {
 			exp, _, err := loadSpec(c, c.App.ErrWriter)
 			if err != nil {
@@ -40,18 +40,23 @@ func validateCommand() *cli.Command {
 	}
 }
 
-// loadSpec loads the spec named by the first argument, and the bytes it parsed. Spec problems
-// are printed one per line on w and returned as exit code 2.
+// loadSpec loads the spec named by the first argument, and the bytes it parsed, with the
+// command's catalog (specOptions). Spec problems are printed one per line on w and returned as
+// exit code 2.
 func loadSpec(c *cli.Context, w io.Writer) (*spec.Experiment, *spec.Source, error) {
 	if c.NArg() != 1 {
 		return nil, nil, usageErr("%s needs exactly one SPEC argument (got %d)", c.Command.Name, c.NArg())
 	}
-	return loadSpecFile(c.Args().First(), w)
+	opts, err := specOptions(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return loadSpecFile(c.Args().First(), w, opts...)
 }
 
 // loadSpecFile is loadSpec of the spec at path.
-func loadSpecFile(path string, w io.Writer) (*spec.Experiment, *spec.Source, error) {
-	exp, src, err := spec.LoadSource(path)
+func loadSpecFile(path string, w io.Writer, opts ...spec.Option) (*spec.Experiment, *spec.Source, error) {
+	exp, src, err := spec.LoadSource(path, opts...)
 	var probs spec.Problems
 	if errors.As(err, &probs) {
 		for _, p := range probs {

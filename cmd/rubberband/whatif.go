@@ -18,7 +18,7 @@ func whatifCommand() *cli.Command {
 		Name:      "whatif",
 		Usage:     "predict every planner's cost and time over a grid of spec changes (no execution)",
 		ArgsUsage: "SPEC",
-		Flags: []cli.Flag{
+		Flags: []cli.Flag{catalogFlag(),
 			&cli.StringSliceFlag{Name: "sweep", Usage: "NAME=VALUES: a spec field by path and a list (1s,10s) or range (10m..60m/5m); repeat for a grid"},
 			&cli.StringFlag{Name: "planners", Value: strings.Join(spec.PlannerNames(), ","), Usage: "planners to compare"},
 			&cli.IntFlag{Name: "samples", DefaultText: "from the spec", Usage: "Monte Carlo samples per prediction (overrides planner.samples)"},

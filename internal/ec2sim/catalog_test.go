@@ -136,6 +136,9 @@ func TestDescribeInstanceTypes(t *testing.T) {
 		aws.ToString(p3.GpuInfo.Gpus[0].Manufacturer) != "NVIDIA" {
 		t.Errorf("p3.8xlarge: %+v", p3)
 	}
+	if p3.NetworkInfo == nil || aws.ToString(p3.NetworkInfo.NetworkPerformance) != "10 Gigabit" {
+		t.Errorf("p3.8xlarge network: %+v", p3.NetworkInfo)
+	}
 	if c5 := got[types.InstanceTypeC5Large]; c5.GpuInfo != nil || aws.ToInt32(c5.VCpuInfo.DefaultVCpus) != 2 {
 		t.Errorf("c5.large: %+v", c5)
 	}

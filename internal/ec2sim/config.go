@@ -50,6 +50,10 @@ type InstanceType struct {
 	GPUs         int
 	GPUModel     string
 	GPUMemoryMiB int // per GPU
+	// NetworkGbps is served as DescribeInstanceTypes' network performance, in AWS's words:
+	// "Up to N Gigabit" for types of fewer than 16 vCPUs (burstable), "4x 100 Gigabit" for 400
+	// (p4d's), else "N Gigabit"; 0 serves none.
+	NetworkGbps float64
 	// OnDemandPrice and SpotPrice are dollars an hour; SpotPrice is the price in every zone
 	// until SetSpotPrice says otherwise.
 	OnDemandPrice float64
@@ -119,43 +123,23 @@ func DefaultSubnets(region string) map[string]string {
 	}
 }
 
-// DefaultInstanceTypes are the built-in catalog's GPU types (spec.Catalog), so that the prices
-// the fake serves are the ones a plan was made with, plus a few small types for tests that need
-// no GPU. A spot price the catalog lacks is 30% of on-demand.
+// DefaultInstanceTypes are the built-in catalog's GPU types (spec.Catalog), with its shapes, so
+// that the prices and GPUs the fake serves are the ones a plan was made with, plus a few small
+// types for tests that need no GPU. A spot price the catalog lacks is 30% of on-demand.
 func DefaultInstanceTypes() []InstanceType {
-	// AWS's figures of what the catalog does not say; p3.24xlarge is the catalog's (STASH's)
-	// name for p3dn.24xlarge.
-	type shape struct{ vcpus, memMiB, gpuMemMiB int }
-	shapes := map[string]shape{
-		"g3.8xlarge":   {32, 249856, 8192},
-		"g4dn.2xlarge": {8, 32768, 16384},
-		"g4dn.8xlarge": {32, 131072, 16384},
-		"p2.16xlarge":  {64, 749568, 12288},
-		"p2.8xlarge":   {32, 499712, 12288},
-		"p2.xlarge":    {4, 62464, 12288},
-		"p3.16xlarge":  {64, 499712, 16384},
-		"p3.24xlarge":  {96, 786432, 32768},
-		"p3.2xlarge":   {8, 62464, 16384},
-		"p3.8xlarge":   {32, 249856, 16384},
-		"p4d.24xlarge": {96, 1179648, 40960},
-	}
 	var out []InstanceType
 	for _, c := range spec.Catalog() {
-		sh, ok := shapes[c.Name]
-		if !ok {
-			continue
-		}
 		spot := c.SpotPricePerHour
 		if spot == 0 {
 			spot = roundPrice(0.3 * c.PricePerHour)
 		}
-		out = append(out, InstanceType{Name: c.Name, VCPUs: sh.vcpus, MemoryMiB: sh.memMiB, GPUs: c.GPUs,
-			GPUModel: c.GPUModel, GPUMemoryMiB: sh.gpuMemMiB, OnDemandPrice: c.PricePerHour, SpotPrice: spot})
+		out = append(out, InstanceType{Name: c.Name, VCPUs: c.VCPUs, MemoryMiB: int(c.MemoryGiB * 1024), GPUs: c.GPUs,
+			GPUModel: c.GPUModel, GPUMemoryMiB: int(c.GPUMemoryGiB * 1024), NetworkGbps: c.NetworkGbps,
+			OnDemandPrice: c.PricePerHour, SpotPrice: spot})
 	}
 	return append(out,
-		InstanceType{Name: "g5.xlarge", VCPUs: 4, MemoryMiB: 16384, GPUs: 1, GPUModel: "A10G", GPUMemoryMiB: 24576, OnDemandPrice: 1.006, SpotPrice: 0.3018},
-		InstanceType{Name: "c5.large", VCPUs: 2, MemoryMiB: 4096, OnDemandPrice: 0.085, SpotPrice: 0.0255},
-		InstanceType{Name: "t3.micro", VCPUs: 2, MemoryMiB: 1024, OnDemandPrice: 0.0104, SpotPrice: 0.0031},
+		InstanceType{Name: "c5.large", VCPUs: 2, MemoryMiB: 4096, NetworkGbps: 10, OnDemandPrice: 0.085, SpotPrice: 0.0255},
+		InstanceType{Name: "t3.micro", VCPUs: 2, MemoryMiB: 1024, NetworkGbps: 5, OnDemandPrice: 0.0104, SpotPrice: 0.0031},
 	)
 }
 

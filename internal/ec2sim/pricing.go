@@ -61,12 +61,11 @@ func (s *Server) products() []product {
 	}
 	var out []product
 	for _, region := range []string{s.cfg.Region, other} {
-		factor := 1.0
-		if region != s.cfg.Region {
-			factor = 1.12
-		}
 		for _, t := range s.cfg.InstanceTypes {
-			base := roundPrice(t.OnDemandPrice * factor)
+			base := t.OnDemandPrice // as configured: AWS lists prices of five decimals (g6e.xlarge's 2.24208)
+			if region != s.cfg.Region {
+				base = roundPrice(base * 1.12)
+			}
 			variants := []struct {
 				os, tenancy string
 				price       float64

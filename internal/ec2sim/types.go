@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"encoding/xml"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ type xmlInstanceType struct {
 	Architectures         []string    `xml:"processorInfo>supportedArchitectures>item"`
 	VCPUs                 xmlVCPUInfo `xml:"vCpuInfo"`
 	MemoryMiB             int         `xml:"memoryInfo>sizeInMiB"`
+	NetworkPerformance    string      `xml:"networkInfo>networkPerformance,omitempty"`
 	GPUs                  *xmlGPUInfo `xml:"gpuInfo,omitempty"`
 }
 
@@ -50,12 +52,25 @@ func xmlType(t InstanceType) xmlInstanceType {
 	x := xmlInstanceType{InstanceType: t.Name, CurrentGeneration: true,
 		SupportedUsageClasses: []string{"on-demand", "spot"}, Architectures: []string{"x86_64"},
 		VCPUs:     xmlVCPUInfo{DefaultVCPUs: t.VCPUs, DefaultCores: t.VCPUs / threads, DefaultThreadsPerCore: threads},
-		MemoryMiB: t.MemoryMiB}
+		MemoryMiB: t.MemoryMiB, NetworkPerformance: networkPerformance(t)}
 	if t.GPUs > 0 {
 		x.GPUs = &xmlGPUInfo{GPUs: []xmlGPU{{Name: t.GPUModel, Manufacturer: "NVIDIA", Count: t.GPUs, MemoryMiB: t.GPUMemoryMiB}},
 			TotalMemory: t.GPUs * t.GPUMemoryMiB}
 	}
 	return x
+}
+
+// networkPerformance is how DescribeInstanceTypes words a type's bandwidth.
+func networkPerformance(t InstanceType) string {
+	switch {
+	case t.NetworkGbps <= 0:
+		return ""
+	case t.NetworkGbps == 400:
+		return "4x 100 Gigabit"
+	case t.VCPUs < 16:
+		return fmt.Sprintf("Up to %g Gigabit", t.NetworkGbps)
+	}
+	return fmt.Sprintf("%g Gigabit", t.NetworkGbps)
 }
 
 func (s *Server) describeInstanceTypes(p params) (response, error) {

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 // realItem is a GetProducts PriceList entry in AWS's shape (us-east-1 p3.2xlarge Linux, as the
@@ -75,5 +78,24 @@ func TestPricesFilters(t *testing.T) {
 		"preInstalledSw=NA/TERM_MATCH regionCode=eu-west-1/TERM_MATCH tenancy=Shared/TERM_MATCH"
 	if strings.Join(got, " ") != want {
 		t.Fatal(got)
+	}
+}
+
+// DescribeInstanceTypes words bandwidth several ways; "up to" is taken at its cap, words alone
+// give no figure, and then the network cards' peaks are summed.
+func TestNetworkGbps(t *testing.T) {
+	perf := func(s string) *ec2types.NetworkInfo { return &ec2types.NetworkInfo{NetworkPerformance: aws.String(s)} }
+	cards := &ec2types.NetworkInfo{NetworkPerformance: aws.String("High"), NetworkCards: []ec2types.NetworkCardInfo{
+		{PeakBandwidthInGbps: aws.Float64(100)}, {PeakBandwidthInGbps: aws.Float64(100)}}}
+	for _, tc := range []struct {
+		in   *ec2types.NetworkInfo
+		want float64
+	}{
+		{perf("25 Gigabit"), 25}, {perf("Up to 12.5 Gigabit"), 12.5}, {perf("4x 100 Gigabit"), 400},
+		{perf("8 x 400 Gigabit"), 3200}, {perf("12500 Megabit"), 12.5}, {perf("Moderate"), 0}, {cards, 200}, {nil, 0},
+	} {
+		if got := networkGbps(tc.in); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

@@ -45,15 +45,15 @@ const (
 	SourceCatalog     = "catalog (offline)"
 )
 
-// UnknownTypesError names instance types that neither AWS (which answered) nor the built-in
-// catalog knows, or that are no instance type's name at all.
+// UnknownTypesError names instance types that neither AWS (which answered) nor the catalog
+// knows, or that are no instance type's name at all.
 type UnknownTypesError struct {
 	Types  []string
 	Region string
 }
 
 func (e *UnknownTypesError) Error() string {
-	return fmt.Sprintf("unknown instance type(s) %s: neither AWS's prices in %s nor the built-in catalog have them",
+	return fmt.Sprintf("unknown instance type(s) %s: neither AWS's prices in %s nor the catalog have them",
 		strings.Join(e.Types, ", "), e.Region)
 }
 
@@ -74,13 +74,17 @@ var typeRE = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
 // on-demand from the Price List API (Linux, shared tenancy, no pre-installed software), spot
 // from the spot price history (the latest Linux/UNIX price per zone). Where AWS gives no price
 // (it failed: no credentials, no network, access denied; or it has none for the type) the
-// built-in catalog's is used, with Source SourceCatalog and Note saying why. A cfg without a
+// catalog's is used, with Source SourceCatalog and Note saying why: cat's, the built-in one when
+// cat is nil. A cfg without a
 // retryer gets an adaptive one with few attempts, so that an unreachable AWS falls back soon.
 //
 // Types that neither knows are an *UnknownTypesError. A type and market with no price at all
 // (AWS failed and the catalog lacks it) is an error returned with the prices that were found.
 // The result is sorted by type, market, price and zone.
-func Prices(ctx context.Context, cfg aws.Config, region string, types []string, market cloud.Market) ([]Price, error) {
+func Prices(ctx context.Context, cfg aws.Config, region string, types []string, market cloud.Market, cat spec.InstanceCatalog) ([]Price, error) {
+	if cat == nil {
+		cat = spec.BuiltinCatalog()
+	}
 	markets := []cloud.Market{cloud.OnDemand, cloud.Spot}
 	switch market {
 	case "":
@@ -132,7 +136,8 @@ func Prices(ctx context.Context, cfg aws.Config, region string, types []string, 
 	var out []Price
 	var missing []error
 	for _, t := range valid {
-		cat, inCatalog := spec.LookupInstance(t)
+		row, inCatalog := cat.Lookup(t)
+		builtin, _ := spec.LookupInstance(t)
 		known := inCatalog
 		for i, m := range markets {
 			a := found[i][t]
@@ -141,15 +146,15 @@ func Prices(ctx context.Context, cfg aws.Config, region string, types []string, 
 				out = append(out, a.prices...)
 				continue
 			}
-			if p := catalogPrice(cat, m); p > 0 {
+			if p := catalogPrice(row, m); p > 0 {
 				note := a.why
-				if region != DefaultRegion {
+				if region != DefaultRegion && row == builtin {
 					note += " (the catalog's prices are " + DefaultRegion + "'s)"
 				}
 				out = append(out, Price{InstanceType: t, Market: m, PerHour: p, Source: SourceCatalog, Note: note})
 				continue
 			}
-			missing = append(missing, fmt.Errorf("no %s price for %s: %s, and the built-in catalog has none", m, t, a.why))
+			missing = append(missing, fmt.Errorf("no %s price for %s: %s, and the catalog has none", m, t, a.why))
 		}
 		if !known {
 			unknown = append(unknown, t)

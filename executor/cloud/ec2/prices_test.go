@@ -62,7 +62,7 @@ func TestPricesFromAPIs(t *testing.T) {
 	if err := s.SetSpotPrice(testType, "us-west-2b", 1.2); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-west-2", []string{"p3.8xlarge", testType, testType}, "")
+	ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-west-2", []string{"p3.8xlarge", testType, testType}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,23 +87,23 @@ func TestPricesFromAPIs(t *testing.T) {
 		t.Errorf("on-demand price took effect %v, want the term's effective date", ps[0].At)
 	}
 
-	ps, err = rbec2.Prices(t.Context(), awsConfig(t), "us-west-2", []string{"g5.xlarge"}, cloud.Spot)
+	ps, err = rbec2.Prices(t.Context(), awsConfig(t), "us-west-2", []string{"g5.xlarge"}, cloud.Spot, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, ps, row{"g5.xlarge", cloud.Spot, "us-west-2a", 0.3018, spot}, row{"g5.xlarge", cloud.Spot, "us-west-2b", 0.3018, spot})
-	ps, err = rbec2.Prices(t.Context(), awsConfig(t), "us-west-2", []string{"g5.xlarge"}, cloud.OnDemand)
+	ps, err = rbec2.Prices(t.Context(), awsConfig(t), "us-west-2", []string{"g5.xlarge"}, cloud.OnDemand, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameRows(t, ps, row{"g5.xlarge", cloud.OnDemand, "", 1.006, od}) // not in the catalog: AWS's alone
+	sameRows(t, ps, row{"g5.xlarge", cloud.OnDemand, "", 1.006, od}) // AWS's, not the catalog's
 }
 
 // Throttled calls are retried, and the prices still come from AWS.
 func TestPricesThrottled(t *testing.T) {
 	s := startSim(t, ec2sim.Config{})
 	s.Throttle(2)
-	ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{"p3.8xlarge"}, "")
+	ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{"p3.8xlarge"}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +129,8 @@ func TestPricesFallBackWhenDenied(t *testing.T) {
 	s := startSim(t, ec2sim.Config{})
 	s.Deny("GetProducts", true)
 	s.Deny("DescribeSpotPriceHistory", true)
-	ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{testType, "p3.8xlarge"}, "")
-	mustContain(t, err, "no spot price for p3.2xlarge", "UnauthorizedOperation", "the built-in catalog has none")
+	ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{testType, "p3.8xlarge"}, "", nil)
+	mustContain(t, err, "no spot price for p3.2xlarge", "UnauthorizedOperation", "the catalog has none")
 	var unknown *rbec2.UnknownTypesError
 	if errors.As(err, &unknown) {
 		t.Fatalf("%v: a known type is not unknown", err)
@@ -155,7 +155,7 @@ func TestPricesFallBackWhenDenied(t *testing.T) {
 		t.Errorf("%d GetProducts calls after the first was denied", n)
 	}
 	// Outside us-east-1 the note says whose prices the catalog's are.
-	ps, err = rbec2.Prices(t.Context(), awsConfig(t), "eu-west-1", []string{"p3.8xlarge"}, cloud.OnDemand)
+	ps, err = rbec2.Prices(t.Context(), awsConfig(t), "eu-west-1", []string{"p3.8xlarge"}, cloud.OnDemand, nil)
 	if err != nil || len(ps) != 1 || !strings.HasSuffix(ps[0].Note, "(the catalog's prices are us-east-1's)") {
 		t.Fatalf("%+v, %v", ps, err)
 	}
@@ -193,7 +193,7 @@ func TestPricesFallBackOffline(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			start := time.Now()
-			ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{"p3.8xlarge", "g3.8xlarge"}, "")
+			ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{"p3.8xlarge", "g3.8xlarge"}, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,21 +224,21 @@ func TestPricesUnknownTypes(t *testing.T) {
 		{[]string{"p3.8xlarge", "p9.huge"}, []string{"p9.huge"}},
 		{[]string{"not a type", "p3.2xlarge"}, []string{"not a type"}},
 	} {
-		ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", c.types, "")
+		ps, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", c.types, "", nil)
 		var unknown *rbec2.UnknownTypesError
 		if !errors.As(err, &unknown) || strings.Join(unknown.Types, ",") != strings.Join(c.want, ",") || ps != nil {
 			t.Fatalf("%v: %v, %v; want unknown %v", c.types, ps, err, c.want)
 		}
-		mustContain(t, err, c.want[0], "neither AWS's prices in us-east-1 nor the built-in catalog")
+		mustContain(t, err, c.want[0], "neither AWS's prices in us-east-1 nor the catalog")
 	}
 	s.Deny("GetProducts", true)
-	_, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{"g5.xlarge"}, cloud.OnDemand)
+	_, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{"c5.large"}, cloud.OnDemand, nil)
 	var unknown *rbec2.UnknownTypesError
 	if errors.As(err, &unknown) {
 		t.Fatalf("%v: unknown while the price list was denied", err)
 	}
-	mustContain(t, err, "no on-demand price for g5.xlarge", "AccessDeniedException")
-	if _, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{testType}, "reserved"); err == nil {
+	mustContain(t, err, "no on-demand price for c5.large", "AccessDeniedException")
+	if _, err := rbec2.Prices(t.Context(), awsConfig(t), "us-east-1", []string{testType}, "reserved", nil); err == nil {
 		t.Fatal("no error for market reserved")
 	}
 }

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// defaultRoot is --root's default: the folder of runs, and of the local catalog file.
+const defaultRoot = ".rubberband"
+
+// catalogFileName is the local catalog's name under the root.
+const catalogFileName = "catalog.json"
+
+// catalogFlag names a local catalog file; the commands that take it use it over the built-in
+// catalog. run does not take it: a run's spec is parsed again on resume, with the built-in
+// catalog.
+func catalogFlag() cli.Flag {
+	return &cli.StringFlag{Name: "catalog", EnvVars: []string{"RUBBERBAND_CATALOG"},
+		DefaultText: "ROOT/" + catalogFileName + " when there is one",
+		Usage:       "a local instance catalog `FILE` (written by rubberband catalog refresh), whose rows add to or replace the built-in ones"}
+}
+
+// localCatalog is the command's local catalog file and its path: --catalog, which must exist,
+// else ROOT/catalog.json when there is one (--root, RUBBERBAND_ROOT or .rubberband); a nil file
+// when the command takes no --catalog or there is none.
+func localCatalog(c *cli.Context) (string, *spec.CatalogFile, error) {
+	if !takesFlag(c, "catalog") {
+		return "", nil, nil
+	}
+	path := c.String("catalog")
+	if path == "" {
+		path = filepath.Join(catalogRoot(c), catalogFileName)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return "", nil, nil
+		}
+	}
+	f, err := spec.ReadCatalogFile(path)
+	if err != nil {
+		return path, nil, usageErr("%v", err)
+	}
+	return path, f, nil
+}
+
+// effectiveCatalog is the built-in catalog with the command's local catalog file over it.
+func effectiveCatalog(c *cli.Context) (spec.InstanceCatalog, error) {
+	_, f, err := localCatalog(c)
+	if err != nil || f == nil {
+		return spec.BuiltinCatalog(), err
+	}
+	return f.Catalog(), nil
+}
+
+// specOptions are how the command parses specs: with its effective catalog.
+func specOptions(c *cli.Context) ([]spec.Option, error) {
+	if !takesFlag(c, "catalog") {
+		return nil, nil
+	}
+	cat, err := effectiveCatalog(c)
+	if err != nil {
+		return nil, err
+	}
+	return []spec.Option{spec.WithCatalog(cat)}, nil
+}
+
+func takesFlag(c *cli.Context, name string) bool {
+	return c.Command != nil && slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) })
+}
+
+// catalogRoot is --root where the command has it, else RUBBERBAND_ROOT, else the default.
+func catalogRoot(c *cli.Context) string {
+	if r := c.String("root"); r != "" {
+		return r
+	}
+	if r := os.Getenv("RUBBERBAND_ROOT"); r != "" {
+		return r
+	}
+	return defaultRoot
+}
+
+// catalogRow is a row of `catalog -o json`: the type, and whether the built-in catalog or the
+// local file gives it.
+type catalogRow struct {
+	spec.InstanceType
+	Origin string `json:"origin"`
+}
+
+const (
+	originBuiltin = "built-in"
+	originLocal   = "local"
+)
+
+func catalogCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "catalog",
+		Usage: "the instance types specs may name, their GPUs and prices, and where each comes from",
+		Description: "Lists the built-in catalog with the local catalog file's rows over it: a local row replaces the\n" +
+			"built-in one of its name. validate, plan, simulate, whatif and prices use the same catalog.\n" +
+			"`catalog refresh` writes the local file from AWS.",
+		Flags: []cli.Flag{rootFlag(), catalogFlag(), outputFlag()},
+		Action: func(c *cli.Context) error {
+			if err := checkOutput(c); err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return usageErr("catalog takes no arguments (got %q); `catalog refresh` reads AWS", c.Args().First())
+			}
+			path, f, err := localCatalog(c)
+			if err != nil {
+				return err
+			}
+			cat, local := spec.BuiltinCatalog(), map[string]bool{}
+			if f != nil {
+				cat = f.Catalog()
+				for _, it := range f.InstanceTypes {
+					local[it.Name] = true
+				}
+			}
+			rows := make([]catalogRow, len(cat))
+			for i, it := range cat {
+				rows[i] = catalogRow{InstanceType: it, Origin: originBuiltin}
+				if local[it.Name] {
+					rows[i].Origin = originLocal
+				}
+			}
+			if c.String("output") == "json" {
+				return writeJSON(c.App.Writer, rows)
+			}
+			printCatalog(c.App.Writer, path, f, rows)
+			return nil
+		},
+		Subcommands: []*cli.Command{catalogRefreshCommand()},
+	}
+}
+
+func printCatalog(w io.Writer, path string, f *spec.CatalogFile, rows []catalogRow) {
+	if f != nil {
+		fmt.Fprintf(w, "local catalog %s: %s in %s, fetched %s\n", path, format.Plural(len(f.InstanceTypes), "type"), f.Region,
+			f.FetchedAt.Format(time.RFC3339))
+	}
+	t := format.NewTable(w, "TYPE", "GPUS", "GPU", "GPU MEM", "VCPUS", "MEMORY", "NETWORK", "$/HOUR", "ORIGIN")
+	for _, r := range rows {
+		t.Row(r.Name, r.GPUs, r.GPUModel, orDash(r.GPUMemoryGiB, "%g GiB"), orDash(float64(r.VCPUs), "%g"), orDash(r.MemoryGiB, "%g GiB"),
+			orDash(r.NetworkGbps, "%g Gb/s"), fmt.Sprintf("%.4f", r.PricePerHour), r.Origin)
+	}
+	t.Flush()
+	fmt.Fprintln(w, "built-in prices are us-east-1's; `rubberband catalog -o json` gives each row's source")
+}
+
+func orDash(v float64, layout string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(layout, v)
+}
+
+func catalogRefreshCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "refresh",
+		Usage: "read a region's GPU instance types and on-demand prices from AWS into the local catalog file",
+		Description: "Reads DescribeInstanceTypes (the types with GPUs) and the Price List API (Linux, shared tenancy)\n" +
+			"with the AWS SDK's default credential chain, and writes the local catalog file (--catalog, else\n" +
+			"ROOT/catalog.json) atomically, mode 0600. Types AWS sells with no on-demand price are left out and\n" +
+			"listed. It needs ec2:DescribeInstanceTypes and pricing:GetProducts.",
+		Flags: []cli.Flag{regionFlag(), rootFlag(), catalogFlag(), outputFlag()},
+		Action: func(c *cli.Context) error {
+			if err := checkOutput(c); err != nil {
+				return err
+			}
+			cfg, err := loadAWS(c)
+			if err != nil {
+				return err
+			}
+			r, err := rbec2.RefreshCatalog(c.Context, cfg, cfg.Region, time.Now())
+			if err != nil {
+				return err
+			}
+			data, err := r.File.Encode()
+			if err != nil {
+				return err
+			}
+			path := c.String("catalog")
+			if path == "" {
+				path = filepath.Join(catalogRoot(c), catalogFileName)
+			}
+			if dir := filepath.Dir(path); dir != "." {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return fmt.Errorf("catalog refresh: %w", err)
+				}
+			}
+			if err := safefile.Write(path, data, 0o600); err != nil {
+				return fmt.Errorf("catalog refresh: %w", err)
+			}
+			if c.String("output") == "json" {
+				return writeJSON(c.App.Writer, struct {
+					Path    string   `json:"path"`
+					Region  string   `json:"region"`
+					Types   int      `json:"types"`
+					Skipped []string `json:"skipped"`
+				}{path, r.File.Region, len(r.File.InstanceTypes), append([]string{}, r.Skipped...)})
+			}
+			fmt.Fprintf(c.App.Writer, "wrote %s: %s with GPUs in %s\n", path, format.Plural(len(r.File.InstanceTypes), "instance type"), r.File.Region)
+			for _, s := range r.Skipped {
+				fmt.Fprintf(c.App.Writer, "left out %s\n", s)
+			}
+			return nil
+		},
+	}
+}
