@@ -19,7 +19,8 @@ import (
 // These are the names of what it holds.
 const (
 	SpecCopy       = "spec.yaml"
-	FilesCopy      = "spec-files" // the files the spec refers to, by their position in Files
+	FilesCopy      = "spec-files"   // the files the spec refers to, by their position in Files
+	CatalogCopy    = "catalog.json" // the local instance catalog the run was started with, if any
 	Journal        = "journal.jsonl"
 	PlanFile       = "plan.json"
 	RunJSON        = "run.json"    // written last: it makes a directory a run
@@ -150,8 +151,12 @@ func Open(dir string) (*State, error) {
 func LoadSpecCopy(dir string, rf RunFile) (*spec.Experiment, []byte, error) {
 	path := filepath.Join(dir, SpecCopy)
 	data, err := os.ReadFile(path)
+	opts, cerr := SpecOptions(dir)
+	if cerr != nil {
+		return nil, nil, cerr
+	}
 	if os.IsNotExist(err) { // a state directory of before the copy: the original it names
-		exp, src, err := spec.LoadSource(rf.Spec)
+		exp, src, err := spec.LoadSource(rf.Spec, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -166,8 +171,33 @@ func LoadSpecCopy(dir string, rf RunFile) (*spec.Experiment, []byte, error) {
 			return nil, fmt.Errorf("%s was not copied into the state directory", ref)
 		}
 		return os.ReadFile(filepath.Join(dir, FilesCopy, name))
-	})
+	}, opts...)
 	return exp, data, err
+}
+
+// SpecOptions are how the run in dir parses its spec: with the local instance catalog it was
+// started with (CatalogCopy), whatever the catalog file says now; none when it had none.
+func SpecOptions(dir string) ([]spec.Option, error) {
+	path := filepath.Join(dir, CatalogCopy)
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		return nil, nil
+	}
+	f, err := spec.ReadCatalogFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the run's instance catalog: %w", err)
+	}
+	return []spec.Option{spec.WithCatalog(f.Catalog())}, nil
+}
+
+// WriteCatalog keeps the local instance catalog a run starts with in its state directory
+// (before Create, which writes run.json last): a resume parses the spec with the catalog it was
+// planned with, not the file as it is then.
+func WriteCatalog(dir string, f *spec.CatalogFile) error {
+	data, err := f.Encode()
+	if err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(dir, CatalogCopy), data)
 }
 
 // Resolve finds the state directory a RUN argument means: a directory holding a run, a run's

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -96,6 +97,25 @@ func TestLocalCatalogCommands(t *testing.T) {
 	// ROOT/catalog.json is the default.
 	if _, errOut, code := rb(t, "validate", specFile, "--root", dir); code != 0 {
 		t.Errorf("validate with ROOT/catalog.json: exit %d: %s", code, errOut)
+	}
+	// A run keeps the catalog it was started with: its status reads the spec with it once the
+	// file is gone.
+	state := filepath.Join(dir, "run")
+	if _, errOut, code := rb(t, "run", specFile, "--catalog", local, "--backend", "virtual", "--state", state); code != 0 {
+		t.Fatalf("run with the local catalog: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(state, rundir.CatalogCopy)); err != nil {
+		t.Errorf("the run kept no copy of its catalog: %v", err)
+	}
+	moved := local + ".moved"
+	if err := os.Rename(local, moved); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := rb(t, "status", state, "-o", "json"); code != 0 || !strings.Contains(out, "g7e") {
+		t.Errorf("status of the run without the catalog file: exit %d: %s%s", code, out, errOut)
+	}
+	if err := os.Rename(moved, local); err != nil {
+		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"version": 1, "instance_types": [{"name": "g7e.2xlarge"}]}`), 0o600); err != nil {

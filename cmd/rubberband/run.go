@@ -24,7 +24,7 @@ func runCommand() *cli.Command {
 		ArgsUsage: "SPEC",
 		Flags: append(predictionFlags(),
 			&cli.StringFlag{Name: "planner", DefaultText: "from the spec", Usage: "planner to use when no --plan is given (overrides planner.name)"},
-			rootFlag(),
+			rootFlag(), catalogFlag(),
 			&cli.StringFlag{Name: "state", DefaultText: "ROOT/NAME, or NAME-2, NAME-3… when taken", Usage: "the run's state directory (journal, checkpoints, logs)"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
@@ -148,6 +148,13 @@ func runAction(c *cli.Context) error {
 	// The spec's snapshot is the bytes planned from, not the file now: it may have changed.
 	rf := rundir.RunFile{RunID: runID, Backend: backend, TimeScale: timeScale, Samples: exp.Planner.Samples, Seed: exp.Seed,
 		NoReplan: c.Bool("no-replan")}
+	if _, local, err := localCatalog(c); err != nil {
+		return err
+	} else if local != nil { // the run keeps the catalog it was planned with
+		if err := rundir.WriteCatalog(dir, local); err != nil {
+			return err
+		}
+	}
 	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
 		return err
 	}
@@ -190,7 +197,11 @@ func resumeAction(c *cli.Context) error {
 // changeSpec makes the spec at path the run's spec (rundir.ChangeSpec), when its backend can
 // run it.
 func changeSpec(c *cli.Context, st *rundir.State, path string) error {
-	exp, src, err := loadSpecFile(path, c.App.ErrWriter)
+	opts, err := rundir.SpecOptions(st.Dir) // the catalog the run was started with
+	if err != nil {
+		return err
+	}
+	exp, src, err := loadSpecFile(path, c.App.ErrWriter, opts...)
 	if err != nil {
 		return err
 	}
