@@ -64,27 +64,20 @@ func (p *Problem) allowed() []int {
 	return all
 }
 
-// MaxWork bounds one prediction's Monte Carlo work: samples times the job's trial-stages (each
-// stage's trials, summed). Every plan a planner weighs costs that much; past the bound a plan
-// takes tens of minutes, so it is refused with what to change instead. 10,000 trials of SHA at
-// 200 samples are 3e6; a million trials at 200 samples, 3e8.
+// MaxWork bounds one prediction's Monte Carlo work: samples times the trial-stages it draws one
+// by one (sim.Simulator.DrawnTrials: a stage whose chains of trials are normal is drawn whole,
+// whatever its size). Every plan a planner weighs costs that much; past the bound a plan takes
+// tens of minutes, so it is refused with what to change instead. 10,000 trials of SHA at 200
+// samples are 3e6; a million trials at 200 samples, 3e8.
 const MaxWork = 40_000_000
 
 // Work is one prediction's Monte Carlo work, as MaxWork counts it.
-func Work(brackets []spec.Bracket, samples int) int {
-	stages := 0
-	for _, b := range brackets {
-		for _, s := range b.Stages {
-			stages += s.Trials
-		}
-	}
-	return stages * samples
-}
+func Work(s *sim.Simulator) int { return s.DrawnTrials() * s.Samples() }
 
 // NewProblem checks the question and returns it.
 func NewProblem(s *sim.Simulator, deadline, quantile float64) (*Problem, error) {
-	if w := Work(s.Brackets(), s.Samples()); w > MaxWork {
-		per := Work(s.Brackets(), 1)
+	if w := Work(s); w > MaxWork {
+		per := s.DrawnTrials()
 		if per > MaxWork {
 			return nil, fmt.Errorf("plan: too big to plan: %d trial-stages (each stage's trials, summed; at most %.0e): plan fewer trials", per, float64(MaxWork))
 		}

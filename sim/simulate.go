@@ -24,7 +24,15 @@ type Simulator struct {
 	// held is what nodes each bracket already holds when it starts (Hold): a re-plan's present
 	// state.
 	held []Held
+	// trialByTrial turns off drawing stages by their slowest chain and scale-ups by their
+	// slowest node (DrawTrialByTrial).
+	trialByTrial bool
 }
+
+// DrawTrialByTrial makes the simulator draw every stage trial by trial and every scale-up node
+// by node, as the DAG has it, instead of by order statistics where those hold (waves.go): the
+// reference that the faster draws are tested against. Call it before any prediction.
+func (s *Simulator) DrawTrialByTrial() { s.trialByTrial = true }
 
 // stageKey names a stage's draws: bracket, stage, a count (GPUs or new nodes) and the offer.
 type stageKey struct{ b, k, x, o int }
@@ -149,6 +157,9 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 		parts[j] = t
 		s.train[stageKey{b, k, a.GPUs, si}] = t
 	}
+	if s.trainByChains(b, k, a, sibs, parts) {
+		return s.train[stageKey{b, k, a.GPUs, oi}]
+	}
 	s.drawTrain(b, k, a, sibs, func(j, i int, g *DAG, end float64, hit interruptions, _, latency []float64) {
 		t, o := parts[j], s.m.Offers[sibs[j]]
 		gpuPrice := o.GPUPricePerSecond()
@@ -170,6 +181,41 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 		}
 	})
 	return s.train[stageKey{b, k, a.GPUs, oi}]
+}
+
+// trainByChains draws a stage's samples by its slowest chain (stageByChains) into parts, one
+// per market of its type, when nothing else shapes them: no spot interruptions or slow nodes on
+// any of the markets, no per-function billing (which needs every TRAIN node), and chains long
+// enough. It says whether it did. The model's own error is drawn as drawTrain draws it.
+func (s *Simulator) trainByChains(b, k int, a StageAlloc, sibs []int, parts []*trainSamples) bool {
+	if s.m.PerFunction || s.trialByTrial {
+		return false
+	}
+	for _, si := range sibs {
+		if o := s.m.Offers[si]; o.Spot != nil || (o.SlowShare > 0 && o.SlowFactor > 1) {
+			return false
+		}
+	}
+	st := s.brackets[b].Stages[k]
+	draw, ok := stageByChains(s.m.Offers[sibs[0]], st, a)
+	if !ok {
+		return false
+	}
+	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
+	var ru *rand.Rand
+	if s.m.Uncertainty > 0 {
+		ru = spec.NewRand(s.seed, s.stream(streamUncertain, b, k, a.GPUs))
+	}
+	for i := range s.samples {
+		end := draw(r)
+		if ru != nil {
+			end *= max(0.5, 1+s.m.Uncertainty*ru.NormFloat64())
+		}
+		for _, t := range parts {
+			t.dur[i] = end
+		}
+	}
+	return true
 }
 
 // drawTrain draws a stage's TRAIN nodes and SYNC sample by sample from the stage's own stream,
@@ -260,10 +306,23 @@ func (s *Simulator) provPart(b, k, newNodes, offer int) *provSamples {
 	if p, ok := s.prov[key]; ok {
 		return p
 	}
-	g := &DAG{}
-	g.addProvision(s.m, offer, b, k, newNodes, nil)
 	r := spec.NewRand(s.seed, s.stream(streamProvision, b, k, newNodes))
 	p := &provSamples{dur: make([]float64, s.samples), scale: make([]float64, s.samples)}
+	// The slowest new node at once (maxOf), when its start-up's quantiles are known: a scale-up
+	// by thousands of nodes is then two draws a sample. The same draws the DAG would make, in
+	// distribution: SCALE, then the slowest INIT_INSTANCE, then DATA, a constant.
+	o := s.m.Offers[offer]
+	if knowsMax(o.Init) && !s.trialByTrial {
+		for i := range p.dur {
+			p.scale[i] = o.Scale.Sample(r)
+			init, _ := maxOf(o.Init, newNodes, r)
+			p.dur[i] = p.scale[i] + init + o.DataLatency
+		}
+		s.prov[key] = p
+		return p
+	}
+	g := &DAG{}
+	g.addProvision(s.m, offer, b, k, newNodes, nil)
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	for i := range p.dur {
 		p.dur[i] = g.CriticalPath(s.m, r, finish, latency)

@@ -9,6 +9,8 @@ import (
 )
 
 // A job too big to plan is refused at once, saying what to change; whatif says so per point.
+// Its iterations are lognormal, so short chains of trials are not normal: its stages are drawn
+// trial by trial (a normal profile plans at any size: TestMillionTrialsPlan).
 func TestTooBigToPlan(t *testing.T) {
 	t.Parallel()
 	specFile := filepath.Join(t.TempDir(), "huge.yaml")
@@ -19,7 +21,7 @@ algorithm: {sha: {trials: 1000000, min_iters: 1, max_iters: 27, eta: 3}}
 search_space: {x: {type: uniform, min: 0, max: 1}}
 trainer: {command: [rubberband, trainer, synthetic]}
 cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 64}
-profile: {iter_latency: {1: {dist: constant, value: 1}}}
+profile: {iter_latency: {1: {dist: lognormal, mean: 1, std: 0.2}}}
 planner: {samples: 200}
 `), 0o644)
 	start := time.Now()
@@ -38,5 +40,26 @@ planner: {samples: 200}
 	}
 	if d := time.Since(start); d > time.Minute {
 		t.Errorf("refusing took %s", d)
+	}
+}
+
+// A million trials whose chains are normal plan: each stage is drawn by its slowest chain, not
+// trial by trial.
+func TestMillionTrialsPlan(t *testing.T) {
+	t.Parallel()
+	specFile := filepath.Join(t.TempDir(), "million.yaml")
+	os.WriteFile(specFile, []byte(`name: million
+deadline: 100h
+objective: {metric: score}
+algorithm: {sha: {trials: 1000000, min_iters: 1, max_iters: 27, eta: 3}}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [rubberband, trainer, synthetic]}
+cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 64, init_latency: {dist: lognormal, mean: 60, std: 20}}
+profile: {iter_latency: {1: {dist: normal, mean: 1, std: 0.1}}}
+planner: {samples: 100}
+`), 0o644)
+	out, errOut, code := rb(t, "plan", specFile, "-o", "json")
+	if code != 0 || !strings.Contains(out, `"stages"`) {
+		t.Fatalf("plan: exit %d: %s%s", code, errOut, out)
 	}
 }
