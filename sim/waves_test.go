@@ -36,8 +36,8 @@ func TestChainsAgreeWithTrialByTrial(t *testing.T) {
 		gpus           int
 	}{
 		{"{trials: 64, iters: 3}", "{iter_latency: {1: {dist: normal, mean: 4, std: 0.7}}}", 8},
-		{"{trials: 1000, iters: 1}", "{iter_latency: {1: {dist: normal, mean: 4, std: 0.7}}}", 1000},         // a trial a slot
-		{"{trials: 100, iters: 2}", "{iter_latency: {1: {dist: normal, mean: 4, std: 0.7}}}", 7},            // chains of 14 and 15
+		{"{trials: 1000, iters: 1}", "{iter_latency: {1: {dist: normal, mean: 4, std: 0.7}}}", 1000}, // a trial a slot
+		{"{trials: 100, iters: 2}", "{iter_latency: {1: {dist: normal, mean: 4, std: 0.7}}}", 7},     // chains of 14 and 15
 		{"{trials: 300, iters: 40}", "{iter_latency: {1: {dist: normal, mean: 1, std: 0.3}}, startup_latency: {dist: normal, mean: 20, std: 3}}", 64},
 		{"{trials: 16, iters: 5}", "{iter_latency: {1: {dist: normal, mean: 4, std: 0.5}, 4: {dist: normal, mean: 1.2, std: 0.2}}}", 48}, // 3 GPUs a trial: interpolated
 	} {
