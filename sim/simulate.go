@@ -27,6 +27,10 @@ type Simulator struct {
 	// trialByTrial turns off drawing stages by their slowest chain and scale-ups by their
 	// slowest node (DrawTrialByTrial).
 	trialByTrial bool
+	// chainLogs holds, per stage, the logs of the uniform draws its slowest chains are drawn at,
+	// two a sample: every allocation of the stage shares them (common random numbers), and the
+	// logarithm is taken once.
+	chainLogs map[[2]int][]float64
 }
 
 // DrawTrialByTrial makes the simulator draw every stage trial by trial and every scale-up node
@@ -131,6 +135,7 @@ const (
 	streamSpot
 	streamSlow
 	streamUncertain
+	streamChains
 )
 
 func (s *Simulator) stream(kind, b, k, x int) uint64 {
@@ -201,13 +206,24 @@ func (s *Simulator) trainByChains(b, k int, a StageAlloc, sibs []int, parts []*t
 	if !ok {
 		return false
 	}
-	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
+	logs := s.chainLogs[[2]int{b, k}]
+	if logs == nil {
+		r := spec.NewRand(s.seed, s.stream(streamChains, b, k, 0))
+		logs = make([]float64, 2*s.samples)
+		for i := range logs {
+			logs[i] = logUniform(r)
+		}
+		if s.chainLogs == nil {
+			s.chainLogs = map[[2]int][]float64{}
+		}
+		s.chainLogs[[2]int{b, k}] = logs
+	}
 	var ru *rand.Rand
 	if s.m.Uncertainty > 0 {
 		ru = spec.NewRand(s.seed, s.stream(streamUncertain, b, k, a.GPUs))
 	}
 	for i := range s.samples {
-		end := draw(r)
+		end := draw(logs[2*i], logs[2*i+1])
 		if ru != nil {
 			end *= max(0.5, 1+s.m.Uncertainty*ru.NormFloat64())
 		}

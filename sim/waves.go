@@ -37,9 +37,10 @@ func waveChains(st spec.Stage, a StageAlloc) (m, long, short int) {
 }
 
 // stageByChains is a stage's draw of its slowest chain, when its chains are normal: a function
-// of the stage's stream giving one sample's TRAIN-to-SYNC time. ok is false when some chain is
-// too short for the central limit (the stage is drawn trial by trial).
-func stageByChains(o *Offer, st spec.Stage, a StageAlloc) (draw func(r *rand.Rand) float64, ok bool) {
+// of two uniform draws' logs (one for the short chains' maximum, one for the long chains')
+// giving one sample's TRAIN-to-SYNC time. ok is false when some chain is too short for the
+// central limit (the stage is drawn trial by trial).
+func stageByChains(o *Offer, st spec.Stage, a StageAlloc) (draw func(logShort, logLong float64) float64, ok bool) {
 	m, long, short := waveChains(st, a)
 	gpt := GPUsPerTrial(st, a)
 	mean, sd, ok := chainNormal(o, st, gpt, m)
@@ -47,35 +48,19 @@ func stageByChains(o *Offer, st spec.Stage, a StageAlloc) (draw func(r *rand.Ran
 		return nil, false
 	}
 	meanLong, sdLong, _ := chainNormal(o, st, gpt, m+1) // longer: the limit holds too
-	return func(r *rand.Rand) float64 {
-		end := maxOfNormals(r, mean, sd, short)
+	return func(logShort, logLong float64) float64 {
+		end := maxOfNormals(logShort, mean, sd, short)
 		if long > 0 {
-			end = max(end, maxOfNormals(r, meanLong, sdLong, long))
+			end = max(end, maxOfNormals(logLong, meanLong, sdLong, long))
 		}
 		return end
 	}, true
 }
 
-// maxOfNormals draws the largest of k independent draws of N(mean, sd), at least 0 as
-// SampleSum's: mean + sd Φ⁻¹(U^(1/k)).
-func maxOfNormals(r *rand.Rand, mean, sd float64, k int) float64 {
-	z := normalMaxQuantile(r, k)
-	return max(0, mean+sd*z)
-}
-
-// normal says whether d's draws are normal, so that a sum of them is too: a constant, or a
-// normal whose truncation at 0 is below 5 standard deviations (a share under 3e-7 cut), scaled
-// or not.
-func normal(d Dist) bool {
-	switch d := d.(type) {
-	case Constant:
-		return true
-	case TruncNormal:
-		return d.Sigma <= 0 || d.Mu >= 5*d.Sigma
-	case Scaled:
-		return d.Factor > 0 && normal(d.Base)
-	}
-	return false
+// maxOfNormals is the largest of k independent draws of N(mean, sd), at least 0 as
+// SampleSum's, at a uniform draw U given as its log: mean + sd Φ⁻¹(U^(1/k)).
+func maxOfNormals(logU, mean, sd float64, k int) float64 {
+	return max(0, mean+sd*math.Sqrt2*math.Erfcinv(2*topShareAt(logU, k)))
 }
 
 // maxOf draws the largest of k independent draws of d at once, from its order statistic (the
@@ -122,12 +107,17 @@ func normalMaxQuantile(r *rand.Rand, k int) float64 {
 	return math.Sqrt2 * math.Erfcinv(2*topShare(r, k))
 }
 
-// topShare draws the share of a distribution above the largest of k draws from it: 1 - U^(1/k),
-// worked out as -expm1(log(U)/k) so that it keeps its digits when k is large.
-func topShare(r *rand.Rand, k int) float64 {
-	u := 1 - r.Float64() // (0, 1]
-	return max(-math.Expm1(math.Log(u)/float64(k)), 1e-300)
+// topShare draws the share of a distribution above the largest of k draws from it: 1 - U^(1/k).
+func topShare(r *rand.Rand, k int) float64 { return topShareAt(logUniform(r), k) }
+
+// topShareAt is 1 - U^(1/k) for U given as its log, worked out as -expm1(log(U)/k) so that it
+// keeps its digits when k is large.
+func topShareAt(logU float64, k int) float64 {
+	return max(-math.Expm1(logU/float64(k)), 1e-300)
 }
+
+// logUniform draws the log of a uniform draw in (0, 1].
+func logUniform(r *rand.Rand) float64 { return math.Log(1 - r.Float64()) }
 
 // DrawnTrials counts the trial-stages a prediction draws trial by trial, each stage's trials
 // summed, at worst (a trial a slot): those of the stages that some offer cannot draw by chains
@@ -162,4 +152,19 @@ func (s *Simulator) byChainsAlways(st spec.Stage) bool {
 		}
 	}
 	return true
+}
+
+// normal says whether d's draws are normal, so that a sum of them is too: a constant, or a
+// normal whose truncation at 0 is below 5 standard deviations (a share under 3e-7 cut), scaled
+// or not.
+func normal(d Dist) bool {
+	switch d := d.(type) {
+	case Constant:
+		return true
+	case TruncNormal:
+		return d.Sigma <= 0 || d.Mu >= 5*d.Sigma
+	case Scaled:
+		return d.Factor > 0 && normal(d.Base)
+	}
+	return false
 }
