@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +14,7 @@ import (
 // trial by trial (a normal profile plans at any size: TestMillionTrialsPlan).
 func TestTooBigToPlan(t *testing.T) {
 	t.Parallel()
-	specFile := filepath.Join(t.TempDir(), "huge.yaml")
-	os.WriteFile(specFile, []byte(`name: huge
-deadline: 100h
-objective: {metric: score}
-algorithm: {sha: {trials: 1000000, min_iters: 1, max_iters: 27, eta: 3}}
-search_space: {x: {type: uniform, min: 0, max: 1}}
-trainer: {command: [rubberband, trainer, synthetic]}
-cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 64}
-profile: {iter_latency: {1: {dist: lognormal, mean: 1, std: 0.2}}}
-planner: {samples: 200}
-`), 0o644)
+	specFile := millionTrials(t, "", "lognormal, mean: 1, std: 0.2", 200)
 	start := time.Now()
 	for _, cmd := range []string{"plan", "run"} {
 		_, errOut, code := rb(t, cmd, specFile, "--state", filepath.Join(t.TempDir(), "state"))
@@ -47,19 +38,29 @@ planner: {samples: 200}
 // trial by trial.
 func TestMillionTrialsPlan(t *testing.T) {
 	t.Parallel()
+	specFile := millionTrials(t, ", init_latency: {dist: lognormal, mean: 60, std: 20}", "normal, mean: 1, std: 0.1", 100)
+	out, errOut, code := rb(t, "plan", specFile, "-o", "json")
+	if code != 0 || !strings.Contains(out, `"stages"`) {
+		t.Fatalf("plan: exit %d: %s%s", code, errOut, out)
+	}
+}
+
+// millionTrials writes a spec of SHA over a million trials: its cluster's extra fields, its
+// iterations' distribution and its samples.
+func millionTrials(t *testing.T, cluster, iter string, samples int) string {
 	specFile := filepath.Join(t.TempDir(), "million.yaml")
-	os.WriteFile(specFile, []byte(`name: million
+	text := fmt.Sprintf(`name: million
 deadline: 100h
 objective: {metric: score}
 algorithm: {sha: {trials: 1000000, min_iters: 1, max_iters: 27, eta: 3}}
 search_space: {x: {type: uniform, min: 0, max: 1}}
 trainer: {command: [rubberband, trainer, synthetic]}
-cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 64, init_latency: {dist: lognormal, mean: 60, std: 20}}
-profile: {iter_latency: {1: {dist: normal, mean: 1, std: 0.1}}}
-planner: {samples: 100}
-`), 0o644)
-	out, errOut, code := rb(t, "plan", specFile, "-o", "json")
-	if code != 0 || !strings.Contains(out, `"stages"`) {
-		t.Fatalf("plan: exit %d: %s%s", code, errOut, out)
+cluster: {gpus_per_node: 8, price_per_hour: 8, max_nodes: 64%s}
+profile: {iter_latency: {1: {dist: %s}}}
+planner: {samples: %d}
+`, cluster, iter, samples)
+	if err := os.WriteFile(specFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	return specFile
 }
