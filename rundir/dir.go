@@ -193,11 +193,7 @@ func SpecOptions(dir string) ([]spec.Option, error) {
 // (before Create, which writes run.json last): a resume parses the spec with the catalog it was
 // planned with, not the file as it is then.
 func WriteCatalog(dir string, f *spec.CatalogFile) error {
-	data, err := f.Encode()
-	if err != nil {
-		return err
-	}
-	return WriteFile(filepath.Join(dir, CatalogCopy), data)
+	return spec.WriteCatalogFile(filepath.Join(dir, CatalogCopy), f)
 }
 
 // Resolve finds the state directory a RUN argument means: a directory holding a run, a run's

@@ -197,7 +197,7 @@ func (s *Simulator) trainByChains(b, k int, a StageAlloc, sibs []int, parts []*t
 		return false
 	}
 	for _, si := range sibs {
-		if o := s.m.Offers[si]; o.Spot != nil || (o.SlowShare > 0 && o.SlowFactor > 1) {
+		if o := s.m.Offers[si]; o.Spot != nil || o.slows() {
 			return false
 		}
 	}
@@ -218,20 +218,25 @@ func (s *Simulator) trainByChains(b, k int, a StageAlloc, sibs []int, parts []*t
 		}
 		s.chainLogs[[2]int{b, k}] = logs
 	}
-	var ru *rand.Rand
-	if s.m.Uncertainty > 0 {
-		ru = spec.NewRand(s.seed, s.stream(streamUncertain, b, k, a.GPUs))
-	}
+	modelError := s.modelError(b, k, a)
 	for i := range s.samples {
-		end := draw(logs[2*i], logs[2*i+1])
-		if ru != nil {
-			end *= max(0.5, 1+s.m.Uncertainty*ru.NormFloat64())
-		}
+		end := draw(logs[2*i], logs[2*i+1]) * modelError()
 		for _, t := range parts {
 			t.dur[i] = end
 		}
 	}
 	return true
+}
+
+// modelError draws, sample after sample, the factor of the model's own error on a stage at an
+// allocation (1 without planner uncertainty): one per sample, whatever the offer, from a stream
+// of its own, so that drawing a stage by chains or trial by trial draws the same factors.
+func (s *Simulator) modelError(b, k int, a StageAlloc) func() float64 {
+	if s.m.Uncertainty <= 0 {
+		return func() float64 { return 1 }
+	}
+	r := spec.NewRand(s.seed, s.stream(streamUncertain, b, k, a.GPUs))
+	return func() float64 { return max(0.5, 1+s.m.Uncertainty*r.NormFloat64()) }
 }
 
 // drawTrain draws a stage's TRAIN nodes and SYNC sample by sample from the stage's own stream,
@@ -246,10 +251,7 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 	st := s.brackets[b].Stages[k]
 	g.addTrain(offers[0], b, k, st, a, nil)
 	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
-	var ru *rand.Rand // the model's own error: one factor per sample, whatever the offer
-	if s.m.Uncertainty > 0 {
-		ru = spec.NewRand(s.seed, s.stream(streamUncertain, b, k, a.GPUs))
-	}
+	modelError := s.modelError(b, k, a)
 	gpt := GPUsPerTrial(st, a)
 	type perOffer struct {
 		o         *Offer
@@ -264,7 +266,7 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 			per[j].rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
 			per[j].layout = o.newSpotLayout(g, a.Nodes, gpt)
 		}
-		if o.SlowShare > 0 && o.SlowFactor > 1 {
+		if o.slows() {
 			per[j].rslow = spec.NewRand(s.seed, s.stream(streamSlow, b, k, a.GPUs))
 		}
 	}
@@ -272,10 +274,7 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	for i := range s.samples {
 		calm := g.CriticalPath(s.m, r, calmFinish, calmLatency)
-		err := 1.0
-		if ru != nil {
-			err = max(0.5, 1+s.m.Uncertainty*ru.NormFloat64())
-		}
+		err := modelError()
 		for j, po := range per {
 			end := calm
 			f, l := calmFinish, calmLatency

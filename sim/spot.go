@@ -41,6 +41,10 @@ func (m *Offer) slotNodes(j, gpt, nodes int) (int, int) {
 	return min(j*gpt/gpn, nodes-1), min(((j+1)*gpt-1)/gpn, nodes-1)
 }
 
+// slows says whether some of the offer's nodes run slow (slow_nodes): its stages are drawn
+// trial by trial, the slow ones stretched.
+func (m *Offer) slows() bool { return m.SlowShare > 0 && m.SlowFactor > 1 }
+
 // slowDown makes the TRAIN nodes of one sample whose gang runs on a slow node (each of the
 // stage's nodes is, with probability SlowShare) take SlowFactor times as long, and returns the
 // stage's new end.

@@ -142,7 +142,7 @@ func (s *Simulator) byChainsAlways(st spec.Stage) bool {
 		return false
 	}
 	for _, o := range s.m.Offers {
-		if o.Spot != nil || (o.SlowShare > 0 && o.SlowFactor > 1) {
+		if o.Spot != nil || o.slows() {
 			return false
 		}
 		for _, g := range o.points {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -129,4 +131,52 @@ func (f *CatalogFile) Encode() ([]byte, error) {
 // Catalog is the built-in catalog with the file's rows over it.
 func (f *CatalogFile) Catalog() InstanceCatalog {
 	return BuiltinCatalog().WithOverrides(f.InstanceTypes)
+}
+
+// WriteCatalogFile writes f to path atomically, mode 0600, making its directory first: what
+// `catalog refresh` writes and a run keeps of the catalog it started with.
+func WriteCatalogFile(path string, f *CatalogFile) error {
+	data, err := f.Encode()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write catalog file: %w", err)
+	}
+	if err := safefile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("write catalog file: %w", err)
+	}
+	return nil
+}
+
+// CatalogRow is a row of the effective catalog and where it comes from.
+type CatalogRow struct {
+	InstanceType
+	Origin string `json:"origin"`
+}
+
+// Where a catalog row comes from.
+const (
+	OriginBuiltin = "built-in"
+	OriginLocal   = "local"
+)
+
+// EffectiveCatalog is the built-in catalog with f's rows over it (f nil: the built-in one
+// alone), each row marked with its origin.
+func EffectiveCatalog(f *CatalogFile) []CatalogRow {
+	cat, local := BuiltinCatalog(), map[string]bool{}
+	if f != nil {
+		cat = f.Catalog()
+		for _, it := range f.InstanceTypes {
+			local[it.Name] = true
+		}
+	}
+	rows := make([]CatalogRow, len(cat))
+	for i, it := range cat {
+		rows[i] = CatalogRow{InstanceType: it, Origin: OriginBuiltin}
+		if local[it.Name] {
+			rows[i].Origin = OriginLocal
+		}
+	}
+	return rows
 }

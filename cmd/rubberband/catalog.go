@@ -14,7 +14,6 @@ import (
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/internal/format"
-	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -90,18 +89,6 @@ func catalogRoot(c *cli.Context) string {
 	return defaultRoot
 }
 
-// catalogRow is a row of `catalog -o json`: the type, and whether the built-in catalog or the
-// local file gives it.
-type catalogRow struct {
-	spec.InstanceType
-	Origin string `json:"origin"`
-}
-
-const (
-	originBuiltin = "built-in"
-	originLocal   = "local"
-)
-
 func catalogCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "catalog",
@@ -121,20 +108,7 @@ func catalogCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cat, local := spec.BuiltinCatalog(), map[string]bool{}
-			if f != nil {
-				cat = f.Catalog()
-				for _, it := range f.InstanceTypes {
-					local[it.Name] = true
-				}
-			}
-			rows := make([]catalogRow, len(cat))
-			for i, it := range cat {
-				rows[i] = catalogRow{InstanceType: it, Origin: originBuiltin}
-				if local[it.Name] {
-					rows[i].Origin = originLocal
-				}
-			}
+			rows := spec.EffectiveCatalog(f)
 			if c.String("output") == "json" {
 				return writeJSON(c.App.Writer, rows)
 			}
@@ -145,7 +119,7 @@ func catalogCommand() *cli.Command {
 	}
 }
 
-func printCatalog(w io.Writer, path string, f *spec.CatalogFile, rows []catalogRow) {
+func printCatalog(w io.Writer, path string, f *spec.CatalogFile, rows []spec.CatalogRow) {
 	if f != nil {
 		fmt.Fprintf(w, "local catalog %s: %s in %s, fetched %s\n", path, format.Plural(len(f.InstanceTypes), "type"), f.Region,
 			f.FetchedAt.Format(time.RFC3339))
@@ -187,20 +161,11 @@ func catalogRefreshCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			data, err := r.File.Encode()
-			if err != nil {
-				return err
-			}
 			path := c.String("catalog")
 			if path == "" {
 				path = filepath.Join(catalogRoot(c), catalogFileName)
 			}
-			if dir := filepath.Dir(path); dir != "." {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return fmt.Errorf("catalog refresh: %w", err)
-				}
-			}
-			if err := safefile.Write(path, data, 0o600); err != nil {
+			if err := spec.WriteCatalogFile(path, r.File); err != nil {
 				return fmt.Errorf("catalog refresh: %w", err)
 			}
 			if c.String("output") == "json" {
