@@ -37,7 +37,11 @@ type CatalogFile struct {
 	InstanceTypes []InstanceType `json:"instance_types"`
 }
 
-var catalogTypeRE = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
+var instanceTypeRE = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
+
+// IsInstanceTypeName says whether name has the shape of an instance type's name ("g5.xlarge"):
+// what a catalog row and a price query may name.
+func IsInstanceTypeName(name string) bool { return instanceTypeRE.MatchString(name) }
 
 // ParseCatalogFile decodes and checks a local catalog file's bytes; name is the file's, for
 // errors. Unknown fields are refused: a misspelt price must not pass unnoticed.
@@ -86,7 +90,7 @@ func CheckInstanceType(it InstanceType) error {
 func rowProblem(it InstanceType) string {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
-	case !catalogTypeRE.MatchString(it.Name) || len(it.Name) > MaxNameLen:
+	case !IsInstanceTypeName(it.Name) || len(it.Name) > MaxNameLen:
 		return "the name is not an instance type's (such as g5.xlarge)"
 	case it.GPUs < 1 || it.GPUs > 1024:
 		return fmt.Sprintf("gpus %d is out of range (1 to 1024)", it.GPUs)

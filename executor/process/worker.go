@@ -29,12 +29,11 @@ type worker struct {
 	name  string // "trial T worker N", for messages
 	token string
 	start uint64 // the leader's start time, its identity in the pids file (0: unknown)
-	// since is where PIDs stood before the leader was started (when /proc said): its
-	// descendants are among the PIDs handed out after.
-	since   pidCursor
-	sinceOK bool
-	out     *io.PipeWriter
-	log     io.Writer // the trial's log, when it has one of its own (nil for a reused worker)
+	// since is where PIDs stood before the leader was started (nil when /proc did not say):
+	// its descendants are among the PIDs handed out after.
+	since *pidCursor
+	out   *io.PipeWriter
+	log   io.Writer // the trial's log, when it has one of its own (nil for a reused worker)
 }
 
 // workers is what the runtime knows of its workers: their tokens' common prefix, and those not
@@ -88,7 +87,9 @@ func (r *Runtime) startWorker(cmd *exec.Cmd, name string, out *io.PipeWriter, lo
 	if out != nil {
 		cmd.Stdout = out
 	}
-	w.since, w.sinceOK = readCursor()
+	if c, ok := readCursor(); ok {
+		w.since = &c
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -152,11 +153,7 @@ func (w *worker) wait() error {
 
 // endLeftBehind ends the processes the worker left behind, and says which.
 func (w *worker) endLeftBehind() {
-	sel := selector{groups: map[int]bool{w.pid(): true}, token: func(t string) bool { return t == w.token }}
-	if w.sinceOK {
-		sel.since = &w.since
-	}
-	ended := w.r.endStrays(sel)
+	ended := w.r.endStrays(selector{groups: map[int]bool{w.pid(): true}, token: func(t string) bool { return t == w.token }, since: w.since})
 	if len(ended) > 0 {
 		w.note(fmt.Sprintf("%s exited; ended %s it left behind", w.name, describe(ended)))
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -68,7 +67,6 @@ const (
 	apiTimeout = 20 * time.Second
 )
 
-var typeRE = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
 
 // Prices looks up what types cost an hour in region on market (empty: both markets):
 // on-demand from the Price List API (Linux, shared tenancy, no pre-installed software), spot
@@ -100,7 +98,7 @@ func Prices(ctx context.Context, cfg aws.Config, region string, types []string, 
 	for _, t := range types {
 		switch {
 		case slices.Contains(valid, t) || slices.Contains(unknown, t):
-		case typeRE.MatchString(t):
+		case spec.IsInstanceTypeName(t):
 			valid = append(valid, t)
 		default:
 			unknown = append(unknown, t)
