@@ -100,3 +100,33 @@ profile: {file: %s}
 		})
 	}
 }
+
+// BenchmarkPlanHyperband plans Hyperband(1, 81, 3) (examples/hyperband-81.yaml: five brackets on
+// one cluster of up to 48 nodes) with greedy and the joint optimal planner at deadlines from the
+// tightest it meets to a loose one, 100 samples at p90, from a cold simulator; it reports
+// greedy's predicted cost over the optimal one's (greedy/optimal, 1 is as cheap).
+func BenchmarkPlanHyperband(b *testing.B) {
+	exp, m := loadModel(b, "../examples/hyperband-81.yaml")
+	for _, minutes := range []float64{11.7, 12, 13, 16, 20, 25} {
+		b.Run(fmt.Sprintf("deadline=%gm", minutes), func(b *testing.B) {
+			costs := map[string]float64{}
+			for _, name := range []string{spec.PlannerGreedy, spec.PlannerOptimal} {
+				b.Run(name, func(b *testing.B) {
+					for b.Loop() {
+						p, err := NewProblem(sim.New(m, exp.Algorithm.Brackets(), 100, exp.Seed), minutes*60, 0.9)
+						if err != nil {
+							b.Fatal(err)
+						}
+						res, err := Run(p, name)
+						if err != nil || !res.Feasible {
+							b.Fatalf("%s: feasible %v, %v", name, res.Feasible, err)
+						}
+						costs[name] = res.Best.Cost
+						b.ReportMetric(float64(res.Evaluated), "plans/op")
+					}
+				})
+			}
+			b.ReportMetric(costs[spec.PlannerGreedy]/costs[spec.PlannerOptimal], "greedy/optimal")
+		})
+	}
+}

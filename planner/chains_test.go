@@ -115,3 +115,23 @@ planner: {samples: 50, deadline_quantile: 0.5}
 	}
 	t.Logf("%d of %d plans the same", same, planned)
 }
+
+// On Hyperband(1, 81, 3), whose five brackets share one cluster, the joint optimal planner
+// searches its whole space, and greedy's plan costs within 1% of it, at a tight deadline (where
+// the brackets compete for nodes) and a loose one.
+func TestGreedyNearJointOptimalOnHyperband(t *testing.T) {
+	exp, m := loadModel(t, "../examples/hyperband-81.yaml")
+	for _, deadline := range []float64{700, 1200} {
+		p, err := NewProblem(sim.New(m, exp.Algorithm.Brackets(), 100, exp.Seed), deadline, 0.9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr, op := Greedy(p), Optimal(p)
+		if !op.Feasible || !op.Exact || !gr.Feasible {
+			t.Fatalf("deadline %vs: optimal feasible %v exact %v, greedy feasible %v", deadline, op.Feasible, op.Exact, gr.Feasible)
+		}
+		if gr.Best.Cost > 1.01*op.Best.Cost || gr.Best.Cost < op.Best.Cost-1e-9 {
+			t.Fatalf("deadline %vs: greedy $%.4f, optimal $%.4f", deadline, gr.Best.Cost, op.Best.Cost)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/rubberband-hpo/rubberband/sim"
 )
@@ -20,12 +21,78 @@ import (
 // adds two kinds of step: move one stage, or one stage and every later one of its bracket, to
 // another offer (at the largest GPU option there not above its GPUs). So its plan is never
 // predicted to cost more than the best single-type plan, nor the best single-market one.
+//
+// Hyperband's brackets share the cluster, and a plan that starts them from shares of one cluster
+// cannot give one bracket a wide first stage while the others stay narrow: so, with several
+// brackets, greedy then plans each bracket again in turn, the others held, from its fastest
+// elastic plan in the nodes the others leave it, down the same steps over its stages alone,
+// keeping it where the job is cheaper; passes repeat until no bracket improves.
 func Greedy(p *Problem) Result {
 	p.reset()
 	return p.result("greedy", p.greedy())
 }
 
-func (p *Problem) greedy() Candidate { return p.greedyOver(p.allowed()) }
+func (p *Problem) greedy() Candidate {
+	best := p.greedyOver(p.allowed())
+	if len(p.brackets()) > 1 && best.Feasible {
+		best = p.rebracket(best, p.allowed())
+	}
+	return best
+}
+
+// maxBracketPasses bounds rebracket's passes over the brackets; each pass that changes anything
+// makes the plan cheaper, so it ends anyway, and in practice after two or three.
+const maxBracketPasses = 10
+
+// rebracket re-plans one bracket at a time, the others held, as Greedy describes.
+func (p *Problem) rebracket(cur Candidate, offers []int) Candidate {
+	for range maxBracketPasses {
+		improved := false
+		for b := range p.brackets() {
+			for _, o := range offers {
+				start, ok := p.valid(p.fastestBracket(cur.Alloc, b, o))
+				if !ok || !start.Feasible {
+					continue
+				}
+				if c := p.descendOver(start, offers, b); better(c, cur) {
+					cur, improved = c, true
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return cur
+}
+
+// fastestBracket is a with bracket b on offer o at every stage's largest option within the
+// nodes the other brackets of its round leave it.
+func (p *Problem) fastestBracket(a sim.Alloc, b, o int) sim.Alloc {
+	brackets := p.brackets()
+	free := p.model().MaxNodes
+	for ob := range a {
+		if ob != b && brackets[ob].Round == brackets[b].Round {
+			free -= a.PeakNodesOf(ob)
+		}
+	}
+	out := a.Clone()
+	out[b] = slices.Clone(a[b])
+	offer := p.model().Offers[o]
+	for k, opts := range p.options(o)[b] {
+		g := 0
+		for _, x := range opts {
+			if offer.NodesFor(x) <= free {
+				g = x
+			}
+		}
+		if g == 0 {
+			return a // no option fits: an allocation already weighed
+		}
+		out[b][k] = p.stageAlloc(g, o)
+	}
+	return out
+}
 
 // greedyOver is Greedy over a set of offers.
 func (p *Problem) greedyOver(offers []int) Candidate {
@@ -110,6 +177,11 @@ func (p *Problem) greedyOn(o int) Candidate {
 
 // descend runs the greedy steps from a feasible start, within the given offers.
 func (p *Problem) descend(cur Candidate, offers []int) Candidate {
+	return p.descendOver(cur, offers, -1)
+}
+
+// descendOver is descend over bracket only's stages, or every bracket's when only < 0.
+func (p *Problem) descendOver(cur Candidate, offers []int, only int) Candidate {
 	m := p.model()
 	for {
 		var pick Candidate
@@ -129,6 +201,9 @@ func (p *Problem) descend(cur Candidate, offers []int) Candidate {
 			}
 		}
 		for b := range cur.Alloc {
+			if only >= 0 && b != only {
+				continue
+			}
 			for k, sa := range cur.Alloc[b] {
 				on, _ := m.OfferIndex(sa)
 				opts := p.options(on)[b][k]

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -227,7 +228,7 @@ func TestBranchAndBoundFromInfeasibleIncumbent(t *testing.T) {
 			continue
 		}
 		tested++
-		got := p.branchAndBound(0, incumbent)
+		got, _ := p.branchAndBound([]int{0}, incumbent, 0)
 		if !got.Feasible || got.Cost > brute.Cost+1e-9 {
 			t.Fatalf("job %d: from an infeasible $%.4f incumbent found feasible %v $%.4f, brute force $%.4f\n%s",
 				j, incumbent.Cost, got.Feasible, got.Cost, brute.Cost, src)
@@ -244,4 +245,83 @@ func spaceSize(p *Problem) int {
 		n *= len(o)
 	}
 	return n
+}
+
+// On small Hyperband jobs the joint branch and bound agrees with brute force over every plan of
+// every bracket together (the brackets share max_nodes and the deadline) from greedy's plan, and
+// greedy is never cheaper than it.
+func TestJointOptimalMatchesBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	tested, joint := 0, 0
+	for j := 0; j < 400 && tested < 40; j++ {
+		src := fmt.Sprintf(`name: t
+objective: {metric: acc}
+algorithm: {hyperband: {min_iters: 1, max_iters: %d, eta: 3}}
+cluster: {gpus_per_node: %d, price_per_hour: 10, max_nodes: %d, billing: {minimum: %ds}, scale_latency: {value: %ds}, init_latency: {dist: uniform, min: 5s, max: 40s}}
+profile: {iter_latency: {1: {mean: 30, std: 5}, 2: {mean: 16, std: 2}, 4: {mean: 9, std: 1}}}
+`, 3+r.IntN(25), []int{1, 2}[r.IntN(2)], 3+r.IntN(10), r.IntN(120), r.IntN(100))
+		probe := problem(t, src, 1e9, 0.5, 12)
+		deadline := Static(probe).Best.JCT * (0.4 + r.Float64())
+		p := problem(t, src, deadline, 0.5, 12)
+		if len(p.brackets()) < 2 || jointSpaceSize(p) > 200000 {
+			continue
+		}
+		tested++
+		op, gr := Optimal(p), Greedy(p)
+		brute := bruteForceJoint(p, p.greedy()) // greedy's plan may hold nodes, outside the elastic plans
+		if !op.Exact || op.Feasible != brute.Feasible || (brute.Feasible && math.Abs(op.Best.Cost-brute.Cost) > 1e-9) {
+			t.Fatalf("job %d: optimal $%.4f (feasible %v, exact %v), brute force $%.4f (feasible %v)\n%s",
+				j, op.Best.Cost, op.Feasible, op.Exact, brute.Cost, brute.Feasible, src)
+		}
+		if gr.Feasible && gr.Best.Cost < op.Best.Cost-1e-9 {
+			t.Fatalf("job %d: greedy $%.4f below optimal $%.4f", j, gr.Best.Cost, op.Best.Cost)
+		}
+		// Planning a bracket at a time (the others held) from greedy's plan: where it stops
+		// dearer than brute force, only the joint search finds the answer.
+		if c := p.bracketAtATime(p.greedy()); brute.Feasible && c.Cost > brute.Cost+1e-9 {
+			joint++
+		}
+	}
+	if tested < 30 || joint == 0 {
+		t.Fatalf("%d jobs small enough to enumerate, on %d of them a bracket at a time dearer than the joint optimum: the test no longer exercises the joint search", tested, joint)
+	}
+}
+
+// jointSpaceSize is how many elastic plans of every bracket there are on the default offer.
+func jointSpaceSize(p *Problem) int {
+	n := 1
+	for _, br := range p.options(0) {
+		for _, o := range br {
+			n *= len(o)
+		}
+	}
+	return n
+}
+
+// bruteForceJoint tries every elastic plan of every bracket together, starting from best.
+func bruteForceJoint(p *Problem, best Candidate) Candidate {
+	opts := p.options(0)
+	choice := make([][]int, len(opts))
+	for b := range opts {
+		choice[b] = make([]int, len(opts[b]))
+	}
+	var walk func(b, k int)
+	walk = func(b, k int) {
+		switch {
+		case b == len(opts):
+			if c, ok := p.valid(p.model().Elastic(choice)); ok && better(c, best) {
+				best = c
+			}
+			return
+		case k == len(opts[b]):
+			walk(b+1, 0)
+			return
+		}
+		for _, g := range opts[b][k] {
+			choice[b][k] = g
+			walk(b, k+1)
+		}
+	}
+	walk(0, 0)
+	return best
 }

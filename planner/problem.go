@@ -109,6 +109,9 @@ type Result struct {
 	Best      Candidate
 	Feasible  bool
 	Evaluated int
+	// Exact says the optimal planner searched its whole space: no plan in it is cheaper. False
+	// for the other planners, and for an optimal search cut short (too large a job, or stopped).
+	Exact bool
 }
 
 func (p *Problem) model() *sim.Model        { return p.Sim.Model() }
