@@ -62,6 +62,7 @@ func Plan(ctx context.Context, exp *spec.Experiment, s *sim.Simulator, progress 
 	}
 	rep := NewReport(exp, exp.Planner.Name, exp.Deadline.Seconds(), res.Feasible, predicted)
 	rep.Evaluated = res.Evaluated
+	rep.Unproven = exp.Planner.Name == spec.PlannerOptimal && !res.Exact
 	if static.Best.Alloc != nil {
 		sp, err := s.Simulate(static.Best.Alloc)
 		if err != nil {

@@ -32,6 +32,9 @@ type Report struct {
 	SavingPct *float64 `json:"saving_pct,omitempty"`
 	// Evaluated counts the plans the planner simulated.
 	Evaluated int `json:"evaluated,omitempty"`
+	// Unproven says the optimal planner's search stopped before it covered its space (a job too
+	// large to search whole): the plan is the best it found, not proven the cheapest.
+	Unproven bool `json:"unproven,omitempty"`
 	// BudgetUSD is the spec's budget.max_cost_usd (0: none).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Alternatives are, when the spec offers several instance types or markets, the best plans

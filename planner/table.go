@@ -35,6 +35,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	writeStages(w, r.Brackets, len(r.Brackets) > 1)
 	fmt.Fprintln(w)
 	writePrediction(w, "predicted", r.Predicted, r.DeadlineS > 0)
+	if r.Unproven {
+		fmt.Fprintf(w, "optimal    not proven: the search stopped after %d million partial plans; this is the cheapest plan it found\n", maxJointNodes/1_000_000)
+	}
 	if r.Search != nil {
 		fmt.Fprintf(w, "search     %s\n", r.Search)
 	}
