@@ -325,3 +325,22 @@ func bruteForceJoint(p *Problem, best Candidate) Candidate {
 	walk(0, 0)
 	return best
 }
+
+// A joint search cut short by its limit says so, and still returns a plan no dearer than its
+// incumbent.
+func TestJointSearchCutShortIsNotExact(t *testing.T) {
+	exp, m := loadModel(t, "../examples/hyperband-81.yaml")
+	p, err := NewProblem(sim.New(m, exp.Algorithm.Brackets(), 50, exp.Seed), 1200, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	incumbent := p.greedy()
+	all := []int{0, 1, 2, 3, 4}
+	got, exact := p.branchAndBound(all, incumbent, 50)
+	if exact || got.Cost > incumbent.Cost {
+		t.Fatalf("cut at 50 partial plans: exact %v, $%.4f against the incumbent's $%.4f", exact, got.Cost, incumbent.Cost)
+	}
+	if _, exact := p.branchAndBound(all, incumbent, 0); !exact {
+		t.Fatal("an unlimited search is not exact")
+	}
+}
