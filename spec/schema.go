@@ -19,14 +19,18 @@ const goDuration = `^(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)
 // what one field alone can get wrong; `rubberband validate` remains the judge of the rest (which
 // fields a dist uses, min_iters <= max_iters, ...). It uses no keyword newer than draft 7, so
 // language servers that know only draft 7 read it the same.
-func Schema() map[string]any {
-	s, _ := schema()
+func Schema() map[string]any { return SchemaFor(BuiltinCatalog()) }
+
+// SchemaFor is Schema with cluster.instance_type drawn from cat (a local catalog file's rows
+// over the built-in ones): the names `validate` accepts with that catalog.
+func SchemaFor(cat InstanceCatalog) map[string]any {
+	s, _ := schema(cat)
 	return s
 }
 
 // schema also returns the keys of fieldDocs and fieldRules it used, so a test can find stale ones.
-func schema() (map[string]any, map[string]bool) {
-	g := schemaGen{docs: fieldDocs(), rules: fieldRules(), used: map[string]bool{}}
+func schema(cat InstanceCatalog) (map[string]any, map[string]bool) {
+	g := schemaGen{docs: fieldDocs(), rules: fieldRules(cat), used: map[string]bool{}}
 	s := g.of(reflect.TypeFor[Experiment]())
 	s["$schema"] = SchemaDialect
 	s["title"] = "rubberband experiment spec"
@@ -134,9 +138,9 @@ func between(lo, hi int) map[string]any { return map[string]any{"minimum": lo, "
 
 // fieldRules are the one-field checks of validate.go that a schema can state, and the fields
 // validation requires. Their values come from the spec's constants where it has them.
-func fieldRules() map[string]map[string]any {
+func fieldRules(cat InstanceCatalog) map[string]map[string]any {
 	var instances []string
-	for _, it := range Catalog() {
+	for _, it := range cat {
 		instances = append(instances, it.Name)
 	}
 	atLeast0 := map[string]any{"minimum": 0}

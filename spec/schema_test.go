@@ -205,7 +205,7 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 // TestSchemaDescribesEveryField: every property has a description, so a new field without one
 // fails here, and no description or rule names a field that is gone.
 func TestSchemaDescribesEveryField(t *testing.T) {
-	s, used := schema()
+	s, used := schema(BuiltinCatalog())
 	var walk func(path string, s any)
 	walk = func(path string, s any) {
 		switch s := s.(type) {
@@ -233,7 +233,7 @@ func TestSchemaDescribesEveryField(t *testing.T) {
 		}
 	}
 	walk("", s)
-	for _, keys := range [][]string{slices.Collect(maps.Keys(fieldDocs())), slices.Collect(maps.Keys(fieldRules()))} {
+	for _, keys := range [][]string{slices.Collect(maps.Keys(fieldDocs())), slices.Collect(maps.Keys(fieldRules(BuiltinCatalog())))} {
 		for _, k := range keys {
 			if !used[k] {
 				t.Errorf("%q names no field of the spec", k)

@@ -98,6 +98,16 @@ func TestLocalCatalogCommands(t *testing.T) {
 	if _, errOut, code := rb(t, "validate", specFile, "--root", dir); code != 0 {
 		t.Errorf("validate with ROOT/catalog.json: exit %d: %s", code, errOut)
 	}
+	// schema offers editors the local type beside the built-in ones, and without it only those.
+	for _, c := range []struct {
+		root string
+		want bool
+	}{{dir, true}, {dir + "/none", false}} {
+		out, errOut, code := rb(t, "schema", "--root", c.root)
+		if code != 0 || strings.Contains(out, `"g7e.2xlarge"`) != c.want || !strings.Contains(out, `"p5.48xlarge"`) {
+			t.Errorf("schema --root %s: exit %d, lists g7e.2xlarge %v (want %v): %s", c.root, code, !c.want, c.want, errOut)
+		}
+	}
 	// A run keeps the catalog it was started with: its status reads the spec with it once the
 	// file is gone.
 	state := filepath.Join(dir, "run")

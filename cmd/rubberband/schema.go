@@ -12,14 +12,21 @@ func schemaCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "schema",
 		Usage: "print the spec's JSON Schema, for editor completion",
+		Description: "cluster.instance_type lists the built-in catalog's types and, where there is one, the local\n" +
+			"catalog file's (--catalog, else ROOT/catalog.json, as `rubberband catalog` shows).",
+		Flags: []cli.Flag{rootFlag(), catalogFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return usageErr("schema takes no arguments (got %d)", c.NArg())
 			}
+			cat, err := effectiveCatalog(c)
+			if err != nil {
+				return err
+			}
 			enc := json.NewEncoder(c.App.Writer)
 			enc.SetIndent("", "  ")
 			enc.SetEscapeHTML(false) // descriptions are read by people, not pasted into HTML
-			if err := enc.Encode(spec.Schema()); err != nil {
+			if err := enc.Encode(spec.SchemaFor(cat)); err != nil {
 				return fmt.Errorf("write the schema: %w", err)
 			}
 			return nil
