@@ -679,9 +679,11 @@ func TestRunImageOnNomadWithMinIO(t *testing.T) {
 	}
 	minio := servers.StartMinIO(t)
 	dir := t.TempDir()
-	// The image: the static binary FROM scratch, as `make image` builds it.
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "rubberband"), ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// The image: a static binary FROM scratch, as `make image` builds it; here the race detector's
+	// build, linked statically: its packages are those of the test's own CLI, so only the link is
+	// new (the plain static build compiled every package again: 2:49 of this test's 3:00 from a
+	// clean cache), and the containers' workers run under the race detector too.
+	build := exec.Command("go", "build", "-race", "-ldflags", "-linkmode external -extldflags -static", "-o", filepath.Join(dir, "rubberband"), ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("static build: %v\n%s", err, out)
 	}
