@@ -1,0 +1,599 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server/store"
+)
+
+// maxStreams bounds the event and log streams open at once.
+const maxStreams = 256
+
+// maxBody bounds a request's body: a submission with its files, JSON-quoted.
+const maxBody = 2*MaxSpecBytes + 64<<10
+
+// Handler is the server's HTTP handler: the API under /api/v1.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /api/v1/health", s.health)
+	s.mux.HandleFunc("GET /api/v1/whoami", s.authed(s.whoami))
+	s.mux.HandleFunc("POST /api/v1/runs", s.authed(s.submit))
+	s.mux.HandleFunc("GET /api/v1/runs", s.authed(s.listRuns))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}", s.authed(s.getRun))
+	s.mux.HandleFunc("POST /api/v1/runs/{id}/cancel", s.authed(s.cancelRun))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}/report", s.authed(s.runReport))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}/trials", s.authed(s.runTrials))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}/best", s.authed(s.runBest))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}/events", s.authed(s.runEvents))
+	s.mux.HandleFunc("GET /api/v1/runs/{id}/logs", s.authed(s.runLogs))
+	s.mux.HandleFunc("GET /api/v1/teams", s.admin(s.listTeams))
+	s.mux.HandleFunc("POST /api/v1/teams", s.admin(s.createTeam))
+	s.mux.HandleFunc("PUT /api/v1/teams/{name}", s.admin(s.updateTeam))
+	s.mux.HandleFunc("GET /api/v1/users", s.admin(s.listUsers))
+	s.mux.HandleFunc("POST /api/v1/users", s.admin(s.createUser))
+	s.mux.HandleFunc("DELETE /api/v1/users/{name}", s.admin(s.deleteUser))
+	s.mux.HandleFunc("GET /api/v1/audit", s.authed(s.audit))
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, u store.User)
+
+// authed authenticates every request (401 without a known token).
+func (s *Server) authed(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u, err := Authenticate(r.Context(), s.cfg.Store, r)
+		if err != nil {
+			if errors.Is(err, ErrUnauthenticated) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="rubberband"`)
+				writeError(w, http.StatusUnauthorized, err)
+				return
+			}
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+// admin is authed for admins only (403 for the others).
+func (s *Server) admin(h handler) http.HandlerFunc {
+	return s.authed(func(w http.ResponseWriter, r *http.Request, u store.User) {
+		if !u.Admin {
+			writeError(w, http.StatusForbidden, fmt.Errorf("forbidden: %s is not an admin", u.Name))
+			return
+		}
+		h(w, r, u)
+	})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	holding := s.holding
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "holder": s.cfg.Holder, "driving": holding})
+}
+
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request, u store.User) {
+	writeJSON(w, http.StatusOK, u)
+}
+
+// runJSON is a run as the API shows it: with its predicted start while it waits.
+type runJSON struct {
+	store.Run
+	PredictedStart time.Time `json:"predicted_start,omitzero"`
+}
+
+func (s *Server) withStart(r store.Run) runJSON {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return runJSON{Run: r, PredictedStart: s.starts[r.ID]}
+}
+
+// submitted is what a submission returns: the run (queued) and its plan.
+type submitted struct {
+	Run  runJSON         `json:"run"`
+	Plan *planner.Report `json:"plan"`
+}
+
+// refused is what a refused submission returns: why, with the figures, and the plan.
+type refused struct {
+	Error   string          `json:"error"`
+	Refusal *Refusal        `json:"refusal"`
+	Plan    *planner.Report `json:"plan,omitempty"`
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, u store.User) {
+	var sub Submission
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&sub); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("read the submission: %w", err))
+		return
+	}
+	run, rep, err := s.Submit(r.Context(), u, sub)
+	var ref *Refusal
+	var in *InputError
+	switch {
+	case errors.As(err, &ref):
+		s.record(r.Context(), u, "refuse", "", err.Error())
+		writeJSON(w, http.StatusForbidden, refused{Error: err.Error(), Refusal: ref, Plan: rep})
+	case errors.As(err, &in):
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error(), "problems": in.Problems})
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	default:
+		s.record(r.Context(), u, "submit", run.ID, fmt.Sprintf("%s: predicted $%.2f, %d GPUs", run.Name, run.PredictedCostUSD, run.GPUs))
+		writeJSON(w, http.StatusCreated, submitted{Run: s.withStart(run), Plan: rep})
+	}
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) {
+	f := store.RunFilter{Team: u.Team}
+	if u.Admin {
+		f.Team = r.URL.Query().Get("team")
+	}
+	for _, st := range r.URL.Query()["state"] {
+		f.States = append(f.States, store.RunState(st))
+	}
+	runs, err := s.cfg.Store.Runs(r.Context(), f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := make([]runJSON, len(runs))
+	for i, run := range runs {
+		out[i] = s.withStart(run)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// run is the run the path names, when u may see it (404 otherwise: another team's run is not
+// said to exist).
+func (s *Server) run(w http.ResponseWriter, r *http.Request, u store.User) (store.Run, bool) {
+	run, err := s.cfg.Store.Run(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !mayAccess(u, run.Team)) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no run %q", r.PathValue("id")))
+		return run, false
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return run, false
+	}
+	return run, true
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) {
+	if run, ok := s.run(w, r, u); ok {
+		writeJSON(w, http.StatusOK, s.withStart(run))
+	}
+}
+
+// cancelRun cancels a queued run at once and asks the driving server to cancel a running one.
+// Another team's run is refused (403) rather than hidden: the caller named it.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User) {
+	run, err := s.cfg.Store.Run(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no run %q", r.PathValue("id")))
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if !mayAccess(u, run.Team) {
+		s.record(r.Context(), u, "cancel-refused", run.ID, "run of team "+run.Team)
+		writeError(w, http.StatusForbidden, fmt.Errorf("forbidden: run %s is team %s's; %s is in team %s", run.ID, run.Team, u.Name, u.Team))
+		return
+	}
+	now := s.cfg.Now()
+	run, err = s.cfg.Store.UpdateRun(r.Context(), run.ID, func(x *store.Run) error {
+		switch {
+		case x.State.Ended():
+		case x.State == store.Queued:
+			x.State, x.EndedAt, x.Message = store.Cancelled, now, "cancelled by "+u.Name+" while queued"
+		default:
+			x.CancelRequested, x.Message = true, "cancelled by "+u.Name
+		}
+		return nil
+	})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	s.record(r.Context(), u, "cancel", run.ID, string(run.State))
+	s.poke()
+	writeJSON(w, http.StatusAccepted, s.withStart(run))
+}
+
+// view reads a run's state directory (409 while its driver has not made it).
+func (s *Server) view(w http.ResponseWriter, run store.Run) (*rundir.View, bool) {
+	st, err := rundir.Open(run.Dir)
+	if err == nil {
+		var v *rundir.View
+		if v, err = rundir.NewView(st); err == nil {
+			return v, true
+		}
+	}
+	writeError(w, http.StatusConflict, fmt.Errorf("run %s: %w", run.ID, err))
+	return nil, false
+}
+
+func (s *Server) runReport(w http.ResponseWriter, r *http.Request, u store.User) {
+	run, ok := s.run(w, r, u)
+	if !ok {
+		return
+	}
+	v, ok := s.view(w, run)
+	if !ok {
+		return
+	}
+	if v.Res == nil {
+		writeError(w, http.StatusConflict, fmt.Errorf("run %s has not started", run.ID))
+		return
+	}
+	writeJSON(w, http.StatusOK, executor.Compare(v.State.Plan, v.Res))
+}
+
+func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User) {
+	run, ok := s.run(w, r, u)
+	if !ok {
+		return
+	}
+	v, ok := s.view(w, run)
+	if !ok {
+		return
+	}
+	trials := []executor.TrialResult{}
+	if v.Res != nil {
+		trials = v.Res.Trials
+	}
+	writeJSON(w, http.StatusOK, trials)
+}
+
+func (s *Server) runBest(w http.ResponseWriter, r *http.Request, u store.User) {
+	run, ok := s.run(w, r, u)
+	if !ok {
+		return
+	}
+	v, ok := s.view(w, run)
+	if !ok {
+		return
+	}
+	b, err := rundir.Best(v)
+	if errors.Is(err, rundir.ErrNoBest) {
+		writeError(w, http.StatusConflict, err)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
+}
+
+// runEvents streams the run's journal as Server-Sent Events, one record a message, from the
+// start, until the run ends (or the client goes).
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User) {
+	run, ok := s.run(w, r, u)
+	if !ok {
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		writeError(w, http.StatusServiceUnavailable, errors.New("too many streams open: try again"))
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	tail := executor.NewTail(filepath.Join(run.Dir, rundir.Journal), 1<<20)
+	for {
+		events, err := tail.Next()
+		if err != nil {
+			fmt.Fprintf(w, "event: error\ndata: %s\n\n", jsonLine(map[string]string{"error": err.Error()}))
+			return
+		}
+		for _, e := range events {
+			fmt.Fprintf(w, "id: %d\ndata: %s\n\n", tail.Line(), jsonLine(e))
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		if len(events) == 0 {
+			cur, err := s.cfg.Store.Run(r.Context(), run.ID)
+			if err != nil || cur.State.Ended() {
+				fmt.Fprintf(w, "event: end\ndata: %s\n\n", jsonLine(map[string]string{"state": string(cur.State)}))
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// runLogs writes the run's driver log, or with ?trial=ID that trial's log; with ?follow=1 it
+// goes on writing what is appended until the run ends or the client goes.
+func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
+	run, ok := s.run(w, r, u)
+	if !ok {
+		return
+	}
+	path := filepath.Join(run.Dir, rundir.DriverLog)
+	if id := r.URL.Query().Get("trial"); id != "" {
+		v, ok := s.view(w, run)
+		if !ok {
+			return
+		}
+		p, err := rundir.TrialLog(run.Dir, v.Events, id)
+		if err != nil {
+			writeError(w, http.StatusNotFound, err)
+			return
+		}
+		path = p
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	f, err := os.Open(path)
+	if err != nil && !r.URL.Query().Has("follow") {
+		writeError(w, http.StatusNotFound, fmt.Errorf("run %s has no such log yet", run.ID))
+		return
+	}
+	if err == nil {
+		defer f.Close()
+		io.Copy(w, f)
+	}
+	if !r.URL.Query().Has("follow") || f == nil {
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		return
+	}
+	ctx, stop := context.WithCancel(r.Context())
+	defer stop()
+	go func() { // the run's end ends the follow
+		for ctx.Err() == nil {
+			if cur, err := s.cfg.Store.Run(ctx, run.ID); err != nil || cur.State.Ended() {
+				time.Sleep(300 * time.Millisecond) // the driver's last lines
+				stop()
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	rundir.Follow(ctx, run.Dir, f, flushWriter{w})
+}
+
+// flushWriter flushes each write, so that a follower sees lines as they come.
+type flushWriter struct{ w http.ResponseWriter }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if fl, ok := f.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	return n, err
+}
+
+func (s *Server) listTeams(w http.ResponseWriter, r *http.Request, u store.User) {
+	teams, err := s.cfg.Store.Teams(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	type teamJSON struct {
+		store.Team
+		SpentUSD float64 `json:"spent_this_month_usd"`
+	}
+	out := make([]teamJSON, len(teams))
+	for i, t := range teams {
+		spent, err := s.cfg.Store.Spent(r.Context(), t.Name, month(s.cfg.Now()))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		out[i] = teamJSON{t, spent}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, u store.User) {
+	var t store.Team
+	if !readJSON(w, r, &t) {
+		return
+	}
+	if err := checkTeam(t); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
+	t.CreatedAt = s.cfg.Now()
+	if err := s.cfg.Store.CreateTeam(r.Context(), t); err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	s.record(r.Context(), u, "team-create", t.Name, teamDetail(t))
+	writeJSON(w, http.StatusCreated, t)
+}
+
+func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request, u store.User) {
+	var t store.Team
+	if !readJSON(w, r, &t) {
+		return
+	}
+	t.Name = r.PathValue("name")
+	if err := checkTeam(t); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err)
+		return
+	}
+	if err := s.cfg.Store.UpdateTeam(r.Context(), t); err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	s.record(r.Context(), u, "team-update", t.Name, teamDetail(t))
+	s.poke()
+	writeJSON(w, http.StatusOK, t)
+}
+
+func teamDetail(t store.Team) string {
+	return fmt.Sprintf("max_gpus %d, max_nodes %d, monthly budget $%.2f", t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
+}
+
+// checkTeam checks a team's name and limits.
+func checkTeam(t store.Team) error {
+	switch {
+	case !validName(t.Name):
+		return fmt.Errorf("team name %q: 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", t.Name)
+	case t.MaxGPUs < 0 || t.MaxNodes < 0 || t.MonthlyBudgetUSD < 0:
+		return fmt.Errorf("team %s: max_gpus, max_nodes and monthly_budget_usd must not be negative", t.Name)
+	}
+	return nil
+}
+
+// validName says whether a team or user name is safe as a folder name and in a URL path.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 || s[0] == '-' || s[0] == '.' || s[0] == '_' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, u store.User) {
+	users, err := s.cfg.Store.Users(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, users)
+}
+
+// createUser adds a user and returns their token, the only time it is shown.
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, u store.User) {
+	var nu store.User
+	if !readJSON(w, r, &nu) {
+		return
+	}
+	token, err := AddUser(r.Context(), s.cfg.Store, nu.Name, nu.Team, nu.Admin, s.cfg.Now())
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	s.record(r.Context(), u, "user-create", nu.Name, fmt.Sprintf("team %s, admin %v", nu.Team, nu.Admin))
+	writeJSON(w, http.StatusCreated, map[string]any{"name": nu.Name, "team": nu.Team, "admin": nu.Admin, "token": token})
+}
+
+func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, u store.User) {
+	name := r.PathValue("name")
+	if err := s.cfg.Store.DeleteUser(r.Context(), name); err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	s.record(r.Context(), u, "user-delete", name, "")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// audit lists the audit log: a team's entries for its members, everything for admins.
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, u store.User) {
+	f := store.AuditFilter{Team: u.Team, Limit: 100}
+	if u.Admin {
+		f.Team = r.URL.Query().Get("team")
+	}
+	entries, err := s.cfg.Store.Audit(r.Context(), f)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+// AddUser adds a user of team and returns their token (shown once; the store keeps its hash).
+func AddUser(ctx context.Context, st store.Store, name, team string, admin bool, now time.Time) (string, error) {
+	if !validName(name) {
+		return "", &InputError{Err: fmt.Errorf("user name %q: 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", name)}
+	}
+	token, hash, err := NewToken(rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	if err := st.CreateUser(ctx, store.User{Name: name, Team: team, Admin: admin, TokenHash: hash, CreatedAt: now}); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// record adds an audit entry; an audit that cannot be written is logged, not fatal to the action.
+func (s *Server) record(ctx context.Context, u store.User, action, target, detail string) {
+	e := store.AuditEntry{At: s.cfg.Now(), User: u.Name, Team: u.Team, Action: action, Target: target, Detail: detail}
+	if err := s.cfg.Store.AddAudit(context.WithoutCancel(ctx), e); err != nil {
+		fmt.Fprintf(s.cfg.Log, "server: audit %s %s by %s: %v\n", action, target, u.Name, err)
+	}
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("read the request: %w", err))
+		return false
+	}
+	return true
+}
+
+func writeStoreError(w http.ResponseWriter, err error) {
+	var in *InputError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, store.ErrExists):
+		writeError(w, http.StatusConflict, err)
+	case errors.As(err, &in):
+		writeError(w, http.StatusUnprocessableEntity, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func jsonLine(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func jsonOf(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/server/store"
+)
+
+var t0 = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+
+func run(id, team string, gpus, nodes int, jct float64, prio int, at time.Duration) store.Run {
+	return store.Run{ID: id, Team: team, GPUs: gpus, Nodes: nodes, PredictedJCTSeconds: jct, Priority: prio, SubmittedAt: t0.Add(at)}
+}
+
+// Worked by hand: team a may hold 8 GPUs; 4 are held until 12:10. Queued, in order: q1 (4 GPUs,
+// fits now), q2 (8: waits for both to end), q3 (2: fits now but the queue is strict).
+func TestScheduleStrictQueueAndPredictedStarts(t *testing.T) {
+	teams := map[string]store.Team{"a": {Name: "a", MaxGPUs: 8}, "b": {Name: "b"}}
+	r0 := run("r0", "a", 4, 1, 600, 0, -time.Hour)
+	r0.StartedAt = t0
+	queued := []store.Run{
+		run("q3", "a", 2, 1, 60, 0, 3*time.Second),
+		run("q2", "a", 8, 2, 300, 0, 2*time.Second),
+		run("q1", "a", 4, 1, 1200, 0, time.Second),
+		run("b1", "b", 64, 8, 10, 0, 0), // no quotas: starts
+	}
+	start, predicted := Schedule(teams, []store.Run{r0}, queued, t0)
+	if !slices.Equal(start, []string{"q1", "b1"}) && !slices.Equal(start, []string{"b1", "q1"}) {
+		t.Fatalf("started %v", start)
+	}
+	// q2 needs all 8: r0 ends at 12:10, q1 at 12:20.
+	if want := t0.Add(1200 * time.Second); !predicted["q2"].Equal(want) {
+		t.Errorf("q2 predicted at %v, want %v", predicted["q2"], want)
+	}
+	// q3 after q2 has started (strict), alongside it? 8+2 > 8: after q2 ends at 12:25.
+	if want := t0.Add(1500 * time.Second); !predicted["q3"].Equal(want) {
+		t.Errorf("q3 predicted at %v, want %v", predicted["q3"], want)
+	}
+}
+
+// Priority first, then submission order.
+func TestSchedulePriority(t *testing.T) {
+	teams := map[string]store.Team{"a": {Name: "a", MaxGPUs: 4}}
+	queued := []store.Run{run("early", "a", 4, 1, 60, 0, 0), run("urgent", "a", 4, 1, 60, 5, time.Minute)}
+	start, predicted := Schedule(teams, nil, queued, t0)
+	if !slices.Equal(start, []string{"urgent"}) || !predicted["early"].Equal(t0.Add(time.Minute)) {
+		t.Fatalf("started %v, predicted %v", start, predicted)
+	}
+}
+
+// Property: whatever the queue, what starts fits each team's quotas alongside what runs, and a
+// run started is never behind a run of its team left waiting.
+func TestScheduleNeverExceedsQuotas(t *testing.T) {
+	for seed := range 300 {
+		teams := map[string]store.Team{"a": {Name: "a", MaxGPUs: 16, MaxNodes: 4}, "b": {Name: "b", MaxGPUs: 8}}
+		var running, queued []store.Run
+		for i := range 3 + seed%7 {
+			team := []string{"a", "b"}[(seed+i)%2]
+			r := run(fmt.Sprintf("r%d", i), team, 1+(seed*7+i*3)%8, 1+(seed+i)%2, float64(60*(1+i)), (seed+i)%3, time.Duration(i)*time.Second)
+			if i%3 == 0 {
+				r.StartedAt = t0.Add(-time.Duration(i) * time.Minute)
+				running = append(running, r)
+			} else {
+				queued = append(queued, r)
+			}
+		}
+		start, _ := Schedule(teams, running, queued, t0)
+		gpus, nodes := map[string]int{}, map[string]int{}
+		for _, r := range running {
+			gpus[r.Team] += r.GPUs
+			nodes[r.Team] += r.Nodes
+		}
+		for _, id := range start {
+			i := slices.IndexFunc(queued, func(r store.Run) bool { return r.ID == id })
+			gpus[queued[i].Team] += queued[i].GPUs
+			nodes[queued[i].Team] += queued[i].Nodes
+		}
+		started := map[string]bool{}
+		for _, id := range start {
+			started[queued[slices.IndexFunc(queued, func(r store.Run) bool { return r.ID == id })].Team] = true
+		}
+		order := slices.Clone(queued)
+		slices.SortStableFunc(order, queueOrder)
+		waiting := map[string]bool{}
+		for _, r := range order {
+			in := slices.Contains(start, r.ID)
+			if in && waiting[r.Team] {
+				t.Fatalf("seed %d: %s started behind a waiting run of team %s", seed, r.ID, r.Team)
+			}
+			waiting[r.Team] = waiting[r.Team] || !in
+		}
+		for name, tm := range teams {
+			if started[name] && ((tm.MaxGPUs > 0 && gpus[name] > tm.MaxGPUs) || (tm.MaxNodes > 0 && nodes[name] > tm.MaxNodes)) {
+				t.Fatalf("seed %d: team %s holds %d GPUs on %d nodes after starting %v", seed, name, gpus[name], nodes[name], start)
+			}
+		}
+	}
+}
+
+// Worked by hand: a $100 month, $30 charged, a running run predicted at $50 of which $20 is
+// charged (so $30 more to come): $40 remain, a $45 plan is refused with both figures.
+func TestAdmitBudgetAndQuotas(t *testing.T) {
+	team := store.Team{Name: "a", MonthlyBudgetUSD: 100, MaxGPUs: 16}
+	active := []store.Run{{PredictedCostUSD: 50, CostUSD: 20}}
+	err := Admit(team, 30, active, Demand{CostUSD: 45, GPUs: 8})
+	ref, ok := err.(*Refusal)
+	if !ok || ref.Reason != "budget" || ref.PredictedCostUSD != 45 || ref.RemainingBudgetUSD != 40 {
+		t.Fatalf("refusal %#v", err)
+	}
+	if err := Admit(team, 30, active, Demand{CostUSD: 40, GPUs: 8}); err != nil {
+		t.Fatalf("a $40 plan: %v", err)
+	}
+	err = Admit(team, 0, nil, Demand{CostUSD: 1, GPUs: 32, Nodes: 4})
+	if ref, ok := err.(*Refusal); !ok || ref.Reason != "quota" || ref.MaxGPUs != 16 {
+		t.Fatalf("quota refusal %#v", err)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	a, ha, err := NewToken(cryptoRand())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := NewToken(cryptoRand())
+	if a == b || len(a) < 40 || string(HashToken(a)) != string(ha) || string(HashToken(b)) == string(ha) {
+		t.Fatalf("tokens %q %q", a, b)
+	}
+}
+
+func TestValidName(t *testing.T) {
+	for name, ok := range map[string]bool{"ml-team": true, "a.b_c": true, "": false, "../x": false, "-x": false, "a/b": false, "ä": false} {
+		if validName(name) != ok {
+			t.Errorf("validName(%q) = %v", name, !ok)
+		}
+	}
+}
+
+func cryptoRand() io.Reader { return rand.Reader }

@@ -1,0 +1,334 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Config is what a server serves and how it drives runs.
+type Config struct {
+	Store store.Store
+	// Root holds the runs' state directories, one folder per team (ROOT/teams/TEAM/RUN): what
+	// the dashboard and `rubberband list --root` read. Every server on one database shares it.
+	Root string
+	// Backend is where runs go (driver.Local, driver.Nomad, driver.EC2, driver.Virtual).
+	Backend string
+	// TimeScale is the emulated latencies' wall seconds per spec second (1; tests shorten it).
+	TimeScale float64
+	// Supervisor runs the drivers.
+	Supervisor *Supervisor
+	// Holder names this server in the lease (host:pid, say); two servers must differ.
+	Holder string
+	// LeaseTTL is how long the lease lasts unrenewed (15 s if 0): a stand-by server takes over
+	// that long after the driving one died. Tick is how often the server renews it, starts
+	// queued runs, acts on cancels and charges costs (LeaseTTL/5 if 0).
+	LeaseTTL, Tick time.Duration
+	// Catalog is the instance catalog specs are read with (the built-in one if nil).
+	Catalog spec.InstanceCatalog
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+	Log io.Writer
+}
+
+// leaseName is the lease every server of one database competes for: its holder drives every run.
+const leaseName = "drivers"
+
+// Server is the API's HTTP handler and, while it holds the lease, every run's driver.
+type Server struct {
+	cfg  Config
+	mux  *http.ServeMux
+	wake chan struct{}
+
+	mu      sync.Mutex
+	holding bool                 // this server holds the lease
+	drivers map[string]*driving  // the runs this server drives, by ID
+	starts  map[string]time.Time // queued runs' predicted starts, by ID
+	streams chan struct{}        // bounds the event streams open at once
+}
+
+// driving is one run this server drives.
+type driving struct {
+	cancel     context.CancelFunc
+	cancelling bool
+}
+
+// New returns a server; Run drives, Handler serves.
+func New(cfg Config) *Server {
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 15 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = cfg.LeaseTTL / 5
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Catalog == nil {
+		cfg.Catalog = spec.BuiltinCatalog()
+	}
+	if cfg.TimeScale <= 0 {
+		cfg.TimeScale = 1
+	}
+	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{},
+		streams: make(chan struct{}, maxStreams)}
+	s.routes()
+	return s
+}
+
+// Run holds or waits for the lease and, while it holds it, drives the runs, until ctx ends: then
+// it stops its drivers (the runs go on under the next server) and gives the lease up.
+func (s *Server) Run(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.Tick)
+	defer tick.Stop()
+	defer s.release()
+	for {
+		if err := s.step(ctx); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(s.cfg.Log, "server: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// poke makes Run step soon: a run was submitted, cancelled or ended.
+func (s *Server) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// step renews the lease and, holding it, adopts the runs nobody drives, starts what the queue
+// lets start, acts on cancels and charges what the runs cost.
+func (s *Server) step(ctx context.Context) error {
+	st := s.cfg.Store
+	held, err := st.AcquireLease(ctx, leaseName, s.cfg.Holder, s.cfg.LeaseTTL, s.cfg.Now())
+	if err != nil {
+		return fmt.Errorf("renew the lease: %w", err)
+	}
+	s.mu.Lock()
+	was := s.holding
+	s.holding = held
+	s.mu.Unlock()
+	switch {
+	case !held && was:
+		fmt.Fprintf(s.cfg.Log, "server: lost the lease to another server: stopping this server's drivers\n")
+		s.stopDrivers()
+		return nil
+	case !held:
+		return nil
+	case !was:
+		fmt.Fprintf(s.cfg.Log, "server: %s holds the lease: driving the runs\n", s.cfg.Holder)
+	}
+	running, err := st.Runs(ctx, store.RunFilter{States: []store.RunState{store.Running}})
+	if err != nil {
+		return err
+	}
+	for _, r := range running {
+		s.mu.Lock()
+		d, driven := s.drivers[r.ID]
+		s.mu.Unlock()
+		if !driven {
+			s.drive(ctx, r) // a run another server drove, or this one before a restart
+			continue
+		}
+		if r.CancelRequested && !d.cancelling {
+			s.cancelDriver(ctx, r, d)
+		}
+		s.charge(ctx, r)
+	}
+	return s.startQueued(ctx, running)
+}
+
+// startQueued starts the runs Schedule lets start and keeps the others' predicted starts.
+func (s *Server) startQueued(ctx context.Context, running []store.Run) error {
+	st := s.cfg.Store
+	queued, err := st.Runs(ctx, store.RunFilter{States: []store.RunState{store.Queued}})
+	if err != nil || len(queued) == 0 {
+		return err
+	}
+	teams := map[string]store.Team{}
+	list, err := st.Teams(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range list {
+		teams[t.Name] = t
+	}
+	now := s.cfg.Now()
+	start, predicted := Schedule(teams, running, queued, now)
+	s.mu.Lock()
+	s.starts = predicted
+	s.mu.Unlock()
+	for _, id := range start {
+		r, err := st.UpdateRun(ctx, id, func(r *store.Run) error {
+			if r.State != store.Queued {
+				return errNotQueued
+			}
+			r.State, r.StartedAt, r.Message = store.Running, now, ""
+			return nil
+		})
+		if errors.Is(err, errNotQueued) {
+			continue // cancelled meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		s.drive(ctx, r)
+	}
+	return nil
+}
+
+var errNotQueued = errors.New("not queued")
+
+// drive starts the run's supervised driver.
+func (s *Server) drive(ctx context.Context, r store.Run) {
+	dctx, cancel := context.WithCancel(ctx)
+	d := &driving{cancel: cancel}
+	s.mu.Lock()
+	s.drivers[r.ID] = d
+	s.mu.Unlock()
+	go func() {
+		defer cancel()
+		end, err := s.cfg.Supervisor.Drive(dctx, r.Dir, nil)
+		s.mu.Lock()
+		delete(s.drivers, r.ID)
+		s.mu.Unlock()
+		if err != nil && dctx.Err() != nil {
+			return // stopped: the next server to hold the lease drives it
+		}
+		if err != nil { // its state directory cannot be read: no driver can go on with it
+			end = Ending{Status: "failed", Why: err.Error()}
+		}
+		s.ended(context.WithoutCancel(ctx), r, end)
+		s.poke()
+	}()
+}
+
+// ended records how a run ended and charges its last cost.
+func (s *Server) ended(ctx context.Context, r store.Run, end Ending) {
+	state := store.Failed
+	switch end.Status {
+	case "finished":
+		state = store.Finished
+	case "cancelled":
+		state = store.Cancelled
+	}
+	msg := end.Why
+	if end.Status == "over budget" {
+		msg = "stopped over budget: " + end.Why
+	}
+	now := s.cfg.Now()
+	if _, err := s.cfg.Store.ChargeRun(ctx, r.ID, end.CostUSD, month(now)); err != nil {
+		fmt.Fprintf(s.cfg.Log, "server: run %s: charge: %v\n", r.ID, err)
+	}
+	if _, err := s.cfg.Store.UpdateRun(ctx, r.ID, func(r *store.Run) error {
+		if r.Message != "" && state == store.Cancelled {
+			msg = r.Message // why the server cancelled it (the team's budget)
+		}
+		r.State, r.EndedAt, r.Message = state, now, msg
+		return nil
+	}); err != nil {
+		fmt.Fprintf(s.cfg.Log, "server: run %s: record its end: %v\n", r.ID, err)
+	}
+}
+
+// cancelDriver stops a running run as `rubberband cancel` does: its driver journals the cancel,
+// releases its nodes and exits; Drive then returns it cancelled.
+func (s *Server) cancelDriver(ctx context.Context, r store.Run, d *driving) {
+	s.mu.Lock()
+	d.cancelling = true
+	s.mu.Unlock()
+	go func() {
+		st, err := rundir.Open(r.Dir)
+		if err == nil {
+			_, err = driver.Cancel(ctx, st, time.Minute, s.cfg.Log)
+		}
+		if err != nil {
+			fmt.Fprintf(s.cfg.Log, "server: cancel run %s: %v\n", r.ID, err)
+			s.mu.Lock()
+			d.cancelling = false // try again at the next step
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// charge records what a running run has cost so far against its team's month, and cancels it
+// once its team's monthly budget is spent.
+func (s *Server) charge(ctx context.Context, r store.Run) {
+	cost, err := CostSoFar(r.Dir)
+	if err != nil {
+		return // its journal is being written: the next step reads it
+	}
+	now := s.cfg.Now()
+	if _, err := s.cfg.Store.ChargeRun(ctx, r.ID, cost, month(now)); err != nil {
+		fmt.Fprintf(s.cfg.Log, "server: run %s: charge: %v\n", r.ID, err)
+		return
+	}
+	team, err := s.cfg.Store.Team(ctx, r.Team)
+	if err != nil || team.MonthlyBudgetUSD <= 0 {
+		return
+	}
+	spent, err := s.cfg.Store.Spent(ctx, r.Team, month(now))
+	if err != nil || spent <= team.MonthlyBudgetUSD {
+		return
+	}
+	why := fmt.Sprintf("team %s's monthly budget of $%.2f is spent ($%.2f charged this month)", team.Name, team.MonthlyBudgetUSD, spent)
+	s.cfg.Store.UpdateRun(ctx, r.ID, func(r *store.Run) error {
+		r.CancelRequested, r.Message = true, "cancelled: "+why
+		return nil
+	})
+}
+
+// stopDrivers stops every driver of this server without ending its run.
+func (s *Server) stopDrivers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.drivers {
+		d.cancel()
+	}
+}
+
+// release stops the drivers and gives the lease up, so that a stand-by server takes over at once.
+func (s *Server) release() {
+	s.stopDrivers()
+	for {
+		s.mu.Lock()
+		n := len(s.drivers)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.cfg.Store.ReleaseLease(context.Background(), leaseName, s.cfg.Holder)
+}
+
+// month is the budget month of t, UTC.
+func month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// runDir is where a run of team keeps its state.
+func (s *Server) runDir(team, id string) string { return filepath.Join(s.cfg.Root, "teams", team, id) }
+
+// newRunID is a run's ID: when it was submitted, and random bits.
+func (s *Server) newRunID() string { return executor.NewRunID(s.cfg.Now(), rand.Uint32()) }

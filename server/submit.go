@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// Submission is a spec sent to the server: its text, the files it names (profiles), by the names
+// it gives them, and where the submitter read it from (for messages).
+type Submission struct {
+	Name     string            `json:"name"`
+	Spec     string            `json:"spec"`
+	Files    map[string]string `json:"files,omitempty"`
+	Priority int               `json:"priority,omitempty"`
+}
+
+// Limits on a submission.
+const (
+	MaxSpecBytes   = 1 << 20 // the spec and its files together
+	MaxSpecFiles   = 64
+	MaxPriority    = 1000
+	planSamplesMax = 2000
+)
+
+// InputError is a submission the user must change: a spec with problems (Problems, each naming
+// its field and line), a backend that cannot run it, a plan that misses its deadline.
+type InputError struct {
+	Err      error
+	Problems []string `json:"problems,omitempty"`
+}
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Submit plans a submission for user and queues it (state queued; the next step starts it when
+// its team's quotas allow), or refuses it: an *InputError for a spec to change, a *Refusal over
+// the team's budget or quotas. The plan is made for what the team may hold: the spec's max_nodes
+// capped by the team's max_nodes and max_gpus.
+func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (store.Run, *planner.Report, error) {
+	st := s.cfg.Store
+	size := len(sub.Spec)
+	for name, f := range sub.Files {
+		size += len(name) + len(f)
+	}
+	switch {
+	case size > MaxSpecBytes:
+		return store.Run{}, nil, &InputError{Err: fmt.Errorf("the spec and its files hold %d bytes, over %d", size, MaxSpecBytes)}
+	case len(sub.Files) > MaxSpecFiles:
+		return store.Run{}, nil, &InputError{Err: fmt.Errorf("%d files, over %d", len(sub.Files), MaxSpecFiles)}
+	case sub.Priority < -MaxPriority || sub.Priority > MaxPriority:
+		return store.Run{}, nil, &InputError{Err: fmt.Errorf("priority %d is outside -%d..%d", sub.Priority, MaxPriority, MaxPriority)}
+	}
+	name := sub.Name
+	if name == "" {
+		name = "spec.yaml"
+	}
+	src := &spec.Source{Path: path.Base(name), Data: []byte(sub.Spec), Files: map[string][]byte{}}
+	exp, err := spec.Parse(src.Path, src.Data, func(rel string) ([]byte, error) {
+		f, ok := sub.Files[rel]
+		if !ok {
+			return nil, fmt.Errorf("%s was not sent with the spec (submit it among the files)", rel)
+		}
+		src.Files[rel] = []byte(f)
+		return []byte(f), nil
+	}, spec.WithCatalog(s.cfg.Catalog))
+	var probs spec.Problems
+	if errors.As(err, &probs) {
+		ie := &InputError{Err: fmt.Errorf("%s: %d problems", src.Path, len(probs))}
+		for _, p := range probs {
+			ie.Problems = append(ie.Problems, p.String())
+		}
+		return store.Run{}, nil, ie
+	}
+	if err != nil {
+		return store.Run{}, nil, &InputError{Err: err}
+	}
+	if err := driver.Check(s.cfg.Backend, exp); err != nil {
+		return store.Run{}, nil, &InputError{Err: err}
+	}
+	team, err := st.Team(ctx, u.Team)
+	if err != nil {
+		return store.Run{}, nil, fmt.Errorf("team %s: %w", u.Team, err)
+	}
+	capNodes(exp, team)
+	exp.Planner.Samples = min(exp.Planner.Samples, planSamplesMax)
+	rep, err := planSpec(ctx, exp)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	d, err := DemandOf(rep, exp)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	now := s.cfg.Now()
+	spent, err := st.Spent(ctx, team.Name, month(now))
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	active, err := st.Runs(ctx, store.RunFilter{Team: team.Name, States: []store.RunState{store.Queued, store.Running}})
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	if err := Admit(team, spent, active, d); err != nil {
+		return store.Run{}, rep, err
+	}
+	id := s.newRunID()
+	dir := s.runDir(team.Name, id)
+	if err := rundir.Mkdir(dir); err != nil {
+		return store.Run{}, nil, err
+	}
+	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Samples: exp.Planner.Samples, Seed: exp.Seed}
+	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
+		return store.Run{}, nil, err
+	}
+	plan, err := jsonOf(rep)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	r := store.Run{ID: id, Team: team.Name, User: u.Name, Name: exp.Name, State: store.Queued, Priority: sub.Priority, SubmittedAt: now,
+		Spec: src.Data, Plan: plan, PredictedCostUSD: d.CostUSD, PredictedJCTSeconds: rep.Predicted.JCT.Mean, GPUs: d.GPUs, Nodes: d.Nodes, Dir: dir}
+	if err := st.CreateRun(ctx, r); err != nil {
+		return store.Run{}, nil, err
+	}
+	s.poke()
+	return r, rep, nil
+}
+
+// capNodes caps the spec's max_nodes at what its team may hold.
+func capNodes(exp *spec.Experiment, t store.Team) {
+	c := &exp.Cluster
+	if t.MaxNodes > 0 {
+		c.MaxNodes = min(c.MaxNodes, t.MaxNodes)
+	}
+	if t.MaxGPUs > 0 && c.GPUsPerNode > 0 {
+		c.MaxNodes = min(c.MaxNodes, max(t.MaxGPUs/c.GPUsPerNode, 1))
+	}
+}
+
+// planSpec plans exp as `rubberband run` does, and says why when the plan misses its deadline or
+// budget.
+func planSpec(ctx context.Context, exp *spec.Experiment) (*planner.Report, error) {
+	if exp.Algorithm.IsASHA() {
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			return nil, &InputError{Err: err}
+		}
+		res, err := planner.PlanASHA(ctx, exp, m)
+		if err != nil {
+			return nil, err
+		}
+		if err := res.Check(exp); err != nil {
+			return nil, &InputError{Err: err}
+		}
+		return res.Report(exp), nil
+	}
+	sm, err := sim.For(exp)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	rep, res, err := planner.Plan(ctx, exp, sm, nil)
+	var pe *planner.ProblemError
+	if errors.As(err, &pe) || errors.Is(err, planner.ErrNoPlan) {
+		return nil, &InputError{Err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Check(exp); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	if err := planner.CheckBudget(exp, rep); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	return rep, nil
+}

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/rundir"
+)
+
+// Supervisor runs one run's driver as a child process of the CLI (`rubberband resume DIR`: the
+// server has made the state directory as `run` would) and restarts it, resumed from its journal,
+// when it dies without ending the run. A child dies with the server (the parent-death signal):
+// the server that next holds the lease resumes the run, so that two drivers never drive one.
+type Supervisor struct {
+	// Binary is the CLI the drivers run; Dir the directory they run in (a spec's relative paths,
+	// a trainer's command, are resolved from it).
+	Binary, Dir string
+	// Env is added to the drivers' environment (the backend's settings).
+	Env []string
+	// MaxRestarts bounds the restarts of one run's driver after it died (3 if 0); Backoff is the
+	// pause before the first, doubling after each (1 s if 0).
+	MaxRestarts int
+	Backoff     time.Duration
+	Log         io.Writer
+}
+
+// Ending is how a run's driver ended it.
+type Ending struct {
+	// Status is rundir's word for the run: finished, cancelled, failed, over budget, or
+	// interrupted (the drivers died more often than MaxRestarts allows); Why says why.
+	Status, Why string
+	CostUSD     float64
+}
+
+// Drive drives the run in dir until it ends, and returns how. Once ctx ends (the server loses its
+// lease, or stops) the driver is killed at once and Drive returns ctx's error: the run goes on
+// from its journal under the next server. onStart, when set, is told each child's PID.
+func (s *Supervisor) Drive(ctx context.Context, dir string, onStart func(pid int)) (Ending, error) {
+	restarts, backoff := 0, s.Backoff
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	maxRestarts := s.MaxRestarts
+	if maxRestarts <= 0 {
+		maxRestarts = 3
+	}
+	for {
+		exitErr := s.runOnce(ctx, dir, onStart)
+		if ctx.Err() != nil {
+			return Ending{}, ctx.Err()
+		}
+		end, err := endingOf(dir)
+		if err != nil {
+			return Ending{}, err
+		}
+		if end.Status != "interrupted" && end.Status != "not started" {
+			return end, nil
+		}
+		if restarts >= maxRestarts {
+			end.Status, end.Why = "interrupted", fmt.Sprintf("its driver died %d times (the last: %v); see %s", restarts+1, exitErr, filepath.Join(dir, rundir.DriverLog))
+			return end, nil
+		}
+		restarts++
+		fmt.Fprintf(s.logOr(), "server: %s: the driver ended the run %s (%v); resuming it from its journal (restart %d of %d)\n", dir, end.Status, exitErr, restarts, maxRestarts)
+		select {
+		case <-ctx.Done():
+			return Ending{}, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// runOnce runs one driver until it exits or ctx ends (then it is killed).
+func (s *Supervisor) runOnce(ctx context.Context, dir string, onStart func(pid int)) error {
+	cmd := exec.Command(s.Binary, "resume", dir)
+	cmd.Dir = s.Dir
+	cmd.Env = append(os.Environ(), s.Env...)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // the driver log in dir has it all
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the driver: %w", err)
+	}
+	if onStart != nil {
+		onStart(cmd.Process.Pid)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// endingOf reads where the run in dir stands.
+func endingOf(dir string) (Ending, error) {
+	st, err := rundir.Open(dir)
+	if err != nil {
+		return Ending{}, err
+	}
+	v, err := rundir.NewView(st)
+	if err != nil {
+		return Ending{}, err
+	}
+	sum := v.Summary()
+	return Ending{Status: sum.Status, Why: sum.Why, CostUSD: sum.CostUSD}, nil
+}
+
+// CostSoFar is what the run in dir has cost so far, as its journal says.
+func CostSoFar(dir string) (float64, error) {
+	end, err := endingOf(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	return end.CostUSD, err
+}
+
+func (s *Supervisor) logOr() io.Writer {
+	if s.Log == nil {
+		return io.Discard
+	}
+	return s.Log
+}
