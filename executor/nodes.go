@@ -78,11 +78,16 @@ func (x *run) reconcile(ctx context.Context) error {
 		}
 	}
 	var orphans []cloud.Node
+	closed := map[int]bool{}
 	for _, n := range held {
 		if known[n.ID] {
 			continue
 		}
 		switch b, fate := x.fateOf(n); fate {
+		case closeRequest:
+			fmt.Fprintf(x.log, "resume: node %s was rented by bracket %d's request, which will not be repeated (the bracket holds the nodes it wants): it is released\n", n.ID, b)
+			orphans = append(orphans, n)
+			closed[b] = true
 		case adopt:
 			fmt.Fprintf(x.log, "resume: bracket %d adopts node %s, rented by a driver that died before journaling it\n", b, n.ID)
 			if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Bracket: b, Node: &n, Error: "adopted: rented by a driver that died before journaling it"}, true); err != nil {
@@ -98,7 +103,20 @@ func (x *run) reconcile(ctx context.Context) error {
 	}
 	if len(orphans) > 0 {
 		fmt.Fprintf(x.log, "resume: releasing nodes no bracket knows: %v\n", nodeIDs(orphans))
-		return x.releaseUnknown(ctx, orphans)
+		if err := x.releaseUnknown(ctx, orphans); err != nil {
+			return err
+		}
+	}
+	// A request whose nodes went is answered: a later scale-up asks anew rather than repeat it.
+	for b := range x.st.brackets {
+		if closed[b] {
+			x.mu.Lock()
+			token := x.st.open[b]
+			x.mu.Unlock()
+			if err := x.record(Event{Ev: EvAnswer, Bracket: b, Token: token}, false); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -143,14 +161,17 @@ func nodeIDs(nodes []cloud.Node) []string {
 type orphanFate int
 
 const (
-	release orphanFate = iota
-	adopt              // into the bracket fateOf names
-	leave              // to the bracket whose request rented it: repeated, it hands the node back
+	release      orphanFate = iota
+	adopt                   // into the bracket fateOf names
+	leave                   // to the bracket whose request rented it: repeated, it hands the node back
+	closeRequest            // released, and the request that rented it answered: it is not repeated
 )
 
 // fateOf decides an orphan's fate. A node that names the request it was rented under (Token) is
-// left to the bracket whose request that is, if no answer to it was journaled (the repeated
-// request hands it back), and released otherwise. For a provider that keeps no tokens, a running
+// left to the bracket whose request that is, if no answer to it was journaled and the bracket
+// still wants more nodes than it holds (the repeated request hands it back); a bracket that holds
+// what it wants does not repeat it, so the node goes and the request is closed (left, it would
+// bill unjournaled); a node of no open request is released. For a provider that keeps no tokens, a running
 // node goes to the first bracket whose current stage wants more nodes than it holds, and a
 // pending one is left while a bracket has a request without an answer; anything else is
 // released.
@@ -160,7 +181,10 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 	if n.Token != "" {
 		for b := range x.st.brackets {
 			if tok, open := x.st.open[b]; open && tok == n.Token {
-				return b, leave
+				if len(x.st.nodes[b]) < x.wantNow(b) {
+					return b, leave
+				}
+				return b, closeRequest
 			}
 		}
 		return 0, release

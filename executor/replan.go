@@ -216,7 +216,7 @@ func stageWeight(b, k int) func(evidenceKey) float64 {
 // evidence turns what the run observed into the simulator's terms (spec seconds), each place's
 // observations weighed by weight. Callers hold x.mu.
 func (x *run) evidence(weight func(evidenceKey) float64) sim.Evidence {
-	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}}
+	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}, FirstWave: map[int]sim.Observed{}}
 	scale := 1 / x.cfg.TimeScale
 	offer := func(key evidenceKey) int {
 		o, _ := x.model.OfferIndex(x.st.plan[key.bracket][key.stage])
@@ -238,19 +238,24 @@ func (x *run) evidence(weight func(evidenceKey) float64) sim.Evidence {
 		it.Add(o.iterSecs*scale, o.iters, weight(key))
 		ev.Iter[k] = it
 	}
-	for _, key := range keys {
-		o := x.st.evidence[key]
-		if o.launches == 0 {
-			continue
+	// A start-up is a launch's first report less the iterations in it; the first wave's go apart.
+	startups := func(into map[int]sim.Observed, key evidenceKey, secs, iters, launches float64) {
+		if launches == 0 {
+			return
 		}
 		i := offer(key)
 		per := ev.Iter[sim.IterKey{Offer: i, GPUs: key.gpus}].Mean()
 		if per == 0 {
 			per = x.model.Offers[i].IterLatency(key.gpus).Mean()
 		}
-		st := ev.Startup[i]
-		st.Add(max(0, o.firstSecs*scale-o.firstIters*per), o.launches, weight(key))
-		ev.Startup[i] = st
+		st := into[i]
+		st.Add(max(0, secs*scale-iters*per), launches, weight(key))
+		into[i] = st
+	}
+	for _, key := range keys {
+		o := x.st.evidence[key]
+		startups(ev.Startup, key, o.firstSecs, o.firstIters, o.launches)
+		startups(ev.FirstWave, key, o.coldSecs, o.coldIters, o.coldLaunch)
 	}
 	return ev
 }

@@ -248,8 +248,9 @@ func (x *run) budget(st spec.Stage, alloc sim.StageAlloc, gpus int) time.Duratio
 	offer := x.model.Offers[o]
 	it := offer.IterLatency(gpus)
 	n := float64(st.Iters)
-	mean := offer.Startup.Mean() + n*it.Mean()
-	sd := math.Sqrt(offer.Startup.Var() + n*it.Var())
+	upMean, upVar := offer.Launch()
+	mean := upMean + n*it.Mean()
+	sd := math.Sqrt(upVar + n*it.Var())
 	return time.Duration(3*(mean+3*sd)*x.cfg.TimeScale*float64(time.Second)) + launchAllowance
 }
 

@@ -59,7 +59,9 @@ type state struct {
 	revisions   []revision
 	forecast    *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
 	evidence    map[evidenceKey]*observed
-	asha        *ashaState // an ASHA run's; nil for stages
+	// waveEnded holds the stages a launch of has ended: later launches are not their first wave.
+	waveEnded map[stageKey]bool
+	asha      *ashaState // an ASHA run's; nil for stages
 }
 
 // ashaState is what an ASHA run knows beyond what stages do: the promotion state, folded from its
@@ -93,10 +95,12 @@ type revision struct {
 type evidenceKey struct{ bracket, stage, gpus int }
 
 // observed is what a run saw of the model at one evidenceKey, in wall seconds: iterations
-// between reports, and each launch's first report (start-up and firstIters iterations).
+// between reports, and each launch's first report (start-up and firstIters iterations); those of
+// the first wave of a job's first stage apart (cold: they carry the first-stage lag too).
 type observed struct {
 	iterSecs, iters                 float64
 	firstSecs, firstIters, launches float64
+	coldSecs, coldIters, coldLaunch float64
 }
 
 type stageKey struct{ bracket, stage int }
@@ -124,6 +128,9 @@ type trialRun struct {
 	seenIter int
 	gpus     int
 	fresh    bool
+	// cold is true for a launch of the first wave of a job's first stage: launched before any
+	// launch of its stage ended, in a bracket that starts with the job.
+	cold bool
 }
 
 // interruption is a spot node taken away from bracket b at a time.
@@ -152,7 +159,7 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, log
 		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)), draining: make([][]cloud.Node, len(brackets)),
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
 		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
-		interrupts: map[trialStage]int{}, lostTries: map[stageKey]int{},
+		interrupts: map[trialStage]int{}, lostTries: map[stageKey]int{}, waveEnded: map[stageKey]bool{},
 		requests: map[int]int{}, open: map[int]string{}, openLaunch: map[string]int{}, nodeAt: map[string]int{},
 		current: make([]int, len(brackets))}
 }
@@ -208,6 +215,7 @@ func (s *state) apply(e Event) {
 		}
 		t.nodes = e.Nodes
 		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.iter, e.GPUs, true
+		t.cold = e.Stage == 0 && s.brackets[e.Bracket].Round == 0 && !s.waveEnded[key]
 		s.move(t, trial.Launch)
 	case EvReport:
 		t := s.trials[e.Trial]
@@ -219,6 +227,7 @@ func (s *state) apply(e Event) {
 		t.metrics, t.iter = e.Metrics, e.Iter
 		s.move(t, trial.Reached)
 		s.launched(e)
+		s.waveEnded[key] = true
 		if a := s.asha; a != nil {
 			s.noteLadder(a.ladder.Report(a.index[e.Trial], search.Loss(t.done[e.Stage], s.exp.Objective.Mode)))
 			a.rungEnd[key] = e.At
@@ -242,6 +251,7 @@ func (s *state) apply(e Event) {
 			s.move(t, trial.Crashed)
 		}
 		s.launched(e)
+		s.waveEnded[key] = true
 	case EvTimeout:
 		s.timeouts[key]++
 	case EvSync:
@@ -386,11 +396,16 @@ func (s *state) observe(t *trialRun, e Event) {
 		s.evidence[key] = o
 	}
 	secs, n := e.At.Sub(t.seen).Seconds(), float64(e.Iter-t.seenIter)
-	if t.fresh {
+	switch {
+	case t.fresh && t.cold:
+		o.coldSecs += secs
+		o.coldIters += n
+		o.coldLaunch++
+	case t.fresh:
 		o.firstSecs += secs
 		o.firstIters += n
 		o.launches++
-	} else {
+	default:
 		o.iterSecs += secs
 		o.iters += n
 	}

@@ -185,6 +185,7 @@ type ashaRun struct {
 	interruptions        int
 	rented               int       // nodes rented (not held at the start): each pays DATA's cost
 	pace                 float64   // the model's own error this sample (Uncertainty): training takes pace times as long
+	lag                  float64   // the first-stage lag of this sample's first wave; 0 once a job has ended
 	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
 }
 
@@ -205,7 +206,8 @@ type ashaLaunch struct {
 	trial, node          int
 	bracket, rung, gpu   int
 	began, startup, work float64
-	ended                bool // done, or interrupted
+	lag                  float64 // how late it gets going: the first-stage lag, for the first wave
+	ended                bool    // done, or interrupted
 }
 
 // What an event is: a node ready for jobs, a job done, a node interrupted (spot).
@@ -282,6 +284,9 @@ func (s *ashaRun) run(start *ASHAStart) {
 		s.resumeFrom(start)
 	} else {
 		s.ladder = asha.New(s.cfg)
+		// The jobs that start before any has ended, the run's first wave, get going late by
+		// one draw of the first-stage lag (a Constant 0 draws nothing).
+		s.lag = s.m.FirstLag.Sample(s.r)
 		scale := s.m.Scale.Sample(s.r)
 		for range s.m.NodesFor(s.plan.GPUs[0]) {
 			s.rent(0, scale)
@@ -302,6 +307,7 @@ func (s *ashaRun) run(start *ASHAStart) {
 			s.stop(j)
 			n.busy--
 			s.busy--
+			s.lag = 0
 			s.ladder.Report(j.trial, s.r.Float64())
 			if n.draining && n.busy == 0 {
 				s.release(n)
@@ -417,7 +423,7 @@ func (s *ashaRun) interrupt(i int) {
 		s.stop(j)
 		n.busy--
 		s.busy--
-		trained := max(0, (s.now-j.began)/n.slow-j.startup)
+		trained := max(0, (s.now-j.began-j.lag)/n.slow-j.startup)
 		left := j.work
 		if !s.m.Spot.Restart {
 			left = max(0, j.work-trained)
@@ -469,13 +475,14 @@ func (s *ashaRun) fill() {
 		switch {
 		case len(s.resume) > 0:
 			j, s.resume = s.resume[0], s.resume[1:]
-			j.startup = s.m.Startup.Sample(s.r)
+			j.startup = s.m.LaunchSample(s.r)
 		case s.ladder.InFlight() < s.cap():
 			next, ok := s.ladder.Next()
 			if !ok {
 				return
 			}
-			j.trial, j.bracket, j.rung, j.startup = next.Trial, next.Bracket, next.Rung, s.m.Startup.Sample(s.r)
+			j.trial, j.bracket, j.rung, j.startup = next.Trial, next.Bracket, next.Rung, s.m.LaunchSample(s.r)
+			j.lag = s.lag
 			j.work = s.pace * SampleSum(s.iter, next.To-next.From, s.r)
 		default:
 			return
@@ -492,9 +499,10 @@ func (s *ashaRun) launch(j ashaLaunch, n int) {
 		j.gpu = slices.Index(node.gpus, false)
 		node.gpus[j.gpu] = true
 	}
-	d := (j.startup + j.work) * node.slow
-	if s.m.PerFunction {
-		s.cost += d * s.m.GPUPricePerSecond()
+	work := (j.startup + j.work) * node.slow
+	d := j.lag + work
+	if s.m.PerFunction { // the lag is waited out, not billed (as the DAG's FIRST_STAGE_LAG)
+		s.cost += work * s.m.GPUPricePerSecond()
 	}
 	node.busy++
 	s.busy++

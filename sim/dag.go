@@ -22,9 +22,12 @@ const (
 	Train
 	// Sync is the barrier that ends a stage: rank, promote, release.
 	Sync
+	// FirstStageLag holds a job's first stage back once, before its TRAIN nodes: its first wave
+	// of launches starting all at once on fresh nodes (profile.first_stage_lag; only when set).
+	FirstStageLag
 )
 
-var kindNames = [...]string{"SCALE", "INIT_INSTANCE", "DATA", "TRAIN", "SYNC"}
+var kindNames = [...]string{"SCALE", "INIT_INSTANCE", "DATA", "TRAIN", "SYNC", "FIRST_STAGE_LAG"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -70,10 +73,14 @@ func (g *DAG) addProvision(m *Model, o, b, k, newNodes int, preds []int) []int {
 	return ready
 }
 
-// addTrain adds the stage's TRAIN nodes, on offer o, after preds and the SYNC that ends the
-// stage. With fewer GPUs than trials, trials queue on single-GPU slots: slot j runs trials j,
-// j+a, j+2a, ... in a serial chain. It returns the SYNC node.
-func (g *DAG) addTrain(o, b, k int, s spec.Stage, a StageAlloc, preds []int) int {
+// addTrain adds the stage's TRAIN nodes, on offer o, after preds (and after a FIRST_STAGE_LAG
+// node when lag) and the SYNC that ends the stage. With fewer GPUs than trials, trials queue on
+// single-GPU slots: slot j runs trials j, j+a, j+2a, ... in a serial chain. It returns the SYNC
+// node.
+func (g *DAG) addTrain(o, b, k int, s spec.Stage, a StageAlloc, preds []int, lag bool) int {
+	if lag {
+		preds = []int{g.add(Node{Kind: FirstStageLag, Bracket: b, Stage: k, Trial: -1, Offer: o, Preds: preds})}
+	}
 	gpt := GPUsPerTrial(s, a)
 	slots := min(a.GPUs, s.Trials)
 	var last []int
@@ -89,7 +96,8 @@ func (g *DAG) addTrain(o, b, k int, s spec.Stage, a StageAlloc, preds []int) int
 
 // BuildDAG builds the whole job's DAG for an allocation: per bracket, per stage, a SCALE node
 // and INIT_INSTANCE/DATA nodes when the stage needs more nodes than are up (all of its nodes
-// when it changes type or market), its TRAIN nodes and a SYNC. Brackets are independent chains
+// when it changes type or market), a FIRST_STAGE_LAG for the job's first stages when the
+// profile has one, its TRAIN nodes and a SYNC. Brackets are independent chains
 // that run at the same time, but for Hyperband's rounds: a bracket of round r starts after the
 // last SYNC of every bracket of round r-1.
 func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
@@ -114,7 +122,7 @@ func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
 				preds = g.addProvision(m, o, b, k, n-up, preds)
 			}
 			up, upOffer = a[b][k].Nodes, o
-			preds = []int{g.addTrain(o, b, k, s, a[b][k], preds)}
+			preds = []int{g.addTrain(o, b, k, s, a[b][k], preds, m.Offers[o].lags(br, k))}
 		}
 		roundEnds[br.Round] = append(roundEnds[br.Round], preds...)
 	}
@@ -133,7 +141,9 @@ func (m *Offer) latency(n *Node, r *rand.Rand) float64 {
 	case Data:
 		return m.DataLatency
 	case Train:
-		return m.Startup.Sample(r) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
+		return m.LaunchSample(r) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
+	case FirstStageLag:
+		return m.FirstLag.Sample(r)
 	default:
 		return 0
 	}

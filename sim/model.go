@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sort"
 
 	"github.com/rubberband-hpo/rubberband/sim/meter"
@@ -41,6 +42,10 @@ type Offer struct {
 	NodePricePerSecond float64
 	Scale, Init        Dist
 	Startup            Dist
+	// Overhead is what each launch costs the run path beyond Startup and its iterations
+	// (profile.launch_overhead); FirstLag how late a job's first stage gets going, once
+	// (profile.first_stage_lag). Both are Constant(0) unless the profile says otherwise.
+	Overhead, FirstLag Dist
 	// DataLatency is how long a new node takes to download the dataset.
 	DataLatency float64
 	// SlowShare of the nodes are persistent stragglers: every trial on one takes SlowFactor
@@ -108,6 +113,12 @@ func newOffer(c spec.Cluster, so spec.Offer) (*Offer, error) {
 	if o.Startup, err = NewDist(prof.StartupLatency); err != nil {
 		return nil, fmt.Errorf("profile.startup_latency: %w", err)
 	}
+	if o.Overhead, err = NewDist(prof.LaunchOverhead); err != nil {
+		return nil, fmt.Errorf("profile.launch_overhead: %w", err)
+	}
+	if o.FirstLag, err = NewDist(prof.FirstStageLag); err != nil {
+		return nil, fmt.Errorf("profile.first_stage_lag: %w", err)
+	}
 	if sp := c.Spot; so.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {
 		o.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart}
 		if sp.Lifetimes != nil {
@@ -171,6 +182,24 @@ func (m *Model) On(a StageAlloc, i int) StageAlloc {
 		a.Type, a.Market = m.Offers[i].Type, m.Offers[i].Market
 	}
 	return a
+}
+
+// Launch is the mean and variance of what one launch takes besides its iterations: its start-up
+// and the run path's overhead.
+func (m *Offer) Launch() (mean, variance float64) {
+	return m.Startup.Mean() + m.Overhead.Mean(), m.Startup.Var() + m.Overhead.Var()
+}
+
+// LaunchSample draws what one launch takes besides its iterations: a start-up and an overhead
+// (a Constant overhead draws nothing, so a profile without one keeps its streams).
+func (m *Offer) LaunchSample(r *rand.Rand) float64 {
+	return m.Startup.Sample(r) + m.Overhead.Sample(r)
+}
+
+// lags says whether stage k of bracket br waits for the first-stage lag: it is the first stage
+// (its trials start from scratch) of a bracket that starts with the job, and the lag is not 0.
+func (m *Offer) lags(br spec.Bracket, k int) bool {
+	return br.Round == 0 && br.Stages[k].StartIter == 0 && m.FirstLag.Mean() > 0
 }
 
 // MaxGPUsPerTrial is the largest measured GPU count: the model does not extrapolate beyond it.

@@ -28,10 +28,12 @@ func (o *Observed) Add(sum, n, weight float64) {
 
 // Evidence is what a run has observed of its model, in spec seconds: iteration latencies per
 // offer (Model.OfferIndex) and GPU count of a trial, and gang start-ups (launch to first
-// iteration) per offer.
+// iteration) per offer: those of the first wave of a job's first stage apart (FirstWave), since
+// they carry the first-stage lag as well, which a later launch does not pay.
 type Evidence struct {
-	Iter    map[IterKey]Observed
-	Startup map[int]Observed
+	Iter      map[IterKey]Observed
+	Startup   map[int]Observed
+	FirstWave map[int]Observed
 }
 
 // IterKey is where iterations were observed: on trials of GPUs GPUs on offer Offer.
@@ -49,17 +51,14 @@ const (
 // latency becomes the weighted mean of the profile's (as priorIters observations) and the
 // observed ones; what was not observed moves by the observed ones' mean factor, since what slows
 // one count or type (a slower dataset, a profile that was wrong) slows the others alike. Start-ups
-// move the same way, additively where the profile's is 0. Shapes (the spread relative to the
-// mean) stay the profile's. The receiver is not changed.
+// move the same way, additively where the profile's is 0. The first wave's start-ups move
+// neither: what they take beyond the posterior's start-up is the first-stage lag's evidence, and
+// it moves the lag alone (as priorStartups observations of the profile's), so that a job slow to
+// get going is not read as a slower trainer. Shapes (the spread relative to the mean) stay the
+// profile's. The receiver is not changed.
 func (m *Model) Posterior(ev Evidence) *Model {
 	// Each observed (offer, count)'s factor, and their mean weighted by observations: what the
 	// unobserved ones move by.
-	factor := func(mu float64, o Observed, n0 float64) float64 {
-		if o.N <= 0 || mu <= 0 {
-			return 1
-		}
-		return (n0*mu + o.Sum) / (n0 + o.N) / mu
-	}
 	iterFactor := map[IterKey]float64{}
 	sum, weight := 0.0, 0.0
 	// Summed in a fixed order, so that the same evidence always gives the same bits.
@@ -102,18 +101,36 @@ func (m *Model) Posterior(ev Evidence) *Model {
 			}
 			c.iter[g] = scaled(o.iter[g], f)
 		}
-		switch obs, mu := ev.Startup[i], o.Startup.Mean(); {
-		case obs.N > 0 && mu > 0:
-			c.Startup = scaled(o.Startup, factor(mu, obs, priorStartups))
-		case obs.N > 0: // a profile of no start-up at all: the evidence alone can say there is one
-			c.Startup = Constant(obs.Sum / (priorStartups + obs.N))
-		default:
-			c.Startup = scaled(o.Startup, startCommon)
+		c.Startup = scaled(o.Startup, startCommon)
+		if obs := ev.Startup[i]; obs.N > 0 {
+			c.Startup = moved(o.Startup, obs, priorStartups)
+		}
+		if obs := ev.FirstWave[i]; obs.N > 0 {
+			excess := Observed{Sum: max(0, obs.Sum-obs.N*c.Startup.Mean()), N: obs.N}
+			c.FirstLag = moved(o.FirstLag, excess, priorStartups)
 		}
 		post.Offers[i] = &c
 	}
 	post.Offer = post.Offers[0]
 	return &post
+}
+
+// factor is how far evidence o moves a mean mu held as n0 observations: the weighted mean of
+// the two, over mu (1 with no evidence, or no mean to scale).
+func factor(mu float64, o Observed, n0 float64) float64 {
+	if o.N <= 0 || mu <= 0 {
+		return 1
+	}
+	return (n0*mu + o.Sum) / (n0 + o.N) / mu
+}
+
+// moved is d moved by evidence o, d counting as n0 observations of its mean: scaled, or, where
+// d is 0 (a profile without it), the evidence's own mean so weighed, as a constant.
+func moved(d Dist, o Observed, n0 float64) Dist {
+	if mu := d.Mean(); mu > 0 {
+		return scaled(d, factor(mu, o, n0))
+	}
+	return Constant(o.Sum / (n0 + o.N))
 }
 
 // IterFactor is how much slower (above 1) or faster the model's iterations at g GPUs are than

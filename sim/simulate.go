@@ -31,6 +31,8 @@ type Simulator struct {
 	// two a sample: every allocation of the stage shares them (common random numbers), and the
 	// logarithm is taken once.
 	chainLogs map[[2]int][]float64
+	// lags holds, per first stage, its FIRST_STAGE_LAG draws when drawn by chains.
+	lags map[[2]int][]float64
 }
 
 // DrawTrialByTrial makes the simulator draw every stage trial by trial and every scale-up node
@@ -136,6 +138,7 @@ const (
 	streamSlow
 	streamUncertain
 	streamChains
+	streamLag
 )
 
 func (s *Simulator) stream(kind, b, k, x int) uint64 {
@@ -218,14 +221,43 @@ func (s *Simulator) trainByChains(b, k int, a StageAlloc, sibs []int, parts []*t
 		}
 		s.chainLogs[[2]int{b, k}] = logs
 	}
+	lag := s.firstStageLag(b, k, s.m.Offers[sibs[0]])
 	modelError := s.modelError(b, k, a)
 	for i := range s.samples {
-		end := draw(logs[2*i], logs[2*i+1]) * modelError()
+		end := draw(logs[2*i], logs[2*i+1])
+		if lag != nil {
+			end += lag[i]
+		}
+		end *= modelError()
 		for _, t := range parts {
 			t.dur[i] = end
 		}
 	}
 	return true
+}
+
+// firstStageLag is, sample by sample, how late stage k of bracket b gets going on offer o when it
+// is a job's first stage (FIRST_STAGE_LAG, as the DAG has it), nil when it does not wait: drawn
+// once per stage from a stream of its own, every allocation sharing the draws (common random
+// numbers, as the chains' uniforms).
+func (s *Simulator) firstStageLag(b, k int, o *Offer) []float64 {
+	if !o.lags(s.brackets[b], k) {
+		return nil
+	}
+	key := [2]int{b, k}
+	if lag, ok := s.lags[key]; ok {
+		return lag
+	}
+	r := spec.NewRand(s.seed, s.stream(streamLag, b, k, 0))
+	lag := make([]float64, s.samples)
+	for i := range lag {
+		lag[i] = o.FirstLag.Sample(r)
+	}
+	if s.lags == nil {
+		s.lags = map[[2]int][]float64{}
+	}
+	s.lags[key] = lag
+	return lag
 }
 
 // modelError draws, sample after sample, the factor of the model's own error on a stage at an
@@ -249,7 +281,7 @@ func (s *Simulator) modelError(b, k int, a StageAlloc) func() float64 {
 func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j, i int, g *DAG, end float64, hit interruptions, finish, latency []float64)) {
 	g := &DAG{}
 	st := s.brackets[b].Stages[k]
-	g.addTrain(offers[0], b, k, st, a, nil)
+	g.addTrain(offers[0], b, k, st, a, nil, s.m.Offers[offers[0]].lags(s.brackets[b], k))
 	r := spec.NewRand(s.seed, s.stream(streamTrain, b, k, a.GPUs))
 	modelError := s.modelError(b, k, a)
 	gpt := GPUsPerTrial(st, a)

@@ -122,12 +122,14 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, finish, latency [
 			end = max(end, finish[i])
 		}
 	}
-	// Each TRAIN node's current launch: when it began, and its start-up (the model's mean for
-	// a first launch, whose draw is inside its latency; a relaunch's own draw).
+	// Each TRAIN node's current launch: when it began, and its start-up with the run path's
+	// overhead (the model's mean for a first launch, whose draw is inside its latency; a
+	// relaunch's own draw).
 	began, startup := l.began, l.startup
+	launch, _ := m.Launch()
 	for _, chain := range slots {
 		for _, i := range chain {
-			began[i], startup[i] = finish[i]-latency[i], min(m.Startup.Mean(), latency[i])
+			began[i], startup[i] = finish[i]-latency[i], min(launch, latency[i])
 		}
 	}
 	next := l.next
@@ -157,7 +159,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, finish, latency [
 				// The relaunch starts up again, then trains what is left: all of the launch's
 				// work with Restart (the checkpoint is the one it began from), else what it had
 				// not done (a start-up cut short is done again whole).
-				s := m.Startup.Sample(r)
+				s := m.LaunchSample(r)
 				trained := max(0, t-began[i]-startup[i])
 				left := finish[i] - max(t, began[i]+startup[i])
 				if m.Spot.Restart {

@@ -16,14 +16,16 @@ import (
 // which draws each stage afresh for every allocation it tries, plans jobs of any size.
 
 // chainNormal is the normal a chain of m trials of stage st on offer o, gpt GPUs each, sums to,
-// and whether it is one: each part (the iterations of all m trials; the m start-ups) is a sum
-// of normal draws, or of cltIters draws or more (the central limit, as SampleSum takes it).
+// and whether it is one: each part (the iterations of all m trials; the m launches, each a
+// start-up and the run path's overhead) is a sum of normal draws, or of cltIters draws or more
+// (the central limit, as SampleSum takes it).
 func chainNormal(o *Offer, st spec.Stage, gpt, m int) (mean, sd float64, ok bool) {
-	it, up := o.IterLatency(gpt), o.Startup
+	it := o.IterLatency(gpt)
+	upMean, upVar := o.Launch()
 	iters := m * st.Iters
-	ok = (normal(it) || iters >= cltIters) && (normal(up) || m >= cltIters)
-	mean = float64(m)*up.Mean() + float64(iters)*it.Mean()
-	sd = math.Sqrt(float64(m)*up.Var() + float64(iters)*it.Var())
+	ok = (normal(it) || iters >= cltIters) && ((normal(o.Startup) && normal(o.Overhead)) || m >= cltIters)
+	mean = float64(m)*upMean + float64(iters)*it.Mean()
+	sd = math.Sqrt(float64(m)*upVar + float64(iters)*it.Var())
 	return mean, sd, ok
 }
 

@@ -137,10 +137,10 @@ func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc) Pr
 		return nil
 	}
 	line := e.Line(path + ".file")
-	if e.Has(path+".iter_latency") || e.Has(path+".startup_latency") {
+	if e.Has(path+".iter_latency") || e.Has(path+".startup_latency") || e.Has(path+".launch_overhead") || e.Has(path+".first_stage_lag") {
 		e.markFailed(path + ".file")
 		return Problems{{File: e.File, Line: line, Path: path + ".file",
-			Msg: "a profile is either a file or inline, not both (remove iter_latency/startup_latency or file)"}}
+			Msg: "a profile is either a file or inline, not both (remove iter_latency/startup_latency/launch_overhead/first_stage_lag or file)"}}
 	}
 	if read == nil {
 		e.markFailed(path) // unknown, not missing
@@ -279,6 +279,8 @@ func (e *Experiment) applyDefaults(cat InstanceCatalog) Problems {
 // inferKinds names the profile's distributions that the spec left unnamed.
 func (p *Profile) inferKinds() {
 	p.StartupLatency.inferKind()
+	p.LaunchOverhead.inferKind()
+	p.FirstStageLag.inferKind()
 	for g, dist := range p.IterLatency {
 		dist.inferKind()
 		p.IterLatency[g] = dist

@@ -367,9 +367,11 @@ func fieldDocs() map[string]string {
 		"Data.size_gb":      "Dataset size in GB.",
 		"Data.price_per_gb": "Dollars per GB downloaded.",
 
-		"Profile.file":            "A YAML file holding the profile, relative to the spec; then iter_latency and startup_latency are left out here.",
+		"Profile.file":            "A YAML file holding the profile, relative to the spec; then iter_latency, startup_latency, launch_overhead and first_stage_lag are left out here.",
 		"Profile.iter_latency":    "Seconds per iteration of one trial on N GPUs, by N; 1 GPU is required.",
 		"Profile.startup_latency": "Seconds per training launch before its first iteration (restore, connect).",
+		"Profile.launch_overhead": "Seconds each training launch costs the run path beyond its start-up and iterations (checkpoint saved, the launch placed and journaled), added to every trial of every stage (default 0; `rubberband profile` measures it).",
+		"Profile.first_stage_lag": "Seconds by which the job's first stage starts late, once: its first wave of launches starts all at once on fresh nodes (default 0; `rubberband profile` measures it).",
 		"Profile.notes":           "Where the numbers come from.",
 		"Experiment.budget":       "What the job may cost: plan and run refuse a plan over it, and a run re-plans (or stops) when its forecast goes over it.",
 		"Budget.max_cost_usd":     "The most the job may cost, in dollars (0 to 10,000,000; 0: no cap): a plan whose predicted mean cost is over it is refused (exit 3).",

@@ -192,6 +192,15 @@ type Profile struct {
 	// IterLatency maps a GPU count to the latency of one iteration of one trial on that many GPUs.
 	IterLatency    map[int]Dist `yaml:"iter_latency"`
 	StartupLatency Dist         `yaml:"startup_latency"`
+	// LaunchOverhead is what each launch costs the run path beyond the trainer's start-up and
+	// iterations (restoring and saving its checkpoint, placing and journaling it): small on its
+	// own, it is paid by every trial of every stage, and on a loaded machine it grows. Optional
+	// (0).
+	LaunchOverhead Dist `yaml:"launch_overhead"`
+	// FirstStageLag is how much later a job's first stage gets going than its start-ups say: its
+	// widest wave of launches all start at once, on fresh nodes, and pay for it once. Optional
+	// (0).
+	FirstStageLag Dist `yaml:"first_stage_lag"`
 	// SlowNodes are persistent stragglers: a share of nodes that run slower for their life.
 	SlowNodes SlowNodes `yaml:"slow_nodes"`
 	// Notes records where the numbers come from.

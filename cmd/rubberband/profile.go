@@ -25,6 +25,7 @@ func profileCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
+			&cli.IntFlag{Name: "first-wave", DefaultText: "the first stage's trials, as far as max_nodes' GPUs go", Usage: "on the local backend, how many gangs the cold round launches at once to measure first_stage_lag (the first stage's widest wave)"},
 			&cli.StringFlag{Name: "instance-type", DefaultText: "cluster.instance_type", Usage: "the candidate of cluster.instance_types to measure on (its GPUs per node; on ec2, instances of it)"},
 			backendFlag("local, nomad or ec2: measure where the job will run (a Nomad job's start-up included; on ec2, instances of cluster.instance_type, rented and terminated for the measurement)"),
 		},
@@ -57,6 +58,9 @@ func profileAction(c *cli.Context) error {
 	if c.Int("rounds") < 1 {
 		return usageErr("--rounds must be at least 1")
 	}
+	if c.IsSet("first-wave") && c.Int("first-wave") < 1 {
+		return usageErr("--first-wave must be at least 1")
+	}
 	tmp, err := os.MkdirTemp("", "rubberband-profile-")
 	if err != nil {
 		return err
@@ -72,8 +76,15 @@ func profileAction(c *cli.Context) error {
 	}
 	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: counts, Iters: iters, TimeScale: scale,
 		Rounds: c.Int("rounds"), Measured: func(p profiler.Point) {
-			fmt.Fprintf(c.App.ErrWriter, "%s: %.4f s per iteration (std %.4f), start-up %.3f s\n", format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup)
+			fmt.Fprintf(c.App.ErrWriter, "%s: %.4f s per iteration (std %.4f), start-up %.3f s, launch overhead %.3f s, first-stage lag %.3f s\n",
+				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, p.Overhead, p.Lag)
 		}}
+	if c.String("backend") == driver.Local {
+		cfg.FirstWave = profiler.FirstWave(exp)
+		if c.IsSet("first-wave") {
+			cfg.FirstWave = c.Int("first-wave")
+		}
+	}
 	prof, err := profiler.Run(c.Context, cfg)
 	if err != nil {
 		return err

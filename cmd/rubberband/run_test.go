@@ -423,6 +423,15 @@ func TestProfileMeasuresTheTrainer(t *testing.T) {
 			t.Errorf("start-up measured %.2f s, the trainer takes 1 s\n%s", float64(s), src)
 		}
 	}
+	// The run path's overhead (a checkpoint saved: milliseconds, 5x at this time scale) and the
+	// first wave's lag (16 processes at once) come with it, if any; each a few seconds at most.
+	for _, d := range []specpkg.Dist{exp.Profile.LaunchOverhead, exp.Profile.FirstStageLag} {
+		for _, s := range d.Samples {
+			if float64(s) < 0 || float64(s) > 5 {
+				t.Errorf("overhead or lag measured %.2f s\n%s", float64(s), src)
+			}
+		}
+	}
 }
 
 // A trial that fails every try is given up after its retries; the stage goes on without it.

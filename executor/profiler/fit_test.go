@@ -51,3 +51,33 @@ func TestFit(t *testing.T) {
 		t.Fatalf("a run with one report: %v", err)
 	}
 }
+
+// summarize on hand-made rounds, one gang each, an iteration every 0.5 s: the measured rounds'
+// start-ups (head less one iteration, plus tail) are 0.3, 0.5 and 0.4 s, their overheads (exit to
+// checkpoint saved) 0.01, 0.03 and 0.02 s: medians 0.4 and 0.02 s. The cold round's gang first
+// reported 1.7 s after its launch and exited 0.1 s after its last report: a start-up of 1.3 s,
+// 0.9 s beyond the measured one: the lag. A cold round no slower than the rest has no lag.
+func TestSummarizeOverheadAndLag(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	run := func(start, first, tail, overhead float64) gangRun {
+		at := []time.Time{sec(start + first), sec(start + first + 0.5), sec(start + first + 1)}
+		exited := sec(start + first + 1 + tail)
+		return gangRun{start: sec(start), at: at, exited: exited, saved: exited.Add(time.Duration(overhead * float64(time.Second)))}
+	}
+	measured := [][]gangRun{{run(10, 0.7, 0.1, 0.01)}, {run(20, 0.9, 0.1, 0.03)}, {run(30, 0.8, 0.1, 0.02)}}
+	for _, c := range []struct {
+		name string
+		cold gangRun
+		lag  float64
+	}{{"cold", run(0, 1.7, 0.1, 0.05), 0.9}, {"warm", run(0, 0.6, 0.1, 0.01), 0}} {
+		pt, err := summarize([]gangRun{c.cold}, measured, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+		if !near(pt.Mean, 0.5) || !near(pt.Startup, 0.4) || !near(pt.Overhead, 0.02) || !near(pt.Lag, c.lag) {
+			t.Fatalf("%s: mean %v, start-up %v, overhead %v, lag %v; want 0.5, 0.4, 0.02, %v", c.name, pt.Mean, pt.Startup, pt.Overhead, pt.Lag, c.lag)
+		}
+	}
+}

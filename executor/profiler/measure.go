@@ -11,27 +11,31 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
-// gangRun is one measured launch: when rank 0 reported, and when the gang was seen to exit.
+// gangRun is one measured launch: when rank 0 reported, when the gang was seen to exit, and when
+// its checkpoint was saved (Wait returned).
 type gangRun struct {
 	start  time.Time // its round's start, when fit is given runs of several rounds
 	at     []time.Time
 	exited time.Time
+	saved  time.Time
 	err    error
 }
 
 // measure runs the trial of gs on g GPUs spread over nodes (whole nodes first), as many gangs
 // side by side as fit on the first node, as a stage runs them (launching several at once costs
-// more than launching one). The first round on fresh nodes is a warm-up (a node's first jobs pay
-// one-time costs later launches do not), not measured; the next rounds are. Iteration times are
-// pooled over the rounds; the start-up is the median of the rounds' start-ups.
-func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, gs executor.GangSpec, g int, scale float64, rounds int) (Point, error) {
-	byID := make(map[string]cloud.Node, len(nodes))
-	for _, n := range nodes {
-		byID[n.ID] = n
-	}
-	slots := executor.SpreadSlots(nodes, g)
-	side := max(1, nodes[0].GPUs/g)
-	round := func(tag string) (time.Time, []gangRun) {
+// more than launching one). The first round, on fresh nodes (cold: as many gangs as fit on them,
+// at once), pays one-time costs later launches do not, as a job's first wave does: what its
+// start-ups take beyond the measured rounds' is the first-stage lag. The next rounds are
+// measured: iteration times pooled over them; the start-up and the run path's overhead the
+// median of the rounds'.
+func measure(ctx context.Context, rt executor.Runtime, nodes, cold []cloud.Node, gs executor.GangSpec, g int, scale float64, rounds int) (Point, error) {
+	round := func(tag string, nodes []cloud.Node) (time.Time, []gangRun) {
+		byID := make(map[string]cloud.Node, len(nodes))
+		for _, n := range nodes {
+			byID[n.ID] = n
+		}
+		slots := executor.SpreadSlots(nodes, g)
+		side := max(1, nodes[0].GPUs/g)
 		runs := make(chan gangRun, side)
 		start := time.Now()
 		for k := range side {
@@ -46,29 +50,55 @@ func measure(ctx context.Context, rt executor.Runtime, nodes []cloud.Node, gs ex
 		}
 		return start, out
 	}
-	if _, warm := round("warmup-"); firstErr(warm) != nil {
-		return Point{}, firstErr(warm)
+	coldStart, coldRuns := round("warmup-", cold)
+	if err := firstErr(coldRuns); err != nil {
+		return Point{}, err
 	}
-	var all []gangRun
-	var startups []float64
-	for i := range rounds {
-		start, runs := round(fmt.Sprintf("r%d-", i))
+	measured := make([][]gangRun, rounds)
+	for i := range measured {
+		start, runs := round(fmt.Sprintf("r%d-", i), nodes)
 		if err := firstErr(runs); err != nil {
 			return Point{}, err
 		}
-		pt, err := fit(start, runs, scale)
+		for k := range runs {
+			runs[k].start = start
+		}
+		measured[i] = runs
+	}
+	for k := range coldRuns {
+		coldRuns[k].start = coldStart
+	}
+	pt, err := summarize(coldRuns, measured, scale)
+	pt.GPUs = g
+	return pt, err
+}
+
+// summarize turns the cold round's runs and the measured rounds' into a profile point: the
+// iterations pooled over the measured rounds, the start-up and overhead the median of theirs,
+// and the lag what the cold round's start-ups took beyond that start-up, at least 0. Each run
+// carries its round's start.
+func summarize(cold []gangRun, measured [][]gangRun, scale float64) (Point, error) {
+	var all []gangRun
+	var startups, overheads []float64
+	for _, runs := range measured {
+		pt, err := fit(time.Time{}, runs, scale)
 		if err != nil {
 			return Point{}, err
 		}
-		startups = append(startups, pt.Startup)
-		for _, r := range runs {
-			r.start = start
-			all = append(all, r)
-		}
+		startups, overheads = append(startups, pt.Startup), append(overheads, pt.Overhead)
+		all = append(all, runs...)
 	}
 	pt, err := fit(time.Time{}, all, scale)
-	pt.GPUs, pt.Startup = g, median(startups)
-	return pt, err
+	if err != nil {
+		return Point{}, err
+	}
+	pt.Startup, pt.Overhead = median(startups), median(overheads)
+	first, err := fit(time.Time{}, cold, scale)
+	if err != nil {
+		return Point{}, err
+	}
+	pt.Lag = max(0, first.Startup-pt.Startup)
+	return pt, nil
 }
 
 func median(xs []float64) float64 {
@@ -94,6 +124,7 @@ func launch(ctx context.Context, rt executor.Runtime, g executor.Gang) gangRun {
 	<-h.Exited()
 	r.exited = time.Now()
 	r.err = h.Wait()
+	r.saved = time.Now()
 	return r
 }
 
@@ -108,12 +139,13 @@ func firstErr(runs []gangRun) error {
 
 // fit turns a round of runs launched at start into a profile point, in spec seconds (wall
 // seconds divided by scale): the mean and sample standard deviation of every interval between
-// two reports of a run, and the start-up, averaged over the runs.
+// two reports of a run, and the start-up and the overhead, averaged over the runs.
 //
-// A TRAIN run costs startup + iterations. What it takes beyond its iterations, as the runtime has
-// it, is the time before the first report less one iteration, plus from the last report to the
-// gang's exit being seen. (Subtracting n mean iterations from the whole run instead would carry
-// all n iterations' noise into the estimate.)
+// A TRAIN run costs startup + iterations + the run path's overhead. What it takes beyond its
+// iterations, as the runtime has it, is the time before the first report less one iteration,
+// plus from the last report to the gang's exit being seen. (Subtracting n mean iterations from
+// the whole run instead would carry all n iterations' noise into the estimate.) The overhead is
+// what follows the exit before the launch is done with: its checkpoint saved.
 func fit(start time.Time, runs []gangRun, scale float64) (Point, error) {
 	var d []float64
 	for _, r := range runs {
@@ -143,7 +175,11 @@ func fit(start time.Time, runs []gangRun, scale float64) (Point, error) {
 		head := r.at[0].Sub(from).Seconds()/scale - pt.Mean
 		tail := r.exited.Sub(r.at[len(r.at)-1]).Seconds() / scale
 		pt.Startup += max(0, head+tail)
+		if !r.saved.IsZero() {
+			pt.Overhead += max(0, r.saved.Sub(r.exited).Seconds()/scale)
+		}
 	}
 	pt.Startup /= float64(len(runs))
+	pt.Overhead /= float64(len(runs))
 	return pt, nil
 }

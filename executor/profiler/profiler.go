@@ -30,6 +30,12 @@ type Config struct {
 	// 3); the start-up is the median of the rounds', so that one round slowed by something else
 	// on the machine does not skew every prediction made from the profile.
 	Rounds int
+	// FirstWave, when above 1 and without a Provider, is how many trials the cold round launches
+	// at once on its virtual node, as a job's first wave does (default: one, as the measured
+	// rounds), at g GPUs each no more than the cluster's GPUs hold (max_nodes of gpus_per_node):
+	// what so many launches at once take to get going is the first-stage lag. With a Provider
+	// the cold round fills the rented nodes.
+	FirstWave int
 	// Measured, when set, is told each GPU count's result as soon as it is measured.
 	Measured func(Point)
 }
@@ -40,6 +46,10 @@ type Point struct {
 	Mean    float64 // seconds per iteration
 	Std     float64 // their sample standard deviation
 	Startup float64 // what a TRAIN run takes beyond its iterations
+	// Overhead is what the run path takes after the trainer exits (its checkpoint saved), per
+	// launch; Lag how much longer the cold round's start-ups took than Startup: the first-stage
+	// lag.
+	Overhead, Lag float64
 }
 
 // Profile is what Run measured.
@@ -67,7 +77,15 @@ func Run(ctx context.Context, cfg Config) (*Profile, error) {
 		}
 		gs := executor.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, time.Now().UnixNano()), Experiment: cfg.Experiment,
 			Params: params, TargetIter: cfg.Iters}
-		pt, err := measure(ctx, cfg.Runtime, nodes, gs, g, cfg.TimeScale, cmp.Or(max(cfg.Rounds, 0), 3))
+		cold := nodes
+		if c := cfg.Experiment.Cluster; cfg.Provider == nil && cfg.FirstWave > 1 {
+			wave := cfg.FirstWave
+			if gpus := c.MaxNodes * c.GPUsPerNode; gpus > 0 {
+				wave = max(1, min(wave, gpus/g))
+			}
+			cold = []cloud.Node{{ID: nodes[0].ID, GPUs: wave * g, Addr: nodes[0].Addr}}
+		}
+		pt, err := measure(ctx, cfg.Runtime, nodes, cold, gs, g, cfg.TimeScale, cmp.Or(max(cfg.Rounds, 0), 3))
 		release()
 		if err != nil {
 			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)
@@ -99,6 +117,20 @@ func (p *Profile) rent(ctx context.Context, cfg Config, g int) ([]cloud.Node, fu
 	}
 	p.NodeStart = append(p.NodeStart, time.Since(start).Seconds()/cfg.TimeScale)
 	return nodes, release, nil
+}
+
+// FirstWave is how many trials a job's first wave launches at once at most: those of its
+// brackets' first stages, which start together (Config.FirstWave: as far as the cluster's GPUs
+// go). A plan that gives the first stage fewer GPUs launches fewer: the lag measured so is an
+// upper bound.
+func FirstWave(exp *spec.Experiment) int {
+	n := 0
+	for _, br := range exp.Algorithm.Brackets() {
+		if br.Round == 0 && len(br.Stages) > 0 {
+			n += br.Stages[0].Trials
+		}
+	}
+	return max(1, n)
 }
 
 // typicalParams is the middle of the search space: a typical trial.

@@ -107,6 +107,27 @@ func TestRunOnAVirtualNode(t *testing.T) {
 	}
 }
 
+// Without a provider, the cold round launches FirstWave gangs at once, as a job's first wave
+// does, as far as the cluster's GPUs go (max_nodes of gpus_per_node: 8 here): 5 gangs at 1 GPU, 2
+// at 4; the measured rounds one each.
+func TestColdRoundIsAsWideAsTheFirstWave(t *testing.T) {
+	exp := experiment()
+	exp.Cluster.MaxNodes = 2
+	rt := &fake.Runtime{Behave: reports}
+	if _, err := profiler.Run(context.Background(), profiler.Config{Experiment: exp, Runtime: rt, GPUs: []int{1, 4}, Iters: 2, TimeScale: 1, Rounds: 1, FirstWave: 5}); err != nil {
+		t.Fatal(err)
+	}
+	cold := map[int]int{}
+	for _, g := range rt.Launches {
+		if strings.Contains(g.Trial, "warmup") {
+			cold[len(g.Workers)]++
+		}
+	}
+	if want := map[int]int{1: 5, 4: 2}; len(rt.Launches) != 9 || !reflect.DeepEqual(cold, want) {
+		t.Fatalf("%d launches, cold ones by gang size %v, want %v", len(rt.Launches), cold, want)
+	}
+}
+
 // A failing gang, in either round and whichever of the gangs side by side, a trainer that does
 // not report each iteration and a provider that cannot rent fail the profile, naming the GPU
 // count, and leave no node rented.

@@ -43,3 +43,29 @@ startup_latency: {dist: empirical, samples: [1.250, 2.000]}
 		t.Fatalf("read back %+v", exp.Profile)
 	}
 }
+
+// A measured launch overhead and first-stage lag are written as empirical distributions of the
+// GPU counts' measurements, which a spec reads back into the profile.
+func TestWriteOverheadAndLag(t *testing.T) {
+	prof := &profiler.Profile{Points: []profiler.Point{{GPUs: 1, Mean: 0.5, Startup: 1.25, Overhead: 0.004, Lag: 0.75}, {GPUs: 2, Mean: 0.3, Startup: 1, Overhead: 0.006}}}
+	var b strings.Builder
+	if err := prof.Write(&b, "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "launch_overhead: {dist: empirical, samples: [0.004, 0.006]}\nfirst_stage_lag: {dist: empirical, samples: [0.750, 0.000]}\n") {
+		t.Fatalf("wrote\n%s", b.String())
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "profile.yaml"), []byte(b.String()), 0o644)
+	specFile := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(specFile, []byte("name: p\nobjective: {metric: m}\nalgorithm: {stages: [{trials: 1, iters: 1}]}\n"+
+		"cluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {file: profile.yaml}\n"), 0o644)
+	exp, err := spec.Load(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, l := exp.Profile.LaunchOverhead, exp.Profile.FirstStageLag; o.Kind != spec.DistEmpirical || len(o.Samples) != 2 || float64(o.Samples[1]) != 0.006 ||
+		l.Kind != spec.DistEmpirical || float64(l.Samples[0]) != 0.75 {
+		t.Fatalf("read back overhead %+v, lag %+v", o, l)
+	}
+}

@@ -131,7 +131,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	it := gg.offer.IterLatency(gg.world)
 	slow := synthetic.Options{NodeSlowdown: gg.slowdown, Slowdown: w.slowdown, SlowdownFromIter: w.slowFrom}
 	gg.draws = func() float64 { return it.Sample(rng) * slow.LatencyFactor(gg.iter+1) }
-	startup := gg.offer.Startup.Sample(rng) * gg.slowdown
+	startup := gg.offer.LaunchSample(rng)*gg.slowdown + w.firstStageLag(gg, env.StartIter)
 	w.nextGang++
 	gg.id = w.nextGang
 	for _, at := range gg.gpus {
@@ -142,6 +142,21 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	w.gangs[gg.id] = gg
 	w.schedule(gg, startup+gg.draws()) // start-up, then the first iteration
 	return gg.h, nil
+}
+
+// firstStageLag is how late gang g, launched from iteration from, gets going: the first-stage lag
+// (drawn once per world, on the first gang's offer) when it is of the job's first wave, trials
+// starting from scratch before any gang has ended, else 0; w.mu is held. The simulator draws a
+// lag per bracket: the two agree for a job of one bracket, or of brackets with one lag.
+func (w *World) firstStageLag(g *gang, from int) float64 {
+	if w.waveEnded || from != 0 || g.offer.FirstLag.Mean() <= 0 {
+		return 0
+	}
+	if w.lag == nil {
+		lag := g.offer.FirstLag.Sample(w.rng("first-stage-lag"))
+		w.lag = &lag
+	}
+	return *w.lag
 }
 
 // schedule sets the gang's next iteration to end in seconds; w.mu is held.
@@ -189,6 +204,7 @@ func (w *World) end(g *gang, err error, save bool) {
 		return
 	}
 	delete(w.gangs, g.id)
+	w.waveEnded = true
 	if g.next != nil {
 		g.next.Stop()
 	}

@@ -62,6 +62,10 @@ type World struct {
 	params    map[string]string // trial -> its configuration, as first launched (JSON)
 	breaches  []string
 	triggered []string // faults that fired, in order
+	// waveEnded is set once a gang has ended: launches from then on are not the job's first
+	// wave, which gets going late by one draw of the first-stage lag (profile.first_stage_lag).
+	waveEnded bool
+	lag       *float64
 }
 
 // node is one rented machine.

@@ -1,0 +1,64 @@
+package executor
+
+import (
+	"io"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// The first wave of the first stage, launched before any launch of it ended, is evidence of the
+// first-stage lag, not of the start-up: two trials launched at once take 5 s to their first
+// report (4 s of start-up beyond one 1 s iteration, against the profile's 1 s), the two launched
+// after them 2 s (1 s, the profile's). The start-up stays 1 s, the iterations 1 s; the lag moves
+// from 0 by the first wave's 3 s beyond the start-up, two launches against the profile's two:
+// 2*3/(2+2) = 1.5 s.
+func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
+	src := "name: t\nobjective: {metric: acc}\nalgorithm: {stages: [{trials: 4, iters: 1}, {trials: 2, iters: 2}]}\n" +
+		"cluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {iter_latency: {1: {value: 1}}, startup_latency: {value: 1s}}\n"
+	exp, err := spec.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brackets := exp.Algorithm.Brackets()
+	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), io.Discard)
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	events := []Event{{Ev: EvStart, At: t0}}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		events = append(events, Event{Ev: EvTrial, At: t0, Trial: id})
+	}
+	launch := func(id string, s float64) Event {
+		return Event{Ev: EvLaunch, At: at(s), Trial: id, Try: 1, GPUs: 1}
+	}
+	report := func(id string, s float64) Event {
+		return Event{Ev: EvReport, At: at(s), Trial: id, Iter: 1}
+	}
+	done := func(id string, s float64) Event {
+		return Event{Ev: EvDone, At: at(s), Trial: id, Iter: 1, GPUs: 1}
+	}
+	events = append(events, Event{Ev: EvStage, At: t0, GPUs: 2}, launch("a", 0), launch("b", 0), report("a", 5), report("b", 5), done("a", 5),
+		launch("c", 5), done("b", 5), launch("d", 5), report("c", 7), report("d", 7), done("c", 7), done("d", 7))
+	for _, e := range events {
+		st.apply(e)
+	}
+	x := &run{cfg: Config{TimeScale: 1}, model: m, st: st}
+	ev := x.evidence(func(evidenceKey) float64 { return 1 })
+	if got := ev.FirstWave[0]; got != (sim.Observed{Sum: 8, N: 2}) {
+		t.Fatalf("first wave %+v, want 2 start-ups of 4 s", got)
+	}
+	if got := ev.Startup[0]; got != (sim.Observed{Sum: 2, N: 2}) {
+		t.Fatalf("start-ups %+v, want 2 of 1 s", got)
+	}
+	p := m.Posterior(ev)
+	if p.Startup.Mean() != 1 || p.IterLatency(1).Mean() != 1 || math.Abs(p.FirstLag.Mean()-1.5) > 1e-12 {
+		t.Fatalf("start-up %v, iteration %v, lag %v; want 1, 1, 1.5", p.Startup.Mean(), p.IterLatency(1).Mean(), p.FirstLag.Mean())
+	}
+}

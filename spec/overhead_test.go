@@ -1,0 +1,41 @@
+package spec
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// launch_overhead and first_stage_lag are optional distributions: left out, constant 0; a value
+// alone is a constant; out of range is a problem with its line; written beside a profile file,
+// a problem (they belong in it).
+func TestLaunchOverheadAndFirstStageLag(t *testing.T) {
+	head := "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
+		"cluster: {gpus_per_node: 2, price_per_hour: 1}\n"
+	exp, err := Parse("a.yaml", []byte(head+"profile: {iter_latency: {1: {mean: 1}}}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := exp.Profile; !reflect.DeepEqual(p.LaunchOverhead, Dist{Kind: DistConstant}) || !reflect.DeepEqual(p.FirstStageLag, Dist{Kind: DistConstant}) {
+		t.Fatalf("defaults: overhead %+v, lag %+v", p.LaunchOverhead, p.FirstStageLag)
+	}
+	exp, err = Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  launch_overhead: {value: 5ms}\n  first_stage_lag: {min: 0.5, max: 2s}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := exp.Profile; p.LaunchOverhead.Kind != DistConstant || p.LaunchOverhead.Value != 0.005 || p.FirstStageLag.Kind != DistUniform || p.FirstStageLag.Max != 2 {
+		t.Fatalf("overhead %+v, lag %+v", p.LaunchOverhead, p.FirstStageLag)
+	}
+	_, err = Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  launch_overhead: {value: -1}\n  first_stage_lag: {dist: weibull}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "a.yaml:7: profile.launch_overhead.value: -1 s is out of range") ||
+		!strings.Contains(err.Error(), `a.yaml:8: profile.first_stage_lag.dist: "weibull" is not a distribution`) {
+		t.Fatalf("want both problems with their lines, got %v", err)
+	}
+	dir := t.TempDir()
+	must(t, os.WriteFile(dir+"/prof.yaml", []byte("iter_latency: {1: {mean: 1}}\n"), 0o644))
+	must(t, os.WriteFile(dir+"/s.yaml", []byte(head+"profile: {file: prof.yaml, first_stage_lag: {value: 1s}}\n"), 0o644))
+	if _, err := Load(dir + "/s.yaml"); err == nil || !strings.Contains(err.Error(), "either a file or inline") {
+		t.Fatalf("a lag beside a profile file: %v", err)
+	}
+}
