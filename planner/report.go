@@ -26,6 +26,9 @@ type Report struct {
 	Cluster          ClusterInfo     `json:"cluster"`
 	Brackets         []BracketReport `json:"brackets"`
 	Predicted        Prediction      `json:"predicted"`
+	// CostAtQuantileUSD is the plan's cost at the deadline's quantile (the share of simulated
+	// runs that cost no more): what a server holds against a team's budget.
+	CostAtQuantileUSD float64 `json:"cost_at_quantile_usd,omitempty"`
 	// Static is the cheapest static cluster for the same question, for comparison.
 	Static *Baseline `json:"static,omitempty"`
 	// SavingPct is how much cheaper the plan is predicted to be than Static.
@@ -95,8 +98,13 @@ type Baseline struct {
 
 // NewReport describes a simulated allocation.
 func NewReport(exp *spec.Experiment, planner string, deadline float64, feasible bool, res sim.Result) *Report {
+	var atQuantile float64
+	if len(res.Outcome.Cost) > 0 {
+		atQuantile = sim.Quantile(res.Outcome.Cost, exp.Planner.DeadlineQuantile)
+	}
 	return &Report{
-		Experiment: exp.Name, Planner: planner, DeadlineS: deadline, DeadlineQuantile: exp.Planner.DeadlineQuantile,
+		CostAtQuantileUSD: atQuantile,
+		Experiment:        exp.Name, Planner: planner, DeadlineS: deadline, DeadlineQuantile: exp.Planner.DeadlineQuantile,
 		Samples: res.Samples, Seed: exp.Seed, Feasible: feasible,
 		Cluster:   clusterInfo(exp),
 		Brackets:  bracketReports(res),
