@@ -87,7 +87,10 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{},
 		streams: make(chan struct{}, maxStreams)}
-	s.routes()
+	s.mux = http.NewServeMux()
+	for _, r := range s.routes() {
+		s.mux.HandleFunc(r.pattern, r.handle)
+	}
 	return s
 }
 
