@@ -17,7 +17,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		OpenAPI string                            `yaml:"openapi"`
+		OpenAPI string                          `yaml:"openapi"`
 		Paths   map[string]map[string]yaml.Node `yaml:"paths"`
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
