@@ -1,0 +1,185 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/server"
+	"github.com/rubberband-hpo/rubberband/server/store"
+)
+
+// Client is one server and the token it is spoken to with.
+type Client struct {
+	// Base is the server's URL (https://rubberband.example:8443).
+	Base  string
+	Token string
+	HTTP  *http.Client
+}
+
+// New returns a client of the server at base.
+func New(base, token string) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("server %q: not an http:// or https:// URL", base)
+	}
+	if token == "" {
+		return nil, errors.New("no token: set RUBBERBAND_TOKEN (or --token) to the one `rubberband server users add` printed")
+	}
+	return &Client{Base: strings.TrimRight(base, "/"), Token: token, HTTP: &http.Client{Timeout: 0}}, nil
+}
+
+// Error is an error the server answered with: its HTTP status and message, and for a refused
+// submission the figures.
+type Error struct {
+	Status  int
+	Message string
+	Refusal *server.Refusal
+	// Problems are a spec's problems, each naming its field and line.
+	Problems []string
+}
+
+func (e *Error) Error() string {
+	if len(e.Problems) > 0 {
+		return e.Message + ":\n  " + strings.Join(e.Problems, "\n  ")
+	}
+	return e.Message
+}
+
+// Run is a run as the server shows it.
+type Run struct {
+	store.Run
+	PredictedStart time.Time `json:"predicted_start,omitzero"`
+}
+
+// Submit sends a spec (its text, and the files it names) and returns the queued run and its plan.
+func (c *Client) Submit(ctx context.Context, sub server.Submission) (Run, *planner.Report, error) {
+	var out struct {
+		Run  Run             `json:"run"`
+		Plan *planner.Report `json:"plan"`
+	}
+	err := c.do(ctx, http.MethodPost, "/api/v1/runs", sub, &out)
+	return out.Run, out.Plan, err
+}
+
+// Runs lists the runs the token's user may see, in the given states (all when none).
+func (c *Client) Runs(ctx context.Context, states ...store.RunState) ([]Run, error) {
+	q := url.Values{}
+	for _, s := range states {
+		q.Add("state", string(s))
+	}
+	var out []Run
+	err := c.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+// Run is one run.
+func (c *Client) Run(ctx context.Context, id string) (Run, error) {
+	var out Run
+	err := c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Cancel cancels a run.
+func (c *Client) Cancel(ctx context.Context, id string) (Run, error) {
+	var out Run
+	err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel", nil, &out)
+	return out, err
+}
+
+// Get decodes what the run's endpoint (report, trials, best) answers into v.
+func (c *Client) Get(ctx context.Context, id, what string, v any) error {
+	return c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/"+what, nil, v)
+}
+
+// Logs copies the run's driver log, or a trial's, to w; with follow, until the run ends.
+func (c *Client) Logs(ctx context.Context, id, trial string, follow bool, w io.Writer) error {
+	q := url.Values{}
+	if trial != "" {
+		q.Set("trial", trial)
+	}
+	if follow {
+		q.Set("follow", "1")
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/logs?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// Wait polls the run until it ends, and returns it.
+func (c *Client) Wait(ctx context.Context, id string, every time.Duration) (Run, error) {
+	for {
+		r, err := c.Run(ctx, id)
+		if err != nil || r.State.Ended() {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// do sends in (JSON, when not nil) and decodes the answer into out.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request with the token and turns an error status into an *Error.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", c.Base, err)
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error    string          `json:"error"`
+		Refusal  *server.Refusal `json:"refusal"`
+		Problems []string        `json:"problems"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(b, &e) != nil || e.Error == "" {
+		e.Error = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil, &Error{Status: resp.StatusCode, Message: e.Error, Refusal: e.Refusal, Problems: e.Problems}
+}
