@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -45,13 +46,19 @@ func bestCommand() *cli.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(best)
 			}
-			fmt.Fprintf(c.App.Writer, "# %s, run %s: trial %s, %s %g at iteration %d\n", st.Exp.Name, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
-			b, err := yaml.Marshal(best.Params)
-			if err != nil {
-				return err
-			}
-			_, err = c.App.Writer.Write(b)
-			return err
+			return writeBestYAML(c.App.Writer, best)
 		},
 	}
+}
+
+// writeBestYAML writes the best configuration as YAML, ready to reuse, under a comment that says
+// whose it is.
+func writeBestYAML(w io.Writer, best *rundir.BestTrial) error {
+	fmt.Fprintf(w, "# %s, run %s: trial %s, %s %g at iteration %d\n", best.Experiment, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
+	b, err := yaml.Marshal(best.Params)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }

@@ -115,8 +115,9 @@ func exitCode(err error) int {
 
 // commands are the CLI's commands, in the order help lists them.
 func commands() []*cli.Command {
-	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), runCommand(), resumeCommand(),
-		listCommand(), statusCommand(), bestCommand(), uiCommand(), logsCommand(), cancelCommand(), reportCommand(), profileCommand(),
+	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), resumeCommand(),
+		onServer(listCommand(), listRemote), onServer(statusCommand(), statusRemote), onServer(bestCommand(), bestRemote), uiCommand(),
+		onServer(logsCommand(), logsRemote), onServer(cancelCommand(), cancelRemote), onServer(reportCommand(), reportRemote), profileCommand(),
 		pricesCommand(), catalogCommand(), searchBenchCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
 }
 

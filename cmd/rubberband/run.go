@@ -31,6 +31,8 @@ func runCommand() *cli.Command {
 			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md), ec2 (EC2 instances as Nomad clients: docs/ec2.md) or virtual (the run in virtual time, drawn from the spec's model: docs/virtual.md)"),
 			&cli.Int64Flag{Name: "faults", Usage: "with --backend virtual: run through the fault schedule this seed draws (driver crashes, torn journal writes, lost nodes, spot notices, failed launches, crashed and hung trainers), resuming after each crash; it must end with the clean run's winner"},
 			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag,
+			&cli.IntFlag{Name: "priority", Usage: "with --server: the run's place in its team's queue, higher sooner (-1000 to 1000)"},
+			&cli.BoolFlag{Name: "detach", Usage: "with --server: print the run's ID once it is queued instead of following it"},
 		),
 		Before: checkLogFormat,
 		Action: runAction,

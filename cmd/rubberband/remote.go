@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/term"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server"
+	"github.com/rubberband-hpo/rubberband/server/client"
+	"github.com/urfave/cli/v2"
+)
+
+// serverFlags say which rubberband server a command speaks to; without them it works on this
+// machine's runs as before.
+func serverFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "server", EnvVars: []string{"RUBBERBAND_SERVER"}, Usage: "a rubberband server's URL: submit to it and read its runs instead of this machine's (docs/server.md)"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"RUBBERBAND_TOKEN"}, Usage: "with --server: the TOKEN that rubberband server users add printed"},
+	}
+}
+
+// onServer gives cmd the server flags and, when they name a server, runs remote instead of its
+// own action.
+func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) error) *cli.Command {
+	cmd.Flags = append(cmd.Flags, serverFlags()...)
+	local := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		if c.String("server") == "" {
+			return local(c)
+		}
+		cl, err := client.New(c.String("server"), c.String("token"))
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		return remoteErr(remote(c, cl))
+	}
+	return cmd
+}
+
+// remoteErr gives a server's answers the CLI's exit codes: 2 for what the user must change (a
+// spec's problems, a refusal, an unknown run), 3 for a plan that misses its deadline.
+func remoteErr(err error) error {
+	ce, ok := err.(*client.Error)
+	if !ok {
+		return err
+	}
+	switch {
+	case ce.Status == 422 && strings.Contains(ce.Message, "deadline"):
+		return &exitErr{code: exitInfeasible, err: ce}
+	case ce.Status == 422 || ce.Status == 403 || ce.Status == 404:
+		return &exitErr{code: exitInvalid, err: ce}
+	}
+	return err
+}
+
+// runRemote submits the spec and, unless --detach, follows its driver log until the run ends,
+// then prints its report.
+func runRemote(c *cli.Context, cl *client.Client) error {
+	if c.NArg() != 1 {
+		return usageErr("run needs exactly one SPEC argument")
+	}
+	opts, err := specOptions(c)
+	if err != nil {
+		return err
+	}
+	_, src, err := loadSpecFile(c.Args().First(), c.App.ErrWriter, opts...) // its problems, here, before sending it
+	if err != nil {
+		return err
+	}
+	sub := server.Submission{Name: src.Path, Spec: string(src.Data), Files: map[string]string{}, Priority: c.Int("priority")}
+	for name, b := range src.Files {
+		sub.Files[name] = string(b)
+	}
+	run, plan, err := cl.Submit(c.Context, sub)
+	if err != nil {
+		return err
+	}
+	if c.String("output") != "json" && plan != nil {
+		plan.WriteTable(c.App.ErrWriter)
+	}
+	when := "starts when the team's GPUs allow"
+	if !run.PredictedStart.IsZero() {
+		when = "predicted to start " + run.PredictedStart.Local().Format("15:04:05")
+	}
+	fmt.Fprintf(c.App.ErrWriter, "submitted %s (%s) to %s: queued, %s\n", run.ID, run.Name, cl.Base, when)
+	if c.Bool("detach") {
+		if c.String("output") == "json" {
+			return writeJSON(c.App.Writer, run)
+		}
+		fmt.Fprintln(c.App.Writer, run.ID)
+		return nil
+	}
+	if err := cl.Logs(c.Context, run.ID, "", true, c.App.ErrWriter); err != nil {
+		return err
+	}
+	run, err = cl.Wait(c.Context, run.ID, time.Second)
+	if err != nil {
+		return err
+	}
+	return printRemoteEnd(c, cl, run)
+}
+
+// printRemoteEnd prints how a run ended: its report (JSON), or its state, best trial and
+// realized against predicted.
+func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
+	var rep executor.Report
+	repErr := cl.Get(c.Context, run.ID, "report", &rep)
+	if c.String("output") == "json" {
+		if repErr != nil {
+			return writeJSON(c.App.Writer, run)
+		}
+		return writeJSON(c.App.Writer, rep)
+	}
+	fmt.Fprintf(c.App.Writer, "%s %s: %s", run.ID, run.Name, run.State)
+	if run.Message != "" {
+		fmt.Fprintf(c.App.Writer, " (%s)", run.Message)
+	}
+	fmt.Fprintln(c.App.Writer)
+	if repErr == nil {
+		if rep.Best != nil {
+			fmt.Fprintf(c.App.Writer, "best %s: %g\n", rep.Best.Trial, rep.Best.Metric)
+		}
+		fmt.Fprintf(c.App.Writer, "JCT  %s realized, %s predicted\ncost %s realized, %s predicted\n",
+			format.Clock(rep.Realized.JCT), format.Clock(rep.Predicted.JCT), format.Money(rep.Realized.Cost), format.Money(rep.Predicted.Cost))
+	}
+	if run.State != "finished" {
+		return &exitErr{code: exitError}
+	}
+	return nil
+}
+
+func listRemote(c *cli.Context, cl *client.Client) error {
+	runs, err := cl.Runs(c.Context)
+	if err != nil {
+		return err
+	}
+	if c.String("output") == "json" {
+		return writeJSON(c.App.Writer, runs)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(c.App.Writer, "no runs on %s\n", cl.Base)
+		return nil
+	}
+	var buf bytes.Buffer
+	tw := format.NewTable(&buf, "RUN ID", "NAME", "TEAM", "USER", "STATE", "SUBMITTED", "START", "GPUS", "PREDICTED", "COST")
+	now := time.Now()
+	for _, r := range runs {
+		start := "-"
+		switch {
+		case !r.StartedAt.IsZero():
+			start = format.Ago(r.StartedAt, now)
+		case !r.PredictedStart.IsZero():
+			start = "in " + format.Clock(r.PredictedStart.Sub(now).Seconds())
+		}
+		state := string(r.State)
+		if r.Message != "" {
+			state += ": " + format.Shorten(r.Message, 40)
+		}
+		tw.Row(r.ID, r.Name, r.Team, r.User, state, format.Ago(r.SubmittedAt, now), start, r.GPUs, format.Money(r.PredictedCostUSD), format.Money(r.CostUSD))
+	}
+	tw.Flush()
+	_, err = c.App.Writer.Write(buf.Bytes())
+	return err
+}
+
+// oneRun is the single RUN argument of a command that speaks to a server.
+func oneRun(c *cli.Context) (string, error) {
+	if c.NArg() != 1 {
+		return "", usageErr("%s needs exactly one RUN argument (its ID, as `rubberband list` shows)", c.Command.Name)
+	}
+	return c.Args().First(), nil
+}
+
+func statusRemote(c *cli.Context, cl *client.Client) error {
+	id, err := oneRun(c)
+	if err != nil {
+		return err
+	}
+	run, err := cl.Run(c.Context, id)
+	if err != nil {
+		return err
+	}
+	if c.String("output") == "json" {
+		return writeJSON(c.App.Writer, run)
+	}
+	return printRemoteStatus(c, cl, run)
+}
+
+func printRemoteStatus(c *cli.Context, cl *client.Client, run client.Run) error {
+	fmt.Fprintf(c.App.Writer, "%s %s (team %s, %s): %s\n", run.ID, run.Name, run.Team, run.User, run.State)
+	if run.Message != "" {
+		fmt.Fprintf(c.App.Writer, "  %s\n", run.Message)
+	}
+	if !run.PredictedStart.IsZero() {
+		fmt.Fprintf(c.App.Writer, "  predicted to start %s\n", run.PredictedStart.Local().Format(time.DateTime))
+	}
+	fmt.Fprintf(c.App.Writer, "  plan: %d GPUs on %d nodes at its peak, %s predicted (at its quantile), JCT %s; charged %s so far\n",
+		run.GPUs, run.Nodes, format.Money(run.PredictedCostUSD), format.Clock(run.PredictedJCTSeconds), format.Money(run.CostUSD))
+	return nil
+}
+
+// logsRemote prints RUN's driver log or TRIAL's output, cleaned of terminal control codes as
+// logs does here.
+func logsRemote(c *cli.Context, cl *client.Client) error {
+	if c.NArg() < 1 || c.NArg() > 2 {
+		return usageErr("logs needs RUN and at most one TRIAL")
+	}
+	w := c.App.Writer
+	if !c.Bool("raw") {
+		clean := term.NewSanitizer(w)
+		defer func() {
+			if clean.Removed > 0 {
+				fmt.Fprintf(c.App.ErrWriter, "rubberband: removed %s; --raw prints them\n", format.Plural(clean.Removed, "terminal control code"))
+			}
+		}()
+		w = clean
+	}
+	return cl.Logs(c.Context, c.Args().Get(0), c.Args().Get(1), c.Bool("follow"), w)
+}
+
+func cancelRemote(c *cli.Context, cl *client.Client) error {
+	id, err := oneRun(c)
+	if err != nil {
+		return err
+	}
+	run, err := cl.Cancel(c.Context, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "rubberband: %s: %s\n", run.ID, map[bool]string{true: "cancelled", false: "cancelling: its driver releases its nodes"}[run.State.Ended()])
+	return nil
+}
+
+func reportRemote(c *cli.Context, cl *client.Client) error {
+	id, err := oneRun(c)
+	if err != nil {
+		return err
+	}
+	run, err := cl.Run(c.Context, id)
+	if err != nil {
+		return err
+	}
+	return printRemoteEnd(c, cl, run)
+}
+
+func bestRemote(c *cli.Context, cl *client.Client) error {
+	id, err := oneRun(c)
+	if err != nil {
+		return err
+	}
+	var b rundir.BestTrial
+	if err := cl.Get(c.Context, id, "best", &b); err != nil {
+		return err
+	}
+	if c.String("output") == "json" {
+		return writeJSON(c.App.Writer, b)
+	}
+	return writeBestYAML(c.App.Writer, &b)
+}
