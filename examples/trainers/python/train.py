@@ -6,24 +6,23 @@ the checkpoint into RB_CHECKPOINT_DIR, exit 0. Hyperparameters: lr, l2 (others a
 
 With trainer.reuse (RB_REUSE=1) one process serves trial after trial: after each it prints
 '@rb-end CODE' and reads the next trial's variables from stdin as one JSON line, so the data is
-loaded once per process, not once per launch."""
+loaded once per process, not once per launch. The contract's plumbing (the variables, '@rb'
+lines, SIGTERM, the reuse loop, atomic checkpoint writes) is the rubberband package's
+(python/rubberband/trainer.py), found beside this repository's python/ or installed with
+`pip install ./python`."""
 import csv
 import gzip
 import json
 import math
 import os
 import random
-import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+from rubberband import trainer  # noqa: E402
+
 DATA = os.path.join(HERE, "..", "..", "..", "trial", "builtin", "digits", "digits.csv.gz")
-stop = False
-
-
-def on_term(signum, frame):
-    global stop
-    stop = True
 
 
 def load():
@@ -42,13 +41,9 @@ def scores(w, x):
     return [v / z for v in e]
 
 
-def train_one(train, val):
-    params = json.loads(os.environ.get("RB_PARAMS", "{}"))
-    lr, l2 = float(params.get("lr", 0.1)), float(params.get("l2", 0.0))
-    target = int(os.environ["RB_TARGET_ITER"])
-    ckdir = os.environ["RB_CHECKPOINT_DIR"]
-    rank = int(os.environ.get("RANK", "0"))
-    path = os.path.join(ckdir, "weights.json")
+def train_one(t, train, val):
+    lr, l2 = float(t.params.get("lr", 0.1)), float(t.params.get("l2", 0.0))
+    path = t.checkpoint_path("weights.json")
     if os.path.exists(path):
         with open(path) as f:
             state = json.load(f)
@@ -56,7 +51,7 @@ def train_one(train, val):
         state = {"iter": 0, "w": [[0.0] * 65 for _ in range(10)]}
     w = state["w"]
     it = state["iter"]
-    while it < target and not stop:
+    while it < t.target_iter and not t.stopping:
         it += 1
         order = list(range(len(train)))
         random.Random(it).shuffle(order)
@@ -69,33 +64,16 @@ def train_one(train, val):
                 for j in range(65):
                     row[j] -= lr * (g * x[j] + l2 * row[j])
         right = sum(1 for x, y in val if max(range(10), key=lambda c: scores(w, x)[c]) == y)
-        if rank == 0:
-            print("@rb " + json.dumps({"iter": it, "val_accuracy": right / len(val)}), flush=True)
-    if rank == 0:
-        os.makedirs(ckdir, exist_ok=True)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"iter": it, "w": w}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    return 0
+        trainer.report(it, val_accuracy=right / len(val))
+    if t.rank == 0:
+        trainer.write_atomically(path, json.dumps({"iter": it, "w": w}))
 
 
 def main():
-    signal.signal(signal.SIGTERM, on_term)
     train, val = load()
-    while True:
-        code = train_one(train, val)
-        if os.environ.get("RB_REUSE") != "1":
-            return code
-        print("@rb-end %d" % code, flush=True)
-        if code or stop:
-            return code
-        line = sys.stdin.readline()
-        if not line.strip():
-            return 0
-        os.environ.update(json.loads(line))
+    for t in trainer.trials():
+        train_one(t, train, val)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,182 @@
+"""A client of a rubberband server's API (/api/v1, docs/openapi.yaml), standard library only."""
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+
+class ServerError(Exception):
+    """An error the server answered with: its HTTP status, message and, for a spec with
+    problems, the problems (each naming its field and line)."""
+
+    def __init__(self, status, message, problems=None, body=None):
+        super().__init__(message if not problems else message + ":\n  " + "\n  ".join(problems))
+        self.status = status
+        self.message = message
+        self.problems = problems or []
+        self.body = body or {}
+
+
+class Refused(ServerError):
+    """A submission refused over the team's budget or quotas; `refusal` holds the figures
+    (predicted_cost_usd and remaining_budget_usd, or gpus and max_gpus)."""
+
+    @property
+    def refusal(self):
+        return self.body.get("refusal") or {}
+
+
+class Client:
+    """A rubberband server and the token it is spoken to with. url and token default to
+    RUBBERBAND_SERVER and RUBBERBAND_TOKEN."""
+
+    def __init__(self, url=None, token=None, timeout=60):
+        self.url = (url or os.environ.get("RUBBERBAND_SERVER", "")).rstrip("/")
+        self.token = token or os.environ.get("RUBBERBAND_TOKEN", "")
+        if not self.url.startswith(("http://", "https://")):
+            raise ValueError("url %r: an http:// or https:// URL of a rubberband server" % self.url)
+        if not self.token:
+            raise ValueError("no token: pass one, or set RUBBERBAND_TOKEN to what `rubberband server users add` printed")
+        self.timeout = timeout
+
+    def _request(self, method, path, body=None, raw=False, timeout=None):
+        data = None
+        headers = {"Authorization": "Bearer " + self.token}
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            resp = urllib.request.urlopen(req, timeout=timeout or self.timeout)
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace")
+            try:
+                payload = json.loads(text)
+            except ValueError:
+                payload = {"error": "%s %s: %s %s" % (method, path, e.code, text.strip())}
+            cls = Refused if e.code == 403 and payload.get("refusal") else ServerError
+            raise cls(e.code, payload.get("error", text), payload.get("problems"), payload) from None
+        if raw:
+            return resp
+        with resp:
+            return json.loads(resp.read().decode())
+
+    def submit(self, spec, files=None, priority=0, name=None):
+        """Submit a spec: a path to a YAML file (the profile files it names are sent with it), its
+        YAML text, or a dict. Returns the queued Run; raises Refused over budget or quotas and
+        ServerError for a spec with problems."""
+        files = dict(files or {})
+        if isinstance(spec, dict):
+            text, name = json.dumps(spec), name or "spec.yaml"  # YAML is a superset of JSON
+        elif isinstance(spec, str) and "\n" not in spec and os.path.exists(spec):
+            with open(spec) as f:
+                text = f.read()
+            name = name or os.path.basename(spec)
+            files.update(_profile_files(spec, text))
+        else:
+            text, name = spec, name or "spec.yaml"
+        out = self._request("POST", "/api/v1/runs", {"name": name, "spec": text, "files": files, "priority": priority})
+        run = Run(self, out["run"])
+        run.plan = out.get("plan")
+        return run
+
+    def runs(self, state=None):
+        """The runs this token's user may see (their team's; an admin's, every team's)."""
+        q = "?" + urllib.parse.urlencode({"state": state}) if state else ""
+        return [Run(self, r) for r in self._request("GET", "/api/v1/runs" + q)]
+
+    def run(self, run_id):
+        """One run, by ID."""
+        return Run(self, self._request("GET", "/api/v1/runs/" + urllib.parse.quote(run_id, safe="")))
+
+
+def _profile_files(path, text):
+    """The profile files a spec names (profile: {file: F}), read beside it, by the names it gives
+    them: a rough reading of the YAML that the server checks properly."""
+    out = {}
+    base = os.path.dirname(os.path.abspath(path))
+    for line in text.splitlines():
+        line = line.split("#", 1)[0]
+        if "file:" not in line:
+            continue
+        ref = line.split("file:", 1)[1].strip().strip("{}").split(",")[0].strip().strip("'\"")
+        full = ref if os.path.isabs(ref) else os.path.join(base, ref)
+        if ref and os.path.isfile(full):
+            with open(full) as f:
+                out[ref] = f.read()
+    return out
+
+
+class Run:
+    """One run on the server; its fields (id, state, team, user, predicted_cost_usd,
+    predicted_start, cost_usd, message...) are read as attributes, as the server last said."""
+
+    def __init__(self, client, fields):
+        self._client = client
+        self.fields = fields
+        self.plan = None
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["fields"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self):
+        return "Run(%s %s: %s)" % (self.fields.get("id"), self.fields.get("name"), self.fields.get("state"))
+
+    def _path(self, what=""):
+        return "/api/v1/runs/" + urllib.parse.quote(self.fields["id"], safe="") + what
+
+    def refresh(self):
+        self.fields = self._client._request("GET", self._path())
+        return self
+
+    @property
+    def ended(self):
+        return self.fields.get("state") in ("finished", "failed", "cancelled")
+
+    def wait(self, timeout=None, every=1.0):
+        """Wait until the run ends (or timeout seconds pass: TimeoutError), and return it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.refresh().ended:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("run %s is still %s" % (self.fields["id"], self.fields["state"]))
+            time.sleep(every)
+        return self
+
+    def trials(self):
+        """Every trial so far: a pandas DataFrame (one row a trial, its parameters and last
+        metrics as columns) when pandas is installed, else a list of dicts."""
+        rows = []
+        for t in self._client._request("GET", self._path("/trials")):
+            row = {k: v for k, v in t.items() if k not in ("config", "metrics")}
+            row.update(t.get("config") or {})
+            row.update(t.get("metrics") or {})
+            rows.append(row)
+        try:
+            import pandas
+        except ImportError:
+            return rows
+        return pandas.DataFrame(rows)
+
+    def best(self):
+        """The best trial: its parameters (params), metric, value, iteration and curve."""
+        return self._client._request("GET", self._path("/best"))
+
+    def report(self):
+        """Realized against predicted, stage by stage."""
+        return self._client._request("GET", self._path("/report"))
+
+    def logs(self, trial=None):
+        """The driver's log, or a trial's output, as text."""
+        q = "?" + urllib.parse.urlencode({"trial": trial}) if trial else ""
+        with self._client._request("GET", self._path("/logs" + q), raw=True) as resp:
+            return resp.read().decode(errors="replace")
+
+    def cancel(self):
+        """Cancel the run (a queued one at once; a running one's nodes are released)."""
+        self.fields = self._client._request("POST", self._path("/cancel"))
+        return self
