@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need, once: Go modules, and pinned MinIO and Nomad servers built from the
-# Go module proxy into .tools/bin (ignored by git). A second run builds nothing.
+# Installs what the tests need, once: Go modules, pinned MinIO and Nomad servers built from the
+# Go module proxy into .tools/bin (ignored by git), and Debian's Chromium and PostgreSQL when
+# missing. A second run builds and installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$PWD/.tools/bin"
@@ -32,4 +33,15 @@ if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y chromium
+fi
+
+# PostgreSQL 15, for the server store's tests (internal/servers starts a throwaway cluster):
+# Debian's package, when its binaries are missing. Only the binaries are used; the cluster the
+# package may create and start is left alone.
+if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then
+  echo "deps: installing postgresql (Debian package)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends postgresql
 fi

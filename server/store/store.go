@@ -10,12 +10,27 @@ import (
 var (
 	// ErrNotFound: no team, user or run of that name or ID.
 	ErrNotFound = errors.New("not found")
-	// ErrExists: a team or user of that name, or a run of that ID, exists already.
+	// ErrExists: a team or user of that name (or token), or a run of that ID, exists already.
 	ErrExists = errors.New("already exists")
+	// ErrInvalid: a value the store will not hold (an empty or over-long name, a spec over
+	// MaxSpecBytes, a state it does not know, a negative quota, a cost that is not a number):
+	// the caller's mistake, for the server to answer with 400 rather than 500.
+	ErrInvalid = errors.New("invalid")
+)
+
+// Bounds on what a caller can make the store hold, so that one request cannot fill its database.
+const (
+	MaxSpecBytes = 1 << 20  // Run.Spec
+	MaxPlanBytes = 16 << 20 // Run.Plan
+	MaxNameBytes = 256      // names and IDs: of teams, users, runs, leases and their holders
+	MaxTextBytes = 64 << 10 // free text: Run.Message, Run.Dir, Run.Name, AuditEntry's fields
 )
 
 // Store is the server's database. Every method is safe for concurrent use and atomic: a method
-// that fails has changed nothing. Times are stored to the microsecond, in UTC.
+// that fails has changed nothing. Times are stored to the microsecond, in UTC; a zero creation
+// time (Team.CreatedAt, User.CreatedAt, Run.SubmittedAt, AuditEntry.At) is the store's clock at
+// the call, other zero times stay zero. Strings must be valid UTF-8 without NUL bytes (what
+// PostgreSQL's text holds), within the bounds above; ErrInvalid otherwise.
 type Store interface {
 	// CreateTeam adds a team (ErrExists when its name is taken).
 	CreateTeam(ctx context.Context, t Team) error
@@ -23,11 +38,11 @@ type Store interface {
 	UpdateTeam(ctx context.Context, t Team) error
 	// Team is the team of that name (ErrNotFound).
 	Team(ctx context.Context, name string) (Team, error)
-	// Teams lists every team by name.
+	// Teams lists every team by name (in byte order, as every listing here sorts text).
 	Teams(ctx context.Context) ([]Team, error)
 
-	// CreateUser adds a user (ErrExists when the name is taken, ErrNotFound when the team is
-	// not there).
+	// CreateUser adds a user (ErrExists when the name or the token hash is taken, ErrNotFound
+	// when the team is not there). TokenHash must not be empty.
 	CreateUser(ctx context.Context, u User) error
 	// UserByTokenHash is the user whose token hashes to hash (ErrNotFound).
 	UserByTokenHash(ctx context.Context, hash []byte) (User, error)
@@ -48,12 +63,15 @@ type Store interface {
 	// UpdateRun reads the run, lets fn change it and writes it back, in one transaction: two
 	// updates of one run never interleave. An error from fn aborts it and is returned; ID and
 	// Team cannot change (fn's changes to them are ignored). ErrNotFound when there is no run.
+	// fn runs inside the transaction, holding the run's lock (in SQLite, the database's write
+	// lock): it must be quick and must not call the store.
 	UpdateRun(ctx context.Context, id string, fn func(*Run) error) (Run, error)
 	// ChargeRun sets the run's accrued cost to costSoFar and adds what it grew by since the last
 	// charge to its team's spending in month ("2026-11"), in one transaction, and returns that
 	// growth. A cost below the run's current one charges nothing (a meter never runs back).
 	ChargeRun(ctx context.Context, id string, costSoFar float64, month string) (float64, error)
-	// Spent is what a team's runs were charged in month.
+	// Spent is what a team's runs were charged in month (0 when nothing was, or there is no
+	// such team).
 	Spent(ctx context.Context, team, month string) (float64, error)
 
 	// AddAudit records an action (its ID is given by the store).
@@ -68,7 +86,8 @@ type Store interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration, now time.Time) (bool, error)
 	// ReleaseLease gives the lease up if holder holds it (otherwise it does nothing).
 	ReleaseLease(ctx context.Context, name, holder string) error
-	// Lease says who holds the named lease and until when ("" and zero time when nobody has).
+	// Lease says who holds the named lease and until when ("" and zero time when nobody has;
+	// a lease that ran out still names its last holder, with its expiry in the past).
 	Lease(ctx context.Context, name string) (holder string, expires time.Time, err error)
 
 	Close() error
