@@ -104,6 +104,12 @@ func kindOf(name string) (kind, error) {
 	return kind{}, inputErr("--backend %q is not a backend (%s, %s, %s or %s)", name, Local, Nomad, EC2, Virtual)
 }
 
+// Known says whether name is a backend.
+func Known(name string) bool {
+	_, err := kindOf(name)
+	return err == nil
+}
+
 // Check says, before anything is planned or rented, why backend cannot run exp.
 func Check(backend string, exp *spec.Experiment) error {
 	k, err := kindOf(backend)

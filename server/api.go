@@ -433,7 +433,7 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, u store.User
 	if !readJSON(w, r, &t) {
 		return
 	}
-	if err := checkTeam(t); err != nil {
+	if err := CheckTeam(t); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err)
 		return
 	}
@@ -452,7 +452,7 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request, u store.User
 		return
 	}
 	t.Name = r.PathValue("name")
-	if err := checkTeam(t); err != nil {
+	if err := CheckTeam(t); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err)
 		return
 	}
@@ -469,8 +469,8 @@ func teamDetail(t store.Team) string {
 	return fmt.Sprintf("max_gpus %d, max_nodes %d, monthly budget $%.2f", t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
 }
 
-// checkTeam checks a team's name and limits.
-func checkTeam(t store.Team) error {
+// CheckTeam checks a team's name and limits.
+func CheckTeam(t store.Team) error {
 	switch {
 	case !validName(t.Name):
 		return fmt.Errorf("team name %q: 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", t.Name)
@@ -581,6 +581,8 @@ func writeStoreError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, err)
 	case errors.Is(err, store.ErrExists):
 		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, store.ErrInvalid):
+		writeError(w, http.StatusBadRequest, err)
 	case errors.As(err, &in):
 		writeError(w, http.StatusUnprocessableEntity, err)
 	default:

@@ -16,6 +16,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/ui"
 )
 
 // Config is what a server serves and how it drives runs.
@@ -57,6 +58,8 @@ type Server struct {
 	drivers map[string]*driving  // the runs this server drives, by ID
 	starts  map[string]time.Time // queued runs' predicted starts, by ID
 	streams chan struct{}        // bounds the event streams open at once
+	// dashboards are each team's dashboard, made on first use.
+	dashboards map[string]*ui.Server
 }
 
 // driving is one run this server drives.
@@ -86,11 +89,12 @@ func New(cfg Config) *Server {
 		cfg.TimeScale = 1
 	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{},
-		streams: make(chan struct{}, maxStreams)}
+		streams: make(chan struct{}, maxStreams), dashboards: map[string]*ui.Server{}}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes() {
 		s.mux.HandleFunc(r.pattern, r.handle)
 	}
+	s.mux.HandleFunc("/", s.dashboard)
 	return s
 }
 

@@ -118,7 +118,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), resumeCommand(),
 		onServer(listCommand(), listRemote), onServer(statusCommand(), statusRemote), onServer(bestCommand(), bestRemote), uiCommand(),
 		onServer(logsCommand(), logsRemote), onServer(cancelCommand(), cancelRemote), onServer(reportCommand(), reportRemote), profileCommand(),
-		pricesCommand(), catalogCommand(), searchBenchCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
+		pricesCommand(), catalogCommand(), serverCommand(), searchBenchCommand(), cleanupCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
 }
 
 // onUsageError makes every unknown or malformed flag exit 2, pointing at the command's help.
@@ -142,14 +142,23 @@ func flagsFirst(cmds []*cli.Command, args []string) []string {
 	if len(args) < 3 || args[len(args)-1] == "--generate-bash-completion" { // completion reads its flag last
 		return args
 	}
+	// The command, or the subcommand (server teams add) the leading arguments name.
 	var cmd *cli.Command
-	for _, c := range cmds {
-		if c.HasName(args[1]) {
-			cmd = c
+	at := 1
+	for at < len(args) {
+		var next *cli.Command
+		for _, c := range cmds {
+			if c.HasName(args[at]) {
+				next = c
+			}
 		}
+		if next == nil {
+			break
+		}
+		cmd, cmds, at = next, next.Subcommands, at+1
 	}
-	if cmd == nil || len(cmd.Subcommands) > 0 || cmd.SkipFlagParsing {
-		return args // subcommands, and commands that pass their arguments on, parse their own flags
+	if cmd == nil || cmd.SkipFlagParsing || (len(cmd.Subcommands) > 0 && at < len(args) && !strings.HasPrefix(args[at], "-")) {
+		return args // commands that pass their arguments on parse their own flags
 	}
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
@@ -159,7 +168,7 @@ func flagsFirst(cmds []*cli.Command, args []string) []string {
 		}
 	}
 	flags, positional := []string{}, []string{}
-	rest := args[2:]
+	rest := args[at:]
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
 		switch {
@@ -177,7 +186,7 @@ func flagsFirst(cmds []*cli.Command, args []string) []string {
 			positional = append(positional, a)
 		}
 	}
-	out := append([]string{args[0], args[1]}, flags...)
+	out := append(append([]string(nil), args[:at]...), flags...)
 	if len(positional) > 0 {
 		out = append(append(out, "--"), positional...)
 	}

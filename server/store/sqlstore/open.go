@@ -26,7 +26,12 @@ type Store struct {
 	now       func() time.Time
 	closeOnce sync.Once
 	closeErr  error
+	// name is the database's URL, its password hidden: what messages say.
+	name string
 }
+
+// Describe names the database, its password hidden.
+func (s *Store) Describe() string { return s.name }
 
 var _ store.Store = (*Store)(nil)
 
@@ -65,7 +70,7 @@ func open(ctx context.Context, rawURL string, ms []migration) (*Store, error) {
 	// Enough for a server's handlers; SQLite's writers queue on its lock whatever the count.
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(4)
-	s := &Store{db: db, d: d, now: time.Now}
+	s := &Store{db: db, d: d, now: time.Now, name: redact(rawURL)}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, s.fail("open "+redact(rawURL), err)

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/server"
+	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
+	"github.com/urfave/cli/v2"
+)
+
+// dbFlag names the server's database; every subcommand that changes it takes it.
+func dbFlag() cli.Flag {
+	return &cli.StringFlag{Name: "db", EnvVars: []string{"RUBBERBAND_DB"}, DefaultText: "sqlite:ROOT/server.db",
+		Usage: "the server's database: sqlite:PATH, or postgres://USER@HOST/DB (the password from PGPASSWORD or ~/.pgpass)"}
+}
+
+func serverCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "server",
+		Usage: "serve the API for teams: submitted specs are planned, held to their team's budget and quotas, queued and driven here (docs/server.md)",
+		Description: "The server drives every run while it holds its database's lease; a second server on the same database\n" +
+			"stands by and takes over when the first stops renewing it. Drivers are child processes of this binary,\n" +
+			"resumed from their journals after a crash.",
+		Flags: []cli.Flag{rootFlag(), dbFlag(), catalogFlag(),
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "listen on this address"},
+			backendFlag("where runs go: local, nomad, ec2 or virtual, as for run"),
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM)"},
+			&cli.StringFlag{Name: "tls-key", Usage: "and this key (PEM)"},
+			&cli.DurationFlag{Name: "lease", Value: 15 * time.Second, Usage: "how long the driving server's lease lasts unrenewed: a stand-by takes over that long after it dies"},
+			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
+		},
+		Action: serverAction,
+		Subcommands: []*cli.Command{
+			{Name: "users", Usage: "the server's users", Subcommands: []*cli.Command{{
+				Name: "add", Usage: "add a user to a team and print their token (shown this once)", ArgsUsage: "NAME",
+				Flags: []cli.Flag{rootFlag(), dbFlag(), &cli.StringFlag{Name: "team", Required: true, Usage: "the user's team"},
+					&cli.BoolFlag{Name: "admin", Usage: "may see every team's runs and manage teams and users"}},
+				Action: usersAddAction,
+			}}},
+			{Name: "teams", Usage: "the server's teams: quotas and monthly budgets", Subcommands: []*cli.Command{
+				{Name: "add", Usage: "add a team", ArgsUsage: "NAME", Flags: teamFlags(), Action: teamsAction(true)},
+				{Name: "set", Usage: "change a team's quotas and budget", ArgsUsage: "NAME", Flags: teamFlags(), Action: teamsAction(false)},
+			}},
+		},
+	}
+}
+
+func teamFlags() []cli.Flag {
+	return []cli.Flag{rootFlag(), dbFlag(),
+		&cli.IntFlag{Name: "max-gpus", Usage: "GPUs the team's running runs may hold at once (0: no bound)"},
+		&cli.IntFlag{Name: "max-nodes", Usage: "nodes the team's running runs may hold at once (0: no bound)"},
+		&cli.Float64Flag{Name: "budget", Usage: "dollars the team's runs may be charged in a calendar month, UTC (0: no budget)"},
+	}
+}
+
+// openStore opens the command's database, making the root folder for the default one.
+func openStore(c *cli.Context) (*sqlstore.Store, error) {
+	url := c.String("db")
+	if url == "" {
+		root := c.String("root")
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, err
+		}
+		url = "sqlite:" + filepath.Join(root, "server.db")
+	}
+	return sqlstore.Open(c.Context, url)
+}
+
+func serverAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr("server takes no arguments; `rubberband server users add` and `teams add` manage it")
+	}
+	if (c.String("tls-cert") == "") != (c.String("tls-key") == "") {
+		return usageErr("--tls-cert and --tls-key go together")
+	}
+	backend := c.String("backend")
+	if !driver.Known(backend) {
+		return usageErr("--backend %q: local, nomad, ec2 or virtual", backend)
+	}
+	root, err := filepath.Abs(c.String("root"))
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cat, err := effectiveCatalog(c)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	wd, _ := os.Getwd()
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("%s:%d:%x", host, os.Getpid(), time.Now().UnixNano()&0xffffff)
+	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
+	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
+		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter,
+		Supervisor: &server.Supervisor{Binary: self, Dir: wd, Env: env, Log: c.App.ErrWriter}})
+	defer srv.Close()
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return usageErr("listen on %s: %v", c.String("addr"), err)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	errc := make(chan error, 2)
+	go func() {
+		if c.String("tls-cert") != "" {
+			errc <- hs.ServeTLS(ln, c.String("tls-cert"), c.String("tls-key"))
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
+	scheme := "http"
+	if c.String("tls-cert") != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s, backend %s, database %s\n", scheme, ln.Addr(), root, backend, st.Describe())
+	go func() { errc <- srv.Run(ctx) }()
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+	case <-ctx.Done():
+	}
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return nil
+}
+
+func usersAddAction(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usageErr("users add needs exactly one NAME")
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	token, err := server.AddUser(c.Context, st, c.Args().First(), c.String("team"), c.Bool("admin"), time.Now())
+	var in *server.InputError
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.As(err, &in) {
+		return usageErr("%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "added %s to team %s; their token, shown this once:\n", c.Args().First(), c.String("team"))
+	fmt.Fprintln(c.App.Writer, token)
+	return nil
+}
+
+func teamsAction(create bool) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return usageErr("teams needs exactly one NAME")
+		}
+		st, err := openStore(c)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		t := store.Team{Name: c.Args().First(), MaxGPUs: c.Int("max-gpus"), MaxNodes: c.Int("max-nodes"), MonthlyBudgetUSD: c.Float64("budget"), CreatedAt: time.Now()}
+		if err := server.CheckTeam(t); err != nil {
+			return usageErr("%v", err)
+		}
+		if create {
+			err = st.CreateTeam(c.Context, t)
+		} else {
+			err = st.UpdateTeam(c.Context, t)
+		}
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrInvalid) {
+			return usageErr("%v", err)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "team %s: max_gpus %d, max_nodes %d, monthly budget $%.2f\n", t.Name, t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
+		return nil
+	}
+}
