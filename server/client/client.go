@@ -100,6 +100,14 @@ func (c *Client) Get(ctx context.Context, id, what string, v any) error {
 	return c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/"+what, nil, v)
 }
 
+// Audit is the audit log the token's user may read (their team's; an admin's, everyone's),
+// newest first.
+func (c *Client) Audit(ctx context.Context) ([]store.AuditEntry, error) {
+	var out []store.AuditEntry
+	err := c.do(ctx, http.MethodGet, "/api/v1/audit", nil, &out)
+	return out, err
+}
+
 // Logs copies the run's driver log, or a trial's, to w; with follow, until the run ends.
 func (c *Client) Logs(ctx context.Context, id, trial string, follow bool, w io.Writer) error {
 	q := url.Values{}

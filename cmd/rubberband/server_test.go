@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/server/client"
+	"github.com/rubberband-hpo/rubberband/server/store"
+)
+
+// serverProc is a `rubberband server` the test started.
+type serverProc struct {
+	cmd  *exec.Cmd
+	base string
+	log  *lockedBuffer
+}
+
+// lockedBuffer is a process's output, read while it is written.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServer starts the built CLI's server on a free port with args, from the repository root
+// (the synthetic trainer's spec path is relative to it), and waits until it answers.
+func startServer(t *testing.T, args ...string) *serverProc {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", servers.FreePort(t))
+	p := &serverProc{base: "http://" + addr, log: &lockedBuffer{}}
+	p.cmd = exec.Command(binary, append([]string{"server", "--addr", addr, "--lease", "2s", "--time-scale", "0.02"}, args...)...)
+	p.cmd.Dir = "../.."
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.base + "/api/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never answered: %v\n%s", err, p.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// kill kills the server at once, as a crash would: its drivers die with it.
+func (p *serverProc) kill() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+// waitRun polls a run until check says yes, or fails after a minute.
+func waitRun(t *testing.T, cl *client.Client, id, what string, check func(client.Run) bool) client.Run {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		r, err := cl.Run(context.Background(), id)
+		if err == nil && check(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never %s: %+v %v", id, what, r, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// cleanWinner is the winner of the synthetic job run alone, at the server's time scale.
+func cleanWinner(t *testing.T) string {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "clean")
+	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("clean run: %s", errOut)
+	}
+	return readRunReport(t, state).Best.Trial
+}
+
+// The whole story of a team server, SQLite: two teams, three users; a submission refused over its
+// team's budget with both figures; a second run queued for its team's GPUs, with a predicted
+// start, and started once the first ends; a cross-team cancel refused; the server killed
+// mid-run and started again, and the run finishing with the clean run's winner; the Python client
+// reading the runs, waiting for one and its best configuration.
+func TestServerStory(t *testing.T) {
+	t.Parallel()
+	winner := cleanWinner(t)
+	root := t.TempDir()
+	for _, args := range [][]string{
+		{"server", "teams", "add", "ml", "--max-gpus", "4", "--budget", "100", "--root", root},
+		{"server", "teams", "add", "cv", "--budget", "0.01", "--root", root},
+	} {
+		if _, errOut, code := rb(t, args...); code != 0 {
+			t.Fatalf("%v: %s", args, errOut)
+		}
+	}
+	token := map[string]string{}
+	for _, u := range [][2]string{{"alice", "ml"}, {"bob", "ml"}, {"carol", "cv"}} {
+		out, errOut, code := rb(t, "server", "users", "add", u[0], "--team", u[1], "--root", root)
+		if code != 0 || !strings.HasPrefix(out, "rbt_") {
+			t.Fatalf("users add %s: exit %d: %s%s", u[0], code, out, errOut)
+		}
+		token[u[0]] = strings.TrimSpace(out)
+	}
+	if _, errOut, code := rb(t, "server", "users", "add", "dave", "--team", "nobody", "--root", root); code != 2 || !strings.Contains(errOut, "not found") {
+		t.Errorf("a user of no team: exit %d: %s", code, errOut)
+	}
+	srv := startServer(t, "--root", root)
+	as := func(user string) []string { return []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + token[user]} }
+	spec := "cmd/rubberband/testdata/synthetic.yaml"
+
+	// carol's team has a cent left this month: refused, with the plan's cost and what remains.
+	_, errOut, code := rbEnv(t, binary, as("carol"), "run", spec, "--detach")
+	if code != 2 || !strings.Contains(errOut, "over team cv's remaining budget this month, $0.0100") || !strings.Contains(errOut, "predicted cost $") {
+		t.Fatalf("carol's submission: exit %d: %s", code, errOut)
+	}
+	// alice's run starts; bob's waits for the team's 4 GPUs, which hers holds.
+	out, errOut, code := rbEnv(t, binary, as("alice"), "run", spec, "--detach")
+	if code != 0 {
+		t.Fatalf("alice: exit %d: %s", code, errOut)
+	}
+	first := strings.TrimSpace(out)
+	out, errOut, code = rbEnv(t, binary, as("bob"), "run", spec, "--detach", "-o", "json")
+	if code != 0 || !strings.Contains(out, `"state": "queued"`) {
+		t.Fatalf("bob: exit %d: %s%s", code, out, errOut)
+	}
+	alice, _ := client.New(srv.base, token["alice"])
+	waitRun(t, alice, first, "started", func(r client.Run) bool { return r.State == store.Running })
+	runs, err := alice.Runs(context.Background())
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("alice sees %d runs: %v", len(runs), err)
+	}
+	second := runs[1].ID
+	if runs[1].State != store.Queued || runs[1].PredictedStart.IsZero() {
+		t.Errorf("bob's run: %s, predicted start %v", runs[1].State, runs[1].PredictedStart)
+	}
+	if out, _, _ := rbEnv(t, binary, as("bob"), "list"); !strings.Contains(out, "queued") || !strings.Contains(out, " in ") {
+		t.Errorf("list shows no queued run with its predicted start:\n%s", out)
+	}
+	// carol may not cancel team ml's run, nor see it.
+	if _, errOut, code := rbEnv(t, binary, as("carol"), "cancel", first); code != 2 || !strings.Contains(errOut, "forbidden") {
+		t.Errorf("carol cancelling alice's run: exit %d: %s", code, errOut)
+	}
+	if out, _, _ := rbEnv(t, binary, as("carol"), "list"); strings.Contains(out, first) {
+		t.Errorf("carol sees team ml's runs:\n%s", out)
+	}
+	// The server dies once the first stage has synced, and comes back.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(string(readFileBytes(filepath.Join(root, "teams", "ml", first, "journal.jsonl"))), `"ev":"sync"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never synced its first stage\n%s", srv.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.kill()
+	srv2 := startServer(t, "--root", root)
+	alice.Base = srv2.base
+	end := waitRun(t, alice, first, "ended", func(r client.Run) bool { return r.State.Ended() })
+	if end.State != store.Finished || end.CostUSD <= 0 {
+		t.Fatalf("the killed server's run: %+v\n%s", end, srv2.log)
+	}
+	var best struct{ Trial string }
+	if err := alice.Get(context.Background(), first, "best", &best); err != nil || best.Trial != winner {
+		t.Fatalf("after the crash the winner is %q (%v); the clean run's is %s", best.Trial, err, winner)
+	}
+	// bob's run starts once alice's has ended; the Python client waits for it and reads it.
+	py := exec.Command("python3", "-c", `
+import os, sys
+from rubberband import Client
+c = Client()
+runs = c.runs()
+assert len(runs) == 2, runs
+r = c.run(sys.argv[1]).wait(timeout=120)
+assert r.state == "finished", r.fields
+trials = r.trials()
+assert len(trials) == 16, len(trials)
+print(r.best()["trial"], r.cost_usd > 0)
+`, second)
+	py.Dir = "../.."
+	py.Env = append(os.Environ(), "RUBBERBAND_SERVER="+srv2.base, "RUBBERBAND_TOKEN="+token["bob"], "PYTHONPATH=python")
+	pyOut, err := py.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(pyOut)) != winner+" True" {
+		t.Fatalf("python client: %v\n%s\n%s", err, pyOut, srv2.log)
+	}
+	// Team cv's audit log holds carol's refused submission and refused cancel, with who and when.
+	carol, _ := client.New(srv2.base, token["carol"])
+	audit, err := carol.Audit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]bool{}
+	for _, e := range audit {
+		if e.User != "carol" || e.At.IsZero() {
+			t.Errorf("team cv's audit holds %+v", e)
+		}
+		actions[e.Action] = true
+	}
+	if !actions["refuse"] || !actions["cancel-refused"] {
+		t.Errorf("team cv's audit: %+v", audit)
+	}
+}
+
+func readFileBytes(path string) []byte {
+	b, _ := os.ReadFile(path)
+	return b
+}
