@@ -131,7 +131,9 @@ func TestServerStory(t *testing.T) {
 		t.Errorf("a user of no team: exit %d: %s", code, errOut)
 	}
 	srv := startServer(t, "--root", root)
-	as := func(user string) []string { return []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + token[user]} }
+	as := func(user string) []string {
+		return []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + token[user]}
+	}
 	spec := "cmd/rubberband/testdata/synthetic.yaml"
 
 	// carol's team has a cent left this month: refused, with the plan's cost and what remains.
