@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
@@ -230,4 +232,78 @@ print(r.best()["trial"], r.cost_usd > 0)
 func readFileBytes(path string) []byte {
 	b, _ := os.ReadFile(path)
 	return b
+}
+
+// Two servers on one PostgreSQL database: the first drives (it holds the lease), the second
+// stands by; the first is killed mid-run and the second takes the lease over and finishes the run
+// with the clean run's winner.
+func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
+	t.Parallel()
+	winner := cleanWinner(t)
+	pg := servers.StartPostgres(t)
+	root := t.TempDir()
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL); code != 0 {
+		t.Fatalf("teams add: %s", errOut)
+	}
+	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--db", pg.URL)
+	if code != 0 {
+		t.Fatalf("users add: %s", errOut)
+	}
+	token := strings.TrimSpace(out)
+	first := startServer(t, "--root", root, "--db", pg.URL)
+	driving := func(p *serverProc) bool {
+		resp, err := http.Get(p.base + "/api/v1/health")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var h struct{ Driving bool }
+		json.NewDecoder(resp.Body).Decode(&h)
+		return h.Driving
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !driving(first) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first server never took the lease\n%s", first.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	standby := startServer(t, "--root", root, "--db", pg.URL)
+	if driving(standby) {
+		t.Fatal("both servers drive")
+	}
+	cl, _ := client.New(standby.base, token) // either server answers the API
+	run, _, err := cl.Submit(context.Background(), submissionOf(t, "cmd/rubberband/testdata/synthetic.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(root, "teams", "ml", run.ID, "journal.jsonl")
+	for !strings.Contains(string(readFileBytes(journal)), `"ev":"sync"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never synced its first stage\n%s", first.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	first.kill()
+	end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
+	if end.State != store.Finished || !driving(standby) {
+		t.Fatalf("after the first server died: %+v, the stand-by drives: %v\n%s", end, driving(standby), standby.log)
+	}
+	if !strings.Contains(standby.log.String(), "holds the lease") {
+		t.Errorf("the stand-by did not say it took over:\n%s", standby.log)
+	}
+	var best struct{ Trial string }
+	if err := cl.Get(context.Background(), run.ID, "best", &best); err != nil || best.Trial != winner {
+		t.Fatalf("winner %q (%v); the clean run's is %s", best.Trial, err, winner)
+	}
+}
+
+// submissionOf is a spec file as a submission.
+func submissionOf(t *testing.T, path string) server.Submission {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server.Submission{Name: filepath.Base(path), Spec: string(b)}
 }
