@@ -1,0 +1,163 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/server"
+	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
+)
+
+// api is a server over a real SQLite store, its drive loop not started: the handlers alone.
+type api struct {
+	t      *testing.T
+	srv    *httptest.Server
+	tokens map[string]string
+	st     store.Store
+}
+
+func newAPI(t *testing.T) *api {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	for _, tm := range []store.Team{{Name: "ml", MaxGPUs: 8, MonthlyBudgetUSD: 50}, {Name: "cv"}} {
+		if err := st.CreateTeam(ctx, tm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := &api{t: t, tokens: map[string]string{}, st: st}
+	for _, u := range []struct {
+		name, team string
+		admin      bool
+	}{{"alice", "ml", false}, {"carol", "cv", false}, {"root", "cv", true}} {
+		tok, err := server.AddUser(ctx, st, u.name, u.team, u.admin, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.tokens[u.name] = tok
+	}
+	s := server.New(server.Config{Store: st, Root: filepath.Join(dir, "root"), Backend: "virtual", Holder: "test"})
+	a.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+// do sends a request as user ("" for none) and returns the status and body.
+func (a *api) do(user, method, path string, body any) (int, string) {
+	a.t.Helper()
+	var r *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	} else {
+		r = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, a.srv.URL+path, r)
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+a.tokens[user])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.String()
+}
+
+func TestAPIAuthentication(t *testing.T) {
+	a := newAPI(t)
+	if code, _ := a.do("", "GET", "/api/v1/health", nil); code != 200 {
+		t.Errorf("health without a token: %d", code)
+	}
+	for _, path := range []string{"/api/v1/runs", "/api/v1/whoami", "/api/v1/teams", "/api/v1/audit"} {
+		if code, _ := a.do("", "GET", path, nil); code != 401 {
+			t.Errorf("%s without a token: %d", path, code)
+		}
+	}
+	req, _ := http.NewRequest("GET", a.srv.URL+"/api/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer rbt_forged")
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 401 {
+		t.Errorf("a forged token: %d", resp.StatusCode)
+	}
+	if code, body := a.do("alice", "GET", "/api/v1/whoami", nil); code != 200 || !strings.Contains(body, `"team": "ml"`) || strings.Contains(body, "token") {
+		t.Errorf("whoami: %d %s", code, body)
+	}
+	// Admin endpoints: 403 for a user, 200 for an admin; a new user's token comes back once.
+	if code, _ := a.do("alice", "GET", "/api/v1/teams", nil); code != 403 {
+		t.Errorf("teams as a user: %d", code)
+	}
+	code, body := a.do("root", "POST", "/api/v1/users", map[string]any{"name": "bob", "team": "ml"})
+	if code != 201 || !strings.Contains(body, `"token": "rbt_`) {
+		t.Fatalf("add bob: %d %s", code, body)
+	}
+	if code, body := a.do("root", "GET", "/api/v1/users", nil); code != 200 || strings.Contains(body, "rbt_") || strings.Contains(strings.ToLower(body), "hash") {
+		t.Errorf("users list shows tokens: %s", body)
+	}
+	if code, _ := a.do("root", "POST", "/api/v1/teams", map[string]any{"name": "../etc"}); code != 422 {
+		t.Errorf("a team named ../etc: %d", code)
+	}
+	if code, _ := a.do("root", "POST", "/api/v1/teams", map[string]any{"name": "ml"}); code != 409 {
+		t.Errorf("a second team ml: %d", code)
+	}
+}
+
+// A spec with problems comes back 422 with each problem naming its field and line; a spec over
+// the team's budget 403 with both figures; one that fits is queued, and the other team neither
+// sees nor cancels it.
+func TestAPISubmit(t *testing.T) {
+	a := newAPI(t)
+	code, body := a.do("alice", "POST", "/api/v1/runs", server.Submission{Name: "bad.yaml", Spec: "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 0}}\n"})
+	if code != 422 || !strings.Contains(body, "bad.yaml:3") {
+		t.Fatalf("a bad spec: %d %s", code, body)
+	}
+	spec, err := os.ReadFile("../cmd/rubberband/testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	costly := strings.Replace(string(spec), "price_per_hour: 12", "price_per_hour: 12000", 1)
+	code, body = a.do("alice", "POST", "/api/v1/runs", server.Submission{Spec: costly})
+	if code != 403 || !strings.Contains(body, `"reason": "budget"`) || !strings.Contains(body, `"remaining_budget_usd": 50`) {
+		t.Fatalf("over budget: %d %s", code, body)
+	}
+	code, body = a.do("alice", "POST", "/api/v1/runs", server.Submission{Spec: string(spec)})
+	if code != 201 || !strings.Contains(body, `"state": "queued"`) {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	var out struct{ Run store.Run }
+	json.Unmarshal([]byte(body), &out)
+	id := out.Run.ID
+	if code, _ := a.do("carol", "GET", "/api/v1/runs/"+id, nil); code != 404 {
+		t.Errorf("carol reads alice's run: %d", code)
+	}
+	if code, _ := a.do("carol", "POST", "/api/v1/runs/"+id+"/cancel", nil); code != 403 {
+		t.Errorf("carol cancels alice's run: %d", code)
+	}
+	if code, body := a.do("root", "GET", "/api/v1/runs/"+id, nil); code != 200 || !strings.Contains(body, id) {
+		t.Errorf("an admin reads it: %d", code)
+	}
+	// Cancelling a queued run ends it at once.
+	if code, body := a.do("alice", "POST", "/api/v1/runs/"+id+"/cancel", nil); code != 202 || !strings.Contains(body, `"state": "cancelled"`) {
+		t.Errorf("cancel: %d %s", code, body)
+	}
+	// The events of a run that ended close with its state.
+	code, body = a.do("alice", "GET", "/api/v1/runs/"+id+"/events", nil)
+	if code != 200 || !strings.Contains(body, "event: end") || !strings.Contains(body, `"state":"cancelled"`) {
+		t.Errorf("events: %d %s", code, body)
+	}
+}
