@@ -47,11 +47,17 @@ func (l *lockedBuffer) String() string {
 
 // startServer starts the built CLI's server on a free port with args, from the repository root
 // (the synthetic trainer's spec path is relative to it), and waits until it answers.
-func startServer(t *testing.T, args ...string) *serverProc {
+func startServer(t testing.TB, args ...string) *serverProc {
+	t.Helper()
+	return startServerWith(t, binary, args...)
+}
+
+// startServerWith is startServer with the CLI at bin (the plain build, for benchmarks).
+func startServerWith(t testing.TB, bin string, args ...string) *serverProc {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", servers.FreePort(t))
 	p := &serverProc{base: "http://" + addr, log: &lockedBuffer{}}
-	p.cmd = exec.Command(binary, append([]string{"server", "--addr", addr, "--lease", "2s", "--time-scale", "0.02"}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"server", "--addr", addr, "--lease", "2s", "--time-scale", "0.02"}, args...)...)
 	p.cmd.Dir = "../.."
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -79,7 +85,7 @@ func (p *serverProc) kill() {
 }
 
 // waitRun polls a run until check says yes, or fails after a minute.
-func waitRun(t *testing.T, cl *client.Client, id, what string, check func(client.Run) bool) client.Run {
+func waitRun(t testing.TB, cl *client.Client, id, what string, check func(client.Run) bool) client.Run {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -95,7 +101,7 @@ func waitRun(t *testing.T, cl *client.Client, id, what string, check func(client
 }
 
 // cleanWinner is the winner of the synthetic job run alone, at the server's time scale.
-func cleanWinner(t *testing.T) string {
+func cleanWinner(t testing.TB) string {
 	t.Helper()
 	state := filepath.Join(t.TempDir(), "clean")
 	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02"); code != 0 {
@@ -299,7 +305,7 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 }
 
 // submissionOf is a spec file as a submission.
-func submissionOf(t *testing.T, path string) server.Submission {
+func submissionOf(t testing.TB, path string) server.Submission {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("../..", path))
 	if err != nil {
