@@ -359,40 +359,55 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		path = p
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	follow := r.URL.Query().Has("follow")
 	f, err := os.Open(path)
-	if err != nil && !r.URL.Query().Has("follow") {
+	if err != nil && !follow {
 		writeError(w, http.StatusNotFound, fmt.Errorf("run %s has no such log yet", run.ID))
 		return
 	}
-	if err == nil {
-		defer f.Close()
-		io.Copy(w, f)
-	}
-	if !r.URL.Query().Has("follow") || f == nil {
-		return
-	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		return
-	}
-	ctx, stop := context.WithCancel(r.Context())
-	defer stop()
-	go func() { // the run's end ends the follow
-		for ctx.Err() == nil {
-			if cur, err := s.cfg.Store.Run(ctx, run.ID); err != nil || cur.State.Ended() {
-				time.Sleep(300 * time.Millisecond) // the driver's last lines
-				stop()
-				return
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(300 * time.Millisecond):
-			}
+	if follow {
+		select {
+		case s.streams <- struct{}{}:
+			defer func() { <-s.streams }()
+		default:
+			writeError(w, http.StatusServiceUnavailable, errors.New("too many streams open: try again"))
+			return
 		}
-	}()
-	rundir.Follow(ctx, run.Dir, f, flushWriter{w})
+	}
+	w.WriteHeader(http.StatusOK)
+	for f == nil { // a queued run's log is not written yet: wait for it, or for the run's end
+		cur, err := s.cfg.Store.Run(r.Context(), run.ID)
+		if err != nil || cur.State.Ended() {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+		f, _ = os.Open(path)
+	}
+	defer f.Close()
+	if _, err := io.Copy(flushWriter{w}, f); err != nil || !follow {
+		return
+	}
+	// Follow while a driver writes; between drivers (a restart, a server taking over) wait for
+	// the next; stop once the run has ended and its last lines are out.
+	for {
+		if err := rundir.Follow(r.Context(), run.Dir, f, flushWriter{w}); err != nil || r.Context().Err() != nil {
+			return
+		}
+		cur, err := s.cfg.Store.Run(r.Context(), run.ID)
+		if err != nil || cur.State.Ended() {
+			io.Copy(flushWriter{w}, f)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
 }
 
 // flushWriter flushes each write, so that a follower sees lines as they come.

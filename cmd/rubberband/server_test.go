@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -138,7 +139,7 @@ func TestServerStory(t *testing.T) {
 	if _, errOut, code := rb(t, "server", "users", "add", "dave", "--team", "nobody", "--root", root); code != 2 || !strings.Contains(errOut, "not found") {
 		t.Errorf("a user of no team: exit %d: %s", code, errOut)
 	}
-	srv := startServer(t, "--root", root)
+	srv := startServer(t, "--root", root, "--time-scale", "0.05") // a run of about 5 s: time to kill the server in it
 	as := func(user string) []string {
 		return []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + token[user]}
 	}
@@ -187,8 +188,11 @@ func TestServerStory(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if run, err := alice.Run(context.Background(), first); err != nil || run.State != store.Running {
+		t.Fatalf("alice's run ended before the server could be killed in it: %+v %v", run, err)
+	}
 	srv.kill()
-	srv2 := startServer(t, "--root", root)
+	srv2 := startServer(t, "--root", root, "--time-scale", "0.05")
 	alice.Base = srv2.base
 	end := waitRun(t, alice, first, "ended", func(r client.Run) bool { return r.State.Ended() })
 	if end.State != store.Finished || end.CostUSD <= 0 {
@@ -198,7 +202,16 @@ func TestServerStory(t *testing.T) {
 	if err := alice.Get(context.Background(), first, "best", &best); err != nil || best.Trial != winner {
 		t.Fatalf("after the crash the winner is %q (%v); the clean run's is %s", best.Trial, err, winner)
 	}
-	// bob's run starts once alice's has ended; the Python client waits for it and reads it.
+	// A second driver took the run over from its journal: events were in it.
+	if log := string(readFileBytes(filepath.Join(root, "teams", "ml", first, "driver.log"))); !regexp.MustCompile(`took the run: local backend, [1-9][0-9]* events in the journal`).MatchString(log) {
+		t.Fatalf("the run was not resumed from its journal by the second server:\n%s", log)
+	}
+	// bob's run starts once alice's has ended; logs -f follows its driver log until it ends.
+	out, errOut, code = rbEnv(t, binary, []string{"RUBBERBAND_SERVER=" + srv2.base, "RUBBERBAND_TOKEN=" + token["bob"]}, "logs", "-f", second)
+	if code != 0 || !strings.Contains(out, "finished: JCT") {
+		t.Fatalf("logs -f of bob's run: exit %d: %s\n%s", code, errOut, out)
+	}
+	// The Python client reads it.
 	py := exec.Command("python3", "-c", `
 import os, sys
 from rubberband import Client
