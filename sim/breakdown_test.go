@@ -117,18 +117,21 @@ func referenceStageCosts(m *Model, plans []stagePlan, i int) (startAcc, durAcc, 
 			}
 		}
 	}
+	idle := uint64(0)
 	for k, p := range plans {
 		if !m.PerFunction && p.alloc.Nodes < live {
 			release(live-p.alloc.Nodes, k-1)
 		}
-		dur, scale := p.train.dur[i], 0.0
+		v := p.version(i, idle)
+		idle = v.idleAt(i)
+		dur, scale := v.dur[i], 0.0
 		if p.prov != nil {
 			dur += p.prov.dur[i]
 			scale = p.prov.scale[i]
 		}
-		stageCost := float64(p.newNodes)*m.DataCost + p.spotCost(i)
+		stageCost := float64(p.newNodes)*m.DataCost + v.spotCostAt(i)
 		if m.PerFunction {
-			stageCost += p.train.fnCost[i]
+			stageCost += v.fnCost[i]
 		} else {
 			if p.newNodes > 0 {
 				groups = append(groups, group{count: p.newNodes, billed: -scale})
@@ -205,7 +208,7 @@ func TestBreakdownAddsUpPerSample(t *testing.T) {
 				var tl timeline
 				for b := range c.brackets {
 					plans := s.stagePlans(b, a[b])
-					var launches [][][]meter.LaunchSpan
+					var launches []stageLaunches
 					if m.PerFunction {
 						launches = s.trainLaunches(b, a[b])
 					}
@@ -217,9 +220,9 @@ func TestBreakdownAddsUpPerSample(t *testing.T) {
 							t.Fatal(err)
 						}
 						sum, spot := 0.0, 0.0
-						for k, p := range plans {
-							spot += p.spotCost(i)
-							sum += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + p.spotCost(i)
+						for k := range plans {
+							spot += tl.versions[k].spotCostAt(i)
+							sum += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + tl.versions[k].spotCostAt(i)
 						}
 						bill.Total += spot
 						last := tl.windows[len(tl.windows)-1].Sync

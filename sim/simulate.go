@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/rubberband-hpo/rubberband/sim/meter"
@@ -20,7 +21,10 @@ type Simulator struct {
 	seed     int64
 	train    map[stageKey]*trainSamples
 	prov     map[stageKey]*provSamples
-	groups   []group
+	// lostScalingUp holds, per scale-up of a spot stage beside the nodes up already, whether a
+	// node is lost before the stage starts, sample by sample (scaleUpLost).
+	lostScalingUp map[scaleUpKey][]bool
+	groups        []group
 	// held is what nodes each bracket already holds when it starts (Hold): a re-plan's present
 	// state.
 	held []Held
@@ -43,6 +47,9 @@ func (s *Simulator) DrawTrialByTrial() { s.trialByTrial = true }
 // stageKey names a stage's draws: bracket, stage, a count (GPUs or new nodes) and the offer.
 type stageKey struct{ b, k, x, o int }
 
+// scaleUpKey names a spot stage's scale-up: by newNodes, beside held nodes up already.
+type scaleUpKey struct{ b, k, newNodes, held, o int }
+
 // trainSamples are the draws of a stage's TRAIN nodes and SYNC at one GPU allocation.
 type trainSamples struct {
 	dur    []float64 // critical path from the stage's start (cluster ready) to its SYNC
@@ -55,6 +62,17 @@ type trainSamples struct {
 	// lost is what interruptions cost in all: the hold of the stage's nodes (per-instance) or
 	// the TRAIN GPU-seconds (per-function) they add, priced, plus spotCost.
 	lost []float64
+	// atStart is the same samples had the stage found one of its nodes lost at its start (node
+	// i mod nodes in sample i): lost while provisioning, or idle before (dur, spotCost,
+	// interrupted and lost are set). Several found lost at once are taken as one: their
+	// replacements start together. Nil without a spot model.
+	atStart *trainSamples
+	// idle has, sample by sample, a bit for each node lost while idle at the stage's SYNC (its
+	// gangs of the stage had ended): the next stage finds it lost at its start if it keeps it.
+	idle []uint64
+	// least is what StageTrain returns with atStart: the lesser version, sample by sample (made
+	// on first use).
+	least *trainSamples
 }
 
 // provSamples are the draws of a stage's scale-up by some number of new nodes.
@@ -139,6 +157,8 @@ const (
 	streamUncertain
 	streamChains
 	streamLag
+	streamSpotStart   // the replacements of a node a spot stage finds lost at its start
+	streamScaleUpSpot // the nodes lost while a spot stage scales up
 )
 
 func (s *Simulator) stream(kind, b, k, x int) uint64 {
@@ -161,6 +181,9 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 		t := &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples)}
 		if s.m.Offers[si].Spot != nil {
 			t.spotCost, t.interrupted, t.lost = make([]float64, s.samples), make([]float64, s.samples), make([]float64, s.samples)
+			t.atStart = &trainSamples{dur: make([]float64, s.samples), fnCost: make([]float64, s.samples), spotCost: make([]float64, s.samples),
+				interrupted: make([]float64, s.samples), lost: make([]float64, s.samples), idle: make([]uint64, s.samples)}
+			t.idle = make([]uint64, s.samples)
 		}
 		parts[j] = t
 		s.train[stageKey{b, k, a.GPUs, si}] = t
@@ -168,24 +191,34 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 	if s.trainByChains(b, k, a, sibs, parts) {
 		return s.train[stageKey{b, k, a.GPUs, oi}]
 	}
-	s.drawTrain(b, k, a, sibs, func(j, i int, g *DAG, end float64, hit interruptions, _, latency []float64) {
+	s.drawTrain(b, k, a, sibs, func(j, i int, g *DAG, end float64, hit interruptions, start spotStart, _, latency []float64) {
 		t, o := parts[j], s.m.Offers[sibs[j]]
 		gpuPrice := o.GPUPricePerSecond()
-		t.dur[i] = end
-		if t.spotCost != nil {
-			t.interrupted[i] = float64(hit.count)
-			t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*o.NodePricePerSecond
-			t.lost[i] = t.spotCost[i] + float64(a.Nodes)*(end-hit.calm)*o.NodePricePerSecond
-			if s.m.PerFunction {
-				t.lost[i] = t.spotCost[i] + hit.gpuSeconds*gpuPrice
-			}
-		}
-		if s.m.PerFunction {
-			for j, n := range g.Nodes {
-				if n.Kind == Train {
-					t.fnCost[i] += float64(n.GPUs) * s.m.Bill(latency[j], gpuPrice)
+		// One version of the sample: the stage's own, or the one in which it finds a node lost
+		// at its start.
+		put := func(t *trainSamples, end float64, hit interruptions, latency []float64) {
+			t.dur[i] = end
+			if t.spotCost != nil {
+				t.interrupted[i] = float64(hit.count)
+				t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*o.NodePricePerSecond
+				t.lost[i] = t.spotCost[i] + float64(a.Nodes)*(end-hit.calm)*o.NodePricePerSecond
+				if s.m.PerFunction {
+					t.lost[i] = t.spotCost[i] + hit.gpuSeconds*gpuPrice
 				}
 			}
+			if s.m.PerFunction {
+				for j, n := range g.Nodes {
+					if n.Kind == Train {
+						t.fnCost[i] += float64(n.GPUs) * s.m.Bill(latency[j], gpuPrice)
+					}
+				}
+			}
+		}
+		put(t, end, hit, latency)
+		if t.atStart != nil {
+			t.idle[i] = hit.idle
+			put(t.atStart, start.end, start.hit, start.latency)
+			t.atStart.idle[i] = start.hit.idle
 		}
 	})
 	return s.train[stageKey{b, k, a.GPUs, oi}]
@@ -271,14 +304,23 @@ func (s *Simulator) modelError(b, k int, a StageAlloc) func() float64 {
 	return func() float64 { return max(0.5, 1+s.m.Uncertainty*r.NormFloat64()) }
 }
 
+// spotStart is a sample of a spot stage had it found a node lost at its start: its end, what
+// the interruptions did, and every node's finish and latency.
+type spotStart struct {
+	end             float64
+	hit             interruptions
+	finish, latency []float64
+}
+
 // drawTrain draws a stage's TRAIN nodes and SYNC sample by sample from the stage's own stream,
 // and, on each of the given offers (markets of one type: they share the profile), the slow nodes
 // and spot interruptions that hit them (from streams of their own, so that the same stage draws
 // the same TRAIN latencies with and without them); it hands each offer's (by its index j in
-// offers) sample's DAG, end, interruptions and every node's latency to each. The same stage and
-// allocation always give the same draws; the streams do not depend on the offer, so that plans
-// on different types and markets compare on common random numbers.
-func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j, i int, g *DAG, end float64, hit interruptions, finish, latency []float64)) {
+// offers) sample's DAG, end, interruptions, the same had a node been found lost at the stage's
+// start (spot only), and every node's latency to each. The same stage and allocation always
+// give the same draws; the streams do not depend on the offer, so that plans on different types
+// and markets compare on common random numbers.
+func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j, i int, g *DAG, end float64, hit interruptions, start spotStart, finish, latency []float64)) {
 	g := &DAG{}
 	st := s.brackets[b].Stages[k]
 	g.addTrain(offers[0], b, k, st, a, nil, s.m.Offers[offers[0]].lags(s.brackets[b], k))
@@ -286,9 +328,9 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 	modelError := s.modelError(b, k, a)
 	gpt := GPUsPerTrial(st, a)
 	type perOffer struct {
-		o         *Offer
-		rs, rslow *rand.Rand
-		layout    *spotLayout
+		o                 *Offer
+		rs, rslow, rstart *rand.Rand
+		layout            *spotLayout
 	}
 	per := make([]perOffer, len(offers))
 	for j, oi := range offers {
@@ -296,6 +338,7 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 		per[j].o = o
 		if o.Spot != nil {
 			per[j].rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
+			per[j].rstart = spec.NewRand(s.seed, s.stream(streamSpotStart, b, k, a.GPUs))
 			per[j].layout = o.newSpotLayout(g, a.Nodes, gpt)
 		}
 		if o.slows() {
@@ -304,6 +347,10 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 	}
 	calmFinish, calmLatency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
 	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	var start spotStart // the spot version in which a node is found lost at the start
+	if slices.ContainsFunc(per, func(po perOffer) bool { return po.rs != nil }) {
+		start.finish, start.latency = make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	}
 	for i := range s.samples {
 		calm := g.CriticalPath(s.m, r, calmFinish, calmLatency)
 		err := modelError()
@@ -320,28 +367,47 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 			}
 			var hit interruptions
 			if po.rs != nil {
-				end, hit = po.o.interrupt(po.layout, g, po.rs, f, l)
+				copy(start.finish, f)
+				copy(start.latency, l)
+				po.o.firstInterruptions(po.layout, po.rs)
+				start.end, start.hit = po.o.interrupt(po.layout, g, po.rstart, end, start.finish, start.latency, i%a.Nodes)
+				start.end *= err
+				end, hit = po.o.interrupt(po.layout, g, po.rs, end, f, l, -1)
 			}
-			each(j, i, g, end*err, hit, f, l)
+			each(j, i, g, end*err, hit, start, f, l)
 		}
 	}
 }
 
+// stageLaunches are a stage's TRAIN draws as launch spans, per sample: the stage's own, and on
+// spot those in which it finds a node lost at its start (trainSamples.atStart).
+type stageLaunches struct{ own, atStart [][]meter.LaunchSpan }
+
 // trainLaunches replays each stage's TRAIN draws (trainPart's) as launch spans: per stage, per
 // sample, one span per TRAIN node, timed from the stage's TRAIN start. Per-function billing
 // needs them; the planners' hot path gets by with trainPart's sums.
-func (s *Simulator) trainLaunches(b int, a []StageAlloc) [][][]meter.LaunchSpan {
-	out := make([][][]meter.LaunchSpan, len(a))
+func (s *Simulator) trainLaunches(b int, a []StageAlloc) []stageLaunches {
+	out := make([]stageLaunches, len(a))
 	for k, sa := range a {
-		o, _ := s.m.offerOf(sa)
+		o, oi := s.m.offerOf(sa)
 		price := o.GPUPricePerSecond()
-		out[k] = make([][]meter.LaunchSpan, s.samples)
-		_, oi := s.m.offerOf(sa)
-		s.drawTrain(b, k, sa, []int{oi}, func(_, i int, g *DAG, _ float64, _ interruptions, finish, latency []float64) {
+		spans := func(g *DAG, finish, latency []float64) []meter.LaunchSpan {
+			var out []meter.LaunchSpan
 			for j, n := range g.Nodes {
 				if n.Kind == Train {
-					out[k][i] = append(out[k][i], meter.LaunchSpan{Bracket: b, Start: finish[j] - latency[j], End: finish[j], GPUs: n.GPUs, PricePerGPUSecond: price})
+					out = append(out, meter.LaunchSpan{Bracket: b, Start: finish[j] - latency[j], End: finish[j], GPUs: n.GPUs, PricePerGPUSecond: price})
 				}
+			}
+			return out
+		}
+		out[k].own = make([][]meter.LaunchSpan, s.samples)
+		if o.Spot != nil {
+			out[k].atStart = make([][]meter.LaunchSpan, s.samples)
+		}
+		s.drawTrain(b, k, sa, []int{oi}, func(_, i int, g *DAG, _ float64, _ interruptions, start spotStart, finish, latency []float64) {
+			out[k].own[i] = spans(g, finish, latency)
+			if out[k].atStart != nil {
+				out[k].atStart[i] = spans(g, start.finish, start.latency)
 			}
 		})
 	}
@@ -379,6 +445,30 @@ func (s *Simulator) provPart(b, k, newNodes, offer int) *provSamples {
 	return p
 }
 
+// scaleUpLost draws, sample by sample, whether a spot stage's scale-up by newNodes of offer
+// loses a node before the stage starts: a new node between the end of the SCALE and the end of
+// the scale-up (the slowest INIT_INSTANCE and DATA: the nodes are handed over together), or one
+// of the held nodes up already, idle while they wait. The executor finds it lost at the stage's
+// start. The draws of the scale-up itself are provPart's, the same with or without spot.
+func (s *Simulator) scaleUpLost(b, k, newNodes, held, offer int) []bool {
+	key := scaleUpKey{b, k, newNodes, held, offer}
+	if lost, ok := s.lostScalingUp[key]; ok {
+		return lost
+	}
+	p := s.provPart(b, k, newNodes, offer)
+	sp := s.m.Offers[offer].Spot
+	r := spec.NewRand(s.seed, s.stream(streamScaleUpSpot, b, k, newNodes))
+	lost := make([]bool, s.samples)
+	for i := range lost {
+		lost[i] = sp.lostWithin(r, newNodes, p.dur[i]-p.scale[i]) || sp.lostWithin(r, held, p.dur[i])
+	}
+	if s.lostScalingUp == nil {
+		s.lostScalingUp = map[scaleUpKey][]bool{}
+	}
+	s.lostScalingUp[key] = lost
+	return lost
+}
+
 // stagePlan is one stage's share of an evaluation: its draws and how many nodes it adds.
 type stagePlan struct {
 	alloc    StageAlloc
@@ -389,15 +479,38 @@ type stagePlan struct {
 	newNodes int
 	train    *trainSamples
 	prov     *provSamples
+	// On spot, what makes the stage find a node lost at its start (train.atStart): a node the
+	// stage before lost idle that this one keeps (its idle bits in kept; 0 when it keeps none),
+	// or a node lost while it scales up (scaleUpLost, sample by sample; nil when none can be).
+	kept        uint64
+	scaleUpLost []bool
 }
 
-// spotCost is what spot interruptions add to sample i of the stage beyond its longer duration,
-// which the meter does not see: the replacements' datasets, less their unbilled SCALE.
-func (p stagePlan) spotCost(i int) float64 {
-	if p.train.spotCost == nil {
+// version is the draws of sample i of the stage: its own, or, when it finds a node lost at its
+// start, those in which it does (train.atStart). idle is the idle bits the stage before left
+// in sample i (idleAt of the version it took).
+func (p *stagePlan) version(i int, idle uint64) *trainSamples {
+	if p.train.atStart != nil && (idle&p.kept != 0 || p.scaleUpLost != nil && p.scaleUpLost[i]) {
+		return p.train.atStart
+	}
+	return p.train
+}
+
+// idleAt is the bits of the nodes sample i left lost idle at the stage's SYNC.
+func (t *trainSamples) idleAt(i int) uint64 {
+	if t.idle == nil {
 		return 0
 	}
-	return p.train.spotCost[i]
+	return t.idle[i]
+}
+
+// spotCostAt is what spot interruptions add to sample i of the stage beyond its longer
+// duration, which the meter does not see: the replacements' datasets, less their unbilled SCALE.
+func (t *trainSamples) spotCostAt(i int) float64 {
+	if t.spotCost == nil {
+		return 0
+	}
+	return t.spotCost[i]
 }
 
 func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
@@ -415,9 +528,15 @@ func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
 		if oi != upOffer && up > 0 {
 			plans[k].switched, up = true, 0
 		}
+		if k > 0 && up > 0 && o.Spot != nil {
+			plans[k].kept = keptMask(min(up, sa.Nodes))
+		}
 		if sa.Nodes > up {
 			plans[k].newNodes = sa.Nodes - up
 			plans[k].prov = s.provPart(b, k, sa.Nodes-up, oi)
+			if o.Spot != nil {
+				plans[k].scaleUpLost = s.scaleUpLost(b, k, sa.Nodes-up, up, oi)
+			}
 		}
 		up, upOffer = sa.Nodes, oi
 	}
@@ -514,7 +633,9 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 			}
 		}
 	}
-	for _, p := range plans {
+	idle := uint64(0)
+	for k := range plans {
+		p := &plans[k]
 		switch {
 		case m.PerFunction:
 		case p.switched:
@@ -522,14 +643,16 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 		case p.alloc.Nodes < live:
 			release(live - p.alloc.Nodes)
 		}
-		dur, scale := p.train.dur[i], 0.0
+		v := p.version(i, idle)
+		idle = v.idleAt(i)
+		dur, scale := v.dur[i], 0.0
 		if p.prov != nil {
 			dur += p.prov.dur[i]
 			scale = p.prov.scale[i]
 		}
-		total += p.spotCost(i)
+		total += v.spotCostAt(i)
 		if m.PerFunction {
-			total += float64(p.newNodes)*m.DataCost + p.train.fnCost[i]
+			total += float64(p.newNodes)*m.DataCost + v.fnCost[i]
 		} else {
 			total += float64(p.newNodes) * m.DataCost
 			if p.newNodes > 0 {
@@ -554,7 +677,8 @@ type timeline struct {
 	windows  []meter.StageWindow
 	nodes    []meter.NodeSpan
 	launches []meter.LaunchSpan
-	held     []int // the nodes held, oldest first, as indices into nodes
+	held     []int           // the nodes held, oldest first, as indices into nodes
+	versions []*trainSamples // the draws each stage took (stagePlan.version)
 }
 
 // layout lays out sample i of bracket b as sampleBracket walks it: stage k's window runs from
@@ -562,8 +686,8 @@ type timeline struct {
 // which the plan no longer needs it (newest first) or the bracket's last SYNC; under
 // per-function billing each TRAIN node is a launch, from launches (trainLaunches), shifted to
 // its stage's TRAIN start.
-func (s *Simulator) layout(b int, plans []stagePlan, launches [][][]meter.LaunchSpan, i int, tl *timeline) {
-	tl.windows, tl.nodes, tl.launches, tl.held = tl.windows[:0], tl.nodes[:0], tl.launches[:0], tl.held[:0]
+func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i int, tl *timeline) {
+	tl.windows, tl.nodes, tl.launches, tl.held, tl.versions = tl.windows[:0], tl.nodes[:0], tl.launches[:0], tl.held[:0], tl.versions[:0]
 	t := 0.0
 	release := func(keep int) {
 		for len(tl.held) > keep {
@@ -577,12 +701,17 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches [][][]meter.Launch
 			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: plans[0].heldAt.NodePricePerSecond})
 		}
 	}
-	for k, p := range plans {
+	idle := uint64(0)
+	for k := range plans {
+		p := &plans[k]
 		if p.switched {
 			release(0)
 		}
 		release(p.alloc.Nodes)
-		dur, ready, scale := p.train.dur[i], 0.0, 0.0
+		v := p.version(i, idle)
+		idle = v.idleAt(i)
+		tl.versions = append(tl.versions, v)
+		dur, ready, scale := v.dur[i], 0.0, 0.0
 		if p.prov != nil {
 			ready, scale = p.prov.dur[i], p.prov.scale[i]
 			dur += ready
@@ -592,7 +721,11 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches [][][]meter.Launch
 			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, RunningFrom: t + scale, PricePerSecond: p.offer.NodePricePerSecond})
 		}
 		if launches != nil {
-			for _, l := range launches[k][i] {
+			spans := launches[k].own[i]
+			if v == p.train.atStart {
+				spans = launches[k].atStart[i]
+			}
+			for _, l := range spans {
 				l.Start, l.End = t+ready+l.Start, t+ready+l.End
 				tl.launches = append(tl.launches, l)
 			}
@@ -710,7 +843,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 	rounds := NewRounds(s.brackets, s.samples)
 	for b, br := range s.brackets {
 		plans := s.stagePlans(b, a[b])
-		var launches [][][]meter.LaunchSpan
+		var launches []stageLaunches
 		if s.m.PerFunction {
 			launches = s.trainLaunches(b, a[b])
 		}
@@ -731,8 +864,9 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 			for k, w := range tl.windows {
 				start[k] += w.Start + rounds.Start(i)
 				dur[k] += w.Sync - w.Start
-				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + plans[k].spotCost(i)
-				if t := plans[k].train; t.interrupted != nil {
+				v := tl.versions[k]
+				cost[k] += bill.Stages[meter.StageKey{Bracket: b, Stage: k}] + v.spotCostAt(i)
+				if t := v; t.interrupted != nil {
 					interrupted[k] += t.interrupted[i]
 					lost[k] += t.lost[i]
 				}
@@ -762,12 +896,34 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 
 // StageTrain returns the draws of stage k of bracket b at the given allocation: the time from
 // the stage's start (cluster ready) to its SYNC, the per-function cost of its TRAIN nodes, and
-// what spot interruptions add to the cost beyond the longer hold of the nodes (nil without
-// interruptions; it may be negative: a replacement's SCALE is not billed). The slices are the
-// simulator's own: callers must not modify them.
+// what spot interruptions add to the cost beyond the hold of the nodes for that time (nil
+// without interruptions; it may be negative: a replacement's SCALE is not billed). On spot, a
+// stage that finds a node lost at its start takes other draws (trainSamples.atStart), which
+// depend on the stages before it: each figure is then the least of the two, sample by sample,
+// so that bounds built on them hold. The slices are the simulator's own: callers must not
+// modify them.
 func (s *Simulator) StageTrain(b, k int, a StageAlloc) (dur, fnCost, spotCost []float64) {
 	t := s.trainPart(b, k, a)
-	return t.dur, t.fnCost, t.spotCost
+	if t.atStart == nil {
+		return t.dur, t.fnCost, t.spotCost
+	}
+	if t.least == nil {
+		o, _ := s.m.offerOf(a)
+		least := &trainSamples{dur: make([]float64, len(t.dur)), fnCost: make([]float64, len(t.dur)), spotCost: make([]float64, len(t.dur))}
+		for i := range t.dur {
+			least.dur[i] = min(t.dur[i], t.atStart.dur[i])
+			least.fnCost[i] = min(t.fnCost[i], t.atStart.fnCost[i])
+			beyond := func(v *trainSamples) float64 { // its spot cost beyond the hold of least.dur
+				if s.m.PerFunction {
+					return v.spotCost[i]
+				}
+				return v.spotCost[i] + float64(a.Nodes)*(v.dur[i]-least.dur[i])*o.NodePricePerSecond
+			}
+			least.spotCost[i] = min(beyond(t), beyond(t.atStart))
+		}
+		t.least = least
+	}
+	return t.least.dur, t.least.fnCost, t.least.spotCost
 }
 
 // StageProvision returns the draws of stage k of bracket b scaling up by newNodes of offer

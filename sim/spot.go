@@ -7,11 +7,16 @@ import (
 
 // Spot models spot interruptions (cluster.market spot). Each node is interrupted as a Poisson
 // process of Rate per second, or, with Lifetimes, after a lifetime drawn afresh when the node
-// (or its replacement) starts its part of a stage. An interrupted node is replaced: a new
-// SCALE, INIT_INSTANCE and DATA; the gangs it ran restart on the replacement (a start-up again)
-// and lose nothing when the trainer checkpoints within the notice, or, with Restart, the
-// launch's work so far. Interruptions of a node whose gangs of the stage have all ended delay
-// nothing and are not modelled.
+// starts its part of a stage (at the stage's start for a node up already; at the end of its
+// SCALE for a new one, a replacement included). The executor learns of a loss from the node's
+// gangs: at once when a gang runs there (the notice stops it), else at the next launch there.
+// So an interrupted node is replaced (a new SCALE, INIT_INSTANCE and DATA) when it is found
+// lost: the gangs it ran restart on the replacement (a start-up again) and lose nothing when the
+// trainer checkpoints within the notice, or, with Restart, the launch's work so far. A node lost
+// while provisioning, waiting for the rest of a scale-up, or idle after its gangs of a stage
+// ended is found lost by the next gang launched there: later in the stage (a replacement still
+// starting), or at the next stage's start if that stage keeps it (then its first gangs wait for
+// a replacement); one the next stage releases delays nothing.
 type Spot struct {
 	Rate      float64 // interruptions per node-second; 0 when Lifetimes is set
 	Lifetimes Dist    // a node's time to its interruption; nil when Rate is used
@@ -74,22 +79,45 @@ func (m *Offer) slowDown(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency [
 
 // interruptions is what spot interruptions did to one sample of a stage.
 type interruptions struct {
-	count    int     // interruptions that hit a running gang
+	count    int     // nodes found lost and replaced
 	unbilled float64 // node-seconds not billed: each replacement's SCALE, between the end of
 	// the interrupted instance and the start of the new one
 	calm       float64 // the stage's end had nothing been interrupted
 	gpuSeconds float64 // TRAIN GPU-seconds the relaunches add (what per-function billing charges)
+	// idle has a bit for each node (the first 64) lost while idle at the stage's SYNC: its gangs
+	// of the stage had ended. The next stage finds it lost at its start if it keeps it.
+	idle uint64
+}
+
+// idleBits is how many nodes of a stage interruptions.idle follows: the nodes past them are
+// taken to last to the SYNC.
+const idleBits = 64
+
+// keptMask is the idle bits of a stage's first kept nodes: the next stage keeps the nodes of
+// the stage before it in order (which ones a real run keeps depends on where its best trials
+// ran, which has nothing to do with which nodes were interrupted).
+func keptMask(kept int) uint64 {
+	if kept >= idleBits {
+		return ^uint64(0)
+	}
+	return 1<<kept - 1
 }
 
 // spotLayout is what interrupt needs of a stage's DAG that no sample changes (the TRAIN nodes
 // of each slot, the slots on each node), with buffers it reuses from sample to sample.
 type spotLayout struct {
-	slots, onNode        [][]int
-	began, startup, next []float64
+	slots, onNode [][]int
+	// A relaunch's start and start-up, by TRAIN node: set in this call of interrupt where
+	// relaunched is gen.
+	began, startup []float64
+	relaunched     []uint32
+	gen            uint32
+	first, next    []float64 // when each node is first interrupted (firstInterruptions); next
 }
 
 func (m *Offer) newSpotLayout(g *DAG, nodes, gpt int) *spotLayout {
-	l := &spotLayout{onNode: make([][]int, nodes), began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)), next: make([]float64, nodes)}
+	l := &spotLayout{onNode: make([][]int, nodes), began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)),
+		relaunched: make([]uint32, len(g.Nodes)), first: make([]float64, nodes), next: make([]float64, nodes)}
 	for i, n := range g.Nodes {
 		if n.Kind != Train {
 			continue
@@ -108,33 +136,52 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt int) *spotLayout {
 	return l
 }
 
-// interrupt lays spot interruptions over one sample of a stage's TRAIN nodes (g as addTrain
-// built it, finish and latency as CriticalPath drew them), in place: a gang hit at time t ends
-// later by the replacement's latency, a new start-up and, with Restart, the work it had done
-// since it began; the gangs after it on its slot move with it. A slot's gang runs on the nodes
-// that hold its GPUs (GPU x on node x / GPUsPerNode, as placement packs them). It returns the
-// stage's new end (its SYNC) and what the interruptions cost.
-func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, finish, latency []float64) (float64, interruptions) {
-	slots, onNode := l.slots, l.onNode
-	end := 0.0
-	for _, chain := range slots {
-		for _, i := range chain {
-			end = max(end, finish[i])
-		}
+// firstInterruptions draws, for one sample of a stage, when each of its nodes is first
+// interrupted (from the stage's start): interrupt's draws, which the versions of the sample
+// share (common random numbers).
+func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
+	for n := range l.first {
+		l.first[n] = m.Spot.UntilInterrupted(r)
 	}
+}
+
+// interrupt lays spot interruptions over one sample of a stage's TRAIN nodes (g as addTrain
+// built it, finish and latency as CriticalPath drew them, end their latest finish; the nodes
+// first interrupted when firstInterruptions drew, the rest from r), in place: a gang hit at
+// time t ends later by the replacement's latency, a new start-up and, with Restart, the work it
+// had done since it began; the gangs after it on its slot move with it. A slot's gang runs on
+// the nodes that hold its GPUs (GPU x on node x / GPUsPerNode, as placement packs them). A node
+// interrupted while none of its gangs runs is found lost by the next one launched there, and
+// hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is -1,
+// is found lost at the stage's start (lost while provisioning, or idle before). It returns the
+// stage's new end (its SYNC) and what the interruptions cost.
+func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, finish, latency []float64, lost int) (float64, interruptions) {
+	slots, onNode := l.slots, l.onNode
 	// Each TRAIN node's current launch: when it began, and its start-up with the run path's
-	// overhead (the model's mean for a first launch, whose draw is inside its latency; a
-	// relaunch's own draw).
-	began, startup := l.began, l.startup
+	// overhead. A relaunch's are its own (began, startup); any other launch began its latency
+	// before it ends, and starts up in the model's mean (its draw is inside its latency). Only
+	// relaunches are written down.
 	launch, _ := m.Launch()
-	for _, chain := range slots {
-		for _, i := range chain {
-			began[i], startup[i] = finish[i]-latency[i], min(launch, latency[i])
+	if l.gen++; l.gen == 0 {
+		clear(l.relaunched)
+		l.gen = 1
+	}
+	began := func(i int) float64 {
+		if l.relaunched[i] == l.gen {
+			return l.began[i]
 		}
+		return finish[i] - latency[i]
+	}
+	startup := func(i int) float64 {
+		if l.relaunched[i] == l.gen {
+			return l.startup[i]
+		}
+		return min(launch, latency[i])
 	}
 	next := l.next
-	for n := range next {
-		next[n] = m.Spot.UntilInterrupted(r)
+	copy(next, l.first)
+	if lost >= 0 {
+		next[lost] = 0
 	}
 	out := interruptions{calm: end}
 	for out.count < maxInterruptions {
@@ -148,20 +195,43 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, finish, latency [
 		if t >= end {
 			break
 		}
+		// The executor learns of the loss from a gang on the node: one running now, else the
+		// next one launched there (a replacement still starting); with none left in the stage
+		// the node is lost idle, for the next stage to find.
+		running, wake := false, math.Inf(1)
+		for _, j := range onNode[n] {
+			for _, i := range slots[j] {
+				if b := began(i); t < b {
+					wake = min(wake, b)
+					break
+				}
+				if t < finish[i] {
+					running = true
+					break
+				}
+			}
+		}
+		if !running {
+			if math.IsInf(wake, 1) && n < idleBits {
+				out.idle |= 1 << n
+			}
+			next[n] = wake
+			continue
+		}
 		scale := m.Scale.Sample(r)
 		replace := scale + m.Init.Sample(r) + m.DataLatency
-		hit := false
 		for _, j := range onNode[n] {
 			for c, i := range slots[j] {
-				if t < began[i] || t >= finish[i] {
+				b := began(i)
+				if t < b || t >= finish[i] {
 					continue
 				}
 				// The relaunch starts up again, then trains what is left: all of the launch's
 				// work with Restart (the checkpoint is the one it began from), else what it had
 				// not done (a start-up cut short is done again whole).
 				s := m.LaunchSample(r)
-				trained := max(0, t-began[i]-startup[i])
-				left := finish[i] - max(t, began[i]+startup[i])
+				trained := max(0, t-b-startup(i))
+				left := finish[i] - max(t, b+startup(i))
 				if m.Spot.Restart {
 					left += trained
 				}
@@ -169,21 +239,36 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, finish, latency [
 				added := s + left - (finish[i] - t) // launch time: what per-function billing charges
 				latency[i] += added
 				out.gpuSeconds += float64(g.Nodes[i].GPUs) * added
-				for _, k := range slots[j][c:] {
+				for _, k := range slots[j][c:] { // the later ones begin as they end: shift alike
 					finish[k] += shift
-					began[k] += shift
 					end = max(end, finish[k])
 				}
-				began[i], startup[i] = t+replace, s
-				hit = true
+				l.began[i], l.startup[i], l.relaunched[i] = t+replace, s, l.gen
 				break
 			}
 		}
-		if hit {
-			out.count++
-			out.unbilled += scale
-		}
-		next[n] = t + replace + m.Spot.UntilInterrupted(r)
+		out.count++
+		out.unbilled += scale
+		// The replacement can be interrupted from the end of its SCALE on: before it is ready,
+		// its first gang finds it lost.
+		next[n] = t + scale + m.Spot.UntilInterrupted(r)
 	}
 	return end, out
+}
+
+// lostWithin draws whether any of n nodes is interrupted within w seconds of its start: a node
+// lost before the stage it waits for starts.
+func (sp *Spot) lostWithin(r *rand.Rand, n int, w float64) bool {
+	if n <= 0 || w <= 0 {
+		return false
+	}
+	if sp.Lifetimes == nil {
+		return r.ExpFloat64() < float64(n)*sp.Rate*w
+	}
+	for range n {
+		if sp.Lifetimes.Sample(r) < w {
+			return true
+		}
+	}
+	return false
 }

@@ -10,24 +10,34 @@ import (
 // out by hand. Start-up S = 10 s, work W = 100 iterations of 1 s, a replacement R = SCALE 20 s +
 // INIT 10 s; the first node's own SCALE and INIT (30 s) come first. Price $3.60/h = $0.001/s,
 // billed to the second, each node from the end of its SCALE.
+//
+// A node can be interrupted from the end of its SCALE on. One lost during its INIT (probability
+// 1 - q, q = e^{-λ INIT}) is found lost when its gang is launched, once it is ready, and
+// replaced: a replacement takes D = R/q on average (1/q tries of R each), each try an
+// interruption whose SCALE is not billed. The first node, too, is lost while it starts with
+// probability 1 - q: the trial then starts D later.
 func TestSpotInterruptionsWorkedByHand(t *testing.T) {
 	const (
-		lambda, S, W, R, scale, first = 0.01, 10.0, 100.0, 30.0, 20.0, 30.0
-		samples                       = 40000
+		lambda, S, W, R, scale, init, first = 0.01, 10.0, 100.0, 30.0, 20.0, 10.0, 30.0
+		samples                             = 40000
 	)
 	cluster := "{gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, interruptions_per_hour: 36, on_notice: %s}," +
 		" scale_latency: {value: 20s}, init_latency: {value: 10s}, billing: {minimum: 0s}}"
 	profile := "{iter_latency: {1: {dist: constant, value: 1}}, startup_latency: {value: 10s}}"
-	// A restart from scratch with exponential interruptions and downtime R takes
-	// (1/λ + R)(e^{λL} - 1) on average, L = S + W, with e^{λL} - 1 interruptions.
-	restartK := math.Expm1(lambda * (S + W))
-	restartT := (1/lambda + R) * restartK
+	q := math.Exp(-lambda * init)
+	D := R / q
+	lostFirst := 1 - q // the first node, lost while it starts: D more, 1/q interruptions
+	// A restart from scratch with exponential interruptions and downtimes of mean D takes
+	// (1/λ + D)(e^{λL} - 1) on average, L = S + W, with e^{λL} - 1 interruptions of the run,
+	// each 1/q in all.
+	restartK := math.Expm1(lambda*(S+W))/q + lostFirst/q
+	restartT := (1/lambda+D)*math.Expm1(lambda*(S+W)) + lostFirst*D
 	// Checkpointing within the notice: a start-up is redone whole when cut (a restart of
-	// length S, A = (1/λ + R)(e^{λS} - 1) on average with e^{λS} - 1 interruptions); the work is
-	// cut λW times on average, each costing R and a start-up again.
-	a := (1/lambda + R) * math.Expm1(lambda*S)
-	checkpointK := math.Expm1(lambda*S)*(1+lambda*W) + lambda*W
-	checkpointT := a + W + lambda*W*(R+a)
+	// length S, A = (1/λ + D)(e^{λS} - 1) on average with e^{λS} - 1 interruptions); the work is
+	// cut λW times on average, each costing D and a start-up again.
+	a := (1/lambda + D) * math.Expm1(lambda*S)
+	checkpointK := (math.Expm1(lambda*S)*(1+lambda*W)+lambda*W)/q + lostFirst/q
+	checkpointT := a + W + lambda*W*(D+a) + lostFirst*D
 	for _, tc := range []struct {
 		onNotice string
 		jct, k   float64
@@ -98,6 +108,107 @@ func TestSlowNodesBarrierWorkedByHand(t *testing.T) {
 		}
 		if math.Abs(res.JCT.Mean-tc.want) > tc.tol {
 			t.Errorf("share %v: JCT %.2f s, by hand %v", tc.share, res.JCT.Mean, tc.want)
+		}
+	}
+}
+
+// spotByHand is the cluster of the worked examples below: one GPU per node at $3.60/h
+// ($0.001/s, no minimum), SCALE 20 s, INIT_INSTANCE 10 s (a replacement takes R = 30 s), spot
+// instances that live exactly 20 s (lifetimes: constant; a node's starts afresh with each stage,
+// a new node's at the end of its SCALE), a start-up of 1 s and iterations of 1 s.
+const (
+	spotByHandCluster = "{gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, lifetimes: {value: %s}}," +
+		" scale_latency: {value: 20s}, init_latency: {value: 10s}, billing: {minimum: 0s}}"
+	spotByHandProfile = "{iter_latency: {1: {dist: constant, value: 1}}, startup_latency: {value: 1s}}"
+)
+
+// spotByHand simulates stages (a YAML list) at allocation gpus on the cluster above with
+// lifetimes of life, and checks the JCT, the cost and each stage's interruptions.
+func spotByHand(t *testing.T, life, stages string, gpus []int, jct, cost float64, interrupted []float64) {
+	t.Helper()
+	s := job(t, "{stages: "+stages+"}", fmt.Sprintf(spotByHandCluster, life), spotByHandProfile, 4, 1)
+	res, err := s.Simulate(s.Model().Elastic([][]int{gpus}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, st := range res.Brackets[0].Stages {
+		got = append(got, st.Interruptions)
+	}
+	if res.JCT.Mean != jct || res.JCT.Std != 0 || math.Abs(res.Cost.Mean-cost) > 1e-12 || fmt.Sprint(got) != fmt.Sprint(interrupted) {
+		t.Errorf("JCT %v s (std %v), cost $%v, interruptions %v; by hand %v s, $%v, %v", res.JCT.Mean, res.JCT.Std, res.Cost.Mean, got, jct, cost, interrupted)
+	}
+}
+
+// A node lost while the stage it is kept for scales up (lifetimes of 25 s). Stage 1: two trials
+// of 5 iterations, one after the other on one node: 30 s to provision, two gangs of 1 + 5 s,
+// done at 42 s, before its life ends. Stage 2 keeps it and adds a node for its two trials: while
+// the new node takes 30 s to start (its own life, 25 s from the end of its SCALE, outlasts its
+// 10 s of INIT), the node kept idles and is lost at 25 s. The executor learns of it when it
+// launches a gang there, at the stage's start (72 s), and rents a replacement: ready 30 s later,
+// its gang done at 72 + 30 + 6 = 108 s. The other gang is done at 78 s; its node's life ends at
+// 97 s, idle: a last stage has no use for it. Billed: the first node from 20 s to 108 s less the
+// replacement's SCALE (68 s), the second from 62 s (46 s): 114 s at $0.001.
+func TestSpotLostScalingUpByHand(t *testing.T) {
+	spotByHand(t, "25s", "[{trials: 2, iters: 5}, {trials: 2, iters: 5}]", []int{1, 2}, 108, 0.114, []float64{0, 1})
+}
+
+// A node lost idle at a SYNC (lifetimes of 20 s). Stage 1: three trials of 11 iterations on two
+// nodes, both ready at 30 s: node 0 runs two gangs (0-12 s, 12-24 s from the stage's start),
+// node 1 one (0-12 s). At 20 s both lives end: node 0's second gang, 7 iterations in, stops
+// (its checkpoint saved) and goes on on a replacement, ready at 50 s: 1 s of start-up and the 4
+// iterations it had left, done at 55 s (the replacement's own life, from 40 s, outlasts it).
+// Node 1 idles: nothing notices, and the stage ends at 30 + 55 = 85 s.
+//
+// Stage 2 keeps both nodes for two trials of 5 iterations: the first gang launched on node 1
+// finds it lost, and waits for its replacement: 30 + 6 s, the stage ends at 121 s (the other
+// gang is done at 6 s; its node's life ends at 20 s, idle). Billed: each node from 20 s to 121 s
+// less one replacement's SCALE: 2 x 81 s at $0.001. Had stage 2 kept one node (one trial on one
+// GPU), the lost one would have gone at the SYNC, delaying nothing: 85 + 6 = 91 s, billed node 0
+// from 20 s to 91 s less its replacement's SCALE (51 s), node 1 from 20 s to 85 s (65 s).
+func TestSpotLostIdleByHand(t *testing.T) {
+	t.Run("kept", func(t *testing.T) {
+		spotByHand(t, "20s", "[{trials: 3, iters: 11}, {trials: 2, iters: 5}]", []int{2, 2}, 121, 0.162, []float64{1, 1})
+	})
+	t.Run("released", func(t *testing.T) {
+		spotByHand(t, "20s", "[{trials: 3, iters: 11}, {trials: 1, iters: 5}]", []int{2, 1}, 91, 0.116, []float64{1, 0})
+	})
+}
+
+// A spot market that never interrupts (rate 0) predicts exactly what on-demand nodes at the
+// same price do, on every example and test spec, plan shape and billing model: the versions of
+// a stage that finds a node lost at its start, and the draws of nodes lost while scaling up,
+// are never taken. Both are drawn trial by trial, as spot stages always are.
+func TestSpotRateZeroChangesNothing(t *testing.T) {
+	const samples = 20
+	for _, c := range specCases(t) {
+		plain, err := NewModel(c.exp)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		never, _ := NewModel(c.exp)
+		for i := range plain.Offers {
+			plain.Offers[i].Spot, never.Offers[i].Spot = nil, &Spot{}
+		}
+		for name, a := range testAllocs(plain, c.brackets) {
+			p, n := New(plain, c.brackets, samples, 5), New(never, c.brackets, samples, 5)
+			p.DrawTrialByTrial()
+			n.DrawTrialByTrial()
+			want, err := p.Simulate(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := n.Simulate(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			same := fmt.Sprint(got.Outcome) == fmt.Sprint(want.Outcome) && len(got.Brackets) == len(want.Brackets)
+			for b := range got.Brackets {
+				same = same && fmt.Sprint(got.Brackets[b]) == fmt.Sprint(want.Brackets[b])
+			}
+			if !same {
+				t.Errorf("%s, %s: spot at rate 0 predicts %+v, on-demand %+v", c.name, name, got.Brackets, want.Brackets)
+			}
 		}
 	}
 }

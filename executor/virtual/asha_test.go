@@ -40,7 +40,7 @@ func ashaCalibration(t *testing.T, file string) {
 		t.Fatal(err)
 	}
 	deadline := exp.Deadline.Seconds()
-	missed, jct, cost := realize(t, runs, deadline, func(i int) virtual.Config {
+	missed, jct, cost, _ := realize(t, runs, deadline, func(i int) virtual.Config {
 		// Other trials each run (the sampler's seed): the simulator's ranks are exchangeable
 		// trials', not one draw of them.
 		seed := int64(1000 + i)
