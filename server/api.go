@@ -226,8 +226,13 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User)
 	writeJSON(w, http.StatusAccepted, s.withStart(run))
 }
 
-// view reads a run's state directory (409 while its driver has not made it).
-func (s *Server) view(w http.ResponseWriter, run store.Run) (*rundir.View, bool) {
+// view reads the state directory of the run the path names, when u may see it (409 while its
+// driver has not made it).
+func (s *Server) view(w http.ResponseWriter, r *http.Request, u store.User) (*rundir.View, bool) {
+	run, ok := s.run(w, r, u)
+	if !ok {
+		return nil, false
+	}
 	st, err := rundir.Open(run.Dir)
 	if err == nil {
 		var v *rundir.View
@@ -240,27 +245,19 @@ func (s *Server) view(w http.ResponseWriter, run store.Run) (*rundir.View, bool)
 }
 
 func (s *Server) runReport(w http.ResponseWriter, r *http.Request, u store.User) {
-	run, ok := s.run(w, r, u)
-	if !ok {
-		return
-	}
-	v, ok := s.view(w, run)
+	v, ok := s.view(w, r, u)
 	if !ok {
 		return
 	}
 	if v.Res == nil {
-		writeError(w, http.StatusConflict, fmt.Errorf("run %s has not started", run.ID))
+		writeError(w, http.StatusConflict, fmt.Errorf("run %s has not started", v.State.Run.RunID))
 		return
 	}
 	writeJSON(w, http.StatusOK, executor.Compare(v.State.Plan, v.Res))
 }
 
 func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User) {
-	run, ok := s.run(w, r, u)
-	if !ok {
-		return
-	}
-	v, ok := s.view(w, run)
+	v, ok := s.view(w, r, u)
 	if !ok {
 		return
 	}
@@ -272,11 +269,7 @@ func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User)
 }
 
 func (s *Server) runBest(w http.ResponseWriter, r *http.Request, u store.User) {
-	run, ok := s.run(w, r, u)
-	if !ok {
-		return
-	}
-	v, ok := s.view(w, run)
+	v, ok := s.view(w, r, u)
 	if !ok {
 		return
 	}
@@ -347,7 +340,7 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 	}
 	path := filepath.Join(run.Dir, rundir.DriverLog)
 	if id := r.URL.Query().Get("trial"); id != "" {
-		v, ok := s.view(w, run)
+		v, ok := s.view(w, r, u)
 		if !ok {
 			return
 		}
@@ -565,7 +558,11 @@ func AddUser(ctx context.Context, st store.Store, name, team string, admin bool,
 	if err != nil {
 		return "", err
 	}
-	if err := st.CreateUser(ctx, store.User{Name: name, Team: team, Admin: admin, TokenHash: hash, CreatedAt: now}); err != nil {
+	err = st.CreateUser(ctx, store.User{Name: name, Team: team, Admin: admin, TokenHash: hash, CreatedAt: now})
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("user %s: no team %q (`rubberband server teams add %s` makes it): %w", name, team, team, err)
+	}
+	if err != nil {
 		return "", err
 	}
 	return token, nil

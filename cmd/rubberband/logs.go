@@ -73,16 +73,8 @@ func logsAction(c *cli.Context) error {
 			return err
 		}
 	}
-	w := c.App.Writer
-	if !c.Bool("raw") {
-		clean := term.NewSanitizer(w)
-		defer func() {
-			if clean.Removed > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "rubberband: removed %s from %s; --raw prints them\n", format.Plural(clean.Removed, "terminal control code"), filepath.Base(path))
-			}
-		}()
-		w = clean
-	}
+	w, done := logWriter(c, filepath.Base(path))
+	defer done()
 	if _, err := io.Copy(w, f); err != nil {
 		return err
 	}
@@ -90,4 +82,18 @@ func logsAction(c *cli.Context) error {
 		return rundir.Follow(ctx, st.Dir, f, w)
 	}
 	return nil
+}
+
+// logWriter is where logs writes what, cleaned of terminal control codes unless --raw; done says
+// how many were removed.
+func logWriter(c *cli.Context, what string) (w io.Writer, done func()) {
+	if c.Bool("raw") {
+		return c.App.Writer, func() {}
+	}
+	clean := term.NewSanitizer(c.App.Writer)
+	return clean, func() {
+		if clean.Removed > 0 {
+			fmt.Fprintf(c.App.ErrWriter, "rubberband: removed %s from %s; --raw prints them\n", format.Plural(clean.Removed, "terminal control code"), what)
+		}
+	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
-	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
@@ -176,22 +175,23 @@ func oneRun(c *cli.Context) (string, error) {
 	return c.Args().First(), nil
 }
 
-func statusRemote(c *cli.Context, cl *client.Client) error {
+// namedRun is the run the command's single RUN argument names.
+func namedRun(c *cli.Context, cl *client.Client) (client.Run, error) {
 	id, err := oneRun(c)
 	if err != nil {
-		return err
+		return client.Run{}, err
 	}
-	run, err := cl.Run(c.Context, id)
+	return cl.Run(c.Context, id)
+}
+
+func statusRemote(c *cli.Context, cl *client.Client) error {
+	run, err := namedRun(c, cl)
 	if err != nil {
 		return err
 	}
 	if c.String("output") == "json" {
 		return writeJSON(c.App.Writer, run)
 	}
-	return printRemoteStatus(c, cl, run)
-}
-
-func printRemoteStatus(c *cli.Context, cl *client.Client, run client.Run) error {
 	fmt.Fprintf(c.App.Writer, "%s %s (team %s, %s): %s\n", run.ID, run.Name, run.Team, run.User, run.State)
 	if run.Message != "" {
 		fmt.Fprintf(c.App.Writer, "  %s\n", run.Message)
@@ -210,16 +210,8 @@ func logsRemote(c *cli.Context, cl *client.Client) error {
 	if c.NArg() < 1 || c.NArg() > 2 {
 		return usageErr("logs needs RUN and at most one TRIAL")
 	}
-	w := c.App.Writer
-	if !c.Bool("raw") {
-		clean := term.NewSanitizer(w)
-		defer func() {
-			if clean.Removed > 0 {
-				fmt.Fprintf(c.App.ErrWriter, "rubberband: removed %s; --raw prints them\n", format.Plural(clean.Removed, "terminal control code"))
-			}
-		}()
-		w = clean
-	}
+	w, done := logWriter(c, "the log")
+	defer done()
 	return cl.Logs(c.Context, c.Args().Get(0), c.Args().Get(1), c.Bool("follow"), w)
 }
 
@@ -237,11 +229,7 @@ func cancelRemote(c *cli.Context, cl *client.Client) error {
 }
 
 func reportRemote(c *cli.Context, cl *client.Client) error {
-	id, err := oneRun(c)
-	if err != nil {
-		return err
-	}
-	run, err := cl.Run(c.Context, id)
+	run, err := namedRun(c, cl)
 	if err != nil {
 		return err
 	}

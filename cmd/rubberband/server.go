@@ -148,54 +148,54 @@ func serverAction(c *cli.Context) error {
 	return nil
 }
 
-func usersAddAction(c *cli.Context) error {
+// onStore runs fn on the command's database with its one NAME argument; what the user must
+// change (an unknown team, a name taken or malformed) exits 2.
+func onStore(c *cli.Context, fn func(st store.Store, name string) error) error {
 	if c.NArg() != 1 {
-		return usageErr("users add needs exactly one NAME")
+		return usageErr("%s needs exactly one NAME", c.Command.HelpName)
 	}
 	st, err := openStore(c)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	token, err := server.AddUser(c.Context, st, c.Args().First(), c.String("team"), c.Bool("admin"), time.Now())
+	err = fn(st, c.Args().First())
 	var in *server.InputError
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.As(err, &in) {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrInvalid) || errors.As(err, &in) {
 		return usageErr("%v", err)
 	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.App.ErrWriter, "added %s to team %s; their token, shown this once:\n", c.Args().First(), c.String("team"))
-	fmt.Fprintln(c.App.Writer, token)
-	return nil
+	return err
+}
+
+func usersAddAction(c *cli.Context) error {
+	return onStore(c, func(st store.Store, name string) error {
+		token, err := server.AddUser(c.Context, st, name, c.String("team"), c.Bool("admin"), time.Now())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.ErrWriter, "added %s to team %s; their token, shown this once:\n", name, c.String("team"))
+		fmt.Fprintln(c.App.Writer, token)
+		return nil
+	})
 }
 
 func teamsAction(create bool) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if c.NArg() != 1 {
-			return usageErr("teams needs exactly one NAME")
-		}
-		st, err := openStore(c)
-		if err != nil {
+		return onStore(c, func(st store.Store, name string) error {
+			t := store.Team{Name: name, MaxGPUs: c.Int("max-gpus"), MaxNodes: c.Int("max-nodes"), MonthlyBudgetUSD: c.Float64("budget"), CreatedAt: time.Now()}
+			if err := server.CheckTeam(t); err != nil {
+				return &server.InputError{Err: err}
+			}
+			var err error
+			if create {
+				err = st.CreateTeam(c.Context, t)
+			} else {
+				err = st.UpdateTeam(c.Context, t)
+			}
+			if err == nil {
+				fmt.Fprintf(c.App.ErrWriter, "team %s: max_gpus %d, max_nodes %d, monthly budget $%.2f\n", t.Name, t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
+			}
 			return err
-		}
-		defer st.Close()
-		t := store.Team{Name: c.Args().First(), MaxGPUs: c.Int("max-gpus"), MaxNodes: c.Int("max-nodes"), MonthlyBudgetUSD: c.Float64("budget"), CreatedAt: time.Now()}
-		if err := server.CheckTeam(t); err != nil {
-			return usageErr("%v", err)
-		}
-		if create {
-			err = st.CreateTeam(c.Context, t)
-		} else {
-			err = st.UpdateTeam(c.Context, t)
-		}
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrInvalid) {
-			return usageErr("%v", err)
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.App.ErrWriter, "team %s: max_gpus %d, max_nodes %d, monthly budget $%.2f\n", t.Name, t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
-		return nil
+		})
 	}
 }

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -25,25 +25,7 @@ import (
 type serverProc struct {
 	cmd  *exec.Cmd
 	base string
-	log  *lockedBuffer
-}
-
-// lockedBuffer is a process's output, read while it is written.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	log  *syncio.Buffer
 }
 
 // startServer starts the built CLI's server on a free port with args, from the repository root
@@ -57,7 +39,7 @@ func startServer(t testing.TB, args ...string) *serverProc {
 func startServerWith(t testing.TB, bin string, args ...string) *serverProc {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", servers.FreePort(t))
-	p := &serverProc{base: "http://" + addr, log: &lockedBuffer{}}
+	p := &serverProc{base: "http://" + addr, log: &syncio.Buffer{}}
 	p.cmd = exec.Command(bin, append([]string{"server", "--addr", addr, "--lease", "2s", "--time-scale", "0.02"}, args...)...)
 	p.cmd.Dir = "../.."
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
