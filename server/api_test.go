@@ -161,3 +161,34 @@ func TestAPISubmit(t *testing.T) {
 		t.Errorf("events: %d %s", code, body)
 	}
 }
+
+// A run submitted while its team's other runs hold part of its quota is planned for the share
+// they leave free (it starts at once), not for the whole quota (it would wait).
+func TestSubmitPlansForTheFreeShare(t *testing.T) {
+	a := newAPI(t)
+	ctx := context.Background()
+	// Team ml may hold 8 GPUs; a running run holds one node of 4.
+	if err := a.st.CreateRun(ctx, store.Run{ID: "held", Team: "ml", User: "alice", Name: "x", State: store.Running, SubmittedAt: time.Now(), StartedAt: time.Now(), GPUs: 4, Nodes: 1, PredictedJCTSeconds: 3600}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := os.ReadFile("../cmd/rubberband/testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its fastest plan wants 4 nodes; the deadline is loose enough for one.
+	code, body := a.do("alice", "POST", "/api/v1/runs", server.Submission{Spec: strings.Replace(string(spec), "deadline: 10m", "deadline: 2h", 1)})
+	var out struct {
+		Run  store.Run
+		Plan struct {
+			Cluster struct {
+				MaxNodes int `json:"max_nodes"`
+			}
+		}
+	}
+	if code != 201 || json.Unmarshal([]byte(body), &out) != nil {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	if out.Plan.Cluster.MaxNodes != 1 || out.Run.Nodes != 1 || out.Run.GPUs > 4 {
+		t.Fatalf("planned for max_nodes %d: %d GPUs on %d nodes; the free share is one node of 4 GPUs", out.Plan.Cluster.MaxNodes, out.Run.GPUs, out.Run.Nodes)
+	}
+}

@@ -90,22 +90,17 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err != nil {
 		return store.Run{}, nil, fmt.Errorf("team %s: %w", u.Team, err)
 	}
-	capNodes(exp, team)
 	exp.Planner.Samples = min(exp.Planner.Samples, planSamplesMax)
-	rep, err := planSpec(ctx, exp)
-	if err != nil {
-		return store.Run{}, nil, err
-	}
-	d, err := DemandOf(rep, exp)
-	if err != nil {
-		return store.Run{}, nil, err
-	}
 	now := s.cfg.Now()
-	spent, err := st.Spent(ctx, team.Name, month(now))
+	active, err := st.Runs(ctx, store.RunFilter{Team: team.Name, States: []store.RunState{store.Queued, store.Running}})
 	if err != nil {
 		return store.Run{}, nil, err
 	}
-	active, err := st.Runs(ctx, store.RunFilter{Team: team.Name, States: []store.RunState{store.Queued, store.Running}})
+	rep, d, err := s.planFor(ctx, exp, team, active)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	spent, err := st.Spent(ctx, team.Name, month(now))
 	if err != nil {
 		return store.Run{}, nil, err
 	}
@@ -134,15 +129,48 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	return r, rep, nil
 }
 
-// capNodes caps the spec's max_nodes at what its team may hold.
-func capNodes(exp *spec.Experiment, t store.Team) {
+// planFor plans exp for the capacity it will get: the spec's max_nodes capped by what its team
+// may hold; and, when the team's other runs hold part of that and none waits, first for the
+// share they leave free, which starts at once where the capped plan would wait. It takes the
+// free-share plan when that meets the deadline.
+func (s *Server) planFor(ctx context.Context, exp *spec.Experiment, team store.Team, active []store.Run) (*planner.Report, Demand, error) {
 	c := &exp.Cluster
-	if t.MaxNodes > 0 {
-		c.MaxNodes = min(c.MaxNodes, t.MaxNodes)
+	quota := c.MaxNodes
+	if team.MaxNodes > 0 {
+		quota = min(quota, team.MaxNodes)
 	}
-	if t.MaxGPUs > 0 && c.GPUsPerNode > 0 {
-		c.MaxNodes = min(c.MaxNodes, max(t.MaxGPUs/c.GPUsPerNode, 1))
+	if team.MaxGPUs > 0 && c.GPUsPerNode > 0 {
+		quota = min(quota, max(team.MaxGPUs/c.GPUsPerNode, 1))
 	}
+	waiting, nodes, gpus := false, 0, 0
+	for _, r := range active {
+		waiting = waiting || r.State == store.Queued
+		nodes, gpus = nodes+r.Nodes, gpus+r.GPUs
+	}
+	free := quota - nodes
+	if team.MaxNodes > 0 {
+		free = min(free, team.MaxNodes-nodes)
+	}
+	if team.MaxGPUs > 0 && c.GPUsPerNode > 0 {
+		free = min(free, (team.MaxGPUs-gpus)/c.GPUsPerNode)
+	}
+	if !waiting && free >= 1 && free < quota {
+		shared := *exp
+		shared.Cluster.MaxNodes = free
+		if rep, err := planSpec(ctx, &shared); err == nil {
+			if d, err := DemandOf(rep, &shared); err == nil {
+				*exp = shared
+				return rep, d, nil
+			}
+		}
+	}
+	c.MaxNodes = quota
+	rep, err := planSpec(ctx, exp)
+	if err != nil {
+		return nil, Demand{}, err
+	}
+	d, err := DemandOf(rep, exp)
+	return rep, d, err
 }
 
 // planSpec plans exp as `rubberband run` does, and says why when the plan misses its deadline or
