@@ -17,6 +17,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/executor/profiler"
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
@@ -533,30 +534,18 @@ func fidelityEC2(t testing.TB) {
 		t.Fatalf("profile on ec2: exit %d\n%s\n%s", code, errOut, out)
 	}
 	prof, _ := os.ReadFile(profFile)
-	var nodeStart []float64
-	for _, l := range strings.Split(string(prof), "\n") {
-		if rest, ok := strings.CutPrefix(l, "# node start-up measured (request to ready): ["); ok {
-			list, _, _ := strings.Cut(rest, "]")
-			for _, f := range strings.Split(list, ",") {
-				var v float64
-				fmt.Sscan(strings.TrimSpace(f), &v)
-				nodeStart = append(nodeStart, v)
-			}
-		}
-	}
-	if len(nodeStart) != 2 {
-		t.Fatalf("profile without the node start-up:\n%s", prof)
-	}
+	scaleLatency, initLatency := measuredNodeStart(t, prof)
 	for _, in := range sim.Instances() {
 		if in.State != ec2sim.StateTerminated {
 			t.Errorf("profiling left %s %s", in.ID, in.State)
 		}
 	}
-	// The job's spec: the measured profile, and the measured node start-up as the scale latency.
+	// The job's spec: the measured profile, and the measured node start-up as the scale and init
+	// latencies, split where the bill starts.
 	planned := strings.Replace(text, "profile:\n  iter_latency: {1: {mean: 1, std: 0.05}, 2: {mean: 0.6, std: 0.03}}\n  startup_latency: {value: 1s}",
 		"profile: {file: "+profFile+"}", 1)
-	planned = strings.Replace(planned, "scale_latency: {value: 20s}", fmt.Sprintf("scale_latency: {value: %.3f}", (nodeStart[0]+nodeStart[1])/2), 1)
-	planned = strings.Replace(planned, "init_latency: {value: 5s}", "init_latency: {value: 0}", 1)
+	planned = strings.Replace(planned, "scale_latency: {value: 20s}", "scale_latency: "+scaleLatency, 1)
+	planned = strings.Replace(planned, "init_latency: {value: 5s}", "init_latency: "+initLatency, 1)
 	plannedFile := filepath.Join(dir, "planned.yaml")
 	os.WriteFile(plannedFile, []byte(planned), 0o644)
 	plan := planFile(t, dir, plannedFile, "4,4,2")
@@ -578,6 +567,24 @@ func fidelityEC2(t testing.TB) {
 	if math.Abs(costErr) > 25 || math.Abs(jctErr) > 25 {
 		t.Fatalf("realized %+.1f%% cost and %+.1f%% JCT off the prediction", costErr, jctErr)
 	}
+}
+
+// measuredNodeStart is the node start-up a profile file notes, as the values of
+// cluster.scale_latency and cluster.init_latency.
+func measuredNodeStart(t testing.TB, prof []byte) (scale, init string) {
+	t.Helper()
+	for _, l := range strings.Split(string(prof), "\n") {
+		for field, v := range map[string]*string{profiler.ScaleLatencyField: &scale, profiler.InitLatencyField: &init} {
+			if rest, ok := strings.CutPrefix(l, "# "+field+": "); ok {
+				value, _, _ := strings.Cut(rest, "}")
+				*v = value + "}"
+			}
+		}
+	}
+	if scale == "" || init == "" {
+		t.Fatalf("the profile does not note the node start-up:\n%s", prof)
+	}
+	return scale, init
 }
 
 // A job on the fake EC2 whose plan changes instance type and market between stages (--no-replan

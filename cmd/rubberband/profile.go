@@ -97,8 +97,9 @@ func profileAction(c *cli.Context) error {
 	if err := prof.Write(&out, notes); err != nil {
 		return err
 	}
-	if len(prof.NodeStart) > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "node start-up: %s s (cluster.scale_latency + init_latency)\n", profiler.Seconds(prof.NodeStart))
+	if len(prof.NodeScale) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "node start-up: request to running %s s (%s), running to ready for trials %s s (%s); the profile file notes both\n",
+			profiler.Seconds(prof.NodeScale), profiler.ScaleLatencyField, profiler.Seconds(prof.NodeInit), profiler.InitLatencyField)
 	}
 	if err := os.WriteFile(c.String("out"), out.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write profile: %w", err)

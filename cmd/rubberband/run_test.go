@@ -603,22 +603,12 @@ func fidelityNomad(t testing.TB) {
 		t.Fatalf("profile on nomad: %v\n%s", err, out)
 	}
 	// The planned spec: same job and trainer, the profile measured on Nomad, and the node start-up
-	// measured there as the cluster's latency (the profile file notes it).
+	// measured there as the cluster's latencies (the profile file notes them).
 	prof, _ := os.ReadFile(profile)
-	var starts []float64
-	if _, after, ok := strings.Cut(string(prof), "# node start-up measured (request to ready): ["); ok {
-		for _, f := range strings.Split(strings.SplitN(after, "]", 2)[0], ",") {
-			var v float64
-			fmt.Sscan(strings.TrimSpace(f), &v)
-			starts = append(starts, v)
-		}
-	}
-	if len(starts) == 0 {
-		t.Fatalf("the profile does not note node start-up:\n%s", prof)
-	}
+	scaleLatency, initLatency := measuredNodeStart(t, prof)
 	planned := strings.ReplaceAll(string(src), "cmd/rubberband/testdata/synthetic.yaml", trainerSpec)
-	planned = strings.Replace(planned, "scale_latency: {value: 10s}", "scale_latency: {value: 0s}", 1)
-	planned = strings.Replace(planned, "init_latency: {value: 5s}", fmt.Sprintf("init_latency: {value: %.3f}", starts[0]), 1)
+	planned = strings.Replace(planned, "scale_latency: {value: 10s}", "scale_latency: "+scaleLatency, 1)
+	planned = strings.Replace(planned, "init_latency: {value: 5s}", "init_latency: "+initLatency, 1)
 	i := strings.Index(planned, "profile:")
 	j := strings.Index(planned, "planner:")
 	planned = planned[:i] + "profile: {file: " + profile + "}\n" + planned[j:]

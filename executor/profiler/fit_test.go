@@ -2,9 +2,12 @@ package profiler
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
 // fit on hand-made report times: the intervals of every run pooled for the mean and the sample
@@ -79,5 +82,19 @@ func TestSummarizeOverheadAndLag(t *testing.T) {
 		if !near(pt.Mean, 0.5) || !near(pt.Startup, 0.4) || !near(pt.Overhead, 0.02) || !near(pt.Lag, c.lag) {
 			t.Fatalf("%s: mean %v, start-up %v, overhead %v, lag %v; want 0.5, 0.4, 0.02, %v", c.name, pt.Mean, pt.Startup, pt.Overhead, pt.Lag, c.lag)
 		}
+	}
+}
+
+// splitStart: each node's scale runs from the request to its RunningAt, its init from there to
+// the Create's return (when its trials can start); a RunningAt outside the Create (unknown, or a
+// replayed request's LaunchTime of before it) is clamped into it; spec seconds.
+func TestSplitStart(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := func(x float64) time.Time { return t0.Add(time.Duration(x * float64(time.Second))) }
+	nodes := []cloud.Node{{ID: "a", RunningAt: s(20)}, {ID: "b", RunningAt: s(22)}, {ID: "c"}, {ID: "d", RunningAt: s(-5)}, {ID: "e", RunningAt: s(40)}}
+	got := splitStart(t0, s(30), nodes, 2)
+	want := []nodeStart{{10, 5}, {11, 4}, {0, 15}, {0, 15}, {15, 0}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("split %v, want %v", got, want)
 	}
 }

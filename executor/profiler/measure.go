@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
@@ -28,7 +29,7 @@ type gangRun struct {
 // start-ups take beyond the measured rounds' is the first-stage lag. The next rounds are
 // measured: iteration times pooled over them; the start-up and the run path's overhead the
 // median of the rounds'.
-func measure(ctx context.Context, rt executor.Runtime, nodes, cold []cloud.Node, gs executor.GangSpec, g int, scale float64, rounds int) (Point, error) {
+func measure(ctx context.Context, clk clock.Clock, rt executor.Runtime, nodes, cold []cloud.Node, gs executor.GangSpec, g int, scale float64, rounds int) (Point, error) {
 	round := func(tag string, nodes []cloud.Node) (time.Time, []gangRun) {
 		byID := make(map[string]cloud.Node, len(nodes))
 		for _, n := range nodes {
@@ -36,17 +37,21 @@ func measure(ctx context.Context, rt executor.Runtime, nodes, cold []cloud.Node,
 		}
 		slots := executor.SpreadSlots(nodes, g)
 		side := max(1, nodes[0].GPUs/g)
-		runs := make(chan gangRun, side)
-		start := time.Now()
+		runs := clock.NewQueue[gangRun](clk)
+		start := clk.Now()
 		for k := range side {
 			one := gs
 			one.Trial = fmt.Sprintf("%s-%s%d", gs.Trial, tag, k)
 			gang := executor.BuildGang(one, slots, byID)
-			go func() { runs <- launch(ctx, rt, gang) }()
+			clk.Go("profile gang "+one.Trial, func() { runs.Put(launch(ctx, clk, rt, gang)) })
 		}
 		out := make([]gangRun, 0, side)
 		for range side {
-			out = append(out, <-runs)
+			r, err := runs.Get(context.WithoutCancel(ctx)) // each gang ends, a cancelled one too
+			if err != nil {
+				r.err = err
+			}
+			out = append(out, r)
 		}
 		return start, out
 	}
@@ -111,20 +116,24 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// launch runs one gang to its end and collects the times of its reports.
-func launch(ctx context.Context, rt executor.Runtime, g executor.Gang) gangRun {
+// launch runs one gang to its end and collects the times of its reports, as an actor of clk.
+func launch(ctx context.Context, clk clock.Clock, rt executor.Runtime, g executor.Gang) gangRun {
 	h, err := rt.Launch(ctx, g)
 	if err != nil {
 		return gangRun{err: err}
 	}
 	var r gangRun
-	for rep := range h.Reports() {
+	for {
+		rep, ok, err := clock.Recv(context.WithoutCancel(ctx), clk, h.Reports())
+		if err != nil || !ok {
+			break
+		}
 		r.at = append(r.at, rep.At)
 	}
-	<-h.Exited()
-	r.exited = time.Now()
+	clock.Recv(context.WithoutCancel(ctx), clk, h.Exited())
+	r.exited = clk.Now()
 	r.err = h.Wait()
-	r.saved = time.Now()
+	r.saved = clk.Now()
 	return r
 }
 

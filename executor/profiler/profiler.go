@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -38,6 +39,9 @@ type Config struct {
 	FirstWave int
 	// Measured, when set, is told each GPU count's result as soon as it is measured.
 	Measured func(Point)
+	// Clock is the measurement's time (default the wall clock); under a clock.Sim the runtime
+	// and provider must be its actors too.
+	Clock clock.Clock
 }
 
 // Point is what one GPU count measured, in spec seconds.
@@ -55,9 +59,12 @@ type Point struct {
 // Profile is what Run measured.
 type Profile struct {
 	Points []Point
-	// NodeStart is, per measurement on a Provider's nodes, how long renting them took, from
-	// asking to ready, in spec seconds: the cluster's latency, not the trainer's.
-	NodeStart []float64
+	// NodeScale and NodeInit are, per node rented on a Provider, its start-up in spec seconds,
+	// split where its bill starts (cloud.Node.RunningAt) as the model splits it, so that a plan
+	// bills what the cost meter does: NodeScale from asking to running (cluster.scale_latency,
+	// not billed), NodeInit from running to when the provider handed it over, ready for trials
+	// (cluster.init_latency, billed). They are the cluster's latencies, not the trainer's.
+	NodeScale, NodeInit []float64
 }
 
 // Run measures every GPU count of cfg in turn.
@@ -69,13 +76,14 @@ func Run(ctx context.Context, cfg Config) (*Profile, error) {
 		return nil, fmt.Errorf("profile: time scale %v is not above 0", cfg.TimeScale)
 	}
 	params := typicalParams(cfg.Experiment.SearchSpace)
+	clk := clock.Or(cfg.Clock)
 	p := &Profile{}
 	for _, g := range cfg.GPUs {
-		nodes, release, err := p.rent(ctx, cfg, g)
+		nodes, ready, release, err := rent(ctx, cfg, clk, g)
 		if err != nil {
 			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)
 		}
-		gs := executor.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, time.Now().UnixNano()), Experiment: cfg.Experiment,
+		gs := executor.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, clk.Now().UnixNano()), Experiment: cfg.Experiment,
 			Params: params, TargetIter: cfg.Iters}
 		cold := nodes
 		if c := cfg.Experiment.Cluster; cfg.Provider == nil && cfg.FirstWave > 1 {
@@ -85,10 +93,14 @@ func Run(ctx context.Context, cfg Config) (*Profile, error) {
 			}
 			cold = []cloud.Node{{ID: nodes[0].ID, GPUs: wave * g, Addr: nodes[0].Addr}}
 		}
-		pt, err := measure(ctx, cfg.Runtime, nodes, cold, gs, g, cfg.TimeScale, cmp.Or(max(cfg.Rounds, 0), 3))
+		pt, err := measure(ctx, clk, cfg.Runtime, nodes, cold, gs, g, cfg.TimeScale, cmp.Or(max(cfg.Rounds, 0), 3))
 		release()
 		if err != nil {
 			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)
+		}
+		for _, n := range ready {
+			p.NodeScale = append(p.NodeScale, n.scale)
+			p.NodeInit = append(p.NodeInit, n.init)
 		}
 		p.Points = append(p.Points, pt)
 		if cfg.Measured != nil {
@@ -98,13 +110,17 @@ func Run(ctx context.Context, cfg Config) (*Profile, error) {
 	return p, nil
 }
 
-// rent gets the nodes of a measurement at g GPUs and the function that gives them back.
-func (p *Profile) rent(ctx context.Context, cfg Config, g int) ([]cloud.Node, func(), error) {
+// nodeStart is one rented node's start-up, in spec seconds.
+type nodeStart struct{ scale, init float64 }
+
+// rent gets the nodes of a measurement at g GPUs, how long each took to start, and the function
+// that gives them back.
+func rent(ctx context.Context, cfg Config, clk clock.Clock, g int) ([]cloud.Node, []nodeStart, func(), error) {
 	if cfg.Provider == nil {
-		return []cloud.Node{{ID: "profile", GPUs: g, Addr: "127.0.0.1"}}, func() {}, nil
+		return []cloud.Node{{ID: "profile", GPUs: g, Addr: "127.0.0.1"}}, nil, func() {}, nil
 	}
 	gpn := max(cfg.Experiment.Cluster.GPUsPerNode, 1)
-	start := time.Now()
+	start := clk.Now()
 	nodes, err := cfg.Provider.Create(ctx, cloud.Request{Count: (g + gpn - 1) / gpn})
 	ids := make([]string, len(nodes))
 	for i, nd := range nodes {
@@ -113,10 +129,28 @@ func (p *Profile) rent(ctx context.Context, cfg Config, g int) ([]cloud.Node, fu
 	release := func() { cfg.Provider.Delete(context.WithoutCancel(ctx), ids) }
 	if err != nil {
 		release() // what came up of a partial Create
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	p.NodeStart = append(p.NodeStart, time.Since(start).Seconds()/cfg.TimeScale)
-	return nodes, release, nil
+	return nodes, splitStart(start, clk.Now(), nodes, cfg.TimeScale), release, nil
+}
+
+// splitStart splits the start-up of nodes that a Create asked for at start and handed over at
+// ready at each node's RunningAt, in spec seconds. A node's trials start when the Create
+// returns, so its init runs until then. A RunningAt outside the Create (unknown, or a LaunchTime
+// of before it) is clamped into it.
+func splitStart(start, ready time.Time, nodes []cloud.Node, scale float64) []nodeStart {
+	out := make([]nodeStart, len(nodes))
+	for i, n := range nodes {
+		running := n.RunningAt
+		if running.Before(start) {
+			running = start
+		}
+		if running.After(ready) {
+			running = ready
+		}
+		out[i] = nodeStart{scale: running.Sub(start).Seconds() / scale, init: ready.Sub(running).Seconds() / scale}
+	}
+	return out
 }
 
 // FirstWave is how many trials a job's first wave launches at once at most: those of its

@@ -3,6 +3,7 @@ package profiler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -54,9 +57,9 @@ func TestRunOnAProvider(t *testing.T) {
 	if !slices.Equal(measured, []int{1, 2, 4, 8}) || len(prof.Points) != 4 || prof.Points[3].GPUs != 8 {
 		t.Fatalf("measured %v, points %+v", measured, prof.Points)
 	}
-	if len(prof.NodeStart) != 4 || prov.Held() != 0 || !slices.Equal(prov.Created, []string{"n001", "n002", "n003", "n004", "n005"}) ||
+	if len(prof.NodeScale) != 5 || len(prof.NodeInit) != 5 || prov.Held() != 0 || !slices.Equal(prov.Created, []string{"n001", "n002", "n003", "n004", "n005"}) ||
 		!slices.Equal(prov.Deleted, prov.Created) {
-		t.Fatalf("node start %v; created %v, deleted %v, %d held", prof.NodeStart, prov.Created, prov.Deleted, prov.Held())
+		t.Fatalf("node start %v + %v; created %v, deleted %v, %d held", prof.NodeScale, prof.NodeInit, prov.Created, prov.Deleted, prov.Held())
 	}
 	perCount := map[int]int{}
 	ids := map[string]bool{}
@@ -95,8 +98,8 @@ func TestRunOnAVirtualNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rt.Launches) != 8 || len(prof.NodeStart) != 0 { // 2 counts x (warm-up + 3 rounds)
-		t.Fatalf("%d launches, node start %v", len(rt.Launches), prof.NodeStart)
+	if len(rt.Launches) != 8 || len(prof.NodeScale) != 0 || len(prof.NodeInit) != 0 { // 2 counts x (warm-up + 3 rounds)
+		t.Fatalf("%d launches, node start %v + %v", len(rt.Launches), prof.NodeScale, prof.NodeInit)
 	}
 	for _, g := range rt.Launches {
 		for _, w := range g.Workers {
@@ -201,5 +204,65 @@ func TestOneSlowRoundDoesNotSkewStartup(t *testing.T) {
 	quiet, disturbed := startup(false), startup(true)
 	if disturbed > quiet+0.1 {
 		t.Fatalf("start-up %.3f s with one slow round, %.3f s without", disturbed, quiet)
+	}
+}
+
+// booting rents fake nodes that take scale to run (they bill from then: RunningAt) and init more
+// until the provider hands them over, on a virtual clock.
+type booting struct {
+	*fake.Provider
+	clk         clock.Clock
+	scale, init time.Duration
+}
+
+func (b *booting) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
+	b.clk.Sleep(ctx, b.scale)
+	nodes, err := b.Provider.Create(ctx, req)
+	b.clk.Sleep(ctx, b.init)
+	return nodes, err
+}
+
+// The node start-up is split where the bill starts, as the model splits SCALE (not billed) from
+// INIT_INSTANCE (billed): request to running, then running to handed over, ready for trials. In
+// virtual time, at time scale 1 and 2 (spec seconds are wall seconds over the scale).
+func TestNodeStartSplitsWhereTheBillStarts(t *testing.T) {
+	for _, scale := range []float64{1, 2} {
+		t.Run(fmt.Sprint("time scale ", scale), func(t *testing.T) {
+			s := clock.NewSim(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+			sec := func(x float64) time.Duration { return time.Duration(x * scale * float64(time.Second)) }
+			rt := &fake.Runtime{Clock: s, Behave: func(g executor.Gang, n int) fake.Behavior {
+				return fake.Behavior{Count: true, Duration: sec(3 + 1), Every: sec(1)} // 3 s of start-up, 1 s iterations
+			}}
+			prov := &booting{Provider: &fake.Provider{Clock: s, GPUsPerNode: 4}, clk: s, scale: sec(30), init: sec(12)}
+			var prof *profiler.Profile
+			err := s.Run(context.Background(), func(ctx context.Context) {
+				var err error
+				prof, err = profiler.Run(ctx, profiler.Config{Experiment: experiment(), Runtime: rt, Provider: prov, GPUs: []int{2, 8},
+					Iters: 3, TimeScale: scale, Rounds: 2, Clock: s})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+			if err != nil || prof == nil {
+				t.Fatalf("profile: %v", err)
+			}
+			near := func(xs []float64, want float64) bool {
+				for _, x := range xs {
+					if math.Abs(x-want) > 1e-6 {
+						return false
+					}
+				}
+				return true
+			}
+			// one node at 2 GPUs, two at 8
+			if len(prof.NodeScale) != 3 || len(prof.NodeInit) != 3 || !near(prof.NodeScale, 30) || !near(prof.NodeInit, 12) {
+				t.Fatalf("node start-up: scale %v, init %v; want 3 x 30 s and 3 x 12 s", prof.NodeScale, prof.NodeInit)
+			}
+			for _, pt := range prof.Points {
+				if math.Abs(pt.Startup-3) > 1e-6 || math.Abs(pt.Mean-1) > 1e-6 {
+					t.Errorf("%d GPUs: start-up %v, %v s per iteration; want 3, 1", pt.GPUs, pt.Startup, pt.Mean)
+				}
+			}
+		})
 	}
 }

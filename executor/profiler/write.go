@@ -11,8 +11,9 @@ import (
 // Write writes the profile in the format of a spec's profile file (profile: {file: ...}): the
 // notes, the seconds per iteration at each GPU count, the start-up, the launch overhead and the
 // first-stage lag each as the empirical distribution of what the GPU counts measured (the last
-// two left out when all 0, their default), and the node start-up, when measured, as a comment
-// (it belongs to cluster.scale_latency and init_latency, not to the profile).
+// two left out when all 0, their default), and the node start-up, when measured, as comments
+// (it belongs to the cluster, not to the profile): one line per cluster field, its value ready
+// to paste.
 func (p *Profile) Write(w io.Writer, notes string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "notes: %s\niter_latency:\n", notes)
@@ -30,12 +31,20 @@ func (p *Profile) Write(w io.Writer, notes string) error {
 			fmt.Fprintf(&b, "%s: {dist: empirical, samples: [%s]}\n", d.field, Seconds(d.xs))
 		}
 	}
-	if len(p.NodeStart) > 0 {
-		fmt.Fprintf(&b, "# node start-up measured (request to ready): [%s] s; set cluster.scale_latency and init_latency to match\n", Seconds(p.NodeStart))
+	if len(p.NodeScale) > 0 {
+		fmt.Fprintf(&b, "# node start-up measured, for the cluster (the cost meter bills a node from running):\n")
+		fmt.Fprintf(&b, "# %s: {dist: empirical, samples: [%s]}  # request to running, not billed\n", ScaleLatencyField, Seconds(p.NodeScale))
+		fmt.Fprintf(&b, "# %s: {dist: empirical, samples: [%s]}  # running to ready for trials, billed\n", InitLatencyField, Seconds(p.NodeInit))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// The cluster fields that the node start-up comments of a profile file are for.
+const (
+	ScaleLatencyField = "cluster.scale_latency"
+	InitLatencyField  = "cluster.init_latency"
+)
 
 // Seconds lists seconds with millisecond digits: "1.250, 0.300".
 func Seconds(xs []float64) string {

@@ -11,10 +11,11 @@ import (
 )
 
 // Write gives the profile file a spec reads back: the same latencies per GPU count, the
-// start-ups as an empirical distribution, the node start-up as a comment only.
+// start-ups as an empirical distribution, the node start-up as comments only, each the value of
+// its cluster field, which a spec reads as it is.
 func TestWriteReadsBack(t *testing.T) {
 	prof := &profiler.Profile{Points: []profiler.Point{{GPUs: 1, Mean: 0.5, Std: 0.01, Startup: 1.25}, {GPUs: 4, Mean: 0.15, Std: 0.002, Startup: 2}},
-		NodeStart: []float64{12.3456}}
+		NodeScale: []float64{12.3456, 11}, NodeInit: []float64{3.5, 4}}
 	var b strings.Builder
 	if err := prof.Write(&b, "measured by hand"); err != nil {
 		t.Fatal(err)
@@ -24,7 +25,9 @@ iter_latency:
   1: {mean: 0.5, std: 0.01}
   4: {mean: 0.15, std: 0.002}
 startup_latency: {dist: empirical, samples: [1.250, 2.000]}
-# node start-up measured (request to ready): [12.346] s; set cluster.scale_latency and init_latency to match
+# node start-up measured, for the cluster (the cost meter bills a node from running):
+# cluster.scale_latency: {dist: empirical, samples: [12.346, 11.000]}  # request to running, not billed
+# cluster.init_latency: {dist: empirical, samples: [3.500, 4.000]}  # running to ready for trials, billed
 `
 	if b.String() != want {
 		t.Fatalf("wrote\n%s\nwant\n%s", b.String(), want)
@@ -32,8 +35,18 @@ startup_latency: {dist: empirical, samples: [1.250, 2.000]}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "profile.yaml"), []byte(b.String()), 0o644)
 	specFile := filepath.Join(dir, "spec.yaml")
+	// The comments' values, pasted into the cluster.
+	var cluster []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		for _, field := range []string{profiler.ScaleLatencyField, profiler.InitLatencyField} {
+			if rest, ok := strings.CutPrefix(l, "# "+field+": "); ok {
+				value, _, _ := strings.Cut(rest, "  #")
+				cluster = append(cluster, strings.TrimPrefix(field, "cluster.")+": "+value)
+			}
+		}
+	}
 	os.WriteFile(specFile, []byte("name: p\nobjective: {metric: m}\nalgorithm: {stages: [{trials: 1, iters: 1}]}\n"+
-		"cluster: {gpus_per_node: 4, price_per_hour: 1}\nprofile: {file: profile.yaml}\n"), 0o644)
+		"cluster: {gpus_per_node: 4, price_per_hour: 1, "+strings.Join(cluster, ", ")+"}\nprofile: {file: profile.yaml}\n"), 0o644)
 	exp, err := spec.Load(specFile)
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +54,9 @@ startup_latency: {dist: empirical, samples: [1.250, 2.000]}
 	if exp.Profile.IterLatency[4].Mean != 0.15 || exp.Profile.IterLatency[1].Std != 0.01 || len(exp.Profile.StartupLatency.Samples) != 2 ||
 		float64(exp.Profile.StartupLatency.Samples[0]) != 1.25 {
 		t.Fatalf("read back %+v", exp.Profile)
+	}
+	if sc, in := exp.Cluster.ScaleLatency.Samples, exp.Cluster.InitLatency.Samples; len(sc) != 2 || float64(sc[0]) != 12.346 || len(in) != 2 || float64(in[1]) != 4 {
+		t.Fatalf("cluster read back: scale %+v, init %+v", exp.Cluster.ScaleLatency, exp.Cluster.InitLatency)
 	}
 }
 
