@@ -50,11 +50,12 @@ func TestPlanInstanceTypes(t *testing.T) {
 }
 
 // whatif sweeps the spot market: a dearer spot price (a smaller discount) costs more, and more
-// interruptions cost more, at every other point of the grid.
+// interruptions cost more, at every other point of the grid. (At 3 an hour, with nodes lost while
+// provisioning or idle in the model, no all-spot plan meets the 20-minute deadline: 20:01.)
 func TestWhatifSweepsSpot(t *testing.T) {
 	t.Parallel()
 	out, errOut, code := rb(t, "whatif", mustAbs(t, "../../examples/paper/table2-spot.yaml"), "--planners", "greedy", "-o", "json",
-		"--sweep", "cluster.spot.interruptions_per_hour=0,3", "--sweep", "cluster.spot.discount=0.5,0.8")
+		"--sweep", "cluster.spot.interruptions_per_hour=0,2", "--sweep", "cluster.spot.discount=0.5,0.8")
 	if code != 0 {
 		t.Fatalf("whatif: exit %d\n%s", code, errOut)
 	}
@@ -73,14 +74,14 @@ func TestWhatifSweepsSpot(t *testing.T) {
 	if len(cost) != 4 {
 		t.Fatalf("%d points, want 4: %v", len(cost), cost)
 	}
-	for _, rate := range []string{"0", "3"} {
+	for _, rate := range []string{"0", "2"} {
 		if cost[[2]string{rate, "0.5"}] <= cost[[2]string{rate, "0.8"}] {
 			t.Errorf("at %s interruptions an hour, 50%% off costs $%.2f, 80%% off $%.2f", rate, cost[[2]string{rate, "0.5"}], cost[[2]string{rate, "0.8"}])
 		}
 	}
 	for _, d := range []string{"0.5", "0.8"} {
-		if cost[[2]string{"3", d}] <= cost[[2]string{"0", d}] {
-			t.Errorf("at %s off, 3 interruptions an hour cost $%.2f, none $%.2f", d, cost[[2]string{"3", d}], cost[[2]string{"0", d}])
+		if cost[[2]string{"2", d}] <= cost[[2]string{"0", d}] {
+			t.Errorf("at %s off, 2 interruptions an hour cost $%.2f, none $%.2f", d, cost[[2]string{"2", d}], cost[[2]string{"0", d}])
 		}
 	}
 	t.Logf("greedy's cost by (interruptions per hour, discount): %v", cost)
