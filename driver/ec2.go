@@ -31,6 +31,10 @@ const (
 	// EnvEC2Shutdown is the command that powers an instance off, when the AMI's is not
 	// `shutdown -h now` (a test's fake instances: true, their user-data's exit is the shutdown).
 	EnvEC2Shutdown = "RB_EC2_SHUTDOWN"
+	// EnvNomadAdvertise is the address the driver's own Nomad server binds and advertises for
+	// an ec2 run, when this host's outbound address (nomadlocal.OutboundAddr) is not one the
+	// instances route to.
+	EnvNomadAdvertise = "RB_NOMAD_ADVERTISE"
 )
 
 // ec2NodeTimeout bounds the wait for a running instance's Nomad client: booting, user-data and
@@ -64,19 +68,36 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 	if err := checkEC2(exp); err != nil {
 		return nil, err
 	}
-	client, _, stop, err := nomadCluster(ctx, t.dir, t.log)
+	// A server of our own must be one the instances reach: on this host's outbound address,
+	// unless told another (docs/ec2.md). A host without a route out has no instances but its
+	// own (a test's fake EC2): loopback, said.
+	addr := os.Getenv(EnvNomadAdvertise)
+	if addr == "" && os.Getenv("NOMAD_ADDR") == "" {
+		var err error
+		if addr, err = nomadlocal.OutboundAddr(); err != nil {
+			addr = "127.0.0.1"
+			fmt.Fprintf(t.log, "ec2: %v: the Nomad server listens on %s, which only instances on this host reach (set %s)\n", err, addr, EnvNomadAdvertise)
+		}
+	}
+	cluster, err := openNomadCluster(ctx, t.dir, t.log, addr)
 	if err != nil {
 		return nil, err
 	}
+	client, stop := cluster.client, cluster.stop
 	fail := func(err error) (*Backend, error) {
 		stop()
 		return nil, err
 	}
-	// The leader's RPC address as the cluster advertises it: what clients join (loopback for a
-	// server of our own: see docs/ec2.md).
+	// The leader's RPC address as the cluster advertises it: what clients join.
 	rpc, err := client.Status().Leader()
 	if err != nil || rpc == "" {
 		return fail(fmt.Errorf("nomad: no server leader (%v)", err))
+	}
+	// What each instance's agent joins with, in its user-data (docs/ec2.md, "What an instance
+	// holds, and who can read it").
+	creds, err := nodeagent.ReadCredentials(cluster.join)
+	if err != nil {
+		return fail(err)
 	}
 	agentBin := envOr(EnvEC2AgentBin, nodeagent.DefaultAgentBin)
 	store, err := open.Env(exp.Checkpoints, filepath.Join(t.dir, rundir.CheckpointsDir))
@@ -90,7 +111,8 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 	for _, k := range append([]ec2.Kind{own}, more...) {
 		script, err := nodeagent.Script(nodeagent.ScriptConfig{AgentBin: agentBin, NomadBin: envOr(EnvEC2NomadBin, nodeagent.DefaultNomadBin),
 			DataDir: envOr(EnvEC2DataDir, nodeagent.DefaultDataDir), Server: rpc, GPUs: k.GPUsPerNode, Extra: exp.Cluster.EC2.UserData,
-			RunID: t.runID, Watchdog: exp.Cluster.EC2.Watchdog.D(), StoreEnv: store, Shutdown: os.Getenv(EnvEC2Shutdown)})
+			RunID: t.runID, Watchdog: exp.Cluster.EC2.Watchdog.D(), StoreEnv: store, Shutdown: os.Getenv(EnvEC2Shutdown),
+			Driver: taskDriver(exp), Credentials: creds})
 		if err != nil {
 			return fail(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
@@ -84,35 +86,47 @@ func openNomad(ctx context.Context, t target) (*Backend, error) {
 	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop}}, nil
 }
 
-// nomadLocalProvider connects to the Nomad cluster NOMAD_ADDR names (with NOMAD_TOKEN,
-// NOMAD_REGION, NOMAD_NAMESPACE, as the nomad CLI reads them), or starts a server of its own in
-// the state directory when none is set, and starts client agents on this machine as nodes.
+// nomadLocalProvider connects to the Nomad cluster NOMAD_ADDR names (teamNomadConfig), or
+// starts a server of its own in the state directory when none is set, and starts client agents
+// on this machine as nodes, with the one task driver the trainer needs.
 func nomadLocalProvider(ctx context.Context, t target, offer cloud.Offer) (cloud.Provider, *nomadapi.Client, func(), error) {
-	client, bin, stop, err := nomadCluster(ctx, t.dir, t.log)
+	c, err := openNomadCluster(ctx, t.dir, t.log, "")
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	provider, err := nomadlocal.New(ctx, nomadlocal.Config{NomadBin: bin, Dir: filepath.Join(t.dir, rundir.NomadDir), Client: client,
-		GPUsPerNode: t.exp.Cluster.GPUsPerNode, FreePort: nomadlocal.FreePort, Offer: offer})
+	provider, err := nomadlocal.New(ctx, nomadlocal.Config{NomadBin: c.bin, Dir: filepath.Join(t.dir, rundir.NomadDir), Client: c.client,
+		GPUsPerNode: t.exp.Cluster.GPUsPerNode, FreePort: nomadlocal.FreePort, Offer: offer, Driver: taskDriver(t.exp), Join: c.join})
 	if err != nil {
-		stop()
+		c.stop()
 		return nil, nil, nil, err
 	}
-	if os.Getenv("NOMAD_ADDR") == "" {
+	stop := c.stop
+	if c.own {
 		// Our own server stops with us: so do the agents that joined it.
-		stopServer := stop
-		stop = func() { provider.Shutdown(); stopServer() }
+		stop = func() { provider.Shutdown(); c.stop() }
 	}
-	return provider, client, stop, nil
+	return provider, c.client, stop, nil
+}
+
+// taskDriver is the one task driver the nodes of a run enable: docker for trainer.image, else
+// raw_exec.
+func taskDriver(exp *spec.Experiment) string {
+	if exp.Trainer.Image != "" {
+		return nomadlocal.DriverDocker
+	}
+	return nomadlocal.DriverRawExec
 }
 
 // nomadPoolProvider claims the clients of the team's cluster that cluster.nomad selects. The
-// cluster is NOMAD_ADDR's (with NOMAD_TOKEN, NOMAD_REGION, NOMAD_NAMESPACE), never one of our
-// own: a server started here would have none of the team's clients. Nothing is started, so the
-// stop function stops nothing: the team's agents outlive the run, and releasing the claims is
-// the executor's (Delete).
+// cluster is NOMAD_ADDR's (teamNomadConfig), never one of our own: a server started here would
+// have none of the team's clients. Nothing is started, so the stop function stops nothing: the
+// team's agents outlive the run, and releasing the claims is the executor's (Delete).
 func nomadPoolProvider(ctx context.Context, t target, offer cloud.Offer) (cloud.Provider, *nomadapi.Client, func(), error) {
-	client, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+	cfg, _, err := teamNomadConfig(os.Getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, err := nomadapi.NewClient(cfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("nomad: %w", err)
 	}
@@ -120,7 +134,7 @@ func nomadPoolProvider(ctx context.Context, t target, offer cloud.Offer) (cloud.
 	provider, err := nomadpool.New(ctx, nomadpool.Config{Client: client, RunID: t.runID, Experiment: exp.Name, Pool: *exp.Cluster.Nomad,
 		GPUsPerNode: exp.Cluster.GPUsPerNode, InstanceType: exp.Cluster.InstanceType, PricePerHour: offer.PricePerHour})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w (NOMAD_ADDR=%s)", err, os.Getenv("NOMAD_ADDR"))
+		return nil, nil, nil, fmt.Errorf("%w (NOMAD_ADDR=%s)", err, cfg.Address)
 	}
 	return provider, client, func() {}, nil
 }
@@ -136,32 +150,83 @@ func nomadRuntime(t target, client *nomadapi.Client, self string) (*nomad.Runtim
 		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", t.timeScale)}, LogDir: filepath.Join(t.dir, rundir.LogsDir), Log: t.log}, nil
 }
 
-// nomadCluster is a client of NOMAD_ADDR's cluster (with NOMAD_TOKEN, NOMAD_REGION,
-// NOMAD_NAMESPACE), or of a one-server cluster started in dir when none is set, the nomad binary
-// (nomadBinary) and what stops that server.
-func nomadCluster(ctx context.Context, dir string, log io.Writer) (*nomadapi.Client, string, func(), error) {
+// nomadCluster is the Nomad cluster a run's gangs go to: an API client with its credentials,
+// how client agents join it, and what stops it.
+type nomadCluster struct {
+	client *nomadapi.Client
+	bin    string // the nomad binary, for the agents rubberband starts
+	join   nomadlocal.Join
+	stop   func()
+	own    bool // a server of our own (stop stops it), not NOMAD_ADDR's
+}
+
+// openNomadCluster connects to NOMAD_ADDR's cluster (teamNomadConfig), or, when it is unset,
+// starts a one-server cluster of our own in dir, locked down by a fleet kept beside it
+// (nomadlocal.Fleet), bound and advertised on addr (default loopback).
+func openNomadCluster(ctx context.Context, dir string, log io.Writer, addr string) (nomadCluster, error) {
 	bin, err := nomadBinary()
 	if err != nil {
-		return nil, "", nil, err
+		return nomadCluster{}, err
 	}
-	stop := func() {}
-	cfg := nomadapi.DefaultConfig()
-	if os.Getenv("NOMAD_ADDR") == "" {
-		server, err := nomadlocal.StartServer(ctx, bin, filepath.Join(dir, rundir.NomadDir, "server"), nomadlocal.FreePort)
+	if os.Getenv("NOMAD_ADDR") != "" {
+		cfg, join, err := teamNomadConfig(os.Getenv)
 		if err != nil {
-			return nil, "", nil, err
+			return nomadCluster{}, err
 		}
-		cfg.Address, stop = server.Addr, server.Stop
-		if server.Adopted {
-			fmt.Fprintf(log, "resume: the Nomad server of the driver that died still runs (%s): this driver takes it over\n", server.Addr)
+		client, err := nomadapi.NewClient(cfg)
+		if err != nil {
+			return nomadCluster{}, fmt.Errorf("nomad: %w", err)
 		}
+		return nomadCluster{client: client, bin: bin, join: join, stop: func() {}}, nil
 	}
-	client, err := nomadapi.NewClient(cfg)
+	fleet, err := nomadlocal.OpenFleet(filepath.Join(dir, rundir.NomadDir, "fleet"))
 	if err != nil {
-		stop()
-		return nil, "", nil, fmt.Errorf("nomad: %w", err)
+		return nomadCluster{}, err
 	}
-	return client, bin, stop, nil
+	server, err := nomadlocal.StartServer(ctx, nomadlocal.ServerOptions{Bin: bin, Dir: filepath.Join(dir, rundir.NomadDir, "server"),
+		Fleet: fleet, Addr: addr, FreePort: nomadlocal.FreePort})
+	if err != nil {
+		return nomadCluster{}, err
+	}
+	if server.Adopted {
+		fmt.Fprintf(log, "resume: the Nomad server of the driver that died still runs (%s): this driver takes it over\n", server.Addr)
+	}
+	client, err := server.Client()
+	if err != nil {
+		server.Stop()
+		return nomadCluster{}, err
+	}
+	return nomadCluster{client: client, bin: bin, join: fleet.Join(), stop: server.Stop, own: true}, nil
+}
+
+// teamNomadConfig is how the nomad CLI reaches the cluster of a team, read from the same
+// variables: NOMAD_ADDR, NOMAD_REGION, NOMAD_NAMESPACE, NOMAD_TOKEN, NOMAD_HTTP_AUTH,
+// NOMAD_CACERT, NOMAD_CAPATH, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME and
+// NOMAD_SKIP_VERIFY; a half-given certificate or an unreadable NOMAD_SKIP_VERIFY is an error
+// here rather than a refusal by the cluster later. The agents rubberband starts for that
+// cluster (local ones, EC2 instances) join it with the same CA, certificate and key, and with
+// ACLs when there is a token.
+func teamNomadConfig(getenv func(string) string) (*nomadapi.Config, nomadlocal.Join, error) {
+	cfg := &nomadapi.Config{Address: getenv("NOMAD_ADDR"), Region: getenv("NOMAD_REGION"), Namespace: getenv("NOMAD_NAMESPACE"),
+		SecretID: getenv("NOMAD_TOKEN"), TLSConfig: &nomadapi.TLSConfig{CACert: getenv("NOMAD_CACERT"), CAPath: getenv("NOMAD_CAPATH"),
+			ClientCert: getenv("NOMAD_CLIENT_CERT"), ClientKey: getenv("NOMAD_CLIENT_KEY"), TLSServerName: getenv("NOMAD_TLS_SERVER_NAME")}}
+	if auth := getenv("NOMAD_HTTP_AUTH"); auth != "" {
+		user, password, _ := strings.Cut(auth, ":")
+		cfg.HttpAuth = &nomadapi.HttpBasicAuth{Username: user, Password: password}
+	}
+	if v := getenv("NOMAD_SKIP_VERIFY"); v != "" {
+		skip, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, nomadlocal.Join{}, inputErr("NOMAD_SKIP_VERIFY=%q is not a boolean", v)
+		}
+		cfg.TLSConfig.Insecure = skip
+	}
+	if (cfg.TLSConfig.ClientCert == "") != (cfg.TLSConfig.ClientKey == "") {
+		return nil, nomadlocal.Join{}, inputErr("NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY go together: set both or neither")
+	}
+	join := nomadlocal.Join{TLS: nomadlocal.TLS{CA: cfg.TLSConfig.CACert, Cert: cfg.TLSConfig.ClientCert, Key: cfg.TLSConfig.ClientKey},
+		ACL: cfg.SecretID != ""}
+	return cfg, join, nil
 }
 
 // nomadBinary finds the nomad agent: RB_NOMAD_BIN, the one `make deps` built, or PATH.

@@ -42,7 +42,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	job := exec.Command(n.Bin, "job", "run", "-detach", "-var", "binary="+binary, "-var", "db="+pg.URL, "-var", "root="+root,
 		"-var", "backend=local", "-var", "lease=2s", "-var", "time_scale=0.05", "-var", "password_variable=false", "examples/deploy/server.nomad.hcl")
 	job.Dir = "../.."
-	job.Env = append(os.Environ(), "NOMAD_ADDR="+n.Addr)
+	job.Env = append(os.Environ(), n.Env("")...)
 	if b, err := job.CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, b)
 	}

@@ -104,6 +104,10 @@ func TestEC2Backend(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4,4,2") // two nodes from the first stage: instances side by side
 	rep := runEC2(t, sim, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05", "-o", "json")
+	outbound, err := nomadlocal.OutboundAddr()
+	if err != nil {
+		outbound = "127.0.0.1" // no route out: the driver falls back to loopback
+	}
 	var rf rundir.RunFile
 	b, _ := os.ReadFile(filepath.Join(state, rundir.RunJSON))
 	json.Unmarshal(b, &rf)
@@ -119,9 +123,25 @@ func TestEC2Backend(t *testing.T) {
 		if in.Tags[ec2.TagRun] != rf.RunID || rf.RunID == "" {
 			t.Errorf("%s: tag %s = %q, run %q", in.ID, ec2.TagRun, in.Tags[ec2.TagRun], rf.RunID)
 		}
-		// The AMI's paths (here, by RB_EC2_*), and the driver's server to join.
-		if ud := string(in.UserData); !strings.Contains(ud, "exec "+binary+" node-agent --server 127.0.0.1:") || !strings.Contains(ud, "echo extra user-data ran") {
-			t.Errorf("%s: user-data\n%s", in.ID, ud)
+		// The AMI's paths (here, by RB_EC2_*), and the driver's server to join, on this host's
+		// outbound address (instances do not share the driver's loopback); the fleet's client
+		// key only in the agent's environment. Not printed: it holds the key.
+		ud := string(in.UserData)
+		if !strings.Contains(ud, "exec "+binary+" node-agent --server "+outbound+":") || !strings.Contains(ud, "echo extra user-data ran") {
+			t.Errorf("%s: user-data does not start the agent against the server on %s, after the extra user-data", in.ID, outbound)
+		}
+		agentLine, _, _ := strings.Cut(ud[strings.Index(ud, "exec "):], "\n")
+		if !strings.Contains(ud, "export RB_NOMAD_KEY_PEM='-----BEGIN EC PRIVATE KEY-----") || strings.Contains(agentLine, "PRIVATE KEY") ||
+			!strings.Contains(agentLine, " --driver raw_exec --acl") {
+			t.Errorf("%s: user-data does not hand the agent its credentials in its environment, with ACLs and raw_exec alone", in.ID)
+		}
+		// The instance's Nomad client was locked down: mutual TLS, ACLs, its key 0600.
+		conf, err := os.ReadFile(filepath.Join(dir, "nodes", in.ID, "client.hcl"))
+		if err != nil || !strings.Contains(string(conf), "verify_https_client = true") || !strings.Contains(string(conf), "acl { enabled = true }") {
+			t.Errorf("%s: client.hcl (%v):\n%s", in.ID, err, conf)
+		}
+		if st, err := os.Stat(filepath.Join(dir, "nodes", in.ID, "tls", "client-key.pem")); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: client key %v, %v", in.ID, st, err)
 		}
 	}
 	local := filepath.Join(dir, "local")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/urfave/cli/v2"
 )
 
@@ -24,11 +25,14 @@ func nodeAgentCommand() *cli.Command {
 			&cli.StringFlag{Name: "run", Usage: "the run's ID: watch its driver's heartbeat in the checkpoint store (RB_CHECKPOINTS*)"},
 			&cli.DurationFlag{Name: "watchdog", Usage: "with --run: shut the instance down after this long without a heartbeat"},
 			&cli.StringFlag{Name: "shutdown-command", Value: strings.Join(nodeagent.DefaultShutdown, " "), Usage: "what powers the instance off"},
+			&cli.StringFlag{Name: "driver", Value: nomadlocal.DriverRawExec, Usage: "the one task driver the Nomad client enables (raw_exec or docker)"},
+			&cli.BoolFlag{Name: "acl", Usage: "the cluster enforces ACLs"},
 		},
 		Action: func(c *cli.Context) error {
 			o := nodeagent.Options{Server: c.String("server"), GPUs: c.Int("gpus"), NomadBin: c.String("nomad"),
 				DataDir: c.String("data-dir"), IMDSEndpoint: os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT"),
-				RunID: c.String("run"), Watchdog: c.Duration("watchdog"), Shutdown: strings.Fields(c.String("shutdown-command"))}
+				RunID: c.String("run"), Watchdog: c.Duration("watchdog"), Shutdown: strings.Fields(c.String("shutdown-command")),
+				Driver: c.String("driver"), Credentials: nodeagent.CredentialsFromEnv(os.Getenv, c.Bool("acl"))}
 			if o.RunID != "" && o.Watchdog > 0 {
 				work := filepath.Join(o.DataDir, "agent")
 				if err := os.MkdirAll(work, 0o755); err != nil {

@@ -32,8 +32,11 @@ func teamSpec(t *testing.T, dir string) string {
 }
 
 // A run on a team's cluster: NOMAD_ADDR names a server whose clients were started beforehand, two
-// of them matching cluster.nomad and two not. The run finishes on the matching ones only, leaves
-// every agent running and no claim behind; `profile` works on the same clients.
+// of them matching cluster.nomad and two not. The cluster is locked down (mutual TLS, ACLs), and
+// the run has what the nomad CLI would: the TLS files in NOMAD_CACERT, NOMAD_CLIENT_CERT and
+// NOMAD_CLIENT_KEY, and in NOMAD_TOKEN a token of examples/nomad/rubberband-acl.hcl alone. The
+// run finishes on the matching ones only, leaves every agent running and no claim behind;
+// `profile` works on the same clients.
 func TestRunOnTeamNomadCluster(t *testing.T) {
 	n := servers.StartNomad(t)
 	ml := map[string]string{"team": "ml", "gpus": "4"}
@@ -56,7 +59,11 @@ func TestRunOnTeamNomadCluster(t *testing.T) {
 	specFile := teamSpec(t, dir)
 	plan := planFile(t, dir, specFile, "8,8,4,2") // two nodes of 4 GPUs in stages 0 and 1
 	state := filepath.Join(dir, "state")
-	env := []string{"NOMAD_ADDR=" + n.Addr}
+	policy, err := os.ReadFile("../../examples/nomad/rubberband-acl.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := n.Env(n.Token("rubberband", string(policy)))
 	// A tenth of real time: a launch's budget (its spec time, scaled) must hold a Nomad job's start-up
 	// on two busy cores.
 	out, errOut, code := rbEnv(t, binary, env, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--time-scale", "0.1", "-o", "json")

@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -17,15 +16,18 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 )
 
-// Nomad is a real Nomad server for one test; clients join it as nodes.
+// Nomad is a real Nomad server for one test, locked down as every fleet rubberband starts (mutual
+// TLS, ACLs, encrypted gossip: nomadlocal.Fleet); clients join it as nodes.
 type Nomad struct {
-	Addr   string // http://127.0.0.1:PORT of the server's HTTP API
+	Addr   string // https://127.0.0.1:PORT of the server's HTTP API
 	RPC    string // 127.0.0.1:PORT that clients join
 	Bin    string // the nomad binary
+	Fleet  *nomadlocal.Fleet
 	dir    string
 	t      testing.TB
 	server *nomadlocal.Server
 	agents map[string]*exec.Cmd
+	// Client is an API client with the management token.
 	Client *nomad.Client
 }
 
@@ -40,24 +42,67 @@ func StartNomad(t testing.TB) *Nomad {
 	}
 	n.dir = dir
 	t.Cleanup(n.Stop)
-	server, err := nomadlocal.StartServer(context.Background(), n.Bin, filepath.Join(dir, "server"), nomadlocal.FreePort)
+	if n.Fleet, err = nomadlocal.OpenFleet(filepath.Join(dir, "fleet")); err != nil {
+		t.Fatal(err)
+	}
+	server, err := nomadlocal.StartServer(context.Background(), nomadlocal.ServerOptions{Bin: n.Bin, Dir: filepath.Join(dir, "server"),
+		Fleet: n.Fleet, FreePort: nomadlocal.FreePort})
 	if err != nil {
 		b, _ := os.ReadFile(filepath.Join(dir, "server", "server.log"))
 		t.Fatalf("%v:\n%s", err, tail(b))
 	}
 	n.server, n.Addr, n.RPC = server, server.Addr, server.RPC
-	if n.Client, err = nomad.NewClient(&nomad.Config{Address: n.Addr}); err != nil {
+	if n.Client, err = server.Client(); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-// AddClient starts a client agent named name with gpus GPUs in its meta, and waits until the
-// server lists it as ready.
+// Env is the nomad CLI's environment (NOMAD_ADDR, the TLS files, NOMAD_TOKEN) for this server,
+// with token, or the management token when token is empty.
+func (n *Nomad) Env(token string) []string { return n.Fleet.Env(n.Addr, token) }
+
+// Token makes an ACL policy of the rules in policy (HCL) and a client token that holds only
+// it, and returns the token's secret.
+func (n *Nomad) Token(name, policy string) string {
+	n.t.Helper()
+	if _, err := n.Client.ACLPolicies().Upsert(&nomad.ACLPolicy{Name: name, Rules: policy}, nil); err != nil {
+		n.t.Fatalf("ACL policy %s: %v", name, err)
+	}
+	tok, _, err := n.Client.ACLTokens().Create(&nomad.ACLToken{Name: name, Type: "client", Policies: []string{name}}, nil)
+	if err != nil {
+		n.t.Fatalf("ACL token %s: %v", name, err)
+	}
+	return tok.SecretID
+}
+
+// AddClient starts a client agent named name with gpus GPUs in its meta and raw_exec, and waits
+// until the server lists it as ready.
 func (n *Nomad) AddClient(name string, gpus int) {
 	n.t.Helper()
-	n.start(name, nomadlocal.ClientConfig(name, filepath.Join(n.dir, name), n.RPC, FreePort(n.t), gpus))
+	agent := nomadlocal.RubberbandNode(name, "127.0.0.1", filepath.Join(n.dir, name), n.RPC, FreePort(n.t), gpus, nomadlocal.DriverRawExec, n.Fleet.Join())
+	n.start(name, agent.HCL())
 	n.waitReady(name)
+}
+
+// HTTPAddr is the address (host:port) of the HTTP API of the client agent named name.
+func (n *Nomad) HTTPAddr(name string) string {
+	n.t.Helper()
+	nodes, _, err := n.Client.Nodes().List(nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	for _, node := range nodes {
+		if node.Name == name {
+			full, _, err := n.Client.Nodes().Info(node.ID, nil)
+			if err != nil {
+				n.t.Fatal(err)
+			}
+			return full.HTTPAddr
+		}
+	}
+	n.t.Fatalf("no client agent %s", name)
+	return ""
 }
 
 // TeamClient is a client agent as a team's own cluster has them: in a node pool and datacenter,
@@ -71,31 +116,9 @@ type TeamClient struct {
 // returns its Nomad node ID.
 func (n *Nomad) AddTeamClient(c TeamClient) string {
 	n.t.Helper()
-	meta := ""
-	for k, v := range c.Meta {
-		meta += fmt.Sprintf("    %q = %q\n", k, v)
-	}
-	cfg := fmt.Sprintf(`name = %q
-data_dir = %q
-bind_addr = "127.0.0.1"
-datacenter = %q
-log_level = "WARN"
-ports { http = %d }
-client {
-  enabled = true
-  servers = [%q]
-  node_pool = %q
-  node_class = %q
-  meta {
-%s  }
-  options { "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean" }
-}
-advertise { http = "127.0.0.1"
-  rpc = "127.0.0.1"
-  serf = "127.0.0.1" }
-plugin "raw_exec" { config { enabled = true } }
-`, c.Name, filepath.Join(n.dir, c.Name), cmp.Or(c.Datacenter, "dc1"), FreePort(n.t), n.RPC, cmp.Or(c.NodePool, "default"), c.Class, meta)
-	n.start(c.Name, cfg)
+	agent := nomadlocal.ClientAgent{Name: c.Name, Addr: "127.0.0.1", DataDir: filepath.Join(n.dir, c.Name), Server: n.RPC, HTTPPort: FreePort(n.t),
+		Meta: c.Meta, NodePool: c.NodePool, Datacenter: c.Datacenter, Class: c.Class, Driver: nomadlocal.DriverRawExec, Join: n.Fleet.Join()}
+	n.start(c.Name, agent.HCL())
 	return n.waitReady(c.Name)
 }
 
@@ -138,9 +161,9 @@ func (n *Nomad) Running(name string) bool {
 func (n *Nomad) start(name, cfg string) {
 	n.t.Helper()
 	dir := filepath.Join(n.dir, name+"-conf")
-	os.MkdirAll(dir, 0o755)
+	os.MkdirAll(dir, 0o700)
 	file := filepath.Join(dir, "agent.hcl")
-	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		n.t.Fatal(err)
 	}
 	cmd, err := nomadlocal.StartAgent(n.Bin, file, filepath.Join(dir, "agent.log"))

@@ -3,8 +3,8 @@
 // Nomad server. Scale-up latency is what starting an agent really takes; a node is released by
 // draining it and stopping its agent. It lets the Nomad backend run on one machine, and is the
 // shape the EC2 provider takes with instances instead of processes. StartServer runs the
-// one-server cluster on loopback that the agents join when there is no cluster to join (the CLI's
-// own, and the tests').
+// one-server cluster that the agents join when there is no cluster to join (the CLI's own, and
+// the tests'), locked down by its Fleet: a CA of its own, mutual TLS, ACLs, encrypted gossip.
 package nomadlocal
 
 import (
@@ -27,64 +27,12 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
 )
 
-// ClientConfig is the agent configuration of one client node on this machine: its name is also
-// its rb_node meta, which task groups are pinned by.
-func ClientConfig(name, dataDir, serverRPC string, httpPort, gpus int) string {
-	return AgentConfig(name, "127.0.0.1", dataDir, serverRPC, httpPort, gpus, false)
-}
-
-// AgentConfig is a client agent's configuration: named name (its rb_node meta too), bound and
-// advertised on addr (Nomad refuses to guess rpc and serf advertise addresses, even on a
-// client). Without cloudFingerprints the agent skips the cloud fingerprinters, which would
-// wait on metadata services a local agent has none of.
-func AgentConfig(name, addr, dataDir, serverRPC string, httpPort, gpus int, cloudFingerprints bool) string {
-	options := `
-  options { "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean" }`
-	if cloudFingerprints {
-		options = ""
-	}
-	return fmt.Sprintf(`name = %q
-data_dir = %q
-bind_addr = %q
-log_level = "WARN"
-ports { http = %d }
-client {
-  enabled = true
-  servers = [%q]
-  meta { rb_node = %q
-    gpus = "%d" }%s
-}
-advertise { http = %q
-  rpc = %q
-  serf = %q }
-plugin "raw_exec" { config { enabled = true } }
-`, name, dataDir, addr, httpPort, serverRPC, name, gpus, options, addr, addr, addr)
-}
-
-// ServerConfig is the agent configuration of a one-server cluster on loopback, with heartbeats
-// short enough that a lost node is noticed within seconds.
-func ServerConfig(dataDir string, httpPort, rpcPort, serfPort int) string {
-	return fmt.Sprintf(`name = "rb-server"
-data_dir = %q
-bind_addr = "127.0.0.1"
-log_level = "WARN"
-ports { http = %d
-  rpc = %d
-  serf = %d }
-server { enabled = true
-  bootstrap_expect = 1
-  heartbeat_grace = "2s"
-  min_heartbeat_ttl = "1s" }
-advertise { http = "127.0.0.1"
-  rpc = "127.0.0.1"
-  serf = "127.0.0.1" }
-`, dataDir, httpPort, rpcPort, serfPort)
-}
-
 // Provider starts and stops client agents.
 type Provider struct {
 	bin, dir, rpc string
 	gpus          int
+	driver        string
+	join          Join
 	client        *nomad.Client
 	freePort      func() (int, error)
 	offer         cloud.Offer
@@ -115,6 +63,10 @@ type Config struct {
 	FreePort    func() (int, error)
 	// Offer is the one kind of node it rents.
 	Offer cloud.Offer
+	// Driver is the one task driver the agents enable (DriverRawExec by default).
+	Driver string
+	// Join is how the agents join the server: the fleet's (Fleet.Join) for a server of our own.
+	Join Join
 }
 
 // New returns a provider, finding the agents an earlier driver started.
@@ -124,7 +76,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("nomadlocal: no Nomad server leader (%v)", err)
 	}
 	p := &Provider{bin: cfg.NomadBin, dir: cfg.Dir, rpc: leader, gpus: cfg.GPUsPerNode, client: cfg.Client, freePort: cfg.FreePort, offer: cfg.Offer,
-		state: state{Nodes: map[string]node{}}}
+		driver: cfg.Driver, join: cfg.Join, state: state{Nodes: map[string]node{}}}
 	b, err := os.ReadFile(p.stateFile())
 	if err == nil {
 		if err := json.Unmarshal(b, &p.state); err != nil {
@@ -158,11 +110,12 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 			return created, err
 		}
 		data := filepath.Join(p.dir, name)
-		if err := os.MkdirAll(data, 0o755); err != nil {
+		if err := os.MkdirAll(data, 0o700); err != nil {
 			return created, fmt.Errorf("nomadlocal: %w", err)
 		}
 		conf := filepath.Join(data, "agent.hcl")
-		if err := os.WriteFile(conf, []byte(ClientConfig(name, filepath.Join(data, "data"), p.rpc, port, p.gpus)), 0o644); err != nil {
+		hcl := RubberbandNode(name, "127.0.0.1", filepath.Join(data, "data"), p.rpc, port, p.gpus, p.driver, p.join).HCL()
+		if err := os.WriteFile(conf, []byte(hcl), 0o600); err != nil {
 			return created, fmt.Errorf("nomadlocal: %w", err)
 		}
 		cmd, err := StartAgent(p.bin, conf, filepath.Join(data, "agent.log"))

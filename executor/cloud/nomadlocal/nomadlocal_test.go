@@ -19,7 +19,7 @@ func TestContract(t *testing.T) {
 	n := servers.StartNomad(t)
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
-			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: nomadlocal.FreePort, Offer: offer}
+			cfg := nomadlocal.Config{NomadBin: n.Bin, Dir: t.TempDir(), Client: n.Client, GPUsPerNode: 2, FreePort: nomadlocal.FreePort, Offer: offer, Join: n.Fleet.Join()}
 			open := func(t *testing.T) cloud.Provider {
 				p, err := nomadlocal.New(context.Background(), cfg)
 				if err != nil {

@@ -1,6 +1,7 @@
 package nomadlocal
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,66 +18,90 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
 )
 
-// Server is a one-server Nomad cluster on loopback, started by StartServer: what the CLI runs
-// when no NOMAD_ADDR is set, and what tests run their client agents against.
+// Server is a one-server Nomad cluster started by StartServer, locked down (its Fleet): what
+// the CLI runs when no NOMAD_ADDR is set, and what tests run their client agents against.
 type Server struct {
-	Addr string // http://127.0.0.1:PORT of its HTTP API
-	RPC  string // 127.0.0.1:PORT that client agents join
+	Addr string // https://HOST:PORT of its HTTP API
+	RPC  string // HOST:PORT that client agents join
 	Log  string // the file that holds its output
 	// Adopted says the server was running already: an earlier driver's, which outlived it.
 	Adopted bool
+	Fleet   *Fleet
 	pid     int
 	cmd     *exec.Cmd // nil when adopted
 }
 
-// serverState is what a directory remembers of the server it ran (server.json): its ports, so
-// that a server started again there is where the client agents that joined it look for it, and
-// its PID, so that a server left running by a driver that died can be adopted and stopped.
+// serverState is what a directory remembers of the server it ran (server.json): its address
+// and ports, so that a server started again there is where the client agents that joined it
+// look for it, and its PID, so that a server left running by a driver that died can be adopted
+// and stopped.
 type serverState struct {
-	Ports [3]int `json:"ports"` // http, rpc, serf
+	Addr  string `json:"addr,omitempty"` // empty: 127.0.0.1 (a directory of an earlier release)
+	Ports [3]int `json:"ports"`          // http, rpc, serf
 	PID   int    `json:"pid"`
 }
 
-// StartServer runs a one-server Nomad cluster on loopback with the nomad binary bin: its
-// configuration (server.hcl), output (server.log), data (data/) and state (server.json) in dir.
-// A directory that ran a server before gets it back: the running one when it still answers (its
-// driver died, the server did not), else a new one on the same ports from the same data, so that
-// the client agents and jobs of the earlier server carry on. Otherwise its ports come from
-// freePort. It returns once the server has elected itself leader, within a minute; ctx bounds
-// the wait, not the server's life, which ends with Stop.
-func StartServer(ctx context.Context, bin, dir string, freePort func() (int, error)) (*Server, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// ServerOptions say how StartServer starts a server.
+type ServerOptions struct {
+	Bin string // the nomad binary
+	// Dir holds its configuration (server.hcl, 0600: it holds the gossip key), output
+	// (server.log), data (data/) and state (server.json).
+	Dir string
+	// Fleet is the cluster's security: its certificates, gossip key and management token.
+	Fleet *Fleet
+	// Addr is the address the server binds and advertises (default 127.0.0.1): one its client
+	// agents can route to. A directory that ran a server before keeps its address.
+	Addr     string
+	FreePort func() (int, error)
+}
+
+// StartServer runs a one-server Nomad cluster, locked down: mutual TLS on HTTP and RPC with the
+// fleet's certificates, its gossip encrypted, and ACLs bootstrapped with the fleet's management
+// token. A directory that ran a server before gets it back: the running one when it still
+// answers (its driver died, the server did not), else a new one on the same address and ports
+// from the same data, so that the client agents and jobs of the earlier server carry on.
+// Otherwise its ports come from FreePort. It returns once the server has elected itself leader
+// and its ACLs are bootstrapped, within a minute; ctx bounds the wait, not the server's life,
+// which ends with Stop.
+func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nomad server: %w", err)
 	}
-	stateFile := filepath.Join(dir, "server.json")
+	stateFile := filepath.Join(o.Dir, "server.json")
 	var st serverState
 	if b, err := os.ReadFile(stateFile); err == nil && json.Unmarshal(b, &st) == nil && st.Ports[0] > 0 {
-		s := newServer(dir, st.Ports)
+		st.Addr = cmp.Or(st.Addr, "127.0.0.1")
+		s := newServer(o, st)
 		if alive(st.PID) && s.leader() {
 			s.Adopted, s.pid = true, st.PID
-			return s, nil
+			return s, s.bootstrapACL(ctx)
 		}
-		if !portsFree(st.Ports) {
+		if !portsFree(st.Addr, st.Ports) {
 			st = serverState{}
 		}
 	} else {
 		st = serverState{}
 	}
 	if st.Ports[0] == 0 {
+		st.Addr = cmp.Or(o.Addr, "127.0.0.1")
 		for i := range st.Ports {
-			p, err := freePort()
+			p, err := o.FreePort()
 			if err != nil {
 				return nil, fmt.Errorf("nomad server: %w", err)
 			}
 			st.Ports[i] = p
 		}
 	}
-	conf := filepath.Join(dir, "server.hcl")
-	if err := os.WriteFile(conf, []byte(ServerConfig(filepath.Join(dir, "data"), st.Ports[0], st.Ports[1], st.Ports[2])), 0o644); err != nil {
+	if err := o.Fleet.IssueServer(st.Addr); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(o.Dir, "server.hcl")
+	hcl := ServerAgent{DataDir: filepath.Join(o.Dir, "data"), Addr: st.Addr, Ports: st.Ports, TLS: o.Fleet.ServerTLS(), GossipKey: o.Fleet.GossipKey}.HCL()
+	if err := safefile.Write(conf, []byte(hcl), 0o600); err != nil {
 		return nil, fmt.Errorf("nomad server: %w", err)
 	}
-	s := newServer(dir, st.Ports)
-	cmd, err := StartAgent(bin, conf, s.Log)
+	s := newServer(o, st)
+	cmd, err := StartAgent(o.Bin, conf, s.Log)
 	if err != nil {
 		return nil, fmt.Errorf("start nomad server: %w", err)
 	}
@@ -87,6 +112,10 @@ func StartServer(ctx context.Context, bin, dir string, freePort func() (int, err
 	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		if s.leader() {
+			if err := s.bootstrapACL(ctx); err != nil {
+				s.Stop()
+				return nil, err
+			}
 			return s, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -97,22 +126,63 @@ func StartServer(ctx context.Context, bin, dir string, freePort func() (int, err
 			s.Stop()
 			return nil, fmt.Errorf("the local nomad server did not start (see %s)", s.Log)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func newServer(dir string, ports [3]int) *Server {
-	return &Server{Addr: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), RPC: fmt.Sprintf("127.0.0.1:%d", ports[1]), Log: filepath.Join(dir, "server.log")}
+func newServer(o ServerOptions, st serverState) *Server {
+	return &Server{Addr: "https://" + net.JoinHostPort(st.Addr, fmt.Sprint(st.Ports[0])), RPC: net.JoinHostPort(st.Addr, fmt.Sprint(st.Ports[1])),
+		Log: filepath.Join(o.Dir, "server.log"), Fleet: o.Fleet}
+}
+
+// Client is an API client of the server with the fleet's management token.
+func (s *Server) Client() (*nomad.Client, error) {
+	c, err := nomad.NewClient(s.Fleet.APIConfig(s.Addr))
+	if err != nil {
+		return nil, fmt.Errorf("nomad server: %w", err)
+	}
+	return c, nil
 }
 
 // leader says whether the server answers with a leader elected.
 func (s *Server) leader() bool {
-	c, err := nomad.NewClient(&nomad.Config{Address: s.Addr})
+	c, err := s.Client()
 	if err != nil {
 		return false
 	}
+	defer c.Close()
 	leader, err := c.Status().Leader()
 	return err == nil && leader != ""
+}
+
+// bootstrapACL makes the fleet's management token the cluster's: Nomad takes a bootstrap token
+// of the caller's choosing, so the token is in the fleet's directory before the cluster knows
+// it, and a driver that died between the two finds it there. A cluster bootstrapped before (a
+// server adopted or restarted) must then accept that token.
+func (s *Server) bootstrapACL(ctx context.Context) error {
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := (&nomad.WriteOptions{}).WithContext(ctx)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, _, err := c.ACLTokens().BootstrapOpts(s.Fleet.Token, w)
+		if err == nil {
+			return nil
+		}
+		if strings.Contains(err.Error(), "already done") {
+			if _, _, err := c.ACLTokens().Self((&nomad.QueryOptions{}).WithContext(ctx)); err != nil {
+				return fmt.Errorf("nomad server: ACLs were bootstrapped with another token than the fleet's in %s: %w", s.Fleet.Dir, err)
+			}
+			return nil
+		}
+		// Right after its election a server may not yet take writes.
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("nomad server: ACL bootstrap: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // alive says whether process pid runs (a zombie does not: an adopted server's parent, the dead
@@ -129,9 +199,9 @@ func alive(pid int) bool {
 	return !strings.HasPrefix(rest, "Z")
 }
 
-func portsFree(ports [3]int) bool {
+func portsFree(addr string, ports [3]int) bool {
 	for _, p := range ports {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, fmt.Sprint(p)))
 		if err != nil {
 			return false
 		}
@@ -188,4 +258,16 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// OutboundAddr is the address this host sends from on its default route: the one machines of
+// its network (EC2 instances in its VPC) reach it at. Nothing is sent: connecting a UDP socket
+// only picks the route.
+func OutboundAddr() (string, error) {
+	c, err := net.Dial("udp4", "203.0.113.1:9") // TEST-NET-3: never local, so the default route
+	if err != nil {
+		return "", fmt.Errorf("no default route to find this host's outbound address: %w", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
 }

@@ -11,23 +11,30 @@ import (
 	"testing"
 	"time"
 
-	nomad "github.com/hashicorp/nomad/api"
-
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 )
 
-// A real server: it answers with a leader once StartServer returns, keeps its files in its
-// directory, and is gone after Stop.
+// A real server: it answers with a leader once StartServer returns, its ACLs bootstrapped with
+// the fleet's token, keeps its files in its directory (its configuration, which holds the gossip
+// key, and the fleet's keys and token 0600), and is gone after Stop. Started again from the same
+// directory, it is the same cluster: the same address, and the same token works.
 func TestStartServer(t *testing.T) {
 	bin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	dir := t.TempDir()
-	s, err := nomadlocal.StartServer(context.Background(), bin, filepath.Join(dir, "server"), nomadlocal.FreePort)
+	fleet, err := nomadlocal.OpenFleet(filepath.Join(dir, "fleet"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := nomadlocal.ServerOptions{Bin: bin, Dir: filepath.Join(dir, "server"), Fleet: fleet, FreePort: nomadlocal.FreePort}
+	start := time.Now()
+	s, err := nomadlocal.StartServer(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started, ACLs bootstrapped, in %s", time.Since(start).Round(time.Millisecond))
 	defer nomadlocal.UnmountUnder(dir)
-	c, err := nomad.NewClient(&nomad.Config{Address: s.Addr})
+	c, err := s.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +43,67 @@ func TestStartServer(t *testing.T) {
 		s.Stop()
 		t.Fatalf("leader %q (%v), want the server's RPC address %s", leader, err, s.RPC)
 	}
+	if tok, _, err := c.ACLTokens().Self(nil); err != nil || tok.Type != "management" {
+		s.Stop()
+		t.Fatalf("the fleet's token: %+v, %v", tok, err)
+	}
 	for _, f := range []string{"server.hcl", "server.log", "data"} {
 		if _, err := os.Stat(filepath.Join(dir, "server", f)); err != nil {
 			t.Error(err)
 		}
 	}
+	secrets := []string{filepath.Join(dir, "server", "server.hcl")}
+	for _, f := range []string{"ca-key.pem", "server-key.pem", "client-key.pem", "cli-key.pem", "gossip.key", "management.token"} {
+		secrets = append(secrets, filepath.Join(dir, "fleet", f))
+	}
+	for _, f := range secrets {
+		if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, %v; want 0600", f, st.Mode(), err)
+		}
+	}
 	if s.Log != filepath.Join(dir, "server", "server.log") {
 		t.Errorf("log %s", s.Log)
+	}
+	if b, _ := os.ReadFile(s.Log); strings.Contains(string(b), fleet.Token) || strings.Contains(string(b), fleet.GossipKey) {
+		t.Error("the server's log holds a secret")
 	}
 	s.Stop()
 	if _, err := c.Status().Leader(); err == nil {
 		t.Fatal("the server still answers after Stop")
+	}
+	again, err := nomadlocal.StartServer(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Stop()
+	c2, _ := again.Client()
+	if tok, _, err := c2.ACLTokens().Self(nil); again.Addr != s.Addr || err != nil || tok.Type != "management" {
+		t.Fatalf("started again at %s (was %s): token %+v, %v", again.Addr, s.Addr, tok, err)
+	}
+}
+
+// A fleet opened again is the same fleet (its CA, client certificate, gossip key and token), so
+// that a resumed driver's instances join the cluster the earlier ones did.
+func TestOpenFleetKeepsItsSecrets(t *testing.T) {
+	dir := t.TempDir()
+	a, err := nomadlocal.OpenFleet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		b, _ := os.ReadFile(a.Join().Cert)
+		return string(b)
+	}
+	cert := read()
+	b, err := nomadlocal.OpenFleet(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Token != b.Token || a.GossipKey != b.GossipKey || read() != cert || len(a.Token) != 36 {
+		t.Fatalf("reopened: %v %v %v", a.Token == b.Token, a.GossipKey == b.GossipKey, read() == cert)
+	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Fatalf("fleet directory %v", st.Mode())
 	}
 }
 
@@ -63,7 +120,11 @@ func TestStartServerGivesUpWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := nomadlocal.StartServer(ctx, bin, filepath.Join(dir, "server"), nomadlocal.FreePort)
+	fleet, err := nomadlocal.OpenFleet(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = nomadlocal.StartServer(ctx, nomadlocal.ServerOptions{Bin: bin, Dir: filepath.Join(dir, "server"), Fleet: fleet, FreePort: nomadlocal.FreePort})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want the context's", err)
 	}

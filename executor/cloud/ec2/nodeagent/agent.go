@@ -20,12 +20,18 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 )
 
-// Options are the node-agent's flags, as Script renders them.
+// Options are the node-agent's flags, as Script renders them, and the credentials its
+// environment carries.
 type Options struct {
 	Server   string // the server's RPC address
 	GPUs     int
 	NomadBin string
 	DataDir  string
+	// Driver is the one task driver the Nomad client enables (nomadlocal.DriverRawExec or
+	// DriverDocker).
+	Driver string
+	// Credentials join the server (CredentialsFromEnv: the user-data exports them).
+	Credentials Credentials
 	// IMDSEndpoint overrides IMDS's address (AWS_EC2_METADATA_SERVICE_ENDPOINT, as the SDK
 	// reads it): how a fake instance reaches its own metadata.
 	IMDSEndpoint string
@@ -74,23 +80,29 @@ func Lookup(ctx context.Context, endpoint string) (Identity, error) {
 }
 
 // ClientConfig is the Nomad client configuration of the instance: its name and meta rb_node are
-// the instance ID (what gangs are pinned by), bound and advertised on its own address (Nomad
-// refuses to guess an advertise address for rpc and serf, even on a client).
-func ClientConfig(id Identity, dataDir, server string, httpPort, gpus int) string {
-	return nomadlocal.AgentConfig(id.InstanceID, id.Addr, dataDir, server, httpPort, gpus, true)
+// the instance ID (what gangs are pinned by), bound and advertised on its own address, with the
+// cloud fingerprinters of a real instance, the one task driver its trainer needs, and join.
+func ClientConfig(id Identity, dataDir, server string, httpPort, gpus int, driver string, join nomadlocal.Join) string {
+	c := nomadlocal.RubberbandNode(id.InstanceID, id.Addr, dataDir, server, httpPort, gpus, driver, join)
+	c.CloudFingerprints = true
+	return c.HCL()
 }
 
-// Run looks the instance up, writes the client configuration into DataDir/<instance ID> and
-// execs the Nomad agent in place of this process: stopping the instance's processes stops the
-// agent, and nothing is left to wait for it.
+// Run looks the instance up, writes the credentials (0600) and the client configuration into
+// DataDir/<instance ID> and execs the Nomad agent in place of this process: stopping the
+// instance's processes stops the agent, and nothing is left to wait for it.
 func Run(ctx context.Context, o Options) error {
 	id, err := Lookup(ctx, o.IMDSEndpoint)
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(o.DataDir, id.InstanceID)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
+	}
+	join, err := o.Credentials.write(filepath.Join(dir, "tls"))
+	if err != nil {
+		return err
 	}
 	// A free port rather than Nomad's 4646: instances that share an address (a test's fake
 	// ones on loopback) must not collide, and nothing needs to know the port in advance.
@@ -99,14 +111,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	conf := filepath.Join(dir, "client.hcl")
-	if err := os.WriteFile(conf, []byte(ClientConfig(id, filepath.Join(dir, "data"), o.Server, port, o.GPUs)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(ClientConfig(id, filepath.Join(dir, "data"), o.Server, port, o.GPUs, o.Driver, join)), 0o600); err != nil {
 		return fmt.Errorf("nodeagent: %w", err)
 	}
 	argv := []string{o.NomadBin, "agent", "-config", conf}
 	if o.Heartbeat != nil {
 		return Supervise(ctx, o, argv, os.Stderr)
 	}
-	if err := syscall.Exec(o.NomadBin, argv, os.Environ()); err != nil {
+	if err := syscall.Exec(o.NomadBin, argv, agentEnv(os.Environ())); err != nil {
 		return fmt.Errorf("nodeagent: exec %s: %w", o.NomadBin, err)
 	}
 	return nil
@@ -118,7 +130,7 @@ func Run(ctx context.Context, o Options) error {
 // shutting down) it stops the agent and returns ctx's error.
 func Supervise(ctx context.Context, o Options, argv []string, log io.Writer) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr, cmd.Env = log, log, agentEnv(os.Environ())
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("nodeagent: start %s: %w", argv[0], err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 )
 
 // Default paths on the AMI (docs/ec2.md): where the image must hold the two binaries.
@@ -31,6 +33,10 @@ type ScriptConfig struct {
 	StoreEnv []string
 	// Shutdown is the command that powers the instance off (default: the agent's, shutdown -h now).
 	Shutdown string
+	// Driver is the one task driver the node enables (default nomadlocal.DriverRawExec).
+	Driver string
+	// Credentials join the server: exported to the agent, never on its command line.
+	Credentials Credentials
 }
 
 // Script renders the user-data: a POSIX shell script, deterministic for a given config (a
@@ -59,8 +65,13 @@ func Script(c ScriptConfig) (string, error) {
 			fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
 		}
 	}
-	fmt.Fprintf(&b, "exec %s node-agent --server %s --gpus %d --nomad %s --data-dir %s",
-		quote(or(c.AgentBin, DefaultAgentBin)), quote(c.Server), c.GPUs, quote(or(c.NomadBin, DefaultNomadBin)), quote(or(c.DataDir, DefaultDataDir)))
+	b.WriteString(c.Credentials.exports())
+	fmt.Fprintf(&b, "exec %s node-agent --server %s --gpus %d --nomad %s --data-dir %s --driver %s",
+		quote(or(c.AgentBin, DefaultAgentBin)), quote(c.Server), c.GPUs, quote(or(c.NomadBin, DefaultNomadBin)), quote(or(c.DataDir, DefaultDataDir)),
+		quote(or(c.Driver, nomadlocal.DriverRawExec)))
+	if c.Credentials.ACL {
+		b.WriteString(" --acl")
+	}
 	if watchdog {
 		fmt.Fprintf(&b, " --run %s --watchdog %s", quote(c.RunID), c.Watchdog)
 		if c.Shutdown != "" {
