@@ -204,3 +204,30 @@ func TestProgressETAFollowsTheForecast(t *testing.T) {
 		t.Fatalf("progress lines:\n%s", out.String())
 	}
 }
+
+// An ec2 run's workers get none of the driver's keys with an instance profile, image or not,
+// and no warning is said; without one a command trainer's get none either (its instances hold
+// their own), an image's containers get the driver's keys, and the warning says so.
+func TestEC2Credentials(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDDRIVER")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "driver-secret")
+	t.Setenv("AWS_SESSION_TOKEN", "")
+	t.Setenv("AWS_REGION", "us-east-1")
+	for _, c := range []struct {
+		profile, image string
+		secrets        []string
+		warning        string
+	}{
+		{profile: "rb-node", image: "registry/trainer:1"},
+		{profile: "arn:aws:iam::123456789012:instance-profile/rb-node"},
+		{secrets: nil, warning: "instance_profile is not set: instances read checkpoints with credentials their AMI must hold; "},
+		{image: "registry/trainer:1", secrets: []string{"AWS_ACCESS_KEY_ID=AKIDDRIVER", "AWS_SECRET_ACCESS_KEY=driver-secret", "AWS_REGION=us-east-1"},
+			warning: "containers with this driver's own AWS keys"},
+	} {
+		exp := &spec.Experiment{Trainer: spec.Trainer{Image: c.image}, Cluster: spec.Cluster{EC2: &spec.EC2{InstanceProfile: c.profile}}}
+		secrets, warning := ec2Credentials(exp)
+		if !reflect.DeepEqual(secrets, c.secrets) || (c.warning == "") != (warning == "") || !strings.Contains(warning, c.warning) {
+			t.Errorf("profile %q, image %q: secrets %q, warning %q; want %q and %q", c.profile, c.image, secrets, warning, c.secrets, c.warning)
+		}
+	}
+}

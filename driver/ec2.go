@@ -3,7 +3,9 @@ package driver
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,6 +120,12 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 		}
 		scripts[k.InstanceType] = script
 	}
+	// The driver's address, as Nomad's ports on the instances see it: its server's (the
+	// cluster's leader).
+	driverCIDR, err := ec2.HostCIDR(rpc)
+	if err != nil {
+		return fail(fmt.Errorf("nomad: the leader's RPC address: %w", err))
+	}
 	provider, err := ec2.New(ctx, ec2.Config{Experiment: exp.Name, RunID: t.runID, InstanceType: own.InstanceType,
 		GPUsPerNode: own.GPUsPerNode, Market: cloud.Market(exp.Cluster.Market),
 		OnDemandPrice: own.OnDemandPrice, SpotPrice: own.SpotPrice, More: more,
@@ -128,9 +136,20 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 			defer cancel()
 			return nomadlocal.WaitNodeReady(ctx, client, id, 250*time.Millisecond)
 		},
-		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }, Log: t.log})
+		Drain: func(ctx context.Context, ids []string) { drainNodes(ctx, client, ids) }, Log: t.log, DriverCIDRs: []string{driverCIDR}})
 	if err != nil {
 		return fail(err)
+	}
+	// The run's own security group, before the preflight, whose dry runs launch into it.
+	group, err := provider.CreateGroup(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	closeGroup := func() { deleteGroup(provider, group, t.log) }
+	fail = func(err error) (*Backend, error) {
+		closeGroup()
+		stop()
+		return nil, err
 	}
 	if err := provider.Preflight(ctx, ec2Needs(t.alloc)); err != nil {
 		return fail(err)
@@ -140,7 +159,44 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop}}, nil
+	secrets, warning := ec2Credentials(exp)
+	if warning != "" {
+		fmt.Fprintln(t.log, warning)
+	}
+	rt.Secrets = secrets
+	// Closed last first: the group once the executor has released the run's instances.
+	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop, closeGroup}}, nil
+}
+
+// deleteGroup deletes the run's security group when the run's instances are gone, and says
+// why not when some are left (kept nodes, a driver stopping to be resumed): cleanup or the
+// run's end deletes it then.
+func deleteGroup(p *ec2.Provider, group string, log io.Writer) {
+	// Bounded by the provider's group timeout; not by the run's context, which is done by now.
+	err := p.DeleteGroup(context.Background())
+	var inUse *ec2.GroupInUseError
+	switch {
+	case errors.As(err, &inUse):
+		fmt.Fprintf(log, "rubberband: %v: it goes when they do (the run's end, `rubberband cancel`, `rubberband cleanup --backend ec2`)\n", inUse)
+	case err != nil:
+		fmt.Fprintf(log, "rubberband: security group %s: %v (`rubberband cleanup --backend ec2` deletes it)\n", group, err)
+	}
+}
+
+// ec2Credentials are what of this driver's credentials an ec2 run's workers get (the Nomad
+// runtime's Secrets), and the warning the run starts with. With an instance profile, nothing:
+// instances and their containers use its role. Without one, a trainer image's containers get
+// the driver's own keys (they inherit nothing from their instance), and the warning says what
+// that costs.
+func ec2Credentials(exp *spec.Experiment) (secrets []string, warning string) {
+	if exp.Cluster.EC2.InstanceProfile != "" {
+		return nil, ""
+	}
+	warning = "rubberband: warning: cluster.ec2.instance_profile is not set: instances read checkpoints with credentials their AMI must hold"
+	if exp.Trainer.Image != "" {
+		warning += ", and the trainer's containers with this driver's own AWS keys, handed to them as Nomad Variables"
+	}
+	return storeSecrets(exp), warning + "; with an instance profile, instances and containers use its role and the driver's keys never leave this machine (docs/ec2.md)"
 }
 
 // ec2Kinds are the instance types an ec2 run rents: the cluster's own (the default type), and

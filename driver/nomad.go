@@ -76,13 +76,7 @@ func openNomad(ctx context.Context, t target) (*Backend, error) {
 	}
 	// A team's clients carry no rb_node meta: they are pinned by their node ID.
 	rt.PinNodeID = t.exp.Cluster.Nomad != nil
-	if t.exp.Trainer.Image != "" { // containers inherit nothing: the store's credentials, as Nomad Variables
-		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION"} {
-			if v := os.Getenv(k); v != "" {
-				rt.Secrets = append(rt.Secrets, k+"="+v)
-			}
-		}
-	}
+	rt.Secrets = storeSecrets(t.exp)
 	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop}}, nil
 }
 

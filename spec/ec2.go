@@ -20,7 +20,9 @@ type EC2 struct {
 	// Subnets are where instances start, one per availability zone, tried in order when a zone
 	// has no capacity.
 	Subnets []string `yaml:"subnets"`
-	// SecurityGroups are the instances' security groups; empty means the VPC's default.
+	// SecurityGroups are more security groups for the instances, beside the run's own, which
+	// the driver makes and deletes (it lets in the run's instances, and Nomad's ports from the
+	// driver).
 	SecurityGroups []string `yaml:"security_groups"`
 	// InstanceProfile is an IAM instance profile, by name or ARN, that gives instances their
 	// credentials (for s3:// checkpoints).
@@ -61,8 +63,8 @@ const (
 	MaxUserDataBytes = 8 << 10
 	// MaxSubnets bounds the subnets (one per availability zone; no region has this many).
 	MaxSubnets = 32
-	// MaxSecurityGroups is EC2's most per network interface.
-	MaxSecurityGroups = 16
+	// MaxSecurityGroups leaves room, within EC2's 16 per network interface, for the run's own.
+	MaxSecurityGroups = 15
 	// MaxKeyNameLen is EC2's limit on a key pair's name.
 	MaxKeyNameLen = 255
 )

@@ -348,7 +348,7 @@ func fieldDocs() map[string]string {
 		"EC2.region":           "The AWS region, such as us-east-1; default the SDK's (AWS_REGION, shared config).",
 		"EC2.ami":              "The AMI every instance boots (ami-...): it must hold Nomad and rubberband.",
 		"EC2.subnets":          "Subnet ids (subnet-...), one per availability zone, tried in order when a zone has no capacity.",
-		"EC2.security_groups":  "Security group ids (sg-...); default the VPC's default group.",
+		"EC2.security_groups":  "More security group ids (sg-...) for the instances, beside the run's own, which the driver makes and deletes.",
 		"EC2.instance_profile": "An IAM instance profile, by name or ARN, giving instances their credentials (for s3:// checkpoints).",
 		"EC2.key_name":         "An EC2 key pair for SSH access.",
 		"EC2.tags":             "Extra tags on every instance and volume (at most 40; keys not starting with aws: or rubberband:, not Name).",

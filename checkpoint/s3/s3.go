@@ -1,7 +1,8 @@
 // Package s3 is the checkpoint.Store of an S3 bucket (AWS, MinIO, or any S3-compatible server),
 // through minio-go. Objects live under a configured prefix that no key can leave; each carries its
 // sha256 in its metadata, checked on every read. Credentials come from the environment or the
-// standard AWS chain only, never from the spec.
+// standard AWS chain only (on an instance, its profile's role through IMDSv2), never from the
+// spec.
 //
 // Retries happen in one place, Store's own loop (minio-go's are off): transient failures are
 // retried with full-jitter exponential backoff for at most Config.RetryFor (30 s by default) per
@@ -24,6 +25,10 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 )
+
+// EnvIMDSEndpoint is the AWS SDK's variable that overrides where the instance metadata service
+// is.
+const EnvIMDSEndpoint = "AWS_EC2_METADATA_SERVICE_ENDPOINT"
 
 // metaSHA is the user metadata key holding an object's sha256 (x-amz-meta-rb-sha256).
 const metaSHA = "Rb-Sha256"
@@ -88,9 +93,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, fmt.Errorf("s3: prefix: %w", err)
 		}
 	}
+	// The instance profile's role last, through IMDSv2 where the AWS SDK would look for it:
+	// AWS_EC2_METADATA_SERVICE_ENDPOINT when set (minio-go reads only the default address).
+	imds := strings.TrimSuffix(os.Getenv(EnvIMDSEndpoint), "/")
 	creds := credentials.NewChainCredentials([]credentials.Provider{
 		&credentials.EnvAWS{}, &credentials.EnvMinio{}, &credentials.FileAWSCredentials{},
-		&credentials.IAM{Client: &http.Client{Transport: http.DefaultTransport}},
+		&credentials.IAM{Client: &http.Client{Transport: http.DefaultTransport}, Endpoint: imds},
 	})
 	// MaxRetries 1 is one attempt: retry below is the only retry layer, so that its bound holds.
 	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region, MaxRetries: 1})

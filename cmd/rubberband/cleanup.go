@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -20,14 +22,17 @@ type cleanupResult struct {
 	Experiment string           `json:"experiment,omitempty"`
 	All        bool             `json:"all,omitempty"`
 	Terminated []rbec2.Instance `json:"terminated"`
+	// Groups are the runs' security groups it deleted.
+	Groups []rbec2.Group `json:"security_groups"`
 }
 
 func cleanupCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cleanup",
-		Usage: "terminate the EC2 instances rubberband rented for an experiment, or all of them: the `sky down` of rubberband",
+		Usage: "terminate the EC2 instances rubberband rented for an experiment, or all of them, and delete their runs' security groups: the `sky down` of rubberband",
 		Description: "Finds the instances carrying rubberband's tags (rubberband:run, and rubberband:experiment = NAME\n" +
-			"unless --all) in the region, pending to stopped, terminates them and lists what it terminated.\n" +
+			"unless --all) in the region, pending to stopped, terminates them and lists what it terminated; then\n" +
+			"deletes the runs' security groups that carry the same tags, once their instances have let go of them.\n" +
 			"Instances without those tags are never touched. Without --yes it lists what it would terminate and\n" +
 			"asks on the terminal; when stdin is not a terminal it refuses (exit 2). Only --backend ec2 rents\n" +
 			"machines that can outlive a run: local and nomad runs release their nodes themselves, and\n" +
@@ -66,7 +71,7 @@ func cleanupCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			res := cleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}}
+			res := cleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}, Groups: []rbec2.Group{}}
 			what := "experiment " + f.Experiment
 			if f.All {
 				what = "every experiment"
@@ -76,20 +81,35 @@ func cleanupCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
-				if len(found) == 0 {
+				groups, err := rbec2.CleanupGroups(c.Context, cfg, f, true)
+				if err != nil {
+					return err
+				}
+				if len(found)+len(groups) == 0 {
 					return printCleanup(c, res, what)
 				}
-				fmt.Fprintf(c.App.ErrWriter, "would terminate, in %s:\n", cfg.Region)
-				printInstances(c.App.ErrWriter, found, "STATE")
-				if !term.IsTTY(os.Stdin) {
-					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", format.Plural(len(found), "instance"), what)
+				these := strings.Join(slices.DeleteFunc([]string{plural(len(found), "instance"), plural(len(groups), "security group")},
+					func(s string) bool { return s == "" }), " and ")
+				fmt.Fprintf(c.App.ErrWriter, "would terminate and delete, in %s:\n", cfg.Region)
+				if len(found) > 0 {
+					printInstances(c.App.ErrWriter, found, "STATE")
 				}
-				if !term.Confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %s?", format.Plural(len(found), "instance"))) {
+				if len(groups) > 0 {
+					printGroups(c.App.ErrWriter, groups)
+				}
+				if !term.IsTTY(os.Stdin) {
+					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", these, what)
+				}
+				if !term.Confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %s?", these)) {
 					return &exitErr{code: exitError, err: errors.New("cleanup: nothing terminated")}
 				}
-				f.IDs = make([]string, len(found)) // what was confirmed, not what was rented since
+				// What was confirmed, not what was rented or made since.
+				f.IDs, f.Groups = make([]string, len(found)), make([]string, len(groups))
 				for i, in := range found {
 					f.IDs[i] = in.ID
+				}
+				for i, g := range groups {
+					f.Groups[i] = g.ID
 				}
 			}
 			done, err := rbec2.Cleanup(c.Context, cfg, f, false)
@@ -97,9 +117,23 @@ func cleanupCommand() *cli.Command {
 				return err
 			}
 			res.Terminated = append(res.Terminated, done...)
-			return printCleanup(c, res, what)
+			// After the instances: a group goes once they have let go of it.
+			gone, err := rbec2.CleanupGroups(c.Context, cfg, f, false)
+			res.Groups = append(res.Groups, gone...)
+			if perr := printCleanup(c, res, what); perr != nil {
+				return perr
+			}
+			return err
 		},
 	}
+}
+
+// plural is n things, or "" for none.
+func plural(n int, thing string) string {
+	if n == 0 {
+		return ""
+	}
+	return format.Plural(n, thing)
 }
 
 func printCleanup(c *cli.Context, res cleanupResult, what string) error {
@@ -109,11 +143,24 @@ func printCleanup(c *cli.Context, res cleanupResult, what string) error {
 	}
 	if len(res.Terminated) == 0 {
 		fmt.Fprintf(w, "no rubberband instances of %s in %s: nothing to terminate\n", what, res.Region)
-		return nil
+	} else {
+		printInstances(w, res.Terminated, "WAS")
+		fmt.Fprintf(w, "terminated %s of %s in %s\n", format.Plural(len(res.Terminated), "instance"), what, res.Region)
 	}
-	printInstances(w, res.Terminated, "WAS")
-	fmt.Fprintf(w, "terminated %s of %s in %s\n", format.Plural(len(res.Terminated), "instance"), what, res.Region)
+	if len(res.Groups) > 0 {
+		printGroups(w, res.Groups)
+		fmt.Fprintf(w, "deleted %s of %s in %s\n", format.Plural(len(res.Groups), "security group"), what, res.Region)
+	}
 	return nil
+}
+
+// printGroups is a table of the runs' security groups.
+func printGroups(w io.Writer, groups []rbec2.Group) {
+	t := format.NewTable(w, "SECURITY GROUP", "NAME", "VPC", "EXPERIMENT", "RUN")
+	for _, g := range groups {
+		t.Row(g.ID, g.Name, g.VpcID, g.Experiment, g.Run)
+	}
+	t.Flush()
 }
 
 // printInstances is a table of instances; state names the column of the state they were

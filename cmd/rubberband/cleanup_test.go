@@ -21,17 +21,26 @@ import (
 
 var cleanupRuns atomic.Int64
 
-// rent rents n on-demand p3.2xlarge instances for experiment through the EC2 provider, tagged
-// as a run of it, and returns their IDs.
-func rent(t *testing.T, experiment string, n int) []string {
-	t.Helper()
-	p, err := rbec2.New(t.Context(), rbec2.Config{
+// rentConfig is a run of experiment (a fresh run ID) that rents on-demand p3.2xlarge instances
+// that idle.
+func rentConfig(experiment string) rbec2.Config {
+	return rbec2.Config{
 		Experiment: experiment, RunID: fmt.Sprintf("r-cleanup-%d", cleanupRuns.Add(1)), InstanceType: "p3.2xlarge", GPUsPerNode: 1,
 		OnDemandPrice: 3.06, EC2: spec.EC2{AMI: "ami-0123456789abcdef0", Subnets: []string{"subnet-0a0000000000000a1", "subnet-0b0000000000000b2"}},
 		UserData:     func(string, rbec2.Kind) (string, error) { return "#!/bin/sh\nexec sleep 300\n", nil },
 		PollInterval: 20 * time.Millisecond,
-	})
+	}
+}
+
+// rent rents n on-demand p3.2xlarge instances for experiment through the EC2 provider, tagged
+// as a run of it, in the run's own security group, and returns their IDs.
+func rent(t *testing.T, experiment string, n int) []string {
+	t.Helper()
+	p, err := rbec2.New(t.Context(), rentConfig(experiment))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CreateGroup(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	nodes, err := p.Create(t.Context(), cloud.Request{Count: n})
@@ -79,15 +88,16 @@ func sortedIDs(ids ...string) []string {
 }
 
 // cleanup without --yes on a non-terminal lists what it would terminate and refuses (exit 2);
-// with --yes it terminates exactly the experiment's instances and lists them; --all -o json
-// terminates every rubberband instance. An untagged instance survives it all.
+// with --yes it terminates exactly the experiment's instances and deletes its runs' security
+// groups, and lists them; --all -o json terminates every rubberband instance and group. An
+// untagged instance survives it all.
 func TestCleanupEC2(t *testing.T) {
 	s, env := startEC2Sim(t)
 	mine, other, untagged := rent(t, "cli-exp", 2), rent(t, "other-exp", 1), rentUntagged(t)
 	everything := liveIDs(s)
 
 	out, errOut, code := rbEnv(t, binary, env, "cleanup", "--backend", "ec2", "--experiment", "cli-exp")
-	if code != 2 || out != "" || !strings.Contains(errOut, "add --yes to terminate these 2 instances of experiment cli-exp") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "add --yes to terminate these 2 instances and 1 security group of experiment cli-exp") {
 		t.Fatalf("without --yes: exit %d, stdout %q, stderr:\n%s", code, out, errOut)
 	}
 	for _, id := range mine {
@@ -100,8 +110,12 @@ func TestCleanupEC2(t *testing.T) {
 	}
 
 	out, errOut, code = rbEnv(t, binary, env, "cleanup", "--backend", "ec2", "--experiment", "cli-exp", "--yes")
-	if code != 0 || !strings.Contains(out, "terminated 2 instances of experiment cli-exp in us-east-1") {
+	if code != 0 || !strings.Contains(out, "terminated 2 instances of experiment cli-exp in us-east-1") ||
+		!strings.Contains(out, "deleted 1 security group of experiment cli-exp in us-east-1") {
 		t.Fatalf("--yes: exit %d:\n%s%s", code, out, errOut)
+	}
+	if groups := s.SecurityGroups(); len(groups) != 1 || groups[0].Tags[rbec2.TagExperiment] != "other-exp" {
+		t.Fatalf("groups after the cleanup of cli-exp: %+v; want other-exp's", groups)
 	}
 	for _, id := range mine {
 		if !strings.Contains(lineWith(out, id), "cli-exp") || !strings.Contains(lineWith(out, id), "running") {
@@ -119,12 +133,16 @@ func TestCleanupEC2(t *testing.T) {
 		Terminated []struct {
 			ID, Experiment, Run, State, Zone, Market string
 		} `json:"terminated"`
+		Groups []struct {
+			ID, Experiment string
+		} `json:"security_groups"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil {
 		t.Fatalf("--all -o json: exit %d:\n%s%s", code, out, errOut)
 	}
 	if !res.All || res.Region != "us-east-1" || len(res.Terminated) != 1 || res.Terminated[0].ID != other[0] ||
-		res.Terminated[0].Experiment != "other-exp" || res.Terminated[0].State != "running" || res.Terminated[0].Market != "on-demand" {
+		res.Terminated[0].Experiment != "other-exp" || res.Terminated[0].State != "running" || res.Terminated[0].Market != "on-demand" ||
+		len(res.Groups) != 1 || res.Groups[0].Experiment != "other-exp" || len(s.SecurityGroups()) != 0 {
 		t.Fatalf("--all -o json: %+v", res)
 	}
 	if got := liveIDs(s); !slices.Equal(got, []string{untagged}) {

@@ -24,8 +24,12 @@ import (
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
-// ec2Spec is a small synthetic SHA job on g3.8xlarge (2 GPUs) nodes of the fake's subnets, its
-// checkpoints in MinIO.
+// specGroup is the spec's own security group (cluster.ec2.security_groups), one the fake did not
+// make: it stands for one that exists.
+const specGroup = "sg-0123456789abcdef0"
+
+// ec2Spec is a small synthetic SHA job on g3.8xlarge (2 GPUs) nodes of the fake's subnets and a
+// security group of its own, its checkpoints in MinIO.
 func ec2Spec(t testing.TB, dir, endpoint string) string {
 	t.Helper()
 	file := filepath.Join(dir, "ec2.yaml")
@@ -47,13 +51,14 @@ cluster:
   ec2:
     ami: ami-0123456789abcdef0
     subnets: [subnet-0a0000000000000a1, subnet-0b0000000000000b2]
+    security_groups: [%s]
     user_data: echo extra user-data ran
 profile:
   iter_latency: {1: {mean: 4, std: 0.4}, 2: {mean: 2.2, std: 0.2}, 4: {mean: 1.3, std: 0.1}}
   startup_latency: {value: 1s}
 planner: {samples: 100}
 checkpoints: {url: s3://checkpoints/e2e-ec2, endpoint: %s, insecure: true}
-`, file, endpoint)
+`, file, specGroup, endpoint)
 	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -63,25 +68,51 @@ checkpoints: {url: s3://checkpoints/e2e-ec2, endpoint: %s, insecure: true}
 // ec2Env starts the fake EC2 (instances boot in a second and run their user-data here) and
 // MinIO for one test, and returns the fake, the spec and the driver's environment: the fake's
 // endpoints, the AMI's paths pointed at this machine's binaries, nothing of the machine's own
-// AWS configuration.
+// AWS configuration. The nodes read MinIO with credentials an AMI could hold, in a file.
 func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
+	t.Helper()
+	f := startEC2Fixture(t, dir, false)
+	return f.sim, f.spec, f.env
+}
+
+// ec2Fixture is what an EC2 test runs against: the fake, MinIO (its credentials are the
+// test process's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), the spec and the driver's
+// environment.
+type ec2Fixture struct {
+	sim   *ec2sim.Server
+	minio *servers.MinIO
+	spec  string
+	env   []string
+}
+
+// startEC2Fixture is ec2Env; with profile, the nodes hold no credentials and get MinIO's from
+// their IMDS, as the role of the spec's cluster.ec2.instance_profile.
+func startEC2Fixture(t testing.TB, dir string, profile bool) ec2Fixture {
 	t.Helper()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
 	dataDir := filepath.Join(dir, "nodes")
-	// The nodes' credentials for MinIO, as an AMI could hold them: in a file. In the environment
-	// they would not reach the workers (Nomad's default env denylist drops AWS_ACCESS_KEY_ID).
-	creds := filepath.Join(dir, "node-credentials")
-	os.WriteFile(creds, []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", minio.AccessKey, minio.Secret)), 0o600)
-	sim, err := ec2sim.Start(t.Context(), ec2sim.Config{BootDelay: time.Second, Env: []string{
-		"PATH=" + filepath.Dir(binary) + ":" + filepath.Dir(nomadBin) + ":/usr/bin:/bin",
-		"AWS_SHARED_CREDENTIALS_FILE=" + creds,
-	}})
+	cfg := ec2sim.Config{BootDelay: time.Second, Env: []string{"PATH=" + filepath.Dir(binary) + ":" + filepath.Dir(nomadBin) + ":/usr/bin:/bin"}}
+	if profile {
+		cfg.InstanceCredentials = &ec2sim.Credentials{AccessKeyID: minio.AccessKey, SecretAccessKey: minio.Secret}
+	} else {
+		// The nodes' credentials for MinIO, as an AMI could hold them: in a file. In the
+		// environment they would not reach the workers (Nomad's default env denylist drops
+		// AWS_ACCESS_KEY_ID).
+		creds := filepath.Join(dir, "node-credentials")
+		os.WriteFile(creds, []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", minio.AccessKey, minio.Secret)), 0o600)
+		cfg.Env = append(cfg.Env, "AWS_SHARED_CREDENTIALS_FILE="+creds)
+	}
+	sim, err := ec2sim.Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sim.Close(); nomadlocal.UnmountUnder(dataDir) })
 	specFile := ec2Spec(t, dir, minio.Endpoint)
+	if profile {
+		src, _ := os.ReadFile(specFile)
+		os.WriteFile(specFile, []byte(strings.Replace(string(src), "    user_data:", "    instance_profile: rubberband-node\n    user_data:", 1)), 0o644)
+	}
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, nil, 0o644)
 	env := []string{"RB_NOMAD_BIN=" + nomadBin, "NOMAD_ADDR=", "RB_EC2_AGENT_BIN=" + binary, "RB_EC2_NOMAD_BIN=" + nomadBin,
@@ -91,13 +122,14 @@ func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
 			env = append(env, k+"="+v)
 		}
 	}
-	return sim, specFile, env
+	return ec2Fixture{sim: sim, minio: minio, spec: specFile, env: env}
 }
 
 // A full SHA job with --backend ec2 against the fake EC2: each instance's user-data runs
 // `rubberband node-agent`, whose Nomad client joins the driver's server; gangs run there with
 // checkpoints in MinIO; the winner is the local backend's; every instance is terminated at the
-// end, and each carried the run's tag.
+// end, and each carried the run's tag and sat in the run's own security group (beside the
+// spec's), which is deleted after them; the IAM policy allows every call.
 func TestEC2Backend(t *testing.T) {
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
@@ -144,6 +176,8 @@ func TestEC2Backend(t *testing.T) {
 			t.Errorf("%s: client key %v, %v", in.ID, st, err)
 		}
 	}
+	checkRunGroups(t, sim, rf.RunID)
+	checkPolicy(t, sim)
 	local := filepath.Join(dir, "local")
 	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
 		t.Fatal(errOut)
@@ -275,8 +309,8 @@ func TestEC2BackendUsage(t *testing.T) {
 	}
 }
 
-// `rubberband cancel` of a running ec2 run: the driver stops its gangs and terminates every
-// instance it rented.
+// `rubberband cancel` of a running ec2 run: the driver stops its gangs, terminates every
+// instance it rented and deletes the run's security group once they are gone.
 func TestEC2Cancel(t *testing.T) {
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
@@ -293,10 +327,60 @@ func TestEC2Cancel(t *testing.T) {
 		t.Fatalf("%d instance(s); the cancelled driver exited %d", len(insts), driver.ProcessState.ExitCode())
 	}
 	for _, in := range insts {
-		if in.State != ec2sim.StateTerminated && in.State != ec2sim.StateShuttingDown {
+		if in.State != ec2sim.StateTerminated {
 			t.Errorf("%s is %s after cancel", in.ID, in.State)
 		}
 	}
+	checkRunGroups(t, sim, runIDOf(t, state))
+	checkPolicy(t, sim)
+}
+
+// checkRunGroups checks the security groups of the run: each made by the driver, named after
+// the run and tagged with it; every instance sat in one of them beside the spec's group; and
+// every one is deleted, after the last instance that held it was terminated (EC2 would refuse
+// before), with nothing left. A driver that cancels opens its backend again for the cancel,
+// and makes the group again when the first is gone.
+func checkRunGroups(t *testing.T, sim *ec2sim.Server, runID string) {
+	t.Helper()
+	made := 0
+	deleted := map[string]time.Time{}
+	for _, c := range sim.Calls() {
+		switch {
+		case c.Error != "":
+		case c.Action == "CreateSecurityGroup":
+			made++
+			if c.Params["GroupName"] != ec2.GroupName(runID) || !callTagged(c, ec2.TagRun, runID) || !callTagged(c, ec2.TagExperiment, "e2e-ec2") {
+				t.Errorf("a security group not the run's: %v", c.Params)
+			}
+		case c.Action == "DeleteSecurityGroup":
+			deleted[c.Params["GroupId"]] = c.Time
+		}
+	}
+	if made == 0 || len(deleted) != made {
+		t.Errorf("%d security group(s) made, %d deleted", made, len(deleted))
+	}
+	for _, in := range sim.Instances() {
+		if len(in.SecurityGroups) != 2 || in.SecurityGroups[0] != specGroup {
+			t.Errorf("%s sat in groups %v, want the spec's %s and the run's", in.ID, in.SecurityGroups, specGroup)
+			continue
+		}
+		if at, ok := deleted[in.SecurityGroups[1]]; !ok || at.Before(in.EndTime) {
+			t.Errorf("%s's group %s deleted at %v (ok %v), the instance terminated at %v", in.ID, in.SecurityGroups[1], at, ok, in.EndTime)
+		}
+	}
+	if left := sim.SecurityGroups(); len(left) != 0 {
+		t.Errorf("security groups left: %+v", left)
+	}
+}
+
+// callTagged says whether a call tags what it makes with key = value.
+func callTagged(c ec2sim.Call, key, value string) bool {
+	for k, v := range c.Params {
+		if strings.HasSuffix(k, ".Key") && v == key && c.Params[strings.TrimSuffix(k, ".Key")+".Value"] == value {
+			return true
+		}
+	}
+	return false
 }
 
 // Instances never bill forever: a driver killed for good stops beating, and after
@@ -345,6 +429,14 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 	}
 	if took < 20*time.Second {
 		t.Fatalf("instances ended %s after the driver died: before the 30 s watchdog", took)
+	}
+	// The dead driver's security group outlives it: cleanup deletes it.
+	if n := len(sim.SecurityGroups()); n != 1 {
+		t.Fatalf("%d security groups after the driver died, want its one", n)
+	}
+	if out, errOut, code := rbEnv(t, binary, env, "cleanup", "--backend", "ec2", "--experiment", "e2e-ec2", "--yes"); code != 0 ||
+		!strings.Contains(out, "deleted 1 security group of experiment e2e-ec2") || len(sim.SecurityGroups()) != 0 {
+		t.Fatalf("cleanup: exit %d, groups left %+v\n%s%s", code, sim.SecurityGroups(), out, errOut)
 	}
 	t.Logf("%d instance(s) terminated themselves %s after the driver was killed (watchdog 30 s, a beat every 10 s)", len(insts), took.Round(time.Second))
 }
@@ -433,6 +525,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 			t.Errorf("%s is %s after the run", in.ID, in.State)
 		}
 	}
+	checkRunGroups(t, sim, runIDOf(t, state))
 	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("%d instance(s) rented, %d interrupted (%d tries relaunched from their checkpoints: %v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s",
 		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
@@ -476,6 +569,7 @@ func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
 	if up != 2 || !strings.Contains(errOut, "after on-demand subnet-0a0000000000000a1: InsufficientInstanceCapacity") {
 		t.Fatalf("%d node_up events; the driver said:\n%s", up, errOut)
 	}
+	checkRunGroups(t, sim, runIDOf(t, state))
 }
 
 // The driver killed while its RunInstances calls are in flight (EC2 has rented, no answer has
@@ -529,6 +623,7 @@ func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
 	if !rep.Finished || rep.Best == nil {
 		t.Fatalf("resumed run: finished %v, best %+v", rep.Finished, rep.Best)
 	}
+	checkRunGroups(t, sim, runIDOf(t, state)) // the resumed driver found the dead one's group
 	t.Logf("resumed: %d instances rented in all (%v), best %s", len(insts), rented, rep.Best.Trial)
 }
 
@@ -676,6 +771,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 			t.Errorf("%s, a %s, booted with user-data for another GPU count:\n%s", in.ID, in.Type, ud)
 		}
 	}
+	checkRunGroups(t, sim, runIDOf(t, state))
 	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("nodes rented by type and market: %v; cost realized $%.4f, predicted $%.4f", rented, rep.Realized.Cost, rep.Predicted.Cost)
 }

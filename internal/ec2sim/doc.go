@@ -11,8 +11,10 @@
 // is set, a plain *http.Client makes config.LoadDefaultConfig fail.
 //
 // The actions served are RunInstances, DescribeInstances, TerminateInstances, CreateTags,
-// DescribeSpotPriceHistory and DescribeInstanceTypes (EC2), GetProducts (Pricing) and
-// GetServiceQuota (Service Quotas), with EC2's XML shapes, error codes and HTTP statuses.
+// DescribeSpotPriceHistory, DescribeInstanceTypes, DescribeSubnets, CreateSecurityGroup,
+// AuthorizeSecurityGroupIngress, DescribeSecurityGroups and DeleteSecurityGroup (EC2),
+// GetProducts (Pricing) and GetServiceQuota (Service Quotas), with EC2's XML shapes, error codes
+// and HTTP statuses.
 // Requests must be SigV4-signed for the right service and for Config.Region (Pricing: us-east-1,
 // eu-central-1 or ap-south-1); signatures themselves are not checked.
 //
@@ -32,9 +34,14 @@
 // (reason Client.UserInitiatedShutdown). A process that leaves its process group (setsid) is
 // not followed.
 //
+// Security groups are the ones the fake made, in its one VPC (the default one): an instance
+// holds each of its groups until it is terminated, and deleting one meanwhile is a
+// DependencyViolation, as on EC2. A group id the fake never made stands for one that existed
+// before (a spec's own) and is accepted by RunInstances; one it deleted is not.
+//
 // Faults are injected with FailCapacity, Throttle, NeverBoot, Interrupt, RecommendRebalance,
-// SetQuota, SetSpotPrice and Deny; Instances and Calls show what happened, and WaitState waits
-// for a state. Terminated instances stay listed (EC2 forgets them after about an hour).
+// SetQuota, SetSpotPrice and Deny; Instances, SecurityGroups, Calls and Actions (each call's
+// IAM action) show what happened, and WaitState waits for a state. Terminated instances stay listed (EC2 forgets them after about an hour).
 //
 // Every instance is this machine: its private address is 127.0.0.1, so the agents that
 // user-data starts must not share ports.

@@ -200,3 +200,16 @@ func (s *Server) Calls() []Call {
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
 }
+
+// Actions are the IAM actions of every request answered so far (Call.IAMAction), sorted, each
+// once: refused and dry-run requests count, since IAM is asked before either answer.
+func (s *Server) Actions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, c := range s.calls {
+		out = append(out, c.IAMAction())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -203,6 +203,12 @@ func (s *Server) parseRun(p params) (runRequest, error) {
 		if !sgRE.MatchString(g) {
 			return req, ec2Err("InvalidGroupId.Malformed", "Invalid id: %q (expecting \"sg-...\")", g)
 		}
+		s.mu.Lock()
+		known := s.groupKnownLocked(g)
+		s.mu.Unlock()
+		if !known {
+			return req, ec2Err("InvalidGroup.NotFound", "The security group '%s' does not exist in VPC '%s'", g, vpcID)
+		}
 	}
 	req.keyName = p.Get("KeyName")
 	req.profile = p.Get("IamInstanceProfile.Arn")

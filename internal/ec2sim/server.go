@@ -24,23 +24,27 @@ type Server struct {
 	start  time.Time
 	wg     sync.WaitGroup // instance lifecycles, IMDS servers and the serve loop
 
-	mu           sync.Mutex
-	closed       bool
-	instances    map[string]*instance
-	order        []*instance // in launch order, for pagination
-	seq          int
-	tokens       map[string]*reservation // ClientToken -> the reservation it made
-	volumes      map[string]*instance    // root volume id -> its instance
-	spotHistory  []spotPrice
-	quotas       map[string]float64
-	capacity     []capacityFault
-	throttle     int
-	neverBoot    int
-	stalls       []time.Duration // answers of RunInstances to hold, in order
-	denied       map[string]bool
-	calls        []Call
-	changed      chan struct{} // closed and replaced on every instance state change
-	stopWatching func() bool
+	mu            sync.Mutex
+	closed        bool
+	instances     map[string]*instance
+	order         []*instance // in launch order, for pagination
+	seq           int
+	tokens        map[string]*reservation // ClientToken -> the reservation it made
+	volumes       map[string]*instance    // root volume id -> its instance
+	spotHistory   []spotPrice
+	quotas        map[string]float64
+	capacity      []capacityFault
+	throttle      int
+	neverBoot     int
+	stalls        []time.Duration // answers of RunInstances to hold, in order
+	denied        map[string]bool
+	groups        map[string]*group // security groups by ID
+	groupOrder    []*group          // in creation order, for pagination
+	groupSeq      int
+	deletedGroups map[string]bool
+	calls         []Call
+	changed       chan struct{} // closed and replaced on every instance state change
+	stopWatching  func() bool
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -52,15 +56,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:       cfg,
-		types:     map[string]InstanceType{},
-		start:     time.Now().UTC(),
-		instances: map[string]*instance{},
-		tokens:    map[string]*reservation{},
-		volumes:   map[string]*instance{},
-		quotas:    cfg.Quotas,
-		denied:    map[string]bool{},
-		changed:   make(chan struct{}),
+		cfg:           cfg,
+		types:         map[string]InstanceType{},
+		start:         time.Now().UTC(),
+		instances:     map[string]*instance{},
+		tokens:        map[string]*reservation{},
+		volumes:       map[string]*instance{},
+		quotas:        cfg.Quotas,
+		denied:        map[string]bool{},
+		groups:        map[string]*group{},
+		deletedGroups: map[string]bool{},
+		changed:       make(chan struct{}),
 	}
 	for _, t := range cfg.InstanceTypes {
 		s.types[t.Name] = t

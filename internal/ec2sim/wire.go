@@ -63,6 +63,10 @@ type Call struct {
 	Error string
 }
 
+// IAMAction is the IAM action that authorizes the call, such as ec2:RunInstances or
+// pricing:GetProducts: the fake's service names are IAM's prefixes.
+func (c Call) IAMAction() string { return c.Service + ":" + c.Action }
+
 // respMeta opens every EC2 response.
 type respMeta struct {
 	Xmlns     string `xml:"xmlns,attr"`
@@ -136,6 +140,16 @@ func (s *Server) ec2Action(r *http.Request, action string, p params) (response, 
 		return s.describeSpotPriceHistory(p)
 	case "DescribeInstanceTypes":
 		return s.describeInstanceTypes(p)
+	case "CreateSecurityGroup":
+		return s.createSecurityGroup(p)
+	case "AuthorizeSecurityGroupIngress":
+		return s.authorizeSecurityGroupIngress(p)
+	case "DeleteSecurityGroup":
+		return s.deleteSecurityGroup(p)
+	case "DescribeSecurityGroups":
+		return s.describeSecurityGroups(p)
+	case "DescribeSubnets":
+		return s.describeSubnets(p)
 	}
 	return nil, ec2Err("InvalidAction", "The action %s is not valid for this web service.", action)
 }

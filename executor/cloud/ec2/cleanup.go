@@ -20,9 +20,46 @@ import (
 type Filter struct {
 	Experiment string
 	All        bool
-	// IDs, when not nil, narrows the filter to these instances: what a person confirmed after
-	// a dry run, so that one rented since is not ended unseen.
-	IDs []string
+	// IDs, when not nil, narrows the filter to these instances, and Groups to these security
+	// groups: what a person confirmed after a dry run, so that one made since is not ended
+	// unseen.
+	IDs    []string
+	Groups []string
+}
+
+// picks says whether f picks a resource with these tags: rubberband's run tag, and f's
+// experiment unless All. Checked on every answer: tag filters take wildcards, so an experiment
+// named "a*" would match others' resources.
+func (f Filter) picks(tags map[string]string) bool {
+	return tags[TagRun] != "" && (f.All || tags[TagExperiment] == f.Experiment)
+}
+
+// filters are the API filters that find what f picks (picks has the last word).
+func (f Filter) filters() []types.Filter {
+	out := []types.Filter{filter("tag-key", TagRun)}
+	if !f.All {
+		out = append(out, filter("tag:"+TagExperiment, f.Experiment))
+	}
+	return out
+}
+
+func (f Filter) check() error {
+	if (f.Experiment == "") == !f.All {
+		return errors.New("give an experiment or all, not both or neither")
+	}
+	return nil
+}
+
+// cleanupProvider is a Provider for what Cleanup and CleanupGroups do outside a run. A cfg
+// without a retryer gets the provider's adaptive one.
+func cleanupProvider(cfg aws.Config) (*Provider, error) {
+	if cfg.Retryer == nil {
+		cfg.Retryer = func() aws.Retryer { return newRetryer(0) }
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region")
+	}
+	return &Provider{cfg: Config{PollInterval: DefaultPollInterval, GroupTimeout: DefaultGroupTimeout}, ec2: ec2.NewFromConfig(cfg)}, nil
 }
 
 // Instance is an instance Cleanup found.
@@ -50,20 +87,14 @@ var cleanupStates = []string{"pending", "running", "stopping", "stopped"}
 // is never touched, whatever the API's filters let through. A cfg without a retryer gets the
 // provider's adaptive one.
 func Cleanup(ctx context.Context, cfg aws.Config, f Filter, dryRun bool) ([]Instance, error) {
-	if (f.Experiment == "") == !f.All {
-		return nil, errors.New("ec2: cleanup: give an experiment or all, not both or neither")
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("ec2: cleanup: %w", err)
 	}
-	if cfg.Retryer == nil {
-		cfg.Retryer = func() aws.Retryer { return newRetryer(0) }
+	p, err := cleanupProvider(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ec2: cleanup: %w", err)
 	}
-	if cfg.Region == "" {
-		return nil, errors.New("ec2: cleanup: no AWS region")
-	}
-	p := &Provider{cfg: Config{PollInterval: DefaultPollInterval}, ec2: ec2.NewFromConfig(cfg)}
-	filters := []types.Filter{filter("tag-key", TagRun), filter("instance-state-name", cleanupStates...)}
-	if !f.All {
-		filters = append(filters, filter("tag:"+TagExperiment, f.Experiment))
-	}
+	filters := append(f.filters(), filter("instance-state-name", cleanupStates...))
 	var found []types.Instance
 	if f.IDs == nil {
 		var err error
@@ -85,9 +116,7 @@ func Cleanup(ctx context.Context, cfg aws.Config, f Filter, dryRun bool) ([]Inst
 		for _, t := range in.Tags {
 			tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 		}
-		// Checked again here: tag filters take wildcards, so an experiment named "a*" would
-		// match others' instances.
-		if tags[TagRun] == "" || (!f.All && tags[TagExperiment] != f.Experiment) {
+		if !f.picks(tags) {
 			continue
 		}
 		i := Instance{ID: aws.ToString(in.InstanceId), Type: string(in.InstanceType), Market: marketOf(in),
@@ -117,4 +146,64 @@ func Cleanup(ctx context.Context, cfg aws.Config, f Filter, dryRun bool) ([]Inst
 		return nil, fmt.Errorf("ec2: cleanup: %w", err)
 	}
 	return out, nil
+}
+
+// Group is a security group CleanupGroups found.
+type Group struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	VpcID      string `json:"vpc_id"`
+	Experiment string `json:"experiment"`
+	Run        string `json:"run"`
+}
+
+// CleanupGroups finds the security groups rubberband made for runs (tag rubberband:run) in
+// cfg's region that f picks and, unless dryRun, deletes them, waiting while the instances that
+// hold one shut down (call it after Cleanup). It returns what it found (dry run) or deleted,
+// sorted by experiment, run and ID. A group that a live instance (pending to stopped) still
+// uses is kept, and said in the error, which wraps a *GroupInUseError for each; a group
+// without rubberband's run tag, or of another experiment, is never touched.
+func CleanupGroups(ctx context.Context, cfg aws.Config, f Filter, dryRun bool) ([]Group, error) {
+	if err := f.check(); err != nil {
+		return nil, fmt.Errorf("ec2: cleanup: %w", err)
+	}
+	p, err := cleanupProvider(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("ec2: cleanup: %w", err)
+	}
+	found, err := describeGroups(ctx, p.ec2, f.filters()...)
+	if err != nil {
+		return nil, fmt.Errorf("ec2: cleanup: find security groups: %w", err)
+	}
+	var out []Group
+	for _, g := range found {
+		tags := map[string]string{}
+		for _, t := range g.Tags {
+			tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+		}
+		id := aws.ToString(g.GroupId)
+		if !f.picks(tags) || (f.Groups != nil && !slices.Contains(f.Groups, id)) {
+			continue
+		}
+		out = append(out, Group{ID: id, Name: aws.ToString(g.GroupName), VpcID: aws.ToString(g.VpcId), Experiment: tags[TagExperiment], Run: tags[TagRun]})
+	}
+	slices.SortFunc(out, func(a, b Group) int {
+		return cmp.Or(cmp.Compare(a.Experiment, b.Experiment), cmp.Compare(a.Run, b.Run), cmp.Compare(a.ID, b.ID))
+	})
+	if dryRun {
+		return out, nil
+	}
+	var deleted []Group
+	var errs []error
+	for _, g := range out {
+		if err := p.deleteGroup(ctx, g.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		deleted = append(deleted, g)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return deleted, fmt.Errorf("ec2: cleanup: %w", err)
+	}
+	return deleted, nil
 }

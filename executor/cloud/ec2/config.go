@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,6 +68,12 @@ type Config struct {
 	BootTimeout time.Duration
 	// MaxBackoff bounds the retryer's wait between attempts (0: the SDK's 20 s).
 	MaxBackoff time.Duration
+	// DriverCIDRs are the addresses (CIDR blocks) that may reach Nomad's ports on the run's
+	// instances besides the instances themselves: the driver's Nomad server (CreateGroup).
+	DriverCIDRs []string
+	// GroupTimeout bounds how long DeleteGroup waits for the run's last instances to let go of
+	// its security group (default DefaultGroupTimeout).
+	GroupTimeout time.Duration
 }
 
 // Kind is one instance type a Provider rents: what its nodes report and cost an hour on each
@@ -119,6 +126,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.BootTimeout <= 0 {
 		c.BootTimeout = DefaultBootTimeout
 	}
+	if c.GroupTimeout <= 0 {
+		c.GroupTimeout = DefaultGroupTimeout
+	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.RunID == "" {
@@ -154,6 +164,11 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	default:
 		bad("market %q is neither %s nor %s", c.Market, cloud.OnDemand, cloud.Spot)
+	}
+	for _, cidr := range c.DriverCIDRs {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			bad("driver address %q is not a CIDR block", cidr)
+		}
 	}
 	if f := c.Spot.Fallback; f != spec.FallbackOnDemand && f != spec.FallbackNone {
 		bad("spot fallback %q is neither %s nor %s", f, spec.FallbackOnDemand, spec.FallbackNone)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,18 +294,25 @@ func (p *Provider) runInput(n *launch, a attempt) *ec2.RunInstancesInput {
 		MetadataOptions: &types.InstanceMetadataOptionsRequest{HttpTokens: types.HttpTokensStateRequired,
 			HttpEndpoint: types.InstanceMetadataEndpointStateEnabled},
 	}
-	if len(x.SecurityGroups) > 0 {
-		in.SecurityGroupIds = x.SecurityGroups
+	// The spec's groups, and the run's own beside them once made: with neither, the VPC's
+	// default group.
+	in.SecurityGroupIds = slices.Clone(x.SecurityGroups)
+	if g := p.ownGroup(); g != "" {
+		in.SecurityGroupIds = append(in.SecurityGroupIds, g)
 	}
 	if x.KeyName != "" {
 		in.KeyName = aws.String(x.KeyName)
 	}
 	if x.InstanceProfile != "" {
-		if len(x.InstanceProfile) > 4 && x.InstanceProfile[:4] == "arn:" {
+		if strings.HasPrefix(x.InstanceProfile, "arn:") {
 			in.IamInstanceProfile = &types.IamInstanceProfileSpecification{Arn: aws.String(x.InstanceProfile)}
 		} else {
 			in.IamInstanceProfile = &types.IamInstanceProfileSpecification{Name: aws.String(x.InstanceProfile)}
 		}
+		// A container behind Nomad's bridge network is one hop further from IMDS than its
+		// instance: with EC2's default limit of 1 it would get no token, so no role
+		// credentials.
+		in.MetadataOptions.HttpPutResponseHopLimit = aws.Int32(2)
 	}
 	if n.userData != "" {
 		in.UserData = aws.String(n.userData)

@@ -32,8 +32,20 @@
 //   - VcpuLimitExceeded is not a CapacityError: a caller that waits for capacity would wait for
 //     ever on a quota only a person can raise. Create stops at once with an error naming the
 //     quota code.
+//   - Network: CreateGroup makes the run's own security group (tagged with the experiment and
+//     the run, named after the run so that a resumed driver finds it): the run's instances may
+//     reach each other on any port, the driver Nomad's ports (4646-4648), nobody else anything.
+//     Every instance joins it beside the spec's groups. DeleteGroup deletes it once the run's
+//     instances are gone, waiting (bounded) while they shut down, since EC2 refuses to delete
+//     a group an instance still holds; one that live instances use is kept, a *GroupInUseError.
+//   - Credentials: the driver's come from the SDK's chain and never reach an instance; with
+//     cluster.ec2.instance_profile, instances (and containers, one more hop from IMDSv2) use
+//     the profile's role.
 //
 // Outside a run: Prices looks up on-demand (Price List API) and spot (spot price history)
 // prices, falling back to the built-in catalog, never silently; Cleanup terminates what
-// rubberband rented for an experiment, or all of it, touching nothing without its tags.
+// rubberband rented for an experiment, or all of it, and CleanupGroups deletes the runs'
+// security groups, touching nothing without rubberband's tags; Policy writes the
+// least-privilege IAM policy of the driver, or of the instances' role, for what this package
+// and the checkpoint store call.
 package ec2

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,7 +68,8 @@ func nodeName(run, token string) string {
 	return run + "-n" + hex.EncodeToString(sum[:])[:8]
 }
 
-// Tag keys rubberband sets on every instance and volume.
+// Tag keys rubberband sets on every instance and volume (experiment and run also on the run's
+// security group).
 const (
 	TagExperiment = "rubberband:experiment"
 	TagRun        = "rubberband:run"
@@ -84,17 +86,17 @@ const (
 // tags are a node's tags: rubberband's, what it was rented as (kind k on market m), then the
 // spec's extras by key (a stable order keeps a repeated request identical).
 func tags(experiment, run, node string, k Kind, m cloud.Market, extra map[string]string) [][2]string {
-	out := [][2]string{{TagExperiment, experiment}, {TagRun, run}, {TagNode, node}, {tagName, node},
-		{TagGPUs, strconv.Itoa(k.GPUsPerNode)}, {TagPrice, strconv.FormatFloat(k.price(m), 'g', -1, 64)}}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
+	return withExtra([][2]string{{TagExperiment, experiment}, {TagRun, run}, {TagNode, node}, {tagName, node},
+		{TagGPUs, strconv.Itoa(k.GPUsPerNode)}, {TagPrice, strconv.FormatFloat(k.price(m), 'g', -1, 64)}}, extra)
+}
+
+// withExtra is rubberband's tags, then the spec's extras by key (a stable order keeps a
+// repeated request identical).
+func withExtra(own [][2]string, extra map[string]string) [][2]string {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		own = append(own, [2]string{k, extra[k]})
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		out = append(out, [2]string{k, extra[k]})
-	}
-	return out
+	return own
 }
 
 // kind is what an EC2 error code means for a node being rented.

@@ -67,7 +67,6 @@ const (
 	apiTimeout = 20 * time.Second
 )
 
-
 // Prices looks up what types cost an hour in region on market (empty: both markets):
 // on-demand from the Price List API (Linux, shared tenancy, no pre-installed software), spot
 // from the spot price history (the latest Linux/UNIX price per zone). Where AWS gives no price

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,12 +21,15 @@ import (
 
 // Provider rents a run's nodes as EC2 instances. Its methods are safe for concurrent use; it
 // keeps no state of its own (EC2's tags are the state), so a Provider opened with the same
-// run ID finds what another rented.
+// run ID finds what another rented, and CreateGroup the run's security group.
 type Provider struct {
 	cfg    Config
 	kinds  []Kind // what it rents, the Config's own type first
 	ec2    *ec2.Client
 	quotas *servicequotas.Client
+
+	mu    sync.Mutex
+	group string // the run's security group, once CreateGroup made or found it
 }
 
 var _ cloud.Provider = (*Provider)(nil)

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/rundir"
+)
+
+// driverKeys are keys of the driver's own, distinct from MinIO's (which the instances' role
+// gets): temporary ones MinIO hands out (STS AssumeRole), good for the driver's heartbeat.
+func driverKeys(t *testing.T, m *servers.MinIO) (key, secret, token string) {
+	t.Helper()
+	c, err := credentials.NewSTSAssumeRole("http://"+m.Endpoint, credentials.STSAssumeRoleOptions{AccessKey: m.AccessKey, SecretKey: m.Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.GetWithContext(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.AccessKeyID, v.SecretAccessKey, v.SessionToken
+}
+
+// nomadSeen is every job definition and Nomad Variable the driver's Nomad server held while a
+// run went on, as JSON, polled.
+type nomadSeen struct {
+	mu    sync.Mutex
+	jobs  map[string]string // job ID -> its definition
+	vars  map[string]string // path -> its items
+	polls int
+	err   error // the last failed poll's
+}
+
+// watchNomad polls the Nomad server of the run in state for its jobs and variables until ctx
+// ends.
+func watchNomad(ctx context.Context, state string) *nomadSeen {
+	seen := &nomadSeen{jobs: map[string]string{}, vars: map[string]string{}}
+	go func() {
+		var client *nomadapi.Client
+		for ; ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+			if client == nil { // the run's own server, locked down: its fleet's certificate and token
+				var st struct {
+					Addr  string
+					Ports [3]int
+				}
+				b, err := os.ReadFile(filepath.Join(state, rundir.NomadDir, "server", "server.json"))
+				if err != nil || json.Unmarshal(b, &st) != nil || st.Ports[0] == 0 {
+					continue
+				}
+				fleet, err := nomadlocal.OpenFleet(filepath.Join(state, rundir.NomadDir, "fleet"))
+				if err != nil {
+					continue
+				}
+				if client, err = nomadapi.NewClient(fleet.APIConfig(fmt.Sprintf("https://%s:%d", cmp.Or(st.Addr, "127.0.0.1"), st.Ports[0]))); err != nil {
+					continue
+				}
+			}
+			q := (&nomadapi.QueryOptions{}).WithContext(ctx)
+			jobs, _, err := client.Jobs().List(q)
+			found := map[string]string{}
+			for _, j := range jobs {
+				if job, _, jerr := client.Jobs().Info(j.ID, q); jerr == nil {
+					b, _ := json.Marshal(job)
+					found["job "+j.ID] = string(b)
+				}
+			}
+			vars, _, verr := client.Variables().List(q)
+			for _, v := range vars {
+				if full, _, rerr := client.Variables().Read(v.Path, q); rerr == nil {
+					b, _ := json.Marshal(full)
+					found["variable "+v.Path] = string(b)
+				}
+			}
+			seen.mu.Lock()
+			if err == nil && verr == nil {
+				seen.polls++
+			} else if ctx.Err() == nil {
+				seen.err = fmt.Errorf("jobs: %v; variables: %v", err, verr)
+			}
+			for k, v := range found {
+				if strings.HasPrefix(k, "job ") {
+					seen.jobs[k] = v
+				} else {
+					seen.vars[k] = v
+				}
+			}
+			seen.mu.Unlock()
+		}
+	}()
+	return seen
+}
+
+// With cluster.ec2.instance_profile, the instances hold no credentials: their node agents and
+// workers read and write checkpoints with the role's, through IMDSv2, and the run finishes. The
+// driver's own keys (distinct ones, that the test sets) never leave it: they appear in no job
+// definition nor Nomad Variable the driver's Nomad server held during the run, in no instance's
+// user-data, and in no file of the run: its state (journal, logs, the Nomad server's data), the
+// instances' directories (consoles, Nomad clients' data, task directories). The run's security
+// group is gone at the end, and the IAM policy allows every call.
+func TestEC2InstanceProfileKeepsDriverKeys(t *testing.T) {
+	dir := t.TempDir()
+	f := startEC2Fixture(t, dir, true)
+	key, secret, token := driverKeys(t, f.minio)
+	env := append(f.env, "AWS_ACCESS_KEY_ID="+key, "AWS_SECRET_ACCESS_KEY="+secret, "AWS_SESSION_TOKEN="+token)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, f.spec, "4,4,2")
+	ctx, stop := context.WithCancel(t.Context())
+	seen := watchNomad(ctx, state)
+	driver := startRun(t, env, "run", f.spec, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05")
+	err := driver.Wait()
+	stop()
+	out := driver.Stdout.(*bytes.Buffer).String()
+	if err != nil {
+		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, out, consoles(f.sim))
+	}
+	if rep := readRunReport(t, state); !rep.Finished || rep.Best == nil {
+		t.Fatalf("run: finished %v, best %+v", rep.Finished, rep.Best)
+	}
+	if strings.Contains(out, "instance_profile is not set") {
+		t.Errorf("the driver warns of a missing instance profile:\n%s", out)
+	}
+	insts := f.sim.Instances()
+	for _, in := range insts {
+		if in.InstanceProfile != "rubberband-node" || in.State != ec2sim.StateTerminated {
+			t.Errorf("%s: profile %q, %s", in.ID, in.InstanceProfile, in.State)
+		}
+	}
+
+	keys := map[string]string{"access key ID": key, "secret key": secret, "session token": token}
+	leaks := func(where, text string) {
+		for what, k := range keys {
+			if strings.Contains(text, k) {
+				t.Errorf("the driver's %s appears in %s", what, where)
+			}
+		}
+	}
+	leaks("the driver's output", out)
+	seen.mu.Lock()
+	if seen.polls == 0 || len(seen.jobs) == 0 {
+		t.Errorf("the driver's Nomad server was read %d times, %d jobs seen (%v): nothing checked", seen.polls, len(seen.jobs), seen.err)
+	}
+	for _, m := range []map[string]string{seen.jobs, seen.vars} {
+		for what, def := range m {
+			leaks(what, def)
+		}
+	}
+	jobs, vars := len(seen.jobs), len(seen.vars)
+	seen.mu.Unlock()
+	for _, in := range insts {
+		leaks("the user-data of "+in.ID, string(in.UserData))
+	}
+	// Every file; those that name the run show that the search reads what the run wrote.
+	runID := runIDOf(t, state)
+	files, naming := 0, 0
+	for _, root := range []string{dir, f.sim.Dir()} {
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil
+			}
+			if b, err := os.ReadFile(path); err == nil {
+				files++
+				if bytes.Contains(b, []byte(runID)) {
+					naming++
+				}
+				leaks(path, string(b))
+			}
+			return nil
+		})
+	}
+	if naming < 3 {
+		t.Errorf("%d of %d files name the run %s: the search did not read the run's files", naming, files, runID)
+	}
+	checkRunGroups(t, f.sim, runID)
+	checkPolicy(t, f.sim)
+	t.Logf("%d instances with the role's credentials; the driver's keys in none of %d jobs, %d variables, %d files (%d naming the run)", len(insts), jobs, vars, files, naming)
+}
+
+// runIDOf is the run ID of the run in state.
+func runIDOf(t *testing.T, state string) string {
+	t.Helper()
+	var rf rundir.RunFile
+	b, err := os.ReadFile(filepath.Join(state, rundir.RunJSON))
+	if err != nil || json.Unmarshal(b, &rf) != nil || rf.RunID == "" {
+		t.Fatalf("no run ID in %s: %v", state, err)
+	}
+	return rf.RunID
+}
