@@ -292,13 +292,10 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	if !ok {
 		return
 	}
-	select {
-	case s.streams <- struct{}{}:
-		defer func() { <-s.streams }()
-	default:
-		writeError(w, http.StatusServiceUnavailable, errors.New("too many streams open: try again"))
+	if !s.openStream(w) {
 		return
 	}
+	defer s.closeStream()
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -359,13 +356,10 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		return
 	}
 	if follow {
-		select {
-		case s.streams <- struct{}{}:
-			defer func() { <-s.streams }()
-		default:
-			writeError(w, http.StatusServiceUnavailable, errors.New("too many streams open: try again"))
+		if !s.openStream(w) {
 			return
 		}
+		defer s.closeStream()
 	}
 	w.WriteHeader(http.StatusOK)
 	for f == nil { // a queued run's log is not written yet: wait for it, or for the run's end
@@ -402,6 +396,20 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		}
 	}
 }
+
+// openStream takes one of the streams the server holds open at most (maxStreams), or answers
+// 503; closeStream gives it back.
+func (s *Server) openStream(w http.ResponseWriter) bool {
+	select {
+	case s.streams <- struct{}{}:
+		return true
+	default:
+		writeError(w, http.StatusServiceUnavailable, errors.New("too many streams open: try again"))
+		return false
+	}
+}
+
+func (s *Server) closeStream() { <-s.streams }
 
 // flushWriter flushes each write, so that a follower sees lines as they come.
 type flushWriter struct{ w http.ResponseWriter }

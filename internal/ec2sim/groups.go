@@ -295,23 +295,8 @@ func (s *Server) describeSecurityGroups(p params) (response, error) {
 	}); err != nil {
 		return nil, err
 	}
-	max, err := p.integer("MaxResults", 0)
+	max, after, err := p.paging("groupIdSet", len(ids)+len(names) > 0)
 	if err != nil {
-		return nil, err
-	}
-	if p.Get("MaxResults") != "" {
-		if len(ids)+len(names) > 0 {
-			return nil, ec2Err("InvalidParameterCombination", "The parameter groupIdSet cannot be used with the parameter maxResults")
-		}
-		if max < 5 || max > 1000 {
-			return nil, ec2Err("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.", max)
-		}
-	}
-	after, err := p.nextToken()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.dryRun(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

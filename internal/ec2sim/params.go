@@ -209,6 +209,27 @@ func dryRunOK() error {
 }
 
 // nextToken is the listing position the request's NextToken names (0 without one).
+// paging reads a Describe call's MaxResults and NextToken as EC2 checks them: MaxResults from 5
+// to 1000, and never beside an explicit list of IDs (set names that list in the error), and a
+// NextToken this fake made. A DryRun is answered after them, as EC2 does.
+func (p params) paging(set string, explicit bool) (max, after int, err error) {
+	if max, err = p.integer("MaxResults", 0); err != nil {
+		return 0, 0, err
+	}
+	if p.Get("MaxResults") != "" {
+		if explicit {
+			return 0, 0, ec2Err("InvalidParameterCombination", "The parameter %s cannot be used with the parameter maxResults", set)
+		}
+		if max < 5 || max > 1000 {
+			return 0, 0, ec2Err("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.", max)
+		}
+	}
+	if after, err = p.nextToken(); err != nil {
+		return 0, 0, err
+	}
+	return max, after, p.dryRun()
+}
+
 func (p params) nextToken() (int, error) {
 	pos, ok := readPageToken(p.Get("NextToken"))
 	if !ok {
