@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -190,5 +191,51 @@ func TestSubmitPlansForTheFreeShare(t *testing.T) {
 	}
 	if out.Plan.Cluster.MaxNodes != 1 || out.Run.Nodes != 1 || out.Run.GPUs > 4 {
 		t.Fatalf("planned for max_nodes %d: %d GPUs on %d nodes; the free share is one node of 4 GPUs", out.Plan.Cluster.MaxNodes, out.Run.GPUs, out.Run.Nodes)
+	}
+}
+
+// The dashboard is behind the same tokens: nothing without one; /?token= sets an HttpOnly cookie
+// and drops the token from the address; the cookie then opens the team's dashboard.
+func TestDashboardBehindTokens(t *testing.T) {
+	a := newAPI(t)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(a.srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the dashboard without a token: %d", resp.StatusCode)
+	}
+	resp, err = noRedirect.Get(a.srv.URL + "/?token=" + a.tokens["alice"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "rb_token" {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || strings.Contains(resp.Header.Get("Location"), "token") || cookie == nil || !cookie.HttpOnly {
+		t.Fatalf("?token=: %d, Location %q, cookie %+v", resp.StatusCode, resp.Header.Get("Location"), cookie)
+	}
+	req, _ := http.NewRequest("GET", a.srv.URL+"/", nil)
+	req.AddCookie(cookie)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "<html") {
+		t.Fatalf("the dashboard with the cookie: %d %.200s", resp.StatusCode, body)
+	}
+	// A forged cookie opens nothing.
+	req, _ = http.NewRequest("GET", a.srv.URL+"/", nil)
+	req.AddCookie(&http.Cookie{Name: "rb_token", Value: "rbt_forged"})
+	if resp, err := noRedirect.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a forged cookie: %v %v", resp.StatusCode, err)
 	}
 }

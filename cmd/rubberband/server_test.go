@@ -308,3 +308,34 @@ func submissionOf(t testing.TB, path string) server.Submission {
 	}
 	return server.Submission{Name: filepath.Base(path), Spec: string(b)}
 }
+
+// A team whose month is spent while its run goes (its budget lowered by an admin) has the run
+// cancelled, its nodes released, with the reason in the run's message.
+func TestServerCancelsARunPastItsTeamsBudget(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--budget", "100", "--root", root); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--root", root)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	srv := startServer(t, "--root", root, "--time-scale", "0.05", "--lease", "1s")
+	cl, _ := client.New(srv.base, strings.TrimSpace(out))
+	run, _, err := cl.Submit(context.Background(), submissionOf(t, "cmd/rubberband/testdata/synthetic.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, cl, run.ID, "charged", func(r client.Run) bool { return r.State == store.Running && r.CostUSD > 0 })
+	if _, errOut, code := rb(t, "server", "teams", "set", "ml", "--budget", "0.01", "--root", root); code != 0 {
+		t.Fatal(errOut)
+	}
+	end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
+	if end.State != store.Cancelled || !strings.Contains(end.Message, "monthly budget of $0.01 is spent") {
+		t.Fatalf("the run past its team's budget: %+v\n%s", end, srv.log)
+	}
+	if log := string(readFileBytes(filepath.Join(root, "teams", "ml", run.ID, "driver.log"))); !strings.Contains(log, "cancel") {
+		t.Errorf("the driver did not cancel the run:\n%s", log)
+	}
+}
