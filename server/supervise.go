@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -78,8 +79,12 @@ func (s *Supervisor) Drive(ctx context.Context, dir string, onStart func(pid int
 	}
 }
 
-// runOnce runs one driver until it exits or ctx ends (then it is killed).
+// runOnce runs one driver until it exits or ctx ends (then it is killed). The parent-death
+// signal fires when the thread that started the child ends, not the process: the goroutine keeps
+// its thread until the child is gone.
 func (s *Supervisor) runOnce(ctx context.Context, dir string, onStart func(pid int)) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.Command(s.Binary, "resume", dir)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
