@@ -217,7 +217,7 @@ func (s *Server) drive(ctx context.Context, r store.Run) {
 	s.mu.Unlock()
 	go func() {
 		defer cancel()
-		end, err := s.cfg.Supervisor.Drive(dctx, r.Dir, nil)
+		end, err := s.cfg.Supervisor.Drive(dctx, r.Dir)
 		s.mu.Lock()
 		delete(s.drivers, r.ID)
 		s.mu.Unlock()

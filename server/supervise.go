@@ -42,8 +42,8 @@ type Ending struct {
 
 // Drive drives the run in dir until it ends, and returns how. Once ctx ends (the server loses its
 // lease, or stops) the driver is killed at once and Drive returns ctx's error: the run goes on
-// from its journal under the next server. onStart, when set, is told each child's PID.
-func (s *Supervisor) Drive(ctx context.Context, dir string, onStart func(pid int)) (Ending, error) {
+// from its journal under the next server.
+func (s *Supervisor) Drive(ctx context.Context, dir string) (Ending, error) {
 	restarts, backoff := 0, s.Backoff
 	if backoff <= 0 {
 		backoff = time.Second
@@ -53,7 +53,7 @@ func (s *Supervisor) Drive(ctx context.Context, dir string, onStart func(pid int
 		maxRestarts = 3
 	}
 	for {
-		exitErr := s.runOnce(ctx, dir, onStart)
+		exitErr := s.runOnce(ctx, dir)
 		if ctx.Err() != nil {
 			return Ending{}, ctx.Err()
 		}
@@ -82,7 +82,7 @@ func (s *Supervisor) Drive(ctx context.Context, dir string, onStart func(pid int
 // runOnce runs one driver until it exits or ctx ends (then it is killed). The parent-death
 // signal fires when the thread that started the child ends, not the process: the goroutine keeps
 // its thread until the child is gone.
-func (s *Supervisor) runOnce(ctx context.Context, dir string, onStart func(pid int)) error {
+func (s *Supervisor) runOnce(ctx context.Context, dir string) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd := exec.Command(s.Binary, "resume", dir)
@@ -92,9 +92,6 @@ func (s *Supervisor) runOnce(ctx context.Context, dir string, onStart func(pid i
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the driver: %w", err)
-	}
-	if onStart != nil {
-		onStart(cmd.Process.Pid)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
