@@ -1,12 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"strings"
-
 	"github.com/urfave/cli/v2"
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
@@ -55,22 +49,8 @@ func iamPolicyCommand() *cli.Command {
 			if c.String("output") == "json" {
 				return writeJSON(c.App.Writer, doc)
 			}
-			printPolicy(c.App.Writer, doc)
+			doc.WriteText(c.App.Writer)
 			return nil
 		},
 	}
-}
-
-// printPolicy is a policy for reading: each statement's purpose, actions, resources and
-// condition.
-func printPolicy(w io.Writer, doc rbec2.PolicyDocument) {
-	for _, s := range doc.Statement {
-		fmt.Fprintf(w, "%s: %s\n  actions:   %s\n  resources: %s\n", s.Sid, s.Why, strings.Join(s.Action, ", "), strings.Join(s.Resource, ", "))
-		for _, op := range slices.Sorted(maps.Keys(s.Condition)) {
-			for _, k := range slices.Sorted(maps.Keys(s.Condition[op])) {
-				fmt.Fprintf(w, "  condition: %s %s %s\n", op, k, strings.Join(s.Condition[op][k], ", "))
-			}
-		}
-	}
-	fmt.Fprintln(w, "(-o json prints the policy document)")
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
-	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/urfave/cli/v2"
 )
@@ -71,22 +68,14 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err != nil {
 		return err
 	}
-	sub := server.Submission{Name: src.Path, Spec: string(src.Data), Files: map[string]string{}, Priority: c.Int("priority")}
-	for name, b := range src.Files {
-		sub.Files[name] = string(b)
-	}
-	run, plan, err := cl.Submit(c.Context, sub)
+	run, plan, err := cl.Submit(c.Context, client.SubmissionOf(src, c.Int("priority")))
 	if err != nil {
 		return err
 	}
 	if c.String("output") != "json" && plan != nil {
 		plan.WriteTable(c.App.ErrWriter)
 	}
-	when := "starts when the team's GPUs allow"
-	if !run.PredictedStart.IsZero() {
-		when = "predicted to start " + run.PredictedStart.Local().Format("15:04:05")
-	}
-	fmt.Fprintf(c.App.ErrWriter, "submitted %s (%s) to %s: queued, %s\n", run.ID, run.Name, cl.Base, when)
+	fmt.Fprintln(c.App.ErrWriter, client.Submitted(run, cl.Base))
 	if c.Bool("detach") {
 		if c.String("output") == "json" {
 			return writeJSON(c.App.Writer, run)
@@ -97,7 +86,7 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err := cl.Logs(c.Context, run.ID, "", true, c.App.ErrWriter); err != nil {
 		return err
 	}
-	run, err = cl.Wait(c.Context, run.ID, time.Second)
+	run, err = cl.Wait(c.Context, run.ID)
 	if err != nil {
 		return err
 	}
@@ -115,17 +104,10 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 		}
 		return writeJSON(c.App.Writer, rep)
 	}
-	fmt.Fprintf(c.App.Writer, "%s %s: %s", run.ID, run.Name, run.State)
-	if run.Message != "" {
-		fmt.Fprintf(c.App.Writer, " (%s)", run.Message)
-	}
-	fmt.Fprintln(c.App.Writer)
-	if repErr == nil {
-		if rep.Best != nil {
-			fmt.Fprintf(c.App.Writer, "best %s: %g\n", rep.Best.Trial, rep.Best.Metric)
-		}
-		fmt.Fprintf(c.App.Writer, "JCT  %s realized, %s predicted\ncost %s realized, %s predicted\n",
-			format.Clock(rep.Realized.JCT), format.Clock(rep.Predicted.JCT), format.Money(rep.Realized.Cost), format.Money(rep.Predicted.Cost))
+	if repErr != nil {
+		client.WriteEnd(c.App.Writer, run, nil)
+	} else {
+		client.WriteEnd(c.App.Writer, run, &rep)
 	}
 	if run.State != "finished" {
 		return &exitErr{code: exitError}
@@ -145,26 +127,7 @@ func listRemote(c *cli.Context, cl *client.Client) error {
 		fmt.Fprintf(c.App.Writer, "no runs on %s\n", cl.Base)
 		return nil
 	}
-	var buf bytes.Buffer
-	tw := format.NewTable(&buf, "RUN ID", "NAME", "TEAM", "USER", "STATE", "SUBMITTED", "START", "GPUS", "PREDICTED", "COST")
-	now := time.Now()
-	for _, r := range runs {
-		start := "-"
-		switch {
-		case !r.StartedAt.IsZero():
-			start = format.Ago(r.StartedAt, now)
-		case !r.PredictedStart.IsZero():
-			start = "in " + format.Clock(r.PredictedStart.Sub(now).Seconds())
-		}
-		state := string(r.State)
-		if r.Message != "" {
-			state += ": " + format.Shorten(r.Message, 40)
-		}
-		tw.Row(r.ID, r.Name, r.Team, r.User, state, format.Ago(r.SubmittedAt, now), start, r.GPUs, format.Money(r.PredictedCostUSD), format.Money(r.CostUSD))
-	}
-	tw.Flush()
-	_, err = c.App.Writer.Write(buf.Bytes())
-	return err
+	return client.WriteRuns(c.App.Writer, runs, time.Now())
 }
 
 // oneRun is the single RUN argument of a command that speaks to a server.
@@ -192,15 +155,7 @@ func statusRemote(c *cli.Context, cl *client.Client) error {
 	if c.String("output") == "json" {
 		return writeJSON(c.App.Writer, run)
 	}
-	fmt.Fprintf(c.App.Writer, "%s %s (team %s, %s): %s\n", run.ID, run.Name, run.Team, run.User, run.State)
-	if run.Message != "" {
-		fmt.Fprintf(c.App.Writer, "  %s\n", run.Message)
-	}
-	if !run.PredictedStart.IsZero() {
-		fmt.Fprintf(c.App.Writer, "  predicted to start %s\n", run.PredictedStart.Local().Format(time.DateTime))
-	}
-	fmt.Fprintf(c.App.Writer, "  plan: %d GPUs on %d nodes at its peak, %s predicted (at its quantile), JCT %s; charged %s so far\n",
-		run.GPUs, run.Nodes, format.Money(run.PredictedCostUSD), format.Clock(run.PredictedJCTSeconds), format.Money(run.CostUSD))
+	client.WriteStatus(c.App.Writer, run)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -126,19 +128,50 @@ func (c *Client) Logs(ctx context.Context, id, trial string, follow bool, w io.W
 	return err
 }
 
-// Wait polls the run until it ends, and returns it.
-func (c *Client) Wait(ctx context.Context, id string, every time.Duration) (Run, error) {
-	for {
-		r, err := c.Run(ctx, id)
-		if err != nil || r.State.Ended() {
-			return r, err
-		}
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(every):
+// Wait follows the run's events until it ends, and returns it.
+func (c *Client) Wait(ctx context.Context, id string) (Run, error) {
+	if err := c.Events(ctx, id, func(executor.Event) bool { return true }); err != nil {
+		return Run{}, err
+	}
+	return c.Run(ctx, id)
+}
+
+// Events calls fn with each record of the run's journal as the server streams it (from the
+// run's start), until the run ends, fn returns false, or ctx ends.
+func (c *Client) Events(ctx context.Context, id string, fn func(executor.Event) bool) error {
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/events", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	kind := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			kind = ""
+		case strings.HasPrefix(line, "event: "):
+			kind = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: ") && kind == "end":
+			return nil
+		case strings.HasPrefix(line, "data: ") && kind == "error":
+			return fmt.Errorf("run %s: events: %s", id, strings.TrimPrefix(line, "data: "))
+		case strings.HasPrefix(line, "data: "):
+			var e executor.Event
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e); err != nil {
+				return fmt.Errorf("run %s: events: %w", id, err)
+			}
+			if !fn(e) {
+				return nil
+			}
 		}
 	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("run %s: events: %w", id, err)
+	}
+	return ctx.Err()
 }
 
 // do sends in (JSON, when not nil) and decodes the answer into out.

@@ -3,6 +3,8 @@ package ec2
 import (
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -171,4 +173,18 @@ func s3Statements(who, bucket, prefix string) []Statement {
 	return []Statement{list, {Sid: "Checkpoints", Resource: []string{objects},
 		Action: []string{"s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"},
 		Why:    "read, write and delete checkpoints and the driver's heartbeat, under the prefix only"}}
+}
+
+// WriteText writes the policy for reading: each statement's purpose, actions, resources and
+// conditions, what `rubberband iam-policy` prints.
+func (doc PolicyDocument) WriteText(w io.Writer) {
+	for _, s := range doc.Statement {
+		fmt.Fprintf(w, "%s: %s\n  actions:   %s\n  resources: %s\n", s.Sid, s.Why, strings.Join(s.Action, ", "), strings.Join(s.Resource, ", "))
+		for _, op := range slices.Sorted(maps.Keys(s.Condition)) {
+			for _, k := range slices.Sorted(maps.Keys(s.Condition[op])) {
+				fmt.Fprintf(w, "  condition: %s %s %s\n", op, k, strings.Join(s.Condition[op][k], ", "))
+			}
+		}
+	}
+	fmt.Fprintln(w, "(-o json prints the policy document)")
 }

@@ -1,0 +1,86 @@
+package client
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/server"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// SubmissionOf is a spec as it was read (its text and the files it names) as a submission.
+func SubmissionOf(src *spec.Source, priority int) server.Submission {
+	sub := server.Submission{Name: src.Path, Spec: string(src.Data), Files: map[string]string{}, Priority: priority}
+	for name, b := range src.Files {
+		sub.Files[name] = string(b)
+	}
+	return sub
+}
+
+// WriteRuns writes runs as `rubberband list` shows a server's: state, submission, start (or
+// predicted start), peak GPUs, predicted and charged cost.
+func WriteRuns(w io.Writer, runs []Run, now time.Time) error {
+	var buf bytes.Buffer
+	tw := format.NewTable(&buf, "RUN ID", "NAME", "TEAM", "USER", "STATE", "SUBMITTED", "START", "GPUS", "PREDICTED", "COST")
+	for _, r := range runs {
+		start := "-"
+		switch {
+		case !r.StartedAt.IsZero():
+			start = format.Ago(r.StartedAt, now)
+		case !r.PredictedStart.IsZero():
+			start = "in " + format.Clock(r.PredictedStart.Sub(now).Seconds())
+		}
+		state := string(r.State)
+		if r.Message != "" {
+			state += ": " + format.Shorten(r.Message, 40)
+		}
+		tw.Row(r.ID, r.Name, r.Team, r.User, state, format.Ago(r.SubmittedAt, now), start, r.GPUs, format.Money(r.PredictedCostUSD), format.Money(r.CostUSD))
+	}
+	tw.Flush()
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteStatus writes one run as `rubberband status` shows a server's.
+func WriteStatus(w io.Writer, r Run) {
+	fmt.Fprintf(w, "%s %s (team %s, %s): %s\n", r.ID, r.Name, r.Team, r.User, r.State)
+	if r.Message != "" {
+		fmt.Fprintf(w, "  %s\n", r.Message)
+	}
+	if !r.PredictedStart.IsZero() {
+		fmt.Fprintf(w, "  predicted to start %s\n", r.PredictedStart.Local().Format(time.DateTime))
+	}
+	fmt.Fprintf(w, "  plan: %d GPUs on %d nodes at its peak, %s predicted (at its quantile), JCT %s; charged %s so far\n",
+		r.GPUs, r.Nodes, format.Money(r.PredictedCostUSD), format.Clock(r.PredictedJCTSeconds), format.Money(r.CostUSD))
+}
+
+// WriteEnd writes how a run ended: its state and why, and with its report (nil when it has
+// none) the best trial and realized against predicted.
+func WriteEnd(w io.Writer, r Run, rep *executor.Report) {
+	fmt.Fprintf(w, "%s %s: %s", r.ID, r.Name, r.State)
+	if r.Message != "" {
+		fmt.Fprintf(w, " (%s)", r.Message)
+	}
+	fmt.Fprintln(w)
+	if rep == nil {
+		return
+	}
+	if rep.Best != nil {
+		fmt.Fprintf(w, "best %s: %g\n", rep.Best.Trial, rep.Best.Metric)
+	}
+	fmt.Fprintf(w, "JCT  %s realized, %s predicted\ncost %s realized, %s predicted\n",
+		format.Clock(rep.Realized.JCT), format.Clock(rep.Predicted.JCT), format.Money(rep.Realized.Cost), format.Money(rep.Predicted.Cost))
+}
+
+// Submitted says where a queued run stands: "queued, predicted to start 15:04:05".
+func Submitted(r Run, base string) string {
+	when := "starts when the team's GPUs allow"
+	if !r.PredictedStart.IsZero() {
+		when = "predicted to start " + r.PredictedStart.Local().Format("15:04:05")
+	}
+	return fmt.Sprintf("submitted %s (%s) to %s: queued, %s", r.ID, r.Name, base, when)
+}
