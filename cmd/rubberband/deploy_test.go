@@ -46,11 +46,16 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	if b, err := job.CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, b)
 	}
-	// The server's address, as Nomad's service catalogue gives it, once it answers.
+	// The server's address, as Nomad's service catalogue gives it, once it answers: blocking
+	// queries on the catalogue (each returns when it changes, or after a second).
 	serverOn := func(notNode string) (*client.Client, string) {
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			regs, _, err := n.Client.Services().Get("rubberband", nil)
+		deadline, index := time.Now().Add(90*time.Second), uint64(0)
+		for time.Now().Before(deadline) {
+			regs, meta, err := n.Client.Services().Get("rubberband", &nomad.QueryOptions{WaitIndex: index, WaitTime: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			index = meta.LastIndex
 			for _, r := range regs {
 				if r.NodeID == notNode {
 					continue
@@ -60,11 +65,9 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 					return cl, r.NodeID
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no server answers (%v, %d registrations)", err, len(regs))
-			}
-			time.Sleep(100 * time.Millisecond)
 		}
+		t.Fatal("no server answers")
+		return nil, ""
 	}
 	cl, node := serverOn("")
 	src, err := os.ReadFile(specFile)
@@ -76,13 +79,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(root, "teams", "ml", run.ID, "journal.jsonl")
-	deadline := time.Now().Add(90 * time.Second)
-	for !strings.Contains(string(readFileBytes(journal)), `"ev":"sync"`) {
-		if time.Now().After(deadline) {
-			t.Fatal("the run never synced its first stage")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitEvent(t, cl, run.ID, executor.EvSync)
 	if _, err := n.Client.Nodes().UpdateDrain(node, &nomad.DrainSpec{Deadline: 10 * time.Second}, false, nil); err != nil {
 		t.Fatal(err)
 	}

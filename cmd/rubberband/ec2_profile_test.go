@@ -48,63 +48,87 @@ type nomadSeen struct {
 	err   error // the last failed poll's
 }
 
-// watchNomad polls the Nomad server of the run in state for its jobs and variables until ctx
-// ends.
+// watchNomad reads every job definition and Nomad Variable the run's own Nomad server holds
+// while ctx lasts, as they change: blocking queries on the job and variable lists (each answers
+// when its list changes), read with the run's fleet certificate and token. Until the server is
+// up (its server.json written, its port answering) it looks again every 100 ms: nothing to block
+// on before it listens.
 func watchNomad(ctx context.Context, state string) *nomadSeen {
 	seen := &nomadSeen{jobs: map[string]string{}, vars: map[string]string{}}
 	go func() {
-		var client *nomadapi.Client
-		for ; ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
-			if client == nil { // the run's own server, locked down: its fleet's certificate and token
-				var st struct {
-					Addr  string
-					Ports [3]int
-				}
-				b, err := os.ReadFile(filepath.Join(state, rundir.NomadDir, "server", "server.json"))
-				if err != nil || json.Unmarshal(b, &st) != nil || st.Ports[0] == 0 {
-					continue
-				}
-				fleet, err := nomadlocal.OpenFleet(filepath.Join(state, rundir.NomadDir, "fleet"))
-				if err != nil {
-					continue
-				}
-				if client, err = nomadapi.NewClient(fleet.APIConfig(fmt.Sprintf("https://%s:%d", cmp.Or(st.Addr, "127.0.0.1"), st.Ports[0]))); err != nil {
-					continue
+		client := connectRunNomad(ctx, state)
+		if client == nil {
+			return
+		}
+		go follow(ctx, seen, "variable ", func(q *nomadapi.QueryOptions) (map[string]string, *nomadapi.QueryMeta, error) {
+			vars, meta, err := client.Variables().List(q)
+			found := map[string]string{}
+			for _, v := range vars {
+				if full, _, rerr := client.Variables().Read(v.Path, (&nomadapi.QueryOptions{}).WithContext(ctx)); rerr == nil {
+					b, _ := json.Marshal(full)
+					found[v.Path] = string(b)
 				}
 			}
-			q := (&nomadapi.QueryOptions{}).WithContext(ctx)
-			jobs, _, err := client.Jobs().List(q)
+			return found, meta, err
+		}, seen.vars)
+		follow(ctx, seen, "job ", func(q *nomadapi.QueryOptions) (map[string]string, *nomadapi.QueryMeta, error) {
+			jobs, meta, err := client.Jobs().List(q)
 			found := map[string]string{}
 			for _, j := range jobs {
-				if job, _, jerr := client.Jobs().Info(j.ID, q); jerr == nil {
+				if job, _, jerr := client.Jobs().Info(j.ID, (&nomadapi.QueryOptions{}).WithContext(ctx)); jerr == nil {
 					b, _ := json.Marshal(job)
-					found["job "+j.ID] = string(b)
+					found[j.ID] = string(b)
 				}
 			}
-			vars, _, verr := client.Variables().List(q)
-			for _, v := range vars {
-				if full, _, rerr := client.Variables().Read(v.Path, q); rerr == nil {
-					b, _ := json.Marshal(full)
-					found["variable "+v.Path] = string(b)
-				}
-			}
-			seen.mu.Lock()
-			if err == nil && verr == nil {
-				seen.polls++
-			} else if ctx.Err() == nil {
-				seen.err = fmt.Errorf("jobs: %v; variables: %v", err, verr)
-			}
-			for k, v := range found {
-				if strings.HasPrefix(k, "job ") {
-					seen.jobs[k] = v
-				} else {
-					seen.vars[k] = v
-				}
-			}
-			seen.mu.Unlock()
-		}
+			return found, meta, err
+		}, seen.jobs)
 	}()
 	return seen
+}
+
+// connectRunNomad is an API client of the run's own Nomad server once it is up, or nil when ctx
+// ends first.
+func connectRunNomad(ctx context.Context, state string) *nomadapi.Client {
+	for ; ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		var st struct {
+			Addr  string
+			Ports [3]int
+		}
+		b, err := os.ReadFile(filepath.Join(state, rundir.NomadDir, "server", "server.json"))
+		if err != nil || json.Unmarshal(b, &st) != nil || st.Ports[0] == 0 {
+			continue
+		}
+		fleet, err := nomadlocal.OpenFleet(filepath.Join(state, rundir.NomadDir, "fleet"))
+		if err != nil {
+			continue
+		}
+		if c, err := nomadapi.NewClient(fleet.APIConfig(fmt.Sprintf("https://%s:%d", cmp.Or(st.Addr, "127.0.0.1"), st.Ports[0]))); err == nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// follow lists with blocking queries until ctx ends, adding what each answer holds to into.
+func follow(ctx context.Context, seen *nomadSeen, prefix string, list func(*nomadapi.QueryOptions) (map[string]string, *nomadapi.QueryMeta, error), into map[string]string) {
+	index := uint64(0)
+	for ctx.Err() == nil {
+		found, meta, err := list((&nomadapi.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second}).WithContext(ctx))
+		seen.mu.Lock()
+		if err == nil {
+			seen.polls++
+			index = meta.LastIndex
+		} else if ctx.Err() == nil {
+			seen.err = fmt.Errorf("%s: %w", prefix, err)
+		}
+		for k, v := range found {
+			into[prefix+k] = v
+		}
+		seen.mu.Unlock()
+		if err != nil {
+			time.Sleep(100 * time.Millisecond) // not listening yet: nothing to block on
+		}
+	}
 }
 
 // With cluster.ec2.instance_profile, the instances hold no credentials: their node agents and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/server"
@@ -26,6 +29,24 @@ type serverProc struct {
 	cmd  *exec.Cmd
 	base string
 	log  *syncio.Buffer
+	// said is broadcast at each line of the server's output (and at a waitSaid's deadline).
+	said *sync.Cond
+}
+
+// waitSaid waits until the server's output holds text, or fails after 60 s.
+func (p *serverProc) waitSaid(t testing.TB, text string) {
+	t.Helper()
+	deadline := time.AfterFunc(60*time.Second, func() { p.said.L.Lock(); p.said.Broadcast(); p.said.L.Unlock() })
+	defer deadline.Stop()
+	start := time.Now()
+	p.said.L.Lock()
+	defer p.said.L.Unlock()
+	for !strings.Contains(p.log.String(), text) {
+		if time.Since(start) >= 60*time.Second {
+			t.Fatalf("the server never said %q:\n%s", text, p.log)
+		}
+		p.said.Wait()
+	}
 }
 
 // startServer starts the built CLI's server on a free port with args, from the repository root
@@ -42,23 +63,28 @@ func startServerWith(t testing.TB, bin string, args ...string) *serverProc {
 	p := &serverProc{base: "http://" + addr, log: &syncio.Buffer{}}
 	p.cmd = exec.Command(bin, append([]string{"server", "--addr", addr, "--lease", "2s", "--time-scale", "0.02"}, args...)...)
 	p.cmd.Dir = "../.."
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	// It says where it serves once it listens: the test reads its output for that line.
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = p.cmd.Stdout
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(p.base + "/api/v1/health")
-		if err == nil {
-			resp.Body.Close()
-			return p
+	p.said = sync.NewCond(&sync.Mutex{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.said.L.Lock()
+			fmt.Fprintln(p.log, sc.Text())
+			p.said.Broadcast()
+			p.said.L.Unlock()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server never answered: %v\n%s", err, p.log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	p.waitSaid(t, "rubberband server: http") // it listens
+	return p
 }
 
 // kill kills the server at once, as a crash would: its drivers die with it.
@@ -67,19 +93,40 @@ func (p *serverProc) kill() {
 	p.cmd.Wait()
 }
 
-// waitRun polls a run until check says yes, or fails after a minute.
+// waitRun follows the run's events until check says yes of the run (checked at each event and
+// at the stream's end, when the run has ended), or fails after 90 s.
 func waitRun(t testing.TB, cl *client.Client, id, what string, check func(client.Run) bool) client.Run {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		r, err := cl.Run(context.Background(), id)
-		if err == nil && check(r) {
-			return r
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var got client.Run
+	var err error
+	met := func() bool {
+		if got, err = cl.Run(ctx, id); err == nil && check(got) {
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s never %s: %+v %v", id, what, r, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}
+	if met() {
+		return got
+	}
+	serr := cl.Events(ctx, id, func(executor.Event) bool { return !met() })
+	if met() {
+		return got
+	}
+	t.Fatalf("run %s never %s: %+v (%v, events: %v)", id, what, got, err, serr)
+	return got
+}
+
+// waitEvent follows the run's events until one of kind ev, or fails after 90 s.
+func waitEvent(t testing.TB, cl *client.Client, id, ev string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	seen := false
+	err := cl.Events(ctx, id, func(e executor.Event) bool { seen = e.Ev == ev; return !seen })
+	if !seen {
+		t.Fatalf("run %s never journaled %q: %v", id, ev, err)
 	}
 }
 
@@ -163,13 +210,7 @@ func TestServerStory(t *testing.T) {
 		t.Errorf("carol sees team ml's runs:\n%s", out)
 	}
 	// The server dies once the first stage has synced, and comes back.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(string(readFileBytes(filepath.Join(root, "teams", "ml", first, "journal.jsonl"))), `"ev":"sync"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the run never synced its first stage\n%s", srv.log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitEvent(t, alice, first, executor.EvSync)
 	if run, err := alice.Run(context.Background(), first); err != nil || run.State != store.Running {
 		t.Fatalf("alice's run ended before the server could be killed in it: %+v %v", run, err)
 	}
@@ -262,13 +303,7 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&h)
 		return h.Driving
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !driving(first) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first server never took the lease\n%s", first.log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	first.waitSaid(t, "holds the lease")
 	standby := startServer(t, "--root", root, "--db", pg.URL)
 	if driving(standby) {
 		t.Fatal("both servers drive")
@@ -278,21 +313,13 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	journal := filepath.Join(root, "teams", "ml", run.ID, "journal.jsonl")
-	for !strings.Contains(string(readFileBytes(journal)), `"ev":"sync"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the run never synced its first stage\n%s", first.log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitEvent(t, cl, run.ID, executor.EvSync)
 	first.kill()
 	end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
 	if end.State != store.Finished || !driving(standby) {
 		t.Fatalf("after the first server died: %+v, the stand-by drives: %v\n%s", end, driving(standby), standby.log)
 	}
-	if !strings.Contains(standby.log.String(), "holds the lease") {
-		t.Errorf("the stand-by did not say it took over:\n%s", standby.log)
-	}
+	standby.waitSaid(t, "holds the lease") // it says it took over
 	var best struct{ Trial string }
 	if err := cl.Get(context.Background(), run.ID, "best", &best); err != nil || best.Trial != winner {
 		t.Fatalf("winner %q (%v); the clean run's is %s", best.Trial, err, winner)
