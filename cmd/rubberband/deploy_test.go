@@ -46,6 +46,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	if b, err := job.CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, b)
 	}
+	t.Cleanup(func() { stopJob(t, n.Client, "rubberband-server") }) // before the agents stop: their executors would outlive them
 	// The server's address, as Nomad's service catalogue gives it, once it answers: blocking
 	// queries on the catalogue (each returns when it changes, or after a second).
 	serverOn := func(notNode string) (*client.Client, string) {
@@ -109,4 +110,30 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stopJob deregisters a job and waits (blocking queries, at most 30 s) until none of its
+// allocations runs: a task's executor outlives a Nomad agent killed under it.
+func stopJob(t *testing.T, c *nomad.Client, id string) {
+	if _, _, err := c.Jobs().Deregister(id, false, nil); err != nil {
+		t.Errorf("stop job %s: %v", id, err)
+		return
+	}
+	deadline, index := time.Now().Add(30*time.Second), uint64(0)
+	for time.Now().Before(deadline) {
+		allocs, meta, err := c.Jobs().Allocations(id, false, &nomad.QueryOptions{WaitIndex: index, WaitTime: time.Second})
+		if err != nil {
+			t.Errorf("allocations of %s: %v", id, err)
+			return
+		}
+		index = meta.LastIndex
+		running := false
+		for _, a := range allocs {
+			running = running || a.ClientStatus == nomad.AllocClientStatusRunning || a.ClientStatus == nomad.AllocClientStatusPending
+		}
+		if !running {
+			return
+		}
+	}
+	t.Errorf("job %s still runs 30 s after it was stopped", id)
 }
