@@ -31,11 +31,19 @@ func driverKeys(t *testing.T, m *servers.MinIO) (key, secret, token string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := c.GetWithContext(nil)
-	if err != nil {
-		t.Fatal(err)
+	// MinIO answers ready before its IAM subsystem is: STS says "Server not initialized" for a
+	// moment after start (seen on CI's loaded machine). That, and only that, is worth a retry.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := c.GetWithContext(nil)
+		if err == nil {
+			return v.AccessKeyID, v.SecretAccessKey, v.SessionToken
+		}
+		if !strings.Contains(err.Error(), "not initialized") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return v.AccessKeyID, v.SecretAccessKey, v.SessionToken
 }
 
 // nomadSeen is every job definition and Nomad Variable the driver's Nomad server held while a
