@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
+
+	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
 // applied lists the versions in schema_migrations with when each was applied.
@@ -45,12 +47,22 @@ func withExtra(version int, stmt string) []migration {
 		statements: []string{fmt.Sprintf("CREATE TABLE extra%d (x BIGINT)", version), stmt}})
 }
 
+// all is every version of the schema, as versions writes them; next is the one after the last.
+func all() (string, int) {
+	var vs [][2]int64
+	for _, m := range migrations() {
+		vs = append(vs, [2]int64{int64(m.version)})
+	}
+	return versions(vs), len(vs) + 1
+}
+
 func testMigrations(t *testing.T, db newDB) {
+	every, next := all()
 	t.Run("ReopenAppliesNothing", func(t *testing.T) {
 		url := db(t)
 		first := applied(t, openT(t, url))
-		if versions(first) != "1" {
-			t.Fatalf("applied %v, want version 1", first)
+		if versions(first) != every {
+			t.Fatalf("applied %v, want versions %s", first, every)
 		}
 		if again := applied(t, openT(t, url)); !reflect.DeepEqual(again, first) {
 			t.Fatalf("reopening changed schema_migrations: %v, was %v", again, first)
@@ -60,32 +72,32 @@ func testMigrations(t *testing.T, db newDB) {
 		url := db(t)
 		openT(t, url).Close()
 		for range 2 {
-			s, err := open(t.Context(), url, withExtra(2, "CREATE INDEX extra2_x ON extra2 (x)"))
+			s, err := open(t.Context(), url, withExtra(next, fmt.Sprintf("CREATE INDEX extra%d_x ON extra%d (x)", next, next)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := versions(applied(t, s)); v != "1,2" {
-				t.Fatalf("versions %s, want 1,2", v)
+			if v, want := versions(applied(t, s)), fmt.Sprintf("%s,%d", every, next); v != want {
+				t.Fatalf("versions %s, want %s", v, want)
 			}
 			s.Close()
 		}
 		_, err := Open(t.Context(), url)
-		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "version 2") {
-			t.Fatalf("opening a newer database: %v, want ErrSchemaTooNew naming version 2", err)
+		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), fmt.Sprintf("version %d", next)) {
+			t.Fatalf("opening a newer database: %v, want ErrSchemaTooNew naming version %d", err, next)
 		}
 	})
 	t.Run("FailedMigrationChangesNothing", func(t *testing.T) {
 		url := db(t)
 		openT(t, url).Close()
-		_, err := open(t.Context(), url, withExtra(2, "CREATE TABLE broken ("))
-		if err == nil || !strings.Contains(err.Error(), "migration 2 (test)") {
+		_, err := open(t.Context(), url, withExtra(next, "CREATE TABLE broken ("))
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("migration %d (test)", next)) {
 			t.Fatalf("a broken migration opened: %v", err)
 		}
 		s := openT(t, url)
-		if v := versions(applied(t, s)); v != "1" {
-			t.Fatalf("versions %s after a failed migration, want 1", v)
+		if v := versions(applied(t, s)); v != every {
+			t.Fatalf("versions %s after a failed migration, want %s", v, every)
 		}
-		if _, err := s.db.ExecContext(t.Context(), "SELECT x FROM extra2"); err == nil {
+		if _, err := s.db.ExecContext(t.Context(), fmt.Sprintf("SELECT x FROM extra%d", next)); err == nil {
 			t.Fatal("the failed migration's first table is there")
 		}
 	})
@@ -95,7 +107,7 @@ func testMigrations(t *testing.T, db newDB) {
 		stores := make([]*Store, 4)
 		errs := make([]error, 4)
 		for i := range stores {
-			wg.Go(func() { stores[i], errs[i] = open(t.Context(), url, withExtra(2, "SELECT 1")) })
+			wg.Go(func() { stores[i], errs[i] = open(t.Context(), url, withExtra(next, "SELECT 1")) })
 		}
 		wg.Wait()
 		for i, err := range errs {
@@ -104,8 +116,31 @@ func testMigrations(t *testing.T, db newDB) {
 			}
 			defer stores[i].Close()
 		}
-		if v := versions(applied(t, stores[0])); v != "1,2" {
-			t.Fatalf("versions %s, want 1,2 once each", v)
+		if v, want := versions(applied(t, stores[0])), fmt.Sprintf("%s,%d", every, next); v != want {
+			t.Fatalf("versions %s, want %s once each", v, want)
+		}
+	})
+	// A database a released server made (version 1 only) gains the mirror's tables at the next
+	// Open, keeping its teams.
+	t.Run("UpgradeFromOne", func(t *testing.T) {
+		url := db(t)
+		old, err := open(t.Context(), url, migrations()[:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := old.CreateTeam(t.Context(), store.Team{Name: "ml"}); err != nil {
+			t.Fatal(err)
+		}
+		old.Close()
+		s := openT(t, url)
+		if v := versions(applied(t, s)); v != every {
+			t.Fatalf("versions %s after upgrading, want %s", v, every)
+		}
+		if _, err := s.Team(t.Context(), "ml"); err != nil {
+			t.Fatalf("the team made at version 1: %v", err)
+		}
+		if err := s.RunFiles().Append(t.Context(), "teams/ml/r", "journal.jsonl", 0, []byte("{}\n")); err != nil {
+			t.Fatalf("the mirror after upgrading: %v", err)
 		}
 	})
 	t.Run("NoDriverErrorLeaks", func(t *testing.T) {

@@ -95,5 +95,23 @@ func migrations() []migration {
 				expires_at BIGINT NOT NULL
 			)`,
 		},
+	}, {
+		version: 2,
+		about:   "the runs' state directories, mirrored (RunFiles)",
+		statements: []string{
+			`CREATE TABLE run_files (
+				run {text} NOT NULL,
+				name {text} NOT NULL,
+				size BIGINT NOT NULL,
+				PRIMARY KEY (run, name)
+			)`,
+			`CREATE TABLE run_chunks (
+				run {text} NOT NULL,
+				name {text} NOT NULL,
+				at BIGINT NOT NULL,
+				data {blob} NOT NULL,
+				PRIMARY KEY (run, name, at)
+			)`,
+		},
 	}}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror/mirrortest"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/server/store/storetest"
 )
@@ -50,6 +52,9 @@ func openT(t *testing.T, url string) *Store {
 
 func TestSQLite(t *testing.T) {
 	t.Run("Contract", func(t *testing.T) { storetest.RunStoreTests(t, opener(sqliteDB)) })
+	t.Run("RunFiles", func(t *testing.T) {
+		mirrortest.Run(t, func(t *testing.T) mirror.Store { return openT(t, sqliteDB(t)).RunFiles() })
+	})
 	testMigrations(t, sqliteDB)
 }
 
@@ -58,5 +63,8 @@ func TestPostgres(t *testing.T) {
 	pg := servers.StartPostgres(t)
 	db := func(t *testing.T) string { return pg.NewDatabase(t) }
 	t.Run("Contract", func(t *testing.T) { storetest.RunStoreTests(t, opener(db)) })
+	t.Run("RunFiles", func(t *testing.T) {
+		mirrortest.Run(t, func(t *testing.T) mirror.Store { return openT(t, db(t)).RunFiles() })
+	})
 	testMigrations(t, db)
 }

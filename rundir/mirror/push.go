@@ -1,0 +1,231 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
+)
+
+// Pusher copies a run directory's changed files to a store: what grew by its new bytes, what
+// changed whole, what went by deleting it. The journal is JournalWrap's. One Pusher per run,
+// used by one goroutine at a time.
+type Pusher struct {
+	Store  Store
+	Run    string // the run's key in the store
+	Dir    string // its directory here
+	Layout Layout
+
+	sent map[string]sent // what the store holds of each file, as this Pusher knows it
+}
+
+type sent struct {
+	size int64
+	mod  time.Time // zero: not pushed by this Pusher (listed)
+}
+
+// Push copies what changed since the last Push (since what the store held, the first time). It
+// goes on past a file it cannot copy and returns every failure.
+func (p *Pusher) Push(ctx context.Context) error {
+	if p.sent == nil {
+		listed, err := p.Store.List(ctx, p.Run)
+		if err != nil {
+			return err
+		}
+		p.sent = map[string]sent{}
+		for _, f := range listed {
+			p.sent[f.Name] = sent{size: f.Size}
+		}
+	}
+	var errs []error
+	here := map[string]bool{}
+	err := walk(p.Dir, p.Layout, func(name string, info fs.FileInfo) {
+		here[name] = true
+		if name == p.Layout.Journal {
+			return
+		}
+		if err := p.push(ctx, name, info); err != nil {
+			errs = append(errs, fmt.Errorf("mirror %s: %w", name, err))
+		}
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for name := range p.sent {
+		if !here[name] && name != p.Layout.Journal && !p.Layout.skipped(name) {
+			if err := p.Store.Delete(ctx, p.Run, name); err != nil {
+				errs = append(errs, fmt.Errorf("mirror %s: %w", name, err))
+				continue
+			}
+			delete(p.sent, name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Pusher) push(ctx context.Context, name string, info fs.FileInfo) error {
+	was, known := p.sent[name]
+	if known && was.size == info.Size() && (p.Layout.grown(name) || was.mod.Equal(info.ModTime())) {
+		return nil
+	}
+	path := filepath.Join(p.Dir, filepath.FromSlash(name))
+	if p.Layout.grown(name) && known && info.Size() > was.size {
+		more, err := readFrom(path, was.size)
+		if err != nil {
+			return err
+		}
+		err = p.Store.Append(ctx, p.Run, name, was.size, more)
+		if err == nil {
+			p.sent[name] = sent{size: was.size + int64(len(more)), mod: info.ModTime()}
+			return nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		// Someone else's bytes: the whole file replaces them below.
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := p.Store.Put(ctx, p.Run, name, data); err != nil {
+		return err
+	}
+	p.sent[name] = sent{size: int64(len(data)), mod: info.ModTime()}
+	return nil
+}
+
+// Restore brings dir up to date with the store's copy of run, before a driver resumes it or a
+// server reads it: it fetches what the store holds beyond this directory's copy. Where this
+// directory is ahead (a journal a driver here wrote before its copy was made) it copies that to
+// the store instead; where the two differ, the store's wins and the directory's file is kept
+// beside as NAME.diverged-TIME. It returns what it did that is worth saying, and nothing at all
+// for a run the store does not hold.
+func Restore(ctx context.Context, s Store, run, dir string, l Layout, now time.Time) (notes []string, err error) {
+	files, err := s.List(ctx, run)
+	if err != nil || len(files) == 0 {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	journalBehind := false
+	remote := map[string]bool{}
+	for _, f := range files {
+		remote[f.Name] = true
+		if l.skipped(f.Name) {
+			continue
+		}
+		path := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return notes, err
+		}
+		theirs, err := s.Read(ctx, run, f.Name, 0)
+		if err != nil {
+			return notes, err
+		}
+		ours, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return notes, err
+		}
+		switch {
+		case bytes.Equal(ours, theirs):
+		case l.grown(f.Name) && bytes.HasPrefix(ours, theirs): // ahead here
+			if f.Name == l.Journal {
+				if err := s.Append(ctx, run, f.Name, int64(len(theirs)), ours[len(theirs):]); err != nil {
+					return notes, err
+				}
+				notes = append(notes, fmt.Sprintf("%s: copied %d bytes the mirror lacked", f.Name, len(ours)-len(theirs)))
+			}
+		case l.grown(f.Name) && bytes.HasPrefix(theirs, ours): // behind here
+			journalBehind = journalBehind || f.Name == l.Journal
+			if err := appendFile(path, ours, theirs[len(ours):]); err != nil {
+				return notes, err
+			}
+		default:
+			if ours != nil && l.grown(f.Name) {
+				aside := path + ".diverged-" + now.UTC().Format("20060102T150405Z")
+				if err := os.Rename(path, aside); err != nil {
+					return notes, err
+				}
+				notes = append(notes, fmt.Sprintf("%s differed from the mirror's copy: the mirror's is taken, this one kept in %s", f.Name, aside))
+				journalBehind = journalBehind || f.Name == l.Journal
+			}
+			if err := safefile.Write(path, theirs, 0o600); err != nil {
+				return notes, err
+			}
+		}
+	}
+	if !journalBehind {
+		return notes, nil
+	}
+	// The store's copy is the newer: what it no longer holds (a cancel request since served)
+	// goes here too.
+	err = walk(dir, l, func(name string, _ fs.FileInfo) {
+		if !remote[name] && !l.grown(name) {
+			os.Remove(filepath.Join(dir, filepath.FromSlash(name)))
+		}
+	})
+	return notes, err
+}
+
+// walk calls fn for each file of dir the layout copies, by its slash-separated name.
+func walk(dir string, l Layout, fn func(name string, info fs.FileInfo)) error {
+	return filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if path == dir {
+				return err
+			}
+			return nil // gone while walking (a temporary file renamed)
+		}
+		rel, _ := filepath.Rel(dir, path)
+		name := filepath.ToSlash(rel)
+		if e.IsDir() {
+			if path != dir && (l.skipped(name+"/") || isTemp(e.Name())) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() || l.skipped(name) {
+			return nil
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		fn(name, info)
+		return nil
+	})
+}
+
+func readFrom(path string, offset int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return io.ReadAll(f)
+}
+
+// appendFile grows the file at path (holding ours) by more, fsynced.
+func appendFile(path string, ours, more []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(more, int64(len(ours))); err != nil {
+		return err
+	}
+	return f.Sync()
+}
