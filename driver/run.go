@@ -16,6 +16,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
 
 // Lock takes the state directory's lock for this driver's life. A lock a live driver holds is
@@ -48,6 +49,10 @@ type Options struct {
 	MetricsAddr string    // serve Prometheus metrics at http://ADDR/metrics while it runs
 	// Faults, for a virtual run, is the seed of the fault schedule to run it through (DrawFaults).
 	Faults *int64
+	// Mirror, when set, is where the journal is copied at each of its syncs, before the sync
+	// returns (a server's runs that may move: rundir/mirror); MirrorRun is the run's key there.
+	Mirror    mirror.Store
+	MirrorRun string
 }
 
 // Execute runs, or resumes, the run in dir until it finishes, ctx ends (the user interrupts),
@@ -107,7 +112,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		log.Note("driver PID %d took the run: %s backend", os.Getpid(), st.Run.Backend)
 		res, err = executeVirtual(ctx, st, o, log, cfg)
 	} else {
-		res, err = execute(ctx, st, log, cfg)
+		res, err = execute(ctx, st, log, cfg, o)
 	}
 	log.Done()
 	if err != nil {
@@ -125,8 +130,17 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 }
 
 // execute runs the run in st on its backend, from its journal.
-func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config) (*executor.Result, error) {
-	journal, past, err := executor.OpenJournalWith(filepath.Join(st.Dir, rundir.Journal), executor.JournalOptions{Log: log})
+func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*executor.Result, error) {
+	path := filepath.Join(st.Dir, rundir.Journal)
+	jo := executor.JournalOptions{Log: log}
+	if o.Mirror != nil {
+		wrap, err := mirror.JournalWrap(ctx, o.Mirror, o.MirrorRun, rundir.Journal, path)
+		if err != nil {
+			return nil, err
+		}
+		jo.Wrap = func(f executor.JournalFile) executor.JournalFile { return wrap(f) }
+	}
+	journal, past, err := executor.OpenJournalWith(path, jo)
 	if err != nil {
 		return nil, err
 	}

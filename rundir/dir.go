@@ -10,6 +10,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -245,4 +246,16 @@ func Dirs(root string) []string {
 		}
 	}
 	return dirs
+}
+
+// MirrorLayout is how a state directory is mirrored (rundir/mirror), for a server whose runs
+// may move between machines: the journal at each sync, the logs by their new bytes, the rest
+// whole; not what belongs to this machine (the local runtime's scratch, a local checkpoint
+// store, local Nomad agents, the driver's lock).
+func MirrorLayout() mirror.Layout {
+	return mirror.Layout{
+		Journal: Journal,
+		Grown:   []string{LogsDir + "/", DriverLog},
+		Skip:    []string{WorkDir + "/", CheckpointsDir + "/", TmpDir + "/", NomadDir + "/", "lock"},
+	}
 }

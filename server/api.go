@@ -233,7 +233,7 @@ func (s *Server) view(w http.ResponseWriter, r *http.Request, u store.User) (*ru
 	if !ok {
 		return nil, false
 	}
-	st, err := rundir.Open(run.Dir)
+	st, err := rundir.Open(s.dirOf(r.Context(), run))
 	if err == nil {
 		var v *rundir.View
 		if v, err = rundir.NewView(st); err == nil {
@@ -300,7 +300,8 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	tail := executor.NewTail(filepath.Join(run.Dir, rundir.Journal), 1<<20)
+	dir := s.dirOf(r.Context(), run)
+	tail := executor.NewTail(filepath.Join(dir, rundir.Journal), 1<<20)
 	for {
 		events, err := tail.Next()
 		if err != nil {
@@ -324,6 +325,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
+			s.dirOf(r.Context(), run) // another server's run: what it has copied since
 		}
 	}
 }
@@ -335,13 +337,14 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 	if !ok {
 		return
 	}
-	path := filepath.Join(run.Dir, rundir.DriverLog)
+	dir := s.dirOf(r.Context(), run)
+	path := filepath.Join(dir, rundir.DriverLog)
 	if id := r.URL.Query().Get("trial"); id != "" {
 		v, ok := s.view(w, r, u)
 		if !ok {
 			return
 		}
-		p, err := rundir.TrialLog(run.Dir, v.Events, id)
+		p, err := rundir.TrialLog(dir, v.Events, id)
 		if err != nil {
 			writeError(w, http.StatusNotFound, err)
 			return
@@ -372,6 +375,7 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 			return
 		case <-time.After(300 * time.Millisecond):
 		}
+		s.dirOf(r.Context(), run)
 		f, _ = os.Open(path)
 	}
 	defer f.Close()
@@ -381,7 +385,7 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 	// Follow while a driver writes; between drivers (a restart, a server taking over) wait for
 	// the next; stop once the run has ended and its last lines are out.
 	for {
-		if err := rundir.Follow(r.Context(), run.Dir, f, flushWriter{w}); err != nil || r.Context().Err() != nil {
+		if err := rundir.Follow(r.Context(), dir, f, flushWriter{w}); err != nil || r.Context().Err() != nil {
 			return
 		}
 		cur, err := s.cfg.Store.Run(r.Context(), run.ID)
@@ -394,6 +398,7 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 			return
 		case <-time.After(300 * time.Millisecond):
 		}
+		s.dirOf(r.Context(), run)
 	}
 }
 

@@ -57,6 +57,8 @@ type Server struct {
 	holding bool                 // this server holds the lease
 	drivers map[string]*driving  // the runs this server drives, by ID
 	starts  map[string]time.Time // queued runs' predicted starts, by ID
+	// refreshed is when each run this server does not drive was last copied from the mirror.
+	refreshed map[string]time.Time
 	streams chan struct{}        // bounds the event streams open at once
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
@@ -88,7 +90,7 @@ func New(cfg Config) *Server {
 	if cfg.TimeScale <= 0 {
 		cfg.TimeScale = 1
 	}
-	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{},
+	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{}, refreshed: map[string]time.Time{},
 		streams: make(chan struct{}, maxStreams), dashboards: map[string]*ui.Server{}}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes() {
@@ -217,12 +219,16 @@ func (s *Server) drive(ctx context.Context, r store.Run) {
 	s.mu.Unlock()
 	go func() {
 		defer cancel()
-		end, err := s.cfg.Supervisor.Drive(dctx, r.Dir)
+		end, err := s.cfg.Supervisor.Drive(dctx, s.runDir(r.Team, r.ID), mirrorKey(r.Team, r.ID))
 		s.mu.Lock()
 		delete(s.drivers, r.ID)
 		s.mu.Unlock()
 		if err != nil && dctx.Err() != nil {
 			return // stopped: the next server to hold the lease drives it
+		}
+		if errors.Is(err, errMirror) { // not driven now: the next step tries again
+			fmt.Fprintf(s.cfg.Log, "server: run %s: %v\n", r.ID, err)
+			return
 		}
 		if err != nil { // its state directory cannot be read: no driver can go on with it
 			end = Ending{Status: "failed", Why: err.Error()}
@@ -267,7 +273,7 @@ func (s *Server) cancelDriver(ctx context.Context, r store.Run, d *driving) {
 	d.cancelling = true
 	s.mu.Unlock()
 	go func() {
-		st, err := rundir.Open(r.Dir)
+		st, err := rundir.Open(s.runDir(r.Team, r.ID))
 		if err == nil {
 			_, err = driver.Cancel(ctx, st, time.Minute, s.cfg.Log)
 		}
@@ -283,7 +289,7 @@ func (s *Server) cancelDriver(ctx context.Context, r store.Run, d *driving) {
 // charge records what a running run has cost so far against its team's month, and cancels it
 // once its team's monthly budget is spent.
 func (s *Server) charge(ctx context.Context, r store.Run) {
-	cost, err := CostSoFar(r.Dir)
+	cost, err := CostSoFar(s.runDir(r.Team, r.ID))
 	if err != nil {
 		return // its journal is being written: the next step reads it
 	}

@@ -86,6 +86,9 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err := driver.Check(s.cfg.Backend, exp); err != nil {
 		return store.Run{}, nil, &InputError{Err: err}
 	}
+	if s.cfg.Supervisor.Mirror != nil && exp.Checkpoints.URL == "" {
+		return store.Run{}, nil, &InputError{Err: errors.New("checkpoints.url: this server's runs move between machines (server --mirror), and the default keeps checkpoints in the run's folder on one of them: name a store every machine reaches (s3://BUCKET/PREFIX, or file:// on a shared disk)")}
+	}
 	team, err := st.Team(ctx, u.Team)
 	if err != nil {
 		return store.Run{}, nil, fmt.Errorf("team %s: %w", u.Team, err)
@@ -114,6 +117,9 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	}
 	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Samples: exp.Planner.Samples, Seed: exp.Seed}
 	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
+		return store.Run{}, nil, err
+	}
+	if err := s.pushNew(ctx, team.Name, id); err != nil {
 		return store.Run{}, nil, err
 	}
 	plan, err := jsonOf(rep)

@@ -29,7 +29,10 @@ type Supervisor struct {
 	// pause before the first, doubling after each (1 s if 0).
 	MaxRestarts int
 	Backoff     time.Duration
-	Log         io.Writer
+	// Mirror, when set, is where the runs' folders are copied (journals at each sync, by the
+	// drivers; the rest by Drive): a run this Supervisor drives is first restored from it.
+	Mirror *Mirror
+	Log    io.Writer
 }
 
 // Ending is how a run's driver ended it.
@@ -40,10 +43,15 @@ type Ending struct {
 	CostUSD     float64
 }
 
-// Drive drives the run in dir until it ends, and returns how. Once ctx ends (the server loses its
-// lease, or stops) the driver is killed at once and Drive returns ctx's error: the run goes on
-// from its journal under the next server.
-func (s *Supervisor) Drive(ctx context.Context, dir string) (Ending, error) {
+// Drive drives the run in dir (key in the mirror) until it ends, and returns how. Once ctx ends
+// (the server loses its lease, or stops) the driver is killed at once and Drive returns ctx's
+// error: the run goes on from its journal under the next server.
+func (s *Supervisor) Drive(ctx context.Context, dir, key string) (Ending, error) {
+	if s.Mirror != nil {
+		if err := s.restore(ctx, dir, key); err != nil {
+			return Ending{}, err
+		}
+	}
 	restarts, backoff := 0, s.Backoff
 	if backoff <= 0 {
 		backoff = time.Second
@@ -53,7 +61,7 @@ func (s *Supervisor) Drive(ctx context.Context, dir string) (Ending, error) {
 		maxRestarts = 3
 	}
 	for {
-		exitErr := s.runOnce(ctx, dir)
+		exitErr := s.runOnce(ctx, dir, key)
 		if ctx.Err() != nil {
 			return Ending{}, ctx.Err()
 		}
@@ -82,12 +90,18 @@ func (s *Supervisor) Drive(ctx context.Context, dir string) (Ending, error) {
 // runOnce runs one driver until it exits or ctx ends (then it is killed). The parent-death
 // signal fires when the thread that started the child ends, not the process: the goroutine keeps
 // its thread until the child is gone.
-func (s *Supervisor) runOnce(ctx context.Context, dir string) error {
+func (s *Supervisor) runOnce(ctx context.Context, dir, key string) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd := exec.Command(s.Binary, "resume", dir)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
+	if s.Mirror != nil {
+		cmd.Env = append(cmd.Env, EnvMirror+"="+s.Mirror.At, EnvMirrorRun+"="+key)
+		stop, done := make(chan struct{}), make(chan struct{})
+		go s.pushing(dir, key, stop, done)
+		defer func() { close(stop); <-done }() // the driver's last lines, its report
+	}
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // the driver log in dir has it all
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/urfave/cli/v2"
 )
 
@@ -224,8 +225,18 @@ func changeSpec(c *cli.Context, st *rundir.State, path string) error {
 func execute(c *cli.Context, dir string, faults *int64) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	st, res, err := driver.Execute(ctx, dir, driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json",
-		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"), NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), Faults: faults})
+	o := driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json",
+		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"), NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), Faults: faults}
+	// A server's driver copies its journal where the next server finds it (server.EnvMirror).
+	if loc := os.Getenv(server.EnvMirror); loc != "" {
+		m, closeMirror, err := openMirror(ctx, loc)
+		if err != nil {
+			return err
+		}
+		defer closeMirror()
+		o.Mirror, o.MirrorRun = m, os.Getenv(server.EnvMirrorRun)
+	}
+	st, res, err := driver.Execute(ctx, dir, o)
 	if err != nil {
 		return err
 	}

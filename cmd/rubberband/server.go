@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
@@ -39,6 +41,7 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "tls-key", Usage: "and this key (PEM)"},
 			&cli.DurationFlag{Name: "lease", Value: 15 * time.Second, Usage: "how long the driving server's lease lasts unrenewed: a stand-by takes over that long after it dies"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
+			&cli.StringFlag{Name: "mirror", Usage: "copy the runs' folders where every server reaches them, so that runs move with the server: db (its database) or dir:PATH (a shared disk); --root is then this machine's copy"},
 		},
 		Action: serverAction,
 		Subcommands: []*cli.Command{
@@ -66,15 +69,60 @@ func teamFlags() []cli.Flag {
 
 // openStore opens the command's database, making the root folder for the default one.
 func openStore(c *cli.Context) (*sqlstore.Store, error) {
+	url, err := dbURL(c)
+	if err != nil {
+		return nil, err
+	}
+	return sqlstore.Open(c.Context, url)
+}
+
+// dbURL is the command's database, sqlite:ROOT/server.db by default (its folder made); a SQLite
+// path is made absolute, so that the server's drivers open the same file.
+func dbURL(c *cli.Context) (string, error) {
 	url := c.String("db")
 	if url == "" {
 		root := c.String("root")
 		if err := os.MkdirAll(root, 0o700); err != nil {
-			return nil, err
+			return "", err
 		}
 		url = "sqlite:" + filepath.Join(root, "server.db")
 	}
-	return sqlstore.Open(c.Context, url)
+	if path, ok := strings.CutPrefix(url, "sqlite:"); ok {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", err
+		}
+		url = "sqlite:" + abs
+	}
+	return url, nil
+}
+
+// serverMirror is the server's --mirror: nil without one.
+func serverMirror(c *cli.Context, st *sqlstore.Store) (*server.Mirror, error) {
+	switch at := c.String("mirror"); {
+	case at == "":
+		return nil, nil
+	case at == "db":
+		url, err := dbURL(c)
+		return &server.Mirror{Store: st.RunFiles(), At: url}, err
+	case strings.HasPrefix(at, "dir:") && len(at) > len("dir:"):
+		abs, err := filepath.Abs(strings.TrimPrefix(at, "dir:"))
+		return &server.Mirror{Store: &mirror.Dir{Root: abs}, At: "dir:" + abs}, err
+	default:
+		return nil, usageErr("--mirror %q: db (the server's database) or dir:PATH", at)
+	}
+}
+
+// openMirror opens a driver's mirror (server.EnvMirror): dir:PATH, or a server's database.
+func openMirror(ctx context.Context, at string) (mirror.Store, func(), error) {
+	if dir, ok := strings.CutPrefix(at, "dir:"); ok {
+		return &mirror.Dir{Root: dir}, func() {}, nil
+	}
+	st, err := sqlstore.Open(ctx, at)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the run's mirror: %w", err)
+	}
+	return st.RunFiles(), func() { st.Close() }, nil
 }
 
 func serverAction(c *cli.Context) error {
@@ -108,10 +156,17 @@ func serverAction(c *cli.Context) error {
 	wd, _ := os.Getwd()
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s:%d:%x", host, os.Getpid(), time.Now().UnixNano()&0xffffff)
+	mirrored, err := serverMirror(c, st)
+	if err != nil {
+		return err
+	}
+	if mirrored != nil && backend == driver.Virtual {
+		return usageErr("--mirror: a virtual run is not mirrored; use local, nomad or ec2")
+	}
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
 	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
 		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter,
-		Supervisor: &server.Supervisor{Binary: self, Dir: wd, Env: env, Log: c.App.ErrWriter}})
+		Supervisor: &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
 	defer srv.Close()
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
@@ -132,7 +187,11 @@ func serverAction(c *cli.Context) error {
 	if c.String("tls-cert") != "" {
 		scheme = "https"
 	}
-	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s, backend %s, database %s\n", scheme, ln.Addr(), root, backend, st.Describe())
+	copies := ""
+	if mirrored != nil {
+		copies = ", mirrored to " + c.String("mirror")
+	}
+	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())
 	go func() { errc <- srv.Run(ctx) }()
 	select {
 	case err := <-errc:

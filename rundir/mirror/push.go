@@ -117,7 +117,8 @@ func Restore(ctx context.Context, s Store, run, dir string, l Layout, now time.T
 		return nil, err
 	}
 	journalBehind := false
-	remote := map[string]bool{}
+	remote := map[string]bool{} // and the copies kept aside here
+
 	for _, f := range files {
 		remote[f.Name] = true
 		if l.skipped(f.Name) {
@@ -151,10 +152,12 @@ func Restore(ctx context.Context, s Store, run, dir string, l Layout, now time.T
 			}
 		default:
 			if ours != nil && l.grown(f.Name) {
-				aside := path + ".diverged-" + now.UTC().Format("20060102T150405Z")
+				suffix := ".diverged-" + now.UTC().Format("20060102T150405Z")
+				aside := path + suffix
 				if err := os.Rename(path, aside); err != nil {
 					return notes, err
 				}
+				remote[f.Name+suffix] = true // kept here, and copied by the next Push
 				notes = append(notes, fmt.Sprintf("%s differed from the mirror's copy: the mirror's is taken, this one kept in %s", f.Name, aside))
 				journalBehind = journalBehind || f.Name == l.Journal
 			}
