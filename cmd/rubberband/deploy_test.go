@@ -19,9 +19,13 @@ import (
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
-// examples/deploy/server.nomad.hcl on two local Nomad clients and a real PostgreSQL: the server's
-// allocation is drained from its client mid-run; Nomad places it on the other, which takes the
-// lease and finishes the run with the clean run's winner, nothing launched twice.
+// examples/deploy/server.nomad.hcl on two local Nomad clients, a real PostgreSQL and MinIO for
+// checkpoints, with no folder the two share: the server's root is inside its allocation and its
+// runs are mirrored to the database (the job's default). The server's allocation is stopped
+// mid-run, its client made ineligible; Nomad places it on the other, whose server takes the
+// lease, restores the run's folder from the database and finishes it (a resume in its journal,
+// no finish in the first's) with the clean run's winner, nothing launched twice. Its secrets
+// (MinIO's keys) come from the job's Nomad Variable.
 func TestServerJobMovesOnNomad(t *testing.T) {
 	t.Parallel()
 	winner := cleanWinner(t)
@@ -29,8 +33,13 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	n := servers.StartNomad(t)
 	n.AddClient("a", 0)
 	n.AddClient("b", 0)
-	root, dir := t.TempDir(), t.TempDir()
+	minio := servers.RunMinIO(t) // its keys go to the server through the job's Variable
+	dir := t.TempDir()
 	specFile, _ := syntheticSpec(t, dir, "synthetic.yaml") // its trainer's --spec is absolute: the server runs in its allocation's folder
+	if _, _, err := n.Client.Variables().Create(&nomad.Variable{Path: "nomad/jobs/rubberband-server",
+		Items: nomad.VariableItems{"AWS_ACCESS_KEY_ID": minio.AccessKey, "AWS_SECRET_ACCESS_KEY": minio.Secret}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL); code != 0 {
 		t.Fatal(errOut)
 	}
@@ -39,8 +48,8 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	token := strings.TrimSpace(out)
-	job := exec.Command(n.Bin, "job", "run", "-detach", "-var", "binary="+binary, "-var", "db="+pg.URL, "-var", "root="+root,
-		"-var", "backend=local", "-var", "lease=2s", "-var", "time_scale=0.05", "-var", "password_variable=false", "examples/deploy/server.nomad.hcl")
+	job := exec.Command(n.Bin, "job", "run", "-detach", "-var", "binary="+binary, "-var", "db="+pg.URL,
+		"-var", "backend=local", "-var", "lease=2s", "-var", "time_scale=0.05", "examples/deploy/server.nomad.hcl")
 	job.Dir = "../.."
 	job.Env = append(os.Environ(), n.Env("")...)
 	if b, err := job.CombinedOutput(); err != nil {
@@ -67,7 +76,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 				}
 			}
 		}
-		t.Fatal("no server answers")
+		t.Fatalf("no server answers:\n%s", jobStory(n, "rubberband-server"))
 		return nil, ""
 	}
 	cl, node := serverOn("")
@@ -75,26 +84,72 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The default checkpoints would stay in the run's folder on the first machine: refused.
+	if _, _, err := cl.Submit(context.Background(), server.Submission{Name: "synthetic.yaml", Spec: string(src)}); err == nil || !strings.Contains(err.Error(), "checkpoints.url") {
+		t.Fatalf("a spec with its checkpoints in the run's folder: %v", err)
+	}
+	src = fmt.Appendf(src, "checkpoints: {url: s3://checkpoints/moves, endpoint: %s, insecure: true}\n", minio.Endpoint)
 	run, _, err := cl.Submit(context.Background(), server.Submission{Name: "synthetic.yaml", Spec: string(src)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	journal := filepath.Join(root, "teams", "ml", run.ID, "journal.jsonl")
 	waitEvent(t, cl, run.ID, executor.EvSync)
-	if _, err := n.Client.Nodes().UpdateDrain(node, &nomad.DrainSpec{Deadline: 10 * time.Second}, false, nil); err != nil {
+	// Its client takes no new allocation, and its allocation is stopped: Nomad places the server
+	// on the other client.
+	stopped := time.Now()
+	if _, err := n.Client.Nodes().ToggleEligibility(node, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	allocs, _, err := n.Client.Jobs().Allocations("rubberband-server", false, nil)
+	if err != nil || len(allocs) != 1 {
+		t.Fatalf("the server's allocations: %d, %v", len(allocs), err)
+	}
+	if _, err := n.Client.Allocations().Stop(&nomad.Allocation{ID: allocs[0].ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 	moved, to := serverOn(node)
+	t.Logf("the server answers on the other node %s after its allocation was stopped", time.Since(stopped).Round(100*time.Millisecond))
 	end := waitRun(t, moved, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
 	if end.State != store.Finished || to == node {
-		t.Fatalf("after the drain: %+v on node %s (was %s)", end, to, node)
+		t.Fatalf("after the move: %+v on node %s (was %s)", end, to, node)
 	}
 	var best struct{ Trial string }
 	if err := moved.Get(context.Background(), run.ID, "best", &best); err != nil || best.Trial != winner {
 		t.Fatalf("winner %q (%v); the clean run's is %s", best.Trial, err, winner)
 	}
-	// Nothing launched twice: no trial-stage is launched again once done.
-	events, err := executor.ReadJournal(journal)
+	// The two servers' folders were their allocations' own: the second restored the run's.
+	allocs, _, err = n.Client.Jobs().Allocations("rubberband-server", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journals := map[string]string{} // by node
+	var last string
+	for _, a := range allocs {
+		path := filepath.Join(n.AllocDir(a.ID), "server", "local", "runs", "teams", "ml", run.ID, "journal.jsonl")
+		if b, err := os.ReadFile(path); err == nil {
+			journals[a.NodeID] = string(b)
+			if a.NodeID == to {
+				last = path
+			}
+		}
+	}
+	has := func(journal, ev string) bool { return strings.Contains(journal, `"ev":"`+ev+`"`) }
+	if !has(journals[to], executor.EvResume) || has(journals[node], executor.EvFinish) {
+		t.Errorf("the run did not move mid-run: the first server's journal finishes it (%v), the second's resumes it (%v)",
+			has(journals[node], executor.EvFinish), has(journals[to], executor.EvResume))
+	}
+	if len(journals) != 2 || !strings.HasPrefix(journals[to], journals[node]) || journals[to] == journals[node] {
+		t.Fatalf("%d of %d allocations hold the run's journal; the second's (%d bytes) holds the first's (%d bytes) and more: %v\n%s",
+			len(journals), len(allocs), len(journals[to]), len(journals[node]), strings.HasPrefix(journals[to], journals[node]), jobStory(n, "rubberband-server"))
+	}
+	launchedOnce(t, last)
+}
+
+// launchedOnce fails the test if the journal at path launches a trial's stage again once it was
+// done: a run that moved between drivers launched nothing twice.
+func launchedOnce(t *testing.T, path string) {
+	t.Helper()
+	events, err := executor.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +165,32 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 			}
 		}
 	}
+	if len(done) == 0 {
+		t.Fatalf("%s: no trial done", path)
+	}
+}
+
+// jobStory is what a job's allocations went through and their tasks wrote to standard error:
+// why a job that should serve does not.
+func jobStory(n *servers.Nomad, id string) string {
+	allocs, _, err := n.Client.Jobs().Allocations(id, true, nil)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, a := range allocs {
+		fmt.Fprintf(&b, "allocation %s on %s: %s\n", a.ID, a.NodeID, a.ClientStatus)
+		for task, st := range a.TaskStates {
+			for _, e := range st.Events {
+				fmt.Fprintf(&b, "  %s: %s %s\n", task, e.Type, e.DisplayMessage)
+			}
+			logs, _ := filepath.Glob(filepath.Join(n.AllocDir(a.ID), "alloc", "logs", task+".std*"))
+			for _, l := range logs {
+				fmt.Fprintf(&b, "  %s:\n%s\n", filepath.Base(l), readFileBytes(l))
+			}
+		}
+	}
+	return b.String()
 }
 
 // stopJob deregisters a job and waits (blocking queries, at most 30 s) until none of its

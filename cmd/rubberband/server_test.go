@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -276,14 +277,16 @@ func readFileBytes(path string) []byte {
 	return b
 }
 
-// Two servers on one PostgreSQL database: the first drives (it holds the lease), the second
-// stands by; the first is killed mid-run and the second takes the lease over and finishes the run
-// with the clean run's winner.
+// Two servers on one PostgreSQL database, each with a root of its own and the runs mirrored to
+// the database (--mirror db): the first drives (it holds the lease), the second stands by and
+// answers the API from the mirror; the first is killed mid-run (SIGKILL: its driver dies with
+// it) and the second takes the lease over, restores the run's folder and finishes the run with
+// the clean run's winner.
 func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 	t.Parallel()
 	winner := cleanWinner(t)
 	pg := servers.StartPostgres(t)
-	root := t.TempDir()
+	checkpoints := t.TempDir() // a shared disk's
 	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL); code != 0 {
 		t.Fatalf("teams add: %s", errOut)
 	}
@@ -292,7 +295,7 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 		t.Fatalf("users add: %s", errOut)
 	}
 	token := strings.TrimSpace(out)
-	first := startServer(t, "--root", root, "--db", pg.URL)
+	first := startServer(t, "--root", t.TempDir(), "--db", pg.URL, "--mirror", "db")
 	driving := func(p *serverProc) bool {
 		resp, err := http.Get(p.base + "/api/v1/health")
 		if err != nil {
@@ -304,12 +307,18 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 		return h.Driving
 	}
 	first.waitSaid(t, "holds the lease")
-	standby := startServer(t, "--root", root, "--db", pg.URL)
+	standbyRoot := t.TempDir()
+	standby := startServer(t, "--root", standbyRoot, "--db", pg.URL, "--mirror", "db")
 	if driving(standby) {
 		t.Fatal("both servers drive")
 	}
 	cl, _ := client.New(standby.base, token) // either server answers the API
-	run, _, err := cl.Submit(context.Background(), submissionOf(t, "cmd/rubberband/testdata/synthetic.yaml"))
+	sub := submissionOf(t, "cmd/rubberband/testdata/synthetic.yaml")
+	if _, _, err := cl.Submit(context.Background(), sub); err == nil || !strings.Contains(err.Error(), "checkpoints.url") {
+		t.Fatalf("a mirrored server took a spec whose checkpoints stay in the run's folder: %v", err)
+	}
+	sub.Spec += "checkpoints: {url: 'file://" + checkpoints + "'}\n"
+	run, _, err := cl.Submit(context.Background(), sub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +329,11 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 		t.Fatalf("after the first server died: %+v, the stand-by drives: %v\n%s", end, driving(standby), standby.log)
 	}
 	standby.waitSaid(t, "holds the lease") // it says it took over
+	journal := filepath.Join(standbyRoot, "teams", "ml", run.ID, "journal.jsonl")
+	if !bytes.Contains(readFileBytes(journal), []byte(`"ev":"`+executor.EvResume+`"`)) {
+		t.Errorf("the stand-by's copy of the journal has no resume: the first server finished the run")
+	}
+	launchedOnce(t, journal)
 	var best struct{ Trial string }
 	if err := cl.Get(context.Background(), run.ID, "best", &best); err != nil || best.Trial != winner {
 		t.Fatalf("winner %q (%v); the clean run's is %s", best.Trial, err, winner)

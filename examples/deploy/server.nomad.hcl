@@ -1,14 +1,19 @@
 # rubberband server as a Nomad service job (docs/server.md, "Deploy on Nomad").
 #
-#   nomad job run -var db=postgres://rubberband@db.internal/rubberband -var root=/shared/rubberband \
-#     examples/deploy/server.nomad.hcl
+#   nomad job run -var db=postgres://rubberband@db.internal/rubberband examples/deploy/server.nomad.hcl
 #
 # The server keeps nothing of its own on the client it runs on: teams, users, runs and the lease
-# are in PostgreSQL, the runs' state directories (journals, logs, checkpoints) under `root`, a
-# folder every client mounts (NFS, EFS, a CSI volume). So when its allocation stops (a drain, a
-# lost client, a deploy) Nomad places it elsewhere, the new server takes the database's lease and
-# resumes every running run from its journal. The database's password comes from the Nomad
-# Variable nomad/jobs/rubberband-server (key pgpassword), never from this file.
+# are in PostgreSQL, and so is a copy of every run's folder (--mirror db: the journal copied at
+# each sync, before the driver acts on it; logs and reports every second). Its --root is a
+# scratch copy inside the allocation. So when its allocation stops (a drain, a lost client, a
+# deploy) Nomad places it anywhere else, the new server takes the database's lease, restores
+# each running run's folder from the database and resumes it from its journal. The runs'
+# checkpoints must be where every client reaches them (checkpoints.url: s3://…): the server
+# refuses a spec that would keep them in the run's folder.
+#
+# Secrets never appear here: every key of the Nomad Variable nomad/jobs/rubberband-server
+# becomes the server's environment (PGPASSWORD, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY for
+# the checkpoint store…).
 
 variable "binary" {
   type        = string
@@ -23,7 +28,14 @@ variable "db" {
 
 variable "root" {
   type        = string
-  description = "the runs' folder, the same path on every client that may run the server"
+  default     = "local/runs"
+  description = "the runs' folder: with mirror, this machine's copy (relative: in the allocation); without, a folder every client mounts at the same path"
+}
+
+variable "mirror" {
+  type        = string
+  default     = "db"
+  description = "where the runs' folders are copied so that the server can move: db, dir:PATH (a shared disk), or \"\" (then root must be shared)"
 }
 
 variable "backend" {
@@ -42,10 +54,10 @@ variable "time_scale" {
   description = "wall seconds per spec second for emulated latencies (tests only)"
 }
 
-variable "password_variable" {
+variable "secrets_variable" {
   type        = bool
   default     = true
-  description = "read PGPASSWORD from the Nomad Variable nomad/jobs/rubberband-server"
+  description = "put every key of the Nomad Variable nomad/jobs/rubberband-server in the server's environment"
 }
 
 job "rubberband-server" {
@@ -88,8 +100,9 @@ job "rubberband-server" {
 
       config {
         command = var.binary
-        args = ["server", "--addr", "${NOMAD_ADDR_http}", "--db", var.db, "--root", var.root,
-        "--backend", var.backend, "--lease", var.lease, "--time-scale", var.time_scale]
+        args = concat(["server", "--addr", "${NOMAD_ADDR_http}", "--db", var.db, "--root", var.root,
+          "--backend", var.backend, "--lease", var.lease, "--time-scale", var.time_scale],
+        var.mirror == "" ? [] : ["--mirror", var.mirror])
       }
 
       # SIGINT: the server stops its drivers (they go on under the next server) and gives the
@@ -98,10 +111,10 @@ job "rubberband-server" {
       kill_timeout = "20s"
 
       dynamic "template" {
-        for_each = var.password_variable ? [1] : []
+        for_each = var.secrets_variable ? [1] : []
         content {
-          data        = "{{ with nomadVar \"nomad/jobs/rubberband-server\" }}PGPASSWORD={{ .pgpassword }}{{ end }}"
-          destination = "secrets/db.env"
+          data        = "{{ with nomadVar \"nomad/jobs/rubberband-server\" }}{{ range $k, $v := . }}{{ $k }}={{ $v }}\n{{ end }}{{ end }}"
+          destination = "secrets/server.env"
           env         = true
         }
       }

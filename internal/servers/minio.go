@@ -25,15 +25,24 @@ type MinIO struct {
 // variables for the test, so that stores find them the standard way.
 func StartMinIO(t testing.TB) *MinIO {
 	t.Helper()
+	t.Setenv("AWS_ACCESS_KEY_ID", minioKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", minioSecret)
+	return RunMinIO(t)
+}
+
+// RunMinIO is StartMinIO without the variables, for a parallel test that hands the keys
+// (AccessKey, Secret) on itself.
+func RunMinIO(t testing.TB) *MinIO {
+	t.Helper()
 	m := &MinIO{bin: Binary(t, "minio", "RB_MINIO_BIN"), dir: t.TempDir(), port: FreePort(t), console: FreePort(t),
-		AccessKey: "rubberband", Secret: "rubberband-secret-key", t: t}
+		AccessKey: minioKey, Secret: minioSecret, t: t}
 	m.Endpoint = fmt.Sprintf("127.0.0.1:%d", m.port)
-	t.Setenv("AWS_ACCESS_KEY_ID", m.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", m.Secret)
 	m.start()
 	t.Cleanup(m.Stop)
 	return m
 }
+
+const minioKey, minioSecret = "rubberband", "rubberband-secret-key"
 
 func (m *MinIO) start() {
 	m.t.Helper()

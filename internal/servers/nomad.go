@@ -218,3 +218,13 @@ func (n *Nomad) Stop() {
 	os.RemoveAll(n.dir)
 	os.RemoveAll("/tmp/alloc_mounts")
 }
+
+// AllocDir is the folder of the allocation with ID id on whichever client agent ran it ("" when
+// none did): DATA_DIR/alloc/ID, as Nomad lays it out.
+func (n *Nomad) AllocDir(id string) string {
+	found, _ := filepath.Glob(filepath.Join(n.dir, "*", "alloc", id))
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
+}
