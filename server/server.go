@@ -59,7 +59,7 @@ type Server struct {
 	starts  map[string]time.Time // queued runs' predicted starts, by ID
 	// refreshed is when each run this server does not drive was last copied from the mirror.
 	refreshed map[string]time.Time
-	streams chan struct{}        // bounds the event streams open at once
+	streams   chan struct{} // bounds the event streams open at once
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
 }
