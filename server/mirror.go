@@ -40,7 +40,7 @@ func mirrorKey(team, id string) string { return "teams/" + team + "/" + id }
 // the mirror (at most once a second) when another server drives it.
 func (s *Server) dirOf(ctx context.Context, run store.Run) string {
 	dir := s.runDir(run.Team, run.ID)
-	m := s.cfg.Supervisor.Mirror
+	m := s.mirror()
 	if m == nil {
 		return dir
 	}
@@ -64,7 +64,7 @@ func (s *Server) dirOf(ctx context.Context, run store.Run) string {
 // pushNew copies a new run's folder to the mirror before the run is recorded: a server that
 // dies next leaves a run any other can start.
 func (s *Server) pushNew(ctx context.Context, team, id string) error {
-	m := s.cfg.Supervisor.Mirror
+	m := s.mirror()
 	if m == nil {
 		return nil
 	}
@@ -116,4 +116,12 @@ func (s *Supervisor) pushing(dir, key string, stop <-chan struct{}, done chan<- 
 			}
 		}
 	}
+}
+
+// mirror is the server's mirror, nil without one.
+func (s *Server) mirror() *Mirror {
+	if s.cfg.Supervisor == nil {
+		return nil
+	}
+	return s.cfg.Supervisor.Mirror
 }

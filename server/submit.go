@@ -86,7 +86,7 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err := driver.Check(s.cfg.Backend, exp); err != nil {
 		return store.Run{}, nil, &InputError{Err: err}
 	}
-	if s.cfg.Supervisor.Mirror != nil && exp.Checkpoints.URL == "" {
+	if s.mirror() != nil && exp.Checkpoints.URL == "" {
 		return store.Run{}, nil, &InputError{Err: errors.New("checkpoints.url: this server's runs move between machines (server --mirror), and the default keeps checkpoints in the run's folder on one of them: name a store every machine reaches (s3://BUCKET/PREFIX, or file:// on a shared disk)")}
 	}
 	team, err := st.Team(ctx, u.Team)
