@@ -56,8 +56,8 @@ func (d *Dir) locked(run string, fn func() error) error {
 	return fn()
 }
 
-// Put replaces the file, atomically.
-func (d *Dir) Put(ctx context.Context, run, name string, data []byte) error {
+// change runs fn on the file's path holding the run's lock, its folder made.
+func (d *Dir) change(run, name string, fn func(path string) error) error {
 	p, err := d.path(run, name)
 	if err != nil {
 		return err
@@ -66,20 +66,18 @@ func (d *Dir) Put(ctx context.Context, run, name string, data []byte) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return fmt.Errorf("mirror: %w", err)
 		}
-		return safefile.Write(p, data, 0o600)
+		return fn(p)
 	})
+}
+
+// Put replaces the file, atomically.
+func (d *Dir) Put(ctx context.Context, run, name string, data []byte) error {
+	return d.change(run, name, func(p string) error { return safefile.Write(p, data, 0o600) })
 }
 
 // Append grows the file at offset, fsynced.
 func (d *Dir) Append(ctx context.Context, run, name string, offset int64, data []byte) error {
-	p, err := d.path(run, name)
-	if err != nil {
-		return err
-	}
-	return d.locked(run, func() error {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return fmt.Errorf("mirror: %w", err)
-		}
+	return d.change(run, name, func(p string) error {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return fmt.Errorf("mirror: %w", err)
@@ -164,11 +162,7 @@ func (d *Dir) List(ctx context.Context, run string) ([]File, error) {
 
 // Delete removes the file.
 func (d *Dir) Delete(ctx context.Context, run, name string) error {
-	p, err := d.path(run, name)
-	if err != nil {
-		return err
-	}
-	return d.locked(run, func() error {
+	return d.change(run, name, func(p string) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("mirror: %w", err)
 		}
