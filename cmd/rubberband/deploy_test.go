@@ -138,9 +138,17 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 		t.Errorf("the run did not move mid-run: the first server's journal finishes it (%v), the second's resumes it (%v)",
 			has(journals[node], executor.EvFinish), has(journals[to], executor.EvResume))
 	}
-	if len(journals) != 2 || !strings.HasPrefix(journals[to], journals[node]) || journals[to] == journals[node] {
-		t.Fatalf("%d of %d allocations hold the run's journal; the second's (%d bytes) holds the first's (%d bytes) and more: %v\n%s",
-			len(journals), len(allocs), len(journals[to]), len(journals[node]), strings.HasPrefix(journals[to], journals[node]), jobStory(n, "rubberband-server"))
+	// What the first driver synced (its decisions, the sync the test waited for) the second's
+	// journal holds; results it noted in its last 100 ms, before the copy, may be gone: their
+	// trials rerun from their checkpoints.
+	first, second := journals[node], journals[to]
+	common := 0
+	for common < min(len(first), len(second)) && first[common] == second[common] {
+		common++
+	}
+	if len(journals) != 2 || !has(first[:common], executor.EvSync) || len(second) <= common {
+		t.Fatalf("%d of %d allocations hold the run's journal; the second's (%d bytes) shares %d with the first's (%d bytes), through its first sync: %v\n%s",
+			len(journals), len(allocs), len(second), common, len(first), has(first[:common], executor.EvSync), jobStory(n, "rubberband-server"))
 	}
 	launchedOnce(t, last)
 }

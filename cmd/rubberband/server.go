@@ -192,13 +192,19 @@ func serverAction(c *cli.Context) error {
 		copies = ", mirrored to " + c.String("mirror")
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())
-	go func() { errc <- srv.Run(ctx) }()
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(ctx) }()
+	var serveErr error
 	select {
-	case err := <-errc:
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve: %w", err)
-		}
+	case serveErr = <-errc:
 	case <-ctx.Done():
+	}
+	// Run stops the drivers, copies what they left to the mirror and gives the lease up: the
+	// database stays open until it has.
+	stop()
+	<-ran
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", serveErr)
 	}
 	srv.Close()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
