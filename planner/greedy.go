@@ -20,7 +20,10 @@ import (
 // the same way (recursively, down to single offers), starts from the cheapest of those plans, and
 // adds two kinds of step: move one stage, or one stage and every later one of its bracket, to
 // another offer (at the largest GPU option there not above its GPUs). So its plan is never
-// predicted to cost more than the best single-type plan, nor the best single-market one.
+// predicted to cost more than the best single-type plan, nor the best single-market one. Where
+// a type is offered in both markets, a third kind of step hedges a spot stage (Proteus'
+// reliability tiers): the same GPUs with some nodes on demand, those of the critical chains or
+// standby room for interrupted gangs (hedges); a step down keeps a hedged stage's shape.
 //
 // Hyperband's brackets share the cluster, and a plan that starts them from shares of one cluster
 // cannot give one bracket a wide first stage while the others stay narrow: so, with several
@@ -113,6 +116,20 @@ func (p *Problem) greedyOver(offers []int) Candidate {
 		if best.Feasible {
 			best = p.descend(best, offers)
 		}
+		if p.anyHedges(offers) {
+			// A hedged stage is slower than on demand: the plans of one market leave it no time.
+			// Descend, with every step, from each offer's fast starts too.
+			for _, o := range offers {
+				_, n := p.static(o)
+				for _, a := range p.warmStarts(o, n) {
+					if start, ok := p.valid(a); ok && start.Feasible {
+						if c := p.descend(start, offers); better(c, best) {
+							best = c
+						}
+					}
+				}
+			}
+		}
 	}
 	if p.memo == nil {
 		p.memo = map[string]Candidate{}
@@ -152,18 +169,7 @@ func (p *Problem) splits(offers []int) [][]int {
 // greedyOn is Algorithm 2 on offer o alone.
 func (p *Problem) greedyOn(o int) Candidate {
 	best, n := p.static(o)
-	sizes := []int{p.model().MaxNodes}
-	if n > 0 {
-		sizes = []int{n, 2 * n, 3 * n, p.model().MaxNodes}
-	}
-	var seen []sim.Alloc
-	for _, size := range sizes {
-		size = min(size, p.model().MaxNodes)
-		a := p.clusterAlloc(size, true, o)
-		if containsAlloc(seen, a) {
-			continue
-		}
-		seen = append(seen, a)
+	for _, a := range p.warmStarts(o, n) {
 		start, ok := p.valid(a)
 		if !ok || !start.Feasible {
 			continue
@@ -173,6 +179,24 @@ func (p *Problem) greedyOn(o int) Candidate {
 		}
 	}
 	return best
+}
+
+// warmStarts are Algorithm 2's starts on offer o: the best static cluster (n nodes, static's)
+// at 1x, 2x and 3x its size and the largest, each made elastic (the largest alone when there is
+// no static cluster), without repeats.
+func (p *Problem) warmStarts(o, n int) []sim.Alloc {
+	sizes := []int{p.model().MaxNodes}
+	if n > 0 {
+		sizes = []int{n, 2 * n, 3 * n, p.model().MaxNodes}
+	}
+	var seen []sim.Alloc
+	for _, size := range sizes {
+		a := p.clusterAlloc(min(size, p.model().MaxNodes), true, o)
+		if !containsAlloc(seen, a) {
+			seen = append(seen, a)
+		}
+	}
+	return seen
 }
 
 // descend runs the greedy steps from a feasible start, within the given offers.
@@ -209,8 +233,19 @@ func (p *Problem) descendOver(cur Candidate, offers []int, only int) Candidate {
 				opts := p.options(on)[b][k]
 				if i := indexOf(opts, sa.GPUs); i > 0 {
 					a := cur.Alloc.Clone()
-					a[b][k] = p.stageAlloc(opts[i-1], on)
+					a[b][k] = p.reshape(sa, opts[i-1], on)
 					consider(a)
+				}
+				// Hedge the stage, or hedge it otherwise: the same GPUs, some nodes on demand (a
+				// stage on demand: some moved to spot).
+				if hs, ok := p.spotOf(on); ok && p.hedgeable(hs, offers) && p.options(hs)[b][k] != nil && indexOf(p.options(hs)[b][k], sa.GPUs) >= 0 {
+					for _, h := range p.hedges(b, k, sa.GPUs, hs) {
+						if h != sa {
+							a := cur.Alloc.Clone()
+							a[b][k] = h
+							consider(a)
+						}
+					}
 				}
 				for _, o := range offers {
 					if o == on {

@@ -211,7 +211,7 @@ func (p *Problem) branchAndBound(searched []int, incumbent Candidate, limit int)
 		}
 	}
 	if J > 0 {
-		t.search(0, 0, 0, 0, 0, 0)
+		t.search(0, 0, nil, 0, 0)
 	}
 	return t.best, !t.capped && !p.stopped()
 }
@@ -230,22 +230,30 @@ func (t *bnb) space(b, round int) *space {
 		fewest := math.MaxInt
 		for _, on := range p.allowed() {
 			for _, g := range p.options(on)[b][k] {
-				sa := p.stageAlloc(g, on)
-				if sa.Nodes > t.maxNodes {
-					continue
+				sas := []sim.StageAlloc{p.stageAlloc(g, on)}
+				if p.hedgeable(on, p.allowed()) {
+					sas = append(sas, p.hedges(b, k, g, on)...)
 				}
-				dur, fn, spot := s.StageTrain(b, k, sa)
-				o := stageOption{alloc: sa, offer: on, dur: dur, fnCost: mean(fn), tau: t.fastMean(dur)}
-				if m.PerFunction {
-					o.costLB = o.fnCost
-				} else {
-					o.costLB = m.Offers[on].NodePricePerSecond * float64(sa.Nodes) * mean(dur)
+				for _, sa := range sas {
+					if sa.Nodes > t.maxNodes {
+						continue
+					}
+					dur, fn, spot := s.StageTrain(b, k, sa)
+					o := stageOption{alloc: sa, offer: on, dur: dur, fnCost: mean(fn), tau: t.fastMean(dur)}
+					switch {
+					case m.PerFunction:
+						o.costLB = o.fnCost
+					case sa.OnDemand > 0:
+						o.costLB = m.HoldPrice(sa) * mean(dur)
+					default:
+						o.costLB = m.Offers[on].NodePricePerSecond * float64(sa.Nodes) * mean(dur)
+					}
+					if spot != nil { // replacements' datasets, less their unbilled SCALE: the bound stays below the cost
+						o.costLB += mean(spot)
+					}
+					sp.opts[k] = append(sp.opts[k], o)
+					fewest = min(fewest, sa.Nodes)
 				}
-				if spot != nil { // replacements' datasets, less their unbilled SCALE: the bound stays below the cost
-					o.costLB += mean(spot)
-				}
-				sp.opts[k] = append(sp.opts[k], o)
-				fewest = min(fewest, sa.Nodes)
 			}
 		}
 		if len(sp.opts[k]) == 0 {
@@ -291,10 +299,10 @@ func (t *bnb) space(b, round int) *space {
 	return sp
 }
 
-// search tries every option of stage k of free[j], after stages that left up nodes of offer
-// upOffer running, peaked at peak nodes, and cost at least cost (every bracket before it
+// search tries every option of stage k of free[j], after stages that left up the nodes of prev
+// (nil: none) running, peaked at peak nodes, and cost at least cost (every bracket before it
 // included).
-func (t *bnb) search(j, k, up, upOffer, peak int, cost float64) {
+func (t *bnb) search(j, k int, prev *sim.StageAlloc, peak int, cost float64) {
 	p, m := t.p, t.p.model()
 	if p.stopped() || t.capped {
 		return
@@ -314,15 +322,18 @@ func (t *bnb) search(j, k, up, upOffer, peak int, cost float64) {
 			t.capped = true
 			return
 		}
-		newNodes := max(0, o.alloc.Nodes-up)
-		if o.offer != upOffer {
-			newNodes = o.alloc.Nodes // the nodes up go at the SYNC: all of this stage's are new
-		}
+		// Nodes of another offer go at the SYNC: the stage starts those beyond what it keeps.
+		newNodes := m.NewNodes(prev, o.alloc)
 		stageCost := o.costLB + float64(newNodes)*m.DataCost
 		var prov, scale []float64
 		if newNodes > 0 {
 			prov, scale = p.Sim.StageProvision(sp.b, k, newNodes, o.offer)
-			if !m.PerFunction {
+			switch {
+			case m.PerFunction:
+			case o.alloc.OnDemand > 0: // new nodes' unbilled SCALE at the dearer price: still a bound
+				od, _ := m.OnDemandOf(o.offer)
+				stageCost += m.HoldPrice(o.alloc)*mean(prov) - m.Offers[od].NodePricePerSecond*float64(newNodes)*mean(scale)
+			default:
 				stageCost += m.Offers[o.offer].NodePricePerSecond * (float64(o.alloc.Nodes)*mean(prov) - float64(newNodes)*mean(scale))
 			}
 		}
@@ -343,7 +354,7 @@ func (t *bnb) search(j, k, up, upOffer, peak int, cost float64) {
 			continue
 		}
 		sp.choice[k] = o.alloc
-		t.search(j, k+1, o.alloc.Nodes, o.offer, max(peak, o.alloc.Nodes), cost+stageCost)
+		t.search(j, k+1, &sp.choice[k], max(peak, o.alloc.Nodes), cost+stageCost)
 	}
 }
 
@@ -358,7 +369,7 @@ func (t *bnb) settled(j, peak int, cost float64) {
 			done[i] = max(done[i], x)
 		}
 		t.peak[sp.round] += peak
-		t.search(j+1, 0, 0, 0, 0, cost)
+		t.search(j+1, 0, nil, 0, cost)
 		t.peak[sp.round] -= peak
 		copy(done, t.saved[j])
 		return

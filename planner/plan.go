@@ -81,7 +81,37 @@ func Plan(ctx context.Context, exp *spec.Experiment, s *sim.Simulator, progress 
 		}
 		rep.AddAlternative(subsets[i].Name, alt.Feasible, ap)
 	}
+	if hedged(res.Best.Alloc) {
+		// A hedged plan is shown beside both of its markets alone: on-demand only (above) and
+		// spot only.
+		m := s.Model()
+		if spot := OffersWhere(m, func(o *sim.Offer) bool { return o.Market == spec.MarketSpot }); len(spot) < len(m.Offers) {
+			alt, err := Run(prob.Restrict(spot), exp.Planner.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			if alt.Best.Alloc != nil {
+				ap, err := s.Simulate(alt.Best.Alloc)
+				if err != nil {
+					return nil, nil, err
+				}
+				rep.AddAlternative("spot only", alt.Feasible, ap)
+			}
+		}
+	}
 	return rep, &res, ctx.Err()
+}
+
+// hedged says whether a plan holds a hedged stage (sim.StageAlloc.OnDemand).
+func hedged(a sim.Alloc) bool {
+	for _, stages := range a {
+		for _, sa := range stages {
+			if sa.OnDemand > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // PlanSpec is Plan with exp's own simulator (sim.For) and no progress: what the dashboard's

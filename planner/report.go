@@ -235,7 +235,7 @@ func (r *Report) Alloc(brackets []spec.Bracket) (sim.Alloc, error) {
 				return nil, fmt.Errorf("plan bracket %d stage %d is %d trials x %d iterations, the spec %d x %d (was the plan made for another spec?)",
 					b, k, ps.Trials, ps.Iters, st.Trials, st.Iters)
 			}
-			a[b] = append(a[b], sim.StageAlloc{GPUs: ps.GPUs, Nodes: ps.Nodes, Type: ps.Type, Market: ps.Market})
+			a[b] = append(a[b], sim.StageAlloc{GPUs: ps.GPUs, Nodes: ps.Nodes, Type: ps.Type, Market: ps.Market, OnDemand: ps.OnDemandNodes})
 		}
 	}
 	return a, nil

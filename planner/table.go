@@ -3,9 +3,12 @@ package planner
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // WriteTable writes the plan or prediction as tables a person reads: what `rubberband plan` and
@@ -91,15 +94,20 @@ func (r *Report) writeAlternatives(w io.Writer) {
 
 func writeStages(w io.Writer, brackets []BracketReport, named bool) {
 	cols := []string{"STAGE", "TRIALS", "ITERS", "GPUS", "GPUS/TRIAL", "NODES", "WAVES", "START", "TIME", "COST"}
-	spot, typed := false, false // columns of expected interruptions and of each stage's type and market, when the model has them
+	spot, typed, hedged := false, false, false // columns of expected interruptions, of each stage's type and market, and of its nodes on demand, when the plan has them
 	for _, b := range brackets {
 		for _, s := range b.Stages {
 			spot = spot || s.Interruptions > 0
 			typed = typed || s.Type != "" || s.Market != ""
+			hedged = hedged || s.OnDemandNodes > 0
 		}
 	}
 	if typed {
 		cols = append(cols[:4], append([]string{"TYPE", "MARKET"}, cols[4:]...)...)
+	}
+	if hedged { // after NODES: how many of them are on demand, the rest on spot
+		i := slices.Index(cols, "NODES") + 1
+		cols = append(cols[:i], append([]string{"ON-DEMAND"}, cols[i:]...)...)
 	}
 	if spot {
 		cols = append(cols, "INTERRUPTIONS", "THEIR COST")
@@ -114,8 +122,11 @@ func writeStages(w io.Writer, brackets []BracketReport, named bool) {
 			if typed {
 				row = append(row, s.Type, s.Market)
 			}
-			row = append(row, s.GPUsPerTrial, s.Nodes, s.Waves, format.Clock(s.Start),
-				format.Clock(s.Duration), format.Money(s.Cost))
+			row = append(row, s.GPUsPerTrial, s.Nodes)
+			if hedged {
+				row = append(row, onDemandNodes(s))
+			}
+			row = append(row, s.Waves, format.Clock(s.Start), format.Clock(s.Duration), format.Money(s.Cost))
 			if spot {
 				row = append(row, fmt.Sprintf("%.2f", s.Interruptions), format.Money(s.InterruptionCost))
 			}
@@ -136,4 +147,17 @@ func writePrediction(w io.Writer, label string, p Prediction, deadline bool) {
 		line += fmt.Sprintf("   P(miss) %.0f%%", 100*p.DeadlineMissProb)
 	}
 	fmt.Fprintln(w, line)
+}
+
+// onDemandNodes is how many of a stage's nodes are on demand: a hedged stage's on-demand ones,
+// every node of a stage on demand, none on spot.
+func onDemandNodes(s sim.StageResult) int {
+	switch {
+	case s.OnDemandNodes > 0:
+		return s.OnDemandNodes
+	case s.Market == spec.MarketSpot:
+		return 0
+	default:
+		return s.Nodes
+	}
 }

@@ -14,21 +14,39 @@ import (
 // more. An empty Type or Market is the cluster's own (Model.Offers[0]'s). A stage on another type
 // or market than the nodes held before it releases them all at the previous SYNC and starts its
 // own (SCALE, INIT_INSTANCE, DATA); its trials move through their checkpoints.
+//
+// A hedged stage (Proteus' reliability tiers) is a spot stage with OnDemand > 0: OnDemand of its
+// Nodes are of the same type on the on-demand market, the rest on spot. The on-demand nodes are
+// the stage's first ones, where the placement packs the gangs that the plan marks critical (the
+// longest chains of trials: the last wave's); only the spot nodes are interrupted, and an
+// interrupted gang moves to free on-demand room when there is some, instead of waiting for a
+// replacement. Zero (every plan before hedging) keeps the stage in one market.
 type StageAlloc struct {
 	GPUs   int    `json:"gpus"`
 	Nodes  int    `json:"nodes"`
 	Type   string `json:"type,omitempty"`
 	Market string `json:"market,omitempty"`
+	// OnDemand is how many of Nodes are on-demand nodes of the stage's type, in a hedged stage
+	// (Market spot); 0: none.
+	OnDemand int `json:"on_demand_nodes,omitempty"`
 }
 
+// Spot is how many of the stage's nodes are in its own market (all of them but a hedged
+// stage's on-demand ones).
+func (a StageAlloc) Spot() int { return a.Nodes - a.OnDemand }
+
 // FormatStages writes stages as `simulate --alloc` reads them, bracketed: each stage's GPUs,
-// and @TYPE:MARKET when it names a type or market ("[16 8@p3.2xlarge:spot]").
+// @TYPE:MARKET when it names a type or market, and +Nod when it is hedged with N on-demand
+// nodes ("[16 8@p3.2xlarge:spot 24@:spot+2od]").
 func FormatStages(stages []StageAlloc) string {
 	out := make([]string, len(stages))
 	for i, sa := range stages {
 		out[i] = strconv.Itoa(sa.GPUs)
 		if sa.Type != "" || sa.Market != "" {
 			out[i] += "@" + sa.Type + ":" + sa.Market
+		}
+		if sa.OnDemand > 0 {
+			out[i] += "+" + strconv.Itoa(sa.OnDemand) + "od"
 		}
 	}
 	return "[" + strings.Join(out, " ") + "]"
@@ -115,6 +133,9 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 			if !ok {
 				return fmt.Errorf("%s: instance type %q in market %q is not one the spec offers", where, sa.Type, sa.Market)
 			}
+			if err := m.checkHedge(sa, i); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
 			m := m.Offers[i]
 			if sa.GPUs < 1 {
 				return fmt.Errorf("%s: %d GPUs (need at least 1)", where, sa.GPUs)
@@ -137,4 +158,77 @@ func (m *Model) Check(brackets []spec.Bracket, a Alloc) error {
 		return fmt.Errorf("allocation holds up to %d nodes, above max_nodes %d", p, m.MaxNodes)
 	}
 	return nil
+}
+
+// checkHedge reports what is wrong with a stage's on-demand nodes (StageAlloc.OnDemand) on
+// offer i: a hedged stage is a spot stage whose type the spec also offers on demand, holds at
+// least one spot node, and bills nodes (per-function billing has none to hedge).
+func (m *Model) checkHedge(sa StageAlloc, i int) error {
+	switch {
+	case sa.OnDemand == 0:
+		return nil
+	case sa.OnDemand < 0:
+		return fmt.Errorf("%d on-demand nodes (need 0 or more)", sa.OnDemand)
+	case m.Offers[i].Market != spec.MarketSpot:
+		return fmt.Errorf("%d on-demand nodes in a stage on market %s (only a spot stage holds on-demand nodes beside its own)", sa.OnDemand, m.Offers[i].Market)
+	case m.PerFunction:
+		return fmt.Errorf("%d on-demand nodes under per-function billing (it bills no nodes to hedge)", sa.OnDemand)
+	case sa.OnDemand >= sa.Nodes:
+		return fmt.Errorf("%d on-demand nodes of %s (a hedged stage keeps at least one spot node; all on demand is market on-demand)", sa.OnDemand, format.Plural(sa.Nodes, "node"))
+	}
+	if _, ok := m.OnDemandOf(i); !ok {
+		return fmt.Errorf("%d on-demand nodes of %s, which the spec does not offer on demand (cluster.markets)", sa.OnDemand, m.Offers[i].Type)
+	}
+	return nil
+}
+
+// OnDemandOf is the on-demand offer of offer i's type (an index in Offers): where a hedged
+// stage on offer i holds its on-demand nodes.
+func (m *Model) OnDemandOf(i int) (int, bool) {
+	j, ok := m.index[offerKey{m.Offers[i].Type, spec.MarketOnDemand}]
+	return j, ok
+}
+
+// pool is the nodes a stage holds of one offer.
+type pool struct{ offer, nodes int }
+
+// pools lists the nodes a stage that passed Check holds, by offer: its own offer's, then, in a
+// hedged stage, the on-demand ones.
+func (m *Model) pools(a StageAlloc) []pool {
+	_, oi := m.offerOf(a)
+	if a.OnDemand == 0 {
+		return []pool{{oi, a.Nodes}}
+	}
+	od, _ := m.OnDemandOf(oi)
+	return []pool{{oi, a.Nodes - a.OnDemand}, {od, a.OnDemand}}
+}
+
+// HoldPrice is what the nodes of a stage that passed Check cost per second, all
+// together: its own offer's price for each, but the on-demand price for a hedged stage's
+// on-demand nodes.
+func (m *Model) HoldPrice(a StageAlloc) float64 {
+	price := 0.0
+	for _, p := range m.pools(a) {
+		price += float64(p.nodes) * m.Offers[p.offer].NodePricePerSecond
+	}
+	return price
+}
+
+// NewNodes is how many nodes a stage (next, that passed Check) starts after the stage before it
+// (prev; nil for none) in the same bracket: in each offer, those beyond the ones prev holds
+// there, which it keeps (nodes of another offer go at the SYNC).
+func (m *Model) NewNodes(prev *StageAlloc, next StageAlloc) int {
+	n := 0
+	for _, p := range m.pools(next) {
+		up := 0
+		if prev != nil {
+			for _, q := range m.pools(*prev) {
+				if q.offer == p.offer {
+					up = q.nodes
+				}
+			}
+		}
+		n += max(0, p.nodes-up)
+	}
+	return n
 }

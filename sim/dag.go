@@ -112,16 +112,13 @@ func BuildDAG(m *Model, brackets []spec.Bracket, a Alloc) (*DAG, error) {
 		if br.Round > 0 {
 			preds = slices.Clone(roundEnds[br.Round-1])
 		}
-		up, upOffer := 0, 0
+		var prev *StageAlloc
 		for k, s := range br.Stages {
 			_, o := m.offerOf(a[b][k])
-			if o != upOffer {
-				up = 0 // released at the previous SYNC
+			if n := m.NewNodes(prev, a[b][k]); n > 0 { // nodes of another offer go at the previous SYNC
+				preds = g.addProvision(m, o, b, k, n, preds)
 			}
-			if n := a[b][k].Nodes; n > up {
-				preds = g.addProvision(m, o, b, k, n-up, preds)
-			}
-			up, upOffer = a[b][k].Nodes, o
+			prev = &a[b][k]
 			preds = []int{g.addTrain(o, b, k, s, a[b][k], preds, m.Offers[o].lags(br, k))}
 		}
 		roundEnds[br.Round] = append(roundEnds[br.Round], preds...)

@@ -28,6 +28,9 @@ type Model struct {
 	// has none; a re-plan gives its posterior some, so that the plan it picks has room for what
 	// the evidence has not pinned down.
 	Uncertainty float64
+	// Hedge says the spec lets planners hedge spot stages (cluster.hedge): split their nodes
+	// between the markets (StageAlloc.OnDemand). A hedged allocation is simulated either way.
+	Hedge bool
 
 	index map[offerKey]int
 }
@@ -74,6 +77,7 @@ func NewModel(exp *spec.Experiment) (*Model, error) {
 			DataCost:    c.Data.SizeGB * c.Data.PricePerGB,
 		},
 		index: map[offerKey]int{},
+		Hedge: c.Hedges(),
 	}
 	for i, so := range exp.Offers() {
 		o, err := newOffer(c, so)

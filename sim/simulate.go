@@ -44,11 +44,14 @@ type Simulator struct {
 // reference that the faster draws are tested against. Call it before any prediction.
 func (s *Simulator) DrawTrialByTrial() { s.trialByTrial = true }
 
-// stageKey names a stage's draws: bracket, stage, a count (GPUs or new nodes) and the offer.
-type stageKey struct{ b, k, x, o int }
+// stageKey names a stage's draws: bracket, stage, a count (GPUs or new nodes), the offer and,
+// for a hedged stage, its on-demand nodes and its nodes (its standby room is their difference
+// from what the GPUs need).
+type stageKey struct{ b, k, x, o, od, nodes int }
 
-// scaleUpKey names a spot stage's scale-up: by newNodes, beside held nodes up already.
-type scaleUpKey struct{ b, k, newNodes, held, o int }
+// scaleUpKey names a spot stage's scale-up: by newNodes (spotNew of them on spot), beside held
+// spot nodes up already.
+type scaleUpKey struct{ b, k, newNodes, spotNew, held, o int }
 
 // trainSamples are the draws of a stage's TRAIN nodes and SYNC at one GPU allocation.
 type trainSamples struct {
@@ -87,6 +90,7 @@ type group struct {
 	count  int
 	billed float64
 	price  float64
+	offer  int
 }
 
 // New returns a simulator that draws samples per stage with the given seed.
@@ -171,7 +175,13 @@ func (s *Simulator) stream(kind, b, k, x int) uint64 {
 
 func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 	_, oi := s.m.offerOf(a)
-	if t, ok := s.train[stageKey{b, k, a.GPUs, oi}]; ok {
+	if a.OnDemand > 0 {
+		if s.m.Offers[oi].Spot != nil {
+			return s.hedgedPart(b, k, a, oi)
+		}
+		a.OnDemand = 0 // nothing interrupts the spot nodes: the stage's draws are its market's
+	}
+	if t, ok := s.train[stageKey{b, k, a.GPUs, oi, 0, 0}]; ok {
 		return t
 	}
 	// Every market of the type shares the TRAIN draws: draw them once for all.
@@ -186,10 +196,10 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 			t.idle = make([]uint64, s.samples)
 		}
 		parts[j] = t
-		s.train[stageKey{b, k, a.GPUs, si}] = t
+		s.train[stageKey{b, k, a.GPUs, si, 0, 0}] = t
 	}
 	if s.trainByChains(b, k, a, sibs, parts) {
-		return s.train[stageKey{b, k, a.GPUs, oi}]
+		return s.train[stageKey{b, k, a.GPUs, oi, 0, 0}]
 	}
 	s.drawTrain(b, k, a, sibs, func(j, i int, g *DAG, end float64, hit interruptions, start spotStart, _, latency []float64) {
 		t, o := parts[j], s.m.Offers[sibs[j]]
@@ -199,7 +209,7 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 		put := func(t *trainSamples, end float64, hit interruptions, latency []float64) {
 			t.dur[i] = end
 			if t.spotCost != nil {
-				t.interrupted[i] = float64(hit.count)
+				t.interrupted[i] = float64(hit.count + hit.moved)
 				t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*o.NodePricePerSecond
 				t.lost[i] = t.spotCost[i] + float64(a.Nodes)*(end-hit.calm)*o.NodePricePerSecond
 				if s.m.PerFunction {
@@ -221,7 +231,36 @@ func (s *Simulator) trainPart(b, k int, a StageAlloc) *trainSamples {
 			t.atStart.idle[i] = start.hit.idle
 		}
 	})
-	return s.train[stageKey{b, k, a.GPUs, oi}]
+	return s.train[stageKey{b, k, a.GPUs, oi, 0, 0}]
+}
+
+// hedgedPart is trainPart for a hedged stage on spot offer oi (a.OnDemand > 0, interruptions
+// on): its own draws, on the same streams as the stage unhedged (the same TRAIN latencies, the
+// same interruptions of its spot nodes), priced at its two markets.
+func (s *Simulator) hedgedPart(b, k int, a StageAlloc, oi int) *trainSamples {
+	key := stageKey{b, k, a.GPUs, oi, a.OnDemand, a.Nodes}
+	if t, ok := s.train[key]; ok {
+		return t
+	}
+	n := s.samples
+	t := &trainSamples{dur: make([]float64, n), fnCost: make([]float64, n), spotCost: make([]float64, n),
+		interrupted: make([]float64, n), lost: make([]float64, n), idle: make([]uint64, n)}
+	t.atStart = &trainSamples{dur: make([]float64, n), fnCost: make([]float64, n), spotCost: make([]float64, n),
+		interrupted: make([]float64, n), lost: make([]float64, n), idle: make([]uint64, n)}
+	spotPrice, hold := s.m.Offers[oi].NodePricePerSecond, s.m.HoldPrice(a)
+	s.drawTrain(b, k, a, []int{oi}, func(_, i int, _ *DAG, end float64, hit interruptions, start spotStart, _, _ []float64) {
+		put := func(t *trainSamples, end float64, hit interruptions) {
+			t.dur[i] = end
+			t.interrupted[i] = float64(hit.count + hit.moved)
+			t.spotCost[i] = float64(hit.count)*s.m.DataCost - hit.unbilled*spotPrice
+			t.lost[i] = t.spotCost[i] + hold*(end-hit.calm)
+			t.idle[i] = hit.idle
+		}
+		put(t, end, hit)
+		put(t.atStart, start.end, start.hit)
+	})
+	s.train[key] = t
+	return t
 }
 
 // trainByChains draws a stage's samples by its slowest chain (stageByChains) into parts, one
@@ -339,7 +378,7 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 		if o.Spot != nil {
 			per[j].rs = spec.NewRand(s.seed, s.stream(streamSpot, b, k, a.GPUs))
 			per[j].rstart = spec.NewRand(s.seed, s.stream(streamSpotStart, b, k, a.GPUs))
-			per[j].layout = o.newSpotLayout(g, a.Nodes, gpt)
+			per[j].layout = o.newSpotLayout(g, a.Nodes, gpt, a.OnDemand)
 		}
 		if o.slows() {
 			per[j].rslow = spec.NewRand(s.seed, s.stream(streamSlow, b, k, a.GPUs))
@@ -370,7 +409,8 @@ func (s *Simulator) drawTrain(b, k int, a StageAlloc, offers []int, each func(j,
 				copy(start.finish, f)
 				copy(start.latency, l)
 				po.o.firstInterruptions(po.layout, po.rs)
-				start.end, start.hit = po.o.interrupt(po.layout, g, po.rstart, end, start.finish, start.latency, i%a.Nodes)
+				// A spot node is the one found lost (every node, unhedged).
+				start.end, start.hit = po.o.interrupt(po.layout, g, po.rstart, end, start.finish, start.latency, a.OnDemand+i%a.Spot())
 				start.end *= err
 				end, hit = po.o.interrupt(po.layout, g, po.rs, end, f, l, -1)
 			}
@@ -415,7 +455,7 @@ func (s *Simulator) trainLaunches(b int, a []StageAlloc) []stageLaunches {
 }
 
 func (s *Simulator) provPart(b, k, newNodes, offer int) *provSamples {
-	key := stageKey{b, k, newNodes, offer}
+	key := stageKey{b, k, newNodes, offer, 0, 0}
 	if p, ok := s.prov[key]; ok {
 		return p
 	}
@@ -446,12 +486,13 @@ func (s *Simulator) provPart(b, k, newNodes, offer int) *provSamples {
 }
 
 // scaleUpLost draws, sample by sample, whether a spot stage's scale-up by newNodes of offer
-// loses a node before the stage starts: a new node between the end of the SCALE and the end of
+// (spotNew of them spot nodes: fewer in a hedged stage, whose on-demand ones are not lost) loses
+// a node before the stage starts: a new spot node between the end of the SCALE and the end of
 // the scale-up (the slowest INIT_INSTANCE and DATA: the nodes are handed over together), or one
-// of the held nodes up already, idle while they wait. The executor finds it lost at the stage's
-// start. The draws of the scale-up itself are provPart's, the same with or without spot.
-func (s *Simulator) scaleUpLost(b, k, newNodes, held, offer int) []bool {
-	key := scaleUpKey{b, k, newNodes, held, offer}
+// of the held spot nodes up already, idle while they wait. The executor finds it lost at the
+// stage's start. The draws of the scale-up itself are provPart's, the same with or without spot.
+func (s *Simulator) scaleUpLost(b, k, newNodes, spotNew, held, offer int) []bool {
+	key := scaleUpKey{b, k, newNodes, spotNew, held, offer}
 	if lost, ok := s.lostScalingUp[key]; ok {
 		return lost
 	}
@@ -460,7 +501,7 @@ func (s *Simulator) scaleUpLost(b, k, newNodes, held, offer int) []bool {
 	r := spec.NewRand(s.seed, s.stream(streamScaleUpSpot, b, k, newNodes))
 	lost := make([]bool, s.samples)
 	for i := range lost {
-		lost[i] = sp.lostWithin(r, newNodes, p.dur[i]-p.scale[i]) || sp.lostWithin(r, held, p.dur[i])
+		lost[i] = sp.lostWithin(r, spotNew, p.dur[i]-p.scale[i]) || sp.lostWithin(r, held, p.dur[i])
 	}
 	if s.lostScalingUp == nil {
 		s.lostScalingUp = map[scaleUpKey][]bool{}
@@ -471,11 +512,15 @@ func (s *Simulator) scaleUpLost(b, k, newNodes, held, offer int) []bool {
 
 // stagePlan is one stage's share of an evaluation: its draws and how many nodes it adds.
 type stagePlan struct {
-	alloc    StageAlloc
-	offer    *Offer
-	held     Held // nodes held before the stage starts and still running (only on stage 0)
-	heldAt   *Offer
-	switched bool // the stage changes type or market: every node held before it goes first
+	alloc  StageAlloc
+	offer  *Offer
+	held   Held // nodes held before the stage starts and still running (only on stage 0)
+	heldAt *Offer
+	// pools are the nodes the stage holds, by offer (Model.pools): nodes held before it of
+	// another offer go at the previous SYNC, and of one of them, those beyond its count.
+	pools []pool
+	// added are the nodes it starts, by offer (newNodes in all).
+	added    []pool
 	newNodes int
 	train    *trainSamples
 	prov     *provSamples
@@ -515,30 +560,51 @@ func (t *trainSamples) spotCostAt(i int) float64 {
 
 func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
 	plans := make([]stagePlan, len(a))
-	up, upOffer := 0, 0
+	var up []pool // the nodes up before each stage, by offer
 	if b < len(s.held) && len(plans) > 0 {
 		h := s.held[b]
 		plans[0].held = h
-		plans[0].heldAt, upOffer = s.m.offerOf(StageAlloc{Type: h.Type, Market: h.Market})
-		up = h.Nodes
+		var heldOffer int
+		plans[0].heldAt, heldOffer = s.m.offerOf(StageAlloc{Type: h.Type, Market: h.Market})
+		if h.Nodes > 0 {
+			up = []pool{{heldOffer, h.Nodes}}
+		}
 	}
-	for k, sa := range a {
-		o, oi := s.m.offerOf(sa)
-		plans[k].alloc, plans[k].offer, plans[k].train = sa, o, s.trainPart(b, k, sa)
-		if oi != upOffer && up > 0 {
-			plans[k].switched, up = true, 0
-		}
-		if k > 0 && up > 0 && o.Spot != nil {
-			plans[k].kept = keptMask(min(up, sa.Nodes))
-		}
-		if sa.Nodes > up {
-			plans[k].newNodes = sa.Nodes - up
-			plans[k].prov = s.provPart(b, k, sa.Nodes-up, oi)
-			if o.Spot != nil {
-				plans[k].scaleUpLost = s.scaleUpLost(b, k, sa.Nodes-up, up, oi)
+	upOn := func(o int) int {
+		for _, p := range up {
+			if p.offer == o {
+				return p.nodes
 			}
 		}
-		up, upOffer = sa.Nodes, oi
+		return 0
+	}
+	prevOD := 0 // the on-demand nodes of the stage before: its spot nodes' idle bits follow them
+	for k, sa := range a {
+		o, oi := s.m.offerOf(sa)
+		p := &plans[k]
+		p.alloc, p.offer, p.train, p.pools = sa, o, s.trainPart(b, k, sa), s.m.pools(sa)
+		for _, q := range p.pools {
+			if n := q.nodes - upOn(q.offer); n > 0 {
+				p.added = append(p.added, pool{q.offer, n})
+				p.newNodes += n
+			}
+		}
+		// The stage's own market's nodes it keeps (the first of the stage before's, in order).
+		kept := min(upOn(oi), p.pools[0].nodes)
+		if k > 0 && kept > 0 && o.Spot != nil {
+			if p.kept = keptMask(kept); prevOD >= idleBits {
+				p.kept = 0
+			} else {
+				p.kept <<= prevOD
+			}
+		}
+		if p.newNodes > 0 {
+			p.prov = s.provPart(b, k, p.newNodes, oi)
+			if o.Spot != nil {
+				p.scaleUpLost = s.scaleUpLost(b, k, p.newNodes, p.pools[0].nodes-kept, kept, oi)
+			}
+		}
+		up, prevOD = p.pools, sa.OnDemand
 	}
 	return plans
 }
@@ -617,7 +683,8 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	live := 0
 	if len(plans) > 0 && plans[0].held.Nodes > 0 && !m.PerFunction {
 		live = plans[0].held.Nodes
-		groups = append(groups, group{count: live, price: plans[0].heldAt.NodePricePerSecond})
+		_, heldOffer := m.offerOf(StageAlloc{Type: plans[0].held.Type, Market: plans[0].held.Market})
+		groups = append(groups, group{count: live, price: plans[0].heldAt.NodePricePerSecond, offer: heldOffer})
 	}
 	t, total := 0.0, 0.0
 	release := func(n int) { // release n nodes, newest first
@@ -633,15 +700,35 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 			}
 		}
 	}
+	// releaseTo releases, newest first, the nodes of each offer beyond what the stage keeps of
+	// it (pools): all of another offer's. With the nodes of one offer live, that is release.
+	releaseTo := func(pools []pool) {
+		for j := len(groups) - 1; j >= 0 && live > 0; j-- {
+			keep := 0
+			for _, q := range pools {
+				if q.offer == groups[j].offer {
+					keep = q.nodes
+				}
+			}
+			for i := range j { // the older groups of the offer keep theirs first
+				if groups[i].offer == groups[j].offer {
+					keep -= groups[i].count
+				}
+			}
+			if rel := groups[j].count - max(keep, 0); rel > 0 {
+				g := &groups[j]
+				total += float64(rel) * m.Bill(g.billed, g.price)
+				g.count -= rel
+				live -= rel
+			}
+		}
+		groups = slices.DeleteFunc(groups, func(g group) bool { return g.count == 0 })
+	}
 	idle := uint64(0)
 	for k := range plans {
 		p := &plans[k]
-		switch {
-		case m.PerFunction:
-		case p.switched:
-			release(live)
-		case p.alloc.Nodes < live:
-			release(live - p.alloc.Nodes)
+		if !m.PerFunction && live > 0 {
+			releaseTo(p.pools)
 		}
 		v := p.version(i, idle)
 		idle = v.idleAt(i)
@@ -655,9 +742,9 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 			total += float64(p.newNodes)*m.DataCost + v.fnCost[i]
 		} else {
 			total += float64(p.newNodes) * m.DataCost
-			if p.newNodes > 0 {
-				groups = append(groups, group{count: p.newNodes, billed: -scale, price: p.offer.NodePricePerSecond})
-				live += p.newNodes
+			for _, q := range p.added {
+				groups = append(groups, group{count: q.nodes, billed: -scale, price: m.Offers[q.offer].NodePricePerSecond, offer: q.offer})
+				live += q.nodes
 			}
 			for j := range groups {
 				groups[j].billed += dur
@@ -678,6 +765,7 @@ type timeline struct {
 	nodes    []meter.NodeSpan
 	launches []meter.LaunchSpan
 	held     []int           // the nodes held, oldest first, as indices into nodes
+	heldAt   []int           // the offer of each node held
 	versions []*trainSamples // the draws each stage took (stagePlan.version)
 }
 
@@ -687,27 +775,43 @@ type timeline struct {
 // per-function billing each TRAIN node is a launch, from launches (trainLaunches), shifted to
 // its stage's TRAIN start.
 func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i int, tl *timeline) {
-	tl.windows, tl.nodes, tl.launches, tl.held, tl.versions = tl.windows[:0], tl.nodes[:0], tl.launches[:0], tl.held[:0], tl.versions[:0]
+	tl.windows, tl.nodes, tl.launches, tl.held, tl.heldAt, tl.versions = tl.windows[:0], tl.nodes[:0], tl.launches[:0], tl.held[:0], tl.heldAt[:0], tl.versions[:0]
 	t := 0.0
-	release := func(keep int) {
-		for len(tl.held) > keep {
-			tl.nodes[tl.held[len(tl.held)-1]].ReleasedAt = t
-			tl.held = tl.held[:len(tl.held)-1]
+	// release keeps, of each offer, the oldest nodes pools holds of it, and releases the rest.
+	release := func(pools []pool) {
+		kept := 0
+		for x, n := range tl.held {
+			o, keep := tl.heldAt[x], 0
+			for _, q := range pools {
+				if q.offer == o {
+					keep = q.nodes
+				}
+			}
+			for _, older := range tl.heldAt[:kept] { // the nodes of o kept so far
+				if older == o {
+					keep--
+				}
+			}
+			if keep <= 0 {
+				tl.nodes[n].ReleasedAt = t
+				continue
+			}
+			tl.held[kept], tl.heldAt[kept] = n, o
+			kept++
 		}
+		tl.held, tl.heldAt = tl.held[:kept], tl.heldAt[:kept]
 	}
 	if len(plans) > 0 && !s.m.PerFunction {
+		_, heldOffer := s.m.offerOf(StageAlloc{Type: plans[0].held.Type, Market: plans[0].held.Market})
 		for range plans[0].held.Nodes {
-			tl.held = append(tl.held, len(tl.nodes))
+			tl.held, tl.heldAt = append(tl.held, len(tl.nodes)), append(tl.heldAt, heldOffer)
 			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: plans[0].heldAt.NodePricePerSecond})
 		}
 	}
 	idle := uint64(0)
 	for k := range plans {
 		p := &plans[k]
-		if p.switched {
-			release(0)
-		}
-		release(p.alloc.Nodes)
+		release(p.pools)
 		v := p.version(i, idle)
 		idle = v.idleAt(i)
 		tl.versions = append(tl.versions, v)
@@ -716,9 +820,11 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i
 			ready, scale = p.prov.dur[i], p.prov.scale[i]
 			dur += ready
 		}
-		for range p.newNodes {
-			tl.held = append(tl.held, len(tl.nodes))
-			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, RunningFrom: t + scale, PricePerSecond: p.offer.NodePricePerSecond})
+		for _, q := range p.added {
+			for range q.nodes {
+				tl.held, tl.heldAt = append(tl.held, len(tl.nodes)), append(tl.heldAt, q.offer)
+				tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, RunningFrom: t + scale, PricePerSecond: s.m.Offers[q.offer].NodePricePerSecond})
+			}
 		}
 		if launches != nil {
 			spans := launches[k].own[i]
@@ -733,7 +839,7 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i
 		tl.windows = append(tl.windows, meter.StageWindow{Bracket: b, Stage: k, Start: t, Sync: t + dur})
 		t += dur
 	}
-	release(0)
+	release(nil)
 }
 
 // Summary describes a distribution of samples.
@@ -831,6 +937,9 @@ type StageResult struct {
 	// Type and Market are the stage's instance type and market, when the spec offers several.
 	Type   string `json:"type,omitempty"`
 	Market string `json:"market,omitempty"`
+	// OnDemandNodes are, in a hedged stage (StageAlloc.OnDemand), how many of Nodes are on
+	// demand: the rest are in Market (spot).
+	OnDemandNodes int `json:"on_demand_nodes,omitempty"`
 }
 
 // Simulate predicts an allocation with its per-stage breakdown.
@@ -881,6 +990,7 @@ func (s *Simulator) Simulate(a Alloc) (Result, error) {
 				Nodes: sa.Nodes, NewNodes: plans[k].newNodes, Waves: Waves(st, sa),
 				Start: start[k] * inv, Duration: dur[k] * inv, Cost: cost[k] * inv,
 				Interruptions: interrupted[k] * inv, InterruptionCost: lost[k] * inv,
+				OnDemandNodes: sa.OnDemand,
 			}
 			if len(s.m.Offers) > 1 {
 				sr.Type, sr.Market = plans[k].offer.Type, plans[k].offer.Market
@@ -917,6 +1027,9 @@ func (s *Simulator) StageTrain(b, k int, a StageAlloc) (dur, fnCost, spotCost []
 				if s.m.PerFunction {
 					return v.spotCost[i]
 				}
+				if a.OnDemand > 0 {
+					return v.spotCost[i] + s.m.HoldPrice(a)*(v.dur[i]-least.dur[i])
+				}
 				return v.spotCost[i] + float64(a.Nodes)*(v.dur[i]-least.dur[i])*o.NodePricePerSecond
 			}
 			least.spotCost[i] = min(beyond(t), beyond(t.atStart))
@@ -924,6 +1037,20 @@ func (s *Simulator) StageTrain(b, k int, a StageAlloc) (dur, fnCost, spotCost []
 		t.least = least
 	}
 	return t.least.dur, t.least.fnCost, t.least.spotCost
+}
+
+// StageInterruptions is the mean number of spot interruptions that hit stage k of bracket b at
+// the given allocation (0 on a market without them): what a planner weighs hedging it by.
+func (s *Simulator) StageInterruptions(b, k int, a StageAlloc) float64 {
+	t := s.trainPart(b, k, a)
+	if t.interrupted == nil {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range t.interrupted {
+		sum += x
+	}
+	return sum / float64(len(t.interrupted))
 }
 
 // StageProvision returns the draws of stage k of bracket b scaling up by newNodes of offer

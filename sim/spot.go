@@ -80,6 +80,7 @@ func (m *Offer) slowDown(g *DAG, nodes, gpt int, r *rand.Rand, finish, latency [
 // interruptions is what spot interruptions did to one sample of a stage.
 type interruptions struct {
 	count    int     // nodes found lost and replaced
+	moved    int     // nodes found lost whose gangs all moved to free on-demand room: not replaced
 	unbilled float64 // node-seconds not billed: each replacement's SCALE, between the end of
 	// the interrupted instance and the start of the new one
 	calm       float64 // the stage's end had nothing been interrupted
@@ -113,10 +114,26 @@ type spotLayout struct {
 	relaunched     []uint32
 	gen            uint32
 	first, next    []float64 // when each node is first interrupted (firstInterruptions); next
+	// onDemand is how many of the stage's first nodes are on demand (a hedged stage): never
+	// interrupted, and room for interrupted gangs once their own are done. With some, slots is
+	// copied to chains for each sample (a gang that moves takes its slot's later trials along);
+	// chains past slots are the standby room's, empty at the stage's start.
+	onDemand int
+	chains   [][]int
+	odSlots  []int // the slots wholly on the on-demand nodes, the standby room's included
+	// goneAt is, for each spot node lost with every gang it ran moved (no replacement), when;
+	// NaN for the others.
+	goneAt []float64
 }
 
-func (m *Offer) newSpotLayout(g *DAG, nodes, gpt int) *spotLayout {
-	l := &spotLayout{onNode: make([][]int, nodes), began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)),
+// newSpotLayout lays a stage's slots on its nodes as placement packs them: GPU x on node
+// x / GPUsPerNode. In a hedged stage (onDemand of the nodes on demand, the first ones) whose
+// nodes are more than its GPUs need, the spare nodes are standby room on the on-demand tier,
+// after the on-demand nodes that hold slots (the first: the critical chains) and before the
+// spot ones, as many as there are on-demand nodes to spare; a gang's worth of standby room
+// counts as an empty on-demand slot.
+func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
+	l := &spotLayout{onNode: make([][]int, nodes), onDemand: onDemand, began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)),
 		relaunched: make([]uint32, len(g.Nodes)), first: make([]float64, nodes), next: make([]float64, nodes)}
 	for i, n := range g.Nodes {
 		if n.Kind != Train {
@@ -127,11 +144,39 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt int) *spotLayout {
 		}
 		l.slots[n.Slot] = append(l.slots[n.Slot], i)
 	}
-	for j := range l.slots {
-		first, last := m.slotNodes(j, gpt, nodes)
-		for n := first; n <= last; n++ {
-			l.onNode[n] = append(l.onNode[n], j)
+	gpn := max(m.GPUsPerNode, 1)
+	standby := 0 // spare on-demand nodes, after the first holding slots
+	if onDemand > 0 {
+		standby = min(onDemand, nodes-(len(l.slots)*gpt+gpn-1)/gpn)
+	}
+	busy := onDemand - standby // on-demand nodes that hold slots
+	at := func(n int) int {    // where the node-th node of the packed slots is
+		if n >= busy {
+			return min(n+standby, nodes-1)
 		}
+		return n
+	}
+	for j := range l.slots {
+		first, last := m.slotNodes(j, gpt, nodes-standby)
+		for n := first; n <= last; n++ {
+			l.onNode[at(n)] = append(l.onNode[at(n)], j)
+		}
+		if at(last) < onDemand {
+			l.odSlots = append(l.odSlots, j)
+		}
+	}
+	if onDemand > 0 {
+		room := 0 // gangs the standby room holds
+		if gpt <= gpn {
+			room = standby * (gpn / gpt)
+		} else {
+			room = standby * gpn / gpt
+		}
+		for j := range room {
+			l.odSlots = append(l.odSlots, len(l.slots)+j)
+		}
+		l.chains = make([][]int, len(l.slots)+room)
+		l.goneAt = make([]float64, nodes)
 	}
 	return l
 }
@@ -142,6 +187,9 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt int) *spotLayout {
 func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
 	for n := range l.first {
 		l.first[n] = m.Spot.UntilInterrupted(r)
+		if n < l.onDemand { // drawn all the same: the spot nodes keep the draws of the unhedged stage
+			l.first[n] = math.Inf(1)
+		}
 	}
 }
 
@@ -153,10 +201,39 @@ func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
 // the nodes that hold its GPUs (GPU x on node x / GPUsPerNode, as placement packs them). A node
 // interrupted while none of its gangs runs is found lost by the next one launched there, and
 // hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is -1,
-// is found lost at the stage's start (lost while provisioning, or idle before). It returns the
-// stage's new end (its SYNC) and what the interruptions cost.
+// is found lost at the stage's start (lost while provisioning, or idle before).
+//
+// In a hedged stage (l.onDemand) the first nodes are on demand and never interrupted. A gang hit
+// on a spot node moves, with its slot's later trials, to an on-demand slot whose trials are all
+// done, when there is one: it restarts there at once (a start-up, and with Restart its lost
+// work) instead of after a replacement's latency. A spot node whose running gangs all moved is
+// not replaced, nor billed from then on (found lost at once): the next gang launched there, if
+// any, finds it lost and waits for a replacement.
+//
+// It returns the stage's new end (its SYNC) and what the interruptions cost.
 func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, finish, latency []float64, lost int) (float64, interruptions) {
 	slots, onNode := l.slots, l.onNode
+	if l.chains != nil {
+		for j := range l.chains {
+			l.chains[j] = l.chains[j][:0]
+			if j < len(l.slots) {
+				l.chains[j] = append(l.chains[j], l.slots[j]...)
+			}
+		}
+		slots = l.chains
+		for n := range l.goneAt {
+			l.goneAt[n] = math.NaN()
+		}
+	}
+	// freeSlot is an on-demand slot whose trials are all done at t, or -1.
+	freeSlot := func(t float64) int {
+		for _, j := range l.odSlots {
+			if c := slots[j]; len(c) == 0 || finish[c[len(c)-1]] <= t {
+				return j
+			}
+		}
+		return -1
+	}
 	// Each TRAIN node's current launch: when it began, and its start-up with the run path's
 	// overhead. A relaunch's are its own (began, startup); any other launch began its latency
 	// before it ends, and starts up in the model's mean (its draw is inside its latency). Only
@@ -218,8 +295,13 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			next[n] = wake
 			continue
 		}
-		scale := m.Scale.Sample(r)
-		replace := scale + m.Init.Sample(r) + m.DataLatency
+		// The replacement's latency, drawn when a gang first waits for it (an unhedged stage
+		// always draws it first, as it did before hedging).
+		scale, replace, replaced := 0.0, 0.0, false
+		if l.chains == nil {
+			scale = m.Scale.Sample(r)
+			replace, replaced = scale+m.Init.Sample(r)+m.DataLatency, true
+		}
 		for _, j := range onNode[n] {
 			for c, i := range slots[j] {
 				b := began(i)
@@ -229,13 +311,23 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				// The relaunch starts up again, then trains what is left: all of the launch's
 				// work with Restart (the checkpoint is the one it began from), else what it had
 				// not done (a start-up cut short is done again whole).
+				to, wait := j, 0.0
+				if od := freeSlot(t); od >= 0 {
+					to = od
+				} else {
+					if !replaced {
+						scale = m.Scale.Sample(r)
+						replace, replaced = scale+m.Init.Sample(r)+m.DataLatency, true
+					}
+					wait = replace
+				}
 				s := m.LaunchSample(r)
 				trained := max(0, t-b-startup(i))
 				left := finish[i] - max(t, b+startup(i))
 				if m.Spot.Restart {
 					left += trained
 				}
-				shift := t + replace + s + left - finish[i]
+				shift := t + wait + s + left - finish[i]
 				added := s + left - (finish[i] - t) // launch time: what per-function billing charges
 				latency[i] += added
 				out.gpuSeconds += float64(g.Nodes[i].GPUs) * added
@@ -243,15 +335,36 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 					finish[k] += shift
 					end = max(end, finish[k])
 				}
-				l.began[i], l.startup[i], l.relaunched[i] = t+replace, s, l.gen
+				l.began[i], l.startup[i], l.relaunched[i] = t+wait, s, l.gen
+				if to != j { // the gang and the slot's later trials move to the on-demand slot
+					slots[to] = append(slots[to], slots[j][c:]...)
+					slots[j] = slots[j][:c]
+				}
 				break
 			}
+		}
+		if !replaced {
+			// Every gang it ran moved: the node is not replaced, nor billed from now on (found
+			// lost at once). Taken again at once, it is found lost by the next gang launched
+			// there, or lost idle.
+			out.moved++
+			l.goneAt[n] = t
+			continue
+		}
+		if l.goneAt != nil && !math.IsNaN(l.goneAt[n]) { // gone since then, replaced now
+			out.unbilled += t - l.goneAt[n]
+			l.goneAt[n] = math.NaN()
 		}
 		out.count++
 		out.unbilled += scale
 		// The replacement can be interrupted from the end of its SCALE on: before it is ready,
 		// its first gang finds it lost.
 		next[n] = t + scale + m.Spot.UntilInterrupted(r)
+	}
+	for _, at := range l.goneAt { // gone until the SYNC
+		if !math.IsNaN(at) && end > at {
+			out.unbilled += end - at
+		}
 	}
 	return end, out
 }

@@ -204,6 +204,9 @@ func (v *validator) candidates() {
 	if v.e.Has("cluster.markets") && len(c.Markets) == 0 {
 		v.add("cluster.markets", "lists no market (leave it out for market alone)")
 	}
+	if c.Hedge && !c.Hedges() {
+		v.add("cluster.hedge", "splits a stage between on-demand and spot nodes: it needs both in cluster.markets (markets: [on-demand, spot])")
+	}
 	if v.e.Has("cluster.instance_types") && len(c.InstanceTypes) == 0 {
 		v.add("cluster.instance_types", "lists no instance type (leave it out for instance_type alone)")
 	}

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -224,6 +225,9 @@ func (e *Experiment) applyDefaults(cat InstanceCatalog) Problems {
 	probs = append(probs, e.spotDefaults()...)
 	if c.Market == "" && len(c.Markets) > 0 && !e.unknown("cluster.markets[0]") {
 		c.Market = c.Markets[0]
+	}
+	if !e.Has("cluster.hedge") {
+		c.Hedge = slices.Contains(c.Markets, MarketOnDemand) && slices.Contains(c.Markets, MarketSpot)
 	}
 	if c.EC2 != nil && !e.Has("cluster.ec2.watchdog") {
 		c.EC2.Watchdog = DefaultWatchdog

@@ -326,6 +326,7 @@ func fieldDocs() map[string]string {
 		"Cluster.ec2":                        "Where and how to rent instances on EC2 (--backend ec2): region, AMI, subnets, security groups, instance profile, key pair, tags, user-data. Credentials come from the AWS SDK's chain, never from the spec.",
 		"Cluster.instance_types":             "Candidate instance types: the planner gives each stage one of them (and a market), at least cost under the deadline. Each candidate's fields left out come from the catalog, the cluster (latencies, spot.discount) and the spec's profile. instance_type is then the default type (default: the first candidate).",
 		"Cluster.markets":                    "The markets the planner may give each stage: on-demand, spot or both (default: market alone). Spot nodes follow the spot block's interruptions; on-demand ones are never interrupted.",
+		"Cluster.hedge":                      "With both markets: whether the planner may also split a spot stage's nodes between them (default true), some on demand for the gangs that take longest and as standby room that an interrupted gang moves to, the rest on spot. The plan's stages say how many (on_demand_nodes).",
 		"InstanceChoice.instance_type":       "The instance type's name, as the provider rents it; a catalog name fills the fields below.",
 		"InstanceChoice.gpu_model":           "The GPU model, for reports.",
 		"InstanceChoice.gpus_per_node":       "GPUs per node of this type.",

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"time"
 )
 
@@ -143,6 +144,15 @@ type Cluster struct {
 	InstanceTypes []InstanceChoice `yaml:"instance_types"`
 	// Markets are the markets a planner may give each stage; default: market alone.
 	Markets []string `yaml:"markets"`
+	// Hedge lets a planner split a spot stage's nodes between the markets (Proteus' reliability
+	// tiers): some on demand, for the critical gangs and as room for interrupted ones, the rest
+	// on spot. It needs both markets in Markets; default: true when Markets has both.
+	Hedge bool `yaml:"hedge"`
+}
+
+// Hedges says whether a planner may hedge stages: hedge is on and both markets are offered.
+func (c Cluster) Hedges() bool {
+	return c.Hedge && slices.Contains(c.Markets, MarketOnDemand) && slices.Contains(c.Markets, MarketSpot)
 }
 
 // HourlyPrice is what one node costs per hour in the chosen market.

@@ -16,7 +16,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "a plan `FILE` written by rubberband plan --out (at most 4 MiB)"},
 			&cli.StringFlag{Name: "gantt", Usage: "draw the cluster schedule of one sampled run (FILE.png or FILE.svg)"},
 			&cli.StringFlag{Name: "hist", Usage: "draw JCT (FILE) and cost (FILE-cost) histograms, deadline marked"},
-			&cli.StringFlag{Name: "alloc", Usage: "GPUs per stage, e.g. 32,20,12,8; brackets separated by ';'; GPUS/NODES holds more nodes than the GPUs need (a static cluster: 24/6,24/6); GPUS@TYPE or GPUS@TYPE:MARKET puts a stage on one of cluster.instance_types (8@p3.2xlarge:spot)"},
+			&cli.StringFlag{Name: "alloc", Usage: "GPUs per stage, e.g. 32,20,12,8; brackets separated by ';'; GPUS/NODES holds more nodes than the GPUs need (a static cluster: 24/6,24/6); GPUS@TYPE or GPUS@TYPE:MARKET puts a stage on one of cluster.instance_types (8@p3.2xlarge:spot); +Kod hedges a spot stage with K of its nodes on demand (24/8@:spot+2od)"},
 		),
 		Action: simulateAction,
 	}
