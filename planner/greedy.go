@@ -118,14 +118,20 @@ func (p *Problem) greedyOver(offers []int) Candidate {
 		}
 		if p.anyHedges(offers) {
 			// A hedged stage is slower than on demand: the plans of one market leave it no time.
-			// Descend, with every step, from each offer's fast starts too.
+			// Descend, with every step, from the fastest start (the largest elastic cluster) of
+			// each type that hedges, in both its markets: each step may hedge a stage of it. Only
+			// those: a descent from every start of every offer made planning five times slower
+			// on jobs where no hedge pays (table2-types: 0.20 s to 1.06 s, the same plan).
 			for _, o := range offers {
+				spot, ok := p.spotOf(o)
+				if !ok || !p.hedgeable(spot, offers) {
+					continue
+				}
 				_, n := p.static(o)
-				for _, a := range p.warmStarts(o, n) {
-					if start, ok := p.valid(a); ok && start.Feasible {
-						if c := p.descend(start, offers); better(c, best) {
-							best = c
-						}
+				starts := p.warmStarts(o, n)
+				if start, ok := p.valid(starts[len(starts)-1]); ok && start.Feasible {
+					if c := p.descend(start, offers); better(c, best) {
+						best = c
 					}
 				}
 			}

@@ -703,6 +703,16 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	// releaseTo releases, newest first, the nodes of each offer beyond what the stage keeps of
 	// it (pools): all of another offer's. With the nodes of one offer live, that is release.
 	releaseTo := func(pools []pool) {
+		switch { // the common cases, cheaply: a stage on another offer, or on the same one alone
+		case len(pools) == 0:
+			release(live)
+			return
+		case len(pools) == 1 && oneOffer(groups, pools[0].offer):
+			if live > pools[0].nodes {
+				release(live - pools[0].nodes)
+			}
+			return
+		}
 		for j := len(groups) - 1; j >= 0 && live > 0; j-- {
 			keep := 0
 			for _, q := range pools {
@@ -757,6 +767,16 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	}
 	s.groups = groups
 	return t, total
+}
+
+// oneOffer says whether every group holds nodes of offer o.
+func oneOffer(groups []group, o int) bool {
+	for _, g := range groups {
+		if g.offer != o {
+			return false
+		}
+	}
+	return true
 }
 
 // timeline is one sample of a bracket laid out for the meter, on a clock from the run's start.
