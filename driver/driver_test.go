@@ -184,6 +184,16 @@ func TestEC2Needs(t *testing.T) {
 	}
 }
 
+// A hedged stage needs its on-demand nodes of its type on the on-demand market, and only the
+// rest on spot.
+func TestEC2NeedsHedged(t *testing.T) {
+	alloc := sim.Alloc{{{Nodes: 5, Type: "p3.2xlarge", Market: "spot", OnDemand: 2}, {Nodes: 2, Type: "p3.2xlarge", Market: "spot"}}}
+	want := []ec2.Need{{InstanceType: "p3.2xlarge", Market: cloud.OnDemand, Nodes: 2}, {InstanceType: "p3.2xlarge", Market: cloud.Spot, Nodes: 3}}
+	if got := ec2Needs(alloc); !reflect.DeepEqual(got, want) {
+		t.Fatalf("needs %+v, want %+v", got, want)
+	}
+}
+
 func TestStampLines(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
 	got := string(stampLines([]byte("one\ntwo"), at, "r1"))

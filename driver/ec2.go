@@ -223,7 +223,11 @@ func ec2Needs(alloc sim.Alloc) []ec2.Need {
 		peak := map[offer]int{}
 		for _, s := range stages {
 			o := offer{s.Type, s.Market}
-			peak[o] = max(peak[o], s.Nodes)
+			peak[o] = max(peak[o], s.Spot())
+			if s.OnDemand > 0 { // a hedged stage's on-demand nodes, of its type
+				od := offer{s.Type, spec.MarketOnDemand}
+				peak[od] = max(peak[od], s.OnDemand)
+			}
 		}
 		for o, n := range peak {
 			total[o] += n

@@ -71,6 +71,14 @@ type Event struct {
 	// Token is a node request's idempotency key: journaled before the request, so that a driver
 	// that died before the answer repeats the request under it and rents nothing twice.
 	Token string `json:"token,omitempty"`
+	// Market is the market a request asked for, when it is not its stage's own: a hedged stage
+	// (sim.StageAlloc.OnDemand) asks for its on-demand nodes apart, and a request repeated after
+	// a crash must ask the same market again. Empty: the stage's own.
+	Market string `json:"market,omitempty"`
+	// Tier is, on a node_up, "on-demand" for an on-demand node a hedged stage asked for (its
+	// reliability tier), which is not a spot stage's fallback: a later spot stage does not keep
+	// it in place of a spot node (as the simulator keeps nodes per market).
+	Tier string `json:"tier,omitempty"`
 	// Plan, Reason, Before and After describe a re-plan; GivesWay marks one that meets the
 	// budget by missing the deadline.
 	Plan     []sim.StageAlloc  `json:"plan,omitempty"`

@@ -3,10 +3,12 @@ package executor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -111,10 +113,12 @@ func (x *run) reconcile(ctx context.Context) error {
 	for b := range x.st.brackets {
 		if closed[b] {
 			x.mu.Lock()
-			token := x.st.open[b]
+			tokens := x.st.openTokens(b)
 			x.mu.Unlock()
-			if err := x.record(Event{Ev: EvAnswer, Bracket: b, Token: token}, false); err != nil {
-				return err
+			for _, token := range tokens {
+				if err := x.record(Event{Ev: EvAnswer, Bracket: b, Token: token}, false); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -180,7 +184,7 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 	defer x.mu.Unlock()
 	if n.Token != "" {
 		for b := range x.st.brackets {
-			if tok, open := x.st.open[b]; open && tok == n.Token {
+			if slices.Contains(x.st.openTokens(b), n.Token) {
 				if len(x.st.nodes[b]) < x.wantNow(b) {
 					return b, leave
 				}
@@ -193,7 +197,7 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 		if len(x.st.nodes[b]) >= x.wantNow(b) {
 			continue
 		}
-		if _, open := x.st.open[b]; n.RunningAt.IsZero() && open {
+		if open := len(x.st.open[b]) > 0; n.RunningAt.IsZero() && open {
 			return b, leave
 		}
 		if !n.RunningAt.IsZero() {
@@ -379,58 +383,256 @@ func (x *run) serves(n cloud.Node, want int) bool {
 		x.cfg.Experiment.Cluster.Spot.Fallback == spec.FallbackOnDemand
 }
 
-// scaleTo brings bracket b to n nodes of its current stage's instance type and market: nodes that
-// cannot serve it (serves) go first, all of them (a stage on another offer starts its own, as the
-// simulator has it); then the least used nodes under the last placement are released
-// (bin-packing before scale-down); new ones are created in one request.
+// nodePool is nodes of one offer (an index in the model's Offers) a stage wants held: count of
+// them.
+type nodePool struct{ offer, count int }
+
+// poolsNow is what bracket b's current stage wants held, n nodes in all, by offer: all of its
+// own offer; but a hedged stage (sim.StageAlloc.OnDemand, Proteus' reliability tiers) holds its
+// on-demand nodes, of the same type on the on-demand market, first (up to n), and the rest on
+// spot, as the simulator keeps its nodes per market. Callers hold x.mu.
+func (x *run) poolsNow(b, n int) []nodePool {
+	want := x.offerNow(b)
+	sa, ok := x.stageNow(b)
+	if !ok || sa.OnDemand <= 0 || n == 0 {
+		return []nodePool{{want, n}}
+	}
+	od, ok := x.model.OnDemandOf(want)
+	if !ok { // Check refuses such a plan; hold it in one market rather than fail here
+		return []nodePool{{want, n}}
+	}
+	k := min(sa.OnDemand, n)
+	return []nodePool{{od, k}, {want, n - k}}
+}
+
+// stageNow is bracket b's current stage's plan (its first not synced); false once every stage
+// synced, and for ASHA (whose plan is phases, never hedged). Callers hold x.mu.
+func (x *run) stageNow(b int) (sim.StageAlloc, bool) {
+	if x.st.asha != nil {
+		return sim.StageAlloc{}, false
+	}
+	for k := range x.st.brackets[b].Stages {
+		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
+			return x.st.plan[b][k], true
+		}
+	}
+	return sim.StageAlloc{}, false
+}
+
+// poolOf is the pool of pools a node counts in, given the nodes mine counts in each so far: the
+// one of its own offer while it has room, else one it serves (serves) with room, else its own
+// offer's (beyond its count: released as surplus); -1 for none.
+func (x *run) poolOf(n cloud.Node, pools []nodePool, mine [][]cloud.Node) int {
+	for pass := range 3 {
+		if i := x.poolIn(n, pools, mine, pass, nil); i >= 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// poolIn is poolOf's pass: 0, a pool of the node's own offer with room; 1, one it serves with
+// room (a hedged stage's on-demand node, in odTier, serves none but its own); 2, one of its own
+// offer, room or not (its surplus: the least used go).
+func (x *run) poolIn(n cloud.Node, pools []nodePool, mine [][]cloud.Node, pass int, odTier map[string]bool) int {
+	o, known := x.model.OfferIndex(sim.StageAlloc{Type: n.InstanceType, Market: string(n.Market)})
+	for i, p := range pools {
+		room := len(mine[i]) < p.count
+		switch {
+		case pass == 0 && known && p.offer == o && room,
+			pass == 1 && !odTier[n.ID] && x.serves(n, p.offer) && room,
+			pass == 2 && known && p.offer == o:
+			return i
+		}
+	}
+	return -1
+}
+
+// sortPools counts held nodes in pools (poolOf), each pass over every node before the next:
+// a node of a pool's own offer takes its room before one that only serves it (an on-demand node a
+// hedged stage held, kept by the spot stage after it, would bill at the on-demand price where
+// the simulator keeps spot nodes and releases it). The nodes no pool takes are other.
+func (x *run) sortPools(held []cloud.Node, pools []nodePool) (mine [][]cloud.Node, other []string) {
+	x.mu.Lock()
+	odTier := maps.Clone(x.st.odTier)
+	x.mu.Unlock()
+	mine = make([][]cloud.Node, len(pools))
+	taken := make([]bool, len(held))
+	for pass := range 3 {
+		for j, n := range held {
+			if taken[j] {
+				continue
+			}
+			if i := x.poolIn(n, pools, mine, pass, odTier); i >= 0 {
+				mine[i] = append(mine[i], n)
+				taken[j] = true
+			}
+		}
+	}
+	for j, n := range held {
+		if !taken[j] {
+			other = append(other, n.ID)
+		}
+	}
+	return mine, other
+}
+
+// scaleTo brings bracket b to n nodes of its current stage's instance type and market (a hedged
+// stage's: its on-demand nodes and the rest spot, poolsNow): nodes that cannot serve it (serves)
+// go first, all of them (a stage on another offer starts its own, as the simulator has it); then,
+// in each market, the least used nodes under the last placement are released (bin-packing before
+// scale-down); new ones are created, one request per market.
 func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (placement.Placement, error) {
 	x.mu.Lock()
 	held := append([]cloud.Node(nil), x.st.nodes[b]...)
-	want := x.offerNow(b)
+	pools := x.poolsNow(b, n)
+	own := x.offerNow(b)
 	x.mu.Unlock()
-	var other []string
-	for _, node := range held {
-		if !x.serves(node, want) {
-			other = append(other, node.ID)
-		}
+	mine, other := x.sortPools(held, pools)
+	if n == 0 {
+		mine, other = make([][]cloud.Node, len(pools)), nodeIDs(held)
 	}
-	if len(other) > 0 && n > 0 {
+	if len(other) > 0 {
 		if err := x.releaseNodes(ctx, b, other, last); err != nil {
 			return last, err
 		}
-		held = slices.DeleteFunc(held, func(node cloud.Node) bool { return slices.Contains(other, node.ID) })
 	}
-	if len(held) > n {
-		if err := x.releaseNodes(ctx, b, placement.Release(toPlacementNodes(held), n, last), last); err != nil {
-			return last, err
+	for i, p := range pools {
+		if len(mine[i]) > p.count {
+			drop := placement.Release(toPlacementNodes(mine[i]), p.count, last)
+			if err := x.releaseNodes(ctx, b, drop, last); err != nil {
+				return last, err
+			}
+			mine[i] = slices.DeleteFunc(mine[i], func(node cloud.Node) bool { return slices.Contains(drop, node.ID) })
 		}
 	}
-	// A request a dead driver left open is repeated first: it hands back what it rented then,
-	// less what the journal knows already; whatever is still missing is asked for anew.
-	for again := true; len(held) < n && again; {
-		created, token, repeat, err := x.request(ctx, b, n-len(held))
-		again = repeat
-		held = append(held, created...)
-		for i := range created {
-			if jerr := x.record(Event{Ev: EvNodeUp, At: created[i].RunningAt, Bracket: b, Node: &created[i]}, true); jerr != nil {
-				// The journal cannot hold them: release them rather than leave them billing.
-				var ids []string
-				for _, c := range created[i:] {
-					ids = append(ids, c.ID)
+	// A request a dead driver left open is repeated first, in the market it asked: it hands back
+	// what it rented then, less what the journal knows already; whatever is still missing is
+	// asked for anew. A hedged stage's markets are asked at once, as the simulator starts a
+	// stage's new nodes together (one after the other, the second market's nodes came a whole
+	// SCALE and INIT later).
+	asked := make([]bool, len(pools)) // a new request was made for the pool: none again
+	for {
+		var asks []nodeAsk
+		x.mu.Lock()
+		for i, p := range pools {
+			market := x.requestMarket(p.offer, own)
+			token, repeat := x.st.open[b][market]
+			if len(mine[i]) >= p.count || (asked[i] && !repeat) {
+				continue
+			}
+			asks = append(asks, nodeAsk{pool: i, count: p.count - len(mine[i]), market: market, token: token, repeat: repeat})
+		}
+		x.mu.Unlock()
+		if len(asks) == 0 {
+			break
+		}
+		for j := range asks {
+			if err := x.journalRequest(b, &asks[j]); err != nil {
+				return last, err
+			}
+			asked[asks[j].pool] = asked[asks[j].pool] || !asks[j].repeat
+		}
+		answers := x.createAll(ctx, b, asks)
+		var firstErr error
+		for j, a := range asks {
+			created := answers[j].fresh
+			for k := range created {
+				up := Event{Ev: EvNodeUp, At: created[k].RunningAt, Bracket: b, Node: &created[k]}
+				if a.market == spec.MarketOnDemand && created[k].Market == cloud.OnDemand {
+					up.Tier = spec.MarketOnDemand
 				}
-				x.cfg.Provider.Delete(context.WithoutCancel(ctx), ids)
-				return last, jerr
+				if jerr := x.record(up, true); jerr != nil {
+					// The journal cannot hold them: release them rather than leave them billing.
+					var ids []string
+					for _, c := range created[k:] {
+						ids = append(ids, c.ID)
+					}
+					for _, later := range answers[j+1:] {
+						ids = append(ids, nodeIDs(later.fresh)...)
+					}
+					x.cfg.Provider.Delete(context.WithoutCancel(ctx), ids)
+					return last, jerr
+				}
+				if i := x.poolOf(created[k], pools, mine); i >= 0 {
+					mine[i] = append(mine[i], created[k])
+				}
+			}
+			// After the nodes: a driver that dies before this repeats the request, which is safe.
+			err := answers[j].err
+			if jerr := x.record(Event{Ev: EvAnswer, Bracket: b, Token: a.token}, false); jerr != nil && err == nil {
+				err = jerr
+			}
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("run: create nodes: %w", err)
 			}
 		}
-		// After the nodes: a driver that dies before this repeats the request, which is safe.
-		if jerr := x.record(Event{Ev: EvAnswer, Bracket: b, Token: token}, false); jerr != nil && err == nil {
-			err = jerr
-		}
-		if err != nil {
-			return last, fmt.Errorf("run: create nodes: %w", err)
+		if firstErr != nil {
+			return last, firstErr
 		}
 	}
 	return last, nil
+}
+
+// nodeAsk is one request for nodes of a scale-up: count nodes for pool (an index in poolsNow's
+// pools) in market (as journaled: "" for the stage's own), under token; repeat when it repeats
+// a request a dead driver left open.
+type nodeAsk struct {
+	pool, count int
+	market      string
+	token       string
+	repeat      bool
+}
+
+// nodeAnswer is what the provider gave for a nodeAsk: the nodes the journal does not know yet,
+// and why it gave no more.
+type nodeAnswer struct {
+	fresh []cloud.Node
+	err   error
+}
+
+// journalRequest journals a new request (its token made here) before it is sent; a repeated one
+// was journaled by the driver that first sent it.
+func (x *run) journalRequest(b int, a *nodeAsk) error {
+	if a.repeat {
+		return nil
+	}
+	x.mu.Lock()
+	a.token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
+	x.mu.Unlock()
+	return x.record(Event{Ev: EvRequest, Bracket: b, Try: a.count, Token: a.token, Market: a.market}, true)
+}
+
+// createAll sends asks to the provider, all at once when there are several (each in an actor of
+// its own, so that virtual time sees them together), and returns their answers in asks' order.
+func (x *run) createAll(ctx context.Context, b int, asks []nodeAsk) []nodeAnswer {
+	answers := make([]nodeAnswer, len(asks))
+	if len(asks) == 1 {
+		answers[0] = x.create(ctx, b, asks[0])
+		return answers
+	}
+	type indexed struct {
+		j int
+		a nodeAnswer
+	}
+	q := clock.NewQueue[indexed](x.clk)
+	for j, a := range asks {
+		x.clk.Go(fmt.Sprintf("create b%d %s", b, a.token), func() { q.Put(indexed{j, x.create(ctx, b, a)}) })
+	}
+	for range asks {
+		got, _ := q.Get(context.WithoutCancel(ctx)) // each create ends, cancelled or not
+		answers[got.j] = got.a
+	}
+	return answers
+}
+
+// requestMarket is how a request for offer o is journaled (Event.Market) while the stage's own
+// offer is own: "" for own, else o's market (a hedged stage's on-demand nodes).
+func (x *run) requestMarket(o, own int) string {
+	if o == own {
+		return ""
+	}
+	return x.model.Offers[o].Market
 }
 
 // releaseNodes releases nodes of bracket b, journals it, and forgets the placements on them.
@@ -452,46 +654,39 @@ func (x *run) releaseNodes(ctx context.Context, b int, release []string, last pl
 	return nil
 }
 
-// request asks the provider for count more nodes for bracket b under a journaled token: a request
-// a dead driver journaled but got no answer for is repeated under its own token (repeat), so that
-// a provider that rents (EC2) hands back what it rented then instead of renting again. Nodes the
-// journal knows already are left out of what it returns.
-func (x *run) request(ctx context.Context, b, count int) (fresh []cloud.Node, token string, repeat bool, err error) {
-	x.mu.Lock()
-	token, repeat = x.st.open[b]
-	if !repeat {
-		token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
-	}
-	x.mu.Unlock()
-	if !repeat {
-		if err := x.record(Event{Ev: EvRequest, Bracket: b, Try: count, Token: token}, true); err != nil {
-			return nil, token, false, err
-		}
-	}
+// create asks the provider for a's nodes for bracket b under a's journaled token: a request a
+// dead driver journaled but got no answer for is repeated under its own token, in the market it
+// asked (Event.Market), so that a provider that rents (EC2) hands back what it rented then
+// instead of renting again. Nodes the journal knows already are left out of what it returns.
+func (x *run) create(ctx context.Context, b int, a nodeAsk) nodeAnswer {
 	x.mu.Lock()
 	offer := x.model.Offers[x.offerNow(b)]
 	x.mu.Unlock()
-	typ, market := offer.Type, offer.Market
+	typ, market := offer.Type, a.market
+	if market == "" {
+		market = offer.Market
+	}
 	if typ == "" { // the cluster names no type: ask for what the provider has
 		typ = x.cfg.Experiment.Cluster.InstanceType
 	}
-	created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: count, InstanceType: typ, Market: cloud.Market(market), Token: token})
+	created, err := x.cfg.Provider.Create(ctx, cloud.Request{Count: a.count, InstanceType: typ, Market: cloud.Market(market), Token: a.token})
 	// A repeated request hands back every node it rented: those the journal knows already (held,
 	// released, lost) are not fresh. A new request's nodes all are, but one a bracket holds (a
 	// provider that gives a node it holds twice); a node released before may come again under
 	// its ID (a team's Nomad client, claimed anew).
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	held := map[string]bool{}
 	for _, n := range x.st.held() {
 		held[n.ID] = true
 	}
+	var fresh []cloud.Node
 	for _, n := range created {
-		if !held[n.ID] && !(repeat && x.st.known[n.ID]) {
+		if !held[n.ID] && !(a.repeat && x.st.known[n.ID]) {
 			fresh = append(fresh, n)
 		}
 	}
-	x.mu.Unlock()
-	return fresh, token, repeat, err
+	return nodeAnswer{fresh: fresh, err: err}
 }
 
 // releaseAll releases every node the run holds, and every node the provider holds for it that

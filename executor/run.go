@@ -130,14 +130,13 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The executor does not run hedged stages yet (issue 25): its re-plans keep every stage in
-	// one market, and a plan that hedges is refused.
-	m.Hedge = false
-	if err := refuseHedged(cfg.Alloc); err != nil {
-		return nil, err
-	}
 	var x *run
 	if a := cfg.Experiment.Algorithm.ASHA; a != nil {
+		// ASHA's plan is phases of one cluster, never hedged: its re-plans keep one market.
+		m.Hedge = false
+		if err := refuseHedged(cfg.Alloc); err != nil {
+			return nil, err
+		}
 		if x, err = newASHA(cfg, m, *a); err != nil {
 			return nil, err
 		}
@@ -159,9 +158,9 @@ func newRun(cfg Config) (*run, error) {
 	return x, nil
 }
 
-// ErrHedged is a plan with a hedged stage (sim.StageAlloc.OnDemand): the simulator and the
-// planners know them, the executor does not run them yet.
-var ErrHedged = errors.New("hedged stages (on_demand_nodes) are not run yet: plan with cluster.hedge: false")
+// ErrHedged is an ASHA run given a plan with a hedged stage (sim.StageAlloc.OnDemand): ASHA's
+// cluster is one market; Successive Halving and Hyperband run hedged stages.
+var ErrHedged = errors.New("ASHA runs no hedged stages (on_demand_nodes): plan with cluster.hedge: false")
 
 // refuseHedged reports a hedged stage of a plan, with ErrHedged.
 func refuseHedged(a sim.Alloc) error {

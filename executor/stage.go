@@ -94,11 +94,51 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		jobs[i] = job{trial: id, bracket: b, k: k, st: st, budget: budget}
 	}
 	m := newStage(b, gpt, max(1, alloc.GPUs/gpt), alloc.Nodes, x.cfg.TimeScale, x.cfg.MaxRetries, jobs, last, false)
+	if alloc.OnDemand > 0 {
+		x.mu.Lock()
+		m.tiers = x.tiersOf(alloc, gpt, x.st.active(b, k))
+		x.mu.Unlock()
+	}
 	done := total - len(queue)
 	return x.runJobs(ctx, b, m, nil, func(k int) {
 		done++
 		x.progress(b, k, done, total)
 	})
+}
+
+// tiersOf is a hedged stage's tiers (alloc.OnDemand > 0; trials in the stage's order, gpt GPUs
+// each): as the simulator lays the stage out (sim's spotLayout), trial i runs on slot i mod P of
+// the P = GPUs/gpt slots, and the slots are packed on the nodes in order, the on-demand ones
+// first; the on-demand nodes beyond those the slots need (the nodes beyond what the GPUs need)
+// are standby room. The trials of the slots wholly on the on-demand nodes that hold slots are
+// critical: they go on demand. An interrupted gang moves to free on-demand room when a
+// replacement takes time (the offer's mean SCALE, INIT and DATA). Callers hold x.mu.
+func (x *run) tiersOf(alloc sim.StageAlloc, gpt int, trials []string) *tiers {
+	o, _ := x.model.OfferIndex(alloc)
+	offer := x.model.Offers[o]
+	gpn := max(offer.GPUsPerNode, 1)
+	slots := max(1, alloc.GPUs/gpt)
+	standby := min(alloc.OnDemand, max(0, alloc.Nodes-(slots*gpt+gpn-1)/gpn))
+	busy := alloc.OnDemand - standby // on-demand nodes that hold slots
+	onBusy := busy * gpn / gpt       // slots wholly on them
+	if gpt <= gpn {
+		onBusy = busy * (gpn / gpt)
+	}
+	t := &tiers{critical: map[string]bool{}, od: map[string]bool{}, lostNode: map[string]bool{}}
+	for i, id := range trials {
+		if i%slots < onBusy {
+			t.critical[id] = true
+		}
+	}
+	replace := offer.DataLatency
+	if offer.Scale != nil {
+		replace += offer.Scale.Mean()
+	}
+	if offer.Init != nil {
+		replace += offer.Init.Mean()
+	}
+	t.moveFirst = replace > 0
+	return t
 }
 
 // jobSource hands a job loop more work as gangs end (ASHA's promotions); a stage's loop has none.

@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -53,15 +54,28 @@ type state struct {
 	nodeAt      map[string]int // node -> its record in nodeLog
 	current     []int          // per bracket, the last stage that began
 	counts      Counts
-	requests    map[int]int    // node requests journaled per bracket
-	open        map[int]string // per bracket, the token of a request no answer was journaled for
-	plan        sim.Alloc      // the plan run: the one the run began with, as revisions changed it
-	revisions   []revision
-	forecast    *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
-	evidence    map[evidenceKey]*observed
+	requests    map[int]int // node requests journaled per bracket
+	// open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
+	// on-demand nodes apart), the token of a request no answer was journaled for.
+	open map[int]map[string]string
+	// odTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
+	odTier    map[string]bool
+	plan      sim.Alloc // the plan run: the one the run began with, as revisions changed it
+	revisions []revision
+	forecast  *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
+	evidence  map[evidenceKey]*observed
 	// waveEnded holds the stages a launch of has ended: later launches are not their first wave.
 	waveEnded map[stageKey]bool
 	asha      *ashaState // an ASHA run's; nil for stages
+}
+
+// openTokens are bracket b's requests no answer was journaled for, by market asked, in order.
+func (s *state) openTokens(b int) []string {
+	var out []string
+	for _, m := range slices.Sorted(maps.Keys(s.open[b])) {
+		out = append(out, s.open[b][m])
+	}
+	return out
 }
 
 // ashaState is what an ASHA run knows beyond what stages do: the promotion state, folded from its
@@ -160,7 +174,7 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, log
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
 		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
 		interrupts: map[trialStage]int{}, lostTries: map[stageKey]int{}, waveEnded: map[stageKey]bool{},
-		requests: map[int]int{}, open: map[int]string{}, openLaunch: map[string]int{}, nodeAt: map[string]int{},
+		requests: map[int]int{}, open: map[int]map[string]string{}, odTier: map[string]bool{}, openLaunch: map[string]int{}, nodeAt: map[string]int{},
 		current: make([]int, len(brackets))}
 }
 
@@ -192,6 +206,9 @@ func (s *state) apply(e Event) {
 		}
 	case EvNodeUp:
 		s.known[e.Node.ID] = true
+		if e.Tier == spec.MarketOnDemand {
+			s.odTier[e.Node.ID] = true
+		}
 		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
 	case EvNodeOff:
 		s.dropNodes(e.Bracket, e.Nodes, e.At)
@@ -307,9 +324,19 @@ func (s *state) apply(e Event) {
 		}
 	case EvRequest:
 		s.requests[e.Bracket]++
-		s.open[e.Bracket] = e.Token
+		if s.open[e.Bracket] == nil {
+			s.open[e.Bracket] = map[string]string{}
+		}
+		s.open[e.Bracket][e.Market] = e.Token
 	case EvAnswer:
-		delete(s.open, e.Bracket)
+		for m, tok := range s.open[e.Bracket] {
+			if tok == e.Token || e.Token == "" {
+				delete(s.open[e.Bracket], m)
+			}
+		}
+		if len(s.open[e.Bracket]) == 0 {
+			delete(s.open, e.Bracket)
+		}
 	case EvForecast:
 		s.forecast = e.After
 	case EvReplan:

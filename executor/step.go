@@ -140,25 +140,48 @@ type stage struct {
 	timeScale  float64
 	maxRetries int
 
-	jobs      map[string]job // trial -> its job, from queued until done or given up
-	queue     []string
-	last      placement.Placement
-	nodes     []placement.Node
-	occupied  map[string]int // trial -> its launch holding GPUs (launching or running)
-	launches  map[int]string // launch -> trial, while in flight
-	started   map[int]bool   // launches whose handle the loop holds
-	timedOut  map[int]bool
-	trialNode map[string][]string // where each trial's last launch ran
-	next      int                 // launches numbered from 1
-	draining  map[string]bool     // lost nodes to release once no gang runs on them
-	retiring  map[string]bool     // nodes past keep: no new gang goes there; released once none runs there
-	more      bool                // the source may hand out more jobs
-	ask       bool                // something ended since the source was last asked
-	asking    bool                // an acWant is out
-	cancelled bool
-	replacing bool // a replacement request is out
-	again     bool // more nodes were lost while it was: ask again after it
-	over      bool
+	jobs     map[string]job // trial -> its job, from queued until done or given up
+	queue    []string
+	last     placement.Placement
+	nodes    []placement.Node
+	occupied map[string]int // trial -> its launch holding GPUs (launching or running)
+	launches map[int]string // launch -> trial, while in flight
+	started  map[int]bool   // launches whose handle the loop holds
+	// stopOnStart holds launches still starting when a node of theirs was lost: each is stopped
+	// as soon as it starts (it cannot run on a node going away, and its GPUs must come free).
+	stopOnStart map[int]bool
+	timedOut    map[int]bool
+	trialNode   map[string][]string // where each trial's last launch ran
+	next        int                 // launches numbered from 1
+	draining    map[string]bool     // lost nodes to release once no gang runs on them
+	retiring    map[string]bool     // nodes past keep: no new gang goes there; released once none runs there
+	more        bool                // the source may hand out more jobs
+	ask         bool                // something ended since the source was last asked
+	asking      bool                // an acWant is out
+	cancelled   bool
+	replacing   bool // a replacement request is out
+	again       bool // more nodes were lost while it was: ask again after it
+	over        bool
+
+	// tiers is a hedged stage's (sim.StageAlloc.OnDemand, Proteus' reliability tiers); nil for
+	// one market.
+	tiers *tiers
+}
+
+// tiers is what a hedged stage's decisions know beyond an unhedged one's: which of its trials
+// the plan puts on the on-demand nodes (critical: the chains with the extra wave, the longest),
+// which nodes are on demand now, and which trials lost their node and wait to be relaunched.
+type tiers struct {
+	critical map[string]bool
+	od       map[string]bool // node -> on demand (refresh)
+	lostNode map[string]bool // trials queued again after their node was lost: they may move
+	// moveFirst says an interrupted gang moves to free on-demand room rather than wait for a
+	// replacement: the move starts it now, a replacement after its provisioning latency, so
+	// moving ends sooner whenever that latency is above zero.
+	moveFirst bool
+	moved     []string // trials moved to on-demand room, in order (for tests and the log)
+	// short says spot nodes were lost and not replaced yet: replaced once a gang finds no room.
+	short bool
 }
 
 // newStage starts the decisions of jobs on nodes: parallel gangs of gpt GPUs at once, keep nodes
@@ -168,7 +191,7 @@ func newStage(b, gpt, parallel, keep int, timeScale float64, maxRetries int, job
 		last = placement.Placement{}
 	}
 	s := &stage{b: b, gpt: gpt, parallel: parallel, keep: keep, timeScale: timeScale, maxRetries: maxRetries,
-		jobs: map[string]job{}, last: last, occupied: map[string]int{}, launches: map[int]string{}, started: map[int]bool{},
+		jobs: map[string]job{}, last: last, occupied: map[string]int{}, launches: map[int]string{}, started: map[int]bool{}, stopOnStart: map[int]bool{},
 		timedOut: map[int]bool{}, trialNode: map[string][]string{}, draining: map[string]bool{}, retiring: map[string]bool{},
 		more: more, ask: more}
 	s.add(jobs)
@@ -210,7 +233,8 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 			return nil
 		}
 		s.started[e.launch] = true
-		if s.cancelled {
+		if s.cancelled || s.stopOnStart[e.launch] {
+			delete(s.stopOnStart, e.launch)
 			out = append(out, action{kind: acStop, launch: e.launch, trial: s.launches[e.launch]})
 		}
 	case evTimeout:
@@ -290,7 +314,11 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 		}
 		for _, t := range s.sortedOccupied() {
 			n := s.occupied[t]
-			if !s.started[n] || !onAny(s.last[t], e.lost) {
+			if !onAny(s.last[t], e.lost) {
+				continue
+			}
+			if !s.started[n] {
+				s.stopOnStart[n] = true // launched a moment ago: stopped once it starts
 				continue
 			}
 			out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: its node %s is lost: stopping its gang to save its checkpoint\n", t, firstOn(s.last[t], e.lost))},
@@ -311,7 +339,11 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 		retry = interrupts+1 <= maxInterruptions
 	}
 	out = append(out, action{kind: acFail, trial: o.trial, k: k, bracket: b, o: o, cause: e.cause, interrupted: interrupted, retry: retry})
-	if retry {
+	if retry && interrupted && s.tiers != nil {
+		// Its relaunch comes first: the standby room is for it, not for a trial not begun.
+		s.tiers.lostNode[o.trial] = true
+		s.queue = append([]string{o.trial}, s.queue...)
+	} else if retry {
 		s.queue = append(s.queue, o.trial)
 	} else {
 		delete(s.jobs, o.trial)
@@ -324,7 +356,14 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 			}
 		}
 		s.refresh(left, e.lost)
-		out = append(out, s.restore()...)
+		if s.tiers == nil {
+			out = append(out, s.restore()...)
+		} else {
+			// A hedged stage replaces a lost spot node only once a gang finds no room (fill): its
+			// gangs move to the on-demand room, and a replacement nobody needs would bill idle
+			// (the simulator neither replaces nor bills a node whose gangs all moved).
+			s.tiers.short = true
+		}
 	}
 	return out
 }
@@ -346,9 +385,21 @@ func (s *stage) fill(v stageView, out []action) []action {
 			pinned[t] = true
 		}
 		reqs = append(reqs, placement.Request{Trial: id, GPUs: s.gpt})
-		p, unplaced := placement.PlacePinned(s.nodes, reqs, s.last, pinned)
-		if len(unplaced) > 0 {
+		nodes, ghosts := s.withGhosts(pinned)
+		p, unplaced, moved := s.place(id, nodes, reqs, pinned)
+		if len(unplaced) > 0 || onGhost(p[id], ghosts) {
+			if s.tiers != nil && s.tiers.short {
+				s.tiers.short = false // a gang finds no room: the lost nodes are replaced now
+				out = append(out, s.restore()...)
+			}
 			break // wait for a gang to finish, or a replacement node
+		}
+		if moved {
+			s.tiers.moved = append(s.tiers.moved, id)
+			out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: its spot node was lost: moving its gang to free on-demand room %v rather than wait for a replacement\n", id, slotNodes(p[id]))})
+		}
+		if s.tiers != nil {
+			delete(s.tiers.lostNode, id)
 		}
 		s.last[id] = p[id]
 		s.queue = s.queue[1:]
@@ -375,6 +426,115 @@ func (s *stage) fill(v stageView, out []action) []action {
 		return append(out, s.end(nil))
 	}
 	return out
+}
+
+// place places trial id beside the running gangs (pinned; reqs asks for them all, id last). A
+// hedged stage's gang that lost its spot node moves to free on-demand room first
+// (placement.MoveToOnDemand: displacing nobody), when moving ends sooner than waiting for a
+// replacement (tiers.moveFirst); otherwise its trials go on their tiers (placement.PlaceTiered:
+// the critical ones on demand, the others on spot; a running gang counts in the tier it runs
+// on, so that it stays). A placement that would move a running gang is not taken: the stage
+// places as an unhedged one does then (placement.PlacePinned), which never moves one. moved
+// says the gang moved to on-demand room.
+func (s *stage) place(id string, nodes []placement.Node, reqs []placement.Request, pinned map[string]bool) (placement.Placement, []string, bool) {
+	t := s.tiers
+	if t == nil || len(t.od) == 0 {
+		p, unplaced := placement.PlacePinned(nodes, reqs, s.last, pinned)
+		return p, unplaced, false
+	}
+	running := placement.Placement{}
+	for tr := range pinned {
+		running[tr] = s.last[tr]
+	}
+	if t.lostNode[id] && t.moveFirst {
+		if p, ok := placement.MoveToOnDemand(nodes, t.od, running, id, s.gpt); ok {
+			return p, nil, true
+		}
+	}
+	critical := map[string]bool{}
+	for _, r := range reqs {
+		if pinned[r.Trial] {
+			critical[r.Trial] = allOn(s.last[r.Trial], t.od)
+		} else {
+			critical[r.Trial] = t.critical[r.Trial]
+		}
+	}
+	p, unplaced := placement.PlaceTiered(nodes, t.od, reqs, critical, s.last)
+	if len(unplaced) == 0 && keeps(p, running) {
+		return p, nil, false
+	}
+	p, unplaced = placement.PlacePinned(nodes, reqs, s.last, pinned)
+	return p, unplaced, false
+}
+
+// withGhosts is the nodes to place on: those the stage holds, and a ghost of each node a running
+// gang (pinned) still has slots on though it is lost or going (a gang launched a moment before
+// its node's loss, stopped once it starts). Without the ghost the gang's slots are not all there,
+// the placement would move it, and its GPUs on the nodes still held would look free: another
+// gang was given them (a virtual run at 5 interruptions per node-hour caught it). No gang is
+// placed on a ghost (onGhost).
+func (s *stage) withGhosts(pinned map[string]bool) ([]placement.Node, map[string]bool) {
+	held := map[string]bool{}
+	for _, n := range s.nodes {
+		held[n.ID] = true
+	}
+	size := map[string]int{}
+	for _, t := range slices.Sorted(maps.Keys(pinned)) {
+		for _, sl := range s.last[t] {
+			if held[sl.Node] {
+				continue
+			}
+			for _, g := range sl.GPUs {
+				size[sl.Node] = max(size[sl.Node], g+1)
+			}
+		}
+	}
+	if len(size) == 0 {
+		return s.nodes, nil
+	}
+	nodes := slices.Clone(s.nodes)
+	ghosts := map[string]bool{}
+	for _, id := range slices.Sorted(maps.Keys(size)) {
+		nodes = append(nodes, placement.Node{ID: id, GPUs: size[id]})
+		ghosts[id] = true
+	}
+	return nodes, ghosts
+}
+
+// onGhost says whether any slot is on a ghost node (withGhosts).
+func onGhost(slots []placement.Slot, ghosts map[string]bool) bool {
+	for _, sl := range slots {
+		if ghosts[sl.Node] {
+			return true
+		}
+	}
+	return false
+}
+
+// allOn says whether every slot is on one of nodes.
+func allOn(slots []placement.Slot, nodes map[string]bool) bool {
+	for _, sl := range slots {
+		if !nodes[sl.Node] {
+			return false
+		}
+	}
+	return len(slots) > 0
+}
+
+// keeps says whether p leaves every gang of running where it runs.
+func keeps(p, running placement.Placement) bool {
+	for t, slots := range running {
+		got := p[t]
+		if len(got) != len(slots) {
+			return false
+		}
+		for i := range slots {
+			if got[i].Node != slots[i].Node || !slices.Equal(got[i].GPUs, slots[i].GPUs) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // resize takes the source's parallelism and nodes to hold: nodes past keep retire, the least
@@ -521,12 +681,18 @@ func (s *stage) drainAll() []string {
 func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
 	held := map[string]bool{}
 	s.nodes = s.nodes[:0]
+	if s.tiers != nil {
+		s.tiers.od = map[string]bool{}
+	}
 	for _, n := range nodes {
 		if _, lost := gone[n.ID]; lost || s.retiring[n.ID] {
 			continue
 		}
 		held[n.ID] = true
 		s.nodes = append(s.nodes, placement.Node{ID: n.ID, GPUs: n.GPUs})
+		if s.tiers != nil && n.Market == cloud.OnDemand {
+			s.tiers.od[n.ID] = true
+		}
 	}
 	for t, slots := range s.last {
 		if _, running := s.occupied[t]; running {

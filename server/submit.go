@@ -200,7 +200,6 @@ func planSpec(ctx context.Context, exp *spec.Experiment) (*planner.Report, error
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	sm.Model().Hedge = false // the executor does not run hedged stages yet (issue 25)
 	rep, res, err := planner.Plan(ctx, exp, sm, nil)
 	var pe *planner.ProblemError
 	if errors.As(err, &pe) || errors.Is(err, planner.ErrNoPlan) {

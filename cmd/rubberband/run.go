@@ -138,7 +138,6 @@ func runAction(c *cli.Context) error {
 		rep = res.Report(exp)
 	} else {
 		var res *planner.Result
-		s.Model().Hedge = false // the executor does not run hedged stages yet (issue 25)
 		if rep, res, err = makePlan(c, exp, s); err != nil {
 			return err
 		}

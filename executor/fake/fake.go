@@ -28,6 +28,9 @@ type Provider struct {
 	GPUsPerNode int
 	// Offer is what it rents (a request for another type or market is a *cloud.CapacityError).
 	Offer cloud.Offer
+	// More are other offers it rents besides Offer (the same type on the other market, for a
+	// hedged stage); a request takes the first offer that matches it.
+	More []cloud.Offer
 	// CreateFault, when set, is asked at each Create call (numbered from 1) how many of the n
 	// nodes come up and with what error for the rest.
 	CreateFault func(call, n int) (up int, err error)
@@ -50,7 +53,8 @@ var _ cloud.Provider = (*Provider)(nil)
 // Create rents n nodes, or fewer when CreateFault says so. Like EC2's client tokens, a request
 // under a token seen before hands back the nodes rented under it that are still held.
 func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node, error) {
-	if err := p.Offer.Check(req); err != nil {
+	offer, err := p.offerFor(req)
+	if err != nil {
 		return nil, err
 	}
 	n := req.Count
@@ -60,7 +64,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		p.nodes = map[string]cloud.Node{}
 	}
 	p.creates++
-	up, err := n, error(nil)
+	up := n
 	if p.CreateFault != nil {
 		up, err = p.CreateFault(p.creates, n)
 	}
@@ -81,7 +85,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 			}
 		}
 		p.next++
-		node := p.Offer.Stamp(cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: clock.Or(p.Clock).Now(), Token: req.Token})
+		node := offer.Stamp(cloud.Node{ID: fmt.Sprintf("n%03d", p.next), GPUs: p.GPUsPerNode, Addr: "127.0.0.1", RunningAt: clock.Or(p.Clock).Now(), Token: req.Token})
 		p.nodes[node.ID] = node
 		p.tokens[key] = node.ID
 		p.Created = append(p.Created, node.ID)
@@ -91,6 +95,20 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		err = ctx.Err()
 	}
 	return out, err
+}
+
+// offerFor is the first of Offer and More that req asks for.
+func (p *Provider) offerFor(req cloud.Request) (cloud.Offer, error) {
+	err := p.Offer.Check(req)
+	if err == nil {
+		return p.Offer, nil
+	}
+	for _, o := range p.More {
+		if o.Check(req) == nil {
+			return o, nil
+		}
+	}
+	return cloud.Offer{}, err
 }
 
 // Delete releases nodes; unknown ones are not an error.

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/planner"
+)
+
+// hedgedTable2 writes examples/paper/table2-spot.yaml offering both markets at 5 interruptions
+// per node-hour (a market where hedging pays) into dir, and returns its path.
+func hedgedTable2(t testing.TB, dir string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../examples/paper/table2-spot.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := filepath.Abs("../../examples/paper/profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	for _, r := range [][2]string{
+		{"\n  market: spot\n", "\n  markets: [on-demand, spot]\n"},
+		{"interruptions_per_hour: 0.1", "interruptions_per_hour: 5"},
+		{"file: profiles/", "file: " + profiles + "/"},
+	} {
+		if !strings.Contains(text, r[0]) {
+			t.Fatalf("the example no longer says %q", r[0])
+		}
+		text = strings.Replace(text, r[0], r[1], 1)
+	}
+	path := filepath.Join(dir, "table2-hedged.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A hedged plan through the CLI, run in virtual time: plan (cluster.hedge by default) splits
+// spot stages between the markets; run rents each stage's on-demand nodes beside its spot ones,
+// the spot ones are interrupted and their gangs move to the on-demand room, and the run
+// finishes; so do runs through fault schedules (crashes resumed), and re-planning at the syncs
+// (hedges allowed).
+func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := hedgedTable2(t, dir)
+	planned := filepath.Join(dir, "plan.json")
+	out, errOut, code := rb(t, "plan", spec, "-o", "json", "--out", planned)
+	var plan planner.Report
+	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
+		t.Fatalf("plan: exit %d\n%s", code, errOut)
+	}
+	hedged := 0
+	for _, b := range plan.Brackets {
+		for _, st := range b.Stages {
+			if st.OnDemandNodes > 0 && st.Market == "spot" {
+				hedged++
+			}
+		}
+	}
+	if hedged == 0 {
+		t.Fatalf("the plan hedges no stage: %+v", plan.Brackets)
+	}
+	moved := 0
+	for _, seed := range []int{11, 12} {
+		state := filepath.Join(dir, fmt.Sprint("state-", seed))
+		_, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan")
+		if code != 0 {
+			t.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
+		}
+		moved += strings.Count(errOut, "moving its gang to free on-demand room")
+		rep := readRunReport(t, state)
+		if !rep.Finished || rep.Best == nil {
+			t.Fatalf("seed %d: not finished: %+v", seed, rep)
+		}
+		byMarket := map[cloud.Market]int{}
+		for _, e := range readJournal(t, state) {
+			if e.Ev == executor.EvNodeUp && e.Node != nil {
+				byMarket[e.Node.Market]++
+			}
+		}
+		if byMarket[cloud.OnDemand] == 0 || byMarket[cloud.Spot] == 0 {
+			t.Fatalf("seed %d: nodes by market %v: a hedged plan rents both", seed, byMarket)
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no interrupted gang moved to on-demand room in two seeds")
+	}
+	// Driver crashes, torn journal writes, lost nodes and notices: each resumed driver restores
+	// the tiers from the journal and repeats open requests in their markets; every schedule
+	// must end with the clean run's winner (run --faults checks it).
+	for _, faults := range []int{1, 5, 7} {
+		state := filepath.Join(dir, fmt.Sprint("faults-", faults))
+		if _, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", "3", "--faults", fmt.Sprint(faults), "--state", state, "--no-replan"); code != 0 {
+			t.Fatalf("fault schedule %d: exit %d\n%s", faults, code, errOut)
+		}
+	}
+	state := filepath.Join(dir, "replanned")
+	if _, errOut, code := rb(t, "run", spec, "--backend", "virtual", "--seed", "13", "--state", state); code != 0 {
+		t.Fatalf("re-planned run: exit %d\n%s", code, errOut)
+	}
+	if rep := readRunReport(t, state); !rep.Finished {
+		t.Fatalf("re-planned run not finished: %+v", rep)
+	}
+}
+
+// BenchmarkHedgedTable2 measures the hedged plan of examples/paper/table2-spot.yaml with both
+// markets at 5 interruptions per node-hour in virtual time, the plan kept: the mean realized
+// cost against the predicted under seeds 1 to 5, and the share of 20 seeds (1 to 20) that miss
+// the deadline against the predicted P(miss). Run it with
+//
+//	go test ./cmd/rubberband -run '^$' -bench BenchmarkHedgedTable2 -benchtime 1x
+func BenchmarkHedgedTable2(b *testing.B) {
+	const runs, deadline = 20, 20 * 60.0
+	for range b.N {
+		dir := b.TempDir()
+		spec := hedgedTable2(b, dir)
+		planned := filepath.Join(dir, "plan.json")
+		out, errOut, code := rbTimed(b, "plan", spec, "-o", "json", "--out", planned)
+		var plan planner.Report
+		if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
+			b.Fatalf("plan: exit %d\n%s", code, errOut)
+		}
+		missed := 0
+		var predicted, realized float64
+		for seed := 1; seed <= runs; seed++ {
+			state := filepath.Join(dir, fmt.Sprint("state-", seed))
+			if _, errOut, code := rbTimed(b, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan"); code != 0 {
+				b.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
+			}
+			r := readRunReport(b, state)
+			if r.Realized.JCT > deadline {
+				missed++
+			}
+			if seed <= 5 {
+				predicted += r.Predicted.Cost
+				realized += r.Realized.Cost
+			}
+		}
+		b.Logf("hedged table2 at 5 interruptions/h, virtual time: mean cost over seeds 1-5 $%.3f realized, $%.3f predicted (%+.1f%%); P(miss) %d of %d seeds, predicted %.0f%%",
+			realized/5, predicted/5, 100*(realized-predicted)/predicted, missed, runs, 100*plan.Predicted.DeadlineMissProb)
+	}
+}
