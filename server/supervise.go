@@ -65,7 +65,7 @@ func (s *Supervisor) Drive(ctx context.Context, dir, key string) (Ending, error)
 		if ctx.Err() != nil {
 			return Ending{}, ctx.Err()
 		}
-		end, err := endingOf(dir)
+		end, err := s.settled(ctx, dir)
 		if err != nil {
 			return Ending{}, err
 		}
@@ -116,6 +116,24 @@ func (s *Supervisor) runOnce(ctx context.Context, dir, key string) error {
 		cmd.Process.Kill()
 		<-done
 		return ctx.Err()
+	}
+}
+
+// settled is where the run in dir stands once no process holds it. After its driver exits,
+// another may hold it a moment: a cancel that stopped the driver takes the run's lock to end
+// what is left (driver.Cancel), and the run reads as running until it lets go. Ending the run
+// then would call a cancelled run failed.
+func (s *Supervisor) settled(ctx context.Context, dir string) (Ending, error) {
+	for {
+		end, err := endingOf(dir)
+		if err != nil || (end.Status != "running" && end.Status != "starting") {
+			return end, err
+		}
+		select {
+		case <-ctx.Done():
+			return Ending{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond): // another process's lock: nothing to block on
+		}
 	}
 }
 
