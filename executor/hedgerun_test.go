@@ -18,25 +18,8 @@ import (
 
 // hedgeSpec is shaSpec with both markets: a plan may hedge its spot stages. A replacement takes
 // 30 s of SCALE, so that an interrupted gang moves to free on-demand room rather than wait.
-const hedgeSpec = `
-name: unit
-deadline: 1h
-seed: 3
-objective: {metric: score, mode: max}
-algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}
-search_space: {x: {type: uniform, min: 0, max: 1}}
-trainer: {command: [train]}
-cluster:
-  gpus_per_node: 2
-  price_per_hour: 3.6
-  markets: [on-demand, spot]
-  spot: {discount: 0.7, interruptions_per_hour: 5}
-  scale_latency: {value: 30s}
-  init_latency: {value: 0s}
-  max_nodes: 4
-profile:
-  iter_latency: {1: {mean: 1}}
-`
+var hedgeSpec = strings.Replace(shaSpec, "  scale_latency: {value: 0s}\n",
+	"  markets: [on-demand, spot]\n  spot: {discount: 0.7, interruptions_per_hour: 5}\n  scale_latency: {value: 30s}\n", 1)
 
 // hedgedAlloc is a hedged plan of hedgeSpec. Stage 0: 8 trials on 6 slots of one GPU, so slots 0
 // and 1 run an extra wave (trials 0, 1, 6 and 7: critical); 4 nodes, 2 on demand: the first
