@@ -15,36 +15,11 @@ import (
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
-
-// driverKeys are keys of the driver's own, distinct from MinIO's (which the instances' role
-// gets): temporary ones MinIO hands out (STS AssumeRole), good for the driver's heartbeat.
-func driverKeys(t *testing.T, m *servers.MinIO) (key, secret, token string) {
-	t.Helper()
-	c, err := credentials.NewSTSAssumeRole("http://"+m.Endpoint, credentials.STSAssumeRoleOptions{AccessKey: m.AccessKey, SecretKey: m.Secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// MinIO answers ready before its IAM subsystem is: STS says "Server not initialized" for a
-	// moment after start (seen on CI's loaded machine). That, and only that, is worth a retry.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := c.GetWithContext(nil)
-		if err == nil {
-			return v.AccessKeyID, v.SecretAccessKey, v.SessionToken
-		}
-		if !strings.Contains(err.Error(), "not initialized") || time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // nomadSeen is every job definition and Nomad Variable the driver's Nomad server held while a
 // run went on, as JSON, polled.
@@ -58,14 +33,16 @@ type nomadSeen struct {
 
 // watchNomad reads every job definition and Nomad Variable the run's own Nomad server holds
 // while ctx lasts, as they change: blocking queries on the job and variable lists (each answers
-// when its list changes), read with the run's fleet certificate and token. Until the server is
-// up (its server.json written, its port answering) it looks again every 100 ms: nothing to block
-// on before it listens.
-func watchNomad(ctx context.Context, state string) *nomadSeen {
+// when its list changes), read with the run's fleet certificate and token. It starts once the
+// driver rents its first instance: its Nomad server listens by then (the instances join it).
+func watchNomad(ctx context.Context, sim *ec2sim.Server, state string) *nomadSeen {
 	seen := &nomadSeen{jobs: map[string]string{}, vars: map[string]string{}}
 	go func() {
-		client := connectRunNomad(ctx, state)
-		if client == nil {
+		client, err := connectRunNomad(ctx, sim, state)
+		if err != nil {
+			seen.mu.Lock()
+			seen.err = err
+			seen.mu.Unlock()
 			return
 		}
 		go follow(ctx, seen, "variable ", func(q *nomadapi.QueryOptions) (map[string]string, *nomadapi.QueryMeta, error) {
@@ -94,30 +71,32 @@ func watchNomad(ctx context.Context, state string) *nomadSeen {
 	return seen
 }
 
-// connectRunNomad is an API client of the run's own Nomad server once it is up, or nil when ctx
-// ends first.
-func connectRunNomad(ctx context.Context, state string) *nomadapi.Client {
-	for ; ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
-		var st struct {
-			Addr  string
-			Ports [3]int
-		}
-		b, err := os.ReadFile(filepath.Join(state, rundir.NomadDir, "server", "server.json"))
-		if err != nil || json.Unmarshal(b, &st) != nil || st.Ports[0] == 0 {
-			continue
-		}
-		fleet, err := nomadlocal.OpenFleet(filepath.Join(state, rundir.NomadDir, "fleet"))
-		if err != nil {
-			continue
-		}
-		if c, err := nomadapi.NewClient(fleet.APIConfig(fmt.Sprintf("https://%s:%d", cmp.Or(st.Addr, "127.0.0.1"), st.Ports[0]))); err == nil {
-			return c
-		}
+// connectRunNomad is an API client of the run's own Nomad server, once the driver has rented an
+// instance (its server is up and has written where it listens).
+func connectRunNomad(ctx context.Context, sim *ec2sim.Server, state string) (*nomadapi.Client, error) {
+	if err := sim.WaitLaunched(ctx, 1); err != nil {
+		return nil, err
 	}
-	return nil
+	var st struct {
+		Addr  string
+		Ports [3]int
+	}
+	b, err := os.ReadFile(filepath.Join(state, rundir.NomadDir, "server", "server.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the run's Nomad server: %w", err)
+	}
+	fleet, err := nomadlocal.OpenFleet(filepath.Join(state, rundir.NomadDir, "fleet"))
+	if err != nil {
+		return nil, err
+	}
+	return nomadapi.NewClient(fleet.APIConfig(fmt.Sprintf("https://%s:%d", cmp.Or(st.Addr, "127.0.0.1"), st.Ports[0])))
 }
 
-// follow lists with blocking queries until ctx ends, adding what each answer holds to into.
+// follow lists with blocking queries until ctx ends, adding what each answer holds to into. A
+// failed query ends it (the server is gone: the run ended), said in seen.err while ctx lasts.
 func follow(ctx context.Context, seen *nomadSeen, prefix string, list func(*nomadapi.QueryOptions) (map[string]string, *nomadapi.QueryMeta, error), into map[string]string) {
 	index := uint64(0)
 	for ctx.Err() == nil {
@@ -134,7 +113,7 @@ func follow(ctx context.Context, seen *nomadSeen, prefix string, list func(*noma
 		}
 		seen.mu.Unlock()
 		if err != nil {
-			time.Sleep(100 * time.Millisecond) // not listening yet: nothing to block on
+			return
 		}
 	}
 }
@@ -149,12 +128,12 @@ func follow(ctx context.Context, seen *nomadSeen, prefix string, list func(*noma
 func TestEC2InstanceProfileKeepsDriverKeys(t *testing.T) {
 	dir := t.TempDir()
 	f := startEC2Fixture(t, dir, true)
-	key, secret, token := driverKeys(t, f.minio)
+	key, secret, token := f.minio.TemporaryKeys(t) // the driver's own, distinct from MinIO's (which the instances' role gets)
 	env := append(f.env, "AWS_ACCESS_KEY_ID="+key, "AWS_SECRET_ACCESS_KEY="+secret, "AWS_SESSION_TOKEN="+token)
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, f.spec, "4,4,2")
 	ctx, stop := context.WithCancel(t.Context())
-	seen := watchNomad(ctx, state)
+	seen := watchNomad(ctx, f.sim, state)
 	driver := startRun(t, env, "run", f.spec, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05")
 	err := driver.Wait()
 	stop()

@@ -251,6 +251,23 @@ func (s *Server) Instances() []Instance {
 	return out
 }
 
+// WaitLaunched waits until at least n instances have been launched (in any state since).
+func (s *Server) WaitLaunched(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		launched, changed := len(s.order), s.changed
+		s.mu.Unlock()
+		if launched >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("ec2sim: %d of %d instances launched: %w", launched, n, ctx.Err())
+		}
+	}
+}
+
 // WaitState waits until instance id is in state, and returns its snapshot then.
 func (s *Server) WaitState(ctx context.Context, id, state string) (Instance, error) {
 	for {

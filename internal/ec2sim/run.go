@@ -103,6 +103,9 @@ func (s *Server) rent(p params) (response, time.Duration, error) {
 		}
 		res.instances = append(res.instances, in)
 	}
+	if len(res.instances) > 0 {
+		s.notifyLocked() // WaitLaunched
+	}
 	for _, in := range res.instances {
 		s.seq++
 		in.seq = s.seq

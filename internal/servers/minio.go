@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
 // MinIO is a real MinIO server for one test.
@@ -59,7 +61,9 @@ func (m *MinIO) start() {
 		resp, err := http.Get("http://" + m.Endpoint + "/minio/health/ready")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// Ready means its IAM too: it answers health before STS can hand out keys
+			// ("Server not initialized"), which TemporaryKeys needs.
+			if _, _, _, serr := m.assumeRole(); resp.StatusCode == http.StatusOK && serr == nil {
 				return
 			}
 		}
@@ -87,4 +91,24 @@ func (m *MinIO) Restart() { m.start() }
 func (m *MinIO) Stop() {
 	stopGroup(m.cmd, 5*time.Second)
 	m.cmd = nil
+}
+
+// TemporaryKeys are keys of MinIO's STS (AssumeRole) for the root user: distinct from AccessKey
+// and Secret, good for a while, as a role's are.
+func (m *MinIO) TemporaryKeys(t testing.TB) (key, secret, token string) {
+	t.Helper()
+	key, secret, token, err := m.assumeRole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key, secret, token
+}
+
+func (m *MinIO) assumeRole() (key, secret, token string, err error) {
+	c, err := credentials.NewSTSAssumeRole("http://"+m.Endpoint, credentials.STSAssumeRoleOptions{AccessKey: m.AccessKey, SecretKey: m.Secret})
+	if err != nil {
+		return "", "", "", err
+	}
+	v, err := c.GetWithContext(nil)
+	return v.AccessKeyID, v.SecretAccessKey, v.SessionToken, err
 }

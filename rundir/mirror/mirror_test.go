@@ -180,8 +180,9 @@ func TestPusher(t *testing.T) {
 	// copied stays as copied (logs are only appended to).
 	write(t, dir, "logs/t1.log", "LINE 1\nline 2\n")
 	os.Remove(filepath.Join(dir, "cancel"))
-	time.Sleep(10 * time.Millisecond) // a later mtime for run.json, on coarse clocks too
 	write(t, dir, "run.json", `{"run_id":"r2"}`)
+	later := time.Now().Add(time.Minute) // a changed mtime, whatever the clock's grain
+	os.Chtimes(filepath.Join(dir, "run.json"), later, later)
 	if err := p.Push(ctx); err != nil {
 		t.Fatal(err)
 	}
