@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
 )
 
 // The drivers a server with a mirror starts find it in their environment: EnvMirror is where
@@ -124,4 +126,36 @@ func (s *Server) mirror() *Mirror {
 		return nil
 	}
 	return s.cfg.Supervisor.Mirror
+}
+
+// ErrMirrorFlag: a --mirror that is neither db nor dir:PATH.
+var ErrMirrorFlag = errors.New("db (the server's database) or dir:PATH")
+
+// MirrorFor is the mirror a server's --mirror names (nil for ""): "db", the database st opened
+// at dbURL, or "dir:PATH", a folder (made absolute, for its drivers).
+func MirrorFor(flag, dbURL string, st *sqlstore.Store) (*Mirror, error) {
+	switch dir, isDir := strings.CutPrefix(flag, "dir:"); {
+	case flag == "":
+		return nil, nil
+	case flag == "db":
+		return &Mirror{Store: st.RunFiles(), At: dbURL}, nil
+	case isDir && dir != "":
+		abs, err := filepath.Abs(dir)
+		return &Mirror{Store: &mirror.Dir{Root: abs}, At: "dir:" + abs}, err
+	default:
+		return nil, fmt.Errorf("%q: %w", flag, ErrMirrorFlag)
+	}
+}
+
+// OpenMirror opens a driver's mirror (its EnvMirror): dir:PATH, or the server's database URL.
+// The function it returns closes it.
+func OpenMirror(ctx context.Context, at string) (mirror.Store, func(), error) {
+	if dir, ok := strings.CutPrefix(at, "dir:"); ok {
+		return &mirror.Dir{Root: dir}, func() {}, nil
+	}
+	st, err := sqlstore.Open(ctx, at)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the run's mirror: %w", err)
+	}
+	return st.RunFiles(), func() { st.Close() }, nil
 }

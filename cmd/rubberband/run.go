@@ -229,7 +229,7 @@ func execute(c *cli.Context, dir string, faults *int64) error {
 		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"), NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), Faults: faults}
 	// A server's driver copies its journal where the next server finds it (server.EnvMirror).
 	if loc := os.Getenv(server.EnvMirror); loc != "" {
-		m, closeMirror, err := openMirror(ctx, loc)
+		m, closeMirror, err := server.OpenMirror(ctx, loc)
 		if err != nil {
 			return err
 		}

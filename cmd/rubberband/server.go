@@ -9,12 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
@@ -87,42 +85,20 @@ func dbURL(c *cli.Context) (string, error) {
 		}
 		url = "sqlite:" + filepath.Join(root, "server.db")
 	}
-	if path, ok := strings.CutPrefix(url, "sqlite:"); ok {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return "", err
-		}
-		url = "sqlite:" + abs
-	}
-	return url, nil
+	return sqlstore.AbsURL(url)
 }
 
 // serverMirror is the server's --mirror: nil without one.
 func serverMirror(c *cli.Context, st *sqlstore.Store) (*server.Mirror, error) {
-	switch at := c.String("mirror"); {
-	case at == "":
-		return nil, nil
-	case at == "db":
-		url, err := dbURL(c)
-		return &server.Mirror{Store: st.RunFiles(), At: url}, err
-	case strings.HasPrefix(at, "dir:") && len(at) > len("dir:"):
-		abs, err := filepath.Abs(strings.TrimPrefix(at, "dir:"))
-		return &server.Mirror{Store: &mirror.Dir{Root: abs}, At: "dir:" + abs}, err
-	default:
-		return nil, usageErr("--mirror %q: db (the server's database) or dir:PATH", at)
-	}
-}
-
-// openMirror opens a driver's mirror (server.EnvMirror): dir:PATH, or a server's database.
-func openMirror(ctx context.Context, at string) (mirror.Store, func(), error) {
-	if dir, ok := strings.CutPrefix(at, "dir:"); ok {
-		return &mirror.Dir{Root: dir}, func() {}, nil
-	}
-	st, err := sqlstore.Open(ctx, at)
+	url, err := dbURL(c)
 	if err != nil {
-		return nil, nil, fmt.Errorf("the run's mirror: %w", err)
+		return nil, err
 	}
-	return st.RunFiles(), func() { st.Close() }, nil
+	m, err := server.MirrorFor(c.String("mirror"), url, st)
+	if errors.Is(err, server.ErrMirrorFlag) {
+		return nil, usageErr("--mirror: %v", err)
+	}
+	return m, err
 }
 
 func serverAction(c *cli.Context) error {

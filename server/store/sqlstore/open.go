@@ -175,3 +175,17 @@ func (s *Store) fail(op string, err error) error {
 	}
 	return fmt.Errorf("%s: %s", op, err)
 }
+
+// AbsURL is url with a SQLite path made absolute, so that another process in another folder (a
+// server's driver) opens the same file; any other URL is as it is.
+func AbsURL(url string) (string, error) {
+	path, ok := strings.CutPrefix(url, "sqlite:")
+	if !ok {
+		return url, nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return "sqlite:" + abs, nil
+}
