@@ -11,6 +11,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/rubberband-hpo/rubberband/trial/builtin/synthetic"
 )
@@ -140,6 +141,18 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	gg.h = &handle{w: w, reports: make(chan trial.Report, gg.target-gg.from+1), exited: make(chan struct{})}
 	gg.h.g = gg
 	w.gangs[gg.id] = gg
+	for _, n := range gg.nodes {
+		if n.notice != "" {
+			// Its workers see the node's notice as they start (the metadata the node agent
+			// watches): the gang is stopped at once, nothing trained, as on a node it ran on.
+			gg.next = w.clk.AfterFunc(0, func() {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.end(gg, &interrupted{node: n.ID, why: n.notice}, w.exp.Cluster.Spot.OnNotice != spec.OnNoticeRestart)
+			})
+			return gg.h, nil
+		}
+	}
 	w.schedule(gg, startup+gg.draws()) // start-up, then the first iteration
 	return gg.h, nil
 }

@@ -76,6 +76,7 @@ type node struct {
 	gpus   []int // the gang on each GPU (0: free)
 	timers []clock.Timer
 	gone   bool
+	notice string // why the node is going, once its spot notice came; "" before
 }
 
 // request is what one Create rented, under its token: the nodes, and when they are ready.
@@ -299,6 +300,10 @@ func (w *World) interrupt(id, why string) {
 	if !held || n.RunningAt.IsZero() {
 		return
 	}
+	if n.notice != "" {
+		return // one notice a node
+	}
+	n.notice = why
 	save := w.exp.Cluster.Spot.OnNotice != spec.OnNoticeRestart
 	for _, gid := range w.gangsOn(n) {
 		g := w.gangs[gid]
