@@ -214,6 +214,7 @@ type Runtime struct {
 	kept     map[string]trial.Report
 	tries    map[string]int
 	live     map[*handle]bool
+	noticed  map[string]string // nodes given their notice, and why: they take no gang
 	launched int
 	Launches []executor.Gang
 	running  int
@@ -221,9 +222,14 @@ type Runtime struct {
 }
 
 // InterruptNode gives node its notice: the gangs with a worker on it are stopped, keep what
-// they reached, and end with an *executor.InterruptedError naming it.
+// they reached, and end with an *executor.InterruptedError naming it; a gang launched there
+// later is refused with one.
 func (r *Runtime) InterruptNode(node, why string) {
 	r.mu.Lock()
+	if r.noticed == nil {
+		r.noticed = map[string]string{}
+	}
+	r.noticed[node] = why
 	var hit []*handle
 	for h := range r.live {
 		if slices.Contains(h.nodes, node) && h.interrupted == nil {
@@ -252,6 +258,12 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	r.mu.Lock()
 	if r.kept == nil {
 		r.kept, r.tries = map[string]trial.Report{}, map[string]int{}
+	}
+	for _, w := range g.Workers {
+		if why, ok := r.noticed[w.Node.ID]; ok {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: node %s is going: %w", executor.ErrUnplaceable, w.Node.ID, &executor.InterruptedError{Node: w.Node.ID, Reason: why})
+		}
 	}
 	r.tries[g.Trial]++
 	n := r.tries[g.Trial]

@@ -81,7 +81,8 @@ func stopKeepsWhatItReached(t *testing.T, e Env) {
 }
 
 // A node's interruption notice stops the gangs on it, which keep what they reached, and their
-// Wait names the node (*executor.InterruptedError); a relaunch elsewhere goes on from there.
+// Wait names the node (*executor.InterruptedError); a gang launched there after the notice
+// trains nothing; a relaunch elsewhere goes on from there.
 func interruptedNamesTheNode(t *testing.T, e Env) {
 	if e.Interrupt == nil {
 		t.Skip("this runtime's Env cannot give a node a notice")
@@ -100,6 +101,18 @@ func interruptedNamesTheNode(t *testing.T, e Env) {
 	}
 	if len(rest) > 0 {
 		r = rest[len(rest)-1]
+	}
+	// A gang launched on the node after its notice trains nothing there: refused, or stopped as
+	// it starts, for the node's loss.
+	late := e.counter("rt-notice", 1, 0, r.Iter+1000)
+	if h, err := e.Runtime.Launch(context.Background(), late); err == nil {
+		t.Cleanup(h.Stop)
+		reports, werr := drainOn(t, e.clock(), h)
+		if !errors.As(werr, &in) || in.Node != node || len(reports) > 0 {
+			t.Fatalf("a gang launched on %s after its notice: %d report(s), wait %v; want none and an *executor.InterruptedError naming it", node, len(reports), werr)
+		}
+	} else if !errors.As(err, &in) || in.Node != node {
+		t.Fatalf("a gang launched on %s after its notice: %v, want an *executor.InterruptedError naming it", node, err)
 	}
 	if len(e.Nodes) < 2 {
 		return
