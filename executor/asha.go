@@ -270,7 +270,7 @@ func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
 		start.Running[j.Trial] = t.state == trial.Running
 	}
 	phase := len(a.phaseAt) - 1
-	return x.model.Posterior(x.evidence(func(evidenceKey) float64 { return 1 })), planner.ASHAPresent{
+	return x.model.Posterior(x.evidence(func(evidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
 		Start:   start,
 		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.plan.GPUs[phase:])},
 		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,

@@ -50,7 +50,7 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 		st.apply(e)
 	}
 	x := &run{cfg: Config{TimeScale: 1}, model: m, st: st}
-	ev := x.evidence(func(evidenceKey) float64 { return 1 })
+	ev := x.evidence(func(evidenceKey) float64 { return 1 }, at(7))
 	if got := ev.FirstWave[0]; got != (sim.Observed{Sum: 8, N: 2}) {
 		t.Fatalf("first wave %+v, want 2 start-ups of 4 s", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -128,7 +129,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 // Callers hold x.mu.
 func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	s := x.st
-	model := x.model.Posterior(x.evidence(stageWeight(b, k)))
+	model := x.model.Posterior(x.evidence(stageWeight(b, k), now))
 	p := planner.Present{
 		Stages:  s.brackets[b].Stages[k:],
 		Plan:    append([]sim.StageAlloc(nil), s.plan[b][k:]...),
@@ -181,11 +182,27 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 }
 
 // heldOf is what bracket b holds before its stage k: its nodes, of the kind stage k-1 ran on
-// (a node a provider fell back to counts as that kind: it serves it). Callers hold x.mu.
+// (a node a provider fell back to counts as that kind: it serves it), those of a hedged stage's
+// on-demand tier apart. Callers hold x.mu.
 func (x *run) heldOf(b, k int) sim.Held {
 	h := sim.Held{Nodes: len(x.st.nodes[b])}
-	if k > 0 {
-		h.Type, h.Market = x.st.plan[b][k-1].Type, x.st.plan[b][k-1].Market
+	if k == 0 {
+		return h
+	}
+	before := x.st.plan[b][k-1]
+	h.Type, h.Market = before.Type, before.Market
+	if before.OnDemand == 0 {
+		return h
+	}
+	// A hedged stage's on-demand tier, held beside its spot nodes: all of them, when the
+	// market took every spot node.
+	for _, n := range x.st.nodes[b] {
+		if x.st.odTier[n.ID] {
+			h.OnDemand++
+		}
+	}
+	if h.OnDemand == h.Nodes {
+		h.Market, h.OnDemand = spec.MarketOnDemand, 0
 	}
 	return h
 }
@@ -214,8 +231,9 @@ func stageWeight(b, k int) func(evidenceKey) float64 {
 }
 
 // evidence turns what the run observed into the simulator's terms (spec seconds), each place's
-// observations weighed by weight. Callers hold x.mu.
-func (x *run) evidence(weight func(evidenceKey) float64) sim.Evidence {
+// observations weighed by weight, and the spot nodes it held and lost until now. Callers hold
+// x.mu.
+func (x *run) evidence(weight func(evidenceKey) float64, now time.Time) sim.Evidence {
 	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}, FirstWave: map[int]sim.Observed{}}
 	scale := 1 / x.cfg.TimeScale
 	offer := func(key evidenceKey) int {
@@ -257,7 +275,46 @@ func (x *run) evidence(weight func(evidenceKey) float64) sim.Evidence {
 		startups(ev.Startup, key, o.firstSecs, o.firstIters, o.launches)
 		startups(ev.FirstWave, key, o.coldSecs, o.coldIters, o.coldLaunch)
 	}
+	ev.Interruptions = x.interruptionEvidence(now)
 	return ev
+}
+
+// interruptionEvidence is, per spot offer, the spot nodes the market took and the node-seconds
+// (spec time) the run held spot nodes until now: each node from its start to its interruption,
+// its release, or now. The market's rate is one for the whole run: unlike latencies, it is not
+// weighed by stage. Callers hold x.mu.
+func (x *run) interruptionEvidence(now time.Time) map[int]sim.Observed {
+	taken := map[string]time.Time{}
+	for _, in := range x.st.interrupted {
+		for _, id := range in.nodes {
+			if _, ok := taken[id]; !ok {
+				taken[id] = in.at
+			}
+		}
+	}
+	out := map[int]sim.Observed{}
+	for _, rec := range x.st.nodeLog {
+		if rec.Node.Market != cloud.Spot {
+			continue
+		}
+		o, ok := x.model.OfferIndex(sim.StageAlloc{Type: rec.Node.InstanceType, Market: spec.MarketSpot})
+		if !ok {
+			if o, ok = x.model.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot}); !ok {
+				continue
+			}
+		}
+		end, n := now, 0.0
+		if !rec.End.IsZero() {
+			end = rec.End
+		}
+		if at, ok := taken[rec.Node.ID]; ok {
+			end, n = at, 1
+		}
+		obs := out[o]
+		obs.Add(n, max(0, end.Sub(rec.Up).Seconds())/x.cfg.TimeScale, 1)
+		out[o] = obs
+	}
+	return out
 }
 
 func gpusOf(plan []sim.StageAlloc) []int {

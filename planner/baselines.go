@@ -120,6 +120,22 @@ func splitNodes(p *Problem, n int) []int {
 	return shares
 }
 
+// sameSplit reports whether two allocations give every stage the same GPUs of the same offer,
+// with as many of its nodes on demand (a re-plan that changes only a stage's hedge changes it).
+func sameSplit(a, b sim.Alloc) bool {
+	if !sameGPUs(a, b) {
+		return false
+	}
+	for i := range a {
+		for k := range a[i] {
+			if a[i][k].OnDemand != b[i][k].OnDemand {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // sameGPUs reports whether two allocations give every stage the same GPUs of the same offer.
 func sameGPUs(a, b sim.Alloc) bool {
 	if len(a) != len(b) {

@@ -107,7 +107,7 @@ func Replan(m *sim.Model, now Present, rules ReplanRules) (Revision, error) {
 	rest := func(c Candidate) restPlan[sim.Alloc] {
 		return restPlan[sim.Alloc]{plan: c.Alloc, feasible: c.Feasible, jct: c.JCT, jcts: c.outcome.JCT, cost: c.Cost}
 	}
-	d := decision[sim.Alloc]{rules: rules, elapsed: now.Elapsed, later: now.Later, spent: now.Spent + now.OtherCost, same: sameGPUs,
+	d := decision[sim.Alloc]{rules: rules, elapsed: now.Elapsed, later: now.Later, spent: now.Spent + now.OtherCost, same: sameSplit,
 		forecast: func(a sim.Alloc) (restPlan[sim.Alloc], error) { return rest(p.evaluate(a)), nil },
 		cheapest: func(left float64) (restPlan[sim.Alloc], error) {
 			q, err := problem(&cautious, left) // new plans: with room for the model's error

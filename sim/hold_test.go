@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -50,4 +51,44 @@ func mean(xs []float64) float64 {
 		t += x
 	}
 	return t / float64(len(xs))
+}
+
+// A re-plan after a hedged stage holds nodes of both markets (Held.OnDemand): each market's
+// held nodes serve the stages of that market. hedgeByHandCluster, 1 h lifetimes (nothing
+// interrupted). Held: 2 spot nodes and 1 on demand. Stage 0 (2 trials x 30 iterations, hedged:
+// one node of each market) keeps one of each and releases the other spot node at once; no
+// scale-up, 31 s. Stage 1 (1 trial on demand) keeps the on-demand node, the spot one goes at
+// the SYNC; 31 s. Billed: on demand 62 s at $0.001, spot 31 s at $0.0005. Held all on spot, the
+// hedged stage would start its on-demand node (30 s) first.
+func TestHoldHedgedByHand(t *testing.T) {
+	stages := "{stages: [{trials: 2, iters: 30}, {trials: 1, iters: 30}]}"
+	a := Alloc{{{GPUs: 2, Nodes: 2, Market: "spot", OnDemand: 1}, {GPUs: 1, Nodes: 1, Market: "on-demand"}}}
+	for _, tc := range []struct {
+		held      Held
+		jct, cost float64
+	}{
+		{Held{Nodes: 3, Market: "spot", OnDemand: 1}, 62, 0.062 + 0.0155},
+		// Stage 0 starts the on-demand node (ready at 30 s, billed from 20 s) while a spot
+		// node waits, billed; the third spot node goes at once.
+		{Held{Nodes: 3, Market: "spot"}, 92, 0.001*72 + 0.0005*61},
+	} {
+		s := job(t, stages, fmt.Sprintf(hedgeByHandCluster, "1h"), spotByHandProfile, 4, 1)
+		if err := s.HoldNodes([]Held{tc.held}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Simulate(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := s.Evaluate(a)
+		if res.JCT.Mean != tc.jct || math.Abs(res.Cost.Mean-tc.cost) > 1e-12 || math.Abs(mean(ev.Cost)-tc.cost) > 1e-12 {
+			t.Errorf("held %+v: JCT %v s, cost $%v ($%v evaluated); by hand %v s, $%v", tc.held, res.JCT.Mean, res.Cost.Mean, mean(ev.Cost), tc.jct, tc.cost)
+		}
+	}
+	s := job(t, stages, fmt.Sprintf(hedgeByHandCluster, "1h"), spotByHandProfile, 4, 1)
+	for _, bad := range []Held{{Nodes: 2, Market: "spot", OnDemand: 3}, {Nodes: 2, Market: "on-demand", OnDemand: 1}, {Nodes: 2, Market: "spot", OnDemand: -1}} {
+		if err := s.HoldNodes([]Held{bad}); err == nil {
+			t.Errorf("held %+v: accepted", bad)
+		}
+	}
 }

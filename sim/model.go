@@ -57,6 +57,9 @@ type Offer struct {
 	// Spot, when not nil, interrupts nodes (the spot market with an interruption rate or
 	// lifetimes): what a stage takes and costs then includes the risk.
 	Spot *Spot
+	// restart is cluster.spot.on_notice restart, kept for a spot offer whose spec names no
+	// interruptions (Spot nil) until a run sees some (Posterior).
+	restart bool
 
 	points []int        // measured GPU counts, ascending
 	iter   map[int]Dist // iteration latency at each measured count
@@ -123,6 +126,7 @@ func newOffer(c spec.Cluster, so spec.Offer) (*Offer, error) {
 	if o.FirstLag, err = NewDist(prof.FirstStageLag); err != nil {
 		return nil, fmt.Errorf("profile.first_stage_lag: %w", err)
 	}
+	o.restart = so.Market == spec.MarketSpot && c.Spot.OnNotice == spec.OnNoticeRestart
 	if sp := c.Spot; so.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {
 		o.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart}
 		if sp.Lifetimes != nil {

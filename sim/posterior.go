@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // Observed is a sum of observations and how many there were (weights may be fractional: older
@@ -34,6 +36,9 @@ type Evidence struct {
 	Iter      map[IterKey]Observed
 	Startup   map[int]Observed
 	FirstWave map[int]Observed
+	// Interruptions are, per spot offer, the nodes the market took (Sum) over the node-seconds
+	// the run held there (N): what moves the offer's interruption rate.
+	Interruptions map[int]Observed
 }
 
 // IterKey is where iterations were observed: on trials of GPUs GPUs on offer Offer.
@@ -47,11 +52,21 @@ const (
 	priorStartups = 2
 )
 
+// The spot market's prior (a Gamma prior on its interruption rate): the spec's rate counts as
+// the exposure in which it expects priorInterruptions interruptions, at most
+// maxPriorExposure node-seconds (two node-hours, what 24 nodes see in five minutes: a market
+// said to be calm, or never interrupted, learns from what a run's first stage sees).
+const (
+	priorInterruptions = 2
+	maxPriorExposure   = 2 * 3600
+)
+
 // Posterior is the model moved by the evidence: each offer's measured GPU count's mean iteration
 // latency becomes the weighted mean of the profile's (as priorIters observations) and the
 // observed ones; what was not observed moves by the observed ones' mean factor, since what slows
 // one count or type (a slower dataset, a profile that was wrong) slows the others alike. Start-ups
-// move the same way, additively where the profile's is 0. The first wave's start-ups move
+// move the same way, additively where the profile's is 0. A spot offer's interruption rate
+// moves to the rate its nodes were interrupted at (Spot.moved). The first wave's start-ups move
 // neither: what they take beyond the posterior's start-up is the first-stage lag's evidence, and
 // it moves the lag alone (as priorStartups observations of the profile's), so that a job slow to
 // get going is not read as a slower trainer. Shapes (the spread relative to the mean) stay the
@@ -109,6 +124,15 @@ func (m *Model) Posterior(ev Evidence) *Model {
 			excess := Observed{Sum: max(0, obs.Sum-obs.N*c.Startup.Mean()), N: obs.N}
 			c.FirstLag = moved(o.FirstLag, excess, priorStartups)
 		}
+		if obs := ev.Interruptions[i]; obs.N > 0 && o.Market == spec.MarketSpot {
+			prior := o.Spot
+			if prior == nil { // the spec names no interruptions: a rate of 0 until some are seen
+				prior = &Spot{Restart: o.restart}
+			}
+			if c.Spot = prior.moved(obs); c.Spot.Rate == 0 && c.Spot.Lifetimes == nil {
+				c.Spot = o.Spot
+			}
+		}
 		post.Offers[i] = &c
 	}
 	post.Offer = post.Offers[0]
@@ -148,4 +172,29 @@ func scaled(d Dist, f float64) Dist {
 		return d
 	}
 	return Scaled{Base: d, Factor: f}
+}
+
+// moved is the market after obs (interruptions over node-seconds): its rate the posterior mean
+// of a Gamma prior whose mean is the spec's rate, worth priorInterruptions of them (at most
+// maxPriorExposure node-seconds). Lifetimes are scaled by the prior's rate over the posterior's.
+func (sp *Spot) moved(obs Observed) *Spot {
+	prior := sp.Rate
+	if sp.Lifetimes != nil {
+		if mu := sp.Lifetimes.Mean(); mu > 0 {
+			prior = 1 / mu
+		}
+	}
+	exposure := float64(maxPriorExposure)
+	if prior > 0 {
+		exposure = min(exposure, priorInterruptions/prior)
+	}
+	rate := (prior*exposure + obs.Sum) / (exposure + obs.N)
+	c := *sp
+	switch {
+	case sp.Lifetimes == nil:
+		c.Rate = rate
+	case rate > 0 && prior > 0:
+		c.Lifetimes = scaled(sp.Lifetimes, prior/rate)
+	}
+	return &c
 }

@@ -55,3 +55,44 @@ func TestUncertaintySpreadsStages(t *testing.T) {
 		t.Fatalf("mean %v (10), std %v (1)", d.Duration, res.JCT.Std)
 	}
 }
+
+// A spot offer's interruption rate moves to what the run saw, the spec's rate counting as the
+// exposure in which it expects priorInterruptions interruptions (at most maxPriorExposure):
+// worked by hand for a busy market, a calm one, and lifetimes.
+func TestPosteriorInterruptionRateByHand(t *testing.T) {
+	const hour = 3600.0
+	market := func(spot string) *Model {
+		cluster := "{gpus_per_node: 1, price_per_hour: 3.6, markets: [on-demand, spot], spot: " + spot + "}"
+		return job(t, "{stages: [{trials: 1, iters: 1}]}", cluster, spotByHandProfile, 10, 1).Model()
+	}
+	for _, tc := range []struct {
+		name, spot string
+		seen       Observed
+		want       float64 // per node-hour
+	}{
+		// 5 an hour is worth 2 interruptions in 0.4 node-hours; none in 0.4 more halves it.
+		{"busy market, calm run", "{discount: 0.5, interruptions_per_hour: 5}", Observed{Sum: 0, N: 0.4 * hour}, 2.5},
+		// 0.1 an hour would be 20 node-hours: capped at 2 (0.2 interruptions); 14 in 2.8 more.
+		{"calm market, busy run", "{discount: 0.5, interruptions_per_hour: 0.1}", Observed{Sum: 14, N: 2.8 * hour}, 14.2 / 4.8},
+		// Never interrupted, by the spec: 2 node-hours of nothing; 3 in 2 more.
+		{"no rate", "{discount: 0.5}", Observed{Sum: 3, N: 2 * hour}, 3 / 4.0},
+	} {
+		m := market(tc.spot)
+		spot, _ := m.OfferIndex(StageAlloc{Market: "spot"})
+		p := m.Posterior(Evidence{Interruptions: map[int]Observed{spot: tc.seen}})
+		if got := p.Offers[spot].Spot.Rate * hour; math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: %v an hour, by hand %v", tc.name, got, tc.want)
+		}
+		if prior := m.Offers[spot].Spot; prior != nil && prior.Rate*hour == tc.want {
+			t.Errorf("%s: the prior moved", tc.name)
+		}
+	}
+	// Lifetimes of 30 min: a rate of 2 an hour, worth 1 node-hour; 4 in 1 more: 3 an hour,
+	// lifetimes of 20 min.
+	m := market("{discount: 0.5, lifetimes: {value: 30m}}")
+	spot, _ := m.OfferIndex(StageAlloc{Market: "spot"})
+	p := m.Posterior(Evidence{Interruptions: map[int]Observed{spot: {Sum: 4, N: hour}}})
+	if got := p.Offers[spot].Spot.Lifetimes.Mean(); math.Abs(got-20*60) > 1e-9 {
+		t.Errorf("lifetimes %v s, by hand 1200 s", got)
+	}
+}

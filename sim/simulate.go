@@ -115,6 +115,24 @@ type Held struct {
 	Nodes  int
 	Type   string
 	Market string
+	// OnDemand is how many of Nodes are on-demand nodes of Type beside the rest in Market
+	// (spot): what a hedged stage (StageAlloc.OnDemand) leaves held.
+	OnDemand int
+}
+
+// pools is what the held nodes are, by offer, as a stage holding them would have them; none
+// when they are no nodes.
+func (h Held) pools(m *Model) []pool {
+	if h.Nodes <= 0 {
+		return nil
+	}
+	var out []pool
+	for _, p := range m.pools(StageAlloc{Type: h.Type, Market: h.Market, Nodes: h.Nodes, OnDemand: h.OnDemand}) {
+		if p.nodes > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Hold makes each bracket b start holding held[b] nodes of the cluster's own type and market
@@ -135,8 +153,15 @@ func (s *Simulator) Hold(held []int) {
 // later prediction means; the per-stage draws stay valid.
 func (s *Simulator) HoldNodes(held []Held) error {
 	for b, h := range held {
-		if _, ok := s.m.OfferIndex(StageAlloc{Type: h.Type, Market: h.Market}); !ok {
+		i, ok := s.m.OfferIndex(StageAlloc{Type: h.Type, Market: h.Market})
+		if !ok {
 			return fmt.Errorf("hold: bracket %d holds %s nodes in market %q, which the spec does not offer", b, h.Type, h.Market)
+		}
+		if h.OnDemand == 0 {
+			continue
+		}
+		if _, ok := s.m.OnDemandOf(i); !ok || h.OnDemand < 0 || h.OnDemand > h.Nodes || s.m.Offers[i].Market != spec.MarketSpot {
+			return fmt.Errorf("hold: bracket %d holds %d of its %d %s nodes on demand beside market %q, which the spec does not offer", b, h.OnDemand, h.Nodes, h.Type, h.Market)
 		}
 	}
 	s.held = append([]Held(nil), held...)
@@ -512,10 +537,9 @@ func (s *Simulator) scaleUpLost(b, k, newNodes, spotNew, held, offer int) []bool
 
 // stagePlan is one stage's share of an evaluation: its draws and how many nodes it adds.
 type stagePlan struct {
-	alloc  StageAlloc
-	offer  *Offer
-	held   Held // nodes held before the stage starts and still running (only on stage 0)
-	heldAt *Offer
+	alloc StageAlloc
+	offer *Offer
+	held  Held // nodes held before the stage starts and still running (only on stage 0)
 	// pools are the nodes the stage holds, by offer (Model.pools): nodes held before it of
 	// another offer go at the previous SYNC, and of one of them, those beyond its count.
 	pools []pool
@@ -562,13 +586,8 @@ func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
 	plans := make([]stagePlan, len(a))
 	var up []pool // the nodes up before each stage, by offer
 	if b < len(s.held) && len(plans) > 0 {
-		h := s.held[b]
-		plans[0].held = h
-		var heldOffer int
-		plans[0].heldAt, heldOffer = s.m.offerOf(StageAlloc{Type: h.Type, Market: h.Market})
-		if h.Nodes > 0 {
-			up = []pool{{heldOffer, h.Nodes}}
-		}
+		plans[0].held = s.held[b]
+		up = s.held[b].pools(s.m)
 	}
 	upOn := func(o int) int {
 		for _, p := range up {
@@ -681,10 +700,11 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	m := s.m
 	groups := s.groups[:0]
 	live := 0
-	if len(plans) > 0 && plans[0].held.Nodes > 0 && !m.PerFunction {
-		live = plans[0].held.Nodes
-		_, heldOffer := m.offerOf(StageAlloc{Type: plans[0].held.Type, Market: plans[0].held.Market})
-		groups = append(groups, group{count: live, price: plans[0].heldAt.NodePricePerSecond, offer: heldOffer})
+	if len(plans) > 0 && !m.PerFunction {
+		for _, p := range plans[0].held.pools(m) {
+			live += p.nodes
+			groups = append(groups, group{count: p.nodes, price: m.Offers[p.offer].NodePricePerSecond, offer: p.offer})
+		}
 	}
 	t, total := 0.0, 0.0
 	release := func(n int) { // release n nodes, newest first
@@ -822,10 +842,11 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i
 		tl.held, tl.heldAt = tl.held[:kept], tl.heldAt[:kept]
 	}
 	if len(plans) > 0 && !s.m.PerFunction {
-		_, heldOffer := s.m.offerOf(StageAlloc{Type: plans[0].held.Type, Market: plans[0].held.Market})
-		for range plans[0].held.Nodes {
-			tl.held, tl.heldAt = append(tl.held, len(tl.nodes)), append(tl.heldAt, heldOffer)
-			tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: plans[0].heldAt.NodePricePerSecond})
+		for _, p := range plans[0].held.pools(s.m) {
+			for range p.nodes {
+				tl.held, tl.heldAt = append(tl.held, len(tl.nodes)), append(tl.heldAt, p.offer)
+				tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: s.m.Offers[p.offer].NodePricePerSecond})
+			}
 		}
 	}
 	idle := uint64(0)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -182,4 +184,101 @@ func budgeted(t *testing.T, file string) func(budget string) *spec.Experiment {
 		}
 		return exp
 	}
+}
+
+// The driver learns the spot market from the nodes it takes (the posterior's interruption
+// rate) and re-plans the split between the markets at syncs. table2-spot offering both markets,
+// planned at p90:
+//   - calmer than said: planned for 5 interruptions an hour (hedged stages), run where the market
+//     takes 0.1 an hour. A re-plan drops the hedges for spot alone, and the run costs less than
+//     its first plan predicted. (The model without the rate's evidence keeps every hedge: $17.49.)
+//   - worse than said: planned for 1 an hour (all on spot), run at 5 an hour. A re-plan puts
+//     nodes on demand, and the run meets its deadline. (Without the rate's evidence, a re-plan
+//     hedges at stage 2 on the slowness alone, goes back to spot at stage 3, and misses it.)
+func TestReplanSplitsByTheMarketSeen(t *testing.T) {
+	text, err := os.ReadFile("../../examples/paper/table2-spot.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles, err := filepath.Abs("../../examples/paper/profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(rate string) *spec.Experiment {
+		s := strings.NewReplacer("\n  market: spot\n", "\n  markets: [on-demand, spot]\n", "interruptions_per_hour: 0.1", "interruptions_per_hour: "+rate,
+			"file: profiles/", "file: "+profiles+"/", "deadline_quantile: 0.5", "deadline_quantile: 0.9").Replace(string(text))
+		exp, err := spec.Parse("table2-spot.yaml", []byte(s), spec.ReadFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exp
+	}
+	onDemand := func(plan []sim.StageAlloc) int {
+		n := 0
+		for _, sa := range plan {
+			if sa.Market == spec.MarketSpot {
+				n += sa.OnDemand
+			} else {
+				n += sa.Nodes
+			}
+		}
+		return n
+	}
+	run := func(t *testing.T, said, truth string) (first []sim.StageAlloc, predicted float64, res *executor.Result, journal []executor.Event) {
+		exp := parse(said)
+		s, err := sim.For(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, planned, err := planner.Plan(context.Background(), exp, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "journal.jsonl")
+		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Truth: parse(truth), Alloc: planned.Best.Alloc,
+			Journal: path, RunID: "split", Replan: true})
+		if err != nil || !out.Result.Finished || out.Result.Best == nil {
+			t.Fatalf("run: %v", err)
+		}
+		if journal, err = executor.ReadJournal(path); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("planned for %s an hour: %s", said, sim.FormatStages(planned.Best.Alloc[0]))
+		for _, r := range out.Result.Revisions {
+			t.Logf("re-planned at stage %d: %s: %s", r.Stage+1, r.Reason, sim.FormatStages(r.Plan))
+		}
+		t.Logf("in a market of %s an hour: JCT %.1f s, cost $%.2f", truth, out.Result.Realized.JCT, out.Result.Realized.Cost)
+		return planned.Best.Alloc[0], planned.Best.Cost, out.Result, journal
+	}
+	t.Run("calmer", func(t *testing.T) {
+		first, predicted, res, journal := run(t, "5", "0.1")
+		if onDemand(first) == 0 {
+			t.Fatalf("the plan for 5 an hour hedges nothing: %s", sim.FormatStages(first))
+		}
+		dropped := false
+		for _, r := range res.Revisions {
+			dropped = dropped || onDemand(r.Plan) == 0 && strings.Contains(r.Reason, "saves")
+		}
+		if !dropped || res.Realized.Cost >= predicted {
+			t.Fatalf("revisions %+v, cost $%.2f (planned $%.2f): no re-plan dropped the hedges for the calm market", res.Revisions, res.Realized.Cost, predicted)
+		}
+		for _, e := range journal {
+			if e.Ev == executor.EvReplan && onDemand(e.Plan) != 0 {
+				t.Errorf("a revision journaled with on-demand nodes: %+v", e.Plan)
+			}
+		}
+	})
+	t.Run("worse", func(t *testing.T) {
+		first, _, res, journal := run(t, "1", "5")
+		if onDemand(first) != 0 {
+			t.Fatalf("the plan for 1 an hour holds on-demand nodes: %s", sim.FormatStages(first))
+		}
+		hedged := false
+		for _, e := range journal {
+			hedged = hedged || e.Ev == executor.EvReplan && onDemand(e.Plan) > 0
+		}
+		if !hedged || res.Realized.JCT > 20*60 {
+			t.Fatalf("revisions %+v, JCT %.1f s: no re-plan moved nodes on demand in time for the 20-minute deadline", res.Revisions, res.Realized.JCT)
+		}
+	})
 }
