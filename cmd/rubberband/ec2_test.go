@@ -22,6 +22,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // specGroup is the spec's own security group (cluster.ec2.security_groups), one the fake did not
@@ -774,4 +775,98 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 	checkRunGroups(t, sim, runIDOf(t, state))
 	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("nodes rented by type and market: %v; cost realized $%.4f, predicted $%.4f", rented, rep.Realized.Cost, rep.Predicted.Cost)
+}
+
+// A hedged stage on the fake EC2 (issue 25): the spec offers both markets and the plan puts one
+// of stage 0's two instances on demand, the other on spot. The driver asks for each market
+// apart (two RunInstances calls, journaled with their markets), journals the on-demand node's
+// tier, and places the plan's critical gangs on it. The spot instance is interrupted mid-stage:
+// its gangs are relaunched from their checkpoints (on the on-demand room, or a replacement spot
+// instance), the on-demand instance is never touched, the run ends with the local backend's
+// winner, and every instance is terminated.
+func TestEC2HedgedStage(t *testing.T) {
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	src, _ := os.ReadFile(specFile)
+	text := strings.Replace(string(src), "algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}",
+		"algorithm: {sha: {trials: 4, min_iters: 10, max_iters: 20, eta: 2}}", 1)
+	text = strings.Replace(text, "  max_nodes: 2\n", "  max_nodes: 4\n  markets: [on-demand, spot]\n  spot: {discount: 0.7, interruptions_per_hour: 5}\n", 1)
+	os.WriteFile(specFile, []byte(text), 0o644)
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4@:spot+1od,2/2@:spot+1od") // one instance of each market in both stages
+	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.1", "--no-replan")
+	waitFor(t, state, "every gang of stage 0 to report twice", func(j string) bool {
+		reports := map[string]int{}
+		for _, line := range strings.Split(j, "\n") {
+			var e executor.Event
+			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == executor.EvReport && e.Stage == 0 {
+				reports[e.Trial]++
+			}
+		}
+		for _, n := range reports {
+			if n < 2 {
+				return false
+			}
+		}
+		return len(reports) == 4
+	})
+	markets := map[string]string{}
+	var doomed string
+	for _, in := range sim.Instances() {
+		markets[in.ID] = in.Market
+		if in.State == ec2sim.StateRunning && in.Market == ec2sim.MarketSpot {
+			if err := sim.Interrupt(in.ID, 4*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			doomed = in.ID
+		}
+	}
+	if len(markets) != 2 || doomed == "" {
+		t.Fatalf("instances by market %v at stage 0: want one on demand and one on spot", markets)
+	}
+	if err := driver.Wait(); err != nil {
+		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
+	}
+	rep := readRunReport(t, state)
+	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled, interruptedTries, _ := checkInterruptions(t, events)
+	asked := map[string]bool{}
+	tier := map[string]string{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvRequest:
+			asked[e.Market] = true
+		case executor.EvNodeUp:
+			tier[e.Node.ID] = e.Tier
+		}
+	}
+	if !asked[""] || !asked[spec.MarketOnDemand] {
+		t.Errorf("requests by market %v: want the stage's own (spot) and on-demand apart", asked)
+	}
+	for id, market := range markets {
+		if (market == ec2sim.MarketOnDemand) != (tier[id] == spec.MarketOnDemand) {
+			t.Errorf("%s was rented %s and journaled in tier %q", id, market, tier[id])
+		}
+		if market == ec2sim.MarketOnDemand && journaled[id] {
+			t.Errorf("the on-demand instance %s was journaled interrupted", id)
+		}
+	}
+	if !journaled[doomed] || interruptedTries == 0 || rep.Stages[0].Realized.Done != 4 {
+		t.Fatalf("interruption of %s journaled %v, %d interrupted tries; stage 0 %+v", doomed, journaled[doomed], interruptedTries, rep.Stages[0].Realized)
+	}
+	if rep.Stages[0].Predicted.OnDemandNodes != 1 {
+		t.Errorf("the report predicts stage 0 with %d on-demand nodes, want 1", rep.Stages[0].Predicted.OnDemandNodes)
+	}
+	for _, in := range sim.Instances() {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("%s (%s) is %s after the run", in.ID, in.Market, in.State)
+		}
+	}
+	checkRunGroups(t, sim, runIDOf(t, state))
+	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
+	t.Logf("%d instance(s) rented (%v), %s interrupted (%d tries relaunched); cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
+		len(sim.Instances()), markets, doomed, interruptedTries, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
 }
