@@ -10,10 +10,12 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // Spot interruptions emulated on the local backend (the interruptions the plan expects, seeded
@@ -332,4 +334,61 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	r := readRunReport(t, state)
 	t.Logf("JCT realized %.1f s, predicted %.1f s (%+.1f%%); cost realized $%.4f, predicted $%.4f (%+.1f%%)",
 		r.Realized.JCT, r.Predicted.JCT, format.Pct(r.Realized.JCT, r.Predicted.JCT), r.Realized.Cost, r.Predicted.Cost, format.Pct(r.Realized.Cost, r.Predicted.Cost))
+}
+
+// A hedged plan on the local backend (issue 25), real trainer processes at compressed time:
+// the spec offers both markets and emulates 40 interruptions an hour on spot; the first two
+// stages keep one node on demand beside their spot ones (the second also a node of standby
+// room), the last two run on demand. The driver rents each market apart and journals the
+// on-demand tier; the market interrupts spot nodes only; the run finishes with the winner of the
+// same GPUs run all on demand.
+func TestLocalHedgedStages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	onDemand, src := syntheticSpec(t, dir, "on-demand.yaml")
+	hedged := filepath.Join(dir, "hedged.yaml")
+	os.WriteFile(hedged, []byte(strings.Replace(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", hedged),
+		"  max_nodes: 4\n", "  max_nodes: 4\n  markets: [on-demand, spot]\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)), 0o644)
+	plan := planFile(t, dir, hedged, "16/4@:spot+1od,8/3@:spot+1od,4,2")
+	state := filepath.Join(dir, "hedged")
+	events := runLocal(t, hedged, plan, state)
+	market := map[string]cloud.Market{}
+	tier := map[string]bool{}
+	asked := map[string]int{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvNodeUp:
+			market[e.Node.ID] = e.Node.Market
+			tier[e.Node.ID] = e.Tier == spec.MarketOnDemand
+		case executor.EvRequest:
+			asked[e.Market]++
+		}
+	}
+	journaled, tries, _ := checkInterruptions(t, events)
+	for id := range journaled {
+		if market[id] != cloud.Spot {
+			t.Errorf("node %s (%s) was interrupted: only spot nodes are", id, market[id])
+		}
+	}
+	odTier := 0
+	for id, od := range tier {
+		if od {
+			odTier++
+			if market[id] != cloud.OnDemand {
+				t.Errorf("node %s in the on-demand tier is %s", id, market[id])
+			}
+		}
+	}
+	if odTier == 0 || asked[spec.MarketOnDemand] == 0 {
+		t.Fatalf("no node rented for the on-demand tier (requests by market %v)", asked)
+	}
+	rep := readRunReport(t, state)
+	if rep.Stages[0].Predicted.OnDemandNodes != 1 || rep.Stages[1].Predicted.OnDemandNodes != 1 {
+		t.Errorf("the report's stages hold %d and %d on-demand nodes, the plan 1 and 1", rep.Stages[0].Predicted.OnDemandNodes, rep.Stages[1].Predicted.OnDemandNodes)
+	}
+	plain := filepath.Join(dir, "plain")
+	os.Mkdir(plain, 0o755)
+	sameWinnerAsLocal(t, rep, onDemand, planFile(t, plain, onDemand, "16,8,4,2"), filepath.Join(dir, "on-demand"))
+	t.Logf("%d node(s) in the on-demand tier; %d spot node(s) interrupted, %d tries relaunched; cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
+		odTier, len(journaled), tries, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
 }
