@@ -30,8 +30,14 @@ func (r *Report) WriteTable(w io.Writer) {
 		node = "nodes"
 	}
 	if c := r.Cluster; len(c.InstanceTypes) > 0 || len(c.Markets) > 0 {
-		fmt.Fprintf(w, "each stage on one of %s, %s; default %s %s\n", strings.Join(append([]string(nil), c.InstanceTypes...), ", "),
-			strings.Join(append([]string(nil), c.Markets...), " or "), c.InstanceType, c.Market)
+		var choices []string // "p3.8xlarge, p3.2xlarge", "on-demand or spot": those the spec offers
+		if len(c.InstanceTypes) > 0 {
+			choices = append(choices, strings.Join(c.InstanceTypes, ", "))
+		}
+		if len(c.Markets) > 0 {
+			choices = append(choices, strings.Join(c.Markets, " or "))
+		}
+		fmt.Fprintf(w, "each stage on one of %s; default %s %s\n", strings.Join(choices, ", "), c.InstanceType, c.Market)
 	}
 	fmt.Fprintf(w, "%s: %s, %s/h %s, %s billing, up to %s\n\n", node, format.Plural(r.Cluster.GPUsPerNode, "GPU"),
 		format.Money(r.Cluster.PricePerHour), r.Cluster.Market, r.Cluster.Billing, format.Plural(r.Cluster.MaxNodes, "node"))

@@ -451,32 +451,12 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 func TestEC2SpotInterruptions(t *testing.T) {
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
-	src, _ := os.ReadFile(specFile)
-	text := strings.Replace(string(src), "algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}",
-		"algorithm: {sha: {trials: 4, min_iters: 10, max_iters: 20, eta: 2}}", 1)
-	text = strings.Replace(text, "  max_nodes: 2\n", "  max_nodes: 2\n  market: spot\n", 1)
-	os.WriteFile(specFile, []byte(text), 0o644)
+	longerTrials(t, specFile, "  max_nodes: 2\n  market: spot\n")
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4,2") // stage 0 on two instances, one trial per GPU
 	const scale = 0.1                         // an iteration of 4 s is 0.4 s: a trial of stage 0 trains for 4 s
 	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", fmt.Sprint(scale))
-	// Every gang, not 8 reports in all: the gangs of an instance that booted first can make 8
-	// while the other instance is still pending, which would leave only one to interrupt.
-	waitFor(t, state, "every gang of stage 0 to report twice", func(j string) bool {
-		reports := map[string]int{}
-		for _, line := range strings.Split(j, "\n") {
-			var e executor.Event
-			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == executor.EvReport && e.Stage == 0 {
-				reports[e.Trial]++
-			}
-		}
-		for _, n := range reports {
-			if n < 2 {
-				return false
-			}
-		}
-		return len(reports) == 4
-	})
+	waitStageReports(t, state, 4)
 	var doomed []string
 	for _, in := range sim.Instances() {
 		if in.State == ec2sim.StateRunning {
@@ -787,29 +767,11 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 func TestEC2HedgedStage(t *testing.T) {
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
-	src, _ := os.ReadFile(specFile)
-	text := strings.Replace(string(src), "algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}",
-		"algorithm: {sha: {trials: 4, min_iters: 10, max_iters: 20, eta: 2}}", 1)
-	text = strings.Replace(text, "  max_nodes: 2\n", "  max_nodes: 4\n  markets: [on-demand, spot]\n  spot: {discount: 0.7, interruptions_per_hour: 5}\n", 1)
-	os.WriteFile(specFile, []byte(text), 0o644)
+	longerTrials(t, specFile, "  max_nodes: 4\n  markets: [on-demand, spot]\n  spot: {discount: 0.7, interruptions_per_hour: 5}\n")
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4@:spot+1od,2/2@:spot+1od") // one instance of each market in both stages
 	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.1", "--no-replan")
-	waitFor(t, state, "every gang of stage 0 to report twice", func(j string) bool {
-		reports := map[string]int{}
-		for _, line := range strings.Split(j, "\n") {
-			var e executor.Event
-			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == executor.EvReport && e.Stage == 0 {
-				reports[e.Trial]++
-			}
-		}
-		for _, n := range reports {
-			if n < 2 {
-				return false
-			}
-		}
-		return len(reports) == 4
-	})
+	waitStageReports(t, state, 4)
 	markets := map[string]string{}
 	var doomed string
 	for _, in := range sim.Instances() {
@@ -869,4 +831,41 @@ func TestEC2HedgedStage(t *testing.T) {
 	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("%d instance(s) rented (%v), %s interrupted (%d tries relaunched); cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
 		len(sim.Instances()), markets, doomed, interruptedTries, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
+}
+
+// waitStageReports waits until each of stage 0's trials (of them) reported twice: every gang,
+// not twice as many reports in all (the gangs of an instance that booted first can make them
+// all while another instance is still pending, which would leave it nothing to interrupt).
+func waitStageReports(t *testing.T, state string, trials int) {
+	t.Helper()
+	waitFor(t, state, "every gang of stage 0 to report twice", func(j string) bool {
+		reports := map[string]int{}
+		for _, line := range strings.Split(j, "\n") {
+			var e executor.Event
+			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == executor.EvReport && e.Stage == 0 {
+				reports[e.Trial]++
+			}
+		}
+		for _, n := range reports {
+			if n < 2 {
+				return false
+			}
+		}
+		return len(reports) == trials
+	})
+}
+
+// longerTrials rewrites the EC2 spec for a mid-stage interruption: 4 trials of 10 iterations in
+// stage 0 (long enough to be caught running), its cluster's max_nodes line replaced by cluster.
+func longerTrials(t *testing.T, specFile, cluster string) {
+	t.Helper()
+	src, err := os.ReadFile(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "algorithm: {sha: {trials: 8, min_iters: 1, max_iters: 4, eta: 2}}",
+		"algorithm: {sha: {trials: 4, min_iters: 10, max_iters: 20, eta: 2}}", 1)
+	if err := os.WriteFile(specFile, []byte(strings.Replace(text, "  max_nodes: 2\n", cluster, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

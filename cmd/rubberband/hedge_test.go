@@ -14,8 +14,9 @@ import (
 )
 
 // hedgedTable2 writes examples/paper/table2-spot.yaml offering both markets at 5 interruptions
-// per node-hour (a market where hedging pays) into dir, and returns its path.
-func hedgedTable2(t testing.TB, dir string) string {
+// per node-hour (a market where hedging pays), planned at the deadline's quantile q, into dir,
+// and returns its path.
+func hedgedTable2(t testing.TB, dir string, q float64) string {
 	t.Helper()
 	src, err := os.ReadFile("../../examples/paper/table2-spot.yaml")
 	if err != nil {
@@ -30,6 +31,7 @@ func hedgedTable2(t testing.TB, dir string) string {
 		{"\n  market: spot\n", "\n  markets: [on-demand, spot]\n"},
 		{"interruptions_per_hour: 0.1", "interruptions_per_hour: 5"},
 		{"file: profiles/", "file: " + profiles + "/"},
+		{"deadline_quantile: 0.5", fmt.Sprint("deadline_quantile: ", q)},
 	} {
 		if !strings.Contains(text, r[0]) {
 			t.Fatalf("the example no longer says %q", r[0])
@@ -51,7 +53,7 @@ func hedgedTable2(t testing.TB, dir string) string {
 func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	spec := hedgedTable2(t, dir)
+	spec := hedgedTable2(t, dir, 0.5)
 	planned := filepath.Join(dir, "plan.json")
 	out, errOut, code := rb(t, "plan", spec, "-o", "json", "--out", planned)
 	var plan planner.Report
@@ -115,14 +117,15 @@ func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 // BenchmarkHedgedTable2 measures the hedged plan of examples/paper/table2-spot.yaml with both
 // markets at 5 interruptions per node-hour in virtual time, the plan kept: the mean realized
 // cost against the predicted under seeds 1 to 5, and the share of 20 seeds (1 to 20) that miss
-// the deadline against the predicted P(miss). Run it with
+// the deadline against the predicted P(miss) (planned at p90, as issue 25 asks), and each stage's
+// mean duration realized and predicted. Run it with
 //
 //	go test ./cmd/rubberband -run '^$' -bench BenchmarkHedgedTable2 -benchtime 1x
 func BenchmarkHedgedTable2(b *testing.B) {
 	const runs, deadline = 20, 20 * 60.0
 	for range b.N {
 		dir := b.TempDir()
-		spec := hedgedTable2(b, dir)
+		spec := hedgedTable2(b, dir, 0.9)
 		planned := filepath.Join(dir, "plan.json")
 		out, errOut, code := rbTimed(b, "plan", spec, "-o", "json", "--out", planned)
 		var plan planner.Report
@@ -130,13 +133,22 @@ func BenchmarkHedgedTable2(b *testing.B) {
 			b.Fatalf("plan: exit %d\n%s", code, errOut)
 		}
 		missed := 0
-		var predicted, realized float64
+		var predicted, realized, jct float64
+		var stageReal, stagePred []float64 // mean durations by stage, over the runs
 		for seed := 1; seed <= runs; seed++ {
 			state := filepath.Join(dir, fmt.Sprint("state-", seed))
 			if _, errOut, code := rbTimed(b, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan"); code != 0 {
 				b.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
 			}
 			r := readRunReport(b, state)
+			for i, st := range r.Stages {
+				if i >= len(stageReal) {
+					stageReal, stagePred = append(stageReal, 0), append(stagePred, 0)
+				}
+				stageReal[i] += st.Realized.Duration / runs
+				stagePred[i] += st.Predicted.Duration / runs
+			}
+			jct += r.Realized.JCT / runs
 			if r.Realized.JCT > deadline {
 				missed++
 			}
@@ -147,5 +159,9 @@ func BenchmarkHedgedTable2(b *testing.B) {
 		}
 		b.Logf("hedged table2 at 5 interruptions/h, virtual time: mean cost over seeds 1-5 $%.3f realized, $%.3f predicted (%+.1f%%); P(miss) %d of %d seeds, predicted %.0f%%",
 			realized/5, predicted/5, 100*(realized-predicted)/predicted, missed, runs, 100*plan.Predicted.DeadlineMissProb)
+		b.Logf("mean JCT over the %d seeds %.1f s realized, %.1f s predicted", runs, jct, plan.Predicted.JCT.Mean)
+		for i := range stageReal {
+			b.Logf("stage %d: mean duration %.1f s realized, %.1f s predicted", i+1, stageReal[i], stagePred[i])
+		}
 	}
 }

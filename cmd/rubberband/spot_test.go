@@ -27,9 +27,7 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	onDemand, src := syntheticSpec(t, dir, "on-demand.yaml")
-	spot := filepath.Join(dir, "spot.yaml")
-	os.WriteFile(spot, []byte(strings.Replace(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", spot),
-		"  max_nodes: 4\n", "  max_nodes: 4\n  market: spot\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)), 0o644)
+	spot := emulatedSpot(t, dir, src, "spot.yaml", "market: spot")
 	plan := planFile(t, dir, spot, "8,8,4,2")
 	out, _, code := rb(t, "plan", spot)
 	if code != 0 || !strings.Contains(out, "INTERRUPTIONS") {
@@ -346,9 +344,7 @@ func TestLocalHedgedStages(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	onDemand, src := syntheticSpec(t, dir, "on-demand.yaml")
-	hedged := filepath.Join(dir, "hedged.yaml")
-	os.WriteFile(hedged, []byte(strings.Replace(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", hedged),
-		"  max_nodes: 4\n", "  max_nodes: 4\n  markets: [on-demand, spot]\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)), 0o644)
+	hedged := emulatedSpot(t, dir, src, "hedged.yaml", "markets: [on-demand, spot]")
 	plan := planFile(t, dir, hedged, "16/4@:spot+1od,8/3@:spot+1od,4,2")
 	state := filepath.Join(dir, "hedged")
 	events := runLocal(t, hedged, plan, state)
@@ -391,4 +387,18 @@ func TestLocalHedgedStages(t *testing.T) {
 	sameWinnerAsLocal(t, rep, onDemand, planFile(t, plain, onDemand, "16,8,4,2"), filepath.Join(dir, "on-demand"))
 	t.Logf("%d node(s) in the on-demand tier; %d spot node(s) interrupted, %d tries relaunched; cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
 		odTier, len(journaled), tries, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
+}
+
+// emulatedSpot writes the synthetic spec src as name in dir, on the cluster's markets (a
+// cluster line: "market: spot"), with the local backend's emulated spot market: $4 an hour,
+// 40 interruptions an hour, 10 s of notice. It returns its path.
+func emulatedSpot(t *testing.T, dir, src, name, markets string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	text := strings.Replace(strings.ReplaceAll(src, "cmd/rubberband/testdata/synthetic.yaml", path),
+		"  max_nodes: 4\n", "  max_nodes: 4\n  "+markets+"\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
