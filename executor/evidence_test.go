@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -60,5 +61,43 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 	p := m.Posterior(ev)
 	if p.Startup.Mean() != 1 || p.IterLatency(1).Mean() != 1 || math.Abs(p.FirstLag.Mean()-1.5) > 1e-12 {
 		t.Fatalf("start-up %v, iteration %v, lag %v; want 1, 1, 1.5", p.Startup.Mean(), p.IterLatency(1).Mean(), p.FirstLag.Mean())
+	}
+}
+
+// The spot market's evidence is the spot nodes taken over the node-seconds held there, in spec
+// time, from the journal. At time scale 0.5 (wall seconds per spec second), all up from 0: a
+// spot node given its notice at 50 s of wall time (draining until released at 65 s, counted to
+// the notice), one released at 25 s, one still held now at 100 s, and an on-demand node (not
+// the spot market's): one interruption in (50 + 25 + 100) / 0.5 = 350 node-seconds.
+func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
+	src := "name: t\nobjective: {metric: acc}\nalgorithm: {stages: [{trials: 4, iters: 1}]}\n" +
+		"cluster: {gpus_per_node: 1, price_per_hour: 1, markets: [on-demand, spot], spot: {discount: 0.5, interruptions_per_hour: 1}}\n" +
+		"profile: {iter_latency: {1: {value: 1}}}\n"
+	exp, err := spec.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), io.Discard)
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	up := func(id string, market cloud.Market) Event {
+		return Event{Ev: EvNodeUp, At: t0, Node: &cloud.Node{ID: id, GPUs: 1, RunningAt: t0, Market: market}}
+	}
+	for _, e := range []Event{{Ev: EvStart, At: t0}, up("taken", cloud.Spot), up("released", cloud.Spot), up("held", cloud.Spot), up("od", cloud.OnDemand),
+		{Ev: EvInterrupt, At: at(50), Nodes: []string{"taken"}, Draining: true, Error: "notice"},
+		{Ev: EvNodeOff, At: at(25), Nodes: []string{"released"}, Cause: string(NodeReleased)},
+		{Ev: EvNodeOff, At: at(65), Nodes: []string{"taken"}, Cause: string(NodeDrained)},
+	} {
+		st.apply(e)
+	}
+	x := &run{cfg: Config{TimeScale: 0.5}, model: m, st: st}
+	spot, _ := m.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot})
+	got := x.interruptionEvidence(at(100))
+	if len(got) != 1 || got[spot] != (sim.Observed{Sum: 1, N: 350}) {
+		t.Fatalf("evidence %+v, want one interruption in 350 node-seconds on offer %d", got, spot)
 	}
 }
