@@ -68,7 +68,9 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 // time, from the journal. At time scale 0.5 (wall seconds per spec second), all up from 0: a
 // spot node given its notice at 50 s of wall time (draining until released at 65 s, counted to
 // the notice), one released at 25 s, one still held now at 100 s, and an on-demand node (not
-// the spot market's): one interruption in (50 + 25 + 100) / 0.5 = 350 node-seconds.
+// the spot market's); and a spot node released at 10 s whose ID a provider rents again at 20 s,
+// taken at 30 s (its first span holds no interruption): two interruptions in
+// (50 + 25 + 100 + 10 + 10) / 0.5 = 390 node-seconds.
 func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 	src := "name: t\nobjective: {metric: acc}\nalgorithm: {stages: [{trials: 4, iters: 1}]}\n" +
 		"cluster: {gpus_per_node: 1, price_per_hour: 1, markets: [on-demand, spot], spot: {discount: 0.5, interruptions_per_hour: 1}}\n" +
@@ -91,13 +93,16 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 		{Ev: EvInterrupt, At: at(50), Nodes: []string{"taken"}, Draining: true, Error: "notice"},
 		{Ev: EvNodeOff, At: at(25), Nodes: []string{"released"}, Cause: string(NodeReleased)},
 		{Ev: EvNodeOff, At: at(65), Nodes: []string{"taken"}, Cause: string(NodeDrained)},
+		up("again", cloud.Spot), {Ev: EvNodeOff, At: at(10), Nodes: []string{"again"}, Cause: string(NodeReleased)},
+		{Ev: EvNodeUp, At: at(20), Node: &cloud.Node{ID: "again", GPUs: 1, RunningAt: at(20), Market: cloud.Spot}},
+		{Ev: EvInterrupt, At: at(30), Nodes: []string{"again"}, Error: "taken"},
 	} {
 		st.apply(e)
 	}
 	x := &run{cfg: Config{TimeScale: 0.5}, model: m, st: st}
 	spot, _ := m.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot})
 	got := x.interruptionEvidence(at(100))
-	if len(got) != 1 || got[spot] != (sim.Observed{Sum: 1, N: 350}) {
-		t.Fatalf("evidence %+v, want one interruption in 350 node-seconds on offer %d", got, spot)
+	if len(got) != 1 || got[spot] != (sim.Observed{Sum: 2, N: 390}) {
+		t.Fatalf("evidence %+v, want two interruptions in 390 node-seconds on offer %d", got, spot)
 	}
 }

@@ -284,12 +284,10 @@ func (x *run) evidence(weight func(evidenceKey) float64, now time.Time) sim.Evid
 // its release, or now. The market's rate is one for the whole run: unlike latencies, it is not
 // weighed by stage. Callers hold x.mu.
 func (x *run) interruptionEvidence(now time.Time) map[int]sim.Observed {
-	taken := map[string]time.Time{}
+	taken := map[string][]time.Time{} // a node ID's interruptions, in order
 	for _, in := range x.st.interrupted {
 		for _, id := range in.nodes {
-			if _, ok := taken[id]; !ok {
-				taken[id] = in.at
-			}
+			taken[id] = append(taken[id], in.at)
 		}
 	}
 	out := map[int]sim.Observed{}
@@ -307,8 +305,13 @@ func (x *run) interruptionEvidence(now time.Time) map[int]sim.Observed {
 		if !rec.End.IsZero() {
 			end = rec.End
 		}
-		if at, ok := taken[rec.Node.ID]; ok {
-			end, n = at, 1
+		// Its first interruption within its span: a provider may rent an ID again after its
+		// release, and a notice and the node's loss are one interruption.
+		for _, at := range taken[rec.Node.ID] {
+			if !at.Before(rec.Up) && !at.After(end) {
+				end, n = at, 1
+				break
+			}
 		}
 		obs := out[o]
 		obs.Add(n, max(0, end.Sub(rec.Up).Seconds())/x.cfg.TimeScale, 1)

@@ -66,7 +66,7 @@ const (
 // observed ones; what was not observed moves by the observed ones' mean factor, since what slows
 // one count or type (a slower dataset, a profile that was wrong) slows the others alike. Start-ups
 // move the same way, additively where the profile's is 0. A spot offer's interruption rate
-// moves to the rate its nodes were interrupted at (Spot.moved). The first wave's start-ups move
+// moves to the rate its nodes were interrupted at (Spot.moved; lifetimes do not). The first wave's start-ups move
 // neither: what they take beyond the posterior's start-up is the first-stage lag's evidence, and
 // it moves the lag alone (as priorStartups observations of the profile's), so that a job slow to
 // get going is not read as a slower trainer. Shapes (the spread relative to the mean) stay the
@@ -176,25 +176,18 @@ func scaled(d Dist, f float64) Dist {
 
 // moved is the market after obs (interruptions over node-seconds): its rate the posterior mean
 // of a Gamma prior whose mean is the spec's rate, worth priorInterruptions of them (at most
-// maxPriorExposure node-seconds). Lifetimes are scaled by the prior's rate over the posterior's.
+// maxPriorExposure node-seconds). Lifetimes stay as they are: drawn afresh at each node's start,
+// they are no rate, and nodes held shorter than a lifetime see no interruption by design (their
+// silence is no evidence of a calmer market).
 func (sp *Spot) moved(obs Observed) *Spot {
-	prior := sp.Rate
 	if sp.Lifetimes != nil {
-		if mu := sp.Lifetimes.Mean(); mu > 0 {
-			prior = 1 / mu
-		}
+		return sp
 	}
 	exposure := float64(maxPriorExposure)
-	if prior > 0 {
-		exposure = min(exposure, priorInterruptions/prior)
+	if sp.Rate > 0 {
+		exposure = min(exposure, priorInterruptions/sp.Rate)
 	}
-	rate := (prior*exposure + obs.Sum) / (exposure + obs.N)
 	c := *sp
-	switch {
-	case sp.Lifetimes == nil:
-		c.Rate = rate
-	case rate > 0 && prior > 0:
-		c.Lifetimes = scaled(sp.Lifetimes, prior/rate)
-	}
+	c.Rate = (sp.Rate*exposure + obs.Sum) / (exposure + obs.N)
 	return &c
 }

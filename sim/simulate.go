@@ -539,7 +539,9 @@ func (s *Simulator) scaleUpLost(b, k, newNodes, spotNew, held, offer int) []bool
 type stagePlan struct {
 	alloc StageAlloc
 	offer *Offer
-	held  Held // nodes held before the stage starts and still running (only on stage 0)
+	// held is the nodes held before the stage starts and still running, by offer (only on
+	// stage 0; Held.pools).
+	held []pool
 	// pools are the nodes the stage holds, by offer (Model.pools): nodes held before it of
 	// another offer go at the previous SYNC, and of one of them, those beyond its count.
 	pools []pool
@@ -586,8 +588,8 @@ func (s *Simulator) stagePlans(b int, a []StageAlloc) []stagePlan {
 	plans := make([]stagePlan, len(a))
 	var up []pool // the nodes up before each stage, by offer
 	if b < len(s.held) && len(plans) > 0 {
-		plans[0].held = s.held[b]
-		up = s.held[b].pools(s.m)
+		plans[0].held = s.held[b].pools(s.m)
+		up = plans[0].held
 	}
 	upOn := func(o int) int {
 		for _, p := range up {
@@ -701,7 +703,7 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	groups := s.groups[:0]
 	live := 0
 	if len(plans) > 0 && !m.PerFunction {
-		for _, p := range plans[0].held.pools(m) {
+		for _, p := range plans[0].held {
 			live += p.nodes
 			groups = append(groups, group{count: p.nodes, price: m.Offers[p.offer].NodePricePerSecond, offer: p.offer})
 		}
@@ -842,7 +844,7 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i
 		tl.held, tl.heldAt = tl.held[:kept], tl.heldAt[:kept]
 	}
 	if len(plans) > 0 && !s.m.PerFunction {
-		for _, p := range plans[0].held.pools(s.m) {
+		for _, p := range plans[0].held {
 			for range p.nodes {
 				tl.held, tl.heldAt = append(tl.held, len(tl.nodes)), append(tl.heldAt, p.offer)
 				tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: s.m.Offers[p.offer].NodePricePerSecond})
