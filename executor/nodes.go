@@ -483,6 +483,18 @@ func (x *run) sortPools(held []cloud.Node, pools []nodePool) (mine [][]cloud.Nod
 // in each market, the least used nodes under the last placement are released (bin-packing before
 // scale-down); new ones are created, one request per market.
 func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (placement.Placement, error) {
+	return x.scale(ctx, b, n, last, true)
+}
+
+// shrinkTo is scaleTo without the new nodes: what bracket b's next stage does not need goes
+// before the stage starts (its cost the stage before's, as the simulator bills it), and what it
+// needs anew is asked for once it has started, in its own window.
+func (x *run) shrinkTo(ctx context.Context, b, n int, last placement.Placement) (placement.Placement, error) {
+	return x.scale(ctx, b, n, last, false)
+}
+
+// scale is scaleTo, creating nodes when create.
+func (x *run) scale(ctx context.Context, b, n int, last placement.Placement, create bool) (placement.Placement, error) {
 	x.mu.Lock()
 	held := append([]cloud.Node(nil), x.st.nodes[b]...)
 	pools := x.poolsNow(b, n)
@@ -512,7 +524,7 @@ func (x *run) scaleTo(ctx context.Context, b, n int, last placement.Placement) (
 	// stage's new nodes together (one after the other, the second market's nodes came a whole
 	// SCALE and INIT later).
 	asked := make([]bool, len(pools)) // a new request was made for the pool: none again
-	for {
+	for create {
 		var asks []nodeAsk
 		x.mu.Lock()
 		for i, p := range pools {

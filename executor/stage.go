@@ -39,7 +39,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			x.mu.Unlock()
 			if want := x.planOf(b, k).Nodes; want < held {
 				var err error
-				if last, err = x.scaleTo(ctx, b, want, last); err != nil {
+				if last, err = x.shrinkTo(ctx, b, want, last); err != nil {
 					return err
 				}
 			}

@@ -86,9 +86,22 @@ func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 			t.Fatalf("seed %d: not finished: %+v", seed, rep)
 		}
 		byMarket := map[cloud.Market]int{}
+		between := false // after a sync, before the next stage begins
 		for _, e := range readJournal(t, state) {
-			if e.Ev == executor.EvNodeUp && e.Node != nil {
+			switch e.Ev {
+			case executor.EvNodeUp:
 				byMarket[e.Node.Market]++
+			case executor.EvSync:
+				between = true
+			case executor.EvStage:
+				between = false
+			case executor.EvRequest:
+				// A stage's new nodes are asked for in its own window, as the simulator has
+				// their SCALE and INIT in it (the stage on demand after the hedged ones starts
+				// two): before, the window began once they were up.
+				if between {
+					t.Errorf("seed %d: nodes asked for between a sync and the next stage: %+v", seed, e)
+				}
 			}
 		}
 		if byMarket[cloud.OnDemand] == 0 || byMarket[cloud.Spot] == 0 {
