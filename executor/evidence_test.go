@@ -20,14 +20,7 @@ import (
 func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 	src := "name: t\nobjective: {metric: acc}\nalgorithm: {stages: [{trials: 4, iters: 1}, {trials: 2, iters: 2}]}\n" +
 		"cluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {iter_latency: {1: {value: 1}}, startup_latency: {value: 1s}}\n"
-	exp, err := spec.Parse("t.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, m := modelOf(t, src)
 	brackets := exp.Algorithm.Brackets()
 	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), io.Discard)
 	t0 := time.Unix(1000, 0)
@@ -75,14 +68,7 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 	src := "name: t\nobjective: {metric: acc}\nalgorithm: {stages: [{trials: 4, iters: 1}]}\n" +
 		"cluster: {gpus_per_node: 1, price_per_hour: 1, markets: [on-demand, spot], spot: {discount: 0.5, interruptions_per_hour: 1}}\n" +
 		"profile: {iter_latency: {1: {value: 1}}}\n"
-	exp, err := spec.Parse("t.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, m := modelOf(t, src)
 	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -105,4 +91,18 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 	if len(got) != 1 || got[spot] != (sim.Observed{Sum: 2, N: 390}) {
 		t.Fatalf("evidence %+v, want two interruptions in 390 node-seconds on offer %d", got, spot)
 	}
+}
+
+// modelOf parses the spec src and builds its model.
+func modelOf(t *testing.T, src string) (*spec.Experiment, *sim.Model) {
+	t.Helper()
+	exp, err := spec.Parse("t.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp, m
 }
