@@ -123,28 +123,28 @@ func splitNodes(p *Problem, n int) []int {
 // sameSplit reports whether two allocations give every stage the same GPUs of the same offer,
 // with as many of its nodes on demand (a re-plan that changes only a stage's hedge changes it).
 func sameSplit(a, b sim.Alloc) bool {
-	if !sameGPUs(a, b) {
-		return false
-	}
-	for i := range a {
-		for k := range a[i] {
-			if a[i][k].OnDemand != b[i][k].OnDemand {
-				return false
-			}
-		}
-	}
-	return true
+	return sameStages(a, b, func(x, y sim.StageAlloc) bool { return sameOffer(x, y) && x.OnDemand == y.OnDemand })
 }
 
 // sameGPUs reports whether two allocations give every stage the same GPUs of the same offer.
-func sameGPUs(a, b sim.Alloc) bool {
+func sameGPUs(a, b sim.Alloc) bool { return sameStages(a, b, sameOffer) }
+
+func sameOffer(x, y sim.StageAlloc) bool {
+	return x.GPUs == y.GPUs && x.Type == y.Type && x.Market == y.Market
+}
+
+// sameStages reports whether two allocations have the same brackets of the same lengths, and
+// same holds of each pair of their stages.
+func sameStages(a, b sim.Alloc, same func(x, y sim.StageAlloc) bool) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
 		for k := range a[i] {
-			x, y := a[i][k], b[i][k]
-			if x.GPUs != y.GPUs || x.Type != y.Type || x.Market != y.Market {
+			if !same(a[i][k], b[i][k]) {
 				return false
 			}
 		}
