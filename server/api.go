@@ -19,9 +19,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
-// maxStreams bounds the event and log streams open at once.
-const maxStreams = 256
-
 // maxBody bounds a request's body: a submission with its files, JSON-quoted.
 const maxBody = 2*MaxSpecBytes + 64<<10
 
@@ -72,6 +69,10 @@ func (s *Server) authed(h handler) http.HandlerFunc {
 				return
 			}
 			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		if !bearer(r) && !s.cookieWriteOK(r) {
+			writeError(w, http.StatusForbidden, errCrossOrigin)
 			return
 		}
 		h(w, r, u)
@@ -137,9 +138,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, u store.User) {
 	switch {
 	case errors.As(err, &ref):
 		s.record(r.Context(), u, "refuse", "", err.Error())
-		writeJSON(w, http.StatusForbidden, refused{Error: err.Error(), Refusal: ref, Plan: rep})
+		writeJSON(w, http.StatusForbidden, refused{Error: boundText(err.Error(), MaxErrorBytes), Refusal: ref, Plan: rep})
 	case errors.As(err, &in):
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error(), "problems": in.Problems})
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": boundText(err.Error(), MaxErrorBytes), "problems": in.Problems})
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
@@ -292,10 +293,10 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	if !ok {
 		return
 	}
-	if !s.openStream(w) {
+	if !s.openStream(w, u.Name) {
 		return
 	}
-	defer s.closeStream()
+	defer s.closeStream(u.Name)
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -359,10 +360,10 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		return
 	}
 	if follow {
-		if !s.openStream(w) {
+		if !s.openStream(w, u.Name) {
 			return
 		}
-		defer s.closeStream()
+		defer s.closeStream(u.Name)
 	}
 	w.WriteHeader(http.StatusOK)
 	for f == nil { // a queued run's log is not written yet: wait for it, or for the run's end
@@ -401,20 +402,6 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		s.dirOf(r.Context(), run)
 	}
 }
-
-// openStream takes one of the streams the server holds open at most (maxStreams), or answers
-// 503; closeStream gives it back.
-func (s *Server) openStream(w http.ResponseWriter) bool {
-	select {
-	case s.streams <- struct{}{}:
-		return true
-	default:
-		writeError(w, http.StatusServiceUnavailable, errors.New("too many streams open: try again"))
-		return false
-	}
-}
-
-func (s *Server) closeStream() { <-s.streams }
 
 // flushWriter flushes each write, so that a follower sees lines as they come.
 type flushWriter struct{ w http.ResponseWriter }
@@ -615,8 +602,9 @@ func writeStoreError(w http.ResponseWriter, err error) {
 	}
 }
 
+// writeError answers err's message, within MaxErrorBytes: it may quote what was sent.
 func writeError(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, map[string]string{"error": err.Error()})
+	writeJSON(w, code, map[string]string{"error": boundText(err.Error(), MaxErrorBytes)})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

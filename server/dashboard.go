@@ -15,6 +15,10 @@ import (
 // API (`rubberband cancel`), so that it is audited and scoped: the dashboard shows no cancel
 // button here.
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
+	if !s.allowedHost(r.Host) { // a name pointed at this server by someone else (DNS rebinding)
+		http.Error(w, "this server answers its dashboard on localhost and the host names it was given (server --public-url, --allow-host) only", http.StatusForbidden)
+		return
+	}
 	if token := r.URL.Query().Get("token"); token != "" {
 		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 		q := r.URL.Query()
@@ -47,7 +51,7 @@ func (s *Server) teamDashboard(team string) (*ui.Server, error) {
 	if err := rundir.Mkdir(root); err != nil {
 		return nil, fmt.Errorf("team %s's folder: %w", team, err)
 	}
-	d, err := ui.New(ui.Config{Root: root, Log: s.cfg.Log})
+	d, err := ui.New(ui.Config{Root: root, Log: s.cfg.Log, Hosts: s.cfg.Hosts})
 	if err != nil {
 		return nil, err
 	}

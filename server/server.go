@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +45,13 @@ type Config struct {
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 	Log io.Writer
+	// MaxStreams bounds the event and log streams open at once (DefaultMaxStreams if 0);
+	// MaxStreamsPerUser bounds one user's (DefaultMaxStreamsPerUser if 0), so that no user
+	// takes every slot.
+	MaxStreams, MaxStreamsPerUser int
+	// Hosts are the host names the server answers its dashboard and cookie-authenticated
+	// writes on besides loopback names (HostsOf: the public URL's and any others, lower case).
+	Hosts []string
 }
 
 // leaseName is the lease every server of one database competes for: its holder drives every run.
@@ -59,7 +69,11 @@ type Server struct {
 	starts  map[string]time.Time // queued runs' predicted starts, by ID
 	// refreshed is when each run this server does not drive was last copied from the mirror.
 	refreshed map[string]time.Time
-	streams   chan struct{} // bounds the event streams open at once
+	// streamsOpen counts the event and log streams open, streamsBy each user's.
+	streamsOpen int
+	streamsBy   map[string]int
+	// elsewhere holds the running runs whose folders this server cannot see, said once each.
+	elsewhere map[string]bool
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
 }
@@ -90,8 +104,14 @@ func New(cfg Config) *Server {
 	if cfg.TimeScale <= 0 {
 		cfg.TimeScale = 1
 	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxStreamsPerUser <= 0 {
+		cfg.MaxStreamsPerUser = DefaultMaxStreamsPerUser
+	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{}, refreshed: map[string]time.Time{},
-		streams: make(chan struct{}, maxStreams), dashboards: map[string]*ui.Server{}}
+		streamsBy: map[string]int{}, elsewhere: map[string]bool{}, dashboards: map[string]*ui.Server{}}
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes() {
 		s.mux.HandleFunc(r.pattern, r.handle)
@@ -210,8 +230,11 @@ func (s *Server) startQueued(ctx context.Context, running []store.Run) error {
 
 var errNotQueued = errors.New("not queued")
 
-// drive starts the run's supervised driver.
+// drive starts the run's supervised driver, unless its folder is not here.
 func (s *Server) drive(ctx context.Context, r store.Run) {
+	if s.notHere(ctx, r) {
+		return
+	}
 	dctx, cancel := context.WithCancel(ctx)
 	d := &driving{cancel: cancel}
 	s.mu.Lock()
@@ -237,6 +260,54 @@ func (s *Server) drive(ctx context.Context, r store.Run) {
 		s.poke()
 	}()
 }
+
+// notHere says whether run r's folder is missing from this server's root with no mirror to
+// restore it from: a stand-by whose --root is not the driving server's. No driver could go on
+// with the run here, and ending it would fail a healthy run for good: the server says so, in its
+// log and the run's message, once, and leaves the run to a server that sees its folder (the one
+// that made it, when it holds the lease again). It looks again at each step: a shared disk
+// mounted late is found.
+func (s *Server) notHere(ctx context.Context, r store.Run) bool {
+	if s.mirror() != nil {
+		return false
+	}
+	dir := s.runDir(r.Team, r.ID)
+	_, err := os.Stat(filepath.Join(dir, rundir.RunJSON))
+	s.mu.Lock()
+	said := s.elsewhere[r.ID]
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		delete(s.elsewhere, r.ID)
+		s.mu.Unlock()
+		if strings.HasPrefix(r.Message, notHereWhy) { // said by a server that could not see it
+			s.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.ID, func(x *store.Run) error {
+				if strings.HasPrefix(x.Message, notHereWhy) {
+					x.Message = ""
+				}
+				return nil
+			})
+		}
+		return false
+	}
+	s.elsewhere[r.ID] = true
+	s.mu.Unlock()
+	if said {
+		return true
+	}
+	why := fmt.Sprintf(notHereWhy+"server %s holds the lease but cannot see this run's folder %s: its --root is not the one the run was made under, and it has no --mirror; the run is left running for a server that sees it (share --root between the servers, or give them --mirror)", s.cfg.Holder, dir)
+	if _, err := s.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.ID, func(x *store.Run) error {
+		if x.State == store.Running {
+			x.Message = why
+		}
+		return nil
+	}); err != nil {
+		fmt.Fprintf(s.cfg.Log, "server: run %s: record why it is not driven: %v\n", r.ID, err)
+	}
+	fmt.Fprintf(s.cfg.Log, "server: run %s: %s\n", r.ID, why)
+	return true
+}
+
+// notHereWhy begins the message of a run that the server holding the lease cannot see.
+const notHereWhy = "not driven: "
 
 // ended records how a run ended and charges its last cost.
 func (s *Server) ended(ctx context.Context, r store.Run, end Ending) {

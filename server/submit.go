@@ -28,6 +28,7 @@ const (
 	MaxSpecBytes   = 1 << 20 // the spec and its files together
 	MaxSpecFiles   = 64
 	MaxPriority    = 1000
+	MaxNameBytes   = 255 // a file name's
 	planSamplesMax = 2000
 )
 
@@ -54,6 +55,8 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	switch {
 	case size > MaxSpecBytes:
 		return store.Run{}, nil, &InputError{Err: fmt.Errorf("the spec and its files hold %d bytes, over %d", size, MaxSpecBytes)}
+	case len(sub.Name) > MaxNameBytes:
+		return store.Run{}, nil, &InputError{Err: fmt.Errorf("name: %d bytes, over %d: the spec file's name, not its text", len(sub.Name), MaxNameBytes)}
 	case len(sub.Files) > MaxSpecFiles:
 		return store.Run{}, nil, &InputError{Err: fmt.Errorf("%d files, over %d", len(sub.Files), MaxSpecFiles)}
 	case sub.Priority < -MaxPriority || sub.Priority > MaxPriority:
@@ -74,11 +77,7 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	}, spec.WithCatalog(s.cfg.Catalog))
 	var probs spec.Problems
 	if errors.As(err, &probs) {
-		ie := &InputError{Err: fmt.Errorf("%s: %d problems", src.Path, len(probs))}
-		for _, p := range probs {
-			ie.Problems = append(ie.Problems, p.String())
-		}
-		return store.Run{}, nil, ie
+		return store.Run{}, nil, problemsError(src.Path, probs)
 	}
 	if err != nil {
 		return store.Run{}, nil, &InputError{Err: err}

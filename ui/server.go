@@ -51,6 +51,10 @@ type Config struct {
 	MaxStreamsPerClient int
 	// Poll is how often a watched journal is checked for appended records; 50ms if 0.
 	Poll time.Duration
+	// Hosts are host names (lower case, no port) the dashboard answers to without a Token
+	// besides loopback ones: those of a caller that authenticates every request itself (the
+	// team server's --public-url). Any other name is refused (DNS rebinding).
+	Hosts []string
 }
 
 // Limits on what a browser may make the server do.
@@ -160,8 +164,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Token == "" {
 		// Loopback without a token: refuse other host names, so that a web page cannot reach
 		// the dashboard through a name it re-points at 127.0.0.1 (DNS rebinding).
-		if !loopbackHost(r.Host) {
-			http.Error(w, "this dashboard answers to localhost only", http.StatusForbidden)
+		if !loopbackHost(r.Host) && !s.namedHost(r.Host) {
+			http.Error(w, "this dashboard answers to localhost only (and the host names its server is given)", http.StatusForbidden)
 			return
 		}
 		s.mux.ServeHTTP(w, r)
@@ -214,6 +218,21 @@ func loopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// namedHost says whether hostport names one of Config.Hosts.
+func (s *Server) namedHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	for _, h := range s.cfg.Hosts {
+		if h == host {
+			return true
+		}
+	}
+	return false
 }
 
 // csrf is the form token of an action on a run: it proves the form came from this server.

@@ -32,7 +32,7 @@ func serverCommand() *cli.Command {
 		Description: "The server drives every run while it holds its database's lease; a second server on the same database\n" +
 			"stands by and takes over when the first stops renewing it. Drivers are child processes of this binary,\n" +
 			"resumed from their journals after a crash.",
-		Flags: []cli.Flag{rootFlag(), dbFlag(), catalogFlag(),
+		Flags: append([]cli.Flag{rootFlag(), dbFlag(), catalogFlag(),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "listen on this address"},
 			backendFlag("where runs go: local, nomad, ec2 or virtual, as for run"),
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM)"},
@@ -40,7 +40,7 @@ func serverCommand() *cli.Command {
 			&cli.DurationFlag{Name: "lease", Value: 15 * time.Second, Usage: "how long the driving server's lease lasts unrenewed: a stand-by takes over that long after it dies"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			&cli.StringFlag{Name: "mirror", Usage: "copy the runs' folders where every server reaches them, so that runs move with the server: db (its database) or dir:PATH (a shared disk); --root is then this machine's copy"},
-		},
+		}, httpFlags()...),
 		Action: serverAction,
 		Subcommands: []*cli.Command{
 			{Name: "users", Usage: "the server's users", Subcommands: []*cli.Command{{
@@ -55,6 +55,41 @@ func serverCommand() *cli.Command {
 			}},
 		},
 	}
+}
+
+// httpFlags bound what a client may hold of the server (server.HTTPLimits, its streams) and name
+// the hosts its dashboard answers on.
+func httpFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "public-url", Usage: "the address users reach the server at (https://rubberband.example:8443): the dashboard answers on its host name, and cookie-authenticated writes must come from it"},
+		&cli.StringSliceFlag{Name: "allow-host", Usage: "another host name the dashboard answers on (repeatable); loopback names always are, any other is refused (DNS rebinding)"},
+		&cli.DurationFlag{Name: "read-header-timeout", Value: server.DefaultReadHeaderTimeout, Usage: "close a connection whose request headers take longer"},
+		&cli.DurationFlag{Name: "body-timeout", Value: server.DefaultBodyTimeout, Usage: "close a connection whose request body takes longer, from the end of its headers"},
+		&cli.DurationFlag{Name: "idle-timeout", Value: server.DefaultIdleTimeout, Usage: "close a kept-alive connection idle this long"},
+		&cli.IntFlag{Name: "max-conns-per-ip", Value: server.DefaultMaxConnsPerIP, Usage: "connections one client address may hold open (more are closed as accepted; -1: no bound; behind a proxy, the proxy is one address)"},
+		&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "event and log streams the server holds open at once"},
+		&cli.IntFlag{Name: "max-streams-per-user", Value: server.DefaultMaxStreamsPerUser, Usage: "event and log streams one user may hold open at once"},
+	}
+}
+
+// httpLimits reads httpFlags' bounds; a bad one exits 2 naming its flag.
+func httpLimits(c *cli.Context) (server.HTTPLimits, error) {
+	l := server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
+		IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip")}
+	for _, f := range []string{"read-header-timeout", "body-timeout", "idle-timeout"} {
+		if c.Duration(f) <= 0 {
+			return l, usageErr("--%s %v: a positive duration", f, c.Duration(f))
+		}
+	}
+	switch {
+	case l.MaxConnsPerIP == 0 || l.MaxConnsPerIP < -1:
+		return l, usageErr("--max-conns-per-ip %d: at least 1, or -1 for no bound", l.MaxConnsPerIP)
+	case c.Int("max-streams") < 1:
+		return l, usageErr("--max-streams %d: at least 1", c.Int("max-streams"))
+	case c.Int("max-streams-per-user") < 1:
+		return l, usageErr("--max-streams-per-user %d: at least 1", c.Int("max-streams-per-user"))
+	}
+	return l, nil
 }
 
 func teamFlags() []cli.Flag {
@@ -112,6 +147,14 @@ func serverAction(c *cli.Context) error {
 	if !driver.Known(backend) {
 		return usageErr("--backend %q: local, nomad, ec2 or virtual", backend)
 	}
+	limits, err := httpLimits(c)
+	if err != nil {
+		return err
+	}
+	hosts, err := server.HostsOf(c.String("public-url"), c.StringSlice("allow-host"))
+	if err != nil {
+		return usageErr("--public-url, --allow-host: %v", err)
+	}
 	root, err := filepath.Abs(c.String("root"))
 	if err != nil {
 		return err
@@ -142,6 +185,7 @@ func serverAction(c *cli.Context) error {
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
 	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
 		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter,
+		MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"), Hosts: hosts,
 		Supervisor: &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
 	defer srv.Close()
 	ln, err := net.Listen("tcp", c.String("addr"))
@@ -150,7 +194,8 @@ func serverAction(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	hs := limits.HTTPServer(ctx, srv.Handler())
+	ln = limits.Listen(ln)
 	errc := make(chan error, 2)
 	go func() {
 		if c.String("tls-cert") != "" {

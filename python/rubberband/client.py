@@ -28,6 +28,28 @@ class Refused(ServerError):
         return self.body.get("refusal") or {}
 
 
+class _KeepTokenHome(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect without the token when it leads to another origin (scheme, host or
+    port): urllib's own handler sends every header of the request on, Authorization too."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(new.full_url) != _origin(req.full_url):
+            for name in [k for k in new.headers if k.lower() == "authorization"]:
+                del new.headers[name]
+            new.unredirected_hdrs.pop("Authorization", None)
+        return new
+
+
+def _origin(url):
+    u = urllib.parse.urlsplit(url)
+    port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+    return (u.scheme, (u.hostname or "").lower(), port)
+
+
+_opener = urllib.request.build_opener(_KeepTokenHome)
+
+
 class Client:
     """A rubberband server and the token it is spoken to with. url and token default to
     RUBBERBAND_SERVER and RUBBERBAND_TOKEN."""
@@ -49,7 +71,7 @@ class Client:
             headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            resp = urllib.request.urlopen(req, timeout=timeout or self.timeout)
+            resp = _opener.open(req, timeout=timeout or self.timeout)
         except urllib.error.HTTPError as e:
             text = e.read().decode(errors="replace")
             try:

@@ -36,7 +36,20 @@ func New(base, token string) (*Client, error) {
 	if token == "" {
 		return nil, errors.New("no token: set RUBBERBAND_TOKEN (or --token) to the one `rubberband server users add` printed")
 	}
-	return &Client{Base: strings.TrimRight(base, "/"), Token: token, HTTP: &http.Client{Timeout: 0}}, nil
+	return &Client{Base: strings.TrimRight(base, "/"), Token: token, HTTP: &http.Client{Timeout: 0, CheckRedirect: KeepTokenHome}}, nil
+}
+
+// KeepTokenHome is New's http.Client.CheckRedirect: a redirect to another origin (scheme, host or
+// port) goes without the token. net/http drops it only for another host name, and keeps it for
+// another port of the same host, for a subdomain and from https to http.
+func KeepTokenHome(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) {
+		req.Header.Del("Authorization")
+	}
+	return nil
 }
 
 // Error is an error the server answered with: its HTTP status and message, and for a refused
