@@ -21,11 +21,11 @@ func HostsOf(publicURL string, others []string) ([]string, error) {
 		hosts = append(hosts, strings.ToLower(u.Hostname()))
 	}
 	for _, h := range others {
-		name := strings.ToLower(strings.TrimSpace(h))
-		if name == "" || strings.ContainsAny(name, "/:@ ?#") {
+		name := strings.ToLower(strings.Trim(strings.TrimSpace(h), "[]"))
+		if name == "" || (net.ParseIP(name) == nil && strings.ContainsAny(name, "/:@ ?#[]")) {
 			return nil, fmt.Errorf("host %q: a host name or IP address, without scheme or port", h)
 		}
-		hosts = append(hosts, strings.Trim(name, "[]"))
+		hosts = append(hosts, name)
 	}
 	return hosts, nil
 }
