@@ -33,6 +33,9 @@ type HTTPLimits struct {
 	// (DefaultMaxConnsPerIP if 0; negative: no bound). One over it is closed as it is accepted,
 	// before a byte is read. Behind a reverse proxy the proxy is the one address.
 	MaxConnsPerIP int
+	// MaxConns bounds the connections open at once from all addresses (DefaultMaxConns if 0;
+	// negative: no bound), so that many addresses together cannot take every file descriptor.
+	MaxConns int
 }
 
 // Defaults of HTTPLimits.
@@ -42,6 +45,7 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxConnsPerIP     = 128
+	DefaultMaxConns          = 4096
 )
 
 func (l HTTPLimits) withDefaults() HTTPLimits {
@@ -60,6 +64,9 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	if l.MaxConnsPerIP == 0 {
 		l.MaxConnsPerIP = DefaultMaxConnsPerIP
 	}
+	if l.MaxConns == 0 {
+		l.MaxConns = DefaultMaxConns
+	}
 	return l
 }
 
@@ -76,22 +83,25 @@ func (l HTTPLimits) HTTPServer(base context.Context, h http.Handler) *http.Serve
 	}
 }
 
-// Listen wraps ln so that no remote address holds more than MaxConnsPerIP of its connections.
+// Listen wraps ln so that no remote address holds more than MaxConnsPerIP of its connections,
+// and all together no more than MaxConns.
 func (l HTTPLimits) Listen(ln net.Listener) net.Listener {
 	l = l.withDefaults()
-	if l.MaxConnsPerIP < 0 {
+	if l.MaxConnsPerIP < 0 && l.MaxConns < 0 {
 		return ln
 	}
-	return &perIPListener{Listener: ln, max: l.MaxConnsPerIP, open: map[string]int{}}
+	return &perIPListener{Listener: ln, max: l.MaxConnsPerIP, maxAll: l.MaxConns, open: map[string]int{}}
 }
 
-// perIPListener closes, as it accepts it, a connection whose remote address already holds max.
+// perIPListener closes, as it accepts it, a connection whose remote address already holds max,
+// or one over maxAll in all (a negative bound: none).
 type perIPListener struct {
 	net.Listener
-	max int
+	max, maxAll int
 
 	mu   sync.Mutex
 	open map[string]int
+	all  int
 }
 
 var _ net.Listener = (*perIPListener)(nil)
@@ -104,9 +114,10 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 		}
 		ip := remoteIP(c.RemoteAddr())
 		l.mu.Lock()
-		full := l.open[ip] >= l.max
+		full := (l.max >= 0 && l.open[ip] >= l.max) || (l.maxAll >= 0 && l.all >= l.maxAll)
 		if !full {
 			l.open[ip]++
+			l.all++
 		}
 		l.mu.Unlock()
 		if full {
@@ -120,6 +131,7 @@ func (l *perIPListener) Accept() (net.Conn, error) {
 func (l *perIPListener) release(ip string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.all--
 	if l.open[ip]--; l.open[ip] <= 0 {
 		delete(l.open, ip)
 	}

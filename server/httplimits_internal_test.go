@@ -134,3 +134,33 @@ func TestListenBoundsConnectionsPerAddress(t *testing.T) {
 	}
 	b.Close()
 }
+
+// MaxConns bounds the connections of every address together.
+func TestListenBoundsConnectionsInAll(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := HTTPLimits{MaxConnsPerIP: -1, MaxConns: 2}.Listen(inner)
+	defer ln.Close()
+	go func() {
+		for {
+			if _, err := ln.Accept(); err != nil {
+				return
+			}
+		}
+	}()
+	var conns []net.Conn
+	for _, from := range []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"} {
+		c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}).Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	conns[2].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conns[2].Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a third connection in all: %v, want closed", err)
+	}
+}

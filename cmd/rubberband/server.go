@@ -67,6 +67,7 @@ func httpFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "body-timeout", Value: server.DefaultBodyTimeout, Usage: "close a connection whose request body takes longer, from the end of its headers"},
 		&cli.DurationFlag{Name: "idle-timeout", Value: server.DefaultIdleTimeout, Usage: "close a kept-alive connection idle this long"},
 		&cli.IntFlag{Name: "max-conns-per-ip", Value: server.DefaultMaxConnsPerIP, Usage: "connections one client address may hold open (more are closed as accepted; -1: no bound; behind a proxy, the proxy is one address)"},
+		&cli.IntFlag{Name: "max-conns", Value: server.DefaultMaxConns, Usage: "connections the server holds open from all addresses together (more are closed as accepted; -1: no bound)"},
 		&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "event and log streams the server holds open at once"},
 		&cli.IntFlag{Name: "max-streams-per-user", Value: server.DefaultMaxStreamsPerUser, Usage: "event and log streams one user may hold open at once"},
 	}
@@ -75,7 +76,7 @@ func httpFlags() []cli.Flag {
 // httpLimits reads httpFlags' bounds; a bad one exits 2 naming its flag.
 func httpLimits(c *cli.Context) (server.HTTPLimits, error) {
 	l := server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
-		IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip")}
+		IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip"), MaxConns: c.Int("max-conns")}
 	for _, f := range []string{"read-header-timeout", "body-timeout", "idle-timeout"} {
 		if c.Duration(f) <= 0 {
 			return l, usageErr("--%s %v: a positive duration", f, c.Duration(f))
@@ -84,6 +85,8 @@ func httpLimits(c *cli.Context) (server.HTTPLimits, error) {
 	switch {
 	case l.MaxConnsPerIP == 0 || l.MaxConnsPerIP < -1:
 		return l, usageErr("--max-conns-per-ip %d: at least 1, or -1 for no bound", l.MaxConnsPerIP)
+	case l.MaxConns == 0 || l.MaxConns < -1:
+		return l, usageErr("--max-conns %d: at least 1, or -1 for no bound", l.MaxConns)
 	case c.Int("max-streams") < 1:
 		return l, usageErr("--max-streams %d: at least 1", c.Int("max-streams"))
 	case c.Int("max-streams-per-user") < 1:
