@@ -186,3 +186,76 @@ func sameResults(t *testing.T, got, clean map[string]float64) {
 		}
 	}
 }
+
+// A run an older binary made keeps its keys at the URL's root, and its run.json names no
+// layout: resumed by this binary, it reads them there (its trials go on from their checkpoints)
+// and claims no prefix.
+func TestOlderRunResumesWithItsKeys(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	storeDir := filepath.Join(tmp, "store")
+	spec := storeSpec(t, tmp, "run", 11, "file://"+storeDir)
+	state := filepath.Join(tmp, "state")
+	driver := startRun(t, nil, "run", spec, "--state", state, "--time-scale", "0.01")
+	waitFor(t, state, "the first sync", func(j string) bool { return strings.Contains(j, `"ev":"sync"`) })
+	driver.Process.Signal(syscall.SIGKILL)
+	driver.Wait()
+
+	// The run as an older binary left it: run.json without checkpoint_layout, the keys at the root.
+	runJSON := filepath.Join(state, rundir.RunJSON)
+	b, err := os.ReadFile(runJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	runID, _ := fields["run_id"].(string)
+	delete(fields, "checkpoint_layout")
+	if b, err = json.Marshal(fields); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runJSON, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	root, err := file.New(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "runs/" + runID + "/"
+	saved, _ := root.List(ctx, prefix+"trials/")
+	if len(saved) == 0 {
+		t.Fatal("no checkpoints saved before the kill")
+	}
+	for _, info := range saved {
+		rc, _, err := root.Open(ctx, info.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = root.Put(ctx, strings.TrimPrefix(info.Key, prefix), rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(storeDir, "runs")); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := rb(t, "resume", state); code != 0 {
+		t.Fatalf("resume of an older binary's run: exit %d: %s", code, errOut)
+	}
+	if rep := readRunReport(t, state); !rep.Finished || rep.Best == nil {
+		t.Fatalf("report %+v", rep)
+	}
+	logs, _ := filepath.Glob(filepath.Join(state, rundir.LogsDir, "*"))
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); strings.Count(string(b), `{"iter":1,`) > 1 {
+			t.Errorf("%s trains iteration 1 again: its checkpoint at the root was not read:\n%s", filepath.Base(l), b)
+		}
+	}
+	if runs, _ := root.List(ctx, "runs/"); len(runs) != 0 {
+		t.Fatalf("the older run wrote under runs/: %+v", runs)
+	}
+}
