@@ -68,6 +68,16 @@ type target struct {
 	alloc     sim.Alloc
 	self      string // the rubberband binary, which workers run
 	log       io.Writer
+	// layout is where the run keeps its checkpoint keys (its run.json's); a profile's scratch
+	// store, its own already, keeps them at its root.
+	layout string
+}
+
+// checkpoints is the run's checkpoint store: the spec's (the run's folder when it names none),
+// under the run's own prefix by its layout.
+func (t target) checkpoints() open.Run {
+	return open.Run{Checkpoints: t.exp.Checkpoints, Dir: filepath.Join(t.dir, rundir.CheckpointsDir), Tmp: filepath.Join(t.dir, rundir.TmpDir),
+		RunID: t.runID, Experiment: t.exp.Name, Layout: t.layout}
 }
 
 // defaults fills in the binary workers start (this one) and a log that discards.
@@ -123,7 +133,8 @@ func Check(backend string, exp *spec.Experiment) error {
 // log. The workers of a remote backend can outlive this driver: they watch the heartbeat Open
 // starts beating into the checkpoint store, until Close.
 func Open(ctx context.Context, st *rundir.State, log io.Writer) (*Backend, error) {
-	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log})
+	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log,
+		layout: st.Run.CheckpointLayout})
 }
 
 // OpenProfiling builds backend's runtime, and its provider but on local, for a profile of exp's
@@ -166,16 +177,20 @@ func openBackend(ctx context.Context, backend string, t target) (*Backend, error
 	if err := t.defaults(); err != nil {
 		return nil, err
 	}
+	if backend == Virtual { // no store: its trainers are simulated
+		return k.open(ctx, t)
+	}
+	// Claimed before anything is rented or run: a store whose run prefix holds another run's
+	// keys is refused here.
+	store, err := t.checkpoints().Open(ctx)
+	if err != nil {
+		return nil, err
+	}
 	b, err := k.open(ctx, t)
-	if err != nil || backend == Local || backend == Virtual {
+	if err != nil || backend == Local {
 		return b, err
 	}
 	// Remote workers and nodes stop by themselves without this heartbeat.
-	store, err := open.Store(ctx, t.exp.Checkpoints, filepath.Join(t.dir, rundir.CheckpointsDir), filepath.Join(t.dir, rundir.TmpDir))
-	if err != nil {
-		b.Close()
-		return nil, err
-	}
 	beat, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go heartbeat.Beat(beat, store, t.runID, heartbeat.Every, func(err error) { fmt.Fprintln(t.log, err) })
 	b.close = append(b.close, stop)
@@ -190,7 +205,7 @@ func localRuntime(ctx context.Context, t target) (*process.Runtime, error) {
 			return nil, err
 		}
 	}
-	store, err := open.Store(ctx, t.exp.Checkpoints, filepath.Join(t.dir, rundir.CheckpointsDir), filepath.Join(t.dir, rundir.TmpDir))
+	store, err := t.checkpoints().Open(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -7,19 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -102,7 +99,7 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 		return fail(err)
 	}
 	agentBin := envOr(EnvEC2AgentBin, nodeagent.DefaultAgentBin)
-	store, err := open.Env(exp.Checkpoints, filepath.Join(t.dir, rundir.CheckpointsDir))
+	store, err := t.checkpoints().Env()
 	if err != nil {
 		return fail(err)
 	}

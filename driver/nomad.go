@@ -12,7 +12,6 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
@@ -136,7 +135,7 @@ func nomadPoolProvider(ctx context.Context, t target, offer cloud.Offer) (cloud.
 // nomadRuntime runs the run's gangs as Nomad jobs whose workers start self (the rubberband
 // binary on the nodes), with the checkpoint store's settings and the run's time scale.
 func nomadRuntime(t target, client *nomadapi.Client, self string) (*nomad.Runtime, error) {
-	env, err := open.Env(t.exp.Checkpoints, filepath.Join(t.dir, rundir.CheckpointsDir))
+	env, err := t.checkpoints().Env()
 	if err != nil {
 		return nil, err
 	}

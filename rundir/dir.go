@@ -79,6 +79,10 @@ type RunFile struct {
 	// Files maps each file the spec refers to, by the name it uses, to its copy's name under
 	// spec-files/.
 	Files map[string]string `json:"files,omitempty"`
+	// CheckpointLayout is where the run keeps its keys in its checkpoint store
+	// (checkpoint.LayoutPerRun for every run Create makes): a run.json without it is an older
+	// binary's, whose keys are at the store's root (checkpoint.LayoutShared), and is resumed so.
+	CheckpointLayout string `json:"checkpoint_layout,omitempty"`
 }
 
 // State is a run's state directory, loaded.

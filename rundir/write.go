@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -71,8 +72,10 @@ func CheckFree(dir string) error {
 
 // Create makes dir (made by Mkdir, and locked by the caller) a run: the snapshot of the spec
 // from src, the bytes that were parsed into exp (never the files again, which may have changed
-// since), the plan, and run.json last, with the spec's path, checksum and copied files filled in.
+// since), the plan, and run.json last, with the spec's path, checksum and copied files filled in,
+// and the checkpoint layout of runs made now (each under its own prefix).
 func Create(dir string, rf RunFile, src *spec.Source, exp *spec.Experiment, plan *planner.Report) error {
+	rf.CheckpointLayout = checkpoint.LayoutPerRun
 	if err := snapshot(dir, src, exp, &rf); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
@@ -163,6 +164,65 @@ func Run(t *testing.T, h Harness) {
 		}
 		if entries, _ := os.ReadDir(out); len(entries) != 0 {
 			t.Fatalf("fresh trial's dir holds %v", entries)
+		}
+	})
+	t.Run("RunPrefixAndClaim", func(t *testing.T) {
+		root := h.New(t)
+		prefix, err := checkpoint.RunPrefix(checkpoint.LayoutPerRun, "r-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := checkpoint.Prefixed(root, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sibling, _ := checkpoint.Prefixed(root, "runs/r-10/") // its name starts with r-1's
+		// An empty prefix claims; the same run claims again (a resume).
+		for range 2 {
+			if err := checkpoint.Claim(ctx, s, checkpoint.Owner{RunID: "r-1", Experiment: "e"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := checkpoint.Claim(ctx, s, checkpoint.Owner{RunID: "r-2"}); !errors.Is(err, checkpoint.ErrClaimed) || !strings.Contains(err.Error(), "run r-1's") {
+			t.Fatalf("another run's claim: %v", err)
+		}
+		// Keys go under the prefix, and come back without it; a sibling sees none of them.
+		dir := filepath.Join(t.TempDir(), "ckpt")
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "state"), []byte("7"), 0o644)
+		info, err := checkpoint.SaveDir(ctx, s, "b0-t0000", dir)
+		if err != nil || !strings.HasPrefix(info.Key, "trials/b0-t0000/") {
+			t.Fatalf("save: %+v %v", info, err)
+		}
+		if got := read(t, root, prefix+info.Key); len(got) == 0 {
+			t.Fatal("nothing under the prefix in the store")
+		}
+		if list, err := s.List(ctx, ""); err != nil || len(list) != 2 || list[0].Key != checkpoint.OwnerKey || list[1].Key != info.Key {
+			t.Fatalf("list under the prefix: %+v %v", list, err)
+		}
+		if list, err := sibling.List(ctx, ""); err != nil || len(list) != 0 {
+			t.Fatalf("a sibling prefix lists %+v %v", list, err)
+		}
+		if _, ok, err := checkpoint.RestoreDir(ctx, sibling, "b0-t0000", filepath.Join(t.TempDir(), "r")); ok || err != nil {
+			t.Fatalf("a sibling restored another run's checkpoint: %v %v", ok, err)
+		}
+		out := filepath.Join(t.TempDir(), "r")
+		if _, ok, err := checkpoint.RestoreDir(ctx, s, "b0-t0000", out); !ok || err != nil {
+			t.Fatalf("restore: %v %v", ok, err)
+		}
+		// Keys the prefix would make valid stay bad.
+		for _, k := range []string{"", "..", "../r-2/x", "a/"} {
+			if _, err := s.Put(ctx, k, bytes.NewReader(nil)); !errors.Is(err, checkpoint.ErrBadKey) {
+				t.Errorf("put %q: %v", k, err)
+			}
+		}
+		// Keys without a marker (written by something that did not claim) are refused too.
+		bare, _ := checkpoint.Prefixed(root, "runs/r-3/")
+		if _, err := bare.Put(ctx, "trials/t/1", bytes.NewReader([]byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkpoint.Claim(ctx, bare, checkpoint.Owner{RunID: "r-3"}); !errors.Is(err, checkpoint.ErrClaimed) {
+			t.Fatalf("keys without a marker: %v", err)
 		}
 	})
 }
