@@ -581,11 +581,17 @@ func AddUser(ctx context.Context, st store.Store, name, team string, admin bool,
 	return token, nil
 }
 
-// record adds an audit entry; an audit that cannot be written is logged, not fatal to the action.
+// record adds an audit entry of u's own team; an audit that cannot be written is logged, not
+// fatal to the action.
 func (s *Server) record(ctx context.Context, u store.User, action, target, detail string) {
-	e := store.AuditEntry{At: s.cfg.Now(), User: u.Name, Team: u.Team, Action: action, Target: target, Detail: detail}
+	s.recordFor(ctx, u.Name, u.Team, action, target, detail)
+}
+
+// recordFor adds an audit entry shown to team: the team an action concerns, whoever acted.
+func (s *Server) recordFor(ctx context.Context, user, team, action, target, detail string) {
+	e := store.AuditEntry{At: s.cfg.Now(), User: user, Team: team, Action: action, Target: target, Detail: detail}
 	if err := s.cfg.Store.AddAudit(context.WithoutCancel(ctx), e); err != nil {
-		fmt.Fprintf(s.cfg.Log, "server: audit %s %s by %s: %v\n", action, target, u.Name, err)
+		fmt.Fprintf(s.cfg.Log, "server: audit %s %s by %s: %v\n", action, target, user, err)
 	}
 }
 

@@ -132,12 +132,14 @@ type Ledger struct {
 }
 
 // Decision is what Decide writes: a run to create (ErrExists, ErrNotFound and ErrInvalid as
-// CreateRun), and queued runs that leave the queue, started (State Running, StartedAt) or ended
-// (an ended State, EndedAt, Message). Of those only State, StartedAt, EndedAt and Message are
-// written, and only while the run is still queued: a run cancelled meanwhile stays cancelled.
+// CreateRun), and changes to queued runs: started (State Running, StartedAt), ended (an ended
+// State, EndedAt, Message) or still queued with a new Message. Of those only State, StartedAt,
+// EndedAt and Message are written, and only while the run is still queued: a run cancelled
+// meanwhile stays cancelled. The Decision Decide returns lists in Queued only the changes
+// written.
 type Decision struct {
-	Create  *Run
-	Dequeue []Run
+	Create *Run
+	Queued []Run
 }
 
 // User is someone with a token. Only the token's SHA-256 is kept.

@@ -47,17 +47,22 @@ func (s *Store) Decide(ctx context.Context, team, month string, decide func(stor
 				return err
 			}
 		}
-		for i := range out.Dequeue {
-			r := &out.Dequeue[i]
-			if err := checkRun(r); err != nil {
+		var written []store.Run
+		for _, r := range out.Queued {
+			if err := checkRun(&r); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET state = ?, started_at = ?, ended_at = ?, message = ?
+			res, err := tx.ExecContext(ctx, s.q(`UPDATE runs SET state = ?, started_at = ?, ended_at = ?, message = ?
 				WHERE id = ? AND team = ? AND state = ?`), string(r.State), micros(r.StartedAt), micros(r.EndedAt), r.Message,
-				r.ID, team, string(store.Queued)); err != nil {
+				r.ID, team, string(store.Queued))
+			if err := s.oneRow(res, err); errors.Is(err, sql.ErrNoRows) {
+				continue // no longer queued: cancelled meanwhile
+			} else if err != nil {
 				return err
 			}
+			written = append(written, r)
 		}
+		out.Queued = written
 		return nil
 	})
 	if fnErr != nil {

@@ -83,8 +83,8 @@ func testDecideConcurrent(t *testing.T, open Open) {
 	}
 }
 
-// Decide's Dequeue starts or ends queued runs only while they are queued: one cancelled
-// since the caller read it stays cancelled. Decide's own error comes back as it is and writes
+// Decide's Queued starts or ends queued runs only while they are queued: one cancelled
+// since the caller read it stays cancelled, and is not among the changes returned. Decide's own error comes back as it is and writes
 // nothing; a team that is not there is ErrNotFound.
 func testDecideDequeue(t *testing.T, open Open) {
 	s := withTeams(t, open, "vision")
@@ -95,7 +95,7 @@ func testDecideDequeue(t *testing.T, open Open) {
 	must(t, err)
 	_, err = s.UpdateRun(ctx(t), "q3", func(r *store.Run) error { r.State, r.Message = store.Cancelled, "by alice"; return nil })
 	must(t, err)
-	_, err = s.Decide(ctx(t), "vision", "2026-11", func(l store.Ledger) (store.Decision, error) {
+	dec, err := s.Decide(ctx(t), "vision", "2026-11", func(l store.Ledger) (store.Decision, error) {
 		if len(l.Active) != 2 || l.Team.MaxGPUs != 8 || l.Spent != 0 {
 			return store.Decision{}, fmt.Errorf("ledger %+v", l)
 		}
@@ -103,9 +103,12 @@ func testDecideDequeue(t *testing.T, open Open) {
 		start.State, start.StartedAt = store.Running, t0()
 		end.State, end.EndedAt, end.Message = store.Failed, t0(), "refused: wider than the quota"
 		late.State, late.StartedAt = store.Running, t0()
-		return store.Decision{Dequeue: []store.Run{start, end, late}}, nil
+		return store.Decision{Queued: []store.Run{start, end, late}}, nil
 	})
 	must(t, err)
+	if ids(dec.Queued) != "q1,q2" {
+		t.Errorf("Decide says it wrote %s, want q1,q2", ids(dec.Queued))
+	}
 	runs, err := s.Runs(ctx(t), store.RunFilter{Team: "vision"})
 	must(t, err)
 	if r := runs[0]; r.State != store.Running || !r.StartedAt.Equal(t0()) {
