@@ -287,7 +287,7 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 	winner := cleanWinner(t)
 	pg := servers.StartPostgres(t)
 	checkpoints := t.TempDir() // a shared disk's
-	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL); code != 0 {
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL, "--storage-prefix", "file://"+checkpoints); code != 0 {
 		t.Fatalf("teams add: %s", errOut)
 	}
 	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--db", pg.URL)
