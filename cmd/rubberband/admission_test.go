@@ -284,3 +284,46 @@ func TestServerQueueLimit(t *testing.T) {
 		t.Fatalf("refusal %d %+v: %s", refusal.Status, refusal.Refusal, refusal.Message)
 	}
 }
+
+// A quota lowered below a queued run's width: the run leaves the queue, cancelled with the
+// reason (in its message and the team's audit), and the runs behind it go on (on main it stayed
+// queued for ever, silently, and held them back).
+func TestServerLoweredQuotaRefusesQueuedRun(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	_, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{"ml": {"--max-gpus", "2"}})
+	cl, ctx := cls["ml"], context.Background()
+	wide := strings.Replace(tinySpec, "gpus_per_node: 1", "gpus_per_node: 2", 1)
+	var runs []client.Run
+	for _, spec := range []string{wide, wide, tinySpec} { // the first runs; the others wait for it
+		r, _, err := cl.Submit(ctx, server.Submission{Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	if runs[1].GPUs != 2 || runs[2].GPUs != 1 {
+		t.Fatalf("widths %d and %d, want 2 and 1", runs[1].GPUs, runs[2].GPUs)
+	}
+	if _, errOut, code := rb(t, "server", "teams", "set", "ml", "--max-gpus", "1", "--root", root); code != 0 {
+		t.Fatal(errOut)
+	}
+	refused := waitRun(t, cl, runs[1].ID, "ended", func(r client.Run) bool { return r.State.Ended() })
+	if refused.State != store.Cancelled || !strings.Contains(refused.Message, "refused while queued: its plan holds up to 2 GPUs on 1 nodes; team ml may now hold 1 GPUs") {
+		t.Fatalf("the run wider than the lowered quota: %+v", refused)
+	}
+	if behind := waitRun(t, cl, runs[2].ID, "ended", func(r client.Run) bool { return r.State.Ended() }); behind.State != store.Finished {
+		t.Fatalf("the run behind it: %+v", behind)
+	}
+	audit, err := cl.Audit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range audit {
+		found = found || (e.Action == "refuse-queued" && e.Target == runs[1].ID && e.User == "(server)")
+	}
+	if !found {
+		t.Errorf("team ml's audit has no refuse-queued of %s: %+v", runs[1].ID, audit)
+	}
+}
