@@ -254,7 +254,8 @@ print(r.best()["trial"], r.cost_usd > 0)
 	if err != nil || strings.TrimSpace(string(pyOut)) != winner+" True" {
 		t.Fatalf("python client: %v\n%s\n%s", err, pyOut, srv2.log)
 	}
-	// Team cv's audit log holds carol's refused submission and refused cancel, with who and when.
+	// Team cv's audit log holds carol's refused submission and refused cancel, with who and when,
+	// and the admin commands that made the team and carol.
 	carol, _ := client.New(srv2.base, token["carol"])
 	audit, err := carol.Audit(context.Background())
 	if err != nil {
@@ -262,12 +263,12 @@ print(r.best()["trial"], r.cost_usd > 0)
 	}
 	actions := map[string]bool{}
 	for _, e := range audit {
-		if e.User != "carol" || e.At.IsZero() {
+		if (e.User != "carol" && !strings.HasPrefix(e.User, "cli:")) || e.At.IsZero() {
 			t.Errorf("team cv's audit holds %+v", e)
 		}
 		actions[e.Action] = true
 	}
-	if !actions["refuse"] || !actions["cancel-refused"] {
+	if !actions["refuse"] || !actions["cancel-refused"] || !actions["team-create"] || !actions["user-create"] {
 		t.Errorf("team cv's audit: %+v", audit)
 	}
 }
