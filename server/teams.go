@@ -11,6 +11,9 @@ import (
 // TeamChange is what an admin changes of a team: only the fields given (non-nil); the others
 // keep their values.
 type TeamChange struct {
+	// Name, when given, must be the team's (the path names it): a body that names another
+	// team is refused rather than applied to this one.
+	Name             string   `json:"name,omitempty"`
 	MaxGPUs          *int     `json:"max_gpus,omitempty"`
 	MaxNodes         *int     `json:"max_nodes,omitempty"`
 	MonthlyBudgetUSD *float64 `json:"monthly_budget_usd,omitempty"`
@@ -53,6 +56,9 @@ func CreateTeam(ctx context.Context, st store.Store, t store.Team, by string) er
 // UpdateTeam changes what c gives of the team's limits, keeps the rest, and audits it as by's
 // action, shown to the team: its limits before and after.
 func UpdateTeam(ctx context.Context, st store.Store, name string, c TeamChange, by string) (store.Team, error) {
+	if c.Name != "" && c.Name != name {
+		return store.Team{}, &InputError{Err: fmt.Errorf("the body names team %q, the path %q", c.Name, name)}
+	}
 	before, err := st.Team(ctx, name)
 	if err != nil {
 		return store.Team{}, err

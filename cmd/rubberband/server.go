@@ -124,6 +124,9 @@ func serverAction(c *cli.Context) error {
 	if (c.String("tls-cert") == "") != (c.String("tls-key") == "") {
 		return usageErr("--tls-cert and --tls-key go together")
 	}
+	if c.Int("max-queued-per-team") < 0 || c.Int("max-queued-per-user") < 0 {
+		return usageErr("--max-queued-per-team and --max-queued-per-user must not be negative (0: no bound)")
+	}
 	backend := c.String("backend")
 	if !driver.Known(backend) {
 		return usageErr("--backend %q: local, nomad, ec2 or virtual", backend)
