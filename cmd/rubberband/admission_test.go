@@ -327,3 +327,28 @@ func TestServerLoweredQuotaRefusesQueuedRun(t *testing.T) {
 		t.Errorf("team ml's audit has no refuse-queued of %s: %+v", runs[1].ID, audit)
 	}
 }
+
+// A budget lowered below what a queued run reserves: the run leaves the queue, cancelled with
+// the reason, rather than starting on a month already spent (on main it started whatever had
+// been spent).
+func TestServerLoweredBudgetRefusesQueuedRun(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	_, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{"ml": {"--max-gpus", "1", "--budget", "100"}})
+	cl, ctx := cls["ml"], context.Background()
+	var runs []client.Run
+	for range 2 { // the first runs; the second waits for its GPU
+		r, _, err := cl.Submit(ctx, server.Submission{Spec: tinySpec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	if _, errOut, code := rb(t, "server", "teams", "set", "ml", "--budget", "0.000001", "--root", root); code != 0 {
+		t.Fatal(errOut)
+	}
+	refused := waitRun(t, cl, runs[1].ID, "ended", func(r client.Run) bool { return r.State.Ended() })
+	if refused.State != store.Cancelled || !refused.StartedAt.IsZero() || !strings.Contains(refused.Message, "refused while queued: its predicted cost") {
+		t.Fatalf("the queued run over the lowered budget: %+v", refused)
+	}
+}
