@@ -95,6 +95,9 @@ func New(cfg Config) *Server {
 	if cfg.TimeScale <= 0 {
 		cfg.TimeScale = 1
 	}
+	if abs, err := filepath.Abs(cfg.Root); err == nil {
+		cfg.Root = abs // CheckStorage compares absolute paths
+	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{}, refreshed: map[string]time.Time{},
 		streams: make(chan struct{}, maxStreams), dashboards: map[string]*ui.Server{}}
 	s.mux = http.NewServeMux()
