@@ -138,7 +138,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, u store.User) {
 	switch {
 	case errors.As(err, &ref):
 		s.record(r.Context(), u, "refuse", "", err.Error())
-		writeJSON(w, http.StatusForbidden, refused{Error: boundText(err.Error(), MaxErrorBytes), Refusal: ref, Plan: rep})
+		code := http.StatusForbidden
+		if ref.Reason == "queue" {
+			code = http.StatusTooManyRequests // it may be submitted again once the queue moves
+		}
+		writeJSON(w, code, refused{Error: boundText(err.Error(), MaxErrorBytes), Refusal: ref, Plan: rep})
 	case errors.As(err, &in):
 		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": boundText(err.Error(), MaxErrorBytes), "problems": in.Problems})
 	case err != nil:
@@ -203,7 +207,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User)
 		return
 	}
 	if !mayAccess(u, run.Team) {
+		// Both teams see it: the caller's, and the one whose run it named.
 		s.record(r.Context(), u, "cancel-refused", run.ID, "run of team "+run.Team)
+		s.recordFor(r.Context(), u.Name, run.Team, "cancel-refused", run.ID, "by "+u.Name+" of team "+u.Team)
 		writeError(w, http.StatusForbidden, fmt.Errorf("forbidden: run %s is team %s's; %s is in team %s", run.ID, run.Team, u.Name, u.Team))
 		return
 	}
@@ -441,51 +447,27 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request, u store.User
 	if !readJSON(w, r, &t) {
 		return
 	}
-	if err := CheckTeam(t); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, err)
-		return
-	}
 	t.CreatedAt = s.cfg.Now()
-	if err := s.cfg.Store.CreateTeam(r.Context(), t); err != nil {
+	if err := CreateTeam(r.Context(), s.cfg.Store, t, u.Name); err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	s.record(r.Context(), u, "team-create", t.Name, teamDetail(t))
 	writeJSON(w, http.StatusCreated, t)
 }
 
+// updateTeam changes what the body gives of a team's limits, and leaves the rest.
 func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request, u store.User) {
-	var t store.Team
-	if !readJSON(w, r, &t) {
+	var c TeamChange
+	if !readJSON(w, r, &c) {
 		return
 	}
-	t.Name = r.PathValue("name")
-	if err := CheckTeam(t); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, err)
-		return
-	}
-	if err := s.cfg.Store.UpdateTeam(r.Context(), t); err != nil {
+	t, err := UpdateTeam(r.Context(), s.cfg.Store, r.PathValue("name"), c, u.Name)
+	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	s.record(r.Context(), u, "team-update", t.Name, teamDetail(t))
 	s.poke()
 	writeJSON(w, http.StatusOK, t)
-}
-
-func teamDetail(t store.Team) string {
-	return fmt.Sprintf("max_gpus %d, max_nodes %d, monthly budget $%.2f", t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
-}
-
-// CheckTeam checks a team's name and limits.
-func CheckTeam(t store.Team) error {
-	switch {
-	case !validName(t.Name):
-		return fmt.Errorf("team name %q: 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", t.Name)
-	case t.MaxGPUs < 0 || t.MaxNodes < 0 || t.MonthlyBudgetUSD < 0:
-		return fmt.Errorf("team %s: max_gpus, max_nodes and monthly_budget_usd must not be negative", t.Name)
-	}
-	return nil
 }
 
 // validName says whether a team or user name is safe as a folder name and in a URL path.
@@ -516,22 +498,25 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, u store.User
 	if !readJSON(w, r, &nu) {
 		return
 	}
-	token, err := AddUser(r.Context(), s.cfg.Store, nu.Name, nu.Team, nu.Admin, s.cfg.Now())
+	token, err := AddUser(r.Context(), s.cfg.Store, nu.Name, nu.Team, nu.Admin, s.cfg.Now(), u.Name)
 	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	s.record(r.Context(), u, "user-create", nu.Name, fmt.Sprintf("team %s, admin %v", nu.Team, nu.Admin))
 	writeJSON(w, http.StatusCreated, map[string]any{"name": nu.Name, "team": nu.Team, "admin": nu.Admin, "token": token})
 }
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, u store.User) {
 	name := r.PathValue("name")
-	if err := s.cfg.Store.DeleteUser(r.Context(), name); err != nil {
+	gone, err := s.cfg.Store.User(r.Context(), name)
+	if err == nil {
+		err = s.cfg.Store.DeleteUser(r.Context(), name)
+	}
+	if err != nil {
 		writeStoreError(w, err)
 		return
 	}
-	s.record(r.Context(), u, "user-delete", name, "")
+	s.recordFor(r.Context(), u.Name, gone.Team, "user-delete", name, "")
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -549,8 +534,9 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request, u store.User) {
 	writeJSON(w, http.StatusOK, entries)
 }
 
-// AddUser adds a user of team and returns their token (shown once; the store keeps its hash).
-func AddUser(ctx context.Context, st store.Store, name, team string, admin bool, now time.Time) (string, error) {
+// AddUser adds a user of team and returns their token (shown once; the store keeps its hash);
+// the audit log shows it to the team as by's action.
+func AddUser(ctx context.Context, st store.Store, name, team string, admin bool, now time.Time, by string) (string, error) {
 	if !validName(name) {
 		return "", &InputError{Err: fmt.Errorf("user name %q: 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit", name)}
 	}
@@ -565,14 +551,20 @@ func AddUser(ctx context.Context, st store.Store, name, team string, admin bool,
 	if err != nil {
 		return "", err
 	}
-	return token, nil
+	return token, audit(ctx, st, by, team, "user-create", name, fmt.Sprintf("team %s, admin %v", team, admin))
 }
 
-// record adds an audit entry; an audit that cannot be written is logged, not fatal to the action.
+// record adds an audit entry of u's own team; an audit that cannot be written is logged, not
+// fatal to the action.
 func (s *Server) record(ctx context.Context, u store.User, action, target, detail string) {
-	e := store.AuditEntry{At: s.cfg.Now(), User: u.Name, Team: u.Team, Action: action, Target: target, Detail: detail}
+	s.recordFor(ctx, u.Name, u.Team, action, target, detail)
+}
+
+// recordFor adds an audit entry shown to team: the team an action concerns, whoever acted.
+func (s *Server) recordFor(ctx context.Context, user, team, action, target, detail string) {
+	e := store.AuditEntry{At: s.cfg.Now(), User: user, Team: team, Action: action, Target: target, Detail: detail}
 	if err := s.cfg.Store.AddAudit(context.WithoutCancel(ctx), e); err != nil {
-		fmt.Fprintf(s.cfg.Log, "server: audit %s %s by %s: %v\n", action, target, u.Name, err)
+		fmt.Fprintf(s.cfg.Log, "server: audit %s %s by %s: %v\n", action, target, user, err)
 	}
 }
 

@@ -45,7 +45,7 @@ func newAPI(t *testing.T) *api {
 		name, team string
 		admin      bool
 	}{{"alice", "ml", false}, {"carol", "cv", false}, {"root", "cv", true}} {
-		tok, err := server.AddUser(ctx, st, u.name, u.team, u.admin, time.Now())
+		tok, err := server.AddUser(ctx, st, u.name, u.team, u.admin, time.Now(), "test")
 		if err != nil {
 			t.Fatal(err)
 		}

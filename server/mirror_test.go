@@ -31,7 +31,7 @@ func TestMirroredServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if err := st.CreateTeam(ctx, store.Team{Name: "ml"}); err != nil {
+	if err := st.CreateTeam(ctx, store.Team{Name: "ml", StoragePrefixes: []string{"file://" + filepath.Join(dir, "ckpt")}}); err != nil {
 		t.Fatal(err)
 	}
 	m := &mirror.Dir{Root: filepath.Join(dir, "mirror")}

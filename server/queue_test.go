@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +16,30 @@ import (
 var t0 = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
 func run(id, team string, gpus, nodes int, jct float64, prio int, at time.Duration) store.Run {
-	return store.Run{ID: id, Team: team, GPUs: gpus, Nodes: nodes, PredictedJCTSeconds: jct, Priority: prio, SubmittedAt: t0.Add(at)}
+	return store.Run{ID: id, Team: team, State: store.Queued, GPUs: gpus, Nodes: nodes, PredictedJCTSeconds: jct, Priority: prio, SubmittedAt: t0.Add(at)}
+}
+
+// schedule runs Schedule team by team, as the server does, on running and queued runs.
+func schedule(teams map[string]store.Team, running, queued []store.Run, now time.Time) (start []string, predicted map[string]time.Time) {
+	predicted = map[string]time.Time{}
+	for _, name := range slices.Sorted(maps.Keys(teams)) {
+		l := store.Ledger{Team: teams[name]}
+		for _, r := range running {
+			if r.Team == name {
+				r.State = store.Running
+				l.Active = append(l.Active, r)
+			}
+		}
+		for _, r := range queued {
+			if r.Team == name {
+				l.Active = append(l.Active, r)
+			}
+		}
+		v := Schedule(l, now)
+		start = append(start, v.Start...)
+		maps.Copy(predicted, v.Predicted)
+	}
+	return start, predicted
 }
 
 // Worked by hand: team a may hold 8 GPUs; 4 are held until 12:10. Queued, in order: q1 (4 GPUs,
@@ -29,7 +54,7 @@ func TestScheduleStrictQueueAndPredictedStarts(t *testing.T) {
 		run("q1", "a", 4, 1, 1200, 0, time.Second),
 		run("b1", "b", 64, 8, 10, 0, 0), // no quotas: starts
 	}
-	start, predicted := Schedule(teams, []store.Run{r0}, queued, t0)
+	start, predicted := schedule(teams, []store.Run{r0}, queued, t0)
 	if !slices.Equal(start, []string{"q1", "b1"}) && !slices.Equal(start, []string{"b1", "q1"}) {
 		t.Fatalf("started %v", start)
 	}
@@ -47,7 +72,7 @@ func TestScheduleStrictQueueAndPredictedStarts(t *testing.T) {
 func TestSchedulePriority(t *testing.T) {
 	teams := map[string]store.Team{"a": {Name: "a", MaxGPUs: 4}}
 	queued := []store.Run{run("early", "a", 4, 1, 60, 0, 0), run("urgent", "a", 4, 1, 60, 5, time.Minute)}
-	start, predicted := Schedule(teams, nil, queued, t0)
+	start, predicted := schedule(teams, nil, queued, t0)
 	if !slices.Equal(start, []string{"urgent"}) || !predicted["early"].Equal(t0.Add(time.Minute)) {
 		t.Fatalf("started %v, predicted %v", start, predicted)
 	}
@@ -69,7 +94,7 @@ func TestScheduleNeverExceedsQuotas(t *testing.T) {
 				queued = append(queued, r)
 			}
 		}
-		start, _ := Schedule(teams, running, queued, t0)
+		start, _ := schedule(teams, running, queued, t0)
 		gpus, nodes := map[string]int{}, map[string]int{}
 		for _, r := range running {
 			gpus[r.Team] += r.GPUs
@@ -105,19 +130,91 @@ func TestScheduleNeverExceedsQuotas(t *testing.T) {
 // Worked by hand: a $100 month, $30 charged, a running run predicted at $50 of which $20 is
 // charged (so $30 more to come): $40 remain, a $45 plan is refused with both figures.
 func TestAdmitBudgetAndQuotas(t *testing.T) {
-	team := store.Team{Name: "a", MonthlyBudgetUSD: 100, MaxGPUs: 16}
-	active := []store.Run{{PredictedCostUSD: 50, CostUSD: 20}}
-	err := Admit(team, 30, active, Demand{CostUSD: 45, GPUs: 8})
+	l := store.Ledger{Team: store.Team{Name: "a", MonthlyBudgetUSD: 100, MaxGPUs: 16}, Spent: 30,
+		Active: []store.Run{{State: store.Running, PredictedCostUSD: 50, CostUSD: 20}}}
+	err := Admit(l, "alice", Demand{CostUSD: 45, GPUs: 8}, QueueLimits{})
 	ref, ok := err.(*Refusal)
 	if !ok || ref.Reason != "budget" || ref.PredictedCostUSD != 45 || ref.RemainingBudgetUSD != 40 {
 		t.Fatalf("refusal %#v", err)
 	}
-	if err := Admit(team, 30, active, Demand{CostUSD: 40, GPUs: 8}); err != nil {
+	if err := Admit(l, "alice", Demand{CostUSD: 40, GPUs: 8}, QueueLimits{}); err != nil {
 		t.Fatalf("a $40 plan: %v", err)
 	}
-	err = Admit(team, 0, nil, Demand{CostUSD: 1, GPUs: 32, Nodes: 4})
+	err = Admit(store.Ledger{Team: l.Team}, "alice", Demand{CostUSD: 1, GPUs: 32, Nodes: 4}, QueueLimits{})
 	if ref, ok := err.(*Refusal); !ok || ref.Reason != "quota" || ref.MaxGPUs != 16 {
 		t.Fatalf("quota refusal %#v", err)
+	}
+}
+
+// A user's queued runs count against the per-user limit, everyone's against the team's (its
+// own MaxQueuedRuns over the server's); running runs against neither.
+func TestAdmitQueueLimits(t *testing.T) {
+	l := store.Ledger{Team: store.Team{Name: "a"}}
+	for i, u := range []string{"alice", "alice", "bob"} {
+		r := run(fmt.Sprint(i), "a", 1, 1, 60, 0, 0)
+		r.User = u
+		l.Active = append(l.Active, r)
+	}
+	l.Active = append(l.Active, store.Run{ID: "r", User: "bob", State: store.Running})
+	err := Admit(l, "alice", Demand{}, QueueLimits{PerTeam: 10, PerUser: 2})
+	if ref, ok := err.(*Refusal); !ok || ref.Reason != "queue" || ref.QueuedBy != "alice" || ref.Queued != 2 || ref.MaxQueued != 2 {
+		t.Fatalf("alice's third queued run: %#v", err)
+	}
+	if err := Admit(l, "bob", Demand{}, QueueLimits{PerTeam: 10, PerUser: 2}); err != nil {
+		t.Fatalf("bob's second: %v", err)
+	}
+	l.Team.MaxQueuedRuns = 3
+	err = Admit(l, "bob", Demand{}, QueueLimits{PerTeam: 10, PerUser: 2})
+	if ref, ok := err.(*Refusal); !ok || ref.Reason != "queue" || ref.QueuedBy != "team a" || ref.MaxQueued != 3 {
+		t.Fatalf("the team's fourth queued run: %#v", err)
+	}
+	if !strings.Contains(err.Error(), "team a has 3 runs queued") {
+		t.Errorf("message: %v", err)
+	}
+}
+
+// A running run holds its GPUs past its predicted end: under max_gpus 1, a queued 1-GPU run
+// waits however overdue the running one is (on main it started alongside it).
+func TestScheduleOverdueRunStillHolds(t *testing.T) {
+	teams := map[string]store.Team{"a": {Name: "a", MaxGPUs: 1}}
+	r0 := run("r0", "a", 1, 1, 60, 0, -time.Hour)
+	r0.StartedAt = t0.Add(-time.Hour) // predicted to end 59 minutes ago
+	start, predicted := schedule(teams, []store.Run{r0}, []store.Run{run("q1", "a", 1, 1, 60, 0, 0)}, t0)
+	if len(start) != 0 || !predicted["q1"].After(t0) {
+		t.Fatalf("started %v beside an overdue run; predicted %v", start, predicted)
+	}
+}
+
+// What can no longer fit leaves the queue with the reason, and does not hold it: a run wider
+// than a lowered quota, one whose reservation is over what the month has left. One that fits
+// the month but not beside the running runs' reservations waits, saying why, and holds the
+// runs behind it.
+func TestScheduleRefusesWhatNoLongerFits(t *testing.T) {
+	team := store.Team{Name: "a", MaxGPUs: 4, MonthlyBudgetUSD: 10}
+	running := run("r0", "a", 1, 1, 3600, 0, -time.Hour)
+	running.State, running.StartedAt, running.PredictedCostUSD, running.CostUSD = store.Running, t0, 5, 1
+	wide := run("wide", "a", 8, 2, 60, 0, 0)
+	dear := run("dear", "a", 1, 1, 60, 0, time.Second)
+	dear.PredictedCostUSD = 9 // over $10 - $2 charged
+	fits := run("fits", "a", 1, 1, 60, 0, 2*time.Second)
+	fits.PredictedCostUSD = 3 // $10 - $2 - $4 reserved by r0 = $4 left
+	waits := run("waits", "a", 1, 1, 60, 0, 3*time.Second)
+	waits.PredictedCostUSD = 2 // $1 left after fits
+	behind := run("behind", "a", 1, 1, 60, 0, 4*time.Second)
+	behind.PredictedCostUSD = 0.5
+	v := Schedule(store.Ledger{Team: team, Spent: 2, Active: []store.Run{running, wide, dear, fits, waits, behind}}, t0)
+	if !slices.Equal(v.Start, []string{"fits"}) {
+		t.Errorf("started %v, want fits", v.Start)
+	}
+	if !strings.Contains(v.Refuse["wide"], "8 GPUs on 2 nodes; team a may now hold 4 GPUs") ||
+		!strings.Contains(v.Refuse["dear"], "$9.00 is over what is left of team a's budget this month, $8.00") || len(v.Refuse) != 2 {
+		t.Errorf("refused %v", v.Refuse)
+	}
+	if !strings.Contains(v.Wait["waits"], "waits for the budget: its predicted cost $2.00") || len(v.Wait) != 1 {
+		t.Errorf("waiting %v", v.Wait)
+	}
+	if _, ok := v.Predicted["behind"]; ok || slices.Contains(v.Start, "behind") {
+		t.Errorf("a run behind one waiting for the budget: started %v, predicted %v", v.Start, v.Predicted)
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,9 @@ type Config struct {
 	LeaseTTL, Tick time.Duration
 	// Catalog is the instance catalog specs are read with (the built-in one if nil).
 	Catalog spec.InstanceCatalog
+	// QueueLimits bound the runs a team and a user may have queued (zero: no bound; the CLI's
+	// defaults are DefaultMaxQueuedPerTeam and DefaultMaxQueuedPerUser).
+	QueueLimits QueueLimits
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 	Log io.Writer
@@ -109,6 +114,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.MaxStreamsPerUser <= 0 {
 		cfg.MaxStreamsPerUser = DefaultMaxStreamsPerUser
+	}
+	if abs, err := filepath.Abs(cfg.Root); err == nil {
+		cfg.Root = abs // CheckStorage compares absolute paths
 	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{}, refreshed: map[string]time.Time{},
 		streamsBy: map[string]int{}, elsewhere: map[string]bool{}, dashboards: map[string]*ui.Server{}}
@@ -186,49 +194,77 @@ func (s *Server) step(ctx context.Context) error {
 		}
 		s.charge(ctx, r)
 	}
-	return s.startQueued(ctx, running)
+	return s.startQueued(ctx)
 }
 
-// startQueued starts the runs Schedule lets start and keeps the others' predicted starts.
-func (s *Server) startQueued(ctx context.Context, running []store.Run) error {
+// startQueued decides, team by team under its lock (store.Decide), which queued runs start,
+// which wait (for the budget, saying why in their message) and which leave the queue (those
+// that can no longer fit a lowered quota or budget: ended with the reason, audited), and
+// starts the drivers of those that start. It keeps the others' predicted starts.
+func (s *Server) startQueued(ctx context.Context) error {
 	st := s.cfg.Store
 	queued, err := st.Runs(ctx, store.RunFilter{States: []store.RunState{store.Queued}})
-	if err != nil || len(queued) == 0 {
-		return err
-	}
-	teams := map[string]store.Team{}
-	list, err := st.Teams(ctx)
 	if err != nil {
 		return err
 	}
-	for _, t := range list {
-		teams[t.Name] = t
+	var teams []string
+	for _, r := range queued {
+		if !slices.Contains(teams, r.Team) {
+			teams = append(teams, r.Team)
+		}
 	}
 	now := s.cfg.Now()
-	start, predicted := Schedule(teams, running, queued, now)
-	s.mu.Lock()
-	s.starts = predicted
-	s.mu.Unlock()
-	for _, id := range start {
-		r, err := st.UpdateRun(ctx, id, func(r *store.Run) error {
-			if r.State != store.Queued {
-				return errNotQueued
-			}
-			r.State, r.StartedAt, r.Message = store.Running, now, ""
-			return nil
+	predicted := map[string]time.Time{}
+	for _, team := range teams {
+		dec, err := st.Decide(ctx, team, month(now), func(l store.Ledger) (store.Decision, error) {
+			v := Schedule(l, now)
+			maps.Copy(predicted, v.Predicted)
+			return store.Decision{Queued: v.changes(l, now)}, nil
 		})
-		if errors.Is(err, errNotQueued) {
-			continue // cancelled meanwhile
-		}
 		if err != nil {
 			return err
 		}
-		s.drive(ctx, r)
+		for _, r := range dec.Queued {
+			switch {
+			case r.State == store.Running:
+				s.drive(ctx, r)
+			case r.State.Ended():
+				fmt.Fprintf(s.cfg.Log, "server: run %s of team %s: %s\n", r.ID, r.Team, r.Message)
+				s.recordFor(ctx, serverActor, r.Team, "refuse-queued", r.ID, r.Message)
+			}
+		}
 	}
+	s.mu.Lock()
+	s.starts = predicted
+	s.mu.Unlock()
 	return nil
 }
 
-var errNotQueued = errors.New("not queued")
+// serverActor is who the audit says acted when the server did, of its own accord.
+const serverActor = "(server)"
+
+// changes are the verdict's changes to the ledger's queued runs: those that start, those that
+// leave the queue (cancelled, with why), and those whose reason to wait changed.
+func (v Verdict) changes(l store.Ledger, now time.Time) []store.Run {
+	var out []store.Run
+	for _, r := range l.Active {
+		if r.State != store.Queued {
+			continue
+		}
+		switch why, refused := v.Refuse[r.ID]; {
+		case slices.Contains(v.Start, r.ID):
+			r.State, r.StartedAt, r.Message = store.Running, now, ""
+		case refused:
+			r.State, r.EndedAt, r.Message = store.Cancelled, now, why
+		case r.Message != v.Wait[r.ID]:
+			r.Message = v.Wait[r.ID]
+		default:
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // drive starts the run's supervised driver, unless its folder is not here.
 func (s *Server) drive(ctx context.Context, r store.Run) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 
 	"github.com/rubberband-hpo/rubberband/driver"
@@ -44,7 +45,10 @@ func (e *InputError) Unwrap() error { return e.Err }
 
 // Submit plans a submission for user and queues it (state queued; the next step starts it when
 // its team's quotas allow), or refuses it: an *InputError for a spec to change, a *Refusal over
-// the team's budget or quotas. The plan is made for what the team may hold: the spec's max_nodes
+// the team's budget, quotas or queue limits; admitted under the team's lock (store.Decide), so
+// that concurrent submissions, to this server or another on its database, never together
+// exceed them. Its checkpoints and warm starts must be where its team may keep data
+// (CheckStorage). The plan is made for what the team may hold: the spec's max_nodes
 // capped by the team's max_nodes and max_gpus.
 func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (store.Run, *planner.Report, error) {
 	st := s.cfg.Store
@@ -92,6 +96,17 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err != nil {
 		return store.Run{}, nil, fmt.Errorf("team %s: %w", u.Team, err)
 	}
+	if err := CheckStorage(team, s.cfg.Root, exp); err != nil {
+		ie := &InputError{Err: fmt.Errorf("%s: where it keeps and reads data: %w", src.Path, err)}
+		var probs spec.Problems
+		if errors.As(err, &probs) {
+			ie.Err = fmt.Errorf("%s: %d problems with where it keeps and reads data", src.Path, len(probs))
+			for _, p := range probs {
+				ie.Problems = append(ie.Problems, p.String())
+			}
+		}
+		return store.Run{}, nil, ie
+	}
 	exp.Planner.Samples = min(exp.Planner.Samples, planSamplesMax)
 	now := s.cfg.Now()
 	active, err := st.Runs(ctx, store.RunFilter{Team: team.Name, States: []store.RunState{store.Queued, store.Running}})
@@ -106,7 +121,9 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err != nil {
 		return store.Run{}, nil, err
 	}
-	if err := Admit(team, spent, active, d); err != nil {
+	// A first look without the lock spares a run folder for most refusals; the decision is
+	// made again under it, on what the team holds then.
+	if err := Admit(store.Ledger{Team: team, Spent: spent, Active: active}, u.Name, d, s.cfg.QueueLimits); err != nil {
 		return store.Run{}, rep, err
 	}
 	id := s.newRunID()
@@ -127,7 +144,21 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	}
 	r := store.Run{ID: id, Team: team.Name, User: u.Name, Name: exp.Name, State: store.Queued, Priority: sub.Priority, SubmittedAt: now,
 		Spec: src.Data, Plan: plan, PredictedCostUSD: d.CostUSD, PredictedJCTSeconds: rep.Predicted.JCT.Mean, GPUs: d.GPUs, Nodes: d.Nodes, Dir: dir}
-	if err := st.CreateRun(ctx, r); err != nil {
+	_, err = st.Decide(ctx, team.Name, month(now), func(l store.Ledger) (store.Decision, error) {
+		if err := Admit(l, u.Name, d, s.cfg.QueueLimits); err != nil {
+			return store.Decision{}, err
+		}
+		return store.Decision{Create: &r}, nil
+	})
+	if err != nil {
+		// Refused under the lock (another submission took what was left): its folder goes.
+		// TODO(issue 36): a mirrored server leaves the folder's copy in the mirror, under an ID
+		// no run has.
+		os.RemoveAll(dir)
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			return store.Run{}, rep, err
+		}
 		return store.Run{}, nil, err
 	}
 	s.poke()

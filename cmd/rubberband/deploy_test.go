@@ -40,7 +40,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 		Items: nomad.VariableItems{"AWS_ACCESS_KEY_ID": minio.AccessKey, "AWS_SECRET_ACCESS_KEY": minio.Secret}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL); code != 0 {
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL, "--storage-prefix", "s3://checkpoints/moves"); code != 0 {
 		t.Fatal(errOut)
 	}
 	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--db", pg.URL)

@@ -24,9 +24,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
 )
 
-// teamServer makes team ml with the users named (the first an admin) under a new root and
+// oneTeamRoot makes team ml with the users named (the first an admin) under a new root and
 // returns the root and their tokens.
-func teamServer(t *testing.T, users ...string) (root string, tokens map[string]string) {
+func oneTeamRoot(t *testing.T, users ...string) (root string, tokens map[string]string) {
 	t.Helper()
 	root = t.TempDir()
 	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--root", root); code != 0 {
@@ -149,7 +149,7 @@ func TestServerClosesSlowClients(t *testing.T) {
 // her stream closes. On e91921a one user took all 256.
 func TestServerStreamSlotsPerUser(t *testing.T) {
 	t.Parallel()
-	root, tokens := teamServer(t, "alice", "bob")
+	root, tokens := oneTeamRoot(t, "alice", "bob")
 	holdLease(t, root) // the run stays queued: its stream stays open
 	srv := startServer(t, "--root", root, "--max-streams-per-user", "2")
 	alice, _ := client.New(srv.base, tokens["alice"])
@@ -202,7 +202,7 @@ func TestServerStreamSlotsPerUser(t *testing.T) {
 // was quoted in every problem: a 302 MB answer, 2.3 GB of RSS.
 func TestServerBoundsErrorAnswers(t *testing.T) {
 	t.Parallel()
-	root, tokens := teamServer(t, "alice")
+	root, tokens := oneTeamRoot(t, "alice")
 	srv := startServer(t, "--root", root)
 	var problems strings.Builder
 	good := string(readFileBytes("testdata/synthetic.yaml"))
@@ -268,7 +268,7 @@ func TestServerBoundsErrorAnswers(t *testing.T) {
 // Host: localhost only.
 func TestServerDashboardAnswersItsHosts(t *testing.T) {
 	t.Parallel()
-	root, tokens := teamServer(t, "alice")
+	root, tokens := oneTeamRoot(t, "alice")
 	srv := startServer(t, "--root", root, "--public-url", "https://Rubberband.example:8443", "--allow-host", "rb.internal")
 	for host, want := range map[string]int{"rubberband.example:8443": 200, "rb.internal": 200, "localhost:1234": 200, "127.0.0.1": 200, "evil.example": 403} {
 		req, _ := http.NewRequest("GET", srv.base+"/", nil)
@@ -295,7 +295,7 @@ func TestServerDashboardAnswersItsHosts(t *testing.T) {
 // page, or with a bearer token (a script), goes through. On e91921a the forged post made an admin.
 func TestServerRefusesCrossOriginCookieWrites(t *testing.T) {
 	t.Parallel()
-	root, tokens := teamServer(t, "root")
+	root, tokens := oneTeamRoot(t, "root")
 	srv := startServer(t, "--root", root)
 	host := strings.TrimPrefix(srv.base, "http://")
 	post := func(name string, headers map[string]string, cookie bool) int {

@@ -39,7 +39,8 @@ func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) e
 }
 
 // remoteErr gives a server's answers the CLI's exit codes: 2 for what the user must change (a
-// spec's problems, a refusal, an unknown run), 3 for a plan that misses its deadline.
+// spec's problems, a refusal, a full queue, an unknown run), 3 for a plan that misses its
+// deadline.
 func remoteErr(err error) error {
 	ce, ok := err.(*client.Error)
 	if !ok {
@@ -48,7 +49,7 @@ func remoteErr(err error) error {
 	switch {
 	case ce.Status == 422 && strings.Contains(ce.Message, "deadline"):
 		return &exitErr{code: exitInfeasible, err: ce}
-	case ce.Status == 422 || ce.Status == 403 || ce.Status == 404:
+	case ce.Status == 422 || ce.Status == 403 || ce.Status == 404 || ce.Status == 429:
 		return &exitErr{code: exitInvalid, err: ce}
 	}
 	return err

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -39,6 +41,8 @@ func serverCommand() *cli.Command {
 			&cli.StringFlag{Name: "tls-key", Usage: "and this key (PEM)"},
 			&cli.DurationFlag{Name: "lease", Value: 15 * time.Second, Usage: "how long the driving server's lease lasts unrenewed: a stand-by takes over that long after it dies"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
+			&cli.IntFlag{Name: "max-queued-per-team", Value: server.DefaultMaxQueuedPerTeam, Usage: "runs a team may have queued at once, unless its own max_queued_runs says otherwise (0: no bound)"},
+			&cli.IntFlag{Name: "max-queued-per-user", Value: server.DefaultMaxQueuedPerUser, Usage: "runs a user may have queued at once (0: no bound)"},
 			&cli.StringFlag{Name: "mirror", Usage: "copy the runs' folders where every server reaches them, so that runs move with the server: db (its database) or dir:PATH (a shared disk); --root is then this machine's copy"},
 		}, httpFlags()...),
 		Action: serverAction,
@@ -100,7 +104,19 @@ func teamFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-gpus", Usage: "GPUs the team's running runs may hold at once (0: no bound)"},
 		&cli.IntFlag{Name: "max-nodes", Usage: "nodes the team's running runs may hold at once (0: no bound)"},
 		&cli.Float64Flag{Name: "budget", Usage: "dollars the team's runs may be charged in a calendar month, UTC (0: no budget)"},
+		&cli.IntFlag{Name: "max-queued-runs", Usage: "runs the team may have queued at once (0: the server's --max-queued-per-team)"},
+		&cli.StringSliceFlag{Name: "storage-prefix", Usage: "where the team's runs may keep checkpoints and read warm starts: file:///DIR or s3://BUCKET/PREFIX, repeated; given to set, it replaces them ('' removes them all)"},
 	}
+}
+
+// cliActor is who the audit log says acted for a command run on the database directly.
+func cliActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return "cli:" + name + "@" + host
 }
 
 // openStore opens the command's database, making the root folder for the default one.
@@ -146,6 +162,9 @@ func serverAction(c *cli.Context) error {
 	if (c.String("tls-cert") == "") != (c.String("tls-key") == "") {
 		return usageErr("--tls-cert and --tls-key go together")
 	}
+	if c.Int("max-queued-per-team") < 0 || c.Int("max-queued-per-user") < 0 {
+		return usageErr("--max-queued-per-team and --max-queued-per-user must not be negative (0: no bound)")
+	}
 	backend := c.String("backend")
 	if !driver.Known(backend) {
 		return usageErr("--backend %q: local, nomad, ec2 or virtual", backend)
@@ -189,7 +208,8 @@ func serverAction(c *cli.Context) error {
 	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
 		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter,
 		MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"), Hosts: hosts,
-		Supervisor: &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
+		QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")},
+		Supervisor:  &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
 	defer srv.Close()
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
@@ -258,7 +278,7 @@ func onStore(c *cli.Context, fn func(st store.Store, name string) error) error {
 
 func usersAddAction(c *cli.Context) error {
 	return onStore(c, func(st store.Store, name string) error {
-		token, err := server.AddUser(c.Context, st, name, c.String("team"), c.Bool("admin"), time.Now())
+		token, err := server.AddUser(c.Context, st, name, c.String("team"), c.Bool("admin"), time.Now(), cliActor())
 		if err != nil {
 			return err
 		}
@@ -268,23 +288,43 @@ func usersAddAction(c *cli.Context) error {
 	})
 }
 
+// teamsAction adds a team, or changes only the limits a set names of one.
 func teamsAction(create bool) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		return onStore(c, func(st store.Store, name string) error {
-			t := store.Team{Name: name, MaxGPUs: c.Int("max-gpus"), MaxNodes: c.Int("max-nodes"), MonthlyBudgetUSD: c.Float64("budget"), CreatedAt: time.Now()}
-			if err := server.CheckTeam(t); err != nil {
-				return &server.InputError{Err: err}
+			var ch server.TeamChange
+			if c.IsSet("max-gpus") {
+				ch.MaxGPUs = ptr(c.Int("max-gpus"))
 			}
-			var err error
+			if c.IsSet("max-nodes") {
+				ch.MaxNodes = ptr(c.Int("max-nodes"))
+			}
+			if c.IsSet("budget") {
+				ch.MonthlyBudgetUSD = ptr(c.Float64("budget"))
+			}
+			if c.IsSet("max-queued-runs") {
+				ch.MaxQueuedRuns = ptr(c.Int("max-queued-runs"))
+			}
+			if c.IsSet("storage-prefix") {
+				prefixes := slices.DeleteFunc(c.StringSlice("storage-prefix"), func(p string) bool { return p == "" })
+				ch.StoragePrefixes = &prefixes
+			}
+			var (
+				t   store.Team
+				err error
+			)
 			if create {
-				err = st.CreateTeam(c.Context, t)
+				t = ch.Apply(store.Team{Name: name, CreatedAt: time.Now()})
+				err = server.CreateTeam(c.Context, st, t, cliActor())
 			} else {
-				err = st.UpdateTeam(c.Context, t)
+				t, err = server.UpdateTeam(c.Context, st, name, ch, cliActor())
 			}
 			if err == nil {
-				fmt.Fprintf(c.App.ErrWriter, "team %s: max_gpus %d, max_nodes %d, monthly budget $%.2f\n", t.Name, t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD)
+				fmt.Fprintf(c.App.ErrWriter, "team %s: %s\n", t.Name, server.TeamDetail(t))
 			}
 			return err
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -254,7 +254,8 @@ print(r.best()["trial"], r.cost_usd > 0)
 	if err != nil || strings.TrimSpace(string(pyOut)) != winner+" True" {
 		t.Fatalf("python client: %v\n%s\n%s", err, pyOut, srv2.log)
 	}
-	// Team cv's audit log holds carol's refused submission and refused cancel, with who and when.
+	// Team cv's audit log holds carol's refused submission and refused cancel, with who and when,
+	// and the admin commands that made the team and carol.
 	carol, _ := client.New(srv2.base, token["carol"])
 	audit, err := carol.Audit(context.Background())
 	if err != nil {
@@ -262,12 +263,12 @@ print(r.best()["trial"], r.cost_usd > 0)
 	}
 	actions := map[string]bool{}
 	for _, e := range audit {
-		if e.User != "carol" || e.At.IsZero() {
+		if (e.User != "carol" && !strings.HasPrefix(e.User, "cli:")) || e.At.IsZero() {
 			t.Errorf("team cv's audit holds %+v", e)
 		}
 		actions[e.Action] = true
 	}
-	if !actions["refuse"] || !actions["cancel-refused"] {
+	if !actions["refuse"] || !actions["cancel-refused"] || !actions["team-create"] || !actions["user-create"] {
 		t.Errorf("team cv's audit: %+v", audit)
 	}
 }
@@ -287,7 +288,7 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 	winner := cleanWinner(t)
 	pg := servers.StartPostgres(t)
 	checkpoints := t.TempDir() // a shared disk's
-	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL); code != 0 {
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--db", pg.URL, "--storage-prefix", "file://"+checkpoints); code != 0 {
 		t.Fatalf("teams add: %s", errOut)
 	}
 	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--db", pg.URL)

@@ -20,8 +20,9 @@ class ServerError(Exception):
 
 
 class Refused(ServerError):
-    """A submission refused over the team's budget or quotas; `refusal` holds the figures
-    (predicted_cost_usd and remaining_budget_usd, or gpus and max_gpus)."""
+    """A submission refused over the team's budget, quotas or queue limits; `refusal` holds the
+    figures (predicted_cost_usd and remaining_budget_usd, gpus and max_gpus, or queued and
+    max_queued: the last, HTTP 429, may be submitted again once the queue moves)."""
 
     @property
     def refusal(self):
@@ -78,7 +79,7 @@ class Client:
                 payload = json.loads(text)
             except ValueError:
                 payload = {"error": "%s %s: %s %s" % (method, path, e.code, text.strip())}
-            cls = Refused if e.code == 403 and payload.get("refusal") else ServerError
+            cls = Refused if e.code in (403, 429) and payload.get("refusal") else ServerError
             raise cls(e.code, payload.get("error", text), payload.get("problems"), payload) from None
         if raw:
             return resp
@@ -87,8 +88,8 @@ class Client:
 
     def submit(self, spec, files=None, priority=0, name=None):
         """Submit a spec: a path to a YAML file (the profile files it names are sent with it), its
-        YAML text, or a dict. Returns the queued Run; raises Refused over budget or quotas and
-        ServerError for a spec with problems."""
+        YAML text, or a dict. Returns the queued Run; raises Refused over budget, quotas or queue
+        limits and ServerError for a spec with problems."""
         files = dict(files or {})
         if isinstance(spec, dict):
             text, name = json.dumps(spec), name or "spec.yaml"  # YAML is a superset of JSON

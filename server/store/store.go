@@ -34,7 +34,8 @@ const (
 type Store interface {
 	// CreateTeam adds a team (ErrExists when its name is taken).
 	CreateTeam(ctx context.Context, t Team) error
-	// UpdateTeam replaces a team's quotas and budget (ErrNotFound when there is none).
+	// UpdateTeam replaces a team's quotas, budget, queue limit and storage prefixes (ErrNotFound
+	// when there is none).
 	UpdateTeam(ctx context.Context, t Team) error
 	// Team is the team of that name (ErrNotFound).
 	Team(ctx context.Context, name string) (Team, error)
@@ -74,6 +75,13 @@ type Store interface {
 	// such team).
 	Spent(ctx context.Context, team, month string) (float64, error)
 
+	// Decide runs decide under the team's lock, which serializes every Decide of one team and
+	// every ChargeRun of its runs, across processes and servers on one database: decide reads
+	// the team's ledger for month ("2026-11") and says what to write, in the same transaction.
+	// So two admissions (or starts) never both spend what is left of one budget or quota. An
+	// error from decide aborts it and is returned as is; ErrNotFound when there is no team.
+	// decide must be quick and must not call the store.
+	Decide(ctx context.Context, team, month string, decide func(Ledger) (Decision, error)) (Decision, error)
 	// AddAudit records an action (its ID is given by the store).
 	AddAudit(ctx context.Context, e AuditEntry) error
 	// Audit lists the newest entries first, those of f.Team only when it is set, at most f.Limit
@@ -101,8 +109,37 @@ type Team struct {
 	MaxNodes int `json:"max_nodes"`
 	// MonthlyBudgetUSD bounds what the team's runs may be charged in a calendar month, UTC
 	// (0: no budget).
-	MonthlyBudgetUSD float64   `json:"monthly_budget_usd"`
-	CreatedAt        time.Time `json:"created_at"`
+	MonthlyBudgetUSD float64 `json:"monthly_budget_usd"`
+	// MaxQueuedRuns bounds the team's queued runs (0: the server's default).
+	MaxQueuedRuns int `json:"max_queued_runs"`
+	// StoragePrefixes are where the team's runs may keep checkpoints and read warm starts from
+	// (file:///DIR/ or s3://BUCKET/PREFIX/); none: only their own run folders. Each is at most
+	// MaxTextBytes, without a newline; at most MaxStoragePrefixes.
+	StoragePrefixes []string  `json:"storage_prefixes,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// MaxStoragePrefixes bounds a team's storage prefixes.
+const MaxStoragePrefixes = 64
+
+// Ledger is what a team's admission decides on, read under the team's lock: the team, what its
+// runs were charged in the month, and its active runs (queued and running, oldest submission
+// first).
+type Ledger struct {
+	Team   Team
+	Spent  float64
+	Active []Run
+}
+
+// Decision is what Decide writes: a run to create (ErrExists, ErrNotFound and ErrInvalid as
+// CreateRun), and changes to queued runs: started (State Running, StartedAt), ended (an ended
+// State, EndedAt, Message) or still queued with a new Message. Of those only State, StartedAt,
+// EndedAt and Message are written, and only while the run is still queued: a run cancelled
+// meanwhile stays cancelled. The Decision Decide returns lists in Queued only the changes
+// written.
+type Decision struct {
+	Create *Run
+	Queued []Run
 }
 
 // User is someone with a token. Only the token's SHA-256 is kept.

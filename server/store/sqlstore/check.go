@@ -70,12 +70,26 @@ func checkMonth(month string) error {
 }
 
 func checkTeam(t store.Team) error {
-	return firstErr(
+	err := firstErr(
 		checkName("team name", t.Name),
 		checkCount("max GPUs", t.MaxGPUs),
 		checkCount("max nodes", t.MaxNodes),
 		checkNumber("monthly budget", t.MonthlyBudgetUSD),
+		checkCount("max queued runs", t.MaxQueuedRuns),
 	)
+	if err == nil && len(t.StoragePrefixes) > store.MaxStoragePrefixes {
+		err = fmt.Errorf("%w: %d storage prefixes, over the bound of %d", store.ErrInvalid, len(t.StoragePrefixes), store.MaxStoragePrefixes)
+	}
+	for _, p := range t.StoragePrefixes {
+		if err != nil {
+			break
+		}
+		// Newline-separated in one column: an empty one or one with a newline would not come back.
+		if err = checkText("storage prefix", p, store.MaxTextBytes); err == nil && (p == "" || strings.ContainsAny(p, "\r\n")) {
+			err = fmt.Errorf("%w: storage prefix %q is empty or holds a newline", store.ErrInvalid, p)
+		}
+	}
+	return err
 }
 
 func checkUser(u store.User) error {

@@ -10,8 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
-
-	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
 // applied lists the versions in schema_migrations with when each was applied.
@@ -120,15 +118,17 @@ func testMigrations(t *testing.T, db newDB) {
 			t.Fatalf("versions %s, want %s once each", v, want)
 		}
 	})
-	// A database a released server made (version 1 only) gains the mirror's tables at the next
-	// Open, keeping its teams.
+	// A database a released server made (version 1 only) gains the mirror's tables and the
+	// teams' new columns at the next Open, keeping its teams (no queue limit, no prefixes).
 	t.Run("UpgradeFromOne", func(t *testing.T) {
 		url := db(t)
 		old, err := open(t.Context(), url, migrations()[:1])
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := old.CreateTeam(t.Context(), store.Team{Name: "ml"}); err != nil {
+		// As version 1's server wrote it: this one's queries name the later columns.
+		if _, err := old.db.ExecContext(t.Context(), old.q(`INSERT INTO teams (name, max_gpus, max_nodes, monthly_budget_usd, created_at)
+			VALUES (?, 4, 1, 10, 1)`), "ml"); err != nil {
 			t.Fatal(err)
 		}
 		old.Close()
@@ -136,8 +136,8 @@ func testMigrations(t *testing.T, db newDB) {
 		if v := versions(applied(t, s)); v != every {
 			t.Fatalf("versions %s after upgrading, want %s", v, every)
 		}
-		if _, err := s.Team(t.Context(), "ml"); err != nil {
-			t.Fatalf("the team made at version 1: %v", err)
+		if team, err := s.Team(t.Context(), "ml"); err != nil || team.MaxGPUs != 4 || team.MaxQueuedRuns != 0 || team.StoragePrefixes != nil {
+			t.Fatalf("the team made at version 1: %+v, %v", team, err)
 		}
 		if err := s.RunFiles().Append(t.Context(), "teams/ml/r", "journal.jsonl", 0, []byte("{}\n")); err != nil {
 			t.Fatalf("the mirror after upgrading: %v", err)

@@ -127,8 +127,17 @@ func (s *Store) ChargeRun(ctx context.Context, id string, costSoFar float64, mon
 			team string
 			cost float64
 		)
-		if err := tx.QueryRowContext(ctx, s.q("SELECT team, cost_usd FROM runs WHERE id = ?"+s.d.forUpdate), id).
-			Scan(&team, &cost); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q("SELECT team FROM runs WHERE id = ?"), id).Scan(&team); err != nil {
+			return err
+		}
+		// The team's lock first (as Decide takes it), so that a ledger never reads the run's
+		// cost grown and the team's spending not yet.
+		var locked string
+		if err := tx.QueryRowContext(ctx, s.q("SELECT name FROM teams WHERE name = ?"+s.d.forUpdate), team).Scan(&locked); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, s.q("SELECT cost_usd FROM runs WHERE id = ?"+s.d.forUpdate), id).
+			Scan(&cost); err != nil {
 			return err
 		}
 		if costSoFar <= cost {

@@ -113,5 +113,12 @@ func migrations() []migration {
 				PRIMARY KEY (run, name, at)
 			)`,
 		},
+	}, {
+		version: 3,
+		about:   "teams' queue limits and storage prefixes (newline-separated)",
+		statements: []string{
+			`ALTER TABLE teams ADD COLUMN max_queued_runs BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE teams ADD COLUMN storage_prefixes {text} NOT NULL DEFAULT ''`,
+		},
 	}}
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
@@ -13,19 +14,21 @@ func (s *Store) CreateTeam(ctx context.Context, t store.Team) error {
 	if err := checkTeam(t); err != nil {
 		return s.fail(op, err)
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO teams (name, max_gpus, max_nodes, monthly_budget_usd, created_at)
-		VALUES (?, ?, ?, ?, ?)`), t.Name, t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD, micros(s.stamp(t.CreatedAt)))
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO teams (name, max_gpus, max_nodes, monthly_budget_usd, max_queued_runs,
+		storage_prefixes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`), t.Name, t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD,
+		t.MaxQueuedRuns, strings.Join(t.StoragePrefixes, "\n"), micros(s.stamp(t.CreatedAt)))
 	return s.fail(op, err)
 }
 
-// UpdateTeam replaces a team's quotas and budget.
+// UpdateTeam replaces a team's quotas, budget, queue limit and storage prefixes.
 func (s *Store) UpdateTeam(ctx context.Context, t store.Team) error {
 	op := "update team " + t.Name
 	if err := checkTeam(t); err != nil {
 		return s.fail(op, err)
 	}
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE teams SET max_gpus = ?, max_nodes = ?, monthly_budget_usd = ?
-		WHERE name = ?`), t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD, t.Name)
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE teams SET max_gpus = ?, max_nodes = ?, monthly_budget_usd = ?,
+		max_queued_runs = ?, storage_prefixes = ? WHERE name = ?`), t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD,
+		t.MaxQueuedRuns, strings.Join(t.StoragePrefixes, "\n"), t.Name)
 	return s.fail(op, s.oneRow(res, err))
 }
 
@@ -42,15 +45,19 @@ func (s *Store) Teams(ctx context.Context) ([]store.Team, error) {
 	return ts, s.fail("list teams", err)
 }
 
-const teamSelect = "SELECT name, max_gpus, max_nodes, monthly_budget_usd, created_at FROM teams"
+const teamSelect = "SELECT name, max_gpus, max_nodes, monthly_budget_usd, max_queued_runs, storage_prefixes, created_at FROM teams"
 
 func scanTeam(row scanner) (store.Team, error) {
 	var (
-		t       store.Team
-		created sql.NullInt64
+		t        store.Team
+		prefixes string
+		created  sql.NullInt64
 	)
-	err := row.Scan(&t.Name, &t.MaxGPUs, &t.MaxNodes, &t.MonthlyBudgetUSD, &created)
+	err := row.Scan(&t.Name, &t.MaxGPUs, &t.MaxNodes, &t.MonthlyBudgetUSD, &t.MaxQueuedRuns, &prefixes, &created)
 	t.CreatedAt = fromMicros(created)
+	if prefixes != "" {
+		t.StoragePrefixes = strings.Split(prefixes, "\n")
+	}
 	return t, err
 }
 

@@ -37,6 +37,8 @@ func RunStoreTests(t *testing.T, open Open) {
 		{"TwoStoresConcurrentWriters", testTwoStores},
 		{"ChargeRun", testChargeRun},
 		{"ChargeRunConcurrent", testChargeRunConcurrent},
+		{"DecideConcurrent", testDecideConcurrent},
+		{"DecideDequeue", testDecideDequeue},
 		{"Audit", testAudit},
 		{"Leases", testLeases},
 		{"Bounds", testBounds},

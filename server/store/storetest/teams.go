@@ -33,11 +33,13 @@ func testTeams(t *testing.T, open Open) {
 	if ts[0].Name != "Zeta" || ts[1].Name != "_ops" || ts[2].Name != "audio" {
 		t.Fatalf("Teams = %+v, want Zeta, _ops, audio... (byte order)", ts)
 	}
-	up := store.Team{Name: "nlp", MaxGPUs: 64, MaxNodes: 0, MonthlyBudgetUSD: 2500.25, CreatedAt: t0().Add(time.Hour)}
+	up := store.Team{Name: "nlp", MaxGPUs: 64, MaxNodes: 0, MonthlyBudgetUSD: 2500.25, MaxQueuedRuns: 7,
+		StoragePrefixes: []string{"s3://ckpts/nlp/", "file:///shared/nlp/"}, CreatedAt: t0().Add(time.Hour)}
 	must(t, s.UpdateTeam(ctx(t), up))
 	got, err = s.Team(ctx(t), "nlp")
 	must(t, err)
-	if got.MaxGPUs != 64 || got.MaxNodes != 0 || got.MonthlyBudgetUSD != 2500.25 || !got.CreatedAt.Equal(t0()) {
+	if got.MaxGPUs != 64 || got.MaxNodes != 0 || got.MonthlyBudgetUSD != 2500.25 || got.MaxQueuedRuns != 7 ||
+		!reflect.DeepEqual(got.StoragePrefixes, up.StoragePrefixes) || !got.CreatedAt.Equal(t0()) {
 		t.Fatalf("after UpdateTeam: %+v (CreatedAt must stay %v)", got, t0())
 	}
 	// A zero creation time is the store's clock.
@@ -60,6 +62,9 @@ func testTeamErrors(t *testing.T, open Open) {
 	bad := team("c")
 	bad.MaxGPUs = -1
 	wantErr(t, s.CreateTeam(ctx(t), bad), store.ErrInvalid, "max GPUs")
+	bad = team("c")
+	bad.StoragePrefixes = []string{"s3://a/\ns3://b/"}
+	wantErr(t, s.CreateTeam(ctx(t), bad), store.ErrInvalid, "storage prefix")
 	if ts, err := s.Teams(ctx(t)); err != nil || len(ts) != 1 {
 		t.Fatalf("failed creates left teams: %+v, %v", ts, err)
 	}
