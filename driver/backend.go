@@ -68,6 +68,10 @@ type target struct {
 	alloc     sim.Alloc
 	self      string // the rubberband binary, which workers run
 	log       io.Writer
+	// served and sandbox are the run's (rundir.RunFile): a server's run gets none of the
+	// driver's credentials; the local backend runs its trainers as sandbox, when set.
+	served  bool
+	sandbox *process.Sandbox
 }
 
 // defaults fills in the binary workers start (this one) and a log that discards.
@@ -123,7 +127,8 @@ func Check(backend string, exp *spec.Experiment) error {
 // log. The workers of a remote backend can outlive this driver: they watch the heartbeat Open
 // starts beating into the checkpoint store, until Close.
 func Open(ctx context.Context, st *rundir.State, log io.Writer) (*Backend, error) {
-	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log})
+	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log,
+		served: st.Run.Served, sandbox: st.Run.Sandbox})
 }
 
 // OpenProfiling builds backend's runtime, and its provider but on local, for a profile of exp's
@@ -195,7 +200,8 @@ func localRuntime(ctx context.Context, t target) (*process.Runtime, error) {
 		return nil, err
 	}
 	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), Self: t.self,
-		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log}, nil
+		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log,
+		Sandbox: t.sandbox}, nil
 }
 
 // openLocal rents virtual nodes of this machine (with the spec's latencies, spot interruptions

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -42,6 +43,13 @@ type Config struct {
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 	Log io.Writer
+	// Sandbox, on the local backend, is the uids the runs' trainers run as, one per run
+	// (process.Sandbox); nil runs them as the server's own user, which only SingleTenant allows
+	// once the server has more than one team (CheckTenancy).
+	Sandbox *process.SandboxRange
+	// SingleTenant says every team trusts every other and the server: the local backend may run
+	// trainers unsandboxed (server --single-tenant).
+	SingleTenant bool
 }
 
 // leaseName is the lease every server of one database competes for: its holder drives every run.
@@ -62,6 +70,10 @@ type Server struct {
 	streams   chan struct{} // bounds the event streams open at once
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
+
+	sandboxMu sync.Mutex
+	// sandboxes are the sandbox uids this server gave runs not yet found in the store, by run.
+	sandboxes map[int]string
 }
 
 // driving is one run this server drives.
