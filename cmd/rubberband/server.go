@@ -142,7 +142,7 @@ func serverAction(c *cli.Context) error {
 		return usageErr("--mirror: a virtual run is not mirrored; use local, nomad or ec2")
 	}
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
-	sandbox, sandboxed := serverSandbox(backend, c.Bool("single-tenant"))
+	sandbox, sandboxed, whyNot := serverSandbox(backend, c.Bool("single-tenant"))
 	if sandbox != nil {
 		if err := process.Reachable(root, root); err != nil {
 			return usageErr("--root: %v", err)
@@ -153,7 +153,7 @@ func serverAction(c *cli.Context) error {
 		Supervisor: &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
 	defer srv.Close()
 	if err := srv.CheckTenancy(c.Context); errors.Is(err, server.ErrUnsandboxed) {
-		return usageErr("%v (%v)", err, sandboxed)
+		return usageErr("%v (here %v)", err, whyNot)
 	} else if err != nil {
 		return err
 	}
@@ -205,19 +205,19 @@ func serverAction(c *cli.Context) error {
 	return nil
 }
 
-// serverSandbox is the sandbox range of a server's local runs (nil: none), and a phrase that says
-// where its trainers run, or why not sandboxed.
-func serverSandbox(backend string, singleTenant bool) (*process.SandboxRange, string) {
+// serverSandbox is the sandbox range of a server's local runs (nil: none), a phrase that says
+// where its trainers run, and why they cannot be sandboxed, if they cannot.
+func serverSandbox(backend string, singleTenant bool) (*process.SandboxRange, string, error) {
 	switch err := process.CanSandbox(); {
 	case backend != driver.Local:
-		return nil, "run on the " + backend + " backend's nodes"
+		return nil, "run on the " + backend + " backend's nodes", nil
 	case singleTenant:
-		return nil, "run as this server's own user (--single-tenant)"
+		return nil, "run as this server's own user (--single-tenant)", nil
 	case err != nil:
-		return nil, err.Error()
+		return nil, fmt.Sprintf("run as this server's own user (%v)", err), err
 	default:
 		rg := process.DefaultSandboxRange
-		return &rg, fmt.Sprintf("run sandboxed, a uid per run from %d", rg.First)
+		return &rg, fmt.Sprintf("run sandboxed, a uid per run from %d", rg.First), nil
 	}
 }
 

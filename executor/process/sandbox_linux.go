@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	goruntime "runtime"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,46 +42,33 @@ func CanSandbox() error {
 }
 
 // EndAll kills every process that runs as the sandbox's uid, until none is left alive (2 s at
-// most). It is kill(-1, SIGKILL) sent as that uid: from a thread of its own that takes the uid
-// (setresuid on that thread alone, which is then never used again: the Go runtime ends a
-// thread whose goroutine exits locked to it), so that it reaches exactly that uid's processes,
-// whatever session, group or environment they have.
+// most): kill(-1, SIGKILL) sent by a shell started as that uid, which reaches exactly that uid's
+// processes (and not itself), whatever session, group or environment they have. A child does
+// it, not a thread of this process that takes the uid: the process's identity as others see it
+// is its main thread's, which a thread's change could become.
 func (s Sandbox) EndAll() error {
-	if s.UID <= 0 {
-		return fmt.Errorf("end a sandbox: uid %d is not a sandbox's", s.UID)
+	if s.UID <= 0 || s.GID <= 0 {
+		return fmt.Errorf("end a sandbox: uid %d, gid %d are not a sandbox's", s.UID, s.GID)
 	}
-	done := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread() // never unlocked: this thread dies with the goroutine
-		// Raw syscalls: the libc-style wrappers would change every thread of the process.
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESGID, uintptr(s.GID), uintptr(s.GID), uintptr(s.GID)); e != 0 {
-			done <- fmt.Errorf("end sandbox uid %d: setresgid: %w", s.UID, e)
-			return
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		live, err := liveUIDs()
+		if err != nil {
+			return fmt.Errorf("end sandbox uid %d: %w", s.UID, err)
 		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SETRESUID, uintptr(s.UID), uintptr(s.UID), uintptr(s.UID)); e != 0 {
-			done <- fmt.Errorf("end sandbox uid %d: setresuid: %w", s.UID, e)
-			return
+		if !live[s.UID] {
+			return nil // what is left are zombies, their parents' to reap
 		}
-		for deadline := time.Now().Add(2 * time.Second); ; {
-			// kill(-1) reaches every process this uid may signal but the caller: none is forked
-			// while the kernel walks them, so one pass ends all that live at the time.
-			if _, _, e := syscall.RawSyscall(syscall.SYS_KILL, ^uintptr(0), uintptr(syscall.SIGKILL), 0); e == syscall.ESRCH {
-				done <- nil
-				return
-			}
-			live, err := liveUIDs()
-			if err == nil && !live[s.UID] {
-				done <- nil // what is left are zombies, their parents' to reap
-				return
-			}
-			if time.Now().After(deadline) {
-				done <- fmt.Errorf("end sandbox uid %d: processes still alive after 2 s", s.UID)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("end sandbox uid %d: processes still alive after 2 s", s.UID)
 		}
-	}()
-	return <-done
+		// One pass ends all that live when it runs: the kernel forks none while it walks them.
+		cmd := exec.Command("/bin/sh", "-c", "kill -KILL -1")
+		cmd.Env, cmd.Dir = []string{}, "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(s.UID), Gid: uint32(s.GID), Groups: []uint32{}}}
+		if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+			return fmt.Errorf("end sandbox uid %d: %w", s.UID, err) // it did not start
+		}
+	}
 }
 
 // liveUIDs are the uids of the live processes of the host (zombies aside).
