@@ -77,13 +77,21 @@ func (s *Server) sandboxFor(ctx context.Context, id, dir string) (*process.Sandb
 
 // endSandbox kills every process of the sandbox of the run in dir, if it has one: before its
 // driver starts (what an earlier driver's trainers left) and after it exits, whatever the reason
-// (the run ended, was cancelled, failed, or its driver died).
-func (s *Supervisor) endSandbox(dir string) {
+// (the run ended, was cancelled, failed, or its driver died). Before a start (starting) it also
+// opens the folders down to dir for the sandbox to pass through: a run copied from the mirror
+// was made on another server.
+func (s *Supervisor) endSandbox(dir string, starting bool) {
 	st, err := rundir.Open(dir)
 	if err != nil || st.Run.Sandbox == nil {
 		return
 	}
 	if err := st.Run.Sandbox.EndAll(); err != nil {
 		fmt.Fprintf(s.logOr(), "server: %s: %v\n", filepath.Base(dir), err)
+	}
+	if starting {
+		root := filepath.Dir(filepath.Dir(filepath.Dir(dir))) // ROOT/teams/TEAM/RUN: runDir's layout
+		if err := process.Reachable(root, dir); err != nil {
+			fmt.Fprintf(s.logOr(), "server: %s: sandbox: %v\n", filepath.Base(dir), err)
+		}
 	}
 }
