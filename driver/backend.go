@@ -201,7 +201,7 @@ func localRuntime(ctx context.Context, t target) (*process.Runtime, error) {
 	}
 	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), Self: t.self,
 		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log,
-		Sandbox: t.sandbox}, nil
+		Sandbox: t.sandbox, Cgroup: "rubberband-" + t.runID}, nil
 }
 
 // openLocal rents virtual nodes of this machine (with the spec's latencies, spot interruptions

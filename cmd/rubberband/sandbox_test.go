@@ -285,3 +285,46 @@ func waitLine(t testing.TB, r interface{ Read([]byte) (int, error) }, text strin
 	t.Fatalf("never said %q:\n%s", text, all.String())
 	return ""
 }
+
+// `rubberband run` (no server, unsandboxed): every trainer is in a cgroup of the run's own
+// where cgroup v2 is writable, and the run's end kills it whole, the descendant that called
+// setsid and cleared its environment included.
+func TestRunEndsTrainersDescendants(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a cgroup of the run's own needs a writable cgroup v2 (root here)")
+	}
+	t.Parallel()
+	work := t.TempDir()
+	synthetic, err := os.ReadFile("testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, mark := filepath.Join(work, "hostile.sh"), strconv.Itoa(800000+rand.IntN(99999))
+	small := strings.NewReplacer("trials: 16", "trials: 2", "samples: 200", "samples: 20").Replace(string(synthetic))
+	spec := regexp.MustCompile(`(?m)^trainer: .*$`).ReplaceAllString(small,
+		fmt.Sprintf("trainer: {command: [sh, %s], env: {STRAY_MARK: %q}}", script, mark))
+	specPath := filepath.Join(work, "hostile.yaml")
+	for path, body := range map[string]string{script: hostileTrainer, specPath: spec} {
+		if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := filepath.Join(work, "state")
+	if _, errOut, code := rb(t, "run", specPath, "--state", state, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	logs, _ := filepath.Glob(filepath.Join(state, "logs", "*.log"))
+	var all strings.Builder
+	for _, l := range logs {
+		all.Write(readFileBytes(l))
+	}
+	if !strings.Contains(all.String(), "hostile: stray ") {
+		t.Fatalf("the trainer started no stray:\n%s", all.String())
+	}
+	if strays := processesWithArgs("sleep", mark); len(strays) > 0 {
+		for _, pid := range strays {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		t.Fatalf("%d setsid'ed descendants with an empty environment outlived the run (PIDs %v)", len(strays), strays)
+	}
+}

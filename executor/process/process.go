@@ -40,6 +40,10 @@ type Runtime struct {
 	// Sandbox, when set, is the identity the workers run as (a server's run on a shared host):
 	// see Sandbox. Close ends every process of it.
 	Sandbox *Sandbox
+	// Cgroup, when set, names a cgroup v2 of the workers' own under the driver's (the run's ID,
+	// so that a resumed driver finds a dead one's): where cgroup v2 is writable, every worker
+	// starts in it and Reap and Close kill it whole; elsewhere the runtime goes without.
+	Cgroup string
 	// Grace is how long a stopped worker has before SIGKILL (default trial.GracePeriod).
 	Grace time.Duration
 	// Log receives what the runtime notices (corrupt checkpoints skipped, malformed reports).
@@ -53,6 +57,8 @@ type Runtime struct {
 
 	pool    pool
 	workers workers
+	cgOnce  sync.Once
+	cg      *runCgroup // nil where there is none
 
 	liveMu sync.Mutex
 	live   map[*handle][]string // running gangs, with their workers' nodes

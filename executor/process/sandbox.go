@@ -73,7 +73,26 @@ func (r *Runtime) sysProcAttr() *syscall.SysProcAttr {
 	if s := r.Sandbox; s != nil {
 		a.Credential = &syscall.Credential{Uid: uint32(s.UID), Gid: uint32(s.GID), Groups: []uint32{}}
 	}
+	if cg := r.cgroup(); cg != nil {
+		a.UseCgroupFD, a.CgroupFD = true, cg.fd
+	}
 	return a
+}
+
+// cgroup is the workers' cgroup (Cgroup), opened on first use; nil where there is none.
+func (r *Runtime) cgroup() *runCgroup {
+	r.cgOnce.Do(func() {
+		if r.Cgroup == "" {
+			return
+		}
+		cg, err := openCgroup(r.Cgroup)
+		if err != nil {
+			r.logf("the run's trainers are in no cgroup of their own (%v): what they leave is found by process group and token", err)
+			return
+		}
+		r.cg = cg
+	})
+	return r.cg
 }
 
 // prepareSandbox gives a trial's checkpoint directory (dir) and the sandbox's home to the
