@@ -113,18 +113,28 @@ func (r *Runtime) prepareSandbox(dir string) error {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
-		// Lchown: a link the trainer left is given away itself, never what it points at.
-		err := filepath.WalkDir(d, func(p string, _ fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			return os.Lchown(p, s.UID, s.GID)
-		})
-		if err != nil {
+		if err := chownTree(d, s.UID, s.GID); err != nil {
 			return fmt.Errorf("sandbox: give %s to uid %d: %w", d, s.UID, err)
 		}
 	}
 	return nil
+}
+
+// chownTree gives dir and all it holds to uid and gid, through an os.Root of dir: what a
+// trainer left there (or swaps in meanwhile, a link for a folder) never takes the change
+// outside dir, and a link is given away itself, never what it points at.
+func chownTree(dir string, uid, gid int) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return root.Lchown(p, uid, gid)
+	})
 }
 
 // Reachable makes every folder from root down to dir traversable by other users but not

@@ -131,3 +131,32 @@ func lastValue(environ []string, key string) string {
 	}
 	return v
 }
+
+// A checkpoint directory given to the sandbox: everything in it, links as themselves, and
+// nothing a link points at outside it.
+func TestChownTreeStaysInside(t *testing.T) {
+	needRoot(t)
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "sub", "model.pt"), []byte("w"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "link"))
+	os.Symlink(filepath.Dir(outside), filepath.Join(dir, "dirlink"))
+	if err := chownTree(dir, testSandbox.UID, testSandbox.GID); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "sub"), filepath.Join(dir, "sub", "model.pt"), filepath.Join(dir, "link")} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil || int(st.Uid) != testSandbox.UID {
+			t.Errorf("%s: owner %d (%v), want %d", p, st.Uid, err, testSandbox.UID)
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(outside, &st); err != nil || st.Uid != 0 {
+		t.Errorf("the file a link points at changed owner: %d (%v)", st.Uid, err)
+	}
+}
