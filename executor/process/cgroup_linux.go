@@ -28,15 +28,10 @@ type runCgroup struct {
 // that a process can be started in it. It fails where cgroup v2 is not mounted, not writable
 // (an unprivileged user without delegation), or the kernel cannot start a process in a cgroup.
 func openCgroup(name string) (*runCgroup, error) {
-	mount, err := cgroup2Mount()
+	dir, err := cgroupDir(name)
 	if err != nil {
 		return nil, err
 	}
-	own, err := ownCgroup()
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(mount, own, name)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
@@ -55,34 +50,64 @@ func openCgroup(name string) (*runCgroup, error) {
 	return c, nil
 }
 
-// killAll kills every process in the cgroup and waits until it is empty (2 s at most).
-func (c *runCgroup) killAll() error {
-	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0); err != nil {
-		return fmt.Errorf("cgroup: kill %s: %w", c.dir, err)
+// cgroupDir is where the cgroup v2 name is, under this process's own cgroup.
+func cgroupDir(name string) (string, error) {
+	mount, err := cgroup2Mount()
+	if err != nil {
+		return "", err
+	}
+	own, err := ownCgroup()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(mount, own, name), nil
+}
+
+// remove kills every process in the cgroup, waits until it is empty, and removes it. A cgroup
+// once killed is never used again: on some kernels (6.18 here) a process later started into it
+// with CLONE_INTO_CGROUP is killed at once.
+func (c *runCgroup) remove() error {
+	err := removeCgroupDir(c.dir)
+	unix.Close(c.fd)
+	return err
+}
+
+// removeCgroup removes the cgroup name, as remove does, if there is one: what a dead driver of
+// the run left.
+func removeCgroup(name string) error {
+	dir, err := cgroupDir(name)
+	if err != nil {
+		return nil // no cgroup v2 here: there is nothing to remove
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return removeCgroupDir(dir)
+}
+
+// removeCgroupDir kills every process in the cgroup at dir (cgroup.kill), waits until it is
+// empty (2 s at most) and removes it.
+func removeCgroupDir(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return fmt.Errorf("cgroup: kill %s: %w", dir, err)
 	}
 	for deadline := time.Now().Add(2 * time.Second); ; {
-		b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
 		if err != nil {
 			return fmt.Errorf("cgroup: %w", err)
 		}
 		if strings.Contains(string(b), "populated 0") {
-			return nil
+			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cgroup: %s still holds processes 2 s after it was killed", c.dir)
+			return fmt.Errorf("cgroup: %s still holds processes 2 s after it was killed", dir)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// remove kills what is left in the cgroup and removes it.
-func (c *runCgroup) remove() error {
-	err := c.killAll()
-	unix.Close(c.fd)
-	if rmErr := os.Remove(c.dir); rmErr != nil && err == nil {
-		err = fmt.Errorf("cgroup: %w", rmErr)
+	if err := os.Remove(dir); err != nil {
+		return fmt.Errorf("cgroup: %w", err)
 	}
-	return err
+	return nil
 }
 
 // cgroup2Mount is where the cgroup v2 hierarchy is mounted (/sys/fs/cgroup, or

@@ -57,8 +57,9 @@ type Runtime struct {
 
 	pool    pool
 	workers workers
-	cgOnce  sync.Once
-	cg      *runCgroup // nil where there is none
+	cgMu    sync.Mutex
+	cg      *runCgroup // nil where there is none (or not yet)
+	cgTried bool       // cg was opened, or could not be
 
 	liveMu sync.Mutex
 	live   map[*handle][]string // running gangs, with their workers' nodes

@@ -292,10 +292,8 @@ func (r *Runtime) Close() error {
 		<-p.gone
 	}
 	r.endLeftovers()
-	if cg := r.cgroup(); cg != nil { // the run's end: its cgroup goes, whatever is in it
-		if err := cg.remove(); err != nil {
-			r.logf("%v", err)
-		}
+	if err := r.endCgroup(); err != nil { // the run's end: its cgroup goes, whatever is in it
+		r.logf("%v", err)
 	}
 	if r.Sandbox != nil { // the run is over: nothing of its uid may outlive it
 		if err := r.Sandbox.EndAll(); err != nil {

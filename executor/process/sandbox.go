@@ -81,18 +81,35 @@ func (r *Runtime) sysProcAttr() *syscall.SysProcAttr {
 
 // cgroup is the workers' cgroup (Cgroup), opened on first use; nil where there is none.
 func (r *Runtime) cgroup() *runCgroup {
-	r.cgOnce.Do(func() {
-		if r.Cgroup == "" {
-			return
-		}
-		cg, err := openCgroup(r.Cgroup)
-		if err != nil {
-			r.logf("the run's trainers are in no cgroup of their own (%v): what they leave is found by process group and token", err)
-			return
-		}
-		r.cg = cg
-	})
-	return r.cg
+	r.cgMu.Lock()
+	defer r.cgMu.Unlock()
+	if r.cgTried || r.Cgroup == "" {
+		return r.cg
+	}
+	r.cgTried = true
+	cg, err := openCgroup(r.Cgroup)
+	if err != nil {
+		r.logf("the run's trainers are in no cgroup of their own (%v): what they leave is found by process group and token", err)
+		return nil
+	}
+	r.cg = cg
+	return cg
+}
+
+// endCgroup kills and removes the workers' cgroup: the one this runtime opened, or else one of
+// the same name a dead driver of the run left. The next launch makes a fresh one.
+func (r *Runtime) endCgroup() error {
+	r.cgMu.Lock()
+	defer r.cgMu.Unlock()
+	if r.Cgroup == "" {
+		return nil
+	}
+	cg := r.cg
+	r.cg, r.cgTried = nil, false
+	if cg != nil {
+		return cg.remove()
+	}
+	return removeCgroup(r.Cgroup)
 }
 
 // prepareSandbox gives a trial's checkpoint directory (dir) and the sandbox's home to the
