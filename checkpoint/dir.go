@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 )
 
 // Keep is how many checkpoint versions a trial keeps: the newest, and the one before in case the
@@ -157,33 +158,40 @@ func untar(rc io.Reader, dir string) error {
 
 func writeTar(w io.Writer, dir string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	// Everything is read through an os.Root of dir: the directory may belong to a sandboxed
+	// trainer still running, and a link it swaps in, a file's or a folder's, never takes the
+	// reading (the driver's, maybe root's) outside dir.
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return tw.Close() // no checkpoint written yet: an empty version
+	}
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == dir {
-				return nil // no checkpoint written yet: an empty version
-			}
 			return err
 		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, Size: info.Size(), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		f, err := os.Open(p)
+		f, err := root.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		_, err = io.Copy(tw, f)
+		info, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil // replaced by something else since it was listed
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: p, Mode: 0o644, Size: info.Size(), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		_, err = io.Copy(tw, io.LimitReader(f, info.Size()))
 		return err
 	})
 	if err != nil {

@@ -71,6 +71,10 @@ type target struct {
 	// layout is where the run keeps its checkpoint keys (its run.json's); a profile's scratch
 	// store, its own already, keeps them at its root.
 	layout string
+	// served and sandbox are the run's (rundir.RunFile): a server's run gets none of the
+	// driver's credentials; the local backend runs its trainers as sandbox, when set.
+	served  bool
+	sandbox *process.Sandbox
 }
 
 // checkpoints is the run's checkpoint store: the spec's (the run's folder when it names none),
@@ -134,7 +138,7 @@ func Check(backend string, exp *spec.Experiment) error {
 // starts beating into the checkpoint store, until Close.
 func Open(ctx context.Context, st *rundir.State, log io.Writer) (*Backend, error) {
 	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log,
-		layout: st.Run.CheckpointLayout})
+		layout: st.Run.CheckpointLayout, served: st.Run.Served, sandbox: st.Run.Sandbox})
 }
 
 // OpenProfiling builds backend's runtime, and its provider but on local, for a profile of exp's
@@ -210,7 +214,8 @@ func localRuntime(ctx context.Context, t target) (*process.Runtime, error) {
 		return nil, err
 	}
 	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), Self: t.self,
-		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log}, nil
+		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log,
+		Sandbox: t.sandbox, Cgroup: "rubberband-" + t.runID}, nil
 }
 
 // openLocal rents virtual nodes of this machine (with the spec's latencies, spot interruptions

@@ -225,6 +225,7 @@ func TestEC2Credentials(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 	for _, c := range []struct {
 		profile, image string
+		served         bool
 		secrets        []string
 		warning        string
 	}{
@@ -233,11 +234,27 @@ func TestEC2Credentials(t *testing.T) {
 		{secrets: nil, warning: "instance_profile is not set: instances read checkpoints with credentials their AMI must hold; "},
 		{image: "registry/trainer:1", secrets: []string{"AWS_ACCESS_KEY_ID=AKIDDRIVER", "AWS_SECRET_ACCESS_KEY=driver-secret", "AWS_REGION=us-east-1"},
 			warning: "containers with this driver's own AWS keys"},
+		// A server's run: the driver's keys are the server's, and no team's container gets them.
+		{image: "registry/trainer:1", served: true, secrets: nil, warning: "containers get no credentials"},
 	} {
 		exp := &spec.Experiment{Trainer: spec.Trainer{Image: c.image}, Cluster: spec.Cluster{EC2: &spec.EC2{InstanceProfile: c.profile}}}
-		secrets, warning := ec2Credentials(exp)
+		secrets, warning := ec2Credentials(exp, c.served)
 		if !reflect.DeepEqual(secrets, c.secrets) || (c.warning == "") != (warning == "") || !strings.Contains(warning, c.warning) {
 			t.Errorf("profile %q, image %q: secrets %q, warning %q; want %q and %q", c.profile, c.image, secrets, warning, c.secrets, c.warning)
 		}
+	}
+}
+
+// A server's run (served) on Nomad with trainer.image: the driver's environment is the
+// server's, and its AWS keys never become any team container's Nomad Variables.
+func TestStoreSecretsNeverTheServers(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDSERVER")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "sentinel")
+	exp := &spec.Experiment{Trainer: spec.Trainer{Image: "registry/trainer:1"}}
+	if got := storeSecrets(exp, true); got != nil {
+		t.Fatalf("a server's run hands its containers %q", got)
+	}
+	if got := storeSecrets(exp, false); len(got) != 2 {
+		t.Fatalf("`rubberband run` with an image: secrets %q, want the user's two keys", got)
 	}
 }

@@ -156,7 +156,7 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 	if err != nil {
 		return fail(err)
 	}
-	secrets, warning := ec2Credentials(exp)
+	secrets, warning := ec2Credentials(exp, t.served)
 	if warning != "" {
 		fmt.Fprintln(t.log, warning)
 	}
@@ -184,16 +184,20 @@ func deleteGroup(p *ec2.Provider, group string, log io.Writer) {
 // runtime's Secrets), and the warning the run starts with. With an instance profile, nothing:
 // instances and their containers use its role. Without one, a trainer image's containers get
 // the driver's own keys (they inherit nothing from their instance), and the warning says what
-// that costs.
-func ec2Credentials(exp *spec.Experiment) (secrets []string, warning string) {
+// that costs; unless a server submitted the run (served): the keys are the server's, and its
+// containers get none.
+func ec2Credentials(exp *spec.Experiment, served bool) (secrets []string, warning string) {
 	if exp.Cluster.EC2.InstanceProfile != "" {
 		return nil, ""
 	}
 	warning = "rubberband: warning: cluster.ec2.instance_profile is not set: instances read checkpoints with credentials their AMI must hold"
-	if exp.Trainer.Image != "" {
+	switch {
+	case exp.Trainer.Image != "" && served:
+		warning += ", and the trainer's containers get no credentials (the server's are never handed to a team's containers)"
+	case exp.Trainer.Image != "":
 		warning += ", and the trainer's containers with this driver's own AWS keys, handed to them as Nomad Variables"
 	}
-	return storeSecrets(exp), warning + "; with an instance profile, instances and containers use its role and the driver's keys never leave this machine (docs/ec2.md)"
+	return storeSecrets(exp, served), warning + "; with an instance profile, instances and containers use its role and the driver's keys never leave this machine (docs/ec2.md)"
 }
 
 // ec2Kinds are the instance types an ec2 run rents: the cluster's own (the default type), and

@@ -75,7 +75,7 @@ func openNomad(ctx context.Context, t target) (*Backend, error) {
 	}
 	// A team's clients carry no rb_node meta: they are pinned by their node ID.
 	rt.PinNodeID = t.exp.Cluster.Nomad != nil
-	rt.Secrets = storeSecrets(t.exp)
+	rt.Secrets = storeSecrets(t.exp, t.served)
 	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop}}, nil
 }
 

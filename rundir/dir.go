@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -76,6 +77,12 @@ type RunFile struct {
 	Seed       int64   `json:"seed"`
 	// NoReplan keeps the plan the run began with (run --no-replan).
 	NoReplan bool `json:"no_replan,omitempty"`
+	// Served says a multi-team server submitted the run: its driver's environment is the
+	// server's, whose credentials no trainer or container is ever given.
+	Served bool `json:"served,omitempty"`
+	// Sandbox, set by a server on the local backend, is the identity the run's trainers run as
+	// (process.Sandbox): every driver of the run, its resumes included, uses it.
+	Sandbox *process.Sandbox `json:"sandbox,omitempty"`
 	// Files maps each file the spec refers to, by the name it uses, to its copy's name under
 	// spec-files/.
 	Files map[string]string `json:"files,omitempty"`

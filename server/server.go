@@ -18,6 +18,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -57,6 +58,13 @@ type Config struct {
 	// Hosts are the host names the server answers its dashboard and cookie-authenticated
 	// writes on besides loopback names (HostsOf: the public URL's and any others, lower case).
 	Hosts []string
+	// Sandbox, on the local backend, is the uids the runs' trainers run as, one per run
+	// (process.Sandbox); nil runs them as the server's own user, which only SingleTenant allows
+	// once the server has more than one team (CheckTenancy).
+	Sandbox *process.SandboxRange
+	// SingleTenant says every team trusts every other and the server: the local backend may run
+	// trainers unsandboxed (server --single-tenant).
+	SingleTenant bool
 }
 
 // leaseName is the lease every server of one database competes for: its holder drives every run.
@@ -81,6 +89,10 @@ type Server struct {
 	elsewhere map[string]bool
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
+
+	sandboxMu sync.Mutex
+	// sandboxes are the sandbox uids this server gave runs not yet found in the store, by run.
+	sandboxes map[int]string
 }
 
 // driving is one run this server drives.

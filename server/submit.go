@@ -126,12 +126,20 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err := Admit(store.Ledger{Team: team, Spent: spent, Active: active}, u.Name, d, s.cfg.QueueLimits); err != nil {
 		return store.Run{}, rep, err
 	}
+	if err := s.CheckTenancy(ctx); err != nil {
+		return store.Run{}, nil, err
+	}
 	id := s.newRunID()
 	dir := s.runDir(team.Name, id)
 	if err := rundir.Mkdir(dir); err != nil {
 		return store.Run{}, nil, err
 	}
-	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Samples: exp.Planner.Samples, Seed: exp.Seed}
+	sandbox, err := s.sandboxFor(ctx, id, dir)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Samples: exp.Planner.Samples, Seed: exp.Seed,
+		Served: true, Sandbox: sandbox}
 	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
 		return store.Run{}, nil, err
 	}

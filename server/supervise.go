@@ -93,6 +93,8 @@ func (s *Supervisor) Drive(ctx context.Context, dir, key string) (Ending, error)
 func (s *Supervisor) runOnce(ctx context.Context, dir, key string) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	s.endSandbox(dir, true)
+	defer s.endSandbox(dir, false)
 	cmd := exec.Command(s.Binary, "resume", dir)
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)

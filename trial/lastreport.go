@@ -26,8 +26,22 @@ func SaveLastReport(dir string, r Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save last report: %w", err)
 	}
-	tmp := filepath.Join(dir, LastReportFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	// A fresh temporary file, never one already there: the directory may be a sandboxed
+	// trainer's, and a link it left at a fixed name would take the write elsewhere.
+	f, err := os.CreateTemp(dir, LastReportFile+".tmp*")
+	if err != nil {
+		return fmt.Errorf("save last report: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("save last report: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, LastReportFile)); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
@@ -43,6 +44,7 @@ func serverCommand() *cli.Command {
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			&cli.IntFlag{Name: "max-queued-per-team", Value: server.DefaultMaxQueuedPerTeam, Usage: "runs a team may have queued at once, unless its own max_queued_runs says otherwise (0: no bound)"},
 			&cli.IntFlag{Name: "max-queued-per-user", Value: server.DefaultMaxQueuedPerUser, Usage: "runs a user may have queued at once (0: no bound)"},
+			&cli.BoolFlag{Name: "single-tenant", Usage: "every team trusts every other and this server: on the local backend, run trainers as this server's own user, unsandboxed (docs/server.md, Where trainers run)"},
 			&cli.StringFlag{Name: "mirror", Usage: "copy the runs' folders where every server reaches them, so that runs move with the server: db (its database) or dir:PATH (a shared disk); --root is then this machine's copy"},
 		}, httpFlags()...),
 		Action: serverAction,
@@ -205,12 +207,23 @@ func serverAction(c *cli.Context) error {
 		return usageErr("--mirror: a virtual run is not mirrored; use local, nomad or ec2")
 	}
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
+	sandbox, sandboxed, whyNot := serverSandbox(backend, c.Bool("single-tenant"))
+	if sandbox != nil {
+		if err := process.Reachable(root, root); err != nil {
+			return usageErr("--root: %v", err)
+		}
+	}
 	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
-		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter,
+		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter, Sandbox: sandbox, SingleTenant: c.Bool("single-tenant"),
 		MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"), Hosts: hosts,
 		QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")},
 		Supervisor:  &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
 	defer srv.Close()
+	if err := srv.CheckTenancy(c.Context); errors.Is(err, server.ErrUnsandboxed) {
+		return usageErr("%v (here %v)", err, whyNot)
+	} else if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
 		return usageErr("listen on %s: %v", c.String("addr"), err)
@@ -235,6 +248,9 @@ func serverAction(c *cli.Context) error {
 	if mirrored != nil {
 		copies = ", mirrored to " + c.String("mirror")
 	}
+	if backend == driver.Local {
+		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", sandboxed)
+	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())
 	ran := make(chan error, 1)
 	go func() { ran <- srv.Run(ctx) }()
@@ -255,6 +271,22 @@ func serverAction(c *cli.Context) error {
 	defer cancel()
 	hs.Shutdown(sctx)
 	return nil
+}
+
+// serverSandbox is the sandbox range of a server's local runs (nil: none), a phrase that says
+// where its trainers run, and why they cannot be sandboxed, if they cannot.
+func serverSandbox(backend string, singleTenant bool) (*process.SandboxRange, string, error) {
+	switch err := process.CanSandbox(); {
+	case backend != driver.Local:
+		return nil, "run on the " + backend + " backend's nodes", nil
+	case singleTenant:
+		return nil, "run as this server's own user (--single-tenant)", nil
+	case err != nil:
+		return nil, fmt.Sprintf("run as this server's own user (%v)", err), err
+	default:
+		rg := process.DefaultSandboxRange
+		return &rg, fmt.Sprintf("run sandboxed, a uid per run from %d", rg.First), nil
+	}
 }
 
 // onStore runs fn on the command's database with its one NAME argument; what the user must

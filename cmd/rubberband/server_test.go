@@ -60,10 +60,24 @@ func startServer(t testing.TB, args ...string) *serverProc {
 // startServerWith is startServer with the CLI at bin (the plain build, for benchmarks).
 func startServerWith(t testing.TB, bin string, args ...string) *serverProc {
 	t.Helper()
+	return startServerEnv(t, bin, nil, args...)
+}
+
+// startServerEnv is startServerWith with env added to the server's environment. A --root among
+// args is opened to other users' traversal from the test's temporary folder down, as a
+// sandboxing server (root) needs (openAbove).
+func startServerEnv(t testing.TB, bin string, env []string, args ...string) *serverProc {
+	t.Helper()
+	for i, a := range args {
+		if a == "--root" && i+1 < len(args) {
+			openAbove(t, args[i+1])
+		}
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", servers.FreePort(t))
 	p := &serverProc{base: "http://" + addr, log: &syncio.Buffer{}}
 	p.cmd = exec.Command(bin, append([]string{"server", "--addr", addr, "--lease", "2s", "--time-scale", "0.02"}, args...)...)
 	p.cmd.Dir = "../.."
+	p.cmd.Env = append(os.Environ(), env...)
 	// It says where it serves once it listens: the test reads its output for that line.
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -175,8 +176,14 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 			k, v, _ := strings.Cut(kv, "=")
 			task.Env[k] = v
 		}
+		declared := make([]string, 0, len(g.Env))
 		for k, v := range g.Env {
 			task.Env[k] = v
+			declared = append(declared, k)
+		}
+		if len(declared) > 0 { // the wrapper passes these on to the trainer, and no other
+			sort.Strings(declared)
+			task.Env[trial.TrainerEnvVar] = strings.Join(declared, ",")
 		}
 		// SIGTERM, as the trainer contract says (raw_exec's default is SIGINT); the wrapper passes
 		// it on and kills the trainer itself after the grace period, so that it can still save.

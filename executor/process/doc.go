@@ -9,8 +9,10 @@
 // in /proc (Linux) as the members of its process group, the processes carrying its token
 // (TokenVar, which every descendant inherits with the environment: children that left the group
 // or started a session of their own with setsid are found so) and the descendants of either.
-// A descendant that both clears its environment and leaves the group escapes this; its inherited
-// output pipe is closed WaitDelay after the leader's exit, and the leader's exit status stands.
+// A descendant that both clears its environment and leaves the group escapes this, unless the
+// runtime has a cgroup (Runtime.Cgroup, where cgroup v2 is writable) or a Sandbox, which Close
+// ends whole; its inherited output pipe is closed WaitDelay after the leader's exit, and the
+// leader's exit status stands.
 // Idle reused workers and what any ended worker left behind are ended by Close.
 //
 // BecomeSubreaper, called once by a driver whose children are this runtime's workers, makes

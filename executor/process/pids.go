@@ -103,6 +103,9 @@ func allNumbers(fields []string) bool {
 // processes' identity is not trusted: Reap says so in the runtime's log, ends nothing for it,
 // and removes it.
 func (r *Runtime) Reap(ctx context.Context) error {
+	if err := r.endCgroup(); err != nil { // a dead driver's workers, and all they started
+		r.logf("resume: %v", err)
+	}
 	files, err := filepath.Glob(filepath.Join(r.WorkDir, "*", "pids"))
 	if err != nil {
 		return err

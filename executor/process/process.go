@@ -34,8 +34,16 @@ type Runtime struct {
 	// (rubberband-trainer): [rubberband, trainer, NAME, ...] runs as [Trainer, NAME, ...], which
 	// starts in a few milliseconds where the whole CLI takes tens.
 	Trainer string
-	// ExtraEnv is added to every worker's environment (RB_TIME_SCALE, say).
+	// ExtraEnv is added to every worker's environment (RB_TIME_SCALE, say), after the part of
+	// the driver's own that trainers inherit (trial.InheritedEnv) and before trainer.env.
 	ExtraEnv []string
+	// Sandbox, when set, is the identity the workers run as (a server's run on a shared host):
+	// see Sandbox. Close ends every process of it.
+	Sandbox *Sandbox
+	// Cgroup, when set, names a cgroup v2 of the workers' own under the driver's (the run's ID,
+	// so that a resumed driver finds a dead one's): where cgroup v2 is writable, every worker
+	// starts in it and Reap and Close kill it whole; elsewhere the runtime goes without.
+	Cgroup string
 	// Grace is how long a stopped worker has before SIGKILL (default trial.GracePeriod).
 	Grace time.Duration
 	// Log receives what the runtime notices (corrupt checkpoints skipped, malformed reports).
@@ -49,6 +57,9 @@ type Runtime struct {
 
 	pool    pool
 	workers workers
+	cgMu    sync.Mutex
+	cg      *runCgroup // nil where there is none (or not yet)
+	cgTried bool       // cg was opened, or could not be
 
 	liveMu sync.Mutex
 	live   map[*handle][]string // running gangs, with their workers' nodes
@@ -74,6 +85,9 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	dir := filepath.Join(r.WorkDir, g.Trial, "checkpoint")
 	if err := r.restore(ctx, g.Trial, dir); err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
+	if err := r.prepareSandbox(dir); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	if rep, ok, err := trial.AtTarget(dir, g.Workers[0].Env.TargetIter); err != nil {
@@ -104,7 +118,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	case argv[0] == "rubberband" && r.Self != "":
 		argv[0] = r.Self
 	}
-	base := append(os.Environ(), r.ExtraEnv...)
+	base := r.env()
 	for _, k := range sortedKeys(g.Env) {
 		base = append(base, k+"="+g.Env[k])
 	}

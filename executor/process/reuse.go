@@ -271,7 +271,8 @@ func (r *Runtime) dropIdle(p *reused) bool {
 // Close ends every idle reused worker and waits until they have exited (the grace period at
 // most, then they are killed); workers that serve a launch end with it. Then it ends whatever
 // ended workers left behind that is still there. Launches after Close start processes that are
-// not kept.
+// not kept. Then the workers' cgroup is killed and removed, and in a Sandbox every process of
+// its uid is killed.
 func (r *Runtime) Close() error {
 	r.pool.mu.Lock()
 	r.pool.closed = true
@@ -291,6 +292,15 @@ func (r *Runtime) Close() error {
 		<-p.gone
 	}
 	r.endLeftovers()
+	if err := r.endCgroup(); err != nil { // the run's end: its cgroup goes, whatever is in it
+		r.logf("%v", err)
+	}
+	if r.Sandbox != nil { // the run is over: nothing of its uid may outlive it
+		if err := r.Sandbox.EndAll(); err != nil {
+			r.logf("%v", err)
+			return err
+		}
+	}
 	return nil
 }
 

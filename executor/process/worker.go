@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -82,7 +81,7 @@ func (r *Runtime) startWorker(cmd *exec.Cmd, name string, out *io.PipeWriter, lo
 	cmd.Env = append(cmd.Env, TokenVar+"="+w.token)
 	// Pdeathsig: a worker does not outlive a driver that died (what it left behind is ended by
 	// Reap on resume or cancel, through the pids file).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = r.sysProcAttr()
 	cmd.WaitDelay = r.waitDelay()
 	if out != nil {
 		cmd.Stdout = out

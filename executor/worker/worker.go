@@ -226,7 +226,9 @@ type trainer struct {
 // start starts the trainer in dir's checkpoint and relays its reports.
 func start(o Options, dir string) (*trainer, error) {
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
-	cmd.Env = append(os.Environ(), "RB_CHECKPOINT_DIR="+dir)
+	// What the task's environment holds for the trainer, never the store's credentials the
+	// wrapper itself uses (a container's secrets) nor anything else of the node's.
+	cmd.Env = append(trial.InheritedEnv(os.Environ()), "RB_CHECKPOINT_DIR="+dir)
 	if ids := os.Getenv("NVIDIA_VISIBLE_DEVICES"); ids != "" && os.Getenv(GPUDevicesEnv) != "" {
 		// Nomad assigned this task its GPUs: the trainer uses those (the last value wins).
 		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+ids)

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server/store"
+)
+
+// ErrUnsandboxed says the server would run one team's trainers where they reach the others' runs
+// and the server's own files: the local backend, more than one team, no sandbox, and not
+// started --single-tenant.
+var ErrUnsandboxed = errors.New("trainers cannot be sandboxed")
+
+// CheckTenancy says why this server may not run its teams' trainers: on the local backend
+// without a sandbox (Config.Sandbox), more than one team must not share the server's user unless
+// the server was told they trust each other (SingleTenant). The error wraps ErrUnsandboxed. It
+// is asked at start and at every submission (a team may be added while the server runs).
+func (s *Server) CheckTenancy(ctx context.Context) error {
+	if s.cfg.Backend != driver.Local || s.cfg.Sandbox != nil || s.cfg.SingleTenant {
+		return nil
+	}
+	teams, err := s.cfg.Store.Teams(ctx)
+	if err != nil {
+		return err
+	}
+	if len(teams) > 1 {
+		return fmt.Errorf("%w: the local backend would run %d teams' trainers as this server's own user, where they read its database, its environment and each other's runs; run the server as root (each run's trainers then get a uid of their own), use a remote backend, or start it --single-tenant if every team trusts every other", ErrUnsandboxed, len(teams))
+	}
+	return nil
+}
+
+// sandboxFor gives the run about to be made in dir a sandbox of its own, when the server has
+// them: a uid no active run of the store's, nor one this server has just given, holds, and the
+// folders from the root down to dir opened for it to pass through (0711; process.Reachable).
+func (s *Server) sandboxFor(ctx context.Context, id, dir string) (*process.Sandbox, error) {
+	if s.cfg.Backend != driver.Local || s.cfg.Sandbox == nil {
+		return nil, nil
+	}
+	if err := process.Reachable(s.cfg.Root, dir); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	s.sandboxMu.Lock()
+	defer s.sandboxMu.Unlock()
+	active, err := s.cfg.Store.Runs(ctx, store.RunFilter{States: []store.RunState{store.Queued, store.Running}})
+	if err != nil {
+		return nil, err
+	}
+	taken := map[int]bool{}
+	for _, r := range active {
+		if st, err := rundir.Open(r.Dir); err == nil && st.Run.Sandbox != nil {
+			taken[st.Run.Sandbox.UID] = true
+		}
+	}
+	for uid, run := range s.sandboxes {
+		if _, err := s.cfg.Store.Run(ctx, run); err == nil {
+			delete(s.sandboxes, uid) // the store has it now: active runs say whether it is taken
+			continue
+		}
+		taken[uid] = true
+	}
+	sb, err := s.cfg.Sandbox.Allocate(taken)
+	if err != nil {
+		return nil, err
+	}
+	if s.sandboxes == nil {
+		s.sandboxes = map[int]string{}
+	}
+	s.sandboxes[sb.UID] = id
+	return &sb, nil
+}
+
+// endSandbox kills every process of the sandbox of the run in dir, if it has one: before its
+// driver starts (what an earlier driver's trainers left) and after it exits, whatever the reason
+// (the run ended, was cancelled, failed, or its driver died). Before a start (starting) it also
+// opens the folders down to dir for the sandbox to pass through: a run copied from the mirror
+// was made on another server.
+func (s *Supervisor) endSandbox(dir string, starting bool) {
+	st, err := rundir.Open(dir)
+	if err != nil || st.Run.Sandbox == nil {
+		return
+	}
+	if err := st.Run.Sandbox.EndAll(); err != nil {
+		fmt.Fprintf(s.logOr(), "server: %s: %v\n", filepath.Base(dir), err)
+	}
+	if starting {
+		root := filepath.Dir(filepath.Dir(filepath.Dir(dir))) // ROOT/teams/TEAM/RUN: runDir's layout
+		if err := process.Reachable(root, dir); err != nil {
+			fmt.Fprintf(s.logOr(), "server: %s: sandbox: %v\n", filepath.Base(dir), err)
+		}
+	}
+}
