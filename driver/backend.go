@@ -68,6 +68,7 @@ type target struct {
 	alloc     sim.Alloc
 	self      string // the rubberband binary, which workers run
 	log       io.Writer
+	logMax    int64 // the bound of each trial's log (logcap; 0: its default)
 }
 
 // defaults fills in the binary workers start (this one) and a log that discards.
@@ -123,7 +124,12 @@ func Check(backend string, exp *spec.Experiment) error {
 // log. The workers of a remote backend can outlive this driver: they watch the heartbeat Open
 // starts beating into the checkpoint store, until Close.
 func Open(ctx context.Context, st *rundir.State, log io.Writer) (*Backend, error) {
-	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log})
+	return openRun(ctx, st, log, 0)
+}
+
+// openRun is Open with each trial's log bounded at logMax bytes (logcap; 0: its default).
+func openRun(ctx context.Context, st *rundir.State, log io.Writer, logMax int64) (*Backend, error) {
+	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log, logMax: logMax})
 }
 
 // OpenProfiling builds backend's runtime, and its provider but on local, for a profile of exp's
@@ -194,7 +200,7 @@ func localRuntime(ctx context.Context, t target) (*process.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), Self: t.self,
+	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), LogMax: t.logMax, Self: t.self,
 		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 )
 
 // Journal is the append-only, fsynced record of a run. Decisions are synced before Append
@@ -37,6 +38,7 @@ type Journal struct {
 	flush   clock.Timer // the pending group commit, while dirty
 	closed  bool
 	dropped string // what opening it cut off (a torn or damaged last record)
+	path    string // the file, for the error that fails it
 }
 
 // JournalFile is what the journal needs of its file: an *os.File, or a wrapper that injects
@@ -97,7 +99,7 @@ func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
 	if o.Wrap != nil {
 		f = o.Wrap(f)
 	}
-	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good}
+	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good, path: path}
 	// Cut a torn or damaged last record off so that the next record starts on a line of its
 	// own — after keeping the whole file, and saying so: nothing is dropped unseen.
 	if s.good < s.size {
@@ -173,12 +175,12 @@ func (j *Journal) append(e Event, sync bool) error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		j.err = fmt.Errorf("journal: %w", err)
+		j.err = j.broken(err)
 		// Cut a partial record off, so that nothing damaged sits in the file (a full disk still
 		// lets a file shrink); should that fail too, it is a torn last record, dropped on open.
 		if n > 0 {
 			if terr := j.f.Truncate(j.size); terr != nil {
-				j.err = fmt.Errorf("journal: %w; cut the partial record: %w", err, terr)
+				j.err = j.broken(fmt.Errorf("%w; cut the partial record: %w", err, terr))
 			}
 		}
 		return j.err
@@ -201,11 +203,18 @@ func (j *Journal) sync() error {
 		return nil
 	}
 	if err := j.f.Sync(); err != nil {
-		j.err = fmt.Errorf("journal: %w", err)
+		j.err = j.broken(err)
 		return j.err
 	}
 	j.dirty = false
 	return nil
+}
+
+// broken is the error that fails the journal for good: an infrastructure fault (InfraError,
+// infra.JournalBroken, naming the file), so that the driver stops deciding — and says why — rather
+// than count it against a trainer.
+func (j *Journal) broken(err error) error {
+	return &InfraError{What: infra.JournalBroken, Where: j.path, Err: fmt.Errorf("journal: %w", err)}
 }
 
 // Sync makes everything written so far durable.
