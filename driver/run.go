@@ -40,6 +40,11 @@ func Lock(dir, runID string, log io.Writer) (*executor.DirLock, error) {
 	return lock, nil
 }
 
+// ExitPaused is the exit code of a driver whose run an infrastructure fault paused
+// (executor.PausedError): the CLI's, and what a server's Supervisor reads when the journal
+// could not hold the pause.
+const ExitPaused = 4
+
 // Options are how Execute runs a run.
 type Options struct {
 	Log         io.Writer // messages and progress (standard error)

@@ -23,7 +23,7 @@ const (
 	exitInfeasible = 3
 	// exitPaused is a run an infrastructure fault paused (a full disk, a store down): resume
 	// carries it on once that is mended (executor.PausedError).
-	exitPaused = 4
+	exitPaused = driver.ExitPaused
 )
 
 // exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
@@ -122,7 +122,7 @@ func exitCode(err error) int {
 
 // commands are the CLI's commands, in the order help lists them.
 func commands() []*cli.Command {
-	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), resumeCommand(),
+	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), onServer(resumeCommand(), resumeRemote),
 		onServer(listCommand(), listRemote), onServer(statusCommand(), statusRemote), onServer(bestCommand(), bestRemote), uiCommand(),
 		onServer(logsCommand(), logsRemote), onServer(cancelCommand(), cancelRemote), onServer(reportCommand(), reportRemote), profileCommand(),
 		pricesCommand(), catalogCommand(), serverCommand(), searchBenchCommand(), cleanupCommand(), iamPolicyCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}

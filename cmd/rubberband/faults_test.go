@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/server/client"
+	"github.com/rubberband-hpo/rubberband/server/store"
+)
+
+// smallDisk mounts a tmpfs of size bytes at a new directory and unmounts it when the test ends:
+// a real file system that fills up (ENOSPC), where the checkpoints of a run go.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (root needed): %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// fill writes path until the disk it is on is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for { // the last pages too
+		if _, err := f.Write(block[:512]); err != nil {
+			return
+		}
+	}
+}
+
+// waitJournal waits until the run's journal holds at least n events of kind ev (the driver
+// writes it as it goes: there is no other event to wait on from outside the process).
+func waitJournal(t *testing.T, dir, ev string, n int, cmd *exec.Cmd) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, rundir.Journal))
+		if strings.Count(string(b), `"ev":"`+ev+`"`) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the run never journaled %d %s events", n, ev)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A run whose checkpoint disk fills in mid-run pauses: no try is spent (no fail event), the
+// journal says what is full and where, its nodes are released at the pause (the bill stops
+// there), and it exits 4. Once there is room again, resume finishes it with the clean run's
+// winner. Before, every save that met ENOSPC was a failed try: three went in milliseconds, the
+// trial was given up and the winner changed.
+func TestRunPausesOnFullDisk(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	whole := filepath.Join(tmp, "whole")
+	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", whole, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("clean run: %s", errOut)
+	}
+	disk := smallDisk(t, "4m")
+	src, err := os.ReadFile("testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(tmp, "full.yaml")
+	os.WriteFile(specFile, append(src, []byte("checkpoints: {url: \"file://"+disk+"\"}\n")...), 0o644)
+
+	state := filepath.Join(tmp, "paused")
+	cmd := exec.Command(binary, "run", specFile, "--state", state, "--time-scale", "0.02")
+	cmd.Dir = "../.."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, state, executor.EvDone, 4, cmd)
+	fill(t, filepath.Join(disk, "filler"))
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Fatalf("a run whose disk filled: %v, want exit 4 (paused)\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "paused: disk full at "+disk) || !strings.Contains(stderr.String(), "resume") {
+		t.Fatalf("stderr does not say what is full, where, and how to go on:\n%s", stderr.String())
+	}
+	events := readJournal(t, state)
+	stop := events[len(events)-1]
+	if stop.Ev != executor.EvStop || stop.Cause != string(executor.StopPaused) || stop.Reason != "disk full" || !strings.HasPrefix(stop.Where, disk) {
+		t.Fatalf("the journal's last event is %+v, want a paused stop naming the disk", stop)
+	}
+	held := map[string]bool{}
+	for _, e := range events {
+		switch e.Ev {
+		case executor.EvFail:
+			t.Fatalf("a try was spent on the full disk: %+v", e)
+		case executor.EvNodeUp:
+			held[e.Node.ID] = true
+		case executor.EvNodeOff:
+			for _, id := range e.Nodes {
+				delete(held, id)
+			}
+			if e.At.After(stop.At) {
+				t.Fatalf("a node was billed past the pause: %+v", e)
+			}
+		}
+	}
+	if len(held) > 0 || len(stop.Nodes) == 0 {
+		t.Fatalf("nodes still held at the pause: %v (the pause released %v)", held, stop.Nodes)
+	}
+	if n, _ := os.ReadFile(filepath.Join(state, rundir.NodesFile)); strings.Contains(string(n), "local-") {
+		t.Fatalf("the provider still holds nodes of the paused run: %s", n)
+	}
+	if out, _, _ := rb(t, "list", "--root", tmp); !strings.Contains(out, "paused") {
+		t.Fatalf("list does not show the run paused:\n%s", out)
+	}
+
+	os.Remove(filepath.Join(disk, "filler"))
+	if out, errOut, code := rb(t, "resume", state); code != 0 {
+		t.Fatalf("resume once there is room: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, e := range readJournal(t, state) {
+		if e.Ev == executor.EvFail {
+			t.Fatalf("a try was spent: %+v", e)
+		}
+	}
+	got, want := readRunReport(t, state), readRunReport(t, whole)
+	if !got.Finished || got.Best == nil || want.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
+		t.Fatalf("resumed best %+v, clean best %+v", got.Best, want.Best)
+	}
+}
+
+// On a server (SQLite), a run whose checkpoint disk fills is paused, not failed: the server does
+// not restart its driver into the same fault, the run says what is full and where, and
+// `rubberband resume RUN` (POST /api/v1/runs/RUN/resume) queues it again once there is room; it
+// finishes with the clean run's winner. Before, such a run ended failed for good, blaming its
+// trainers.
+func TestServerPausesOnFullDisk(t *testing.T) {
+	t.Parallel()
+	winner := cleanWinner(t)
+	root := t.TempDir()
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--root", root); code != 0 {
+		t.Fatalf("teams add: %s", errOut)
+	}
+	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--root", root)
+	if code != 0 {
+		t.Fatalf("users add: %s", errOut)
+	}
+	token := strings.TrimSpace(out)
+	disk := smallDisk(t, "4m")
+	src, err := os.ReadFile("testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(t.TempDir(), "full.yaml")
+	os.WriteFile(specFile, append(src, []byte("checkpoints: {url: \"file://"+disk+"\"}\n")...), 0o644)
+	srv := startServer(t, "--root", root)
+	env := []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + token}
+	out, errOut, code = rbEnv(t, binary, env, "run", specFile, "--detach")
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	cl, _ := client.New(srv.base, token)
+	waitEvent(t, cl, id, executor.EvDone)
+	fill(t, filepath.Join(disk, "filler"))
+	run := waitRun(t, cl, id, "paused", func(r client.Run) bool { return r.State.Settled() })
+	if run.State != store.Paused || !strings.Contains(run.Message, "disk full at "+disk) {
+		t.Fatalf("the run whose disk filled: %s (%s), want paused naming the disk\n%s", run.State, run.Message, srv.log)
+	}
+	if strings.Contains(srv.log.String(), "resuming it from its journal") {
+		t.Fatalf("the server restarted the paused run's driver into the same fault:\n%s", srv.log)
+	}
+	if out, _, _ := rbEnv(t, binary, env, "list"); !strings.Contains(out, "paused") {
+		t.Fatalf("list does not show the run paused:\n%s", out)
+	}
+
+	os.Remove(filepath.Join(disk, "filler"))
+	if out, errOut, code := rbEnv(t, binary, env, "resume", id); code != 0 {
+		t.Fatalf("resume %s on the server: exit %d\n%s\n%s", id, code, out, errOut)
+	}
+	run, err = cl.Run(context.Background(), id)
+	var best struct{ Trial string }
+	if err != nil || run.State != store.Finished || cl.Get(context.Background(), id, "best", &best) != nil || best.Trial != winner {
+		t.Fatalf("the resumed run: %s (%v), best %q; the clean run's is %s", run.State, err, best.Trial, winner)
+	}
+	for _, e := range readJournal(t, filepath.Join(root, "teams", "ml", id)) {
+		if e.Ev == executor.EvFail {
+			t.Fatalf("a try was spent on the full disk: %+v", e)
+		}
+	}
+}
