@@ -218,3 +218,49 @@ func TestServerPausesOnFullDisk(t *testing.T) {
 		}
 	}
 }
+
+// A trainer that floods its output (4 MB a launch, and malformed report lines that the
+// driver log notes one by one) cannot fill the disk: each trial's log and the driver log stay
+// within --trainer-log-mb, rotated once, with a line saying so. Before, a trial's log grew as
+// fast as its trainer wrote (386 MB in 6 s).
+func TestTrainerLogIsCapped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "flood.yaml")
+	os.WriteFile(spec, []byte(`name: flood
+deadline: 1h
+objective: {metric: score}
+algorithm: {sha: {trials: 2, min_iters: 1, max_iters: 2, eta: 2}}
+search_space: {x: {type: uniform, min: 0, max: 1}}
+trainer: {command: [sh, -c, 'yes "@rb not a report" | head -c 60000; yes "$(head -c 999 /dev/zero | tr "\0" x)" | head -c 4000000; exit 1']}
+cluster: {gpus_per_node: 1, price_per_hour: 1, max_nodes: 2}
+profile: {iter_latency: {1: {mean: 1}}}
+planner: {samples: 20}
+`), 0o644)
+	state := filepath.Join(dir, "state")
+	_, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.01", "--trainer-log-mb", "1")
+	if code != 1 {
+		t.Fatalf("a run of trainers that only fail: exit %d, want 1\n%.2000s", code, errOut)
+	}
+	logs, _ := filepath.Glob(filepath.Join(state, rundir.LogsDir, "*.log"))
+	if len(logs) != 2 {
+		t.Fatalf("trial logs: %v", logs)
+	}
+	for _, p := range append(logs, filepath.Join(state, rundir.DriverLog)) {
+		for _, f := range []string{p, p + ".1"} {
+			st, err := os.Stat(f)
+			if err != nil {
+				t.Fatalf("%s: %v (the flood should have rotated it once)", f, err)
+			}
+			if st.Size() > 1<<20 {
+				t.Errorf("%s holds %d bytes, past the bound of 1 MiB", f, st.Size())
+			}
+		}
+		if b, _ := os.ReadFile(p); !strings.Contains(string(b), "this log reached its bound of 1048576 bytes") {
+			t.Errorf("%s does not say it was rotated", p)
+		}
+	}
+	if _, errOut, code := rb(t, "run", spec, "--state", filepath.Join(dir, "bad"), "--trainer-log-mb", "0"); code != 2 || !strings.Contains(errOut, "--trainer-log-mb") {
+		t.Errorf("--trainer-log-mb 0: exit %d: %s", code, errOut)
+	}
+}
