@@ -330,6 +330,9 @@ type PausedError struct {
 	Released  []string
 	Kept      bool
 	Journaled bool
+	// ReleaseErr is why the nodes could not all be released (or the release journaled): they may
+	// bill until a resumed driver releases them.
+	ReleaseErr error
 }
 
 func (e *PausedError) Error() string {
@@ -337,6 +340,8 @@ func (e *PausedError) Error() string {
 	switch {
 	case e.Kept && !e.Journaled:
 		nodes = "nothing more was done (the journal cannot hold it): its nodes are kept and bill until a resumed driver releases them"
+	case e.ReleaseErr != nil:
+		nodes = fmt.Sprintf("its nodes could not all be released (%v): they may bill until a resumed driver releases them", e.ReleaseErr)
 	case e.Kept:
 		nodes = "its nodes are kept (--keep-nodes) and bill"
 	case len(e.Released) > 0:
@@ -368,9 +373,8 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 		}
 		x.mu.Unlock()
 		if err := x.releaseAll(context.WithoutCancel(ctx), "paused: "+fault.Error()); err != nil {
-			fmt.Fprintf(x.log, "pause: %v\n", err)
+			perr.Released, perr.ReleaseErr = nil, err
 			if x.cfg.Journal.Err() != nil {
-				perr.Kept = true
 				return x.result(), perr
 			}
 		}

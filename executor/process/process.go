@@ -164,7 +164,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if err := h.writePIDs(); err != nil {
 		rank0.Close()
 		h.kill()
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, infra.Classify(err, r.WorkDir))
 	}
 	h.watch(rank0)
 	r.track(h, g)
@@ -311,6 +311,13 @@ func (h *handle) finish() error {
 	stopped, failure, last, interrupted := h.stopped, h.failure, h.last, h.interrupted
 	h.mu.Unlock()
 	if failure != nil && !stopped {
+		if full := infra.Full(h.dir); full != nil {
+			// A trainer whose disk is full fails writing its checkpoint: the disk's fault, not
+			// its own, and no try is spent on it.
+			full.Err = fmt.Errorf("%w; the trainer failed with it: %w", full.Err, failure)
+			fmt.Fprintf(h.log, "rubberband: gang failed with its disk full: %v\n", full)
+			return full
+		}
 		fmt.Fprintf(h.log, "rubberband: gang failed: %v\n", failure)
 		return failure
 	}
