@@ -141,7 +141,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 // execute runs the run in st on its backend, from its journal.
 func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*executor.Result, error) {
 	path := filepath.Join(st.Dir, rundir.Journal)
-	jo := executor.JournalOptions{Log: log}
+	jo := executor.JournalOptions{Log: log, Reserve: executor.DefaultReserve}
 	if o.Mirror != nil {
 		wrap, err := mirror.JournalWrap(ctx, o.Mirror, o.MirrorRun, rundir.Journal, path)
 		if err != nil {

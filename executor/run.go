@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
@@ -110,6 +111,8 @@ type run struct {
 	// sampler is the run's adaptive sampler, kept from draw to draw so that each trial's
 	// configuration is encoded once (made at the first draw).
 	sampler *search.TPE
+	// pausing is set once the run pauses: its records may use the room the journal kept.
+	pausing atomic.Bool
 }
 
 func (cfg *Config) defaults() {
@@ -358,12 +361,14 @@ func (e *PausedError) Unwrap() error { return e.Fault }
 // is the pause (EvStop, StopPaused: what failed and where). A journal that cannot be written
 // stops everything here.
 func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
+	x.pausing.Store(true)
 	perr := &PausedError{Fault: fault, Kept: x.cfg.KeepNodes}
 	if jerr := x.cfg.Journal.Err(); jerr != nil {
 		perr.Kept = true
 		fmt.Fprintf(x.log, "the journal cannot be written (%v): the driver stops without deciding anything more; its nodes are kept\n", jerr)
 		return x.result(), perr
 	}
+	x.cfg.Journal.FreeRoom() // the disk may be full: what follows must be written
 	if !x.cfg.KeepNodes {
 		x.mu.Lock()
 		for b := range x.st.nodes {
@@ -394,6 +399,12 @@ func (x *run) record(e Event, durable bool) error {
 	if e.At.IsZero() {
 		e.At = x.clk.Now()
 	}
+	// Once the journal's disk is full, the room it kept is the pause's: nothing else is
+	// journaled (or decided), and whoever asked stops on the fault.
+	full := x.cfg.Journal.Full()
+	if full != nil && !x.pausing.Load() {
+		return fmt.Errorf("run: %w", full)
+	}
 	x.mu.Lock()
 	err := x.cfg.Journal.Note(e)
 	if err == nil {
@@ -408,6 +419,11 @@ func (x *run) record(e Event, durable bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	if full == nil && !x.pausing.Load() {
+		if full = x.cfg.Journal.Full(); full != nil { // this record took the kept room
+			return fmt.Errorf("run: %w", full)
+		}
 	}
 	return nil
 }

@@ -32,6 +32,7 @@ const (
 	evReplaced                  // a request for replacement nodes ended (err)
 	evTimeout                   // launch n ran past its budget
 	evWork                      // the source answered acWant: jobs, the parallelism and nodes to keep now, exhausted
+	evFault                     // the loop met an infrastructure fault (err: the journal's disk is full): pause
 )
 
 // stageEvent is one event of a stage.
@@ -294,6 +295,10 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		}
 		if s.again {
 			out = append(out, s.replace())
+		}
+	case evFault:
+		if fault, ok := infra.Is(e.err); ok {
+			out = append(out, s.pause(fault)...)
 		}
 	case evWork:
 		s.asking, s.ask = false, false

@@ -264,3 +264,52 @@ planner: {samples: 20}
 		t.Errorf("--trainer-log-mb 0: exit %d: %s", code, errOut)
 	}
 }
+
+// The H7 layout: the whole state directory (journal, checkpoints, logs, the provider's state) on
+// one disk that fills in mid-run. The journal kept room for this (journal.jsonl.reserve): the
+// run pauses with its pause and the release of its nodes journaled, spends no try, and resumes
+// to the clean run's winner once there is room.
+func TestRunPausesOnFullStateDisk(t *testing.T) {
+	t.Parallel()
+	whole := filepath.Join(t.TempDir(), "whole")
+	if _, errOut, code := rb(t, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", whole, "--time-scale", "0.02"); code != 0 {
+		t.Fatalf("clean run: %s", errOut)
+	}
+	disk := smallDisk(t, "16m")
+	state := filepath.Join(disk, "state")
+	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02")
+	cmd.Dir = "../.."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, state, executor.EvDone, 4, cmd)
+	fill(t, filepath.Join(disk, "filler"))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(stderr.String(), "paused: disk full at "+disk) {
+		t.Fatalf("a run whose disk filled: %v, want exit 4 saying the disk is full\n%s", err, stderr.String())
+	}
+	events := readJournal(t, state)
+	stop := events[len(events)-1]
+	if stop.Ev != executor.EvStop || stop.Cause != string(executor.StopPaused) || len(stop.Nodes) == 0 {
+		t.Fatalf("the journal's last event is %+v, want a paused stop that released the nodes\n%s", stop, stderr.String())
+	}
+	for _, e := range events {
+		if e.Ev == executor.EvFail {
+			t.Fatalf("a try was spent on the full disk: %+v", e)
+		}
+	}
+	os.Remove(filepath.Join(disk, "filler"))
+	if out, errOut, code := rb(t, "resume", state); code != 0 {
+		t.Fatalf("resume once there is room: exit %d\n%s\n%s", code, out, errOut)
+	}
+	got, want := readRunReport(t, state), readRunReport(t, whole)
+	if got.Best == nil || want.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
+		t.Fatalf("resumed best %+v, clean best %+v", got.Best, want.Best)
+	}
+	if _, err := os.Stat(filepath.Join(state, rundir.Journal+".reserve")); err != nil {
+		t.Fatalf("the resumed journal keeps no room for the next pause: %v", err)
+	}
+}
