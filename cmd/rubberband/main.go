@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Description: "rubberband predicts what a Successive Halving or Hyperband job will cost and when it will end,\n" +
 			"and picks the cheapest elastic allocation plan that meets a deadline.\n\n" +
 			"Exit codes: 0 ok, 1 failed, 2 bad input (spec, flag, command), 3 no plan meets the deadline,\n" +
-				"4 paused by an infrastructure fault (a full disk, a checkpoint store down): resume once it is mended.",
+			"4 paused by an infrastructure fault (a full disk, a checkpoint store down): resume once it is mended.",
 		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
