@@ -192,7 +192,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				}
 			case acFail:
 				if err := x.failed(a.bracket, a.k, a); err != nil {
-					if _, ok := infra.Is(err); ok { // the gangs stop at their checkpoints first
+					if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // the gangs stop at their checkpoints first
 						next = append(next, stageEvent{kind: evFault, err: err})
 						continue
 					}
@@ -201,7 +201,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				}
 			case acDone:
 				if err := x.finish(a.bracket, a.k, a.o); err != nil {
-					if _, ok := infra.Is(err); ok { // not journaled: a resumed run re-reports it
+					if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // not journaled: a resumed run re-reports it
 						next = append(next, stageEvent{kind: evFault, err: err})
 						continue
 					}

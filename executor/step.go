@@ -323,6 +323,11 @@ func (s *stage) stopAll() []action {
 // pause stops the stage for an infrastructure fault: it ends with the first fault once its gangs
 // have ended (their own faults, as the disk fills under them too, are not tries either).
 func (s *stage) pause(fault *infra.Error) []action {
+	if fault.What == infra.JournalBroken && !s.over {
+		// Nothing is decided that the journal cannot hold: the stage ends now, its gangs left
+		// to end with the driver (a resumed one reaps them).
+		return []action{s.end(fault)}
+	}
 	if s.fault != nil || s.cancelled {
 		return nil
 	}
