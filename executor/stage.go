@@ -218,6 +218,10 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 					next = append(next, stageEvent{kind: evWork, parallel: m.parallel, keep: m.keep, exhausted: true}, stageEvent{kind: evCancel})
 					continue
 				}
+				if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // its gangs stop first
+					next = append(next, stageEvent{kind: evWork, parallel: m.parallel, keep: m.keep}, stageEvent{kind: evFault, err: err})
+					continue
+				}
 				if err != nil {
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
