@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 )
 
 // Keep is how many checkpoint versions a trial keeps: the newest, and the one before in case the
@@ -20,8 +22,14 @@ const Keep = 2
 func trialPrefix(trial string) string { return "trials/" + trial + "/" }
 
 // SaveDir stores the files of dir as the trial's newest checkpoint version and deletes all but
-// the last Keep versions.
+// the last Keep versions. A store that is full, read-only or unreachable is an *infra.Error
+// naming it: no fault of the trainer's.
 func SaveDir(ctx context.Context, s Store, trial, dir string) (Info, error) {
+	info, err := saveDir(ctx, s, trial, dir)
+	return info, infra.Classify(err, locationOf(s))
+}
+
+func saveDir(ctx context.Context, s Store, trial, dir string) (Info, error) {
 	versions, err := s.List(ctx, trialPrefix(trial))
 	if err != nil {
 		return Info{}, fmt.Errorf("save checkpoint of %s: %w", trial, err)
@@ -69,7 +77,13 @@ func RestoreDirBefore(ctx context.Context, s Store, trial, dir, key string) (r R
 }
 
 // restoreDir restores the newest intact version whose key sorts before before (any, when empty).
-func restoreDir(ctx context.Context, s Store, trial, dir, before string) (r Restored, ok bool, err error) {
+// A store that cannot be reached, or a dir whose disk is full, is an *infra.Error.
+func restoreDir(ctx context.Context, s Store, trial, dir, before string) (Restored, bool, error) {
+	r, ok, err := restoreDirOnce(ctx, s, trial, dir, before)
+	return r, ok, infra.Classify(err, locationOf(s))
+}
+
+func restoreDirOnce(ctx context.Context, s Store, trial, dir, before string) (r Restored, ok bool, err error) {
 	versions, err := s.List(ctx, trialPrefix(trial))
 	if err != nil {
 		return r, false, fmt.Errorf("restore checkpoint of %s: %w", trial, err)

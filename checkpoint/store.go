@@ -33,6 +33,20 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// Locator is implemented by stores that can say where they keep their objects (a directory, an
+// s3:// URL): what an infrastructure fault of theirs names (internal/infra).
+type Locator interface {
+	Location() string
+}
+
+// locationOf is where s keeps its objects, "" when it does not say.
+func locationOf(s Store) string {
+	if l, ok := s.(Locator); ok {
+		return l.Location()
+	}
+	return ""
+}
+
 // Info describes a stored object.
 type Info struct {
 	Key      string    `json:"key"`

@@ -75,6 +75,7 @@ type target struct {
 	// driver's credentials; the local backend runs its trainers as sandbox, when set.
 	served  bool
 	sandbox *process.Sandbox
+	logMax  int64 // the bound of each trial's log (logcap; 0: its default)
 }
 
 // checkpoints is the run's checkpoint store: the spec's (the run's folder when it names none),
@@ -137,7 +138,12 @@ func Check(backend string, exp *spec.Experiment) error {
 // log. The workers of a remote backend can outlive this driver: they watch the heartbeat Open
 // starts beating into the checkpoint store, until Close.
 func Open(ctx context.Context, st *rundir.State, log io.Writer) (*Backend, error) {
-	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log,
+	return openRun(ctx, st, log, 0)
+}
+
+// openRun is Open with each trial's log bounded at logMax bytes (logcap; 0: its default).
+func openRun(ctx context.Context, st *rundir.State, log io.Writer, logMax int64) (*Backend, error) {
+	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log, logMax: logMax,
 		layout: st.Run.CheckpointLayout, served: st.Run.Served, sandbox: st.Run.Sandbox})
 }
 
@@ -213,7 +219,7 @@ func localRuntime(ctx context.Context, t target) (*process.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), Self: t.self,
+	return &process.Runtime{Store: store, WorkDir: filepath.Join(t.dir, rundir.WorkDir), LogDir: filepath.Join(t.dir, rundir.LogsDir), LogMax: t.logMax, Self: t.self,
 		Trainer: trainerBinary(t.self), ExtraEnv: []string{"RB_TIME_SCALE=" + strconv.FormatFloat(t.timeScale, 'g', -1, 64)}, Log: t.log,
 		Sandbox: t.sandbox, Cgroup: "rubberband-" + t.runID}, nil
 }

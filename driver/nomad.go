@@ -140,7 +140,7 @@ func nomadRuntime(t target, client *nomadapi.Client, self string) (*nomad.Runtim
 		return nil, err
 	}
 	return &nomad.Runtime{Client: client, Experiment: t.exp.Name, RunID: t.runID, Self: self, StoreEnv: env,
-		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", t.timeScale)}, LogDir: filepath.Join(t.dir, rundir.LogsDir), Log: t.log}, nil
+		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", t.timeScale)}, LogDir: filepath.Join(t.dir, rundir.LogsDir), LogMax: t.logMax, Log: t.log}, nil
 }
 
 // nomadCluster is the Nomad cluster a run's gangs go to: an API client with its credentials,

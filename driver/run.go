@@ -15,6 +15,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/metrics"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
@@ -39,6 +40,11 @@ func Lock(dir, runID string, log io.Writer) (*executor.DirLock, error) {
 	return lock, nil
 }
 
+// ExitPaused is the exit code of a driver whose run an infrastructure fault paused
+// (executor.PausedError): the CLI's, and what a server's Supervisor reads when the journal
+// could not hold the pause.
+const ExitPaused = 4
+
 // Options are how Execute runs a run.
 type Options struct {
 	Log         io.Writer // messages and progress (standard error)
@@ -53,6 +59,9 @@ type Options struct {
 	// returns (a server's runs that may move: rundir/mirror); MirrorRun is the run's key there.
 	Mirror    mirror.Store
 	MirrorRun string
+	// LogMax bounds each trial's log and the driver log, in bytes (logcap: one rotation, with a
+	// line saying so); 0 is logcap.DefaultMax.
+	LogMax int64
 }
 
 // Execute runs, or resumes, the run in dir until it finishes, ctx ends (the user interrupts),
@@ -69,8 +78,8 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 	if err := rundir.Mkdir(filepath.Join(dir, rundir.LogsDir)); err != nil { // before a runtime makes it, less private
 		return nil, nil, err
 	}
-	var file io.Writer
-	if f, err := os.OpenFile(filepath.Join(dir, rundir.DriverLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, rundir.FileMode); err == nil {
+	var file io.Writer // the driver log, bounded as a trial's is: it notes what trainers print amiss
+	if f, err := logcap.Open(filepath.Join(dir, rundir.DriverLog), o.LogMax, rundir.FileMode); err == nil {
 		defer f.Close()
 		file = f
 	}
@@ -132,7 +141,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 // execute runs the run in st on its backend, from its journal.
 func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*executor.Result, error) {
 	path := filepath.Join(st.Dir, rundir.Journal)
-	jo := executor.JournalOptions{Log: log}
+	jo := executor.JournalOptions{Log: log, Reserve: executor.DefaultReserve}
 	if o.Mirror != nil {
 		wrap, err := mirror.JournalWrap(ctx, o.Mirror, o.MirrorRun, rundir.Journal, path)
 		if err != nil {
@@ -145,7 +154,7 @@ func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Confi
 		return nil, err
 	}
 	defer journal.Close()
-	backend, err := Open(ctx, st, log)
+	backend, err := openRun(ctx, st, log, o.LogMax)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +176,10 @@ func stopped(ctx context.Context, st *rundir.State, log io.Writer, keepNodes boo
 		kept = "its nodes are kept (--keep-nodes)"
 	}
 	var overBudget *executor.BudgetError
+	var paused *executor.PausedError
 	switch {
+	case errors.As(err, &paused):
+		return fmt.Errorf("%w; `rubberband resume %s` carries on once it is mended", err, dir)
 	case errors.As(err, &overBudget):
 		return fmt.Errorf("%w (%s; `rubberband resume %s` carries on)", err, kept, dir)
 	case errors.Is(err, executor.ErrCancelled):

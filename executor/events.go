@@ -28,7 +28,7 @@ const (
 	EvSpec      = "spec"        // resume --spec changed the run's spec (Spec: its sha256)
 	EvCancel    = "cancel"      // the run was cancelled; resume refuses it without --force
 	EvFinish    = "finish"      // every bracket finished
-	EvStop      = "stop"        // the driver stopped short of the end (Error: why); resume carries on
+	EvStop      = "stop"        // the driver stopped short of the end (Error: why; Cause "paused": an infrastructure fault); resume carries on
 	EvRequest   = "request"     // a bracket asks the provider for Try nodes under Token, before it asks
 	EvAnswer    = "answer"      // the provider answered the request under Token (its nodes are journaled)
 	EvReplan    = "replan"      // bracket Bracket's plan from stage Stage on is Plan now (Reason: why; Before, After: forecasts)
@@ -89,6 +89,8 @@ type Event struct {
 	// Cause says why, as a word a program reads (Error says it for people): a node_down's
 	// NodeCause, a stop's StopCause. Journals written before it have none: the fold infers it.
 	Cause string `json:"cause,omitempty"`
+	// Where is, on a paused stop, the place that failed (a path, an s3:// URL).
+	Where string `json:"where,omitempty"`
 }
 
 // NodeCause is why a node went.
@@ -111,4 +113,8 @@ const (
 	StopFailed      StopCause = "failed"      // an error it could not carry on from (Error says which)
 	StopInterrupted StopCause = "interrupted" // told to stop (a signal, cancel): resume carries on
 	StopBudget      StopCause = "budget"      // the forecast cost is over budget.max_cost_usd under budget.stop
+	// StopPaused is an infrastructure fault (InfraError: a full disk, a store down): no try was
+	// spent; Reason says what failed and Where where; the nodes were released at the pause
+	// (Nodes), unless --keep-nodes kept them. resume carries on once it recovers.
+	StopPaused StopCause = "paused"
 )

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 )
 
 // Journal is the append-only, fsynced record of a run. Decisions are synced before Append
@@ -37,6 +38,11 @@ type Journal struct {
 	flush   clock.Timer // the pending group commit, while dirty
 	closed  bool
 	dropped string // what opening it cut off (a torn or damaged last record)
+	path    string // the file, for the error that fails it
+	// reserve is the file that keeps room for a pause's records (JournalOptions.Reserve), ""
+	// once spent or when none could be kept; full is the fault it was spent on.
+	reserve string
+	full    *InfraError
 }
 
 // JournalFile is what the journal needs of its file: an *os.File, or a wrapper that injects
@@ -59,7 +65,16 @@ type JournalOptions struct {
 	Wrap func(JournalFile) JournalFile
 	// Log is told of a last record that was cut off on opening, and where its backup is.
 	Log io.Writer
+	// Reserve, when above 0, keeps that much room on the journal's disk in PATH.reserve: the
+	// first write that finds the disk full frees it and goes on, and the journal says the disk is
+	// full (Full), so that the run pauses with room left to journal its pause and the release of
+	// its nodes (DefaultReserve is what drivers keep).
+	Reserve int64
 }
+
+// DefaultReserve is the room a driver's journal keeps for a pause on a full disk: a few hundred
+// records, and the provider's own state.
+const DefaultReserve = 256 << 10
 
 // GroupCommit is the longest a noted event waits for its sync.
 const GroupCommit = 100 * time.Millisecond
@@ -97,7 +112,16 @@ func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
 	if o.Wrap != nil {
 		f = o.Wrap(f)
 	}
-	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good}
+	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good, path: path}
+	if o.Reserve > 0 {
+		if err := keepRoom(path+".reserve", o.Reserve); err != nil {
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "journal: no room kept for a pause on a full disk: %v\n", err)
+			}
+		} else {
+			j.reserve = path + ".reserve"
+		}
+	}
 	// Cut a torn or damaged last record off so that the next record starts on a line of its
 	// own — after keeping the whole file, and saying so: nothing is dropped unseen.
 	if s.good < s.size {
@@ -168,17 +192,26 @@ func (j *Journal) append(e Event, sync bool) error {
 	if j.err != nil {
 		return j.err
 	}
-	n, err := j.f.Write(line)
-	if err == nil && n < len(line) {
-		err = io.ErrShortWrite
+	n, err := j.write(line)
+	if err != nil && j.reserve != "" && (n == 0 || j.f.Truncate(j.size) == nil) {
+		if fault, ok := infra.Is(infra.Classify(err, filepath.Dir(j.path))); ok && (fault.What == infra.DiskFull || fault.What == infra.QuotaExceeded) {
+			// The disk is full: the room kept for this goes to the pause's records.
+			rmErr := os.Remove(j.reserve)
+			j.reserve = ""
+			if rmErr == nil {
+				fault.Err = fmt.Errorf("journal: %w (the room it kept is freed for the pause)", fault.Err)
+				j.full = fault
+				n, err = j.write(line)
+			}
+		}
 	}
 	if err != nil {
-		j.err = fmt.Errorf("journal: %w", err)
+		j.err = j.broken(err)
 		// Cut a partial record off, so that nothing damaged sits in the file (a full disk still
 		// lets a file shrink); should that fail too, it is a torn last record, dropped on open.
 		if n > 0 {
 			if terr := j.f.Truncate(j.size); terr != nil {
-				j.err = fmt.Errorf("journal: %w; cut the partial record: %w", err, terr)
+				j.err = j.broken(fmt.Errorf("%w; cut the partial record: %w", err, terr))
 			}
 		}
 		return j.err
@@ -194,6 +227,57 @@ func (j *Journal) append(e Event, sync bool) error {
 	return j.sync()
 }
 
+// write writes one record; a short write is an error.
+func (j *Journal) write(line []byte) (int, error) {
+	n, err := j.f.Write(line)
+	if err == nil && n < len(line) {
+		err = io.ErrShortWrite
+	}
+	return n, err
+}
+
+// Full is the fault a journal that kept room (JournalOptions.Reserve) met: its disk filled, and
+// the room is what is left for the pause's records. nil while there is room.
+func (j *Journal) Full() *InfraError {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.full
+}
+
+// FreeRoom frees the room the journal kept (JournalOptions.Reserve), for a run pausing on a
+// full disk: its provider's state and the pause's records must still be written.
+func (j *Journal) FreeRoom() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.reserve != "" {
+		os.Remove(j.reserve)
+		j.reserve = ""
+	}
+}
+
+// keepRoom makes path a file of size bytes (written: a sparse file keeps no room), unless it is
+// one already.
+func keepRoom(path string, size int64) error {
+	if st, err := os.Stat(path); err == nil && st.Size() >= size {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(make([]byte, size))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
 // sync makes what was written durable; j.mu is held.
 func (j *Journal) sync() error {
 	if j.noSync {
@@ -201,11 +285,18 @@ func (j *Journal) sync() error {
 		return nil
 	}
 	if err := j.f.Sync(); err != nil {
-		j.err = fmt.Errorf("journal: %w", err)
+		j.err = j.broken(err)
 		return j.err
 	}
 	j.dirty = false
 	return nil
+}
+
+// broken is the error that fails the journal for good: an infrastructure fault (InfraError,
+// infra.JournalBroken, naming the file), so that the driver stops deciding — and says why — rather
+// than count it against a trainer.
+func (j *Journal) broken(err error) error {
+	return &InfraError{What: infra.JournalBroken, Where: j.path, Err: fmt.Errorf("journal: %w", err)}
 }
 
 // Sync makes everything written so far durable.

@@ -8,10 +8,12 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -109,6 +111,8 @@ type run struct {
 	// sampler is the run's adaptive sampler, kept from draw to draw so that each trial's
 	// configuration is encoded once (made at the first draw).
 	sampler *search.TPE
+	// pausing is set once the run pauses: its records may use the room the journal kept.
+	pausing atomic.Bool
 }
 
 func (cfg *Config) defaults() {
@@ -293,8 +297,12 @@ func (x *run) begin(ctx context.Context) error {
 }
 
 // fail ends a run that cannot go on: every node it holds is released and journaled (unless
-// KeepNodes), why is journaled (EvStop), and err is returned with what was realized.
+// KeepNodes), why is journaled (EvStop), and err is returned with what was realized. An
+// infrastructure fault pauses the run instead (pause).
 func (x *run) fail(ctx context.Context, err error) (*Result, error) {
+	if fault, ok := infra.Is(err); ok && !errors.Is(err, context.Canceled) {
+		return x.pause(ctx, fault)
+	}
 	if !x.cfg.KeepNodes {
 		if rerr := x.releaseAll(context.WithoutCancel(ctx), "the run stopped: "+err.Error()); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -312,11 +320,90 @@ func (x *run) fail(ctx context.Context, err error) (*Result, error) {
 	return x.result(), err
 }
 
+// PausedError is what Run returns for a run an infrastructure fault paused: no try was spent on
+// it, its gangs were stopped at their checkpoints, and `rubberband resume` carries it on once
+// the fault is mended. The rule for its nodes: they are released at the pause, and billing stops
+// then (journaled as node_down events before the paused stop), unless Config.KeepNodes keeps
+// them; when the journal itself cannot be written nothing more is done (nothing is decided that
+// the journal would not hold): the nodes are kept, and bill until a resumed driver releases them.
+type PausedError struct {
+	Fault *InfraError
+	// Released are the nodes released at the pause; Kept says nodes were kept (KeepNodes, or the
+	// journal broke). Journaled says the pause is in the journal.
+	Released  []string
+	Kept      bool
+	Journaled bool
+	// ReleaseErr is why the nodes could not all be released (or the release journaled): they may
+	// bill until a resumed driver releases them.
+	ReleaseErr error
+}
+
+func (e *PausedError) Error() string {
+	nodes := "no nodes were held"
+	switch {
+	case e.Kept && !e.Journaled:
+		nodes = "nothing more was done (the journal cannot hold it): its nodes are kept and bill until a resumed driver releases them"
+	case e.ReleaseErr != nil:
+		nodes = fmt.Sprintf("its nodes could not all be released (%v): they may bill until a resumed driver releases them", e.ReleaseErr)
+	case e.Kept:
+		nodes = "its nodes are kept (--keep-nodes) and bill"
+	case len(e.Released) > 0:
+		nodes = fmt.Sprintf("its %d node(s) were released at the pause, where billing stopped", len(e.Released))
+	}
+	return fmt.Sprintf("paused: %v; no try was spent; %s", e.Fault, nodes)
+}
+
+// Unwrap returns the fault.
+func (e *PausedError) Unwrap() error { return e.Fault }
+
+// pause ends a run an infrastructure fault stopped (PausedError says the rule for its nodes):
+// once its gangs have stopped (the stages ended), its nodes are released and journaled, and so
+// is the pause (EvStop, StopPaused: what failed and where). A journal that cannot be written
+// stops everything here.
+func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
+	x.pausing.Store(true)
+	perr := &PausedError{Fault: fault, Kept: x.cfg.KeepNodes}
+	if jerr := x.cfg.Journal.Err(); jerr != nil {
+		perr.Kept = true
+		fmt.Fprintf(x.log, "the journal cannot be written (%v): the driver stops without deciding anything more; its nodes are kept\n", jerr)
+		return x.result(), perr
+	}
+	x.cfg.Journal.FreeRoom() // the disk may be full: what follows must be written
+	if !x.cfg.KeepNodes {
+		x.mu.Lock()
+		for b := range x.st.nodes {
+			for _, n := range append(append([]cloud.Node(nil), x.st.nodes[b]...), x.st.draining[b]...) {
+				perr.Released = append(perr.Released, n.ID)
+			}
+		}
+		x.mu.Unlock()
+		if err := x.releaseAll(context.WithoutCancel(ctx), "paused: "+fault.Error()); err != nil {
+			perr.Released, perr.ReleaseErr = nil, err
+			if x.cfg.Journal.Err() != nil {
+				return x.result(), perr
+			}
+		}
+	}
+	if err := x.record(Event{Ev: EvStop, Error: "paused: " + fault.Error(), Cause: string(StopPaused), Reason: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
+		fmt.Fprintf(x.log, "pause: %v\n", err)
+		return x.result(), perr
+	}
+	perr.Journaled = true
+	fmt.Fprintf(x.log, "%v\n", perr)
+	return x.result(), perr
+}
+
 // record journals an event, applies it, and (durable) syncs the journal before returning: the
 // caller acts on a decision only once it is on disk.
 func (x *run) record(e Event, durable bool) error {
 	if e.At.IsZero() {
 		e.At = x.clk.Now()
+	}
+	// Once the journal's disk is full, the room it kept is the pause's: nothing else is
+	// journaled (or decided), and whoever asked stops on the fault.
+	full := x.cfg.Journal.Full()
+	if full != nil && !x.pausing.Load() {
+		return fmt.Errorf("run: %w", full)
 	}
 	x.mu.Lock()
 	err := x.cfg.Journal.Note(e)
@@ -332,6 +419,11 @@ func (x *run) record(e Event, durable bool) error {
 	}
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
+	}
+	if full == nil && !x.pausing.Load() {
+		if full = x.cfg.Journal.Full(); full != nil { // this record took the kept room
+			return fmt.Errorf("run: %w", full)
+		}
 	}
 	return nil
 }

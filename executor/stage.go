@@ -10,6 +10,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -191,11 +192,19 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				}
 			case acFail:
 				if err := x.failed(a.bracket, a.k, a); err != nil {
+					if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // the gangs stop at their checkpoints first
+						next = append(next, stageEvent{kind: evFault, err: err})
+						continue
+					}
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}
 			case acDone:
 				if err := x.finish(a.bracket, a.k, a.o); err != nil {
+					if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // not journaled: a resumed run re-reports it
+						next = append(next, stageEvent{kind: evFault, err: err})
+						continue
+					}
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}
@@ -207,6 +216,10 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 					// checkpoints, for a resumed run to relaunch.
 					stopped = err
 					next = append(next, stageEvent{kind: evWork, parallel: m.parallel, keep: m.keep, exhausted: true}, stageEvent{kind: evCancel})
+					continue
+				}
+				if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // its gangs stop first
+					next = append(next, stageEvent{kind: evWork, parallel: m.parallel, keep: m.keep}, stageEvent{kind: evFault, err: err})
 					continue
 				}
 				if err != nil {
@@ -246,7 +259,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 			delete(handles, e.launch)
 		}
 		acts = m.step(view, e)
-		for _, n := range next { // never more than one: an answer to acCheckNodes or acWant
+		for _, n := range next { // an answer to acCheckNodes or acWant, or a fault
 			acts = append(acts, m.step(view, n)...)
 		}
 	}

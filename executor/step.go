@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -31,6 +32,7 @@ const (
 	evReplaced                  // a request for replacement nodes ended (err)
 	evTimeout                   // launch n ran past its budget
 	evWork                      // the source answered acWant: jobs, the parallelism and nodes to keep now, exhausted
+	evFault                     // the loop met an infrastructure fault (err: the journal's disk is full): pause
 )
 
 // stageEvent is one event of a stage.
@@ -159,8 +161,9 @@ type stage struct {
 	ask         bool                // something ended since the source was last asked
 	asking      bool                // an acWant is out
 	cancelled   bool
-	replacing   bool // a replacement request is out
-	again       bool // more nodes were lost while it was: ask again after it
+	fault       *infra.Error // the infrastructure fault that paused the stage (it is cancelled too)
+	replacing   bool         // a replacement request is out
+	again       bool         // more nodes were lost while it was: ask again after it
 	over        bool
 
 	// tiers is a hedged stage's (sim.StageAlloc.OnDemand, Proteus' reliability tiers); nil for
@@ -224,10 +227,7 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		if s.cancelled {
 			return nil
 		}
-		s.cancelled = true
-		for _, n := range s.sortedStarted() {
-			out = append(out, action{kind: acStop, launch: n, trial: s.launches[n]})
-		}
+		out = append(out, s.stopAll()...)
 	case evStarted:
 		if _, ok := s.launches[e.launch]; !ok {
 			return nil
@@ -264,6 +264,12 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		s.ask = s.more
 		o := e.o
 		o.trial = t
+		if fault, ok := infra.Is(o.err); ok {
+			// The disk, the store or the journal failed, not the trainer: no try is spent and
+			// nothing more is launched; the other gangs stop at their checkpoints, and the stage
+			// ends with the fault once they have (the run pauses).
+			return s.fill(v, append(out, s.pause(fault)...))
+		}
 		if cause := s.judge(o, timedOut); cause != nil {
 			// A gang may have failed because a node of it is gone or going: the provider says
 			// which, before the try is judged the trial's failure.
@@ -290,6 +296,10 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		if s.again {
 			out = append(out, s.replace())
 		}
+	case evFault:
+		if fault, ok := infra.Is(e.err); ok {
+			out = append(out, s.pause(fault)...)
+		}
 	case evWork:
 		s.asking, s.ask = false, false
 		s.more = !e.exhausted
@@ -297,6 +307,33 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		out = append(out, s.resize(v, e.parallel, e.keep)...)
 	}
 	return s.fill(v, out)
+}
+
+// stopAll stops every gang that started and launches nothing more (the stage is cancelled):
+// each saves its checkpoint, and those still starting are stopped once they start.
+func (s *stage) stopAll() []action {
+	s.cancelled = true
+	var out []action
+	for _, n := range s.sortedStarted() {
+		out = append(out, action{kind: acStop, launch: n, trial: s.launches[n]})
+	}
+	return out
+}
+
+// pause stops the stage for an infrastructure fault: it ends with the first fault once its gangs
+// have ended (their own faults, as the disk fills under them too, are not tries either).
+func (s *stage) pause(fault *infra.Error) []action {
+	if fault.What == infra.JournalBroken && !s.over {
+		// Nothing is decided that the journal cannot hold: the stage ends now, its gangs left
+		// to end with the driver (a resumed one reaps them).
+		return []action{s.end(fault)}
+	}
+	if s.fault != nil || s.cancelled {
+		return nil
+	}
+	s.fault = fault
+	out := []action{{kind: acLog, text: fmt.Sprintf("%v: pausing (no try is spent); stopping the running gangs at their checkpoints\n", fault)}}
+	return append(out, s.stopAll()...)
 }
 
 // lose acts on a failed launch once the provider said which nodes are gone: the loss is
@@ -422,6 +459,9 @@ func (s *stage) fill(v stageView, out []action) []action {
 			return append(out, s.end(fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", s.b, j.k+1, s.gpt, len(s.nodes))))
 		case s.more && !s.cancelled:
 			return append(out, s.end(fmt.Errorf("run: bracket %d: nothing runs, and the source of jobs has more it does not hand out", s.b)))
+		}
+		if s.fault != nil {
+			return append(out, s.end(s.fault))
 		}
 		return append(out, s.end(nil))
 	}

@@ -72,6 +72,8 @@ func (v *View) Status() (word, why string) {
 		return "finished", ""
 	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopInterrupted:
 		return "interrupted", ""
+	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopPaused: // an infrastructure fault: resume carries on once it is mended
+		return "paused", strings.TrimPrefix(s.Why, "paused: ")
 	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopBudget: // budget.stop: not a failure, resume carries on
 		return "over budget", strings.TrimPrefix(s.Why, "budget: ")
 	case s.Phase == executor.PhaseStopped:

@@ -35,6 +35,7 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/runs", s.authed(s.listRuns)},
 		{"GET /api/v1/runs/{id}", s.authed(s.getRun)},
 		{"POST /api/v1/runs/{id}/cancel", s.authed(s.cancelRun)},
+		{"POST /api/v1/runs/{id}/resume", s.authed(s.resumeRun)},
 		{"GET /api/v1/runs/{id}/report", s.authed(s.runReport)},
 		{"GET /api/v1/runs/{id}/trials", s.authed(s.runTrials)},
 		{"GET /api/v1/runs/{id}/best", s.authed(s.runBest)},
@@ -217,8 +218,8 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User)
 	run, err = s.cfg.Store.UpdateRun(r.Context(), run.ID, func(x *store.Run) error {
 		switch {
 		case x.State.Ended():
-		case x.State == store.Queued:
-			x.State, x.EndedAt, x.Message = store.Cancelled, now, "cancelled by "+u.Name+" while queued"
+		case x.State == store.Queued || x.State == store.Paused: // no driver to stop
+			x.State, x.EndedAt, x.Message = store.Cancelled, now, "cancelled by "+u.Name+" while "+string(x.State)
 		default:
 			x.CancelRequested, x.Message = true, "cancelled by "+u.Name
 		}
@@ -323,7 +324,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 		}
 		if len(events) == 0 {
 			cur, err := s.cfg.Store.Run(r.Context(), run.ID)
-			if err != nil || cur.State.Ended() {
+			if err != nil || cur.State.Settled() {
 				fmt.Fprintf(w, "event: end\ndata: %s\n\n", jsonLine(map[string]string{"state": string(cur.State)}))
 				return
 			}
@@ -374,7 +375,7 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 	w.WriteHeader(http.StatusOK)
 	for f == nil { // a queued run's log is not written yet: wait for it, or for the run's end
 		cur, err := s.cfg.Store.Run(r.Context(), run.ID)
-		if err != nil || cur.State.Ended() {
+		if err != nil || cur.State.Settled() {
 			return
 		}
 		select {
@@ -396,7 +397,7 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 			return
 		}
 		cur, err := s.cfg.Store.Run(r.Context(), run.ID)
-		if err != nil || cur.State.Ended() {
+		if err != nil || cur.State.Settled() {
 			io.Copy(flushWriter{w}, f)
 			return
 		}

@@ -365,6 +365,8 @@ func (s *Server) ended(ctx context.Context, r store.Run, end Ending) {
 		state = store.Finished
 	case "cancelled":
 		state = store.Cancelled
+	case "paused": // an infrastructure fault, not the trainers': resumable (POST .../resume)
+		state = store.Paused
 	}
 	msg := end.Why
 	if end.Status == "over budget" {

@@ -9,9 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -37,8 +40,9 @@ type Supervisor struct {
 
 // Ending is how a run's driver ended it.
 type Ending struct {
-	// Status is rundir's word for the run: finished, cancelled, failed, over budget, or
-	// interrupted (the drivers died more often than MaxRestarts allows); Why says why.
+	// Status is rundir's word for the run: finished, cancelled, failed, over budget, paused (an
+	// infrastructure fault: a full disk, a store down; not restarted here, a resume queues it
+	// again), or interrupted (the drivers died more often than MaxRestarts allows); Why says why.
 	Status, Why string
 	CostUSD     float64
 }
@@ -68,6 +72,11 @@ func (s *Supervisor) Drive(ctx context.Context, dir, key string) (Ending, error)
 		end, err := s.settled(ctx, dir)
 		if err != nil {
 			return Ending{}, err
+		}
+		if ee := (*exec.ExitError)(nil); errors.As(exitErr, &ee) && ee.ExitCode() == driver.ExitPaused && end.Status != "paused" {
+			// Paused on a journal that cannot be written: the journal could not say so, its
+			// driver did (its last line). Restarting would meet the same fault.
+			end.Status, end.Why = "paused", lastLine(exitErr)
 		}
 		if end.Status != "interrupted" && end.Status != "not started" {
 			return end, nil
@@ -104,7 +113,10 @@ func (s *Supervisor) runOnce(ctx context.Context, dir, key string) error {
 		go s.pushing(dir, key, stop, done)
 		defer func() { close(stop); <-done }() // the driver's last lines, its report
 	}
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // the driver log in dir has it all
+	// The driver log in dir has it all, but for a journal or disk that fails: the end of
+	// standard error says why then.
+	tail := &tailWriter{max: 4 << 10}
+	cmd.Stdout, cmd.Stderr = io.Discard, tail
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the driver: %w", err)
@@ -113,7 +125,10 @@ func (s *Supervisor) runOnce(ctx context.Context, dir, key string) error {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		return err
+		if err != nil {
+			return &driverExit{err: err, stderr: tail.String()}
+		}
+		return nil
 	case <-ctx.Done():
 		cmd.Process.Kill()
 		<-done
@@ -167,4 +182,48 @@ func (s *Supervisor) logOr() io.Writer {
 		return io.Discard
 	}
 	return s.Log
+}
+
+// driverExit is how a driver exited, with the end of what it wrote on standard error.
+type driverExit struct {
+	err    error
+	stderr string
+}
+
+func (e *driverExit) Error() string { return e.err.Error() }
+func (e *driverExit) Unwrap() error { return e.err }
+
+// lastLine is the last line a driver that exited with err wrote on standard error, or err.
+func lastLine(err error) string {
+	var de *driverExit
+	if errors.As(err, &de) {
+		if lines := strings.Split(strings.TrimSpace(de.stderr), "\n"); lines[len(lines)-1] != "" {
+			return lines[len(lines)-1]
+		}
+	}
+	return fmt.Sprint(err)
+}
+
+// tailWriter keeps the last max bytes written to it (a driver's standard error: bounded, however
+// much it writes).
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append(w.b[:0], w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
 }

@@ -29,6 +29,9 @@ type Store struct {
 	Root string
 }
 
+// Location is the store's root directory (checkpoint.Locator).
+func (s *Store) Location() string { return s.Root }
+
 // New returns a store rooted at dir, creating it.
 func New(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, dirMode); err != nil {

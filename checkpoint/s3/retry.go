@@ -47,6 +47,10 @@ func (e *RetryError) Error() string {
 // Unwrap returns the last failure.
 func (e *RetryError) Unwrap() error { return e.Err }
 
+// Unavailable says the store could not be reached or kept failing transiently until the retry
+// window closed: an infrastructure fault (internal/infra), not a refusal of the request.
+func (e *RetryError) Unavailable() bool { return e.Transient }
+
 // retry runs op until it succeeds, fails in a way retrying cannot mend, or the retry window
 // (Config.RetryFor) closes: no attempt starts later than RetryFor after the first one did, so
 // an operation fails within RetryFor plus its last attempt's duration. Waits between attempts

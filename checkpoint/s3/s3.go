@@ -67,6 +67,11 @@ type Store struct {
 	draw func(n int64) int64
 }
 
+// Location is where the store keeps its objects: s3://BUCKET/PREFIX (checkpoint.Locator).
+func (s *Store) Location() string {
+	return strings.TrimSuffix("s3://"+s.cfg.Bucket+"/"+s.cfg.Prefix, "/")
+}
+
 // New connects to the bucket, creating it when it does not exist.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {

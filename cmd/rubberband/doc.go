@@ -7,5 +7,7 @@
 // the packages that do the work (planner, driver, rundir, executor/worker, ...).
 //
 // Exit codes: 0 ok; 1 failed; 2 bad input (spec, flag, command, a run that does not exist);
-// 3 no plan meets the deadline at the spec's quantile, or the budget (plan, simulate, run).
+// 3 no plan meets the deadline at the spec's quantile, or the budget (plan, simulate, run);
+// 4 the run paused on an infrastructure fault (a full disk, a checkpoint store down): resume it
+// once that is mended.
 package main

@@ -21,6 +21,9 @@ const (
 	exitError      = 1
 	exitInvalid    = 2
 	exitInfeasible = 3
+	// exitPaused is a run an infrastructure fault paused (a full disk, a store down): resume
+	// carries it on once that is mended (executor.PausedError).
+	exitPaused = driver.ExitPaused
 )
 
 // exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
@@ -57,7 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Usage: "cost-aware elastic hyperparameter tuning: plan, simulate, run",
 		Description: "rubberband predicts what a Successive Halving or Hyperband job will cost and when it will end,\n" +
 			"and picks the cheapest elastic allocation plan that meets a deadline.\n\n" +
-			"Exit codes: 0 ok, 1 failed, 2 bad input (spec, flag, command), 3 no plan meets the deadline.",
+			"Exit codes: 0 ok, 1 failed, 2 bad input (spec, flag, command), 3 no plan meets the deadline,\n" +
+			"4 paused by an infrastructure fault (a full disk, a checkpoint store down): resume once it is mended.",
 		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stderr,
@@ -100,9 +104,12 @@ func exitCode(err error) int {
 	var ee *exitErr
 	var problem *planner.ProblemError
 	var overBudget *executor.BudgetError
+	var paused *executor.PausedError
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
+	case errors.As(err, &paused):
+		return exitPaused
 	case errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoPlan), errors.As(err, &overBudget):
 		return exitInfeasible
 	case errors.As(err, &problem), errors.Is(err, driver.ErrInput),
@@ -115,7 +122,7 @@ func exitCode(err error) int {
 
 // commands are the CLI's commands, in the order help lists them.
 func commands() []*cli.Command {
-	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), resumeCommand(),
+	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), onServer(resumeCommand(), resumeRemote),
 		onServer(listCommand(), listRemote), onServer(statusCommand(), statusRemote), onServer(bestCommand(), bestRemote), uiCommand(),
 		onServer(logsCommand(), logsRemote), onServer(cancelCommand(), cancelRemote), onServer(reportCommand(), reportRemote), profileCommand(),
 		pricesCommand(), catalogCommand(), serverCommand(), searchBenchCommand(), cleanupCommand(), iamPolicyCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}

@@ -8,6 +8,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
+	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/urfave/cli/v2"
 )
 
@@ -49,7 +50,7 @@ func remoteErr(err error) error {
 	switch {
 	case ce.Status == 422 && strings.Contains(ce.Message, "deadline"):
 		return &exitErr{code: exitInfeasible, err: ce}
-	case ce.Status == 422 || ce.Status == 403 || ce.Status == 404 || ce.Status == 429:
+	case ce.Status == 422 || ce.Status == 403 || ce.Status == 404 || ce.Status == 429 || ce.Status == 409:
 		return &exitErr{code: exitInvalid, err: ce}
 	}
 	return err
@@ -110,10 +111,33 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 	} else {
 		client.WriteEnd(c.App.Writer, run, &rep)
 	}
-	if run.State != "finished" {
-		return &exitErr{code: exitError}
+	switch run.State {
+	case store.Finished:
+		return nil
+	case store.Paused:
+		return &exitErr{code: exitPaused}
 	}
-	return nil
+	return &exitErr{code: exitError}
+}
+
+// resumeRemote queues a paused run of the server again and follows it as run does.
+func resumeRemote(c *cli.Context, cl *client.Client) error {
+	id, err := oneRun(c)
+	if err != nil {
+		return err
+	}
+	run, err := cl.Resume(c.Context, id)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.ErrWriter, "rubberband: %s: queued to resume\n", run.ID)
+	if err := cl.Logs(c.Context, run.ID, "", true, c.App.ErrWriter); err != nil {
+		return err
+	}
+	if run, err = cl.Wait(c.Context, run.ID); err != nil {
+		return err
+	}
+	return printRemoteEnd(c, cl, run)
 }
 
 func listRemote(c *cli.Context, cl *client.Client) error {

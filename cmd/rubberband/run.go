@@ -12,6 +12,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server"
@@ -31,7 +32,7 @@ func runCommand() *cli.Command {
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md), ec2 (EC2 instances as Nomad clients: docs/ec2.md) or virtual (the run in virtual time, drawn from the spec's model: docs/virtual.md)"),
 			&cli.Int64Flag{Name: "faults", Usage: "with --backend virtual: run through the fault schedule this seed draws (driver crashes, torn journal writes, lost nodes, spot notices, failed launches, crashed and hung trainers), resuming after each crash; it must end with the clean run's winner"},
-			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag,
+			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag, trainerLogFlag,
 			&cli.IntFlag{Name: "priority", Usage: "with --server: the run's place in its team's queue, higher sooner (-1000 to 1000)"},
 			&cli.BoolFlag{Name: "detach", Usage: "with --server: print the run's ID once it is queued instead of following it"},
 		),
@@ -46,7 +47,7 @@ func resumeCommand() *cli.Command {
 		Usage:     "finish a run whose driver died: finished trial-stages are kept, running ones restart from their checkpoints",
 		ArgsUsage: "RUN",
 		Flags: []cli.Flag{rootFlag(), outputFlag(),
-			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag,
+			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag, trainerLogFlag,
 			&cli.BoolFlag{Name: "force", Usage: "resume a cancelled run"},
 			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
 			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"},
@@ -80,7 +81,12 @@ func checkLogFormat(c *cli.Context) error {
 // noReplanFlag keeps the plan a run began with; a run made with it keeps it when resumed.
 var noReplanFlag = &cli.BoolFlag{Name: "no-replan", Usage: "keep the plan as it is: do not re-plan the stages not yet started, or an ASHA schedule from its phase on, from what the run observes (a budget is still watched)"}
 
-var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails or is interrupted (they are released otherwise)"}
+var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails, pauses or is interrupted (they are released otherwise)"}
+
+// trainerLogFlag bounds each trial's log and the driver log: a trainer that writes without end
+// cannot fill the disk (one rotation to .log.1, with a line saying so).
+var trainerLogFlag = &cli.IntFlag{Name: "trainer-log-mb", Value: logcap.DefaultMax >> 20, EnvVars: []string{"RUBBERBAND_TRAINER_LOG_MB"},
+	Usage: "bound each trial's log (LOGS/TRIAL.log) and the driver log at this many MiB; past it the file is rotated once (.log.1) and says so"}
 
 func runAction(c *cli.Context) error {
 	exp, src, s, err := prepare(c)
@@ -225,7 +231,10 @@ func changeSpec(c *cli.Context, st *rundir.State, path string) error {
 func execute(c *cli.Context, dir string, faults *int64) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	o := driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json",
+	if c.Int("trainer-log-mb") <= 0 {
+		return usageErr("--trainer-log-mb must be at least 1 (MiB), not %d", c.Int("trainer-log-mb"))
+	}
+	o := driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json", LogMax: int64(c.Int("trainer-log-mb")) << 20,
 		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"), NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), Faults: faults}
 	// A server's driver copies its journal where the next server finds it (server.EnvMirror).
 	if loc := os.Getenv(server.EnvMirror); loc != "" {

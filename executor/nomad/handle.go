@@ -12,6 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -57,6 +58,7 @@ func (h *handle) watch() {
 	ending := false  // the job is deregistered: stopped, or a worker failed
 	failed := ""     // the allocation that failed first
 	lostNode := -1   // the rank whose node is being interrupted, when that ended the gang
+	infraRank := -1  // the rank whose worker met an infrastructure fault (worker.ExitInfra)
 	for {
 		select {
 		case <-h.stop:
@@ -75,8 +77,11 @@ func (h *handle) watch() {
 		for _, a := range allocs {
 			if failed == "" && (a.ClientStatus == "failed" || a.ClientStatus == "lost") {
 				failed = a.ID
-				if exitCode(a) == worker.ExitInterrupted {
+				switch exitCode(a) {
+				case worker.ExitInterrupted:
 					lostNode = rankOf(a)
+				case worker.ExitInfra:
+					infraRank = rankOf(a)
 				}
 			}
 			if !streamed && a.TaskGroup == "rank-0" && a.ClientStatus != "pending" {
@@ -106,6 +111,8 @@ func (h *handle) watch() {
 				h.result = executor.ErrStopped
 			case lostNode >= 0 && lostNode < len(h.nodes):
 				h.result = &executor.InterruptedError{Node: h.nodes[lostNode], Reason: notice(why)}
+			case infraRank >= 0:
+				h.result = infraFault(why, infraRank)
 			case failed != "":
 				h.result = fmt.Errorf("gang failed: %s", why)
 			}
@@ -115,6 +122,25 @@ func (h *handle) watch() {
 		}
 		time.Sleep(h.r.poll())
 	}
+}
+
+// infraFault is the infrastructure fault a worker exited worker.ExitInfra for, read from its
+// error output ("infrastructure fault: WHAT at WHERE: ..."): no try of the trial's.
+func infraFault(stderr string, rank int) *executor.InfraError {
+	fault := &executor.InfraError{What: infra.StoreDown, Where: fmt.Sprintf("rank %d's node", rank), Err: fmt.Errorf("gang failed: %s", stderr)}
+	for _, line := range strings.Split(stderr, "\n") {
+		_, said, ok := strings.Cut(line, worker.InfraPrefix)
+		if !ok {
+			continue
+		}
+		for _, what := range []string{infra.DiskFull, infra.QuotaExceeded, infra.ReadOnly, infra.StoreDown} {
+			if rest, ok := strings.CutPrefix(said, what+" at "); ok {
+				where, _, _ := strings.Cut(rest, ": ")
+				fault.What, fault.Where = what, where
+			}
+		}
+	}
+	return fault
 }
 
 // notice is the line of a worker's error output that says why its node is going, or all of it.

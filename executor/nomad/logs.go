@@ -12,6 +12,8 @@ import (
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
+
+	"github.com/rubberband-hpo/rubberband/internal/logcap"
 )
 
 // readTimeout bounds one read of a finished task's log (a node that went away answers nothing).
@@ -98,12 +100,12 @@ func (h *handle) openLog() (io.Writer, func()) {
 		h.r.logf("trial %s: keep its log: %v", h.trial, err)
 		return io.Discard, func() {}
 	}
-	f, err := os.OpenFile(filepath.Join(h.r.LogDir, h.trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := logcap.Open(filepath.Join(h.r.LogDir, h.trial+".log"), h.r.LogMax, 0o600)
 	if err != nil {
 		h.r.logf("trial %s: keep its log: %v", h.trial, err)
 		return io.Discard, func() {}
 	}
-	f.WriteString(h.header)
+	io.WriteString(f, h.header)
 	return f, func() { f.Close() }
 }
 

@@ -64,6 +64,8 @@ type Runtime struct {
 	// error, read once from Nomad when the gang has ended, before its job is purged. Empty keeps
 	// no logs.
 	LogDir string
+	// LogMax bounds each trial's log (logcap, default logcap.DefaultMax).
+	LogMax int64
 	// Grace is how long a stopped trainer has after SIGTERM before SIGKILL (default
 	// trial.GracePeriod).
 	Grace time.Duration

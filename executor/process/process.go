@@ -16,7 +16,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/internal/syncio"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
+	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -27,6 +28,9 @@ type Runtime struct {
 	WorkDir string
 	// LogDir holds each trial's output, LogDir/<trial>.log.
 	LogDir string
+	// LogMax bounds each trial's log (logcap: one rotation to <trial>.log.1, with a line saying
+	// so), default logcap.DefaultMax: a trainer that writes without end cannot fill the disk.
+	LogMax int64
 	// Self replaces a command's first word when it is "rubberband", so that the built-in
 	// trainers run from the same binary as the driver.
 	Self string
@@ -85,7 +89,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	dir := filepath.Join(r.WorkDir, g.Trial, "checkpoint")
 	if err := r.restore(ctx, g.Trial, dir); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, infra.Classify(err, dir))
 	}
 	if err := r.prepareSandbox(dir); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
@@ -102,13 +106,13 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	if err := os.MkdirAll(r.LogDir, 0o755); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, infra.Classify(err, r.LogDir))
 	}
-	logf, err := os.OpenFile(filepath.Join(r.LogDir, g.Trial+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := logcap.Open(filepath.Join(r.LogDir, g.Trial+".log"), r.LogMax, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, infra.Classify(err, r.LogDir))
 	}
-	h := &handle{r: r, trial: g.Trial, dir: dir, log: &syncio.Writer{W: logf}, logFile: logf, reports: make(chan trial.Report, 64)}
+	h := &handle{r: r, trial: g.Trial, dir: dir, log: logf, logFile: logf, reports: make(chan trial.Report, 64)}
 	fmt.Fprintf(h.log, "=== %s: %d worker(s), iterations %d -> %d\n", time.Now().UTC().Format(time.RFC3339), len(g.Workers),
 		g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter)
 	argv := append([]string(nil), g.Command...)
@@ -174,7 +178,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if err := h.writePIDs(); err != nil {
 		rank0.Close()
 		h.kill()
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, infra.Classify(err, r.WorkDir))
 	}
 	h.watch(rank0)
 	r.track(h, g)
@@ -229,7 +233,7 @@ type handle struct {
 	trial   string
 	dir     string
 	log     io.Writer
-	logFile *os.File
+	logFile *logcap.File
 	workers []*worker
 	reused  *reused // the process serving this launch, when it is a reused one
 	reports chan trial.Report
@@ -321,16 +325,26 @@ func (h *handle) finish() error {
 	stopped, failure, last, interrupted := h.stopped, h.failure, h.last, h.interrupted
 	h.mu.Unlock()
 	if failure != nil && !stopped {
+		if full := infra.Full(h.dir); full != nil {
+			// A trainer whose disk is full fails writing its checkpoint: the disk's fault, not
+			// its own, and no try is spent on it.
+			full.Err = fmt.Errorf("%w; the trainer failed with it: %w", full.Err, failure)
+			fmt.Fprintf(h.log, "rubberband: gang failed with its disk full: %v\n", full)
+			return full
+		}
 		fmt.Fprintf(h.log, "rubberband: gang failed: %v\n", failure)
 		return failure
 	}
+	// Saving is the runtime's work, not the trainer's: a disk or store that fails it is an
+	// infrastructure fault (infra.Classify), which the executor pauses on without spending a try.
 	if last != nil {
 		if err := trial.SaveLastReport(h.dir, *last); err != nil {
-			return err
+			return fmt.Errorf("save the last report: %w", infra.Classify(err, h.dir))
 		}
 	}
 	info, err := checkpoint.SaveDir(context.Background(), h.r.Store, h.trial, h.dir)
 	if err != nil {
+		fmt.Fprintf(h.log, "rubberband: could not save the checkpoint: %v\n", err)
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
 	// The directory now holds exactly the newest version: the next launch here can skip restoring.

@@ -20,6 +20,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -42,7 +43,24 @@ const (
 	// spot interruption notice; EX_TEMPFAIL). The checkpoint is saved; the runtime stops the rest
 	// of the gang as by Stop, so that nothing it reached is lost.
 	ExitInterrupted = 75
+	// ExitInfra: the checkpoint could not be restored or saved for a fault of the infrastructure
+	// (a full disk, a store down or refusing writes; EX_IOERR), or the trainer failed with its
+	// disk full. Its standard error says what and where ("infrastructure fault: ..."): no try of
+	// the trial's, the run pauses.
+	ExitInfra = 74
 )
+
+// InfraPrefix starts the line of a worker's standard error that says which infrastructure fault
+// it exited ExitInfra for: "infrastructure fault: WHAT at WHERE: ...".
+const InfraPrefix = "infrastructure fault: "
+
+// infraExit is ExitInfra and err said as a fault, when err is one; else code and err.
+func infraExit(code int, err error) (int, error) {
+	if fault, ok := infra.Is(err); ok {
+		return ExitInfra, fmt.Errorf("%s%w", InfraPrefix, fault)
+	}
+	return code, err
+}
 
 // GPUDevicesEnv is set in a worker's environment when Nomad assigned its GPUs as nvidia/gpu
 // devices: the worker then gives the trainer those GPUs (NVIDIA_VISIBLE_DEVICES, which Nomad's
@@ -126,7 +144,7 @@ func run(ctx context.Context, o Options) (int, error) {
 	dir := filepath.Join(o.WorkDir, "checkpoint")
 	restored, err := restoreGangCheckpoint(ctx, store, o.Trial, dir, o.Gang)
 	if err != nil {
-		return 1, fmt.Errorf("worker: restore: %w", err)
+		return infraExit(1, fmt.Errorf("worker: restore: %w", err))
 	}
 	for _, s := range restored.Skipped {
 		fmt.Fprintf(o.Stderr, "rubberband: skipped a damaged checkpoint: %v\n", s)
@@ -160,7 +178,7 @@ func run(ctx context.Context, o Options) (int, error) {
 	// relaunched from what it reached. Not when the gang failed.
 	if o.Rank == 0 && !t.aborted.Load() && (err == nil || t.stopped.Load()) {
 		if err := save(context.WithoutCancel(ctx), store, o, dir, t.last); err != nil {
-			return 1, err
+			return infraExit(1, err)
 		}
 	}
 	if reason := t.reason(); reason != nil {
@@ -171,6 +189,10 @@ func run(ctx context.Context, o Options) (int, error) {
 		return code, fmt.Errorf("worker: %w (checkpoint saved)", reason)
 	}
 	if exit != nil {
+		if full := infra.Full(dir); full != nil { // the trainer met a full disk: not its failure
+			full.Err = fmt.Errorf("%w; the trainer failed with it: %w", full.Err, exit)
+			return infraExit(1, full)
+		}
 		return max(exit.ExitCode(), 1), nil
 	}
 	return 0, nil
@@ -195,12 +217,12 @@ func restoreGangCheckpoint(ctx context.Context, store checkpoint.Store, trialID,
 func save(ctx context.Context, store checkpoint.Store, o Options, dir string, last *trial.Report) error {
 	if last != nil {
 		if err := trial.SaveLastReport(dir, *last); err != nil {
-			return fmt.Errorf("worker: %w", err)
+			return fmt.Errorf("worker: %w", infra.Classify(err, dir))
 		}
 	}
 	if o.Gang != "" {
 		if err := os.WriteFile(filepath.Join(dir, GangFile), []byte(o.Gang), 0o600); err != nil {
-			return fmt.Errorf("worker: %w", err)
+			return fmt.Errorf("worker: %w", infra.Classify(err, dir))
 		}
 	}
 	if _, err := checkpoint.SaveDir(ctx, store, o.Trial, dir); err != nil {

@@ -161,10 +161,17 @@ class Run:
     def ended(self):
         return self.fields.get("state") in ("finished", "failed", "cancelled")
 
+    @property
+    def paused(self):
+        """An infrastructure fault (a full disk, a checkpoint store down) paused the run: its
+        message says what and where; resume() once it is mended."""
+        return self.fields.get("state") == "paused"
+
     def wait(self, timeout=None, every=1.0):
-        """Wait until the run ends (or timeout seconds pass: TimeoutError), and return it."""
+        """Wait until the run ends or pauses (or timeout seconds pass: TimeoutError), and
+        return it."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.refresh().ended:
+        while not (self.refresh().ended or self.paused):
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("run %s is still %s" % (self.fields["id"], self.fields["state"]))
             time.sleep(every)
@@ -200,6 +207,12 @@ class Run:
             return resp.read().decode(errors="replace")
 
     def cancel(self):
-        """Cancel the run (a queued one at once; a running one's nodes are released)."""
+        """Cancel the run (a queued or paused one at once; a running one's nodes are released)."""
         self.fields = self._client._request("POST", self._path("/cancel"))
+        return self
+
+    def resume(self):
+        """Queue a paused run again, once what paused it is mended; its driver carries on from
+        its journal."""
+        self.fields = self._client._request("POST", self._path("/resume"))
         return self

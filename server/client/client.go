@@ -110,6 +110,14 @@ func (c *Client) Cancel(ctx context.Context, id string) (Run, error) {
 	return out, err
 }
 
+// Resume queues a paused run again (an infrastructure fault paused it): its driver carries on
+// from its journal once its team's queue lets it start. A run that is not paused is a 409 *Error.
+func (c *Client) Resume(ctx context.Context, id string) (Run, error) {
+	var out Run
+	err := c.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/resume", nil, &out)
+	return out, err
+}
+
 // Get decodes what the run's endpoint (report, trials, best) answers into v.
 func (c *Client) Get(ctx context.Context, id, what string, v any) error {
 	return c.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/"+what, nil, v)

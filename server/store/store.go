@@ -155,10 +155,13 @@ type User struct {
 type RunState string
 
 // Run states: queued until its team has the GPUs and nodes it needs, running while a driver
-// drives it, then finished, failed or cancelled.
+// drives it, then finished, failed or cancelled. A run an infrastructure fault stopped (a full
+// disk, a checkpoint store down) is paused: it holds no nodes and spent no tries, and a resume
+// queues it again.
 const (
 	Queued    RunState = "queued"
 	Running   RunState = "running"
+	Paused    RunState = "paused"
 	Finished  RunState = "finished"
 	Failed    RunState = "failed"
 	Cancelled RunState = "cancelled"
@@ -166,6 +169,10 @@ const (
 
 // Ended says whether a run in state s is over.
 func (s RunState) Ended() bool { return s == Finished || s == Failed || s == Cancelled }
+
+// Settled says whether no driver drives a run in state s, nor will until someone acts: it has
+// ended, or it is paused (what a follower of its logs or events waits for).
+func (s RunState) Settled() bool { return s.Ended() || s == Paused }
 
 // Run is one submitted spec and what became of it.
 type Run struct {

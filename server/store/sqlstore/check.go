@@ -124,7 +124,7 @@ func checkRun(r *store.Run) error {
 		return fmt.Errorf("%w: no submission time", store.ErrInvalid)
 	}
 	switch r.State {
-	case store.Queued, store.Running, store.Finished, store.Failed, store.Cancelled:
+	case store.Queued, store.Running, store.Paused, store.Finished, store.Failed, store.Cancelled:
 		return nil
 	}
 	return fmt.Errorf("%w: state %q", store.ErrInvalid, r.State)

@@ -44,7 +44,7 @@ func testRunErrors(t *testing.T, open Open) {
 	_, err := s.Run(ctx(t), "r9")
 	wantErr(t, err, store.ErrNotFound, "run r9")
 	bad := run("r3", "vision", 0)
-	bad.State = "paused"
+	bad.State = "sleeping"
 	wantErr(t, s.CreateRun(ctx(t), bad), store.ErrInvalid, "state")
 	if rs, err := s.Runs(ctx(t), store.RunFilter{}); err != nil || ids(rs) != "r1" {
 		t.Fatalf("failed creates left runs %q, %v", ids(rs), err)
