@@ -112,7 +112,7 @@ func Admit(l store.Ledger, user string, d Demand, limits QueueLimits) error {
 func Reservation(r store.Run) float64 { return max(0, r.PredictedCostUSD-r.CostUSD) }
 
 // Remaining is what is left of the team's monthly budget in the ledger: the budget less what
-// it was charged this month and what its active (queued and running) runs reserve. It may be
+// it was charged this month and what its active (queued, running and paused) runs reserve. It may be
 // negative: a lowered budget, or runs metered past their predictions.
 func Remaining(l store.Ledger) float64 {
 	remaining := l.Team.MonthlyBudgetUSD - l.Spent

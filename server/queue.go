@@ -50,8 +50,10 @@ func Schedule(l store.Ledger, now time.Time) Verdict {
 	remaining := team.MonthlyBudgetUSD - l.Spent // less the running runs' reservations, below
 	for _, r := range l.Active {
 		switch r.State {
+		case store.Paused:
+			// Its nodes went at the pause, but it may be resumed: it keeps its reservation.
+			remaining -= Reservation(r)
 		case store.Running:
-			// TODO(issue 36): a paused run (the faults helper's state) holds its reservation too.
 			remaining -= Reservation(r)
 			end := r.StartedAt.Add(seconds(r.PredictedJCTSeconds))
 			if !end.After(now) {

@@ -238,3 +238,24 @@ func TestValidName(t *testing.T) {
 }
 
 func cryptoRand() io.Reader { return rand.Reader }
+
+// A paused run gave its nodes back but may be resumed: it holds no GPUs, so a queued run starts
+// beside it under max_gpus 1, yet it keeps its reservation, so a run the month could afford only
+// without it waits.
+func TestSchedulePausedRunKeepsItsReservationNotItsGPUs(t *testing.T) {
+	team := store.Team{Name: "a", MaxGPUs: 1, MonthlyBudgetUSD: 10}
+	paused := run("p0", "a", 1, 1, 3600, 0, -time.Hour)
+	paused.State, paused.StartedAt, paused.PredictedCostUSD, paused.CostUSD = store.Paused, t0.Add(-time.Minute), 6, 1
+	cheap := run("cheap", "a", 1, 1, 60, 0, 0)
+	cheap.PredictedCostUSD = 4 // $10 - $1 charged - $5 reserved by p0 = $4 left
+	v := Schedule(store.Ledger{Team: team, Spent: 1, Active: []store.Run{paused, cheap}}, t0)
+	if !slices.Equal(v.Start, []string{"cheap"}) {
+		t.Fatalf("started %v beside a paused run, want cheap (wait: %v)", v.Start, v.Wait)
+	}
+	dear := run("dear", "a", 1, 1, 60, 0, 0)
+	dear.PredictedCostUSD = 4.5 // fits $9 left without p0's reservation, not $4 with it
+	v = Schedule(store.Ledger{Team: team, Spent: 1, Active: []store.Run{paused, dear}}, t0)
+	if len(v.Start) != 0 {
+		t.Fatalf("started %v: the paused run's reservation was not counted", v.Start)
+	}
+}

@@ -123,7 +123,7 @@ type Team struct {
 const MaxStoragePrefixes = 64
 
 // Ledger is what a team's admission decides on, read under the team's lock: the team, what its
-// runs were charged in the month, and its active runs (queued and running, oldest submission
+// runs were charged in the month, and its active runs (queued, running and paused, oldest submission
 // first).
 type Ledger struct {
 	Team   Team

@@ -30,9 +30,8 @@ func (s *Store) Decide(ctx context.Context, team, month string, decide func(stor
 		if err := tx.QueryRowContext(ctx, s.q("SELECT usd FROM spending WHERE team = ? AND month = ?"), team, month).Scan(&l.Spent); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		// TODO(issue 36): a paused run (the faults work's state) holds its reservation and nodes too.
-		rows, err := tx.QueryContext(ctx, s.q("SELECT "+runColumns+" FROM runs WHERE team = ? AND state IN (?, ?) ORDER BY submitted_at, id"),
-			team, string(store.Queued), string(store.Running))
+		rows, err := tx.QueryContext(ctx, s.q("SELECT "+runColumns+" FROM runs WHERE team = ? AND state IN (?, ?, ?) ORDER BY submitted_at, id"),
+			team, string(store.Queued), string(store.Running), string(store.Paused))
 		if l.Active, err = scanAll(rows, err, scanRun); err != nil {
 			return err
 		}
