@@ -199,7 +199,8 @@ func TestRunPausesOnFullDisk(t *testing.T) {
 func TestServerPausesOnFullDisk(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--root", root); code != 0 {
+	disk := smallDisk(t, "4m")
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--root", root, "--storage-prefix", "file://"+disk); code != 0 {
 		t.Fatalf("teams add: %s", errOut)
 	}
 	out, errOut, code := rb(t, "server", "users", "add", "alice", "--team", "ml", "--root", root)
@@ -207,7 +208,6 @@ func TestServerPausesOnFullDisk(t *testing.T) {
 		t.Fatalf("users add: %s", errOut)
 	}
 	token := strings.TrimSpace(out)
-	disk := smallDisk(t, "4m")
 	src, err := os.ReadFile("testdata/synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)

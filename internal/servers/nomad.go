@@ -40,6 +40,11 @@ func StartNomad(t testing.TB) *Nomad {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Passable by other users, as a client's data_dir usually is: a server deployed as a job on
+	// the local backend runs its sandboxed trainers as uids of their own, inside its allocation.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	n.dir = dir
 	t.Cleanup(n.Stop)
 	if n.Fleet, err = nomadlocal.OpenFleet(filepath.Join(dir, "fleet")); err != nil {
@@ -160,6 +165,11 @@ func (n *Nomad) Running(name string) bool {
 
 func (n *Nomad) start(name, cfg string) {
 	n.t.Helper()
+	// The agent's data_dir (n.dir/name, by AddClient and AddTeamClient) is passable by other
+	// users, as StartNomad's folder: sandboxed trainers reach a served root inside an allocation.
+	if err := os.MkdirAll(filepath.Join(n.dir, name), 0o711); err != nil {
+		n.t.Fatal(err)
+	}
 	dir := filepath.Join(n.dir, name+"-conf")
 	os.MkdirAll(dir, 0o700)
 	file := filepath.Join(dir, "agent.hcl")
