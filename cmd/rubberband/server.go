@@ -209,6 +209,10 @@ func serverAction(c *cli.Context) error {
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
 	sandbox, sandboxed, whyNot := serverSandbox(backend, c.Bool("single-tenant"))
 	if sandbox != nil {
+		// With --db elsewhere nothing has made the root yet (a server's first start on a host).
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return err
+		}
 		if err := process.Reachable(root, root); err != nil {
 			return usageErr("--root: %v", err)
 		}
