@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
@@ -36,9 +41,12 @@ func (s *Server) CheckTenancy(ctx context.Context) error {
 }
 
 // sandboxFor gives the run about to be made in dir a sandbox of its own, when the server has
-// them: a uid no active run of the store's, nor one this server has just given, holds, and the
-// folders from the root down to dir opened for it to pass through (0711; process.Reachable).
-func (s *Server) sandboxFor(ctx context.Context, id, dir string) (*process.Sandbox, error) {
+// them: a uid above every one this server's root has handed out (sandboxUIDFile), which no
+// active run of the store's (queued, running or paused: a paused run keeps its uid for its
+// resume) nor a live process holds, and the folders from the root down to dir opened for it to
+// pass through (0711; process.Reachable). A uid is never handed out twice: what one run's
+// trainers leave on the host (a setuid copy of a shell in /tmp) must never act as another's.
+func (s *Server) sandboxFor(ctx context.Context, dir string) (*process.Sandbox, error) {
 	if s.cfg.Backend != driver.Local || s.cfg.Sandbox == nil {
 		return nil, nil
 	}
@@ -47,7 +55,7 @@ func (s *Server) sandboxFor(ctx context.Context, id, dir string) (*process.Sandb
 	}
 	s.sandboxMu.Lock()
 	defer s.sandboxMu.Unlock()
-	active, err := s.cfg.Store.Runs(ctx, store.RunFilter{States: []store.RunState{store.Queued, store.Running}})
+	active, err := s.cfg.Store.Runs(ctx, store.RunFilter{States: []store.RunState{store.Queued, store.Running, store.Paused}})
 	if err != nil {
 		return nil, err
 	}
@@ -57,22 +65,38 @@ func (s *Server) sandboxFor(ctx context.Context, id, dir string) (*process.Sandb
 			taken[st.Run.Sandbox.UID] = true
 		}
 	}
-	for uid, run := range s.sandboxes {
-		if _, err := s.cfg.Store.Run(ctx, run); err == nil {
-			delete(s.sandboxes, uid) // the store has it now: active runs say whether it is taken
-			continue
-		}
-		taken[uid] = true
-	}
-	sb, err := s.cfg.Sandbox.Allocate(taken)
+	last, err := s.lastSandboxUID()
 	if err != nil {
 		return nil, err
 	}
-	if s.sandboxes == nil {
-		s.sandboxes = map[int]string{}
+	sb, err := s.cfg.Sandbox.Next(last, taken)
+	if err != nil {
+		return nil, err
 	}
-	s.sandboxes[sb.UID] = id
+	path := filepath.Join(s.cfg.Root, sandboxUIDFile)
+	if err := safefile.Write(path, []byte(strconv.Itoa(sb.UID)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("sandbox: keep the last uid handed out: %w", err)
+	}
 	return &sb, nil
+}
+
+// sandboxUIDFile, in the server's root, holds the last sandbox uid the server handed out.
+const sandboxUIDFile = "sandbox-uid"
+
+// lastSandboxUID is the last sandbox uid handed out under this root (0 before the first).
+func (s *Server) lastSandboxUID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.cfg.Root, sandboxUIDFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: %w", err)
+	}
+	uid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("sandbox: %s: %w", sandboxUIDFile, err)
+	}
+	return uid, nil
 }
 
 // endSandbox kills every process of the sandbox of the run in dir, if it has one: before its

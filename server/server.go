@@ -90,9 +90,8 @@ type Server struct {
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
 
+	// sandboxMu makes sandboxFor one at a time: two submissions never get one uid.
 	sandboxMu sync.Mutex
-	// sandboxes are the sandbox uids this server gave runs not yet found in the store, by run.
-	sandboxes map[int]string
 }
 
 // driving is one run this server drives.

@@ -134,7 +134,7 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err := rundir.Mkdir(dir); err != nil {
 		return store.Run{}, nil, err
 	}
-	sandbox, err := s.sandboxFor(ctx, id, dir)
+	sandbox, err := s.sandboxFor(ctx, dir)
 	if err != nil {
 		return store.Run{}, nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -48,6 +49,7 @@ if cat "$SERVER_ROOT/server.db" >/dev/null 2>&1; then echo "hostile: READ the da
 if ls "$SERVER_ROOT/teams" >/dev/null 2>&1; then echo "hostile: LISTED the teams"; else echo "hostile: teams denied"; fi
 if cat "$OTHER_RUN/spec.yaml" >/dev/null 2>&1; then echo "hostile: READ the other spec"; else echo "hostile: other spec denied"; fi
 if cat "$OTHER_RUN/driver.log" >/dev/null 2>&1; then echo "hostile: READ the other log"; else echo "hostile: other log denied"; fi
+if ls "$OTHER_RUN/work/b0-t0000/checkpoint" >/dev/null 2>&1; then echo "hostile: READ the other checkpoint"; else echo "hostile: other checkpoint denied"; fi
 setsid env -i sleep "$STRAY_MARK" </dev/null >/dev/null 2>&1 &
 echo "hostile: stray $!"
 i=$RB_START_ITER
@@ -107,6 +109,12 @@ func TestServerSandboxesHostileTrainers(t *testing.T) {
 		t.Fatalf("ben's run: %s", errOut)
 	}
 	other := filepath.Join(root, "teams", "beta", strings.TrimSpace(out))
+	// Beta's run ends first: its trainers' folders stay, and its uid is free again, which alpha's
+	// run must not be given (a uid is never handed out twice).
+	ben, _ := client.New(srv.base, token["ben"])
+	if end := waitRun(t, ben, filepath.Base(other), "ended", func(r client.Run) bool { return r.State.Ended() }); end.State != store.Finished {
+		t.Fatalf("ben's run ended %s: %+v", end.State, end)
+	}
 
 	script := filepath.Join(work, "hostile.sh")
 	mark := strconv.Itoa(900000 + rand.IntN(99999))
@@ -145,10 +153,23 @@ func TestServerSandboxesHostileTrainers(t *testing.T) {
 			t.Errorf("the trial logs hold %q:\n%s", leak, got)
 		}
 	}
-	for _, denied := range []string{"database denied", "teams denied", "other spec denied", "other log denied"} {
+	for _, denied := range []string{"database denied", "teams denied", "other spec denied", "other log denied", "other checkpoint denied"} {
 		if !strings.Contains(got, denied) {
 			t.Errorf("the trial logs do not say %q:\n%s", denied, got)
 		}
+	}
+	var uids [2]int
+	for i, dir := range []string{other, filepath.Join(root, "teams", "alpha", id)} {
+		var rf struct {
+			Sandbox struct{ UID int } `json:"sandbox"`
+		}
+		if err := json.Unmarshal(readFileBytes(filepath.Join(dir, "run.json")), &rf); err != nil || rf.Sandbox.UID == 0 {
+			t.Fatalf("%s/run.json: no sandbox uid (%v)", dir, err)
+		}
+		uids[i] = rf.Sandbox.UID
+	}
+	if uids[0] == uids[1] {
+		t.Errorf("alpha's run was given uid %d again, beta's ended run's: what beta's trainers left on the host acts as alpha's", uids[0])
 	}
 	// Every stray is gone once the run has ended: none sleeps its mark any more.
 	if strays := processesWithArgs("sleep", mark); len(strays) > 0 {

@@ -31,9 +31,11 @@ const HomeDir = "home"
 // First+Count-1. They belong to no account (nothing else should run as them).
 type SandboxRange struct{ First, Count int }
 
-// DefaultSandboxRange is the range a server uses: 65536 ids from 2000000000, above what account
-// managers and subordinate-id ranges hand out.
-var DefaultSandboxRange = SandboxRange{First: 2_000_000_000, Count: 65536}
+// DefaultSandboxRange is the range a server uses: 2^31 ids from 2000000000 (uid_t is 32 bits,
+// 4294967295 is -1), above what account managers and subordinate-id ranges hand out. It is wide
+// because a uid is never handed out twice (Next): what a run's uid left behind on the host (a
+// setuid copy of a shell in /tmp, say) must never act as another run's.
+var DefaultSandboxRange = SandboxRange{First: 2_000_000_000, Count: 1 << 31}
 
 // ErrNoSandbox says trainers cannot be sandboxed here (not root, or no CAP_SETUID, CAP_SETGID,
 // CAP_CHOWN and CAP_KILL; or not Linux).
@@ -42,16 +44,23 @@ var ErrNoSandbox = errors.New("trainers cannot be sandboxed here")
 // Allocate picks the lowest id of the range that taken does not hold and that no live process
 // runs as: a sandbox no other run shares.
 func (rg SandboxRange) Allocate(taken map[int]bool) (Sandbox, error) {
+	return rg.Next(rg.First-1, taken)
+}
+
+// Next picks the lowest id of the range above after (the last one handed out) that taken does
+// not hold and that no live process runs as: a caller that keeps after never hands a uid out
+// twice.
+func (rg SandboxRange) Next(after int, taken map[int]bool) (Sandbox, error) {
 	live, err := liveUIDs()
 	if err != nil {
 		return Sandbox{}, err
 	}
-	for id := rg.First; id < rg.First+rg.Count; id++ {
+	for id := max(after+1, rg.First); id < rg.First+rg.Count; id++ {
 		if !taken[id] && !live[id] {
 			return Sandbox{UID: id, GID: id}, nil
 		}
 	}
-	return Sandbox{}, fmt.Errorf("allocate a sandbox: all %d uids from %d are in use", rg.Count, rg.First)
+	return Sandbox{}, fmt.Errorf("allocate a sandbox: every uid from %d to %d has been handed out", rg.First, rg.First+rg.Count-1)
 }
 
 // env is what every worker's environment starts from: the inherited allowlist (never the
@@ -128,6 +137,11 @@ func (r *Runtime) prepareSandbox(dir string) error {
 	home := filepath.Join(r.WorkDir, HomeDir)
 	for _, d := range []string{home, dir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		// MkdirAll leaves an existing folder's mode: a restored checkpoint's was open to all,
+		// and another run's trainer read it through the 0711 folders above.
+		if err := os.Chmod(d, 0o700); err != nil {
 			return fmt.Errorf("sandbox: %w", err)
 		}
 		if err := chownTree(d, s.UID, s.GID); err != nil {

@@ -160,3 +160,16 @@ func TestChownTreeStaysInside(t *testing.T) {
 		t.Errorf("the file a link points at changed owner: %d (%v)", st.Uid, err)
 	}
 }
+
+// Next never goes back below the last uid handed out, even to one that is free again: what a
+// run's uid left on the host must not act as another run's.
+func TestSandboxRangeNextNeverReuses(t *testing.T) {
+	rg := SandboxRange{First: os.Getuid() + 1, Count: 10}
+	got, err := rg.Next(os.Getuid()+3, nil)
+	if err != nil || got.UID != os.Getuid()+4 {
+		t.Fatalf("Next after %d = %+v, %v; want uid %d", os.Getuid()+3, got, err, os.Getuid()+4)
+	}
+	if _, err := rg.Next(os.Getuid()+10, nil); err == nil {
+		t.Fatal("Next past the range's end handed out a uid")
+	}
+}
