@@ -238,6 +238,13 @@ func (s *Server) startQueued(ctx context.Context) error {
 		for _, r := range dec.Queued {
 			switch {
 			case r.State == store.Running:
+				if err := s.storageMoved(ctx, r); err != nil {
+					why := "refused at its start: " + err.Error()
+					fmt.Fprintf(s.cfg.Log, "server: run %s of team %s: %s\n", r.ID, r.Team, why)
+					s.recordFor(ctx, serverActor, r.Team, "refuse-queued", r.ID, why)
+					s.ended(ctx, r, Ending{Status: "failed", Why: why})
+					continue
+				}
 				s.drive(ctx, r)
 			case r.State.Ended():
 				fmt.Fprintf(s.cfg.Log, "server: run %s of team %s: %s\n", r.ID, r.Team, r.Message)

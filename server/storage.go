@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -81,6 +83,11 @@ func resolvePath(p string) (string, error) {
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, os.ErrNotExist) {
 			return "", err
 		}
+		if _, lerr := os.Lstat(cur); lerr == nil {
+			// It is there but leads nowhere: a link to a place not made yet, which could be
+			// anywhere once it is (another team's folder).
+			return "", fmt.Errorf("%s is a link to a place that does not exist", cur)
+		}
 		if cur == filepath.Dir(cur) {
 			return p, nil
 		}
@@ -148,4 +155,21 @@ func CheckStorage(team store.Team, root string, exp *spec.Experiment) error {
 		return probs
 	}
 	return nil
+}
+
+// storageMoved checks again, as its driver is about to start, where a queued run reads and
+// writes (CheckStorage): a checkpoints.url or warm start that lay under its team's prefixes at
+// submission may resolve elsewhere now, through a link planted in the prefix while it waited
+// (into another team's runs, say), or the team may have lost the prefix. A run whose folder is
+// not on this machine (a mirror restores it) was checked at submission only.
+func (s *Server) storageMoved(ctx context.Context, r store.Run) error {
+	st, err := rundir.Open(s.runDir(r.Team, r.ID))
+	if err != nil {
+		return nil
+	}
+	team, err := s.cfg.Store.Team(ctx, r.Team)
+	if err != nil {
+		return fmt.Errorf("team %s: %w", r.Team, err)
+	}
+	return CheckStorage(team, s.cfg.Root, st.Exp)
 }

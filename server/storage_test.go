@@ -76,3 +76,18 @@ func TestTeamChange(t *testing.T) {
 		}
 	}
 }
+
+// A link in a prefix that leads nowhere yet is refused: once its target is made it could be
+// anywhere (another team's folder), so where a write under it lands is not known.
+func TestResolvePathRefusesADanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "not-yet"), filepath.Join(dir, "later")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := resolvePath(filepath.Join(dir, "later", "x")); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("resolvePath through a dangling link = %q, %v; want refused", got, err)
+	}
+	if got, err := resolvePath(filepath.Join(dir, "missing", "x")); err != nil || got != filepath.Join(dir, "missing", "x") {
+		t.Fatalf("resolvePath of a place not made yet = %q, %v", got, err)
+	}
+}

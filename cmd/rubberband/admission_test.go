@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -262,6 +264,61 @@ func TestServerStoragePrefixes(t *testing.T) {
 	var ce *client.Error
 	if !errors.As(err, &ce) || !strings.Contains(strings.Join(ce.Problems, "\n"), "team beta has no storage prefixes") {
 		t.Errorf("beta's checkpoints in alpha's prefix: %v", err)
+	}
+}
+
+// gateTrainer reports as the trainer contract asks once the file $GATE exists: a run that holds
+// its GPU until the test lets it go.
+const gateTrainer = `#!/bin/sh
+while [ ! -e "$GATE" ]; do sleep 0.05; done
+i=$RB_START_ITER
+while [ "$i" -lt "$RB_TARGET_ITER" ]; do i=$((i+1)); echo "@rb {\"iter\": $i, \"score\": 0.5}"; done
+`
+
+// A link planted in a team's storage prefix while its run waits in the queue (the hostile pass:
+// checkpoints.url file://PREFIX/later/x admitted, then PREFIX/later made a link to the folder of
+// every team's runs) is found when the run is about to start: the run is refused with the reason
+// and nothing is written through the link. Before, its driver followed the link and, as the
+// server's user, made the run's checkpoint folders among the teams' (or inside one of them).
+func TestServerStorageLinkPlantedWhileQueued(t *testing.T) {
+	t.Parallel()
+	root, shared, work := t.TempDir(), t.TempDir(), t.TempDir()
+	openAbove(t, work) // the gate trainer runs sandboxed, as another uid
+	alpha := filepath.Join(shared, "alpha")
+	os.MkdirAll(alpha, 0o755)
+	srv, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{
+		"alpha": {"--storage-prefix", "file://" + alpha, "--max-gpus", "1"}, "beta": nil})
+	ctx, cl := context.Background(), cls["alpha"]
+	script, gate := filepath.Join(work, "gate.sh"), filepath.Join(work, "open")
+	if err := os.WriteFile(script, []byte(gateTrainer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	holder := regexp.MustCompile(`(?m)^trainer: .*$`).ReplaceAllString(tinySpec, fmt.Sprintf("trainer: {command: [sh, %s], env: {GATE: %q}}", script, gate))
+	first, _, err := cl.Submit(ctx, server.Submission{Spec: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, cl, first.ID, "started", func(r client.Run) bool { return r.State == store.Running })
+	queued, _, err := cl.Submit(ctx, server.Submission{Spec: tinySpec + "checkpoints: {url: 'file://" + alpha + "/later/x'}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if queued.State != store.Queued {
+		t.Fatalf("the second run is %s beside the holder under max_gpus 1", queued.State)
+	}
+	teams := filepath.Join(root, "teams") // every team's runs
+	if err := os.Symlink(teams, filepath.Join(alpha, "later")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	end := waitRun(t, cl, queued.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
+	if end.State != store.Failed || !strings.Contains(end.Message, "refused at its start") || !strings.Contains(end.Message, "inside this server's root") {
+		t.Fatalf("the run whose prefix now links into the server's root: %s %q\n%s", end.State, end.Message, srv.log)
+	}
+	if _, err := os.Stat(filepath.Join(teams, "x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("something was written through the link among the teams' folders: %v", err)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	minio := servers.RunMinIO(t) // its keys go to the server through the job's Variable
 	dir := t.TempDir()
 	specFile, _ := syntheticSpec(t, dir, "synthetic.yaml") // its trainer's --spec is absolute: the server runs in its allocation's folder
-	openAbove(t, dir) // the server sandboxes its trainers (as root, on the local backend): they read that spec
+	openAbove(t, dir)                                      // the server sandboxes its trainers (as root, on the local backend): they read that spec
 	if _, _, err := n.Client.Variables().Create(&nomad.Variable{Path: "nomad/jobs/rubberband-server",
 		Items: nomad.VariableItems{"AWS_ACCESS_KEY_ID": minio.AccessKey, "AWS_SECRET_ACCESS_KEY": minio.Secret}}, nil); err != nil {
 		t.Fatal(err)
