@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +19,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -96,23 +101,53 @@ func fill(t *testing.T, path string) {
 	}
 }
 
-// waitJournal waits until the run's journal holds at least n events of kind ev (the driver
-// writes it as it goes: there is no other event to wait on from outside the process).
-func waitJournal(t *testing.T, dir, ev string, n int, cmd *exec.Cmd) {
+// stageProgress reads a progress line of `rubberband run` (standard error): its stage and the
+// trials done in it.
+var stageProgress = regexp.MustCompile(`stage (\d+)/\d+: (\d+)/\d+ trials done`)
+
+// runUntilDone starts the built CLI's `run` with args, from the repository root, and returns
+// once its progress says at least n trials of its first stage are done (or a later stage has
+// begun): read from its standard error as it writes it, nothing polled. wait waits for the
+// run's end; out holds all its standard error.
+func runUntilDone(t *testing.T, n int, args ...string) (out *syncio.Buffer, wait func() error) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		b, _ := os.ReadFile(filepath.Join(dir, rundir.Journal))
-		if strings.Count(string(b), `"ev":"`+ev+`"`) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the run never journaled %d %s events", n, ev)
-		}
-		time.Sleep(10 * time.Millisecond)
+	cmd := exec.Command(binary, append([]string{"run"}, args...)...)
+	cmd.Dir = "../.."
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out = &syncio.Buffer{}
+	reached, read := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pipe)
+		sc.Buffer(nil, 1<<20)
+		for seen := false; sc.Scan(); {
+			fmt.Fprintln(out, sc.Text())
+			if m := stageProgress.FindStringSubmatch(sc.Text()); !seen && m != nil && (m[1] != "1" || atoi(m[2]) >= n) {
+				seen = true
+				close(reached)
+			}
+		}
+		io.Copy(out, pipe) // past a line too long to scan
+	}()
+	select {
+	case <-reached:
+	case <-read:
+		cmd.Wait()
+		t.Fatalf("the run ended before %d trials were done:\n%s", n, out)
+	case <-time.After(60 * time.Second): // a bound on a hung run, not a wait
+		cmd.Process.Kill()
+		t.Fatalf("the run never said %d trials were done:\n%s", n, out)
+	}
+	return out, func() error { <-read; return cmd.Wait() }
 }
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // A run whose checkpoint disk fills in mid-run pauses: no try is spent (no fail event), the
 // journal says what is full and where, its nodes are released at the pause (the bill stops
@@ -131,16 +166,9 @@ func TestRunPausesOnFullDisk(t *testing.T) {
 	os.WriteFile(specFile, append(src, []byte("checkpoints: {url: \"file://"+disk+"\"}\n")...), 0o644)
 
 	state := filepath.Join(tmp, "paused")
-	cmd := exec.Command(binary, "run", specFile, "--state", state, "--time-scale", "0.02")
-	cmd.Dir = "../.."
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitJournal(t, state, executor.EvDone, 4, cmd)
+	stderr, wait := runUntilDone(t, 4, specFile, "--state", state, "--time-scale", "0.02")
 	fill(t, filepath.Join(disk, "filler"))
-	err = cmd.Wait()
+	err = wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 4 {
 		t.Fatalf("a run whose disk filled: %v, want exit 4 (paused)\n%s", err, stderr.String())
@@ -305,16 +333,9 @@ func TestRunPausesOnFullStateDisk(t *testing.T) {
 	t.Parallel()
 	disk := smallDisk(t, "16m")
 	state := filepath.Join(disk, "state")
-	cmd := exec.Command(binary, "run", "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02")
-	cmd.Dir = "../.."
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitJournal(t, state, executor.EvDone, 4, cmd)
+	stderr, wait := runUntilDone(t, 4, "cmd/rubberband/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02")
 	fill(t, filepath.Join(disk, "filler"))
-	err := cmd.Wait()
+	err := wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(stderr.String(), "paused: disk full at "+disk) {
 		t.Fatalf("a run whose disk filled: %v, want exit 4 saying the disk is full\n%s", err, stderr.String())

@@ -146,18 +146,23 @@ func TestServerClosesSlowClients(t *testing.T) {
 
 // One user may not take every stream slot: with --max-streams-per-user 2, alice's third event
 // stream is refused 429 with the reason, while bob still gets one, and a slot comes back when
-// her stream closes. On e91921a one user took all 256.
+// one of her streams ends. On e91921a one user took all 256.
 func TestServerStreamSlotsPerUser(t *testing.T) {
 	t.Parallel()
 	root, tokens := oneTeamRoot(t, "alice", "bob")
 	holdLease(t, root) // the run stays queued: its stream stays open
 	srv := startServer(t, "--root", root, "--max-streams-per-user", "2")
 	alice, _ := client.New(srv.base, tokens["alice"])
-	run, _, err := alice.Submit(context.Background(), submissionOf(t, "cmd/rubberband/testdata/synthetic.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	// Two queued runs: alice's first stream follows the one she cancels later, which ends it.
+	var runs [2]client.Run
+	for i := range runs {
+		r, _, err := alice.Submit(context.Background(), submissionOf(t, "cmd/rubberband/testdata/synthetic.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = r
 	}
-	stream := func(user string) (*http.Response, string) {
+	stream := func(user string, run client.Run) (*http.Response, string) {
 		req, _ := http.NewRequest("GET", srv.base+"/api/v1/runs/"+run.ID+"/events", nil)
 		req.Header.Set("Authorization", "Bearer "+tokens[user])
 		resp, err := http.DefaultClient.Do(req)
@@ -172,27 +177,27 @@ func TestServerStreamSlotsPerUser(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp, ""
 	}
-	first, _ := stream("alice")
-	if second, _ := stream("alice"); first.StatusCode != 200 || second.StatusCode != 200 {
+	first, _ := stream("alice", runs[0])
+	if second, _ := stream("alice", runs[1]); first.StatusCode != 200 || second.StatusCode != 200 {
 		t.Fatalf("alice's streams: %d %d", first.StatusCode, second.StatusCode)
 	}
-	third, why := stream("alice")
+	third, why := stream("alice", runs[1])
 	if third.StatusCode != http.StatusTooManyRequests || !strings.Contains(why, "alice holds 2 open") {
 		t.Fatalf("alice's third stream: %d %s", third.StatusCode, why)
 	}
-	if bob, why := stream("bob"); bob.StatusCode != 200 {
+	if bob, why := stream("bob", runs[1]); bob.StatusCode != 200 {
 		t.Fatalf("bob's stream while alice holds hers: %d %s", bob.StatusCode, why)
 	}
-	first.Body.Close() // the server sees it go at its next poll
-	for i := 0; ; i++ {
-		again, why := stream("alice")
-		if again.StatusCode == 200 {
-			break
-		}
-		if i == 50 {
-			t.Fatalf("alice's slot never came back: %d %s", again.StatusCode, why)
-		}
-		time.Sleep(100 * time.Millisecond) // the server polls the closed stream's context every 200 ms
+	// Her first stream ends with its run: the server gives the slot back as its handler returns,
+	// before the answer's end reaches her, so reading it to the end is the moment to ask again.
+	if _, err := alice.Cancel(context.Background(), runs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := io.ReadAll(first.Body); err != nil || !strings.Contains(string(rest), "event: end") {
+		t.Fatalf("alice's first stream did not end with its cancelled run: %v\n%s", err, rest)
+	}
+	if again, why := stream("alice", runs[1]); again.StatusCode != 200 {
+		t.Fatalf("alice's slot did not come back once her stream ended: %d %s", again.StatusCode, why)
 	}
 }
 

@@ -86,23 +86,39 @@ func removeCgroup(name string) error {
 }
 
 // removeCgroupDir kills every process in the cgroup at dir (cgroup.kill), waits until it is
-// empty (2 s at most) and removes it.
+// empty (2 s at most) and removes it. The kernel marks cgroup.events modified when the cgroup
+// empties: the wait blocks on that notice (inotify), never on a timer.
 func removeCgroupDir(dir string) error {
+	events := filepath.Join(dir, "cgroup.events")
+	notify, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	defer unix.Close(notify)
+	if _, err := unix.InotifyAddWatch(notify, events, unix.IN_MODIFY); err != nil {
+		return fmt.Errorf("cgroup: watch %s: %w", events, err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
 		return fmt.Errorf("cgroup: kill %s: %w", dir, err)
 	}
+	buf := make([]byte, 4096)
 	for deadline := time.Now().Add(2 * time.Second); ; {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		b, err := os.ReadFile(events)
 		if err != nil {
 			return fmt.Errorf("cgroup: %w", err)
 		}
 		if strings.Contains(string(b), "populated 0") {
 			break
 		}
-		if time.Now().After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return fmt.Errorf("cgroup: %s still holds processes 2 s after it was killed", dir)
 		}
-		time.Sleep(10 * time.Millisecond)
+		fds := []unix.PollFd{{Fd: int32(notify), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, int(left.Milliseconds())+1); err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		unix.Read(notify, buf) // drain the notices: the file says what changed
 	}
 	if err := os.Remove(dir); err != nil {
 		return fmt.Errorf("cgroup: %w", err)
