@@ -40,6 +40,39 @@ func (s *Server) CheckTenancy(ctx context.Context) error {
 	return nil
 }
 
+// TrainerPlace is where a server's local trainers run: as a uid of their own per run (Sandbox,
+// for Config.Sandbox), or as the server's own user; Where says which in words, and WhyNot why
+// they cannot be sandboxed on the local backend (nil when they can, or need not be).
+type TrainerPlace struct {
+	Sandbox *process.SandboxRange
+	Where   string
+	WhyNot  error
+}
+
+// PlaceTrainers decides where the trainers of a server on backend run: sandboxed, a uid per run,
+// when it is the local backend, the server may sandbox (process.CanSandbox) and is not
+// singleTenant; root is then made and opened for the sandboxes to pass through (the error, when
+// it cannot be: its parents closed to other users, say).
+func PlaceTrainers(backend, root string, singleTenant bool) (TrainerPlace, error) {
+	switch whyNot := process.CanSandbox(); {
+	case backend != driver.Local:
+		return TrainerPlace{Where: "run on the " + backend + " backend's nodes"}, nil
+	case singleTenant:
+		return TrainerPlace{Where: "run as this server's own user (--single-tenant)"}, nil
+	case whyNot != nil:
+		return TrainerPlace{Where: fmt.Sprintf("run as this server's own user (%v)", whyNot), WhyNot: whyNot}, nil
+	}
+	// With the database elsewhere nothing has made the root yet (a server's first start on a host).
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return TrainerPlace{}, err
+	}
+	if err := process.Reachable(root, root); err != nil {
+		return TrainerPlace{}, err
+	}
+	rg := process.DefaultSandboxRange
+	return TrainerPlace{Sandbox: &rg, Where: fmt.Sprintf("run sandboxed, a uid per run from %d", rg.First)}, nil
+}
+
 // sandboxFor gives the run about to be made in dir a sandbox of its own, when the server has
 // them: a uid above every one this server's root has handed out (sandboxUIDFile), which no
 // active run of the store's (queued, running or paused: a paused run keeps its uid for its

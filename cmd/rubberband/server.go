@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
@@ -207,24 +206,18 @@ func serverAction(c *cli.Context) error {
 		return usageErr("--mirror: a virtual run is not mirrored; use local, nomad or ec2")
 	}
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
-	sandbox, sandboxed, whyNot := serverSandbox(backend, c.Bool("single-tenant"))
-	if sandbox != nil {
-		// With --db elsewhere nothing has made the root yet (a server's first start on a host).
-		if err := os.MkdirAll(root, 0o700); err != nil {
-			return err
-		}
-		if err := process.Reachable(root, root); err != nil {
-			return usageErr("--root: %v", err)
-		}
+	trainers, err := server.PlaceTrainers(backend, root, c.Bool("single-tenant"))
+	if err != nil {
+		return usageErr("--root: %v", err)
 	}
 	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
-		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter, Sandbox: sandbox, SingleTenant: c.Bool("single-tenant"),
+		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter, Sandbox: trainers.Sandbox, SingleTenant: c.Bool("single-tenant"),
 		MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"), Hosts: hosts,
 		QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")},
 		Supervisor:  &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
 	defer srv.Close()
 	if err := srv.CheckTenancy(c.Context); errors.Is(err, server.ErrUnsandboxed) {
-		return usageErr("%v (here %v)", err, whyNot)
+		return usageErr("%v (here %v)", err, trainers.WhyNot)
 	} else if err != nil {
 		return err
 	}
@@ -253,7 +246,7 @@ func serverAction(c *cli.Context) error {
 		copies = ", mirrored to " + c.String("mirror")
 	}
 	if backend == driver.Local {
-		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", sandboxed)
+		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", trainers.Where)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())
 	ran := make(chan error, 1)
@@ -275,22 +268,6 @@ func serverAction(c *cli.Context) error {
 	defer cancel()
 	hs.Shutdown(sctx)
 	return nil
-}
-
-// serverSandbox is the sandbox range of a server's local runs (nil: none), a phrase that says
-// where its trainers run, and why they cannot be sandboxed, if they cannot.
-func serverSandbox(backend string, singleTenant bool) (*process.SandboxRange, string, error) {
-	switch err := process.CanSandbox(); {
-	case backend != driver.Local:
-		return nil, "run on the " + backend + " backend's nodes", nil
-	case singleTenant:
-		return nil, "run as this server's own user (--single-tenant)", nil
-	case err != nil:
-		return nil, fmt.Sprintf("run as this server's own user (%v)", err), err
-	default:
-		rg := process.DefaultSandboxRange
-		return &rg, fmt.Sprintf("run sandboxed, a uid per run from %d", rg.First), nil
-	}
 }
 
 // onStore runs fn on the command's database with its one NAME argument; what the user must
