@@ -41,12 +41,6 @@ var DefaultSandboxRange = SandboxRange{First: 2_000_000_000, Count: 1 << 31}
 // CAP_CHOWN and CAP_KILL; or not Linux).
 var ErrNoSandbox = errors.New("trainers cannot be sandboxed here")
 
-// Allocate picks the lowest id of the range that taken does not hold and that no live process
-// runs as: a sandbox no other run shares.
-func (rg SandboxRange) Allocate(taken map[int]bool) (Sandbox, error) {
-	return rg.Next(rg.First-1, taken)
-}
-
 // Next picks the lowest id of the range above after (the last one handed out) that taken does
 // not hold and that no live process runs as: a caller that keeps after never hands a uid out
 // twice.

@@ -56,14 +56,14 @@ func TestSandboxEndAllKillsEveryProcessOfItsUID(t *testing.T) {
 	}
 }
 
-// Allocate skips the uids other runs hold and those live processes run as.
-func TestSandboxRangeAllocateSkipsTakenAndLive(t *testing.T) {
+// Next skips the uids other runs hold and those live processes run as.
+func TestSandboxRangeNextSkipsTakenAndLive(t *testing.T) {
 	rg := SandboxRange{First: os.Getuid(), Count: 3} // this test's own uid is live
-	got, err := rg.Allocate(map[int]bool{os.Getuid() + 1: true})
+	got, err := rg.Next(rg.First-1, map[int]bool{os.Getuid() + 1: true})
 	if err != nil || got.UID != os.Getuid()+2 || got.GID != got.UID {
-		t.Fatalf("Allocate = %+v, %v; want uid %d", got, err, os.Getuid()+2)
+		t.Fatalf("Next = %+v, %v; want uid %d", got, err, os.Getuid()+2)
 	}
-	if _, err := (SandboxRange{First: os.Getuid(), Count: 1}).Allocate(nil); err == nil {
+	if _, err := (SandboxRange{First: os.Getuid(), Count: 1}).Next(os.Getuid()-1, nil); err == nil {
 		t.Fatal("a range whose one uid is live allocated it")
 	}
 }
