@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -61,7 +62,7 @@ type ServerOptions struct {
 // answers (its driver died, the server did not), else a new one on the same address and ports
 // from the same data, so that the client agents and jobs of the earlier server carry on.
 // Otherwise its ports come from FreePort. It returns once the server has elected itself leader
-// and its ACLs are bootstrapped, within a minute; ctx bounds the wait, not the server's life,
+// and its ACLs are bootstrapped, within two minutes; ctx bounds the wait, not the server's life,
 // which ends with Stop.
 func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
@@ -82,19 +83,52 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	} else {
 		st = serverState{}
 	}
-	if st.Ports[0] == 0 {
+	fresh := st.Ports[0] == 0
+	if fresh {
 		st.Addr = cmp.Or(o.Addr, "127.0.0.1")
-		for i := range st.Ports {
-			p, err := o.FreePort()
-			if err != nil {
-				return nil, fmt.Errorf("nomad server: %w", err)
-			}
-			st.Ports[i] = p
-		}
 	}
 	if err := o.Fleet.IssueServer(st.Addr); err != nil {
 		return nil, err
 	}
+	// Fresh ports are free when picked, not when bound: another process (a parallel test's
+	// server, a UDP socket on the serf port) may take one in between. An agent that exits on a
+	// bind error is started again on other ports; a directory's remembered ports are not
+	// changed, since its client agents look for the server there.
+	for attempt := 1; ; attempt++ {
+		if fresh {
+			for i := range st.Ports {
+				p, err := o.FreePort()
+				if err != nil {
+					return nil, fmt.Errorf("nomad server: %w", err)
+				}
+				st.Ports[i] = p
+			}
+		}
+		s, err := startServerOn(ctx, o, st)
+		var exited *agentExitedError
+		if fresh && attempt < 3 && errors.As(err, &exited) && exited.portTaken() {
+			continue
+		}
+		return s, err
+	}
+}
+
+// agentExitedError says the agent exited before it became leader, with the end of its log.
+type agentExitedError struct{ log, tail string }
+
+func (e *agentExitedError) Error() string {
+	return fmt.Sprintf("the local nomad server exited as it started (see %s): %s", e.log, e.tail)
+}
+
+func (e *agentExitedError) portTaken() bool {
+	return strings.Contains(e.tail, "address already in use")
+}
+
+// startServerOn starts the agent on st's address and ports and waits, within two minutes (a
+// loaded machine's start takes seconds, an idle one's under one), for it to lead and for its
+// ACLs.
+func startServerOn(ctx context.Context, o ServerOptions, st serverState) (*Server, error) {
+	stateFile := filepath.Join(o.Dir, "server.json")
 	conf := filepath.Join(o.Dir, "server.hcl")
 	hcl := ServerAgent{DataDir: filepath.Join(o.Dir, "data"), Addr: st.Addr, Ports: st.Ports, TLS: o.Fleet.ServerTLS(), GossipKey: o.Fleet.GossipKey}.HCL()
 	if err := safefile.Write(conf, []byte(hcl), 0o600); err != nil {
@@ -110,7 +144,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if b, err := json.Marshal(st); err == nil {
 		safefile.Write(stateFile, b, 0o600)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	for deadline := time.Now().Add(2 * time.Minute); ; {
 		if s.leader() {
 			if err := s.bootstrapACL(ctx); err != nil {
 				s.Stop()
@@ -118,16 +152,33 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 			}
 			return s, nil
 		}
+		if !alive(s.pid) {
+			s.Stop() // reaps it
+			return nil, &agentExitedError{log: s.Log, tail: logTail(s.Log)}
+		}
 		if err := ctx.Err(); err != nil {
 			s.Stop()
 			return nil, fmt.Errorf("nomad server: %w", err)
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("the local nomad server did not start (see %s)", s.Log)
+			return nil, fmt.Errorf("the local nomad server did not start in 2 minutes (see %s): %s", s.Log, logTail(s.Log))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// logTail is the last lines of an agent's log (at most 1 KiB), for an error that must say why
+// without the reader opening a file that a test's cleanup may have removed.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 1024 {
+		b = b[len(b)-1024:]
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func newServer(o ServerOptions, st serverState) *Server {

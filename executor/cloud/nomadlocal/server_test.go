@@ -3,6 +3,7 @@ package nomadlocal_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,4 +159,43 @@ func alive(pid int) bool {
 	}
 	_, after, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(after, "Z")
+}
+
+// A fresh port taken between its pick and the agent's bind (here: held by a listener from the
+// start, as a parallel test's server would hold it) does not fail the start: the agent exits on
+// its bind error, and StartServer starts it again on other ports. Before, it waited a minute for
+// a leader that could not come and said only "did not start".
+func TestStartServerPicksOtherPortsWhenOneIsTaken(t *testing.T) {
+	bin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	dir := t.TempDir()
+	fleet, err := nomadlocal.OpenFleet(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	picks := 0
+	freePort := func() (int, error) {
+		picks++
+		if picks == 1 {
+			return takenPort, nil
+		}
+		return nomadlocal.FreePort()
+	}
+	s, err := nomadlocal.StartServer(context.Background(), nomadlocal.ServerOptions{Bin: bin, Dir: filepath.Join(dir, "server"), Fleet: fleet, FreePort: freePort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nomadlocal.UnmountUnder(dir)
+	defer s.Stop()
+	if picks != 6 {
+		t.Errorf("%d ports picked, want 6: three for the try that found one taken, three for the next", picks)
+	}
+	if strings.HasSuffix(s.Addr, ":"+strconv.Itoa(takenPort)) {
+		t.Errorf("server at %s, the taken port", s.Addr)
+	}
 }
