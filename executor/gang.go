@@ -21,7 +21,7 @@ type GangSpec struct {
 func BuildGang(g GangSpec, slots []placement.Slot, nodes map[string]cloud.Node) Gang {
 	tr := g.Experiment.Trainer
 	out := Gang{Trial: g.Trial, Command: tr.Command, Image: tr.Image, Env: tr.Env,
-		CPUMHz: tr.Resources.CPUMHz, MemoryMB: tr.Resources.MemoryMB, Reuse: tr.Reuse}
+		CPUMHz: tr.Resources.CPUMHz, MemoryMB: tr.Resources.MemoryMB, Reuse: tr.Reuse, Dir: tr.Workdir}
 	world := 0
 	for _, s := range slots {
 		world += len(s.GPUs)

@@ -34,6 +34,9 @@ type Gang struct {
 	// Reuse says the trainer may serve several trials in one process (spec trainer.reuse):
 	// runtimes that can keep a single worker's process between launches do.
 	Reuse bool
+	// Dir is the folder the trainer runs in (spec trainer.workdir, resolved; a server's run: its
+	// unpacked code): relative paths in Command resolve there. Empty: the driver's own.
+	Dir string
 }
 
 // Runtime launches gangs. executor/runtimetest is this contract as a test suite, run over every

@@ -35,6 +35,7 @@ const (
 	TmpDir         = "tmp"         // temporary files of a remote checkpoint store
 	NodesFile      = "nodes.json"  // the local provider's nodes
 	NomadDir       = "nomad"       // the Nomad server and client agents started for the run
+	CodeDir        = "code"        // the code bundle a server's run was sent with, unpacked
 )
 
 // Errors a caller tells the user apart from failures (the CLI exits 2 on them).
@@ -90,6 +91,13 @@ type RunFile struct {
 	// (checkpoint.LayoutPerRun for every run Create makes): a run.json without it is an older
 	// binary's, whose keys are at the store's root (checkpoint.LayoutShared), and is resumed so.
 	CheckpointLayout string `json:"checkpoint_layout,omitempty"`
+	// Workdir is the absolute folder the run's trainers run in (its spec's trainer.workdir,
+	// resolved where the spec was read; a server's run: its unpacked code bundle, CodeDir). It
+	// replaces trainer.workdir of the spec's copy, which no longer sits beside the trainer.
+	// Empty (older runs): the driver's own folder.
+	Workdir string `json:"workdir,omitempty"`
+	// Code is the ID (codebundle.ID) of the code bundle the run was sent with, if any.
+	Code string `json:"code,omitempty"`
 }
 
 // State is a run's state directory, loaded.
@@ -143,6 +151,7 @@ func Open(dir string) (*State, error) {
 		return nil, userErr(ErrSpec, "load the run's spec: %v", err)
 	}
 	st.Exp.Seed, st.Exp.Planner.Samples = st.Run.Seed, st.Run.Samples
+	st.Exp.Trainer.Workdir = st.Run.Workdir
 	if st.Plan, err = planner.ReadReportFile(filepath.Join(abs, PlanFile)); err != nil {
 		return nil, err
 	}

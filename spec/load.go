@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -308,4 +310,45 @@ func (d *Dist) inferKind() {
 	default:
 		d.Kind = DistConstant
 	}
+}
+
+// WorkdirFor is the folder the trainer's command runs in for a spec read from specPath:
+// trainer.workdir, resolved against the spec file's folder when relative, or that folder when
+// the spec names none. It is absolute when specPath's folder can be made so.
+func (e *Experiment) WorkdirFor(specPath string) string {
+	dir := filepath.Dir(specPath)
+	if w := e.Trainer.Workdir; w != "" {
+		if filepath.IsAbs(w) {
+			return filepath.Clean(w)
+		}
+		dir = filepath.Join(dir, w)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// CheckWorkdir says, as a Problem at trainer.workdir's line, when the folder the trainer would
+// run in (WorkdirFor) is not one on this machine.
+func (e *Experiment) CheckWorkdir(specPath string) error {
+	dir := e.WorkdirFor(specPath)
+	st, err := os.Stat(dir)
+	msg := ""
+	switch {
+	case err != nil:
+		msg = fmt.Sprintf("the trainer's folder %s: %v", dir, errors.Unwrap(err))
+		if errors.Unwrap(err) == nil {
+			msg = err.Error()
+		}
+	case !st.IsDir():
+		msg = fmt.Sprintf("the trainer's folder %s is not a folder", dir)
+	default:
+		return nil
+	}
+	line := e.Line("trainer.workdir")
+	if line == 0 {
+		line = e.Line("trainer")
+	}
+	return Problems{{File: e.File, Line: line, Path: "trainer.workdir", Msg: msg + " (it defaults to the spec file's folder; relative paths resolve against that folder)"}}
 }

@@ -110,6 +110,11 @@ type Trainer struct {
 	// The process runtime honours it; gangs of several workers and the Nomad runtime start a
 	// process per launch whatever it says.
 	Reuse bool `yaml:"reuse"`
+	// Workdir is the folder the command runs in, on every backend: relative paths in the
+	// command resolve there. Default the spec file's folder; a relative value resolves against
+	// it (WorkdirFor). Its files travel with the run where the trainer runs elsewhere (package
+	// codebundle).
+	Workdir string `yaml:"workdir"`
 }
 
 // Resources of one worker.

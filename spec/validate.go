@@ -319,6 +319,16 @@ func (v *validator) trainer() {
 	if t.Timeout < 0 {
 		v.add("trainer.timeout", "must not be negative (0: three times the predicted duration)")
 	}
+	if v.e.Has("trainer.workdir") && !v.e.unknown("trainer.workdir") {
+		switch {
+		case strings.TrimSpace(t.Workdir) == "":
+			v.add("trainer.workdir", "must not be empty (leave it out for the spec file's folder)")
+		case strings.ContainsRune(t.Workdir, 0):
+			v.add("trainer.workdir", "holds a NUL byte, which no path can")
+		case len(t.Workdir) > 4096:
+			v.add("trainer.workdir", "is %d bytes long (at most 4096)", len(t.Workdir))
+		}
+	}
 	size := len(t.Image)
 	for i, arg := range t.Command {
 		size += len(arg)

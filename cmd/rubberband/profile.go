@@ -34,8 +34,11 @@ func profileCommand() *cli.Command {
 }
 
 func profileAction(c *cli.Context) error {
-	exp, _, err := loadSpec(c, c.App.ErrWriter)
+	exp, src, err := loadSpec(c, c.App.ErrWriter)
 	if err != nil {
+		return err
+	}
+	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 		return err
 	}
 	if typ := c.String("instance-type"); typ != "" {

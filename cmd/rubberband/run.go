@@ -124,6 +124,11 @@ func runAction(c *cli.Context) error {
 	if err := driver.Check(backend, exp); err != nil { // before planning: it may take a while
 		return err
 	}
+	if backend != driver.Virtual { // the trainer runs in its folder, wherever run started
+		if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
+			return err
+		}
+	}
 	if timeScale <= 0 {
 		return usageErr("--time-scale must be above 0")
 	}
@@ -156,7 +161,7 @@ func runAction(c *cli.Context) error {
 	}
 	// The spec's snapshot is the bytes planned from, not the file now: it may have changed.
 	rf := rundir.RunFile{RunID: runID, Backend: backend, TimeScale: timeScale, Samples: exp.Planner.Samples, Seed: exp.Seed,
-		NoReplan: c.Bool("no-replan")}
+		NoReplan: c.Bool("no-replan"), Workdir: exp.Trainer.Workdir}
 	if _, local, err := localCatalog(c); err != nil {
 		return err
 	} else if local != nil { // the run keeps the catalog it was planned with

@@ -69,3 +69,14 @@ func loadSpecFile(path string, w io.Writer, opts ...spec.Option) (*spec.Experime
 	}
 	return exp, src, nil
 }
+
+// resolveWorkdir makes exp's trainer.workdir the absolute folder its trainer runs in
+// (spec.WorkdirFor the spec at path), or prints why there is none as a spec problem (exit 2).
+func resolveWorkdir(w io.Writer, exp *spec.Experiment, path string) error {
+	if err := exp.CheckWorkdir(path); err != nil {
+		fmt.Fprintln(w, err)
+		return &exitErr{code: exitInvalid, err: fmt.Errorf("%s: 1 problem", path)}
+	}
+	exp.Trainer.Workdir = exp.WorkdirFor(path)
+	return nil
+}

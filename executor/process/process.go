@@ -138,7 +138,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	if g.Reuse && len(g.Workers) == 1 {
 		env := g.Workers[0].Env
 		env.CheckpointDir, env.MasterPort = dir, port
-		if err := r.launchReused(h, g.Workers[0].Node.ID, env, argv, base); err != nil {
+		if err := r.launchReused(h, g.Workers[0].Node.ID, g.Dir, env, argv, base); err != nil {
 			h.logFile.Close()
 			return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 		}
@@ -160,6 +160,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(append([]string(nil), base...), vars...)
 		cmd.Stdout, cmd.Stderr = h.log, h.log
+		cmd.Dir = g.Dir // the trainer's folder: relative paths in its command resolve there
 		cmds[i] = cmd
 	}
 	for i, cmd := range cmds {

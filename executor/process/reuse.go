@@ -39,13 +39,13 @@ type pool struct {
 
 // launchReused runs h's trial (env) on an idle reused worker of the same command, node and
 // GPUs, or starts one.
-func (r *Runtime) launchReused(h *handle, node string, env trial.Env, argv, base []string) error {
+func (r *Runtime) launchReused(h *handle, node, dir string, env trial.Env, argv, base []string) error {
 	vars, err := env.Vars()
 	if err != nil {
 		return fmt.Errorf("worker %d: %w", env.Rank, err)
 	}
 	h.done, h.exited = make(chan struct{}), make(chan struct{})
-	key := strings.Join(argv, "\x00") + "\x00" + node + "\x00" + fmt.Sprint(env.GPUs)
+	key := strings.Join(argv, "\x00") + "\x00" + node + "\x00" + fmt.Sprint(env.GPUs) + "\x00" + dir
 	for {
 		p := r.takeIdle(key)
 		if p == nil {
@@ -64,6 +64,7 @@ func (r *Runtime) launchReused(h *handle, node string, env trial.Env, argv, base
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(append([]string(nil), base...), vars...), trial.ReuseVar+"=1")
+	cmd.Dir = dir
 	p := &reused{r: r, key: key, gone: make(chan struct{}), cur: h}
 	cmd.Stderr = output{p}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
