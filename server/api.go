@@ -48,6 +48,8 @@ func (s *Server) routes() []route {
 		{"POST /api/v1/users", s.admin(s.createUser)},
 		{"DELETE /api/v1/users/{name}", s.admin(s.deleteUser)},
 		{"GET /api/v1/audit", s.authed(s.audit)},
+		{"HEAD /api/v1/code/{id}", s.authed(s.headCode)},
+		{"PUT /api/v1/code/{id}", s.authed(s.putCode)},
 	}
 }
 
@@ -145,7 +147,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, u store.User) {
 		}
 		writeJSON(w, code, refused{Error: boundText(err.Error(), MaxErrorBytes), Refusal: ref, Plan: rep})
 	case errors.As(err, &in):
-		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": boundText(err.Error(), MaxErrorBytes), "problems": in.Problems})
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"error": boundText(err.Error(), MaxErrorBytes), "problems": in.Problems, "missing_files": in.Missing})
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:

@@ -22,6 +22,10 @@ type Submission struct {
 	Spec     string            `json:"spec"`
 	Files    map[string]string `json:"files,omitempty"`
 	Priority int               `json:"priority,omitempty"`
+	// Code is the ID of the trainer's code bundle (package codebundle), uploaded first with PUT
+	// /api/v1/code/{id}: the run's trainers run in it, unpacked. Without it they run in the
+	// server's own folder (the built-in trainers need nothing else).
+	Code string `json:"code,omitempty"`
 }
 
 // Limits on a submission.
@@ -38,6 +42,9 @@ const (
 type InputError struct {
 	Err      error
 	Problems []string `json:"problems,omitempty"`
+	// Missing are the files the spec names that were not sent: a client sends them and submits
+	// again.
+	Missing []string `json:"missing_files,omitempty"`
 }
 
 func (e *InputError) Error() string { return e.Err.Error() }
@@ -71,9 +78,11 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 		name = "spec.yaml"
 	}
 	src := &spec.Source{Path: path.Base(name), Data: []byte(sub.Spec), Files: map[string][]byte{}}
+	var missing []string
 	exp, err := spec.Parse(src.Path, src.Data, func(rel string) ([]byte, error) {
 		f, ok := sub.Files[rel]
 		if !ok {
+			missing = append(missing, rel)
 			return nil, fmt.Errorf("%s was not sent with the spec (submit it among the files)", rel)
 		}
 		src.Files[rel] = []byte(f)
@@ -81,7 +90,9 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	}, spec.WithCatalog(s.cfg.Catalog))
 	var probs spec.Problems
 	if errors.As(err, &probs) {
-		return store.Run{}, nil, problemsError(src.Path, probs)
+		ie := problemsError(src.Path, probs)
+		ie.Missing = missing
+		return store.Run{}, nil, ie
 	}
 	if err != nil {
 		return store.Run{}, nil, &InputError{Err: err}
@@ -139,7 +150,13 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 		return store.Run{}, nil, err
 	}
 	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Samples: exp.Planner.Samples, Seed: exp.Seed,
-		Served: true, Sandbox: sandbox}
+		Served: true, Sandbox: sandbox, Code: sub.Code}
+	if sub.Code != "" { // the trainers run in their own copy of the code, whatever the spec's folder was
+		if rf.Workdir, err = s.unpackCode(team.Name, sub.Code, dir, sandbox); err != nil {
+			os.RemoveAll(dir)
+			return store.Run{}, nil, err
+		}
+	}
 	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
 		return store.Run{}, nil, err
 	}

@@ -66,11 +66,22 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err != nil {
 		return err
 	}
-	_, src, err := loadSpecFile(c.Args().First(), c.App.ErrWriter, opts...) // its problems, here, before sending it
+	exp, src, err := loadSpecFile(c.Args().First(), c.App.ErrWriter, opts...) // its problems, here, before sending it
 	if err != nil {
 		return err
 	}
-	run, plan, err := cl.Submit(c.Context, client.SubmissionOf(src, c.Int("priority")))
+	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
+		return err
+	}
+	// The trainer's folder travels with the spec: the server has none of this machine's files.
+	code, sent, err := cl.SendCode(c.Context, exp.Trainer.Workdir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.ErrWriter, client.CodeSent(code, sent))
+	sub := client.SubmissionOf(src, c.Int("priority"))
+	sub.Code = code.SHA256
+	run, plan, err := cl.Submit(c.Context, sub)
 	if err != nil {
 		return err
 	}

@@ -191,3 +191,15 @@ func Reachable(root, dir string) error {
 	}
 	return nil
 }
+
+// Give makes dir and all it holds the sandbox's (its files private to it, 0700 folders): a
+// server's run's code, which its trainers run in and may write beside.
+func (s Sandbox) Give(dir string) error {
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if err := chownTree(dir, s.UID, s.GID); err != nil {
+		return fmt.Errorf("sandbox: give %s to uid %d: %w", dir, s.UID, err)
+	}
+	return nil
+}

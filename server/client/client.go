@@ -222,9 +222,19 @@ func (c *Client) send(ctx context.Context, method, path string, body io.Reader) 
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
+	contentType := ""
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		contentType = "application/json"
+	}
+	return c.sendRequest(req, contentType)
+}
+
+// sendRequest is send of a request made by the caller, with its body's content type.
+func (c *Client) sendRequest(req *http.Request, contentType string) (*http.Response, error) {
+	method, path := req.Method, req.URL.Path
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

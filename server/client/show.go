@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 	"io"
 	"time"
 
@@ -83,4 +84,13 @@ func Submitted(r Run, base string) string {
 		when = "predicted to start " + r.PredictedStart.Local().Format("15:04:05")
 	}
 	return fmt.Sprintf("submitted %s (%s) to %s: queued, %s", r.ID, r.Name, base, when)
+}
+
+// CodeSent is the line that says which code a run was sent with, and whether the server had it.
+func CodeSent(m *codebundle.Manifest, sent bool) string {
+	how := "the server has it already"
+	if sent {
+		how = "sent"
+	}
+	return fmt.Sprintf("rubberband: trainer code %s: %d files, %s (%s, %s)", m.Dir, len(m.Files), codebundle.HumanSize(m.Bytes), m.SHA256[:12], how)
 }

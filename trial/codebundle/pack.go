@@ -100,14 +100,14 @@ type TooLargeError struct {
 
 func (e *TooLargeError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trainer.workdir %s is too large to send with the run: %d files, %s (at most %d files, %s)", e.Dir, e.Files, size(e.Bytes), e.Limits.MaxFiles, size(e.Limits.MaxBytes))
+	fmt.Fprintf(&b, "trainer.workdir %s is too large to send with the run: %d files, %s (at most %d files, %s)", e.Dir, e.Files, HumanSize(e.Bytes), e.Limits.MaxFiles, HumanSize(e.Limits.MaxBytes))
 	if len(e.Largest) > 0 {
 		b.WriteString("; the largest: ")
 		for i, f := range e.Largest {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			fmt.Fprintf(&b, "%s (%s)", f.Path, size(f.Size))
+			fmt.Fprintf(&b, "%s (%s)", f.Path, HumanSize(f.Size))
 		}
 	}
 	fmt.Fprintf(&b, ". List what the trainer does not need (data, checkpoints, outputs) in %s, one pattern a line as in .gitignore (say `data/` or `*.pt`), or set trainer.workdir to a smaller folder",
@@ -115,7 +115,8 @@ func (e *TooLargeError) Error() string {
 	return b.String()
 }
 
-func size(n int64) string {
+// HumanSize is n bytes as people read it (12.3 MiB).
+func HumanSize(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))

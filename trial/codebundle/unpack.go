@@ -74,7 +74,7 @@ func Unpack(r io.Reader, dst string, lim Limits) (*Manifest, error) {
 			return nil, bad("more than %d files", lim.MaxFiles)
 		}
 		if hdr.Size < 0 || m.Bytes+hdr.Size > lim.MaxBytes {
-			return nil, bad("more than %s of files", size(lim.MaxBytes))
+			return nil, bad("more than %s of files", HumanSize(lim.MaxBytes))
 		}
 		if dir := path.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
