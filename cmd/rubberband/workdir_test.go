@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/server/client"
 )
 
 // scriptTrainer is a trainer known only by its relative name, train.py: it reports each
@@ -18,7 +23,9 @@ with open(os.path.join(os.environ["RB_CHECKPOINT_DIR"], "iter"), "w") as f:
     f.write(str(target))
 `
 
-// scriptSpec is a 1-GPU SHA run of train.py beside it, planned from a profile of milliseconds.
+// scriptSpec is a 1-GPU SHA run of train.py beside it, planned from a profile of milliseconds;
+// Debian's python3 runs it, which a server's sandboxed trainers can reach (a pyenv shim under
+// /root they could not).
 const scriptSpec = `name: script
 deadline: 10m
 seed: 3
@@ -26,7 +33,7 @@ objective: {metric: score, mode: max}
 algorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}
 search_space:
   x: {type: uniform, min: 0, max: 1}
-trainer: {command: [python3, train.py]WORKDIR}
+trainer: {command: [/usr/bin/python3, train.py]WORKDIR}
 cluster:
   gpus_per_node: 2
   price_per_hour: 12
@@ -91,5 +98,91 @@ func TestRunWorkdirRelativeAndMissing(t *testing.T) {
 	}
 	if _, errOut, code := rb(t, "run", file, "--state", filepath.Join(t.TempDir(), "run"), "--time-scale", "0.05"); code != 0 {
 		t.Fatalf("workdir: code: exit %d\n%s", code, errOut)
+	}
+}
+
+// A notebook user's first run on a server: the Python client (Debian's python3, standard
+// library) submits a spec whose trainer, train.py, is in a folder of the user's that the server
+// never sees (removed before the run starts), and the run finishes with a winner; a second
+// submission of the unchanged folder does not send it again. Before, the server ran python3
+// train.py in its own folder and every trial failed (can't open file …/train.py). The same
+// client submits examples/digits-mlp.yaml, which names its profile in flow style
+// (profile: {file: …}): it was refused with 422 "profiles/digits-mlp.yaml was not sent".
+func TestPythonClientSendsTheTrainersCode(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if _, errOut, code := rb(t, "server", "teams", "add", "ml", "--root", root); code != 0 {
+		t.Fatal(errOut)
+	}
+	token, errOut, code := rb(t, "server", "users", "add", "ann", "--team", "ml", "--root", root)
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	srv := startServer(t, "--root", root, "--time-scale", "0.05")
+	file := scriptFolder(t, "")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(file), ".rbignore"), []byte("data/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(file), "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "data", "big.bin"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := exec.Command("/usr/bin/python3", "-c", `
+import os, shutil, sys
+from rubberband import Client
+c = Client()
+spec = sys.argv[1]
+folder = os.path.dirname(spec)
+r = c.submit(spec)
+c.send_code(folder)  # unchanged: the server has it, nothing is sent
+# The folder goes: the server must have its own copy.
+shutil.rmtree(folder)
+r = r.wait(timeout=120)
+assert r.state == "finished", r.fields
+print("winner", r.best()["trial"])
+d = c.submit("examples/digits-mlp.yaml")
+print("digits", d.state)
+d.cancel()
+`, file)
+	py.Dir = "../.."
+	py.Env = append(os.Environ(), "RUBBERBAND_SERVER="+srv.base, "RUBBERBAND_TOKEN="+strings.TrimSpace(token), "PYTHONPATH=python")
+	out, err := py.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`(?m)^winner \S+$`).Match(out) || !regexp.MustCompile(`(?m)^digits (queued|running)$`).Match(out) {
+		logs, _ := filepath.Glob(filepath.Join(root, "teams", "ml", "*", "logs", "*.log"))
+		logs, _ = filepath.Glob(filepath.Join(root, "teams", "ml", "*", "driver.log"))
+		for _, l := range logs[:min(2, len(logs))] {
+			t.Log(l, string(readFileBytes(l)))
+		}
+		t.Fatalf("python client: %v\n%s\n%s", err, out, srv.log)
+	}
+	// Each folder was sent once (the audit records each upload), and the team's bundles hold
+	// train.py, not the ignored data.
+	ann, err := client.New(srv.base, strings.TrimSpace(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, err := ann.Audit(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	uploads := 0
+	for _, e := range audit {
+		if e.Action == "code" {
+			uploads++
+		}
+	}
+	if uploads != 2 {
+		t.Errorf("%d uploads of code, want 2 (the script's folder once, examples/ once): %+v", uploads, audit)
+	}
+	bundles, _ := filepath.Glob(filepath.Join(root, "teams", "ml", "code", "*.tar.gz"))
+	if len(bundles) != 2 { // the script's folder and examples/
+		t.Fatalf("the team holds %d bundles, want 2: %v", len(bundles), bundles)
+	}
+	for _, b := range bundles {
+		if st, err := os.Stat(b); err != nil || st.Size() > 1<<20 {
+			t.Errorf("bundle %s: %v (the ignored 1 MiB of data/ was sent?)", b, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 """A client of a rubberband server's API (/api/v1, docs/openapi.yaml), standard library only."""
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.parse
@@ -64,12 +65,13 @@ class Client:
             raise ValueError("no token: pass one, or set RUBBERBAND_TOKEN to what `rubberband server users add` printed")
         self.timeout = timeout
 
-    def _request(self, method, path, body=None, raw=False, timeout=None):
-        data = None
+    def _request(self, method, path, body=None, raw=False, timeout=None, data=None, content_type=None):
         headers = {"Authorization": "Bearer " + self.token}
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        elif data is not None:
+            headers["Content-Type"] = content_type or "application/octet-stream"
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             resp = _opener.open(req, timeout=timeout or self.timeout)
@@ -86,24 +88,65 @@ class Client:
         with resp:
             return json.loads(resp.read().decode())
 
-    def submit(self, spec, files=None, priority=0, name=None):
-        """Submit a spec: a path to a YAML file (the profile files it names are sent with it), its
-        YAML text, or a dict. Returns the queued Run; raises Refused over budget, quotas or queue
-        limits and ServerError for a spec with problems."""
+    def submit(self, spec, files=None, priority=0, name=None, workdir=None):
+        """Submit a spec: a path to a YAML file (every file it names is sent with it, and its
+        trainer's folder, trainer.workdir, as a code bundle: the server has none of this
+        machine's files), its YAML text, or a dict. workdir overrides the folder sent (default:
+        the spec's trainer.workdir, else the spec file's folder; none for text or a dict).
+        Returns the queued Run; raises Refused over budget, quotas or queue limits and
+        ServerError for a spec with problems."""
         files = dict(files or {})
+        base = None
         if isinstance(spec, dict):
             text, name = json.dumps(spec), name or "spec.yaml"  # YAML is a superset of JSON
         elif isinstance(spec, str) and "\n" not in spec and os.path.exists(spec):
             with open(spec) as f:
                 text = f.read()
             name = name or os.path.basename(spec)
-            files.update(_profile_files(spec, text))
+            base = os.path.dirname(os.path.abspath(spec))
+            files.update(_spec_files(base, text))
+            if workdir is None:
+                workdir = os.path.join(base, _workdir_of(text) or ".")
         else:
             text, name = spec, name or "spec.yaml"
-        out = self._request("POST", "/api/v1/runs", {"name": name, "spec": text, "files": files, "priority": priority})
+        body = {"name": name, "spec": text, "files": files, "priority": priority}
+        if workdir is not None:
+            body["code"] = self.send_code(workdir)
+        try:
+            out = self._request("POST", "/api/v1/runs", body)
+        except ServerError as e:
+            # The server names the files the spec refers to that were not sent: send them once.
+            missing = [m for m in (e.body.get("missing_files") or []) if m not in files]
+            if not missing or base is None:
+                raise
+            for ref in missing:
+                full = ref if os.path.isabs(ref) else os.path.join(base, ref)
+                if not os.path.isfile(full):
+                    raise
+                with open(full) as f:
+                    files[ref] = f.read()
+            out = self._request("POST", "/api/v1/runs", body)
         run = Run(self, out["run"])
         run.plan = out.get("plan")
         return run
+
+    def send_code(self, folder):
+        """Pack folder (a trainer's code: .gitignore and .rbignore respected, .git and
+        .rubberband left out, at most 100 MiB) and upload it unless the team has it already;
+        returns the bundle's ID, which a submission names in "code"."""
+        from . import codebundle
+        files = codebundle.scan(folder)
+        bundle_id = codebundle.bundle_id(files)
+        path = "/api/v1/code/" + bundle_id
+        try:
+            self._request("HEAD", path, raw=True).close()
+            return bundle_id
+        except ServerError as e:
+            if e.status != 404:
+                raise
+        data = codebundle.pack(folder, files)
+        self._request("PUT", path, data=data, content_type="application/gzip", raw=True).close()
+        return bundle_id
 
     def runs(self, state=None):
         """The runs this token's user may see (their team's; an admin's, every team's)."""
@@ -115,21 +158,62 @@ class Client:
         return Run(self, self._request("GET", "/api/v1/runs/" + urllib.parse.quote(run_id, safe="")))
 
 
-def _profile_files(path, text):
-    """The profile files a spec names (profile: {file: F}), read beside it, by the names it gives
-    them: a rough reading of the YAML that the server checks properly."""
+def _spec_files(base, text):
+    """The files a spec names (profile: {file: F}, and each instance type's), read beside it,
+    by the names it gives them. With PyYAML the spec is parsed; without it a line reading finds
+    `file:` keys only (never inside `profile:`), and the server names any file it missed
+    (missing_files), which submit then sends."""
     out = {}
-    base = os.path.dirname(os.path.abspath(path))
-    for line in text.splitlines():
-        line = line.split("#", 1)[0]
-        if "file:" not in line:
-            continue
-        ref = line.split("file:", 1)[1].strip().strip("{}").split(",")[0].strip().strip("'\"")
+    for ref in _file_refs(text):
         full = ref if os.path.isabs(ref) else os.path.join(base, ref)
-        if ref and os.path.isfile(full):
+        if os.path.isfile(full):
             with open(full) as f:
                 out[ref] = f.read()
     return out
+
+
+def _file_refs(text):
+    try:
+        import yaml
+    except ImportError:
+        return [m.group(1).strip("'\"") for m in _FILE_KEY.finditer(text)]
+    refs = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "file" and isinstance(v, str):
+                    refs.append(v)
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    try:
+        walk(yaml.safe_load(text))
+    except yaml.YAMLError:
+        return []  # the server says what is wrong with it
+    return refs
+
+
+def _workdir_of(text):
+    """trainer.workdir as the spec writes it, or None."""
+    try:
+        import yaml
+        doc = yaml.safe_load(text)
+        w = (doc.get("trainer") or {}).get("workdir") if isinstance(doc, dict) else None
+        return w if isinstance(w, str) and w else None
+    except ImportError:
+        m = _WORKDIR_KEY.search(text)
+        return m.group(1).strip("'\"") if m else None
+    except Exception:
+        return None
+
+
+# A `file:` or `workdir:` key (block or flow style), not the end of a longer key such as profile.
+_FILE_KEY = re.compile(r"(?:^|[\s{,])file\s*:\s*([^\s,}#]+)", re.M)
+_WORKDIR_KEY = re.compile(r"(?:^|[\s{,])workdir\s*:\s*([^\s,}#]+)", re.M)
 
 
 class Run:
