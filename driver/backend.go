@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -21,6 +22,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )
 
 // The backends a run can use.
@@ -76,6 +78,9 @@ type target struct {
 	served  bool
 	sandbox *process.Sandbox
 	logMax  int64 // the bound of each trial's log (logcap; 0: its default)
+	// code is the ID of the trainer's code bundle in the run's store (shipCode), for the
+	// workers of a remote backend.
+	code string
 }
 
 // checkpoints is the run's checkpoint store: the spec's (the run's folder when it names none),
@@ -196,6 +201,13 @@ func openBackend(ctx context.Context, backend string, t target) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
+	if backend != Local {
+		// Remote workers share no disk with this machine: the trainer's folder goes with the
+		// run, through its store.
+		if t.code, err = shipCode(ctx, store, t.exp.Trainer.Workdir, t.dir, t.log); err != nil {
+			return nil, err
+		}
+	}
 	b, err := k.open(ctx, t)
 	if err != nil || backend == Local {
 		return b, err
@@ -285,4 +297,33 @@ func offerOf(exp *spec.Experiment, o *sim.Offer) cloud.Offer {
 		typ = exp.Cluster.InstanceType
 	}
 	return cloud.Offer{InstanceType: typ, Market: cloud.Market(o.Market), PricePerHour: o.NodePricePerSecond * 3600}
+}
+
+// shipCode puts the bundle of the trainer's folder workdir into the run's store
+// (codebundle.Key, under the run's prefix) unless it is there already (a resumed run's), and
+// returns its ID, leaving out the run's state directory stateDir; none without a folder (a run of before trainer.workdir, or a server's run sent
+// without code).
+func shipCode(ctx context.Context, store checkpoint.Store, workdir, stateDir string, log io.Writer) (string, error) {
+	if workdir == "" {
+		return "", nil
+	}
+	m, err := codebundle.Scan(workdir, codebundle.Limits{}, stateDir) // a --state inside it is the run's, not code
+	if err != nil {
+		return "", inputErr("%v", err)
+	}
+	key := codebundle.Key(m.SHA256)
+	if have, err := store.List(ctx, key); err != nil {
+		return "", err
+	} else if len(have) > 0 && have[0].Key == key {
+		return m.SHA256, nil
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(m.Write(pw)) }()
+	_, err = store.Put(ctx, key, pr)
+	pr.CloseWithError(err) // the writer stops, should Put have failed early
+	if err != nil {
+		return "", fmt.Errorf("ship the trainer's code to the checkpoint store: %w", err)
+	}
+	fmt.Fprintf(log, "rubberband: trainer code %s: %d files, %s, shipped to the run's checkpoint store (%s)\n", workdir, len(m.Files), codebundle.HumanSize(m.Bytes), m.SHA256[:12])
+	return m.SHA256, nil
 }

@@ -139,7 +139,7 @@ func nomadRuntime(t target, client *nomadapi.Client, self string) (*nomad.Runtim
 	if err != nil {
 		return nil, err
 	}
-	return &nomad.Runtime{Client: client, Experiment: t.exp.Name, RunID: t.runID, Self: self, StoreEnv: env,
+	return &nomad.Runtime{Client: client, Experiment: t.exp.Name, RunID: t.runID, Self: self, StoreEnv: env, Code: t.code,
 		ExtraEnv: []string{fmt.Sprintf("RB_TIME_SCALE=%g", t.timeScale)}, LogDir: filepath.Join(t.dir, rundir.LogsDir), LogMax: t.logMax, Log: t.log}, nil
 }
 

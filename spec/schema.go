@@ -305,6 +305,7 @@ func fieldDocs() map[string]string {
 		"Trainer.env":       "Environment variables for the trainer.",
 		"Trainer.resources": "What each worker asks a cluster scheduler for besides its GPUs.",
 		"Trainer.timeout":   "One launch's time budget, a Go duration; default three times its predicted p99.9 plus a minute.",
+		"Trainer.workdir":   "The folder the command runs in, on every backend (relative paths in the command resolve there); default the spec file's folder, and a relative path resolves against it. Its files travel with the run to a server and to remote workers (.gitignore and .rbignore respected, at most 100 MiB; docs/trainers.md).",
 		"Trainer.reuse":     "Let one process of a single-worker trainer serve one trial after another (the trainer contract's RB_REUSE): its start-up is paid once per GPU, not per launch. Local backend only.",
 
 		"Resources.cpu_mhz":   "CPU per worker in MHz (default 500).",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/server/client"
 )
 
@@ -184,5 +186,40 @@ d.cancel()
 		if st, err := os.Stat(b); err != nil || st.Size() > 1<<20 {
 			t.Errorf("bundle %s: %v (the ignored 1 MiB of data/ was sent?)", b, err)
 		}
+	}
+}
+
+// On Nomad the workers share no folder with the driver: the trainer's code goes through the
+// run's checkpoint store (MinIO here, under the run's prefix), and each worker fetches it and
+// runs train.py in it. Before, raw_exec ran python3 train.py in the task's own folder, where
+// there is no train.py.
+func TestRunScriptOnNomadWithMinIO(t *testing.T) {
+	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
+	minio := servers.StartMinIO(t)
+	file := scriptFolder(t, "")
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "checkpoints: {url: s3://checkpoints/code-e2e, endpoint: %s, insecure: true}\n", minio.Endpoint)
+	f.Close()
+	// The workers' credentials, as an AMI could hold them: in a file (Nomad's environment
+	// denylist keeps AWS_ACCESS_KEY_ID from raw_exec tasks).
+	creds := filepath.Join(t.TempDir(), "credentials")
+	os.WriteFile(creds, []byte(fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", minio.AccessKey, minio.Secret)), 0o600)
+	state := filepath.Join(t.TempDir(), "state")
+	cmd := exec.Command(binary, "run", file, "--backend", "nomad", "--state", state, "--time-scale", "0.05", "-o", "json")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=", "AWS_SHARED_CREDENTIALS_FILE="+creds)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run on nomad: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"best"`) {
+		t.Fatalf("no best trial:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	if !regexp.MustCompile(`trainer code \S+: 2 files, .* shipped to the run's checkpoint store`).MatchString(stderr.String()) {
+		t.Errorf("the driver did not say it shipped the code:\n%s", stderr.String())
 	}
 }

@@ -80,7 +80,10 @@ type Runtime struct {
 	// nomadpool gives it). Such a gang also asks for its GPUs as nvidia/gpu devices where the
 	// client has some, and runs in its clients' node pool (pool.go).
 	PinNodeID bool
-	Log       io.Writer
+	// Code is the ID of the run's code bundle in its checkpoint store (codebundle.Key): each
+	// worker runs its trainer in it, unpacked. Empty: in the task's folder.
+	Code string
+	Log  io.Writer
 
 	mu    sync.Mutex
 	ports int
@@ -240,7 +243,7 @@ func (r *Runtime) poll() time.Duration {
 // workerOptions are what the worker of rank on node runs: the trainer under the gang's
 // watchdogs (the driver's heartbeat, the launch's deadline, a spot node's notice).
 func (r *Runtime) workerOptions(g executor.Gang, grace time.Duration, gang string, rank int, node cloud.Node, trainer []string) worker.Options {
-	o := worker.Options{Trial: g.Trial, Rank: rank, Gang: gang, Grace: grace, SpotNotices: node.Market == cloud.Spot, Command: trainer}
+	o := worker.Options{Trial: g.Trial, Rank: rank, Gang: gang, Grace: grace, SpotNotices: node.Market == cloud.Spot, Command: trainer, Code: r.Code}
 	if r.RunID != "" {
 		o.RunID, o.HeartbeatTimeout = r.RunID, cmp.Or(r.HeartbeatTimeout, heartbeat.DefaultTimeout)
 	}

@@ -32,6 +32,9 @@ func (o Options) Args() []string {
 	if o.SpotPoll > 0 {
 		args = append(args, "--spot-poll", o.SpotPoll.String())
 	}
+	if o.Code != "" {
+		args = append(args, "--code", o.Code)
+	}
 	return append(append(args, "--"), o.Command...)
 }
 
@@ -54,6 +57,7 @@ func ParseArgs(args []string, w io.Writer) (Options, error) {
 	fs.DurationVar(&o.Timeout, "timeout", 0, "stop the trainer after this long (the launch's deadline; 0: none)")
 	fs.BoolVar(&o.SpotNotices, "spot-notices", false, "watch this EC2 spot instance's IMDSv2 for an interruption notice, and stop the trainer (saving its checkpoint) when one comes")
 	fs.DurationVar(&o.SpotPoll, "spot-poll", 0, "how often IMDS is asked for a notice (default 1s; AWS gives two minutes' notice)")
+	fs.StringVar(&o.Code, "code", "", "the ID of the trainer's code bundle: fetched from the checkpoint store (once per node), unpacked, and the trainer run in it")
 	if err := fs.Parse(args); err != nil {
 		return o, errors.Join(ErrUsage, err)
 	}

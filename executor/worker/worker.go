@@ -23,6 +23,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/trial"
+	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )
 
 // AbortSignal is what the runtime sends a worker when another worker of its gang failed: it
@@ -93,6 +94,11 @@ type Options struct {
 	SpotPoll     time.Duration
 	IMDSEndpoint string
 	Command      []string // the trainer
+	// Code is the ID of the run's code bundle (codebundle.Key in the checkpoint store): the
+	// trainer runs in it, unpacked once per node under CodeCache (default
+	// $TMPDIR/rubberband-code-UID). Empty: in the worker's own folder.
+	Code      string
+	CodeCache string
 	// WorkDir holds the restored checkpoint and temporary files (the Nomad task's directory); a
 	// temporary directory if empty.
 	WorkDir        string
@@ -142,6 +148,17 @@ func run(ctx context.Context, o Options) (int, error) {
 		return 1, err
 	}
 	dir := filepath.Join(o.WorkDir, "checkpoint")
+	code := ""
+	if o.Code != "" {
+		cache := cmp.Or(o.CodeCache, filepath.Join(os.TempDir(), fmt.Sprintf("rubberband-code-%d", os.Getuid())))
+		code, err = codebundle.Cached(cache, o.Code, codebundle.Limits{}, func() (io.ReadCloser, error) {
+			r, _, err := store.Open(ctx, codebundle.Key(o.Code))
+			return r, err
+		})
+		if err != nil {
+			return infraExit(1, fmt.Errorf("worker: the trainer's code: %w", err))
+		}
+	}
 	restored, err := restoreGangCheckpoint(ctx, store, o.Trial, dir, o.Gang)
 	if err != nil {
 		return infraExit(1, fmt.Errorf("worker: restore: %w", err))
@@ -159,7 +176,7 @@ func run(ctx context.Context, o Options) (int, error) {
 		}
 		return 0, nil
 	}
-	t, err := start(o, dir)
+	t, err := start(o, dir, code)
 	if err != nil {
 		return 1, err
 	}
@@ -245,9 +262,11 @@ type trainer struct {
 	why                           error // what made the worker stop the trainer by itself
 }
 
-// start starts the trainer in dir's checkpoint and relays its reports.
-func start(o Options, dir string) (*trainer, error) {
+// start starts the trainer with dir as its checkpoint, in the folder code (the worker's own when
+// empty), and relays its reports.
+func start(o Options, dir, code string) (*trainer, error) {
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
+	cmd.Dir = code
 	// What the task's environment holds for the trainer, never the store's credentials the
 	// wrapper itself uses (a container's secrets) nor anything else of the node's.
 	cmd.Env = append(trial.InheritedEnv(os.Environ()), "RB_CHECKPOINT_DIR="+dir)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,4 +251,45 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatalf("scan after unpack %s, unpack %s", again.SHA256, m.SHA256)
 		}
 	})
+}
+
+// A run's state directory inside the trainer's folder (run --state DIR/state) is not code.
+func TestScanLeavesOutExcludedFolders(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"train.py": "x", "state/journal.jsonl": "j", "states/keep.py": "k"})
+	m, err := Scan(dir, Limits{}, filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(m); got != "states/keep.py train.py" {
+		t.Errorf("packed %q", got)
+	}
+}
+
+func TestCachedUnpacksOncePerID(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"train.py": "print(1)\n"})
+	var buf bytes.Buffer
+	m, err := Pack(dir, Limits{}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	opens := 0
+	open := func() (io.ReadCloser, error) { opens++; return io.NopCloser(bytes.NewReader(buf.Bytes())), nil }
+	for range 2 {
+		got, err := Cached(cache, m.SHA256, Limits{}, open)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(got, "train.py")); string(b) != "print(1)\n" {
+			t.Fatalf("cached train.py holds %q", b)
+		}
+	}
+	if opens != 1 {
+		t.Errorf("the bundle was fetched %d times, want once", opens)
+	}
+	if _, err := Cached(cache, "../../etc", Limits{}, open); !errors.Is(err, ErrBadBundle) {
+		t.Errorf("a hostile ID: %v", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -127,8 +128,10 @@ func HumanSize(n int64) string {
 }
 
 // Scan lists and hashes what Pack would send of dir: every regular file its ignore files do not
-// leave out, within lim (a *TooLargeError past it). Links are skipped (Manifest.Skipped).
-func Scan(dir string, lim Limits) (*Manifest, error) {
+// leave out, within lim (a *TooLargeError past it). Links are skipped (Manifest.Skipped), and so
+// are the folders in exclude (absolute paths: a run's own state directory, when --state put it
+// inside the trainer's folder).
+func Scan(dir string, lim Limits, exclude ...string) (*Manifest, error) {
 	lim = lim.orDefault()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -164,7 +167,7 @@ func Scan(dir string, lim Limits) (*Manifest, error) {
 			return nil
 		}
 		rel := filepath.ToSlash(strings.TrimPrefix(p, abs+string(filepath.Separator)))
-		if ig.Ignored(rel, d.IsDir()) {
+		if ig.Ignored(rel, d.IsDir()) || d.IsDir() && slices.Contains(exclude, p) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
