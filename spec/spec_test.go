@@ -1,9 +1,11 @@
 package spec
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -246,5 +248,27 @@ func TestCheckpointsOption(t *testing.T) {
 		if _, err := Parse("a.yaml", []byte(base+bad+"\n"), nil); err == nil || !strings.Contains(err.Error(), "checkpoints") {
 			t.Errorf("%s accepted (%v)", bad, err)
 		}
+	}
+}
+
+// The trainer runs in its spec's folder by default, and a relative workdir is relative to it,
+// whatever folder the caller is in.
+func TestWorkdirFor(t *testing.T) {
+	for _, tc := range []struct{ workdir, spec, want string }{
+		{"", "/p/specs/a.yaml", "/p/specs"},
+		{"src", "/p/specs/a.yaml", "/p/specs/src"},
+		{"../code", "/p/specs/a.yaml", "/p/code"},
+		{"/opt/train", "/p/specs/a.yaml", "/opt/train"},
+	} {
+		e := &Experiment{Trainer: Trainer{Workdir: tc.workdir}}
+		if got := e.WorkdirFor(tc.spec); got != tc.want {
+			t.Errorf("workdir %q of %s: %s, want %s", tc.workdir, tc.spec, got, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	e := &Experiment{File: filepath.Join(dir, "a.yaml"), Trainer: Trainer{Workdir: "missing"}, lines: map[string]int{"trainer.workdir": 7}}
+	var probs Problems
+	if err := e.CheckWorkdir(e.File); !errors.As(err, &probs) || probs[0].Line != 7 || probs[0].Path != "trainer.workdir" || !strings.Contains(probs[0].Msg, filepath.Join(dir, "missing")) {
+		t.Errorf("a missing workdir: %v", err)
 	}
 }

@@ -110,6 +110,8 @@ func TestNoFollowOnProblems(t *testing.T) {
 		{"profile: {iter_latency: {1: slow}}", "profile.iter_latency.1"},
 		{"profile: {iter_latency: {1: {mean: 1}, 01: {mean: 2}}}", "profile.iter_latency.01"},
 		{"trainer: {command: python3 train.py}", "trainer.command"},
+		{"trainer: {command: [python3, train.py], workdir: [src]}", "trainer.workdir"},
+		{"trainer: {command: [python3, train.py], workdir: ''}", "trainer.workdir"},
 		{"deadline: soon", "deadline"},
 	} {
 		_, err := Parse("a.yaml", []byte(withField(tc.line)), nil)
