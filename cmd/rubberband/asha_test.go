@@ -154,7 +154,7 @@ func TestASHAOnNomad(t *testing.T) {
 	specFile, src := syntheticSpec(t, dir, "synthetic-asha.yaml")
 	text := strings.Replace(src, "algorithm: {sha: {trials: 16, min_iters: 1, max_iters: 9, eta: 2}}",
 		"algorithm: {asha: {trials: 9, min_iters: 1, max_iters: 9, eta: 3}}", 1)
-	text = strings.ReplaceAll(text, "--spec, synthetic.yaml]", "--spec, "+specFile)
+	text = strings.ReplaceAll(text, "--spec, synthetic.yaml]", "--spec, "+specFile+"]")
 	if err := os.WriteFile(specFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -158,7 +158,7 @@ func TestRunPausesOnFullDisk(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	disk := smallDisk(t, "4m")
-	src, err := os.ReadFile("testdata/synthetic.yaml")
+	src, err := syntheticSource()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestServerPausesOnFullDisk(t *testing.T) {
 		t.Fatalf("users add: %s", errOut)
 	}
 	token := strings.TrimSpace(out)
-	src, err := os.ReadFile("testdata/synthetic.yaml")
+	src, err := syntheticSource()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -606,7 +606,7 @@ func fidelityNomad(t testing.TB) {
 	// measured there as the cluster's latencies (the profile file notes them).
 	prof, _ := os.ReadFile(profile)
 	scaleLatency, initLatency := measuredNodeStart(t, prof)
-	planned := strings.ReplaceAll(string(src), "--spec, synthetic.yaml]", "--spec, "+trainerSpec)
+	planned := strings.ReplaceAll(string(src), "--spec, synthetic.yaml]", "--spec, "+trainerSpec+"]")
 	planned = strings.Replace(planned, "scale_latency: {value: 10s}", "scale_latency: "+scaleLatency, 1)
 	planned = strings.Replace(planned, "init_latency: {value: 5s}", "init_latency: "+initLatency, 1)
 	i := strings.Index(planned, "profile:")
@@ -803,7 +803,7 @@ func syntheticSpec(t testing.TB, dir, name string) (string, string) {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, name)
-	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(src), "--spec, synthetic.yaml]", "--spec, "+file)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(src), "--spec, synthetic.yaml]", "--spec, "+file+"]")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file, string(src)

@@ -95,7 +95,7 @@ func TestServerSandboxesHostileTrainers(t *testing.T) {
 	}
 	// Both teams' specs are the synthetic job made small; beta's trains with the synthetic
 	// trainer, alpha's with the hostile one.
-	synthetic, err := os.ReadFile("testdata/synthetic.yaml")
+	synthetic, err := syntheticSource()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestRunEndsTrainersDescendants(t *testing.T) {
 	}
 	t.Parallel()
 	work := t.TempDir()
-	synthetic, err := os.ReadFile("testdata/synthetic.yaml")
+	synthetic, err := syntheticSource()
 	if err != nil {
 		t.Fatal(err)
 	}

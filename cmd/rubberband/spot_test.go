@@ -61,7 +61,7 @@ func TestBudget(t *testing.T) {
 	_, src := syntheticSpec(t, dir, "synthetic.yaml")
 	withBudget := func(usd string) string {
 		f := filepath.Join(dir, "budget-"+usd+".yaml")
-		os.WriteFile(f, []byte(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+f)+"budget: {max_cost_usd: "+usd+"}\n"), 0o644)
+		os.WriteFile(f, []byte(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+f+"]")+"budget: {max_cost_usd: "+usd+"}\n"), 0o644)
 		return f
 	}
 	out, errOut, code := rb(t, "plan", withBudget("0.05"))
@@ -161,7 +161,7 @@ func BenchmarkFidelitySpot40PerHour(b *testing.B) {
 	dir := b.TempDir()
 	_, src := syntheticSpec(b, dir, "unused.yaml")
 	file := filepath.Join(dir, "spot40.yaml")
-	text := strings.Replace(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+file),
+	text := strings.Replace(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+file+"]"),
 		"  max_nodes: 4\n", "  max_nodes: 4\n  market: spot\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)
 	text = strings.Replace(text, "planner: {samples: 200}", "planner: {samples: 10000}", 1)
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -259,7 +259,7 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	dir := t.TempDir()
 	_, src := syntheticSpec(t, dir, "unused.yaml")
 	file := filepath.Join(dir, "slow.yaml")
-	text := strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+file)
+	text := strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+file+"]")
 	text = strings.Replace(text, "  startup_latency: {value: 1s}\n", "  startup_latency: {value: 1s}\n  slow_nodes: {share: 0.5, factor: 2}\n", 1)
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestLocalHedgedStages(t *testing.T) {
 func emulatedSpot(t *testing.T, dir, src, name, markets string) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
-	text := strings.Replace(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+path),
+	text := strings.Replace(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+path+"]"),
 		"  max_nodes: 4\n", "  max_nodes: 4\n  "+markets+"\n  spot: {price_per_hour: 4, interruptions_per_hour: 40, notice: 10s}\n", 1)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)

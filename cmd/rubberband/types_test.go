@@ -91,7 +91,7 @@ func TestWhatifSweepsSpot(t *testing.T) {
 // says so in the profile's notes; a type the spec does not offer is a usage error.
 func TestProfileInstanceType(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile("testdata/synthetic.yaml")
+	src, err := syntheticSource()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestRunChangesInstanceType(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	file, src := syntheticSpec(t, dir, "synthetic.yaml")
-	os.WriteFile(file, []byte(twoTypes(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+file))), 0o644)
+	os.WriteFile(file, []byte(twoTypes(strings.ReplaceAll(src, "--spec, synthetic.yaml]", "--spec, "+file+"]"))), 0o644)
 	plan := planFile(t, dir, file, "4@small,4@small,4@big,2@big")
 	events := runLocal(t, file, plan, filepath.Join(dir, "state"))
 	held := map[string]string{} // node -> type

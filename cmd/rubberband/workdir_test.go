@@ -223,3 +223,18 @@ func TestRunScriptOnNomadWithMinIO(t *testing.T) {
 		t.Errorf("the driver did not say it shipped the code:\n%s", stderr.String())
 	}
 }
+
+// syntheticSource is testdata/synthetic.yaml with its trainer's --spec made absolute: a copy of
+// it elsewhere (a temporary folder, a server's code bundle) still finds the spec its synthetic
+// trainer follows, now that the trainer runs in the copy's folder.
+func syntheticSource() ([]byte, error) {
+	src, err := os.ReadFile("testdata/synthetic.yaml")
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs("testdata/synthetic.yaml")
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.ReplaceAll(string(src), "--spec, synthetic.yaml]", "--spec, "+abs+"]")), nil
+}
