@@ -23,7 +23,7 @@ func initCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: starter.DefaultFile, Usage: "the spec `FILE` to write; its folder is where the script is looked for"},
 			&cli.StringFlag{Name: "command", Usage: "the trainer's command, words split at spaces (default: python3 and the folder's one *.py script)"},
-			&cli.StringFlag{Name: "type", Value: starter.DefaultType, Usage: "the instance type, from `rubberband catalog`"},
+			&cli.StringFlag{Name: "type", Value: starter.DefaultType, Usage: "the instance `TYPE` (rubberband catalog lists them)"},
 			&cli.StringFlag{Name: "name", DefaultText: "the folder's name", Usage: "the experiment's name"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite an existing spec file"},
 			rootFlag(), catalogFlag(),
