@@ -136,3 +136,58 @@ func TestFirstDay(t *testing.T) {
 		t.Errorf("best says %q, run said %s", out, m[0])
 	}
 }
+
+// profile measures a spec that has no profile section at all (on main: "SPEC:0:
+// profile.iter_latency: is required … (from rubberband profile)"), writes NAME.profile.yaml
+// beside it and names it in the spec, which then plans; simulate and whatif of a spec without a
+// profile say what to run. A second profile measures into the same file.
+func TestProfileWithoutAProfile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trainer := filepath.Join(dir, "train.sh")
+	if err := os.WriteFile(trainer, []byte("#!/bin/sh\ni=$RB_START_ITER\nwhile [ $i -lt $RB_TARGET_ITER ]; do i=$((i+1)); sleep 0.01; "+
+		"if [ \"$RANK\" = 0 ]; then echo \"@rb {\\\"iter\\\": $i, \\\"val_accuracy\\\": 0.5}\"; fi; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specFile := filepath.Join(dir, "job.yaml")
+	text := "# my notes\nname: noprof\ndeadline: 10m\nobjective: {metric: val_accuracy}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
+		"search_space: {lr: {type: loguniform, min: 0.001, max: 0.1}}\ntrainer: {command: [" + trainer + "]}\n" +
+		"cluster: {gpus_per_node: 2, price_per_hour: 1, max_nodes: 2}\n"
+	if err := os.WriteFile(specFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"simulate", specFile, "--alloc", "4,2"}, {"whatif", specFile, "--sweep", "deadline=5m,10m"}} {
+		if out, errOut, code := rb(t, args...); code != 2 || !strings.Contains(errOut, "rubberband profile "+specFile) {
+			t.Errorf("%s without a profile: exit %d\n%s%s", args[0], code, out, errOut)
+		}
+	}
+	profile := []string{"profile", specFile, "--gpus", "1,2", "--iters", "2", "--rounds", "1"}
+	if out, errOut, code := rb(t, profile...); code != 0 {
+		t.Fatalf("profile: exit %d\n%s%s", code, out, errOut)
+	}
+	data, _ := os.ReadFile(specFile)
+	if !strings.HasPrefix(string(data), text) || !strings.Contains(string(data[len(text):]), "profile: {file: job.profile.yaml}") {
+		t.Errorf("the spec now reads:\n%s", data)
+	}
+	exp, err := spec.Load(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := exp.Profile.IterLatency[2].Mean; !(m > 0) || exp.ProfileFile() != "job.profile.yaml" {
+		t.Errorf("profile %+v from %q", exp.Profile, exp.ProfileFile())
+	}
+	if out, errOut, code := rb(t, "plan", specFile); code != 0 {
+		t.Errorf("plan of the profiled spec: exit %d\n%s%s", code, out, errOut)
+	}
+	// Measured again: into the file the spec names; the spec is not touched.
+	before, _ := os.Stat(filepath.Join(dir, "job.profile.yaml"))
+	if out, errOut, code := rb(t, profile...); code != 0 || !strings.Contains(errOut, "wrote "+filepath.Join(dir, "job.profile.yaml")) {
+		t.Fatalf("profile again: exit %d\n%s%s", code, out, errOut)
+	}
+	if again, _ := os.ReadFile(specFile); string(again) != string(data) {
+		t.Errorf("profiling again changed the spec:\n%s", again)
+	}
+	if after, _ := os.Stat(filepath.Join(dir, "job.profile.yaml")); !after.ModTime().After(before.ModTime()) && after.Size() == before.Size() {
+		t.Error("the profile was not measured again")
+	}
+}

@@ -117,7 +117,7 @@ func profileAction(c *cli.Context) error {
 		return nil
 	}
 	// The spec had none: name this one in it, so that plan and run use it as they are.
-	rel, err := relativeTo(filepath.Dir(exp.File), out)
+	rel, err := relativeTo(filepath.Dir(exp.File), out, filepath.IsAbs(c.String("out")))
 	if err != nil {
 		return err
 	}
@@ -141,9 +141,10 @@ func profileAction(c *cli.Context) error {
 	return nil
 }
 
-// relativeTo is path as the spec in dir names it: relative to dir, unless given absolute.
-func relativeTo(dir, path string) (string, error) {
-	if filepath.IsAbs(path) {
+// relativeTo is path as the spec in dir names it: relative to dir, unless the user gave it
+// absolute (keepAbs).
+func relativeTo(dir, path string, keepAbs bool) (string, error) {
+	if keepAbs {
 		return path, nil
 	}
 	d, err := filepath.Abs(dir)
@@ -163,6 +164,9 @@ func relativeTo(dir, path string) (string, error) {
 func profileOut(c *cli.Context, exp *spec.Experiment) (string, error) {
 	if out := c.String("out"); out != "" {
 		return out, nil
+	}
+	if c.IsSet("instance-type") { // the spec's own profile file is not that type's
+		return "", usageErr("--out is needed with --instance-type: the file of %s's profile", c.String("instance-type"))
 	}
 	if f := exp.ProfileFile(); f != "" {
 		if filepath.IsAbs(f) {
