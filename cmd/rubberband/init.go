@@ -73,4 +73,3 @@ func initAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "next: rubberband profile %s\n", out)
 	return nil
 }
-
