@@ -36,8 +36,9 @@ func trainerFromDocs(t *testing.T) []byte {
 func rbIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir                                              // first-day: cwd
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0") // no second's sleep at each exit of the -race build
+	// No second's sleep at each exit of the -race build.
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	cmd.Dir = dir // first-day: cwd
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
