@@ -119,7 +119,8 @@ func ReadFile(path string) ([]byte, error) {
 // Parse decodes, defaults and validates a spec held in memory; file names it in problems. read
 // loads a profile file when the spec names one; nil refuses profile files. Problems come sorted
 // by line, the spec's own before its profile file's. Instance types come from the built-in
-// catalog unless WithCatalog gives another.
+// catalog unless WithCatalog gives another. A spec that is valid but gives no profile is
+// returned with a *NoProfileError, unless ProfileOptional.
 func Parse(file string, data []byte, read ReadFunc, opts ...Option) (*Experiment, error) {
 	o := newParseOptions(opts)
 	exp := &Experiment{File: file, failed: map[string]bool{}}
