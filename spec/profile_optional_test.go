@@ -45,3 +45,14 @@ func TestMissingProfile(t *testing.T) {
 		t.Errorf("a candidate without a profile: %v", probs)
 	}
 }
+
+// The JSON Schema a YAML language server checks as one types does not require a profile either:
+// `rubberband init` writes a spec without one (on main it was required, a red squiggle on the
+// first line of every new spec).
+func TestSchemaAcceptsSpecWithoutProfile(t *testing.T) {
+	const noProfile = "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
+		"trainer: {command: [python3, train.py]}\ncluster: {instance_type: g4dn.xlarge}\n"
+	if err := compileSchema(t, Schema()).Validate(yamlToJSON(t, []byte(noProfile))); err != nil {
+		t.Error(err)
+	}
+}
