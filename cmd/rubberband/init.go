@@ -56,6 +56,11 @@ func initAction(c *cli.Context) error {
 			return usageErr("%v", err)
 		}
 		o.Command = []string{"python3", o.Script}
+		// Its parameters and metric seed the skeleton; a script that cannot be read (or is over
+		// spec.MaxFileSize) leaves the generic one.
+		if text, err := spec.ReadFile(filepath.Join(dir, o.Script)); err == nil {
+			o.Found = starter.Scan(string(text))
+		}
 	}
 	data, err := starter.Render(o)
 	if err != nil {

@@ -40,6 +40,8 @@ type Options struct {
 	Command []string
 	// Script is the file the command was found for ("" when given): named in comments.
 	Script string
+	// Found is what Scan read in the script: the search space and objective start from it.
+	Found Found
 	// Type is the instance type, a row of Catalog.
 	Type    string
 	Catalog spec.InstanceCatalog
@@ -71,6 +73,63 @@ func FindScript(dir string) (string, error) {
 		return "", fmt.Errorf("%d Python scripts in %s (%s): say which is the trainer with --command 'python3 FILE'",
 			len(scripts), dir, strings.Join(scripts, ", "))
 	}
+}
+
+// Found is what a script's text says of the hyperparameters it reads and the metric it reports.
+type Found struct {
+	Params []string // names read from the trial's parameters, in the order first read
+	Metric string   // a metric it reports, "" when none is recognised
+}
+
+var (
+	// paramRead is a read of a parameter from a dict of them: params["lr"], hp.get('width').
+	paramRead = regexp.MustCompile(`\b(?:params|hparams|hp|config|cfg)\s*(?:\[\s*|\.get\(\s*)["']([A-Za-z_][A-Za-z0-9_-]*)["']`)
+	// metricKey is a metric reported by name: "val_loss": x, or val_accuracy=x.
+	metricKey = regexp.MustCompile(`["']?\b((?:val|valid|validation|test|eval)_?[A-Za-z0-9_]*|[A-Za-z0-9_]*(?:acc|accuracy|loss|error|f1|auc)[A-Za-z0-9_]*)\b["']?\s*[:=][^=]`)
+)
+
+// Scan reads what it can of a trainer script's hyperparameters and metric, for a starting
+// spec's skeleton; what it misses the user adds.
+func Scan(text string) Found {
+	var f Found
+	for _, m := range paramRead.FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(f.Params, m[1]) && len(f.Params) < 20 {
+			f.Params = append(f.Params, m[1])
+		}
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.Contains(line, "@rb") && !strings.Contains(line, "report(") {
+			continue
+		}
+		for _, m := range metricKey.FindAllStringSubmatch(line, -1) {
+			if m[1] != "iter" && !strings.HasPrefix(m[1], "_") {
+				f.Metric = m[1]
+				return f
+			}
+		}
+	}
+	return f
+}
+
+// minimized reports whether a metric's name says that lower is better.
+func minimized(metric string) bool {
+	for _, w := range []string{"loss", "error", "err", "mse", "mae", "rmse", "perplexity"} {
+		if strings.Contains(strings.ToLower(metric), w) {
+			return true
+		}
+	}
+	return false
+}
+
+// scaleLike reports whether a parameter's name is one searched on a log scale.
+func scaleLike(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"lr", "learning_rate", "weight_decay", "wd", "l2", "l1", "eps", "epsilon", "decay", "alpha", "reg"} {
+		if n == w || strings.HasSuffix(n, "_"+w) || strings.HasPrefix(n, w+"_") {
+			return true
+		}
+	}
+	return false
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -119,7 +178,14 @@ func Render(o Options) ([]byte, error) {
 	w("name: %s", ExperimentName(o.Name))
 	wc("deadline: 1h", "edit: when the search must be done (30m, 2h, ...)")
 	w("seed: 1")
-	wc("objective: {metric: val_accuracy, mode: max}", "edit: a metric the trainer prints on its @rb lines; max or min")
+	metric, mode, why := "val_accuracy", "max", "edit: a metric the trainer prints on its @rb lines; max or min"
+	if m := o.Found.Metric; m != "" {
+		metric, why = m, "edit: found in "+what+"; max or min"
+		if minimized(m) {
+			mode = "min"
+		}
+	}
+	wc(fmt.Sprintf("objective: {metric: %s, mode: %s}", yamlScalar(metric), mode), why)
 	w("")
 	w("# Successive Halving: start `trials` configurations at min_iters iterations each, keep the best")
 	w("# 1/eta at each stage, train the survivors on until max_iters. An iteration is what the")
@@ -131,7 +197,16 @@ func Render(o Options) ([]byte, error) {
 	w("")
 	w("# The hyperparameters: each trial gets one draw of each, as a JSON object in RB_PARAMS.")
 	w("search_space:")
-	w("  lr: {type: loguniform, min: 1.0e-4, max: 1.0e-1}      # edit: log-uniform, for scales (min above 0)")
+	if len(o.Found.Params) == 0 {
+		wc("  lr: {type: loguniform, min: 1.0e-4, max: 1.0e-1}", "edit: log-uniform, for scales (min above 0)")
+	}
+	for _, p := range o.Found.Params {
+		if scaleLike(p) {
+			wc("  "+yamlScalar(p)+": {type: loguniform, min: 1.0e-5, max: 1.0e-1}", "edit: read by "+what+"; log-uniform, for scales (min above 0)")
+		} else {
+			wc("  "+yamlScalar(p)+": {type: uniform, min: 0.0, max: 1.0}", "edit: read by "+what+"; its range, or another kind below")
+		}
+	}
 	w("  # momentum: {type: uniform, min: 0.8, max: 0.99}      # uniform between min and max")
 	w("  # layers: {type: int, min: 1, max: 4}                 # an integer, both ends included")
 	w("  # width: {type: choice, values: [64, 128, 256]}       # one of the values")

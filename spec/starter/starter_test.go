@@ -141,3 +141,46 @@ func TestAddProfileFile(t *testing.T) {
 		t.Errorf("a failed check changed the spec: %q", b)
 	}
 }
+
+// Scan finds the parameters a script reads and the metric it reports; the starting spec's
+// search space and objective start from them, and still validate.
+func TestScanSeedsTheSkeleton(t *testing.T) {
+	for _, c := range []struct {
+		text   string
+		params []string
+		metric string
+		mode   string
+	}{
+		{`p = params["lr"]; w = params.get('width', 64); print("@rb " + json.dumps({"iter": i, "val_loss": l}))`, []string{"lr", "width"}, "val_loss", "min"},
+		{"lr = float(t.params.get(\"lr\", 0.1))\ntrainer.report(it, val_accuracy=right / len(val))\n", []string{"lr"}, "val_accuracy", "max"},
+		{"import os\nprint('hello')\n", nil, "", "max"},
+	} {
+		f := Scan(c.text)
+		if strings.Join(f.Params, ",") != strings.Join(c.params, ",") || f.Metric != c.metric {
+			t.Errorf("%q: %+v", c.text, f)
+		}
+		data, err := Render(Options{Command: []string{"python3", "t.py"}, Script: "t.py", Found: f, Type: DefaultType, Catalog: spec.BuiltinCatalog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, err := spec.Parse("s.yaml", data, nil, spec.ProfileOptional())
+		if err != nil {
+			t.Fatalf("%s\n%v", data, err)
+		}
+		want := c.params
+		if want == nil {
+			want = []string{"lr"}
+		}
+		for _, p := range want {
+			if _, ok := exp.SearchSpace[p]; !ok {
+				t.Errorf("%q: no parameter %s in %v", c.text, p, exp.SearchSpace)
+			}
+		}
+		if c.metric != "" && exp.Objective.Metric != c.metric || exp.Objective.Mode != c.mode {
+			t.Errorf("%q: objective %+v", c.text, exp.Objective)
+		}
+	}
+	if f := Scan(`hp["lr"]`); len(f.Params) != 1 || !scaleLike(f.Params[0]) || scaleLike("width") {
+		t.Errorf("lr is searched on a log scale, width is not: %v", f)
+	}
+}
