@@ -1,6 +1,7 @@
 """A client of a rubberband server's API (/api/v1, docs/openapi.yaml), standard library only."""
 import json
 import os
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -132,6 +133,23 @@ def _profile_files(path, text):
     return out
 
 
+def _seconds(stamp):
+    """An RFC 3339 time as seconds since the epoch (None if it does not read): Python 3.11's
+    fromisoformat takes a Z and nanoseconds only once they are trimmed to microseconds."""
+    if not stamp:
+        return None
+    import datetime
+    s = stamp.replace("Z", "+00:00")
+    head, dot, rest = s.partition(".")
+    if dot:
+        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]
+        s = head + "." + digits[:6].ljust(6, "0") + rest[len(digits):]
+    try:
+        return datetime.datetime.fromisoformat(s).timestamp()
+    except ValueError:
+        return None
+
+
 class Run:
     """One run on the server; its fields (id, state, team, user, predicted_cost_usd,
     predicted_start, cost_usd, message...) are read as attributes, as the server last said."""
@@ -175,6 +193,80 @@ class Run:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("run %s is still %s" % (self.fields["id"], self.fields["state"]))
             time.sleep(every)
+        return self
+
+    def progress(self, timeout=3600):
+        """Yields the run's progress as its journal grows, until it ends or pauses: a dict at each
+        step a person follows (the run's start, a stage's start and end, a trial done or given
+        up, the run's finish or stop) with event (its kind), elapsed_s, bracket and stage (from
+        1), trials (sampled), done, failed and, on a trial's end, trial and metric. It reads the
+        server's event stream (no polling); a dropped connection is taken up where it stopped.
+        timeout is the longest wait for the next event, in seconds."""
+        seen, count = 0, {"trial": 0, "done": 0, "failed": 0}
+        start, stage = None, (0, 0)
+        while True:
+            try:
+                with self._client._request("GET", self._path("/events"), raw=True, timeout=timeout) as resp:
+                    ident, kind = 0, ""
+                    for raw in resp:
+                        line = raw.decode(errors="replace").rstrip("\r\n")
+                        if line.startswith("id: "):
+                            ident = int(line[4:])
+                        elif line.startswith("event: "):
+                            kind = line[7:]
+                        elif line.startswith("data: ") and kind == "end":
+                            self.refresh()
+                            return
+                        elif line.startswith("data: ") and ident > seen:
+                            seen = ident
+                            e = json.loads(line[6:])
+                            ev = e.get("ev")
+                            at = _seconds(e.get("at"))
+                            if start is None and at is not None:
+                                start = at
+                            if ev in ("trial", "done"):
+                                count[ev] += 1
+                            elif ev == "fail" and e.get("gave_up"):
+                                count["failed"] += 1
+                            if ev in ("stage", "sync"):
+                                stage = (e.get("bracket", 0), e.get("stage", 0) + 1)
+                            if ev not in ("start", "stage", "sync", "done", "fail", "finish", "stop", "cancel") or \
+                                    (ev == "fail" and not e.get("gave_up")):
+                                continue
+                            p = {"event": ev, "elapsed_s": (at - start) if at is not None and start is not None else 0.0,
+                                 "bracket": stage[0], "stage": stage[1], "trials": count["trial"],
+                                 "done": count["done"], "failed": count["failed"]}
+                            if ev in ("done", "fail"):
+                                p["trial"] = e.get("trial")
+                                if e.get("metric") is not None:
+                                    p["metric"] = e["metric"]
+                            if e.get("error"):
+                                p["error"] = e["error"]
+                            yield p
+                        elif line == "":
+                            kind = ""
+            except (OSError, ValueError):  # the stream dropped: take it up again unless the run is over
+                if self.refresh().ended or self.paused:
+                    return
+
+    def follow(self, out=None, timeout=3600):
+        """Prints the run's progress (progress()) as one line a step, until it ends or pauses,
+        then how it ended; returns the run. out defaults to standard output."""
+        out = out or sys.stdout
+        for p in self.progress(timeout=timeout):
+            what = {"start": "started", "stage": "stage started", "sync": "stage done", "done": "trial done",
+                    "fail": "trial failed", "finish": "finished", "stop": "stopped", "cancel": "cancelled"}[p["event"]]
+            line = "%7.1fs  bracket %d stage %d  %-13s %d/%d trials done, %d failed" % (
+                p["elapsed_s"], p["bracket"], p["stage"], what, p["done"], p["trials"], p["failed"])
+            if "metric" in p:
+                line += "  (%s: %.4g)" % (p["trial"], p["metric"])
+            if "error" in p:
+                line += "  " + p["error"]
+            print(line, file=out, flush=True)
+        f = self.fields
+        print("run %s %s: %s%s; cost $%.4f (predicted $%.4f)" % (
+            f.get("id"), f.get("name"), f.get("state"), " (" + f["message"] + ")" if f.get("message") else "",
+            f.get("cost_usd") or 0.0, f.get("predicted_cost_usd") or 0.0), file=out, flush=True)
         return self
 
     def trials(self):
