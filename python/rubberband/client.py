@@ -197,67 +197,85 @@ class Run:
 
     def progress(self, timeout=3600):
         """Yields the run's progress as its journal grows, until it ends or pauses: a dict at each
-        step a person follows (the run's start, a stage's start and end, a trial done or given
-        up, the run's finish or stop) with event (its kind), elapsed_s, bracket and stage (from
-        1), trials (sampled), done, failed and, on a trial's end, trial and metric. It reads the
-        server's event stream (no polling); a dropped connection is taken up where it stopped.
-        timeout is the longest wait for the next event, in seconds."""
-        seen, count = 0, {"trial": 0, "done": 0, "failed": 0}
-        start, stage = None, (0, 0)
+        step a person follows (the run's start; a stage's start and end; a trial done, or given
+        up; the run's finish, stop or cancel) with event (its kind: start, stage, sync, done,
+        fail, finish, stop, cancel), elapsed_s (since the run's start), bracket, stage (from 1),
+        stage_trials and stage_done (the trials of that stage, and how many are done), trials
+        (sampled so far), failed (given up so far) and, for a trial, trial and metric (the
+        objective it reached), and error where there is one. It reads the server's event stream
+        (no polling); a dropped connection is taken up where it stopped. timeout is the longest
+        wait for the next event, in seconds."""
+        seen = 0  # events taken, counted from the stream's start (each connection starts there)
+        start, sampled, failed = None, {}, 0
+        size, done, where = {}, {}, (0, 0)  # by bracket: its stage's trials and those done
         while True:
             try:
                 with self._client._request("GET", self._path("/events"), raw=True, timeout=timeout) as resp:
-                    ident, kind = 0, ""
+                    n, kind = 0, ""
                     for raw in resp:
                         line = raw.decode(errors="replace").rstrip("\r\n")
-                        if line.startswith("id: "):
-                            ident = int(line[4:])
-                        elif line.startswith("event: "):
+                        if line == "":
+                            kind = ""
+                            continue
+                        if line.startswith("event: "):
                             kind = line[7:]
-                        elif line.startswith("data: ") and kind == "end":
+                            continue
+                        if not line.startswith("data: "):
+                            continue
+                        if kind == "end":
                             self.refresh()
                             return
-                        elif line.startswith("data: ") and ident > seen:
-                            seen = ident
-                            e = json.loads(line[6:])
-                            ev = e.get("ev")
-                            at = _seconds(e.get("at"))
-                            if start is None and at is not None:
-                                start = at
-                            if ev in ("trial", "done"):
-                                count[ev] += 1
-                            elif ev == "fail" and e.get("gave_up"):
-                                count["failed"] += 1
-                            if ev in ("stage", "sync"):
-                                stage = (e.get("bracket", 0), e.get("stage", 0) + 1)
-                            if ev not in ("start", "stage", "sync", "done", "fail", "finish", "stop", "cancel") or \
-                                    (ev == "fail" and not e.get("gave_up")):
-                                continue
-                            p = {"event": ev, "elapsed_s": (at - start) if at is not None and start is not None else 0.0,
-                                 "bracket": stage[0], "stage": stage[1], "trials": count["trial"],
-                                 "done": count["done"], "failed": count["failed"]}
-                            if ev in ("done", "fail"):
-                                p["trial"] = e.get("trial")
-                                if e.get("metric") is not None:
-                                    p["metric"] = e["metric"]
-                            if e.get("error"):
-                                p["error"] = e["error"]
-                            yield p
-                        elif line == "":
-                            kind = ""
+                        n += 1
+                        if kind or n <= seen:
+                            continue
+                        seen = n
+                        e = json.loads(line[6:])
+                        ev, b, k = e.get("ev"), e.get("bracket", 0), e.get("stage", 0)
+                        at = _seconds(e.get("at"))
+                        if start is None:
+                            start = at
+                        if ev == "trial":
+                            sampled[b] = sampled.get(b, 0) + 1
+                        elif ev == "stage":
+                            size.setdefault(b, sampled.get(b, 0))
+                            done[b], where = 0, (b, k + 1)
+                        elif ev == "sync":
+                            where = (b, k + 1)
+                        elif ev == "done":
+                            done[b] = done.get(b, 0) + 1
+                            where = (b, k + 1)
+                        elif ev == "fail" and e.get("gave_up"):
+                            failed += 1
+                            where = (b, k + 1)
+                        if ev not in ("start", "stage", "sync", "done", "fail", "finish", "stop", "cancel") or \
+                                (ev == "fail" and not e.get("gave_up")):
+                            continue
+                        b, k = where
+                        p = {"event": ev, "elapsed_s": at - start if at is not None and start is not None else 0.0,
+                             "bracket": b, "stage": k, "stage_trials": size.get(b, 0), "stage_done": done.get(b, 0),
+                             "trials": sum(sampled.values()), "failed": failed}
+                        if ev in ("done", "fail"):
+                            p["trial"] = e.get("trial")
+                            if e.get("metric") is not None:
+                                p["metric"] = e["metric"]
+                        if e.get("error"):
+                            p["error"] = e["error"]
+                        if ev == "sync":
+                            size[b] = len(e.get("keep") or [])  # the next stage's trials
+                        yield p
             except (OSError, ValueError):  # the stream dropped: take it up again unless the run is over
                 if self.refresh().ended or self.paused:
                     return
 
     def follow(self, out=None, timeout=3600):
         """Prints the run's progress (progress()) as one line a step, until it ends or pauses,
-        then how it ended; returns the run. out defaults to standard output."""
+        then how it ended and what it cost; returns the run. out defaults to standard output."""
         out = out or sys.stdout
+        words = {"start": "started", "stage": "stage started", "sync": "stage done", "done": "trial done",
+                 "fail": "trial failed", "finish": "finished", "stop": "stopped", "cancel": "cancelled"}
         for p in self.progress(timeout=timeout):
-            what = {"start": "started", "stage": "stage started", "sync": "stage done", "done": "trial done",
-                    "fail": "trial failed", "finish": "finished", "stop": "stopped", "cancel": "cancelled"}[p["event"]]
-            line = "%7.1fs  bracket %d stage %d  %-13s %d/%d trials done, %d failed" % (
-                p["elapsed_s"], p["bracket"], p["stage"], what, p["done"], p["trials"], p["failed"])
+            line = "%7.1fs  bracket %d stage %d  %-13s  %d/%d of the stage's trials done, %d failed" % (
+                p["elapsed_s"], p["bracket"], p["stage"], words[p["event"]], p["stage_done"], p["stage_trials"], p["failed"])
             if "metric" in p:
                 line += "  (%s: %.4g)" % (p["trial"], p["metric"])
             if "error" in p:
@@ -274,8 +292,8 @@ class Run:
         metrics as columns) when pandas is installed, else a list of dicts."""
         rows = []
         for t in self._client._request("GET", self._path("/trials")):
-            row = {k: v for k, v in t.items() if k not in ("config", "metrics")}
-            row.update(t.get("config") or {})
+            row = {k: v for k, v in t.items() if k not in ("params", "config", "metrics")}
+            row.update(t.get("params") or t.get("config") or {})
             row.update(t.get("metrics") or {})
             rows.append(row)
         try:
