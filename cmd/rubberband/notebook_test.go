@@ -74,3 +74,71 @@ func TestNotebookWalkThrough(t *testing.T) {
 		t.Logf("server:\n%s", srv.log)
 	}
 }
+
+// attributesScript prints, one a line, "CLASS NAME" for each attribute of the Python package's
+// classes (an instance's, and the class's properties) that help(CLASS), pydoc's render, does
+// not name in the class's own docstring; then "ALL NAME" for each of rubberband.trainer's
+// attributes and public functions, for docs/trainers.md.
+const attributesScript = `
+import pydoc, re
+from rubberband import trainer, client
+cases = [
+    (trainer.Trial, trainer.Trial(env={"RB_TARGET_ITER": "1"})),
+    (client.Client, client.Client("http://rubberband.invalid", "rbt_x")),
+    (client.Run, client.Run(None, {})),
+    (client.ServerError, client.ServerError(400, "m")),
+    (client.Refused, client.Refused(403, "m")),
+]
+for cls, obj in cases:
+    rendered = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+    own = cls.__doc__ or ""
+    names = [n for n in vars(obj) if not n.startswith("_")]
+    names += [n for n, v in vars(cls).items() if isinstance(v, property)]
+    for n in names:
+        word = re.compile(r"\b%s\b" % re.escape(n))
+        if not (word.search(own) and word.search(rendered)):
+            print(cls.__name__, n)
+t = trainer.Trial(env={"RB_TARGET_ITER": "1"})
+for n in list(vars(t)) + [n for n, v in vars(trainer.Trial).items() if not n.startswith("_")]:
+    print("ALL", n)
+for n in ("trials", "report", "write_atomically"):
+    print("ALL", n)
+`
+
+// help(Trial) and the other classes of the Python package list every attribute (on main
+// help(Trial) named none of its eight), and docs/trainers.md's section on the helpers names each
+// of rubberband.trainer's attributes and functions.
+func TestPythonHelpersDocumentTheirAttributes(t *testing.T) {
+	t.Parallel()
+	py := exec.Command("/usr/bin/python3", "-c", attributesScript)
+	py.Dir = "../.."
+	py.Env = append(os.Environ(), "PYTHONPATH=python", "PYTHONDONTWRITEBYTECODE=1")
+	out, err := py.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	page, err := os.ReadFile("../../docs/trainers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, found := strings.Cut(string(page), "## The Python helpers (`rubberband.trainer`)")
+	section, _, _ = strings.Cut(section, "\n## ")
+	if !found {
+		t.Fatal("docs/trainers.md has no section on the Python helpers")
+	}
+	all := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		class, name, _ := strings.Cut(line, " ")
+		if class != "ALL" {
+			t.Errorf("help(%s) does not list its attribute %s", class, name)
+			continue
+		}
+		all++
+		if !strings.Contains(section, "`"+name+"`") && !strings.Contains(section, "`"+name+"(") {
+			t.Errorf("docs/trainers.md's section on the Python helpers does not name %s", name)
+		}
+	}
+	if all < 12 {
+		t.Fatalf("the script found %d of rubberband.trainer's names:\n%s", all, out)
+	}
+}

@@ -9,8 +9,15 @@ import urllib.request
 
 
 class ServerError(Exception):
-    """An error the server answered with: its HTTP status, message and, for a spec with
-    problems, the problems (each naming its field and line)."""
+    """An error the server answered with.
+
+    Attributes:
+        status (int): the HTTP status (404 no such run, 409 a name several runs have, 422 a spec
+            with problems or a plan that misses its deadline...).
+        message (str): what the server said.
+        problems (list of str): for a spec with problems, each one, naming its field and line.
+        body (dict): the whole answer.
+    """
 
     def __init__(self, status, message, problems=None, body=None):
         super().__init__(message if not problems else message + ":\n  " + "\n  ".join(problems))
@@ -21,9 +28,16 @@ class ServerError(Exception):
 
 
 class Refused(ServerError):
-    """A submission refused over the team's budget, quotas or queue limits; `refusal` holds the
-    figures (predicted_cost_usd and remaining_budget_usd, gpus and max_gpus, or queued and
-    max_queued: the last, HTTP 429, may be submitted again once the queue moves)."""
+    """A submission refused over the team's budget, quotas or queue limits; its message names
+    which and the figures.
+
+    Attributes:
+        refusal (dict): the figures: reason ("budget", "quota" or "queue"), team, and
+            predicted_cost_usd, remaining_budget_usd, budget_usd and spent_usd; gpus, max_gpus,
+            nodes and max_nodes; or queued, max_queued and queued_by (HTTP 429: submit again
+            once the queue moves).
+        status, message, problems, body: as ServerError's.
+    """
 
     @property
     def refusal(self):
@@ -53,8 +67,15 @@ _opener = urllib.request.build_opener(_KeepTokenHome)
 
 
 class Client:
-    """A rubberband server and the token it is spoken to with. url and token default to
-    RUBBERBAND_SERVER and RUBBERBAND_TOKEN."""
+    """A rubberband server and the token it is spoken to with (docs/notebook.md).
+
+    Attributes:
+        url (str): the server's URL; Client(url=None) reads RUBBERBAND_SERVER.
+        token (str): the token `rubberband server users add` printed; Client(token=None) reads
+            RUBBERBAND_TOKEN.
+        timeout (float): seconds to wait for an answer (a run's event stream waits longer:
+            Run.progress).
+    """
 
     def __init__(self, url=None, token=None, timeout=60):
         self.url = (url or os.environ.get("RUBBERBAND_SERVER", "")).rstrip("/")
@@ -151,8 +172,17 @@ def _seconds(stamp):
 
 
 class Run:
-    """One run on the server; its fields (id, state, team, user, predicted_cost_usd,
-    predicted_start, cost_usd, message...) are read as attributes, as the server last said."""
+    """One run on the server, as the server last said (refresh() asks again).
+
+    Attributes:
+        fields (dict): the run as the API gives it (docs/openapi.yaml, Run); each field is read
+            as an attribute too: id, name, team, user, state (queued, running, paused, finished,
+            failed, cancelled), message (why it ended or waits), predicted_cost_usd,
+            predicted_jct_s, predicted_start, cost_usd (charged so far), gpus, nodes...
+        plan (dict or None): the plan the server made at submit (submit's answer), else None.
+        ended (bool, read-only): finished, failed or cancelled.
+        paused (bool, read-only): an infrastructure fault paused it; resume() once mended.
+    """
 
     def __init__(self, client, fields):
         self._client = client
