@@ -45,7 +45,7 @@ func Lookup(ctx context.Context, st store.Store, u store.User, arg string) (stor
 	}
 	switch len(matches) {
 	case 0:
-		return store.Run{}, fmt.Errorf("no run %q: not a run's ID, nor the name or the start of the ID of a run of team %s (`rubberband list --server` shows them): %w", arg, u.Team, store.ErrNotFound)
+		return store.Run{}, &lookupError{store.ErrNotFound, fmt.Sprintf("no run %q: not a run's ID, nor the name or the start of the ID of a run of team %s (`rubberband list` shows them)", arg, u.Team)}
 	case 1:
 		return matches[0], nil
 	}
@@ -54,5 +54,14 @@ func Lookup(ctx context.Context, st store.Store, u store.User, arg string) (stor
 		r := matches[len(matches)-1-i] // newest first: the one most likely meant
 		ids[i] = fmt.Sprintf("%s (%s, %s)", r.ID, r.State, r.SubmittedAt.Format("2006-01-02 15:04"))
 	}
-	return store.Run{}, fmt.Errorf("%q %s %d runs: %s; give its ID: %w", arg, what, len(matches), strings.Join(ids, ", "), errAmbiguous)
+	return store.Run{}, &lookupError{errAmbiguous, fmt.Sprintf("%q %s %d runs: %s; give its ID", arg, what, len(matches), strings.Join(ids, ", "))}
 }
+
+// lookupError says in its own words what Lookup did not find, and matches kind.
+type lookupError struct {
+	kind error
+	msg  string
+}
+
+func (e *lookupError) Error() string        { return e.msg }
+func (e *lookupError) Is(target error) bool { return target == e.kind }

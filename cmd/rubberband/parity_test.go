@@ -56,17 +56,30 @@ func TestServerPrintsWhatLocalPrints(t *testing.T) {
 		}
 	}
 
-	// A name two runs have is refused with both IDs, as an ambiguous ID's start is here.
-	var twins []string
-	for range 2 {
-		r, _, err := cl.Submit(ctx, server.Submission{Spec: tinySpec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		twins = append(twins, r.ID)
-		defer cl.Cancel(ctx, r.ID)
+	// run, followed to its end, prints what report prints here.
+	spec := filepath.Join(t.TempDir(), "tiny.yaml")
+	if err := os.WriteFile(spec, []byte(tinySpec), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	_, errOut, code := rbEnv(t, binary, remote, "status", "tiny")
+	ran, errOut, code := rbEnv(t, binary, remote, "run", spec)
+	first := regexp.MustCompile(`submitted (\S+) `).FindStringSubmatch(errOut)
+	if code != 0 || first == nil {
+		t.Fatalf("run on the server: exit %d: %s", code, errOut)
+	}
+	here, _, _ := rb(t, "report", filepath.Join(root, "teams", "ml", first[1]))
+	if a, b := statePath.ReplaceAllString(here, "state in DIR"), statePath.ReplaceAllString(ran, "state in DIR"); a != b || !strings.Contains(a, "best trial") {
+		t.Errorf("report here:\n%s\nrun on the server:\n%s", a, b)
+	}
+
+	// A name two runs have is refused with both IDs, as an ambiguous ID's start is here.
+	twins := []string{first[1]}
+	r, _, err := cl.Submit(ctx, server.Submission{Spec: tinySpec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	twins = append(twins, r.ID)
+	defer cl.Cancel(ctx, r.ID)
+	_, errOut, code = rbEnv(t, binary, remote, "status", "tiny")
 	if code != 2 || !strings.Contains(errOut, twins[0]) || !strings.Contains(errOut, twins[1]) {
 		t.Fatalf("status of a name two runs have: exit %d: %s", code, errOut)
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -97,21 +96,22 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	return printRemoteEnd(c, cl, run)
 }
 
-// printRemoteEnd prints how a run ended: its report (JSON), or its state, best trial and
-// realized against predicted.
+// printRemoteEnd prints how a run ended: what report prints of it (rendered by the server as
+// here: its tables, or its JSON), after its state and why on standard error.
 func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
-	var rep executor.Report
-	repErr := cl.Get(c.Context, run.ID, "report", &rep)
-	if c.String("output") == "json" {
-		if repErr != nil {
-			return writeJSON(c.App.Writer, run)
-		}
-		return writeJSON(c.App.Writer, rep)
+	end := fmt.Sprintf("%s %s: %s", run.ID, run.Name, run.State)
+	if run.Message != "" {
+		end += " (" + run.Message + ")"
 	}
-	if repErr != nil {
-		client.WriteEnd(c.App.Writer, run, nil)
-	} else {
-		client.WriteEnd(c.App.Writer, run, &rep)
+	fmt.Fprintln(c.App.ErrWriter, end)
+	var rep bytes.Buffer
+	switch err := cl.Copy(c.Context, run.ID, "report", url.Values{"output": {c.String("output")}}, &rep); {
+	case err == nil:
+		c.App.Writer.Write(rep.Bytes())
+	case c.String("output") == "json": // it never started: the run is all there is
+		if err := writeJSON(c.App.Writer, run); err != nil {
+			return err
+		}
 	}
 	switch run.State {
 	case store.Finished:
