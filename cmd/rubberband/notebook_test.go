@@ -47,6 +47,7 @@ func TestNotebookWalkThrough(t *testing.T) {
 		t.Fatalf("the walk-through: %v\n%s\n%s", err, out, srv.log)
 	}
 	got := string(out)
+	t.Logf("the walk-through printed:\n%s", got)
 	// Progress came as the run went: a line per trial done, each stage's end, and the end.
 	if n := strings.Count(got, " trial done "); n < 8 {
 		t.Errorf("%d progress lines of trials done, want one for each of 8 trials and more for the survivors:\n%s", n, got)
@@ -62,6 +63,8 @@ func TestNotebookWalkThrough(t *testing.T) {
 		regexp.MustCompile(`(?m)^8 trials$`),
 		regexp.MustCompile(`(?m)^best trial b0-t\d+ val_accuracy [0-9.]+ with \{`),
 		regexp.MustCompile(`(?m)^the extra run: cancelled`),
+		regexp.MustCompile(`(?m)^notebook · run r\S+ · finished · state in server:teams/ml/r\S+$`), // status(), as the CLI prints it
+		regexp.MustCompile(`(?m)^\S+ r\S+ finished: JCT \S+, cost \$[0-9.]+\n[^\n]*the extra run`), // logs(tail=1): the driver log's last line alone
 	} {
 		if !want.MatchString(got) {
 			t.Errorf("the walk-through's output has no match for %s:\n%s", want, got)

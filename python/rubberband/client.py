@@ -304,8 +304,12 @@ class Run:
         words = {"start": "started", "stage": "stage started", "sync": "stage done", "done": "trial done",
                  "fail": "trial failed", "finish": "finished", "stop": "stopped", "cancel": "cancelled"}
         for p in self.progress(timeout=timeout):
-            line = "%7.1fs  bracket %d stage %d  %-13s  %d/%d of the stage's trials done, %d failed" % (
-                p["elapsed_s"], p["bracket"], p["stage"], words[p["event"]], p["stage_done"], p["stage_trials"], p["failed"])
+            if p["event"] == "start":
+                print("%7.1fs  started" % p["elapsed_s"], file=out, flush=True)
+                continue
+            of = "/%d of the stage's" % p["stage_trials"] if p["stage_trials"] else " of the stage's"  # ASHA's rungs have no fixed size
+            line = "%7.1fs  bracket %d stage %d  %-13s  %d%s trials done, %d failed" % (
+                p["elapsed_s"], p["bracket"], p["stage"], words[p["event"]], p["stage_done"], of, p["failed"])
             if "metric" in p:
                 line += "  (%s: %.4g)" % (p["trial"], p["metric"])
             if "error" in p:
@@ -336,15 +340,27 @@ class Run:
         """The best trial: its parameters (params), metric, value, iteration and curve."""
         return self._client._request("GET", self._path("/best"))
 
-    def report(self):
-        """Realized against predicted, stage by stage."""
-        return self._client._request("GET", self._path("/report"))
+    def report(self, text=False):
+        """Realized against predicted, stage by stage, and what the search found: a dict, as
+        `rubberband report -o json` prints it; with text=True the text `rubberband report`
+        prints."""
+        if not text:
+            return self._client._request("GET", self._path("/report"))
+        return self._text("/report?output=table")
 
-    def logs(self, trial=None):
-        """The driver's log, or a trial's output, as text."""
-        q = "?" + urllib.parse.urlencode({"trial": trial}) if trial else ""
-        with self._client._request("GET", self._path("/logs" + q), raw=True) as resp:
+    def status(self, trials=False):
+        """What `rubberband status` prints of the run, as text (with trials=True a row per
+        trial), rendered by the server as on the run's own machine."""
+        return self._text("/status" + ("?trials=1" if trials else ""))
+
+    def _text(self, path):
+        with self._client._request("GET", self._path(path), raw=True) as resp:
             return resp.read().decode(errors="replace")
+
+    def logs(self, trial=None, tail=None):
+        """The driver's log, or a trial's output, as text; with tail=N its last N lines."""
+        q = {k: v for k, v in (("trial", trial), ("tail", tail)) if v is not None}
+        return self._text("/logs" + ("?" + urllib.parse.urlencode(q) if q else ""))
 
     def cancel(self):
         """Cancel the run (a queued or paused one at once; a running one's nodes are released)."""
