@@ -37,16 +37,20 @@ func TestServerPrintsWhatLocalPrints(t *testing.T) {
 	dir := filepath.Join(root, "teams", "ml", run.ID)
 	remote := []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + cl.Token}
 	for _, args := range [][]string{
-		{"status"}, {"status", "--trials"}, {"status", "-o", "json"},
+		{"status"}, {"status", "--trials"}, {"status", "-o", "json"}, {"status", "--watch", "--interval", "10ms", "-o", "json"},
 		{"report"}, {"report", "-o", "json"},
 		{"best"}, {"best", "-o", "json"},
-		{"logs", "-n", "3"}, {"logs", "-n", "0"},
+		{"logs", "-n", "3"}, {"logs", "-n", "0"}, {"logs", "-n", "2", "b0-t0000"},
 	} {
-		here, errOut, code := rb(t, append(args, dir)...)
+		onto := func(run string) []string { return append(append([]string{}, args...), run) }
+		if args[0] == "logs" && args[2] == "2" { // a trial's log
+			onto = func(run string) []string { return append(append([]string{}, args[:3]...), run, args[3]) }
+		}
+		here, errOut, code := rb(t, onto(dir)...)
 		if code != 0 {
 			t.Fatalf("%v here: exit %d: %s", args, code, errOut)
 		}
-		there, errOut, code := rbEnv(t, binary, remote, append(args, "parity")...)
+		there, errOut, code := rbEnv(t, binary, remote, onto("parity")...)
 		if code != 0 {
 			t.Fatalf("%v on the server, by name: exit %d: %s", args, code, errOut)
 		}
