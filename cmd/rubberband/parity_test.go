@@ -36,29 +36,35 @@ func TestServerPrintsWhatLocalPrints(t *testing.T) {
 	}
 	dir := filepath.Join(root, "teams", "ml", run.ID)
 	remote := []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + cl.Token}
-	for _, args := range [][]string{
-		{"status"}, {"status", "--trials"}, {"status", "-o", "json"}, {"status", "--watch", "--interval", "10ms", "-o", "json"},
-		{"report"}, {"report", "-o", "json"},
-		{"best"}, {"best", "-o", "json"},
-		{"logs", "-n", "3"}, {"logs", "-n", "0"}, {"logs", "-n", "2", "b0-t0000"},
-	} {
-		onto := func(run string) []string { return append(append([]string{}, args...), run) }
-		if args[0] == "logs" && args[2] == "2" { // a trial's log
-			onto = func(run string) []string { return append(append([]string{}, args[:3]...), run, args[3]) }
+	// Each command here and there, side by side (a race build's CLI takes a second to exit).
+	t.Run("same", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"status"}, {"status", "--trials"}, {"status", "-o", "json"}, {"status", "--watch", "--interval", "10ms", "-o", "json"},
+			{"report"}, {"report", "-o", "json"},
+			{"best"}, {"best", "-o", "json"},
+			{"logs", "-n", "3"}, {"logs", "-n", "0"}, {"logs", "-n", "2", "b0-t0000"},
+		} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				t.Parallel()
+				onto := func(run string) []string { return append(append([]string{}, args...), run) }
+				if args[0] == "logs" && args[2] == "2" { // a trial's log
+					onto = func(run string) []string { return append(append([]string{}, args[:3]...), run, args[3]) }
+				}
+				here, errOut, code := rb(t, onto(dir)...)
+				if code != 0 {
+					t.Fatalf("here: exit %d: %s", code, errOut)
+				}
+				there, errOut, code := rbEnv(t, binary, remote, onto("parity")...)
+				if code != 0 {
+					t.Fatalf("on the server, by name: exit %d: %s", code, errOut)
+				}
+				here, there = statePath.ReplaceAllString(here, "state in DIR"), statePath.ReplaceAllString(there, "state in DIR")
+				if here != there || strings.TrimSpace(here) == "" && args[0] != "logs" {
+					t.Errorf("here:\n%s\non the server:\n%s", here, there)
+				}
+			})
 		}
-		here, errOut, code := rb(t, onto(dir)...)
-		if code != 0 {
-			t.Fatalf("%v here: exit %d: %s", args, code, errOut)
-		}
-		there, errOut, code := rbEnv(t, binary, remote, onto("parity")...)
-		if code != 0 {
-			t.Fatalf("%v on the server, by name: exit %d: %s", args, code, errOut)
-		}
-		here, there = statePath.ReplaceAllString(here, "state in DIR"), statePath.ReplaceAllString(there, "state in DIR")
-		if here != there || strings.TrimSpace(here) == "" && args[0] != "logs" {
-			t.Errorf("%v here:\n%s\non the server:\n%s", args, here, there)
-		}
-	}
+	})
 
 	// run, followed to its end, prints what report prints here.
 	spec := filepath.Join(t.TempDir(), "tiny.yaml")
