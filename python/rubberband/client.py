@@ -154,23 +154,6 @@ def _profile_files(path, text):
     return out
 
 
-def _seconds(stamp):
-    """An RFC 3339 time as seconds since the epoch (None if it does not read): Python 3.11's
-    fromisoformat takes a Z and nanoseconds only once they are trimmed to microseconds."""
-    if not stamp:
-        return None
-    import datetime
-    s = stamp.replace("Z", "+00:00")
-    head, dot, rest = s.partition(".")
-    if dot:
-        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]
-        s = head + "." + digits[:6].ljust(6, "0") + rest[len(digits):]
-    try:
-        return datetime.datetime.fromisoformat(s).timestamp()
-    except ValueError:
-        return None
-
-
 class Run:
     """One run on the server, as the server last said (refresh() asks again).
 
@@ -372,3 +355,20 @@ class Run:
         its journal."""
         self.fields = self._client._request("POST", self._path("/resume"))
         return self
+
+
+def _seconds(stamp):
+    """An RFC 3339 time as seconds since the epoch (None if it does not read): Python 3.11's
+    fromisoformat takes a Z and nanoseconds only once they are trimmed to microseconds."""
+    if not stamp:
+        return None
+    import datetime
+    s = stamp.replace("Z", "+00:00")
+    head, dot, rest = s.partition(".")
+    if dot:
+        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]
+        s = head + "." + digits[:6].ljust(6, "0") + rest[len(digits):]
+    try:
+        return datetime.datetime.fromisoformat(s).timestamp()
+    except ValueError:
+        return None
