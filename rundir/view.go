@@ -62,6 +62,10 @@ func (v *View) Status() (word, why string) {
 		return "starting", ""
 	case v.Live:
 		return "running", ""
+	case v.Res == nil && cancelled(v.Events):
+		// Cancelled before any driver started it (a server's run cancelled as its driver
+		// came up): it is over, not waiting to start.
+		return "cancelled", "before it started"
 	case v.Res == nil:
 		return "not started", ""
 	}
@@ -81,6 +85,16 @@ func (v *View) Status() (word, why string) {
 	default:
 		return "interrupted", "its driver died" // no stop journaled: killed, or its machine went down
 	}
+}
+
+// cancelled says whether the journal holds a cancel.
+func cancelled(events []executor.Event) bool {
+	for _, e := range events {
+		if e.Ev == executor.EvCancel {
+			return true
+		}
+	}
+	return false
 }
 
 // Stages is how many stages have synced, of how many.

@@ -23,10 +23,14 @@ type Refusal struct {
 	// team's month after what it was charged and what its active runs still reserve.
 	PredictedCostUSD   float64 `json:"predicted_cost_usd,omitempty"`
 	RemainingBudgetUSD float64 `json:"remaining_budget_usd,omitempty"`
-	GPUs               int     `json:"gpus,omitempty"`
-	MaxGPUs            int     `json:"max_gpus,omitempty"`
-	Nodes              int     `json:"nodes,omitempty"`
-	MaxNodes           int     `json:"max_nodes,omitempty"`
+	// BudgetUSD is the team's monthly budget and SpentUSD what it was charged this month: the
+	// rest of the budget less RemainingBudgetUSD is what its active runs reserve.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	SpentUSD  float64 `json:"spent_usd,omitempty"`
+	GPUs      int     `json:"gpus,omitempty"`
+	MaxGPUs   int     `json:"max_gpus,omitempty"`
+	Nodes     int     `json:"nodes,omitempty"`
+	MaxNodes  int     `json:"max_nodes,omitempty"`
 	// Queued and MaxQueued are the runs QueuedBy (a user's name, or the team's) has queued and
 	// may queue, for a "queue" refusal.
 	Queued    int    `json:"queued,omitempty"`
@@ -38,8 +42,9 @@ type Refusal struct {
 func (r *Refusal) Error() string {
 	switch r.Reason {
 	case "budget":
-		return fmt.Sprintf("refused: the plan's predicted cost %s (at its deadline quantile) is over team %s's remaining budget this month, %s",
-			format.Money(r.PredictedCostUSD), r.Team, format.Money(r.RemainingBudgetUSD))
+		return fmt.Sprintf("refused: the plan's predicted cost %s (at its deadline quantile) is over team %s's remaining budget this month, %s (of its monthly %s: %s charged, %s reserved by its active runs)",
+			format.Money(r.PredictedCostUSD), r.Team, format.Money(r.RemainingBudgetUSD), format.Money(r.BudgetUSD), format.Money(r.SpentUSD),
+			format.Money(max(0, r.BudgetUSD-r.SpentUSD-r.RemainingBudgetUSD)))
 	case "queue":
 		return fmt.Sprintf("refused: %s has %d runs queued, the most it may (team %s): wait for one to start, or cancel one",
 			r.QueuedBy, r.Queued, r.Team)
@@ -80,7 +85,8 @@ func Admit(l store.Ledger, user string, d Demand, limits QueueLimits) error {
 	}
 	if team.MonthlyBudgetUSD > 0 {
 		if remaining := Remaining(l); d.CostUSD > remaining {
-			return &Refusal{Reason: "budget", Team: team.Name, PredictedCostUSD: d.CostUSD, RemainingBudgetUSD: max(remaining, 0)}
+			return &Refusal{Reason: "budget", Team: team.Name, PredictedCostUSD: d.CostUSD, RemainingBudgetUSD: max(remaining, 0),
+				BudgetUSD: team.MonthlyBudgetUSD, SpentUSD: l.Spent}
 		}
 	}
 	perTeam := limits.PerTeam

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +38,7 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/runs/{id}", s.authed(s.getRun)},
 		{"POST /api/v1/runs/{id}/cancel", s.authed(s.cancelRun)},
 		{"POST /api/v1/runs/{id}/resume", s.authed(s.resumeRun)},
+		{"GET /api/v1/runs/{id}/status", s.authed(s.runStatus)},
 		{"GET /api/v1/runs/{id}/report", s.authed(s.runReport)},
 		{"GET /api/v1/runs/{id}/trials", s.authed(s.runTrials)},
 		{"GET /api/v1/runs/{id}/best", s.authed(s.runBest)},
@@ -176,19 +179,30 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, u store.User) 
 	writeJSON(w, http.StatusOK, out)
 }
 
-// run is the run the path names, when u may see it (404 otherwise: another team's run is not
-// said to exist).
+// run is the run the path names (its ID, or its name or ID's start among u's runs: Lookup),
+// when u may see it (404 otherwise: another team's run is not said to exist).
 func (s *Server) run(w http.ResponseWriter, r *http.Request, u store.User) (store.Run, bool) {
-	run, err := s.cfg.Store.Run(r.Context(), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !mayAccess(u, run.Team)) {
+	run, err := s.lookup(w, r, u)
+	if err == nil && !mayAccess(u, run.Team) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no run %q", r.PathValue("id")))
 		return run, false
 	}
-	if err != nil {
+	return run, err == nil
+}
+
+// lookup is Lookup of the path's run; its errors are answered (404 for none, 409 for a name
+// several runs have).
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request, u store.User) (store.Run, error) {
+	run, err := Lookup(r.Context(), s.cfg.Store, u, r.PathValue("id"))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, errAmbiguous):
+		writeError(w, http.StatusConflict, err)
+	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
-		return run, false
 	}
-	return run, true
+	return run, err
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) {
@@ -200,13 +214,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, u store.User) {
 // cancelRun cancels a queued run at once and asks the driving server to cancel a running one.
 // Another team's run is refused (403) rather than hidden: the caller named it.
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User) {
-	run, err := s.cfg.Store.Run(r.Context(), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) {
-		writeError(w, http.StatusNotFound, fmt.Errorf("no run %q", r.PathValue("id")))
-		return
-	}
+	run, err := s.lookup(w, r, u)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
 	if !mayAccess(u, run.Team) {
@@ -254,6 +263,26 @@ func (s *Server) view(w http.ResponseWriter, r *http.Request, u store.User) (*ru
 	return nil, false
 }
 
+// runStatus answers what `rubberband status` prints of the run, rendered as it is on the
+// run's own machine (rundir.RenderStatus): ?output=json its JSON (on one line with ?watch),
+// else its tables (with ?trials, a row per trial).
+func (s *Server) runStatus(w http.ResponseWriter, r *http.Request, u store.User) {
+	v, ok := s.view(w, r, u)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	o := rundir.StatusOptions{JSON: q.Get("output") == "json", Compact: q.Has("watch"), Trials: q.Has("trials")}
+	out, err := rundir.RenderStatus(s.shown(v), o)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeRendered(w, o.JSON, out)
+}
+
+// runReport answers what `rubberband report` prints: realized against predicted and what the
+// search found, as JSON (rundir.ReportJSON), or with ?output=table as its tables.
 func (s *Server) runReport(w http.ResponseWriter, r *http.Request, u store.User) {
 	v, ok := s.view(w, r, u)
 	if !ok {
@@ -263,7 +292,38 @@ func (s *Server) runReport(w http.ResponseWriter, r *http.Request, u store.User)
 		writeError(w, http.StatusConflict, fmt.Errorf("run %s has not started", v.State.Run.RunID))
 		return
 	}
-	writeJSON(w, http.StatusOK, executor.Compare(v.State.Plan, v.Res))
+	rep, err := rundir.Replay(v.State)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	rep.State = s.shown(v).State
+	asJSON := r.URL.Query().Get("output") != "table"
+	var buf bytes.Buffer
+	if err := rep.WriteReport(&buf, asJSON); err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeRendered(w, asJSON, buf.Bytes())
+}
+
+// shown is v with its state directory named as a user sees it: the run's folder under the
+// server's root (the root's own path is the server's business).
+func (s *Server) shown(v *rundir.View) *rundir.View {
+	st := *v.State
+	if rel, err := filepath.Rel(s.cfg.Root, st.Dir); err == nil {
+		st.Dir = "server:" + filepath.ToSlash(rel)
+	}
+	shown := *v
+	shown.State = &st
+	return &shown
+}
+
+// writeRendered answers what a command prints: JSON, or text.
+func writeRendered(w http.ResponseWriter, asJSON bool, out []byte) {
+	w.Header().Set("Content-Type", map[bool]string{true: "application/json", false: "text/plain; charset=utf-8"}[asJSON])
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
 }
 
 func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User) {
@@ -340,9 +400,22 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	}
 }
 
-// runLogs writes the run's driver log, or with ?trial=ID that trial's log; with ?follow=1 it
-// goes on writing what is appended until the run ends or the client goes.
+// MaxTailLines bounds a log's ?tail: more is the whole log, which a request without it gets.
+const MaxTailLines = 1_000_000
+
+// runLogs writes the run's driver log, or with ?trial=ID that trial's log; with ?tail=N it
+// starts at the last N lines (`logs -n`); with ?follow=1 it goes on writing what is appended
+// until the run ends or the client goes.
 func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
+	tail := -1
+	if q := r.URL.Query().Get("tail"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 0 || n > MaxTailLines {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("tail %q: a number of lines from 0 to %d", boundText(q, 64), MaxTailLines))
+			return
+		}
+		tail = n
+	}
 	run, ok := s.run(w, r, u)
 	if !ok {
 		return
@@ -389,6 +462,11 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		f, _ = os.Open(path)
 	}
 	defer f.Close()
+	if tail >= 0 {
+		if err := rundir.SeekTail(f, tail); err != nil {
+			return
+		}
+	}
 	if _, err := io.Copy(flushWriter{w}, f); err != nil || !follow {
 		return
 	}

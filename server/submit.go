@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -225,8 +227,13 @@ func (s *Server) planFor(ctx context.Context, exp *spec.Experiment, team store.T
 			}
 		}
 	}
+	asked := c.MaxNodes
 	c.MaxNodes = quota
 	rep, err := planSpec(ctx, exp)
+	if err != nil && quota < asked && (errors.Is(err, planner.ErrInfeasible) || errors.Is(err, planner.ErrNoPlan)) {
+		// The team's quota, not the spec, left too little: say which, and its figures.
+		err = &InputError{Err: fmt.Errorf("%s: %w", quotaWords(team, asked, quota, c.GPUsPerNode, gpus, nodes), err)}
+	}
 	if err != nil {
 		return nil, Demand{}, err
 	}
@@ -270,4 +277,18 @@ func planSpec(ctx context.Context, exp *spec.Experiment) (*planner.Report, error
 		return nil, &InputError{Err: err}
 	}
 	return rep, nil
+}
+
+// quotaWords say how team's quotas hold a plan to quota nodes of gpusPerNode GPUs where its spec
+// asked for up to asked, and what the team's active runs hold of them now (gpus on nodes).
+func quotaWords(team store.Team, asked, quota, gpusPerNode, gpus, nodes int) string {
+	var limits []string
+	if team.MaxGPUs > 0 {
+		limits = append(limits, fmt.Sprintf("max_gpus %d, %d in use", team.MaxGPUs, gpus))
+	}
+	if team.MaxNodes > 0 {
+		limits = append(limits, fmt.Sprintf("max_nodes %d, %d in use", team.MaxNodes, nodes))
+	}
+	return fmt.Sprintf("team %s's quota (%s) holds the plan to %s of %s, not the spec's max_nodes %d; with %s",
+		team.Name, strings.Join(limits, "; "), format.Plural(quota, "node"), format.Plural(gpusPerNode, "GPU"), asked, format.Plural(quota*gpusPerNode, "GPU"))
 }

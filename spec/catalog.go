@@ -48,11 +48,18 @@ func awsRow(name string, gpus int, model string, gpuMemGiB float64, vcpus int, m
 		NetworkGbps: netGbps, PricePerHour: price, Source: srcAWSSpecs + "; price: " + srcAWSPrice}
 }
 
-// Catalog returns the built-in instance types, sorted by name. The STASH names are kept as the
-// paper prints them: its "p3.24xlarge" is sold by AWS as p3dn.24xlarge. The rows the seeds give
-// keep the seeds' figures (the paper reproductions depend on them), even where AWS's price has
-// changed since; the rest are AWS's. p5e.48xlarge is left out: AWS sells it through Capacity
-// Blocks only, with no on-demand price.
+// withNote adds to a row's source what a seed said of it.
+func withNote(it InstanceType, note string) InstanceType {
+	it.Source += "; " + note
+	return it
+}
+
+// Catalog returns the built-in instance types, sorted by name, each an EC2 type by AWS's name:
+// STASH's "p3.24xlarge" is AWS's p3dn.24xlarge (misnamed). The rows of the seeds' types the
+// paper reproductions use keep the seeds' figures, which are still AWS's prices; where AWS's
+// price has changed since (p4d.24xlarge, cut in June 2025) or the seed's differs from it
+// (p3dn.24xlarge), the row is AWS's and its source says what the seed gave. p5e.48xlarge is left
+// out: AWS sells it through Capacity Blocks only, with no on-demand price.
 func Catalog() []InstanceType {
 	return []InstanceType{
 		{Name: "g3.8xlarge", GPUs: 2, GPUModel: "M60", GPUMemoryGiB: 8, VCPUs: 32, MemoryGiB: 244, PricePerHour: 2.28, SpotPricePerHour: 0.69,
@@ -98,14 +105,14 @@ func Catalog() []InstanceType {
 			Source: srcSTASH + " (network < 10 Gbps); shape: " + srcAWSSpecs},
 		{Name: "p3.16xlarge", GPUs: 8, GPUModel: "V100", GPUMemoryGiB: 16, VCPUs: 64, MemoryGiB: 488, PricePerHour: 24.48, NetworkGbps: 25,
 			Source: srcSTASH + "; shape: " + srcAWSSpecs},
-		{Name: "p3.24xlarge", GPUs: 8, GPUModel: "V100", GPUMemoryGiB: 32, VCPUs: 96, MemoryGiB: 768, PricePerHour: 31.218, NetworkGbps: 100,
-			Source: srcSTASH + "; shape: " + srcAWSSpecs + " (as p3dn.24xlarge)"},
 		{Name: "p3.2xlarge", GPUs: 1, GPUModel: "V100", GPUMemoryGiB: 16, VCPUs: 8, MemoryGiB: 61, PricePerHour: 3.06, NetworkGbps: 10,
 			Source: srcSTASH + " (network up to 10 Gbps); shape: " + srcAWSSpecs},
 		{Name: "p3.8xlarge", GPUs: 4, GPUModel: "V100", GPUMemoryGiB: 16, VCPUs: 32, MemoryGiB: 244, PricePerHour: 12.24, SpotPricePerHour: 3.68,
 			NetworkGbps: 10, Source: srcSTASH + "; spot rate: Srifty (seeds/000) Table 3; shape: " + srcAWSSpecs},
-		{Name: "p4d.24xlarge", GPUs: 8, GPUModel: "A100", GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152, PricePerHour: 32.7726, NetworkGbps: 400,
-			Source: srcSTASH + " (AWS's price before its June 2025 cut); shape: " + srcAWSSpecs},
+		withNote(awsRow("p3dn.24xlarge", 8, "V100", 32, 96, 768, 100, 31.212),
+			"STASH (seeds/001) Table 1 names it p3.24xlarge, which is not an EC2 type, at 31.218"),
+		withNote(awsRow("p4d.24xlarge", 8, "A100", 40, 96, 1152, 400, 21.957642),
+			"STASH (seeds/001) Table 1 gives 32.7726, AWS's price before its June 2025 cut (when p4de.24xlarge's was 40.96576)"),
 		awsRow("p4de.24xlarge", 8, "A100", 80, 96, 1152, 400, 27.44705),
 		awsRow("p5.48xlarge", 8, "H100", 80, 192, 2048, 3200, 55.04),
 		awsRow("p5.4xlarge", 1, "H100", 80, 16, 256, 100, 6.88),
@@ -158,10 +165,25 @@ func (c InstanceCatalog) Names() []string {
 	return names
 }
 
+// misnamed is AWS's name of a type that papers and older catalogs print under a name EC2 does
+// not know, "" for any other name.
+func misnamed(name string) string {
+	switch name {
+	case "p3.24xlarge": // STASH's Table 1 (seeds/001), and this catalog until it was renamed
+		return "p3dn.24xlarge"
+	}
+	return ""
+}
+
 // unknownHint says what the catalog has instead of name, for a problem: the types of its family
 // when there are any (g5.64xlarge: the g5 sizes), else how many there are and how to list them,
 // since the whole catalog is too long for one line.
 func (c InstanceCatalog) unknownHint(name string) string {
+	if aws := misnamed(name); aws != "" {
+		if _, ok := c.Lookup(aws); ok {
+			return fmt.Sprintf("%s is not an EC2 type: AWS sells that machine as %s", name, aws)
+		}
+	}
 	family, _, _ := strings.Cut(name, ".")
 	var kin []string
 	for _, it := range c {

@@ -30,13 +30,13 @@ func TestCatalogRows(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"g4dn.xlarge", "g4dn.12xlarge", "g5.xlarge", "g5.48xlarge", "g6.xlarge", "g6.48xlarge",
-		"g6e.xlarge", "g6e.48xlarge", "p3.2xlarge", "p3.8xlarge", "p3.16xlarge", "p4d.24xlarge", "p4de.24xlarge",
+		"g6e.xlarge", "g6e.48xlarge", "p3.2xlarge", "p3.8xlarge", "p3.16xlarge", "p3dn.24xlarge", "p4d.24xlarge", "p4de.24xlarge",
 		"p5.48xlarge", "p5en.48xlarge"} {
 		if !seen[name] {
 			t.Errorf("the catalog lacks %s", name)
 		}
 	}
-	for name, price := range map[string]float64{"p3.8xlarge": 12.24, "p3.24xlarge": 31.218, "p4d.24xlarge": 32.7726, "p2.xlarge": 0.90} {
+	for name, price := range map[string]float64{"p3.8xlarge": 12.24, "p3.16xlarge": 24.48, "p2.xlarge": 0.90} {
 		if it, _ := LookupInstance(name); it.PricePerHour != price {
 			t.Errorf("%s costs %v, want the seeds' %v", name, it.PricePerHour, price)
 		}
@@ -162,5 +162,41 @@ func TestCatalogFileErrors(t *testing.T) {
 	}
 	if _, err := ReadCatalogFile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("a directory: %v", err)
+	}
+}
+
+// Every built-in row is an EC2 type by AWS's name and priced on one date: p3.24xlarge (STASH's
+// name) is not an EC2 type, p3dn.24xlarge is; p4d.24xlarge (A100 40 GiB) cost more than
+// p4de.24xlarge (A100 80 GiB) because its row kept STASH's price from before AWS's June 2025 cut
+// and p4de's was AWS's after it. Both were so on main. A spec naming p3.24xlarge is told
+// AWS's name.
+func TestCatalogIsEC2sOnOneDate(t *testing.T) {
+	if _, ok := LookupInstance("p3.24xlarge"); ok {
+		t.Error("p3.24xlarge is not an EC2 type")
+	}
+	want := map[string]InstanceType{
+		"p3dn.24xlarge": {GPUs: 8, GPUModel: "V100", GPUMemoryGiB: 32, VCPUs: 96, MemoryGiB: 768, NetworkGbps: 100, PricePerHour: 31.212},
+		"p4d.24xlarge":  {GPUs: 8, GPUModel: "A100", GPUMemoryGiB: 40, VCPUs: 96, MemoryGiB: 1152, NetworkGbps: 400, PricePerHour: 21.957642},
+		"p4de.24xlarge": {GPUs: 8, GPUModel: "A100", GPUMemoryGiB: 80, VCPUs: 96, MemoryGiB: 1152, NetworkGbps: 400, PricePerHour: 27.44705},
+	}
+	for name, w := range want {
+		it, ok := LookupInstance(name)
+		w.Name, w.Source = name, it.Source
+		if !ok || it != w {
+			t.Errorf("%s: %+v, want %+v", name, it, w)
+		}
+	}
+	// The same GPUs, more memory on each: never cheaper.
+	for _, a := range Catalog() {
+		for _, b := range Catalog() {
+			if a.GPUModel == b.GPUModel && a.GPUs == b.GPUs && a.VCPUs == b.VCPUs && a.GPUMemoryGiB < b.GPUMemoryGiB && a.PricePerHour > b.PricePerHour {
+				t.Errorf("%s (%g GiB a GPU) costs $%v/h, more than %s (%g GiB) at $%v/h", a.Name, a.GPUMemoryGiB, a.PricePerHour, b.Name, b.GPUMemoryGiB, b.PricePerHour)
+			}
+		}
+	}
+	_, err := Parse("a.yaml", []byte(withField("cluster: {instance_type: p3.24xlarge}")), nil)
+	if probs := problems(t, err); len(probs) != 1 || probs[0].Path != "cluster.instance_type" ||
+		!strings.Contains(probs[0].Msg, "AWS sells that machine as p3dn.24xlarge") {
+		t.Errorf("p3.24xlarge: %v", probs)
 	}
 }

@@ -15,6 +15,10 @@
 // sorted by line. An unknown instance_type is one problem too, not one per field it would
 // have filled.
 //
+// A spec may leave its profile out (the trainer not measured yet): Parse then returns a
+// *NoProfileError, which says to run `rubberband profile`, unless ProfileOptional; package
+// spec/starter writes the starting spec `rubberband init` gives a new user.
+//
 // Every number and string a spec gives is bounded, so that sums and products of them stay
 // finite and no launch fails on a value that validated: MaxTrials, MaxIters, MaxStages,
 // MaxTrialRuns, MaxSamples, MaxDeadline, MaxPricePerHour, MaxPricePerGB, MaxDataGB,

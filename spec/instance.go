@@ -106,6 +106,10 @@ func (e *Experiment) ProfileFiles() []string {
 	return files
 }
 
+// ProfileFile is the file the spec's own profile was read from (profile: {file: F}), as the spec
+// names it; "" for an inline profile or none.
+func (e *Experiment) ProfileFile() string { return e.profileFiles["profile"] }
+
 func candidatePath(i int) string { return fmt.Sprintf("cluster.instance_types[%d]", i) }
 
 // typeFields are the cluster fields that describe one instance type: with instance_types they

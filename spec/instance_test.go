@@ -59,7 +59,7 @@ func TestInstanceTypesDefaults(t *testing.T) {
 // Every problem of the candidates comes at once, each at its field and line.
 func TestInstanceTypesProblems(t *testing.T) {
 	src := typesBase + `cluster:
-  instance_type: p3.24xlarge
+  instance_type: p3dn.24xlarge
   gpus_per_node: 4
   instance_types:
     - {instance_type: p3.8xlarge}

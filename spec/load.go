@@ -32,6 +32,34 @@ type Option func(*parseOptions)
 
 type parseOptions struct {
 	catalog InstanceCatalog
+	// profileOptional accepts a spec without a profile (see ProfileOptional).
+	profileOptional bool
+}
+
+// ProfileOptional accepts a spec that gives no profile at all: `rubberband profile` measures
+// one, `rubberband init` writes a spec without one and `validate` checks it. Without this
+// option such a spec is refused with a *NoProfileError, which says what to run; a profile
+// that is given but incomplete is a problem at its field and line either way.
+func ProfileOptional() Option {
+	return func(o *parseOptions) { o.profileOptional = true }
+}
+
+// NoProfileError is a spec without a profile where one is needed (plan, simulate, run): the
+// trainer's latencies are measured, never invented, and `rubberband profile` measures them.
+type NoProfileError struct {
+	File string // the spec, as its path was given
+}
+
+func (e *NoProfileError) Error() string {
+	return fmt.Sprintf("%s has no profile yet: measure your trainer first with\n\n    rubberband profile %s\n\n"+
+		"which runs a few trials' iterations, writes the latencies it measured to a profile file and names that file in the spec",
+		e.File, e.File)
+}
+
+// MissingProfile reports whether the spec gives no profile at all, where one is needed: no
+// profile section, and no candidate instance types (each of which has, or lacks, its own).
+func (e *Experiment) MissingProfile() bool {
+	return len(e.Cluster.InstanceTypes) == 0 && !e.Has("profile") && !e.unknown("profile")
 }
 
 // WithCatalog makes cat the instance types a spec may name and takes their figures from it,
@@ -93,7 +121,8 @@ func ReadFile(path string) ([]byte, error) {
 // Parse decodes, defaults and validates a spec held in memory; file names it in problems. read
 // loads a profile file when the spec names one; nil refuses profile files. Problems come sorted
 // by line, the spec's own before its profile file's. Instance types come from the built-in
-// catalog unless WithCatalog gives another.
+// catalog unless WithCatalog gives another. A spec that is valid but gives no profile is
+// returned with a *NoProfileError, unless ProfileOptional.
 func Parse(file string, data []byte, read ReadFunc, opts ...Option) (*Experiment, error) {
 	o := newParseOptions(opts)
 	exp := &Experiment{File: file, failed: map[string]bool{}}
@@ -109,9 +138,12 @@ func Parse(file string, data []byte, read ReadFunc, opts ...Option) (*Experiment
 	probs := d.probs
 	probs = append(probs, exp.loadProfile(read)...)
 	probs = append(probs, exp.applyDefaults(o.catalog)...)
-	probs = append(probs, exp.Validate()...)
+	probs = append(probs, exp.validate(true)...)
 	if len(probs) == 0 {
 		exp.adoptDefaultType()
+		if exp.MissingProfile() && !o.profileOptional {
+			return exp, &NoProfileError{File: file}
+		}
 		return exp, nil
 	}
 	sort.SliceStable(probs, func(i, j int) bool {

@@ -148,7 +148,7 @@ func fieldRules(cat InstanceCatalog) map[string]map[string]any {
 	// A count, or "grid": the grid sampler's size (minimum binds numbers, pattern strings).
 	trialsOrGrid := map[string]any{"type": []string{"integer", "string"}, "minimum": 1, "maximum": MaxTrials, "pattern": "^grid$"}
 	return map[string]map[string]any{
-		"Experiment":                         {"required": []string{"name", "objective", "algorithm", "cluster", "profile"}},
+		"Experiment":                         {"required": []string{"name", "objective", "algorithm", "cluster"}}, // profile: measured by `rubberband profile`, which adds it
 		"Experiment.name":                    {"type": "string", "pattern": nameRE().String()},
 		"Objective":                          {"required": []string{"metric"}},
 		"Objective.mode":                     oneOfStrings("max", "min"),

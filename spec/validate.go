@@ -86,8 +86,13 @@ func (v *validator) addUnless(skip bool, path, format string, args ...any) {
 	}
 }
 
-// Validate checks a decoded, defaulted spec and returns every problem it finds.
-func (e *Experiment) Validate() Problems {
+// Validate checks a decoded, defaulted spec and returns every problem it finds, a missing
+// profile included.
+func (e *Experiment) Validate() Problems { return e.validate(false) }
+
+// validate is Validate; noProfileOK leaves a profile that is missing altogether to the caller
+// (Parse, which refuses it with a NoProfileError unless ProfileOptional).
+func (e *Experiment) validate(noProfileOK bool) Problems {
 	v := &validator{e: e}
 	if len(e.Name) > MaxNameLen {
 		v.add("name", "is %d characters long (at most %d: it becomes part of job names and tags)", len(e.Name), MaxNameLen)
@@ -109,7 +114,7 @@ func (e *Experiment) Validate() Problems {
 	v.sampler()
 	v.trainer()
 	v.cluster()
-	if len(e.Cluster.InstanceTypes) == 0 || e.Has("profile") { // else every candidate has its own
+	if (len(e.Cluster.InstanceTypes) == 0 || e.Has("profile")) && !(noProfileOK && e.MissingProfile()) { // else every candidate has its own
 		v.profile()
 	}
 	v.planner()

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
-	"go.yaml.in/yaml/v3"
 )
 
 func bestCommand() *cli.Command {
@@ -41,24 +36,7 @@ func bestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if out == "json" {
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(best)
-			}
-			return writeBestYAML(c.App.Writer, best)
+			return rundir.WriteBest(c.App.Writer, best, out == "json")
 		},
 	}
-}
-
-// writeBestYAML writes the best configuration as YAML, ready to reuse, under a comment that says
-// whose it is.
-func writeBestYAML(w io.Writer, best *rundir.BestTrial) error {
-	fmt.Fprintf(w, "# %s, run %s: trial %s, %s %g at iteration %d\n", best.Experiment, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
-	b, err := yaml.Marshal(best.Params)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }

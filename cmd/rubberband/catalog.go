@@ -130,7 +130,7 @@ func printCatalog(w io.Writer, path string, f *spec.CatalogFile, rows []spec.Cat
 			orDash(r.NetworkGbps, "%g Gb/s"), fmt.Sprintf("%.4f", r.PricePerHour), r.Origin)
 	}
 	t.Flush()
-	fmt.Fprintln(w, "built-in prices are us-east-1's; `rubberband catalog -o json` gives each row's source")
+	fmt.Fprintln(w, "built-in prices are us-east-1's on-demand, all from AWS's price list of one date (2026-08); `rubberband catalog -o json` gives each row's source, `rubberband prices TYPE` today's price")
 }
 
 func orDash(v float64, layout string) string {

@@ -122,7 +122,7 @@ func exitCode(err error) int {
 
 // commands are the CLI's commands, in the order help lists them.
 func commands() []*cli.Command {
-	return []*cli.Command{validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), onServer(resumeCommand(), resumeRemote),
+	return []*cli.Command{initCommand(), validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), onServer(resumeCommand(), resumeRemote),
 		onServer(listCommand(), listRemote), onServer(statusCommand(), statusRemote), onServer(bestCommand(), bestRemote), uiCommand(),
 		onServer(logsCommand(), logsRemote), onServer(cancelCommand(), cancelRemote), onServer(reportCommand(), reportRemote), profileCommand(),
 		pricesCommand(), catalogCommand(), serverCommand(), searchBenchCommand(), cleanupCommand(), iamPolicyCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/spec/starter"
 	"github.com/urfave/cli/v2"
 )
 
@@ -23,7 +26,7 @@ func profileCommand() *cli.Command {
 			&cli.StringFlag{Name: "gpus", Value: "1,2,4", Usage: "GPU counts to measure"},
 			&cli.IntFlag{Name: "iters", Value: 5, Usage: "iterations per measurement (at least 2)"},
 			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
-			&cli.StringFlag{Name: "out", Required: true, Usage: "profile file to write (use it as profile: {file: ...})"},
+			&cli.StringFlag{Name: "out", DefaultText: "the file the spec's profile names; for a spec without a profile, SPEC's name with .profile.yaml, named in the spec", Usage: "profile `FILE` to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
 			&cli.IntFlag{Name: "first-wave", DefaultText: "the first stage's trials, as far as max_nodes' GPUs go", Usage: "on the local backend, how many gangs the cold round launches at once to measure first_stage_lag (the first stage's widest wave)"},
 			&cli.StringFlag{Name: "instance-type", DefaultText: "cluster.instance_type", Usage: "the candidate of cluster.instance_types to measure on (its GPUs per node; on ec2, instances of it)"},
@@ -34,7 +37,12 @@ func profileCommand() *cli.Command {
 }
 
 func profileAction(c *cli.Context) error {
-	exp, src, err := loadSpec(c, c.App.ErrWriter)
+	// Measuring a profile is this command's job: the spec need not have one.
+	exp, src, err := loadSpec(c, c.App.ErrWriter, spec.ProfileOptional())
+	if err != nil {
+		return err
+	}
+	out, err := profileOut(c, exp)
 	if err != nil {
 		return err
 	}
@@ -92,22 +100,88 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var out bytes.Buffer
+	var buf bytes.Buffer
 	notes := fmt.Sprintf("measured by `rubberband profile` on %s, %s, %d iterations per GPU count", hostname(), time.Now().UTC().Format("2006-01-02"), iters)
 	if typ := exp.Cluster.InstanceType; typ != "" {
 		notes += fmt.Sprintf(", for instance type %s (%s per node)", typ, format.Plural(exp.Cluster.GPUsPerNode, "GPU"))
 	}
-	if err := prof.Write(&out, notes); err != nil {
+	if err := prof.Write(&buf, notes); err != nil {
 		return err
 	}
 	if len(prof.NodeScale) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "node start-up: request to running %s s (%s), running to ready for trials %s s (%s); the profile file notes both\n",
 			profiler.Seconds(prof.NodeScale), profiler.ScaleLatencyField, profiler.Seconds(prof.NodeInit), profiler.InitLatencyField)
 	}
-	if err := os.WriteFile(c.String("out"), out.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write profile: %w", err)
 	}
+	if !exp.MissingProfile() {
+		fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
+		return nil
+	}
+	// The spec had none: name this one in it, so that plan and run use it as they are.
+	rel, err := relativeTo(filepath.Dir(exp.File), out, filepath.IsAbs(c.String("out")))
+	if err != nil {
+		return err
+	}
+	opts, err := specOptions(c)
+	if err != nil {
+		return err
+	}
+	check := func(data []byte) error {
+		_, err := spec.Parse(exp.File, data, func(name string) ([]byte, error) {
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(filepath.Dir(exp.File), name)
+			}
+			return spec.ReadFile(name)
+		}, opts...)
+		return err
+	}
+	if err := starter.AddProfileFile(exp.File, rel, check); err != nil {
+		return fmt.Errorf("wrote %s, but: %w", out, err)
+	}
+	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, filepath.ToSlash(rel), exp.File)
 	return nil
+}
+
+// relativeTo is path as the spec in dir names it: relative to dir, unless the user gave it
+// absolute (keepAbs).
+func relativeTo(dir, path string, keepAbs bool) (string, error) {
+	if keepAbs {
+		return path, nil
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Rel(d, p)
+}
+
+// profileOut is the file the profile goes to: --out; else the file the spec's profile names
+// (measured again); else, for a spec without a profile, SPEC's name with .profile.yaml beside
+// it. An inline profile is never rewritten: --out is needed then.
+func profileOut(c *cli.Context, exp *spec.Experiment) (string, error) {
+	if out := c.String("out"); out != "" {
+		return out, nil
+	}
+	if c.IsSet("instance-type") { // the spec's own profile file is not that type's
+		return "", usageErr("--out is needed with --instance-type: the file of %s's profile", c.String("instance-type"))
+	}
+	if f := exp.ProfileFile(); f != "" {
+		if filepath.IsAbs(f) {
+			return f, nil
+		}
+		return filepath.Join(filepath.Dir(exp.File), f), nil
+	}
+	if exp.MissingProfile() {
+		base := strings.TrimSuffix(filepath.Base(exp.File), filepath.Ext(exp.File))
+		return filepath.Join(filepath.Dir(exp.File), base+".profile.yaml"), nil
+	}
+	return "", usageErr("--out is needed: %s's profile is inline (profile: {file: F} would be measured again into F)", exp.File)
 }
 
 func hostname() string {

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -96,7 +97,7 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 		fmt.Fprintln(c.App.Writer, run.ID)
 		return nil
 	}
-	if err := cl.Logs(c.Context, run.ID, "", true, c.App.ErrWriter); err != nil {
+	if err := cl.Logs(c.Context, run.ID, "", -1, true, c.App.ErrWriter); err != nil {
 		return err
 	}
 	run, err = cl.Wait(c.Context, run.ID)
@@ -106,21 +107,22 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	return printRemoteEnd(c, cl, run)
 }
 
-// printRemoteEnd prints how a run ended: its report (JSON), or its state, best trial and
-// realized against predicted.
+// printRemoteEnd prints how a run ended: what report prints of it (rendered by the server as
+// here: its tables, or its JSON), after its state and why on standard error.
 func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
-	var rep executor.Report
-	repErr := cl.Get(c.Context, run.ID, "report", &rep)
-	if c.String("output") == "json" {
-		if repErr != nil {
-			return writeJSON(c.App.Writer, run)
-		}
-		return writeJSON(c.App.Writer, rep)
+	end := fmt.Sprintf("%s %s: %s", run.ID, run.Name, run.State)
+	if run.Message != "" {
+		end += " (" + run.Message + ")"
 	}
-	if repErr != nil {
-		client.WriteEnd(c.App.Writer, run, nil)
-	} else {
-		client.WriteEnd(c.App.Writer, run, &rep)
+	fmt.Fprintln(c.App.ErrWriter, end)
+	var rep bytes.Buffer
+	switch err := cl.Copy(c.Context, run.ID, "report", url.Values{"output": {c.String("output")}}, &rep); {
+	case err == nil:
+		c.App.Writer.Write(rep.Bytes())
+	case c.String("output") == "json": // it never started: the run is all there is
+		if err := writeJSON(c.App.Writer, run); err != nil {
+			return err
+		}
 	}
 	switch run.State {
 	case store.Finished:
@@ -142,7 +144,7 @@ func resumeRemote(c *cli.Context, cl *client.Client) error {
 		return err
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband: %s: queued to resume\n", run.ID)
-	if err := cl.Logs(c.Context, run.ID, "", true, c.App.ErrWriter); err != nil {
+	if err := cl.Logs(c.Context, run.ID, "", -1, true, c.App.ErrWriter); err != nil {
 		return err
 	}
 	if run, err = cl.Wait(c.Context, run.ID); err != nil {
@@ -169,7 +171,7 @@ func listRemote(c *cli.Context, cl *client.Client) error {
 // oneRun is the single RUN argument of a command that speaks to a server.
 func oneRun(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageErr("%s needs exactly one RUN argument (its ID, as `rubberband list` shows)", c.Command.Name)
+		return "", usageErr("%s needs exactly one RUN argument (its name or ID, as `rubberband list` shows)", c.Command.Name)
 	}
 	return c.Args().First(), nil
 }
@@ -183,16 +185,39 @@ func namedRun(c *cli.Context, cl *client.Client) (client.Run, error) {
 	return cl.Run(c.Context, id)
 }
 
+// statusRemote prints what status prints of a run here, rendered by the server from the run's
+// state (rundir.RenderStatus); a run still queued there shows where it stands in the queue.
 func statusRemote(c *cli.Context, cl *client.Client) error {
+	if err := checkOutput(c); err != nil {
+		return err
+	}
 	run, err := namedRun(c, cl)
 	if err != nil {
 		return err
 	}
-	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, run)
+	if run.State == store.Queued && c.String("output") != "json" && !c.Bool("watch") {
+		client.WriteStatus(c.App.Writer, run) // no driver has opened it: its queue is all there is
+		return nil
 	}
-	client.WriteStatus(c.App.Writer, run)
-	return nil
+	o := statusOptions(c)
+	q := url.Values{}
+	if o.JSON {
+		q.Set("output", "json")
+	}
+	if o.Compact {
+		q.Set("watch", "1")
+	}
+	if o.Trials {
+		q.Set("trials", "1")
+	}
+	return showStatus(c, func() ([]byte, bool, error) {
+		var buf bytes.Buffer
+		if err := cl.Copy(c.Context, run.ID, "status", q, &buf); err != nil {
+			return nil, false, err
+		}
+		now, err := cl.Run(c.Context, run.ID)
+		return buf.Bytes(), err == nil && !now.State.Settled(), err
+	})
 }
 
 // logsRemote prints RUN's driver log or TRIAL's output, cleaned of terminal control codes as
@@ -203,7 +228,7 @@ func logsRemote(c *cli.Context, cl *client.Client) error {
 	}
 	w, done := logWriter(c, "the log")
 	defer done()
-	return cl.Logs(c.Context, c.Args().Get(0), c.Args().Get(1), c.Bool("follow"), w)
+	return cl.Logs(c.Context, c.Args().Get(0), c.Args().Get(1), c.Int("tail"), c.Bool("follow"), w)
 }
 
 func cancelRemote(c *cli.Context, cl *client.Client) error {
@@ -219,15 +244,28 @@ func cancelRemote(c *cli.Context, cl *client.Client) error {
 	return nil
 }
 
+// reportRemote prints what report prints of a run here, rendered by the server from the run's
+// journal.
 func reportRemote(c *cli.Context, cl *client.Client) error {
+	if err := checkOutput(c); err != nil {
+		return err
+	}
+	if c.String("plots") != "" {
+		return usageErr("--plots draws from the run's state directory, on this machine only: not with --server")
+	}
 	run, err := namedRun(c, cl)
 	if err != nil {
 		return err
 	}
-	return printRemoteEnd(c, cl, run)
+	return cl.Copy(c.Context, run.ID, "report", url.Values{"output": {c.String("output")}}, c.App.Writer)
 }
 
+// bestRemote prints what best prints of a run here.
 func bestRemote(c *cli.Context, cl *client.Client) error {
+	out := c.String("output")
+	if out != "yaml" && out != "json" {
+		return usageErr("--output %q: yaml or json", out)
+	}
 	id, err := oneRun(c)
 	if err != nil {
 		return err
@@ -236,8 +274,5 @@ func bestRemote(c *cli.Context, cl *client.Client) error {
 	if err := cl.Get(c.Context, id, "best", &b); err != nil {
 		return err
 	}
-	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, b)
-	}
-	return writeBestYAML(c.App.Writer, &b)
+	return rundir.WriteBest(c.App.Writer, &b, out == "json")
 }

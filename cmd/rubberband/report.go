@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/charts"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -32,39 +30,20 @@ func reportAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
+	r, err := rundir.Replay(st)
 	if err != nil {
 		return err
 	}
-	cfg := st.Config()
-	cfg.Past = events
-	res, err := executor.Replay(cfg)
-	if err != nil {
-		return err
-	}
-	found := rundir.Search(&rundir.View{State: st, Res: res, Events: events})
 	if dir := c.String("plots"); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		if err := charts.Run(dir, st, res, events); err != nil {
+		if err := charts.Run(dir, st, r.Res, r.Events); err != nil {
 			return err
 		}
-		if err := charts.Search(filepath.Join(dir, "search.png"), st.Exp, found); err != nil {
+		if err := charts.Search(filepath.Join(dir, "search.png"), st.Exp, r.Search); err != nil {
 			return err
 		}
 	}
-	if c.String("output") == "json" {
-		rep := executor.Compare(st.Plan, res)
-		return writeJSON(c.App.Writer, struct {
-			*executor.Report
-			Search *rundir.SearchSummary `json:"search"`
-		}{&rep, found})
-	}
-	if err := printRun(c, st, res); err != nil {
-		return err
-	}
-	fmt.Fprintln(c.App.Writer)
-	rundir.WriteSearch(c.App.Writer, found)
-	return nil
+	return r.WriteReport(c.App.Writer, c.String("output") == "json")
 }

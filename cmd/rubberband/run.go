@@ -264,13 +264,6 @@ func printRun(c *cli.Context, st *rundir.State, res *executor.Result) error {
 	if c.String("output") == "json" {
 		return writeJSON(c.App.Writer, rep)
 	}
-	status := "finished"
-	switch {
-	case res.Cancelled != "":
-		status = "cancelled"
-	case !res.Finished:
-		status = "not finished"
-	}
-	rundir.WriteTable(c.App.Writer, st, res, status)
+	rundir.WriteTable(c.App.Writer, st, res, rundir.EndStatus(res))
 	return nil
 }

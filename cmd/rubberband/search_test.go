@@ -175,3 +175,33 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// search-bench --plots DIR makes DIR (and its parents) before the work, as mkdir -p: on main a
+// missing DIR did all the work, then exited 1 and lost the table. A chart that cannot be
+// written (its name taken by a folder) is an error at the end, after the table is printed.
+func TestSearchBenchPlotsFolder(t *testing.T) {
+	t.Parallel()
+	args := []string{"search-bench", "--objectives", "branin", "--seeds", "1", "--rounds", "1", "--samplers", "random"}
+	dir := filepath.Join(t.TempDir(), "new", "plots")
+	out, errOut, code := rb(t, append(args, "--plots", dir)...)
+	if code != 0 || !regexp.MustCompile(`(?m)^random\s+\S`).MatchString(out) {
+		t.Fatalf("missing --plots folder: exit %d\n%s%s", code, out, errOut)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "search-branin.png")); err != nil || st.Size() == 0 {
+		t.Fatalf("no chart: %v", err)
+	}
+	taken := t.TempDir()
+	if err := os.Mkdir(filepath.Join(taken, "search-branin.png"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = rb(t, append(args, "--plots", taken)...)
+	if code != 1 || !regexp.MustCompile(`(?m)^random\s+\S`).MatchString(out) || !strings.Contains(errOut, "search-branin.png") {
+		t.Fatalf("a chart that cannot be written: exit %d\n%s%s", code, out, errOut)
+	}
+	// A --plots that cannot be a folder is refused before any work.
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if out, errOut, code = rb(t, append(args, "--plots", filepath.Join(file, "sub"))...); code != 2 || out != "" {
+		t.Fatalf("--plots under a file: exit %d\n%s%s", code, out, errOut)
+	}
+}

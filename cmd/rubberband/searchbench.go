@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,8 +66,17 @@ func searchBenchAction(c *cli.Context) error {
 	if alg != "hyperband" && alg != "sha" {
 		return usageErr("--algorithm %q: hyperband or sha", alg)
 	}
+	// The plots' folder is made before the work, not found missing after it (like mkdir -p).
+	if dir := c.String("plots"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return usageErr("--plots: %v", err)
+		}
+	}
 	samplers := bench.SplitSamplers(c.String("samplers"))
 	var results []bench.Result
+	// A chart that cannot be written is said at the end: the tables are printed first, never
+	// lost to it.
+	var plotErrs []error
 	for _, name := range strings.Split(c.String("objectives"), ",") {
 		if _, err := objective.Lookup(name); err != nil {
 			return usageErr("%v", err)
@@ -93,18 +103,20 @@ func searchBenchAction(c *cli.Context) error {
 		}
 		r := bench.Compare(cs.String(), p.Iters, c.Int("seeds"), trajs, 96)
 		results = append(results, r)
-		if dir := c.String("plots"); dir != "" {
-			if err := charts.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
-				return err
-			}
-		}
 		if c.String("output") != "json" {
 			r.WriteTable(c.App.Writer)
 			fmt.Fprintln(c.App.Writer)
 		}
+		if dir := c.String("plots"); dir != "" {
+			if err := charts.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
+				plotErrs = append(plotErrs, fmt.Errorf("--plots: %w", err))
+			}
+		}
 	}
 	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, results)
+		if err := writeJSON(c.App.Writer, results); err != nil {
+			return err
+		}
 	}
-	return nil
+	return errors.Join(plotErrs...)
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -32,13 +30,8 @@ func statusCommand() *cli.Command {
 	}
 }
 
-// statusJSON is `status -o json`: the run's report, and where the run is.
-type statusJSON struct {
-	*executor.Report
-	Status string `json:"status"`
-	Why    string `json:"why,omitempty"`
-	Live   bool   `json:"live"`
-}
+// statusJSON is `status -o json` (rundir.StatusJSON).
+type statusJSON = rundir.StatusJSON
 
 func statusAction(c *cli.Context) error {
 	if err := checkOutput(c); err != nil {
@@ -51,8 +44,14 @@ func statusAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	return showStatus(c, func() ([]byte, bool, error) { return renderStatus(c, st) })
+}
+
+// showStatus prints what render draws once, or with --watch redraws it every --interval until
+// render says the run is no longer live: here and against a server alike.
+func showStatus(c *cli.Context, render func() (out []byte, live bool, err error)) error {
 	if !c.Bool("watch") {
-		out, _, err := renderStatus(c, st)
+		out, _, err := render()
 		if err == nil {
 			_, err = c.App.Writer.Write(out)
 		}
@@ -66,7 +65,7 @@ func statusAction(c *cli.Context) error {
 	redraw := term.Writes(c.App.Writer)
 	var last []byte
 	for {
-		out, live, err := renderStatus(c, st)
+		out, live, err := render()
 		if err != nil {
 			return err
 		}
@@ -97,32 +96,11 @@ func renderStatus(c *cli.Context, st *rundir.State) ([]byte, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	status, why := v.Status()
-	var buf bytes.Buffer
-	if v.Res == nil {
-		if c.String("output") == "json" {
-			err := json.NewEncoder(&buf).Encode(statusJSON{Report: &executor.Report{Experiment: st.Exp.Name, RunID: st.Run.RunID}, Status: status, Live: v.Live})
-			return buf.Bytes(), v.Live, err
-		}
-		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.Exp.Name, st.Run.RunID, status, st.Dir)
-		return buf.Bytes(), v.Live, nil
-	}
-	if c.String("output") == "json" {
-		rep := executor.Compare(st.Plan, v.Res)
-		enc := json.NewEncoder(&buf)
-		if !c.Bool("watch") {
-			enc.SetIndent("", "  ")
-		}
-		err := enc.Encode(statusJSON{Report: &rep, Status: status, Why: why, Live: v.Live})
-		return buf.Bytes(), v.Live, err
-	}
-	if why != "" {
-		status += ": " + why
-	}
-	rundir.WriteTable(&buf, st, v.Res, status)
-	if c.Bool("trials") {
-		fmt.Fprintln(&buf)
-		rundir.WriteTrials(&buf, st, v.Res)
-	}
-	return buf.Bytes(), v.Live, nil
+	out, err := rundir.RenderStatus(v, statusOptions(c))
+	return out, v.Live, err
+}
+
+// statusOptions are status's flags as rundir.RenderStatus takes them (here and on a server).
+func statusOptions(c *cli.Context) rundir.StatusOptions {
+	return rundir.StatusOptions{JSON: c.String("output") == "json", Compact: c.Bool("watch"), Trials: c.Bool("trials")}
 }

@@ -20,7 +20,8 @@ func validateCommand() *cli.Command {
 			"and which of its parameters this search space ignores.",
 		Flags: []cli.Flag{rootFlag(), catalogFlag()},
 		Action: func(c *cli.Context) error {
-			exp, _, err := loadSpec(c, c.App.ErrWriter)
+			// A spec without a profile is valid: measuring one is `profile`'s job, which is said.
+			exp, _, err := loadSpec(c, c.App.ErrWriter, spec.ProfileOptional())
 			if err != nil {
 				return err
 			}
@@ -35,15 +36,18 @@ func validateCommand() *cli.Command {
 				}
 			}
 			fmt.Fprintln(c.App.Writer, "ok: "+exp.Summary())
+			if exp.MissingProfile() {
+				fmt.Fprintf(c.App.Writer, "no profile yet: `rubberband profile %s` measures the trainer and names the profile in the spec; plan and run need it\n", exp.File)
+			}
 			return nil
 		},
 	}
 }
 
 // loadSpec loads the spec named by the first argument, and the bytes it parsed, with the
-// command's catalog (specOptions). Spec problems are printed one per line on w and returned as
-// exit code 2.
-func loadSpec(c *cli.Context, w io.Writer) (*spec.Experiment, *spec.Source, error) {
+// command's catalog (specOptions) and the extra options. Spec problems are printed one per line
+// on w and returned as exit code 2.
+func loadSpec(c *cli.Context, w io.Writer, extra ...spec.Option) (*spec.Experiment, *spec.Source, error) {
 	if c.NArg() != 1 {
 		return nil, nil, usageErr("%s needs exactly one SPEC argument (got %d)", c.Command.Name, c.NArg())
 	}
@@ -51,7 +55,7 @@ func loadSpec(c *cli.Context, w io.Writer) (*spec.Experiment, *spec.Source, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	return loadSpecFile(c.Args().First(), w, opts...)
+	return loadSpecFile(c.Args().First(), w, append(opts, extra...)...)
 }
 
 // loadSpecFile is loadSpec of the spec at path.

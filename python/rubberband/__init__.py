@@ -3,7 +3,7 @@
     from rubberband import Client
     c = Client("https://rubberband.example:8443", token)   # or RUBBERBAND_SERVER, RUBBERBAND_TOKEN
     run = c.submit("examples/quickstart.yaml")              # a path, or the spec as a dict
-    run.wait()
+    run.follow()                                            # progress until it ends
     run.trials()                                            # a pandas DataFrame when pandas is installed
     run.best()
 

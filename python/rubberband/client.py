@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -9,8 +10,15 @@ import urllib.request
 
 
 class ServerError(Exception):
-    """An error the server answered with: its HTTP status, message and, for a spec with
-    problems, the problems (each naming its field and line)."""
+    """An error the server answered with.
+
+    Attributes:
+        status (int): the HTTP status (404 no such run, 409 a name several runs have, 422 a spec
+            with problems or a plan that misses its deadline...).
+        message (str): what the server said.
+        problems (list of str): for a spec with problems, each one, naming its field and line.
+        body (dict): the whole answer.
+    """
 
     def __init__(self, status, message, problems=None, body=None):
         super().__init__(message if not problems else message + ":\n  " + "\n  ".join(problems))
@@ -21,9 +29,16 @@ class ServerError(Exception):
 
 
 class Refused(ServerError):
-    """A submission refused over the team's budget, quotas or queue limits; `refusal` holds the
-    figures (predicted_cost_usd and remaining_budget_usd, gpus and max_gpus, or queued and
-    max_queued: the last, HTTP 429, may be submitted again once the queue moves)."""
+    """A submission refused over the team's budget, quotas or queue limits; its message names
+    which and the figures.
+
+    Attributes:
+        refusal (dict): the figures: reason ("budget", "quota" or "queue"), team, and
+            predicted_cost_usd, remaining_budget_usd, budget_usd and spent_usd; gpus, max_gpus,
+            nodes and max_nodes; or queued, max_queued and queued_by (HTTP 429: submit again
+            once the queue moves).
+        status, message, problems, body: as ServerError's.
+    """
 
     @property
     def refusal(self):
@@ -53,8 +68,15 @@ _opener = urllib.request.build_opener(_KeepTokenHome)
 
 
 class Client:
-    """A rubberband server and the token it is spoken to with. url and token default to
-    RUBBERBAND_SERVER and RUBBERBAND_TOKEN."""
+    """A rubberband server and the token it is spoken to with (docs/notebook.md).
+
+    Attributes:
+        url (str): the server's URL; Client(url=None) reads RUBBERBAND_SERVER.
+        token (str): the token `rubberband server users add` printed; Client(token=None) reads
+            RUBBERBAND_TOKEN.
+        timeout (float): seconds to wait for an answer (a run's event stream waits longer:
+            Run.progress).
+    """
 
     def __init__(self, url=None, token=None, timeout=60):
         self.url = (url or os.environ.get("RUBBERBAND_SERVER", "")).rstrip("/")
@@ -217,8 +239,17 @@ _WORKDIR_KEY = re.compile(r"(?:^|[\s{,])workdir\s*:\s*([^\s,}#]+)", re.M)
 
 
 class Run:
-    """One run on the server; its fields (id, state, team, user, predicted_cost_usd,
-    predicted_start, cost_usd, message...) are read as attributes, as the server last said."""
+    """One run on the server, as the server last said (refresh() asks again).
+
+    Attributes:
+        fields (dict): the run as the API gives it (docs/openapi.yaml, Run); each field is read
+            as an attribute too: id, name, team, user, state (queued, running, paused, finished,
+            failed, cancelled), message (why it ended or waits), predicted_cost_usd,
+            predicted_jct_s, predicted_start, cost_usd (charged so far), gpus, nodes...
+        plan (dict or None): the plan the server made at submit (submit's answer), else None.
+        ended (bool, read-only): finished, failed or cancelled.
+        paused (bool, read-only): an infrastructure fault paused it; resume() once mended.
+    """
 
     def __init__(self, client, fields):
         self._client = client
@@ -261,13 +292,109 @@ class Run:
             time.sleep(every)
         return self
 
+    def progress(self, timeout=3600):
+        """Yields the run's progress as its journal grows, until it ends or pauses: a dict at each
+        step a person follows (the run's start; a stage's start and end; a trial done, or given
+        up; the run's finish, stop or cancel) with event (its kind: start, stage, sync, done,
+        fail, finish, stop, cancel), elapsed_s (since the run's start), bracket, stage (from 1),
+        stage_trials and stage_done (the trials of that stage, and how many are done), trials
+        (sampled so far), failed (given up so far) and, for a trial, trial and metric (the
+        objective it reached), and error where there is one. It reads the server's event stream
+        (no polling); a dropped connection is taken up where it stopped. timeout is the longest
+        wait for the next event, in seconds."""
+        seen = 0  # events taken, counted from the stream's start (each connection starts there)
+        start, sampled, failed = None, {}, 0
+        size, done, where = {}, {}, (0, 0)  # by bracket: its stage's trials and those done
+        while True:
+            try:
+                with self._client._request("GET", self._path("/events"), raw=True, timeout=timeout) as resp:
+                    n, kind = 0, ""
+                    for raw in resp:
+                        line = raw.decode(errors="replace").rstrip("\r\n")
+                        if line == "":
+                            kind = ""
+                            continue
+                        if line.startswith("event: "):
+                            kind = line[7:]
+                            continue
+                        if not line.startswith("data: "):
+                            continue
+                        if kind == "end":
+                            self.refresh()
+                            return
+                        n += 1
+                        if kind or n <= seen:
+                            continue
+                        seen = n
+                        e = json.loads(line[6:])
+                        ev, b, k = e.get("ev"), e.get("bracket", 0), e.get("stage", 0)
+                        at = _seconds(e.get("at"))
+                        if start is None:
+                            start = at
+                        if ev == "trial":
+                            sampled[b] = sampled.get(b, 0) + 1
+                        elif ev == "stage":
+                            size.setdefault(b, sampled.get(b, 0))
+                            done[b], where = 0, (b, k + 1)
+                        elif ev == "sync":
+                            where = (b, k + 1)
+                        elif ev == "done":
+                            done[b] = done.get(b, 0) + 1
+                            where = (b, k + 1)
+                        elif ev == "fail" and e.get("gave_up"):
+                            failed += 1
+                            where = (b, k + 1)
+                        if ev not in ("start", "stage", "sync", "done", "fail", "finish", "stop", "cancel") or \
+                                (ev == "fail" and not e.get("gave_up")):
+                            continue
+                        b, k = where
+                        p = {"event": ev, "elapsed_s": at - start if at is not None and start is not None else 0.0,
+                             "bracket": b, "stage": k, "stage_trials": size.get(b, 0), "stage_done": done.get(b, 0),
+                             "trials": sum(sampled.values()), "failed": failed}
+                        if ev in ("done", "fail"):
+                            p["trial"] = e.get("trial")
+                            if e.get("metric") is not None:
+                                p["metric"] = e["metric"]
+                        if e.get("error"):
+                            p["error"] = e["error"]
+                        if ev == "sync":
+                            size[b] = len(e.get("keep") or [])  # the next stage's trials
+                        yield p
+            except (OSError, ValueError):  # the stream dropped: take it up again unless the run is over
+                if self.refresh().ended or self.paused:
+                    return
+
+    def follow(self, out=None, timeout=3600):
+        """Prints the run's progress (progress()) as one line a step, until it ends or pauses,
+        then how it ended and what it cost; returns the run. out defaults to standard output."""
+        out = out or sys.stdout
+        words = {"start": "started", "stage": "stage started", "sync": "stage done", "done": "trial done",
+                 "fail": "trial failed", "finish": "finished", "stop": "stopped", "cancel": "cancelled"}
+        for p in self.progress(timeout=timeout):
+            if p["event"] == "start":
+                print("%7.1fs  started" % p["elapsed_s"], file=out, flush=True)
+                continue
+            of = "/%d of the stage's" % p["stage_trials"] if p["stage_trials"] else " of the stage's"  # ASHA's rungs have no fixed size
+            line = "%7.1fs  bracket %d stage %d  %-13s  %d%s trials done, %d failed" % (
+                p["elapsed_s"], p["bracket"], p["stage"], words[p["event"]], p["stage_done"], of, p["failed"])
+            if "metric" in p:
+                line += "  (%s: %.4g)" % (p["trial"], p["metric"])
+            if "error" in p:
+                line += "  " + p["error"]
+            print(line, file=out, flush=True)
+        f = self.fields
+        print("run %s %s: %s%s; cost $%.4f (predicted $%.4f)" % (
+            f.get("id"), f.get("name"), f.get("state"), " (" + f["message"] + ")" if f.get("message") else "",
+            f.get("cost_usd") or 0.0, f.get("predicted_cost_usd") or 0.0), file=out, flush=True)
+        return self
+
     def trials(self):
         """Every trial so far: a pandas DataFrame (one row a trial, its parameters and last
         metrics as columns) when pandas is installed, else a list of dicts."""
         rows = []
         for t in self._client._request("GET", self._path("/trials")):
-            row = {k: v for k, v in t.items() if k not in ("config", "metrics")}
-            row.update(t.get("config") or {})
+            row = {k: v for k, v in t.items() if k not in ("params", "config", "metrics")}
+            row.update(t.get("params") or t.get("config") or {})
             row.update(t.get("metrics") or {})
             rows.append(row)
         try:
@@ -280,15 +407,27 @@ class Run:
         """The best trial: its parameters (params), metric, value, iteration and curve."""
         return self._client._request("GET", self._path("/best"))
 
-    def report(self):
-        """Realized against predicted, stage by stage."""
-        return self._client._request("GET", self._path("/report"))
+    def report(self, text=False):
+        """Realized against predicted, stage by stage, and what the search found: a dict, as
+        `rubberband report -o json` prints it; with text=True the text `rubberband report`
+        prints."""
+        if not text:
+            return self._client._request("GET", self._path("/report"))
+        return self._text("/report?output=table")
 
-    def logs(self, trial=None):
-        """The driver's log, or a trial's output, as text."""
-        q = "?" + urllib.parse.urlencode({"trial": trial}) if trial else ""
-        with self._client._request("GET", self._path("/logs" + q), raw=True) as resp:
+    def status(self, trials=False):
+        """What `rubberband status` prints of the run, as text (with trials=True a row per
+        trial), rendered by the server as on the run's own machine."""
+        return self._text("/status" + ("?trials=1" if trials else ""))
+
+    def _text(self, path):
+        with self._client._request("GET", self._path(path), raw=True) as resp:
             return resp.read().decode(errors="replace")
+
+    def logs(self, trial=None, tail=None):
+        """The driver's log, or a trial's output, as text; with tail=N its last N lines."""
+        q = {k: v for k, v in (("trial", trial), ("tail", tail)) if v is not None}
+        return self._text("/logs" + ("?" + urllib.parse.urlencode(q) if q else ""))
 
     def cancel(self):
         """Cancel the run (a queued or paused one at once; a running one's nodes are released)."""
@@ -300,3 +439,20 @@ class Run:
         its journal."""
         self.fields = self._client._request("POST", self._path("/resume"))
         return self
+
+
+def _seconds(stamp):
+    """An RFC 3339 time as seconds since the epoch (None if it does not read): Python 3.11's
+    fromisoformat takes a Z and nanoseconds only once they are trimmed to microseconds."""
+    if not stamp:
+        return None
+    import datetime
+    s = stamp.replace("Z", "+00:00")
+    head, dot, rest = s.partition(".")
+    if dot:
+        digits = rest[:len(rest) - len(rest.lstrip("0123456789"))]
+        s = head + "." + digits[:6].ljust(6, "0") + rest[len(digits):]
+    try:
+        return datetime.datetime.fromisoformat(s).timestamp()
+    except ValueError:
+        return None

@@ -15,7 +15,25 @@ def _on_term(signum, frame):
 
 
 class Trial:
-    """One trial's variables, read from the environment as the runtime sets them."""
+    """One trial's variables, read from the environment as the runtime sets them
+    (docs/trainers.md, "What every worker gets"). Trial() reads os.environ; Trial(env) a dict.
+
+    Attributes:
+        id (str): the trial's ID, RB_TRIAL_ID ("b0-t0007": bracket 0, trial 7).
+        experiment (str): the spec's name, RB_EXPERIMENT.
+        params (dict): the trial's hyperparameters, RB_PARAMS: the search space's names to the
+            values sampled ({"lr": 0.01, "width": 128}).
+        start_iter (int): the iteration the driver believes the checkpoint holds, RB_START_ITER
+            (0 on a trial's first launch); trust the checkpoint over it.
+        target_iter (int): the iteration to reach, RB_TARGET_ITER: train to it, report it,
+            write the checkpoint, and return (exit 0).
+        checkpoint_dir (str): RB_CHECKPOINT_DIR, the directory holding the restored checkpoint
+            (empty at first); write the new one there (checkpoint_path, write_atomically).
+        rank (int): this worker's rank in its gang, RANK (0 to world_size - 1): rank 0 reports.
+        world_size (int): the gang's workers, WORLD_SIZE (1 unless the trial has several GPUs).
+        stopping (bool, read-only): SIGTERM came (a spot notice, a migration, a cancel): write the
+            checkpoint and return within 10 s.
+    """
 
     def __init__(self, env=None):
         env = os.environ if env is None else env
@@ -41,7 +59,9 @@ class Trial:
 
 
 def report(iteration, **metrics):
-    """Reports one iteration's metrics (rank 0's count): '@rb {"iter": N, ...}' on stdout."""
+    """Reports one iteration's metrics, as numbers by name (report(4, val_accuracy=0.91)):
+    '@rb {"iter": 4, "val_accuracy": 0.91}' on stdout. Only rank 0's count: on other ranks it
+    prints nothing. The spec's objective metric must be among them."""
     if int(os.environ.get("RANK", "0") or 0) != 0:
         return
     line = dict(metrics)

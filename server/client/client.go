@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,16 +132,26 @@ func (c *Client) Audit(ctx context.Context) ([]store.AuditEntry, error) {
 	return out, err
 }
 
-// Logs copies the run's driver log, or a trial's, to w; with follow, until the run ends.
-func (c *Client) Logs(ctx context.Context, id, trial string, follow bool, w io.Writer) error {
+// Logs copies the run's driver log, or a trial's, to w; from its last tail lines when tail is
+// 0 or more; with follow, until the run ends.
+func (c *Client) Logs(ctx context.Context, id, trial string, tail int, follow bool, w io.Writer) error {
 	q := url.Values{}
 	if trial != "" {
 		q.Set("trial", trial)
 	}
+	if tail >= 0 {
+		q.Set("tail", strconv.Itoa(tail))
+	}
 	if follow {
 		q.Set("follow", "1")
 	}
-	resp, err := c.send(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/logs?"+q.Encode(), nil)
+	return c.Copy(ctx, id, "logs", q, w)
+}
+
+// Copy copies to w what the server answers for one of the run's endpoints (what: "logs",
+// "status", "report"...) with the query q: text a command prints as it is.
+func (c *Client) Copy(ctx context.Context, id, what string, q url.Values, w io.Writer) error {
+	resp, err := c.send(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/"+what+"?"+q.Encode(), nil)
 	if err != nil {
 		return err
 	}

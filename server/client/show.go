@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -57,24 +56,6 @@ func WriteStatus(w io.Writer, r Run) {
 	}
 	fmt.Fprintf(w, "  plan: %d GPUs on %d nodes at its peak, %s predicted (at its quantile), JCT %s; charged %s so far\n",
 		r.GPUs, r.Nodes, format.Money(r.PredictedCostUSD), format.Clock(r.PredictedJCTSeconds), format.Money(r.CostUSD))
-}
-
-// WriteEnd writes how a run ended: its state and why, and with its report (nil when it has
-// none) the best trial and realized against predicted.
-func WriteEnd(w io.Writer, r Run, rep *executor.Report) {
-	fmt.Fprintf(w, "%s %s: %s", r.ID, r.Name, r.State)
-	if r.Message != "" {
-		fmt.Fprintf(w, " (%s)", r.Message)
-	}
-	fmt.Fprintln(w)
-	if rep == nil {
-		return
-	}
-	if rep.Best != nil {
-		fmt.Fprintf(w, "best %s: %g\n", rep.Best.Trial, rep.Best.Metric)
-	}
-	fmt.Fprintf(w, "JCT  %s realized, %s predicted\ncost %s realized, %s predicted\n",
-		format.Clock(rep.Realized.JCT), format.Clock(rep.Predicted.JCT), format.Money(rep.Realized.Cost), format.Money(rep.Predicted.Cost))
 }
 
 // Submitted says where a queued run stands: "queued, predicted to start 15:04:05".

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/spec/starter"
+	"github.com/urfave/cli/v2"
+)
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "init",
+		Usage:     "write a starting spec for the training script in this folder",
+		ArgsUsage: " ",
+		Description: "Writes rubberband.yaml (or --out FILE) beside the folder's one Python script: its command, an\n" +
+			"instance type with the catalog's GPUs, price and typical start-up latencies (marked as catalog\n" +
+			"defaults), a search space skeleton, Successive Halving, and a deadline to edit. It has no profile:\n" +
+			"`rubberband profile SPEC` measures one next. An existing file is left alone unless --force.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Value: starter.DefaultFile, Usage: "the spec `FILE` to write; its folder is where the script is looked for"},
+			&cli.StringFlag{Name: "command", Usage: "the trainer's command, words split at spaces (default: python3 and the folder's one *.py script)"},
+			&cli.StringFlag{Name: "type", Value: starter.DefaultType, Usage: "the instance `TYPE` (rubberband catalog lists them)"},
+			&cli.StringFlag{Name: "name", DefaultText: "the folder's name", Usage: "the experiment's name"},
+			&cli.BoolFlag{Name: "force", Usage: "overwrite an existing spec file"},
+			rootFlag(), catalogFlag(),
+		},
+		Action: initAction,
+	}
+}
+
+func initAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr("init takes no arguments (got %q): it writes --out in the current folder", c.Args().First())
+	}
+	out := c.String("out")
+	dir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return err
+	}
+	cat, err := effectiveCatalog(c)
+	if err != nil {
+		return err
+	}
+	o := starter.Options{Type: c.String("type"), Catalog: cat, File: filepath.Base(out), Now: time.Now(), Name: c.String("name")}
+	if o.Name == "" {
+		o.Name = filepath.Base(dir)
+	}
+	if cmd := c.String("command"); cmd != "" {
+		o.Command = strings.Fields(cmd)
+	} else {
+		if o.Script, err = starter.FindScript(dir); err != nil {
+			return usageErr("%v", err)
+		}
+		o.Command = []string{"python3", o.Script}
+		// Its parameters and metric seed the skeleton; a script that cannot be read (or is over
+		// spec.MaxFileSize) leaves the generic one.
+		if text, err := spec.ReadFile(filepath.Join(dir, o.Script)); err == nil {
+			o.Found = starter.Scan(string(text))
+		}
+	}
+	data, err := starter.Render(o)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	// What init writes must load as a spec (without a profile, which profile adds).
+	if _, err := spec.Parse(out, data, nil, spec.WithCatalog(cat), spec.ProfileOptional()); err != nil {
+		return fmt.Errorf("init wrote a spec that does not validate (a bug): %w", err)
+	}
+	if err := starter.Create(out, data, c.Bool("force")); err != nil {
+		return usageErr("%v", err)
+	}
+	fmt.Fprintf(c.App.Writer, "wrote %s: %s on %s, Successive Halving of 27 trials, deadline 1h (edit them there)\n",
+		out, strings.Join(o.Command, " "), o.Type)
+	fmt.Fprintf(c.App.Writer, "next: rubberband profile %s\n", out)
+	return nil
+}

@@ -1,0 +1,137 @@
+package rundir
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+	"go.yaml.in/yaml/v3"
+)
+
+// What status, report and best print is rendered here, once, for the CLI on this machine's runs
+// and for a server on its own (which sends the CLI the bytes): the two print the same.
+
+// StatusOptions say how a run's status is drawn: as tables (with a row per trial when Trials)
+// or as JSON (on one line when Compact, for a stream of states).
+type StatusOptions struct {
+	JSON, Compact, Trials bool
+}
+
+// StatusJSON is `status -o json`: the run's report, and where the run is.
+type StatusJSON struct {
+	*executor.Report
+	Status string `json:"status"`
+	Why    string `json:"why,omitempty"`
+	Live   bool   `json:"live"`
+}
+
+// RenderStatus draws the run in v as `status` prints it.
+func RenderStatus(v *View, o StatusOptions) ([]byte, error) {
+	st := v.State
+	status, why := v.Status()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if !o.Compact {
+		enc.SetIndent("", "  ")
+	}
+	if v.Res == nil {
+		if o.JSON { // one line, as it always was: there is little to show
+			err := json.NewEncoder(&buf).Encode(StatusJSON{Report: &executor.Report{Experiment: st.Exp.Name, RunID: st.Run.RunID}, Status: status, Live: v.Live})
+			return buf.Bytes(), err
+		}
+		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.Exp.Name, st.Run.RunID, status, st.Dir)
+		return buf.Bytes(), nil
+	}
+	if o.JSON {
+		rep := executor.Compare(st.Plan, v.Res)
+		err := enc.Encode(StatusJSON{Report: &rep, Status: status, Why: why, Live: v.Live})
+		return buf.Bytes(), err
+	}
+	if why != "" {
+		status += ": " + why
+	}
+	WriteTable(&buf, st, v.Res, status)
+	if o.Trials {
+		fmt.Fprintln(&buf)
+		WriteTrials(&buf, st, v.Res)
+	}
+	return buf.Bytes(), nil
+}
+
+// EndStatus is the word for how a replayed run stands at its journal's end.
+func EndStatus(res *executor.Result) string {
+	switch {
+	case res.Cancelled != "":
+		return "cancelled"
+	case !res.Finished:
+		return "not finished"
+	}
+	return "finished"
+}
+
+// Replayed is a run's journal replayed to its end, as report shows it: its result, the events
+// it was replayed from, and what its search found.
+type Replayed struct {
+	State  *State
+	Res    *executor.Result
+	Events []executor.Event
+	Search *SearchSummary
+}
+
+// Replay replays the run in st's journal to its end.
+func Replay(st *State) (*Replayed, error) {
+	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	if err != nil {
+		return nil, err
+	}
+	cfg := st.Config()
+	cfg.Past = events
+	res, err := executor.Replay(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Replayed{State: st, Res: res, Events: events, Search: Search(&View{State: st, Res: res, Events: events})}, nil
+}
+
+// ReportJSON is `report -o json`: realized against predicted, and what the search found.
+type ReportJSON struct {
+	*executor.Report
+	Search *SearchSummary `json:"search"`
+}
+
+// WriteReport writes the run as `report` prints it: its tables and what its search found, or
+// with asJSON its ReportJSON.
+func (r *Replayed) WriteReport(w io.Writer, asJSON bool) error {
+	if asJSON {
+		rep := executor.Compare(r.State.Plan, r.Res)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(ReportJSON{&rep, r.Search})
+	}
+	var buf bytes.Buffer
+	WriteTable(&buf, r.State, r.Res, EndStatus(r.Res))
+	fmt.Fprintln(&buf)
+	WriteSearch(&buf, r.Search)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteBest writes the best configuration as `best` prints it: YAML ready to reuse, under a
+// comment that says whose it is, or with asJSON the trial with its metric and learning curve.
+func WriteBest(w io.Writer, best *BestTrial, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(best)
+	}
+	fmt.Fprintf(w, "# %s, run %s: trial %s, %s %g at iteration %d\n", best.Experiment, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
+	b, err := yaml.Marshal(best.Params)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}

@@ -1,0 +1,24 @@
+package rundir
+
+import (
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor"
+)
+
+// A run cancelled before any driver started it (a server's run cancelled as its driver came up:
+// the cancel is journaled, no start) is cancelled, not "not started": on main a server took
+// that for a driver that died before starting the run, restarted it three times and failed it.
+func TestStatusOfARunCancelledBeforeItStarted(t *testing.T) {
+	for _, c := range []struct {
+		events    []executor.Event
+		word, why string
+	}{
+		{nil, "not started", ""},
+		{[]executor.Event{{Ev: executor.EvCancel, Error: "cancelled by `rubberband cancel`"}}, "cancelled", "before it started"},
+	} {
+		if word, why := (&View{Events: c.events}).Status(); word != c.word || why != c.why {
+			t.Errorf("%v: %q, %q; want %q, %q", c.events, word, why, c.word, c.why)
+		}
+	}
+}
