@@ -67,8 +67,14 @@ func TestServerPrintsWhatLocalPrints(t *testing.T) {
 	})
 
 	// run, followed to its end, prints what report prints here.
+	// Sent from the CLI, its trainer runs in the spec's folder as sent (its code bundle): the
+	// synthetic trainer's spec is named absolutely.
+	synthetic, err := filepath.Abs("testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := filepath.Join(t.TempDir(), "tiny.yaml")
-	if err := os.WriteFile(spec, []byte(tinySpec), 0o644); err != nil {
+	if err := os.WriteFile(spec, []byte(strings.Replace(tinySpec, "cmd/rubberband/testdata/synthetic.yaml", synthetic, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ran, errOut, code := rbEnv(t, binary, remote, "run", spec)
