@@ -12,6 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/server/client"
+	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )
 
 // scriptTrainer is a trainer known only by its relative name, train.py: it reports each
@@ -237,4 +238,48 @@ func syntheticSource() ([]byte, error) {
 		return nil, err
 	}
 	return []byte(strings.ReplaceAll(string(src), "--spec, synthetic.yaml]", "--spec, "+abs+"]")), nil
+}
+
+// The Python client packs a folder as the Go CLI does: the same files (ignore rules, links,
+// .rubberband and .git left out) and the same ID, so that the server keeps one bundle whichever
+// sent it; and without PyYAML it still finds a flow-style profile file (profile: {file: …}),
+// which its old line reading took for the key profile.
+func TestPythonClientPacksAsTheCLI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"train.py": "print(1)\n", "lib/model.py": "m\n", "lib/cache.pyc": "c", "data/big.bin": "d", "keep.log": "k", "run.log": "r",
+		".rubberband/x/journal.jsonl": "j", ".git/HEAD": "h", "docs/deep/a.tmp": "t", "run.sh": "#!/bin/sh\n",
+		".gitignore": "*.pyc\ndata/\n*.log\n!keep.log\n", ".rbignore": "docs/**/*.tmp\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(filepath.Join(dir, "run.sh"), 0o755)
+	os.Symlink("/etc", filepath.Join(dir, "etc"))
+	m, err := codebundle.Scan(dir, codebundle.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := exec.Command("/usr/bin/python3", "-c", `
+import sys
+sys.modules["yaml"] = None  # as where PyYAML is not installed
+from rubberband import client, codebundle
+files = codebundle.scan(sys.argv[1])
+print(codebundle.bundle_id(files), len(files))
+print(client._file_refs(open("examples/digits-mlp.yaml").read()))
+`, dir)
+	py.Dir = "../.."
+	py.Env = append(os.Environ(), "PYTHONPATH=python")
+	out, err := py.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf("%s %d\n['profiles/digits-mlp.yaml']\n", m.SHA256, len(m.Files))
+	if string(out) != want {
+		t.Fatalf("python says\n%swant\n%s", out, want)
+	}
 }
