@@ -91,10 +91,11 @@ type RunFile struct {
 	// (checkpoint.LayoutPerRun for every run Create makes): a run.json without it is an older
 	// binary's, whose keys are at the store's root (checkpoint.LayoutShared), and is resumed so.
 	CheckpointLayout string `json:"checkpoint_layout,omitempty"`
-	// Workdir is the absolute folder the run's trainers run in (its spec's trainer.workdir,
-	// resolved where the spec was read; a server's run: its unpacked code bundle, CodeDir). It
-	// replaces trainer.workdir of the spec's copy, which no longer sits beside the trainer.
-	// Empty (older runs): the driver's own folder.
+	// Workdir is the folder the run's trainers run in: its spec's trainer.workdir, resolved
+	// where the spec was read (absolute); or, relative to the state directory, the code bundle a
+	// server's run was sent with (CodeDir), so that the run's folder can move (a mirror's
+	// takeover on another server). It replaces trainer.workdir of the spec's copy, which no
+	// longer sits beside the trainer. Empty (older runs): the driver's own folder.
 	Workdir string `json:"workdir,omitempty"`
 	// Code is the ID (codebundle.ID) of the code bundle the run was sent with, if any.
 	Code string `json:"code,omitempty"`
@@ -152,6 +153,9 @@ func Open(dir string) (*State, error) {
 	}
 	st.Exp.Seed, st.Exp.Planner.Samples = st.Run.Seed, st.Run.Samples
 	st.Exp.Trainer.Workdir = st.Run.Workdir
+	if w := st.Run.Workdir; w != "" && !filepath.IsAbs(w) {
+		st.Exp.Trainer.Workdir = filepath.Join(abs, w)
+	}
 	if st.Plan, err = planner.ReadReportFile(filepath.Join(abs, PlanFile)); err != nil {
 		return nil, err
 	}

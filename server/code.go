@@ -98,7 +98,7 @@ func (s *Server) storeCode(ctx context.Context, team, id string, body io.Reader)
 }
 
 // unpackCode unpacks team's bundle id into the run folder dir (rundir.CodeDir), given to the
-// run's sandbox when it has one, and returns the folder.
+// run's sandbox when it has one, and returns the folder relative to dir (RunFile.Workdir).
 func (s *Server) unpackCode(team, id, dir string, sandbox *process.Sandbox) (string, error) {
 	if !codebundle.ValidID(id) {
 		return "", &InputError{Err: fmt.Errorf("code: %q is not a code bundle ID (64 hex digits)", id)}
@@ -120,5 +120,5 @@ func (s *Server) unpackCode(team, id, dir string, sandbox *process.Sandbox) (str
 			return "", err
 		}
 	}
-	return code, nil
+	return rundir.CodeDir, nil
 }
