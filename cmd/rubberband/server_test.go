@@ -362,7 +362,14 @@ func submissionOf(t testing.TB, path string) server.Submission {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return server.Submission{Name: filepath.Base(path), Spec: string(b)}
+	// Sent without its folder's code, its trainer runs in the server's folder: the synthetic
+	// trainer's spec (named relative to the spec's own folder) is named absolutely.
+	abs, err := filepath.Abs(filepath.Join("../..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(b), "--spec, "+filepath.Base(path)+"]", "--spec, "+abs+"]")
+	return server.Submission{Name: filepath.Base(path), Spec: text}
 }
 
 // A team whose month is spent while its run goes (its budget lowered by an admin) has the run
