@@ -24,6 +24,7 @@ type api struct {
 	srv    *httptest.Server
 	tokens map[string]string
 	st     store.Store
+	root   string // the server's --root
 }
 
 func newAPI(t *testing.T) *api {
@@ -40,7 +41,7 @@ func newAPI(t *testing.T) *api {
 			t.Fatal(err)
 		}
 	}
-	a := &api{t: t, tokens: map[string]string{}, st: st}
+	a := &api{t: t, tokens: map[string]string{}, st: st, root: filepath.Join(dir, "root")}
 	for _, u := range []struct {
 		name, team string
 		admin      bool
@@ -51,7 +52,7 @@ func newAPI(t *testing.T) *api {
 		}
 		a.tokens[u.name] = tok
 	}
-	s := server.New(server.Config{Store: st, Root: filepath.Join(dir, "root"), Backend: "virtual", Holder: "test"})
+	s := server.New(server.Config{Store: st, Root: a.root, Backend: "virtual", Holder: "test"})
 	a.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(a.srv.Close)
 	return a

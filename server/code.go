@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -19,6 +21,11 @@ import (
 // maxCodeBody bounds an uploaded code bundle: compressed, it is at most its files' cap, plus
 // the tar and gzip framing of as many files as a bundle may hold.
 const maxCodeBody = codebundle.DefaultMaxBytes + codebundle.DefaultMaxFiles*1024
+
+// MaxTeamBundles bounds the bundles a team's folder keeps: past it the least recently stored
+// go. They are a cache (a submission unpacks its bundle into its run's folder at once), so a
+// client whose bundle went sends it again.
+const MaxTeamBundles = 32
 
 // codePath is where the server keeps team's bundle id: in the team's own folder, which no other
 // team's request ever names (every lookup is by the caller's team).
@@ -94,7 +101,35 @@ func (s *Server) storeCode(ctx context.Context, team, id string, body io.Reader)
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), dst)
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return err
+	}
+	return pruneBundles(filepath.Dir(dst), MaxTeamBundles)
+}
+
+// pruneBundles removes the oldest bundles of a team's folder beyond keep.
+func pruneBundles(dir string, keep int) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.tar.gz"))
+	if err != nil || len(paths) <= keep {
+		return err
+	}
+	type bundle struct {
+		path string
+		at   time.Time
+	}
+	var all []bundle
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			all = append(all, bundle{p, st.ModTime()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].at.After(all[j].at) })
+	for _, b := range all[min(keep, len(all)):] {
+		if err := os.Remove(b.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // unpackCode unpacks team's bundle id into the run folder dir (rundir.CodeDir), given to the

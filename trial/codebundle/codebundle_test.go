@@ -186,6 +186,7 @@ func TestUnpackRefusesHostileBundles(t *testing.T) {
 		{"device", []entry{{name: "null", typ: tar.TypeChar}}, Limits{}, "links and devices"},
 		{"duplicate", []entry{{name: "a", typ: tar.TypeReg, body: "1"}, {name: "./a", typ: tar.TypeReg, body: "2"}}, Limits{}, "twice"},
 		{"too many files", many, Limits{MaxFiles: 4}, "more than 4 files"},
+		{"too many folders", []entry{{name: "a/", typ: tar.TypeDir}, {name: "b/", typ: tar.TypeDir}, {name: "c/", typ: tar.TypeDir}}, Limits{MaxFiles: 1}, "more than 2 entries"},
 		{"too many bytes", []entry{{name: "big", typ: tar.TypeReg, body: strings.Repeat("b", 2000)}}, Limits{MaxBytes: 1000}, "more than"},
 		{"control character", []entry{{name: "a\nb", typ: tar.TypeReg, body: "x"}}, Limits{}, "not a relative path"},
 	}

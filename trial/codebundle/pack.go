@@ -320,7 +320,7 @@ func cleanName(name string) string {
 		return ""
 	}
 	c := path.Clean(name)
-	if c == "." || c == ".." || strings.HasPrefix(c, "../") || strings.Contains(c, ":") && filepath.VolumeName(c) != "" {
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
 		return ""
 	}
 	for _, seg := range strings.Split(c, "/") {

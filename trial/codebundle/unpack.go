@@ -44,6 +44,7 @@ func Unpack(r io.Reader, dst string, lim Limits) (*Manifest, error) {
 	tr := tar.NewReader(zr)
 	m := &Manifest{Dir: dst}
 	seen := map[string]bool{}
+	entries := 0 // files and folders: a bundle of a million empty folders is refused too
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -55,6 +56,9 @@ func Unpack(r io.Reader, dst string, lim Limits) (*Manifest, error) {
 		name := cleanName(hdr.Name)
 		if name == "" {
 			return nil, bad("entry %q is not a relative path inside the folder", hdr.Name)
+		}
+		if entries++; entries > 2*lim.MaxFiles {
+			return nil, bad("more than %d entries", 2*lim.MaxFiles)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
