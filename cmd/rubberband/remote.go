@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 	"github.com/urfave/cli/v2"
 )
 
@@ -76,6 +78,10 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	}
 	// The trainer's folder travels with the spec: the server has none of this machine's files.
 	code, sent, err := cl.SendCode(c.Context, exp.Trainer.Workdir)
+	var tooLarge *codebundle.TooLargeError
+	if errors.As(err, &tooLarge) { // the user's to fix: an .rbignore, another workdir
+		return &exitErr{code: exitInvalid, err: err}
+	}
 	if err != nil {
 		return err
 	}
