@@ -283,3 +283,28 @@ print(client._file_refs(open("examples/digits-mlp.yaml").read()))
 		t.Fatalf("python says\n%swant\n%s", out, want)
 	}
 }
+
+// A trainer's folder over the cap is refused before anything is sent, naming its largest file
+// and .rbignore, with exit 2; the file listed in .rbignore, the folder passes the check (and
+// the submission goes on to the server, absent here).
+func TestRunServerRefusesATooLargeFolder(t *testing.T) {
+	t.Parallel()
+	file := scriptFolder(t, "")
+	dir := filepath.Dir(file)
+	os.Mkdir(filepath.Join(dir, "data"), 0o755)
+	big, err := os.Create(filepath.Join(dir, "data", "train.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Truncate(codebundle.DefaultMaxBytes + 1) // sparse: no disk used
+	big.Close()
+	env := []string{"RUBBERBAND_SERVER=http://127.0.0.1:1", "RUBBERBAND_TOKEN=rbt_x"}
+	_, errOut, code := rbEnv(t, binary, env, "run", file, "--detach")
+	if code != 2 || !strings.Contains(errOut, "data/train.bin (100.0 MiB)") || !strings.Contains(errOut, filepath.Join(dir, ".rbignore")) {
+		t.Fatalf("exit %d, want 2 naming the file and .rbignore:\n%s", code, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, ".rbignore"), []byte("data/\n"), 0o644)
+	if _, errOut, code := rbEnv(t, binary, env, "run", file, "--detach"); code == 2 || strings.Contains(errOut, "too large") {
+		t.Fatalf("with data/ ignored: exit %d:\n%s", code, errOut)
+	}
+}
