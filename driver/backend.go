@@ -201,7 +201,7 @@ func openBackend(ctx context.Context, backend string, t target) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
-	if backend != Local {
+	if backend != Local && t.exp.ShipsCode() {
 		// Remote workers share no disk with this machine: the trainer's folder goes with the
 		// run, through its store.
 		if t.code, err = shipCode(ctx, store, t.exp.Trainer.Workdir, t.dir, t.log); err != nil {

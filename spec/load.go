@@ -384,3 +384,10 @@ func (e *Experiment) CheckWorkdir(specPath string) error {
 	}
 	return Problems{{File: e.File, Line: line, Path: "trainer.workdir", Msg: msg + " (it defaults to the spec file's folder; relative paths resolve against that folder)"}}
 }
+
+// ShipsCode says whether the trainer's folder travels with the run where the trainer runs on
+// other machines: for a command, always; for an image, which holds its own code, only when the
+// spec names trainer.workdir.
+func (e *Experiment) ShipsCode() bool {
+	return e.Trainer.Image == "" || e.Has("trainer.workdir")
+}

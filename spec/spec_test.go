@@ -272,3 +272,24 @@ func TestWorkdirFor(t *testing.T) {
 		t.Errorf("a missing workdir: %v", err)
 	}
 }
+
+// A command's folder always travels with a remote run; an image's only when the spec names it.
+func TestShipsCode(t *testing.T) {
+	base := "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 2, min_iters: 1, max_iters: 2, eta: 2}}\nsearch_space: {a: {type: uniform, min: 0, max: 1}}\ncluster: {gpus_per_node: 1, price_per_hour: 1}\nprofile: {iter_latency: {1: {mean: 1}}}\n"
+	for _, tc := range []struct {
+		trainer string
+		want    bool
+	}{
+		{"trainer: {command: [python3, train.py]}", true},
+		{"trainer: {image: r/t:1, command: [/rubberband, trainer, mlp]}", false},
+		{"trainer: {image: r/t:1, command: [python3, train.py], workdir: .}", true},
+	} {
+		exp, err := Parse("a.yaml", []byte(base+tc.trainer+"\n"), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.trainer, err)
+		}
+		if got := exp.ShipsCode(); got != tc.want {
+			t.Errorf("%s: ships code %v, want %v", tc.trainer, got, tc.want)
+		}
+	}
+}

@@ -76,18 +76,19 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 		return err
 	}
-	// The trainer's folder travels with the spec: the server has none of this machine's files.
-	code, sent, err := cl.SendCode(c.Context, exp.Trainer.Workdir)
-	var tooLarge *codebundle.TooLargeError
-	if errors.As(err, &tooLarge) { // the user's to fix: an .rbignore, another workdir
-		return &exitErr{code: exitInvalid, err: err}
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(c.App.ErrWriter, client.CodeSent(code, sent))
 	sub := client.SubmissionOf(src, c.Int("priority"))
-	sub.Code = code.SHA256
+	if exp.ShipsCode() { // the trainer's folder travels with the spec: the server has none of this machine's files
+		code, sent, err := cl.SendCode(c.Context, exp.Trainer.Workdir)
+		var tooLarge *codebundle.TooLargeError
+		if errors.As(err, &tooLarge) { // the user's to fix: an .rbignore, another workdir
+			return &exitErr{code: exitInvalid, err: err}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.App.ErrWriter, client.CodeSent(code, sent))
+		sub.Code = code.SHA256
+	}
 	run, plan, err := cl.Submit(c.Context, sub)
 	if err != nil {
 		return err

@@ -127,8 +127,10 @@ class Client:
             name = name or os.path.basename(spec)
             base = os.path.dirname(os.path.abspath(spec))
             files.update(_spec_files(base, text))
-            if workdir is None:
-                workdir = os.path.join(base, _workdir_of(text) or ".")
+            named = _workdir_of(text)
+            # An image holds its own code: its folder travels only when the spec names one.
+            if workdir is None and (named or not _has_image(text)):
+                workdir = os.path.join(base, named or ".")
         else:
             text, name = spec, name or "spec.yaml"
         body = {"name": name, "spec": text, "files": files, "priority": priority}
@@ -233,9 +235,22 @@ def _workdir_of(text):
         return None
 
 
+def _has_image(text):
+    """Whether the spec's trainer is an image (trainer.image)."""
+    try:
+        import yaml
+        doc = yaml.safe_load(text)
+        return isinstance(doc, dict) and bool((doc.get("trainer") or {}).get("image"))
+    except ImportError:
+        return _IMAGE_KEY.search(text) is not None
+    except Exception:
+        return False
+
+
 # A `file:` or `workdir:` key (block or flow style), not the end of a longer key such as profile.
 _FILE_KEY = re.compile(r"(?:^|[\s{,])file\s*:\s*([^\s,}#]+)", re.M)
 _WORKDIR_KEY = re.compile(r"(?:^|[\s{,])workdir\s*:\s*([^\s,}#]+)", re.M)
+_IMAGE_KEY = re.compile(r"(?:^|[\s{,])image\s*:\s*([^\s,}#]+)", re.M)
 
 
 class Run:
