@@ -54,6 +54,10 @@ func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
 	}
 	fmt.Fprintf(w, "realized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost%s)\n",
 		format.Clock(rep.Realized.JCT), format.Money(rep.Realized.Cost), format.Pct(rep.Realized.JCT, against.JCT), format.Pct(rep.Realized.Cost, against.Cost), of)
+	if rep.DeadlineMissed {
+		fmt.Fprintf(w, "DEADLINE MISSED by %s: the run took %s against the deadline %s (the result above stands)\n",
+			format.Clock(rep.MissedByS), format.Clock(rep.Realized.JCT), format.Clock(rep.DeadlineS))
+	}
 	if p := st.Plan; p.Static != nil && p.SavingPct != nil && res.Finished {
 		nodes := 0
 		for _, b := range p.Static.Brackets {
@@ -114,6 +118,9 @@ func writeRevisions(w io.Writer, st *State, rep executor.Report) {
 			fmt.Fprintf(w, " (%s the budget %s)", word, format.Money(b))
 		}
 		fmt.Fprintln(w)
+		if warn := executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile); warn != "" {
+			fmt.Fprintf(w, "DEADLINE: %s\n", warn)
+		}
 	}
 }
 

@@ -104,7 +104,10 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 		if repErr != nil {
 			return writeJSON(c.App.Writer, run)
 		}
-		return writeJSON(c.App.Writer, rep)
+		if err := writeJSON(c.App.Writer, rep); err != nil || run.State != store.Finished {
+			return err
+		}
+		return deadlineExit(rep)
 	}
 	if repErr != nil {
 		client.WriteEnd(c.App.Writer, run, nil)
@@ -113,6 +116,9 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 	}
 	switch run.State {
 	case store.Finished:
+		if repErr == nil {
+			return deadlineExit(rep)
+		}
 		return nil
 	case store.Paused:
 		return &exitErr{code: exitPaused}
