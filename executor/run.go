@@ -93,9 +93,9 @@ type Status struct {
 	// reported in this stage so far, of ItersTotal the stage trains in all (0: not known).
 	Running, Iters, ItersTotal int
 	// Rungs says the stages are an ASHA run's rungs (no barrier: Done may pass Total).
-	Rungs bool
-	Elapsed       time.Duration // spec time since the run started
-	Cost          float64       // dollars so far
+	Rungs   bool
+	Elapsed time.Duration // spec time since the run started
+	Cost    float64       // dollars so far
 	// Forecast is the latest re-plan's or review's forecast JCT (spec seconds from the start);
 	// 0 before the first: the plan's prediction stands.
 	Forecast float64
