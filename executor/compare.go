@@ -31,7 +31,7 @@ type Report struct {
 	// DeadlineS is the run's deadline (Result.DeadlineS). DeadlineMissed is
 	// a finished run that ended past it, by MissedByS: its result stands, its promise did not.
 	DeadlineS      float64 `json:"deadline_s,omitempty"`
-	DeadlineMissed bool    `json:"deadline_missed"`
+	DeadlineMissed bool    `json:"deadline_missed,omitempty"`
 	MissedByS      float64 `json:"missed_by_s,omitempty"`
 }
 
