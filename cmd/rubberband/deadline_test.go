@@ -102,9 +102,9 @@ func TestDeadlineMissedExits5(t *testing.T) {
 	}
 }
 
-// finished says a run's exit code is a finished run's: 0 in time, exitDeadlineMissed past its
+// finishedCode says a run's exit code is a finished run's: 0 in time, exitDeadlineMissed past its
 // deadline (for tests of something else, on jobs that may finish late).
-func finished(code int) bool { return code == 0 || code == exitDeadlineMissed }
+func finishedCode(code int) bool { return code == 0 || code == exitDeadlineMissed }
 
 // copyRun copies a run's state directory's files (not its logs) to dst.
 func copyRun(t *testing.T, src, dst string) {

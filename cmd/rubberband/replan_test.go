@@ -119,7 +119,7 @@ func TestBudgetDuringARun(t *testing.T) {
 		if synced == 0 {
 			t.Fatal("stopped before any stage synced")
 		}
-		if out, errOut, code := rb(t, "resume", state, "--spec", withBudget("raised.yaml", "{max_cost_usd: 1, stop: true}")); !finished(code) {
+		if out, errOut, code := rb(t, "resume", state, "--spec", withBudget("raised.yaml", "{max_cost_usd: 1, stop: true}")); !finishedCode(code) {
 			t.Fatalf("resume with a raised budget: exit %d\n%s\n%s", code, errOut, out)
 		}
 		all, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
@@ -138,7 +138,7 @@ func TestBudgetDuringARun(t *testing.T) {
 	t.Run("replan", func(t *testing.T) {
 		state := filepath.Join(dir, "replan")
 		out, errOut, code := rb(t, "run", withBudget("replan.yaml", "{max_cost_usd: 0.22}"), "--state", state, "--backend", "virtual")
-		if !finished(code) { // the deadline may give way to the budget
+		if !finishedCode(code) { // the deadline may give way to the budget
 			t.Fatalf("exit %d\n%s\n%s", code, errOut, out)
 		}
 		rep := readRunReport(t, state)

@@ -221,7 +221,7 @@ func TestSpotTable2InVirtualTime(t *testing.T) {
 	for seed := 11; seed < 11+runs; seed++ {
 		state := filepath.Join(dir, fmt.Sprint("state-", seed))
 		_, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan")
-		if !finished(code) {
+		if !finishedCode(code) {
 			t.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
 		}
 		r := readRunReport(t, state)
