@@ -218,3 +218,37 @@ func TestReplanNeverCallsAMissAMeet(t *testing.T) {
 		})
 	}
 }
+
+// A plan that misses the deadline is replaced, for the deadline, by one that the cautious model
+// says meets it; when the forecast says the new plan still misses it, the reason says so rather
+// than leave the reader to think it meets it.
+func TestReplanSaysANewPlanStillMisses(t *testing.T) {
+	jcts := func(over int) []float64 {
+		out := make([]float64, 100)
+		for i := range out {
+			out[i] = 95
+			if i < over {
+				out[i] = 110
+			}
+		}
+		return out
+	}
+	plans := map[string]restPlan[string]{
+		"current": {plan: "current", jct: 110, jcts: jcts(90), cost: 10},
+		"faster":  {plan: "faster", jct: 104, jcts: jcts(60), cost: 12}, // on the means: still misses
+	}
+	cur := "current"
+	d := decision[string]{rules: ReplanRules{Deadline: 100, Quantile: 0.5, Saving: 0.10, Margin: 0.05}, current: &cur,
+		same:     func(a, b string) bool { return a == b },
+		forecast: func(p string) (restPlan[string], error) { return plans[p], nil },
+		cheapest: func(float64) (restPlan[string], error) {
+			return restPlan[string]{plan: "faster", feasible: true, jct: 99, jcts: jcts(40), cost: 12}, nil // on the cautious model
+		}}
+	rev, got, err := d.decide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rev.Change || got != "faster" || !strings.HasSuffix(rev.Reason, "; the new plan still misses it 60% of the time") {
+		t.Fatalf("plan %s: %+v", got, rev)
+	}
+}
