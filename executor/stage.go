@@ -121,7 +121,7 @@ func (x *run) heartbeat(ctx context.Context, name string, say func()) (stop func
 	ended := clock.NewQueue[struct{}](x.clk)
 	x.clk.Go(name, func() {
 		defer ended.Put(struct{}{})
-		for x.clk.Sleep(hctx, every) == nil {
+		for clock.SleepBackground(hctx, x.clk, every) == nil { // never what keeps virtual time going
 			say()
 		}
 	})
