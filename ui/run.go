@@ -148,6 +148,7 @@ type runPage struct {
 	Trials                            []trialRow
 	Revisions                         []revisionRow
 	Forecast                          string // the latest forecast of the whole run, while it runs
+	DeadlineWarning                   string // how that forecast misses the deadline ("" when it meets it)
 	Spec                              string
 	Plan                              string
 	CanCancel                         bool
@@ -316,6 +317,7 @@ func (h *hub) build() *runPage {
 			if b := st.Exp.Budget.MaxCostUSD; b > 0 && f.Cost > b {
 				p.Forecast += " — OVER the budget " + money(b)
 			}
+			p.DeadlineWarning = executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
 		}
 		for _, t := range v.Res.Trials {
 			row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
