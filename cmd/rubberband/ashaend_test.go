@@ -11,7 +11,7 @@ import (
 )
 
 // An ASHA run whose trainer is broken fails as SHA's does: exit 1 once its first three trials
-// failed the same way, the error naming the log to read, `failed` in list with no rung reached.
+// failed the same way, the error naming the log to read and quoting the trainer's last line, `failed` in list with no rung reached.
 // A finished ASHA run is listed with its rungs reached, not "0/3" (ASHA never syncs). Before,
 // the broken run ran every trial's every try and ended "finished", exit 0, green.
 func TestASHAEndsAsSHADoes(t *testing.T) {
@@ -30,7 +30,7 @@ func TestASHAEndsAsSHADoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, errOut, code := rbEnv(t, binary, env, "run", broken, "--time-scale", "0.02")
-	if code != 1 || !strings.Contains(errOut, "all failed the same way") || !strings.Contains(errOut, "rubberband logs ") {
+	if code != 1 || !strings.Contains(errOut, "all failed the same way") || !strings.Contains(errOut, "rubberband logs ") || !strings.Contains(errOut, "ModuleNotFoundError: torch") {
 		t.Fatalf("broken ASHA run: exit %d, want 1 naming the log:\n%s", code, errOut)
 	}
 	if out, errOut, code := rbEnv(t, binary, env, "run", ashaQuickstart, "--backend", "virtual"); code != 0 && code != 5 {
