@@ -281,6 +281,7 @@ var funcs = map[string]any{
 		return *p
 	},
 	"f1":     func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
+	"inc":    func(i int) int { return i + 1 }, // a 0-based index, as people number
 	"barpct": func(a, b int) int { return int(100 * float64(a) / float64(max(b, 1))) },
 	"ago": func(t time.Time) string {
 		if t.IsZero() {

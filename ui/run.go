@@ -142,16 +142,23 @@ type runPage struct {
 	BestTrial                         string
 	Done, Total, Failed               int
 	Stages                            []stageRow
-	Planned, Realized                 chart
-	Cost, Time, Curves                chart
-	Search                            searchSection
-	Trials                            []trialRow
-	Revisions                         []revisionRow
-	Forecast                          string // the latest forecast of the whole run, while it runs
-	Spec                              string
-	Plan                              string
-	CanCancel                         bool
-	CSRF                              string
+	// ASHA: an ASHA run's rungs and the phases of its GPU schedule, in place of stages (its
+	// rungs overlap in time and hold as many results as trials reach them: no share of a
+	// prediction or of the cost is theirs; the phases have the cost). RungsReached of Rungs.
+	ASHA                     bool
+	Rungs                    []rundir.RungRow
+	Phases                   []executor.PhaseResult
+	RungsReached, RungsTotal int
+	Planned, Realized        chart
+	Cost, Time, Curves       chart
+	Search                   searchSection
+	Trials                   []trialRow
+	Revisions                []revisionRow
+	Forecast                 string // the latest forecast of the whole run, while it runs
+	Spec                     string
+	Plan                     string
+	CanCancel                bool
+	CSRF                     string
 }
 
 type stageRow struct {
@@ -298,6 +305,15 @@ func (h *hub) build() *runPage {
 			p.Failed += r.Failed
 			p.Total += r.Trials
 		}
+		if st.ASHA != nil {
+			p.ASHA, p.Stages, p.Done, p.Failed, p.Total = true, nil, 0, 0, 0
+			p.Rungs, p.Phases = rundir.ASHARungs(v.Res), v.Res.Phases
+			for _, r := range p.Rungs {
+				p.Done += r.Results
+				p.Failed += r.Failed
+			}
+			p.RungsReached, p.RungsTotal = v.Stages()
+		}
 		for _, r := range v.Res.Revisions {
 			row := revisionRow{At: r.At, Bracket: r.Bracket, From: fmt.Sprintf("stage %d", r.Stage+1), Reason: r.Reason,
 				Before: fmt.Sprint(r.GPUsBefore), After: r.NewPlan(),
@@ -375,7 +391,9 @@ func (h *hub) build() *runPage {
 			return sp.Trial, "trial"
 		}, func(sp sim.Span) bool { return running[spanKey(sp)] }, append(marks, deadlines...))
 	p.Cost = costChart(st, h.events, now, p, sec, deadlines)
-	p.Time = timeChart(st, v.Res, deadlines)
+	if !p.ASHA { // an ASHA run has no stage ends; its phases' times are in the progress section
+		p.Time = timeChart(st, v.Res, deadlines)
+	}
 	var curves []series
 	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
 		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})

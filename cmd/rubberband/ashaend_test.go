@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/ui"
 )
 
 // An ASHA run whose trainer is broken fails as SHA's does: exit 1 once its first three trials
@@ -50,6 +54,51 @@ func TestASHAEndsAsSHADoes(t *testing.T) {
 		default:
 			if r.Status != "finished" || r.Stages != 3 || r.Of != 3 {
 				t.Errorf("finished run listed %s %d/%d, want finished 3/3", r.Status, r.Stages, r.Of)
+			}
+			ashaRunPage(t, root, r.Name)
+		}
+	}
+}
+
+// ashaRunPage: the dashboard's page of a finished ASHA run counts results by rung as status
+// does, says how many rungs were reached, and sets no stage prediction ($0, 0.0 s) or share of
+// trials (16 / 12) beside a rung, nor a chart of stage ends it has none of. Before, it showed
+// "68 / 63" trial-stages, rungs over 100%, every prediction zero and an empty time chart.
+func ashaRunPage(t *testing.T, root, name string) {
+	s, err := ui.New(ui.Config{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer func() { hs.Close(); s.Close() }()
+	resp, err := http.Get(hs.URL + "/runs/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	status, _, code := rbEnv(t, binary, []string{"RUBBERBAND_ROOT=" + root}, "status", name)
+	if code != 0 && code != 5 {
+		t.Fatalf("status: exit %d", code)
+	}
+	for _, want := range []string{"rung results", `id="rungs-table"`, `id="phases"`, "rungs reached <span id=\"rungs\">3 / 3</span>", "Progress by rung"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the ASHA run page has no %s", want)
+		}
+	}
+	for _, not := range []string{"trial-stages done", "/ 0.0s", "$0.0000 / $0.0000", `id="time"`} {
+		if strings.Contains(page, not) {
+			t.Errorf("the ASHA run page shows %q", not)
+		}
+	}
+	// Each rung's results, as status counts them.
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 8 && strings.HasPrefix(f[0], "asha-") {
+			row := "<td>" + f[1] + "</td><td>" + f[2] + "</td><td>" + f[3] + "</td><td>" + f[4] + "</td>"
+			if !strings.Contains(page, row) {
+				t.Errorf("the run page has no rung row %s (status: %s)", row, line)
 			}
 		}
 	}
