@@ -30,11 +30,12 @@ type Report struct {
 	Phases []PhaseResult `json:"phases,omitempty"`
 }
 
-// StageReport puts one stage's prediction beside what happened.
+// StageReport puts one stage's prediction beside what happened. An ASHA run's rungs have no
+// prediction of their own (its plan is a GPU schedule: Phases), so theirs is left out, not zero.
 type StageReport struct {
 	Bracket   string          `json:"bracket"`
 	Stage     int             `json:"stage"`
-	Predicted sim.StageResult `json:"predicted"`
+	Predicted sim.StageResult `json:"predicted,omitzero"`
 	Realized  StageResult     `json:"realized"`
 }
 

@@ -56,6 +56,7 @@ func TestASHAEndsAsSHADoes(t *testing.T) {
 				t.Errorf("finished run listed %s %d/%d, want finished 3/3", r.Status, r.Stages, r.Of)
 			}
 			ashaRunPage(t, root, r.Name)
+			ashaStatusJSON(t, root, r.Name)
 		}
 	}
 }
@@ -100,6 +101,31 @@ func ashaRunPage(t *testing.T, root, name string) {
 			if !strings.Contains(page, row) {
 				t.Errorf("the run page has no rung row %s (status: %s)", row, line)
 			}
+		}
+	}
+}
+
+// ashaStatusJSON: status -o json of an ASHA run has its predictions (the run's, non-zero) and no
+// rung with a zero prediction of its own: before, every rung's predicted figures were zero.
+func ashaStatusJSON(t *testing.T, root, name string) {
+	out, _, code := rbEnv(t, binary, []string{"RUBBERBAND_ROOT=" + root}, "status", name, "-o", "json")
+	var rep struct {
+		Predicted struct {
+			JCT  float64 `json:"jct_s"`
+			Cost float64 `json:"cost_usd"`
+		} `json:"predicted"`
+		Stages []map[string]json.RawMessage `json:"stages"`
+		Phases []json.RawMessage            `json:"phases"`
+	}
+	if (code != 0 && code != 5) || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("status -o json: exit %d\n%s", code, out)
+	}
+	if rep.Predicted.JCT <= 0 || rep.Predicted.Cost <= 0 || len(rep.Phases) == 0 || len(rep.Stages) != 3 {
+		t.Errorf("status -o json: predicted %+v, %d phases, %d rungs", rep.Predicted, len(rep.Phases), len(rep.Stages))
+	}
+	for _, st := range rep.Stages {
+		if p, ok := st["predicted"]; ok {
+			t.Errorf("a rung with a prediction of its own: %s", p)
 		}
 	}
 }
