@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -246,7 +246,7 @@ func deadlineCurves(ctx context.Context, exp *spec.Experiment) (*chart, []curveP
 	}
 	ss := make([]series, len(names))
 	for i, n := range names {
-		ss[i] = series{Name: n, Colour: palette[i%len(palette)]}
+		ss[i] = series{Name: n, Colour: palette.Series[i%len(palette.Series)]}
 	}
 	var points []curvePoint
 	for i := range curvePoints {

@@ -23,6 +23,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
 	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -467,7 +468,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 	plan := st.Plan
 	end := plan.Predicted.JCT.Mean
 	var pred series
-	pred.Name, pred.Colour = "predicted (mean, p5-p95)", palette[0]
+	pred.Name, pred.Colour = "predicted (mean, p5-p95)", palette.Predicted
 	ratio := func(a, b float64) float64 {
 		if b <= 0 {
 			return 1
@@ -491,7 +492,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 		pred.X, pred.Y = append(pred.X, t), append(pred.Y, c)
 		pred.Lo, pred.Hi = append(pred.Lo, c*lo), append(pred.Hi, c*hi)
 	}
-	real := series{Name: "realized", Colour: palette[3]}
+	real := series{Name: "realized", Colour: palette.Realized}
 	if len(events) > 0 && events[0].Ev == executor.EvStart {
 		// The realized cost at up to 30 moments: each stage's start and sync, and now.
 		var at []time.Time
@@ -540,8 +541,8 @@ func timeChart(st *rundir.State, res *executor.Result, deadlines []mark) chart {
 	if mean > 0 {
 		lo, hi = plan.Predicted.JCT.P5/mean, plan.Predicted.JCT.P95/mean
 	}
-	pred := series{Name: "predicted stage end (mean, p5-p95)", Colour: palette[0]}
-	real := series{Name: "realized stage end", Colour: palette[3]}
+	pred := series{Name: "predicted stage end (mean, p5-p95)", Colour: palette.Predicted}
+	real := series{Name: "realized stage end", Colour: palette.Realized}
 	k := 0
 	for b, br := range plan.Brackets {
 		for s, ps := range br.Stages {
