@@ -108,6 +108,12 @@ func (x *run) runASHA(ctx context.Context) error {
 	if stop(); err != nil {
 		return err
 	}
+	x.mu.Lock()
+	_, _, anyResult := a.ladder.Best()
+	x.mu.Unlock()
+	if !anyResult { // as a synchronous stage whose every trial failed: no winner is no finish
+		return fmt.Errorf("run: asha: every trial failed (their logs say why)")
+	}
 	_, err = x.scaleTo(ctx, 0, 0, nil)
 	return err
 }

@@ -45,11 +45,12 @@ func MissedDeadline(res *Result) (by float64, missed bool) {
 	return res.Realized.JCT - res.DeadlineS, true
 }
 
-// StageReport puts one stage's prediction beside what happened.
+// StageReport puts one stage's prediction beside what happened. An ASHA run's rungs have no
+// prediction of their own (its plan is a GPU schedule: Phases), so theirs is left out, not zero.
 type StageReport struct {
 	Bracket   string          `json:"bracket"`
 	Stage     int             `json:"stage"`
-	Predicted sim.StageResult `json:"predicted"`
+	Predicted sim.StageResult `json:"predicted,omitzero"`
 	Realized  StageResult     `json:"realized"`
 }
 

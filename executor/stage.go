@@ -223,6 +223,13 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}
+				if stopped == nil {
+					if broken := x.brokenTrainer(); broken != nil { // the gangs in flight stop first
+						fmt.Fprintf(x.log, "%v\n", broken)
+						stopped = broken
+						next = append(next, stageEvent{kind: evCancel})
+					}
+				}
 			case acDone:
 				if err := x.finish(a.bracket, a.k, a.o); err != nil {
 					if f, ok := infra.Is(err); ok && f.What != infra.JournalBroken { // not journaled: a resumed run re-reports it

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -199,7 +200,7 @@ func (d decision[P]) decide() (Revision, P, error) {
 	case d.current == nil:
 		rev.Reason = "the plan no longer fits the nodes left to it"
 	case overBudget(rev.Before):
-		rev.Reason = fmt.Sprintf("forecast cost %s is over the budget %s", usd(rev.Before.Cost), usd(rules.Budget))
+		rev.Reason = fmt.Sprintf("forecast cost %s is over the budget %s", format.Money(rev.Before.Cost), format.Money(rules.Budget))
 	case missing && best.feasible:
 		rev.Reason = fmt.Sprintf("the plan now misses the deadline %.0f%% of the time (at most %.0f%% allowed)", 100*rev.Before.MissProb, 100*(1-rules.Quantile))
 	case missing:
@@ -261,5 +262,3 @@ func (d decision[P]) decide() (Revision, P, error) {
 	}
 	return rev, pick.plan, nil
 }
-
-func usd(x float64) string { return fmt.Sprintf("$%.2f", x) }

@@ -139,11 +139,18 @@ func recostStatic(st *State, static sim.Alloc) (executor.Measured, error) {
 	return executor.Recost(cfg, static)
 }
 
-// writeASHA writes an ASHA run's rungs (results and promotions so far: they overlap in time)
-// and the phases of its GPU schedule, which its cost is split among.
-func writeASHA(w io.Writer, res *executor.Result) {
-	var buf bytes.Buffer
-	tw := format.NewTable(&buf, "BRACKET", "RUNG", "TO ITER", "RESULTS", "PROMOTED", "FAILED", "FIRST", "LAST RESULT")
+// RungRow is one rung of an ASHA run, as status and the dashboard show it: how many results it
+// holds (a rung holds as many as trials reach it, not the synchronous stage's share), how many it
+// promoted, and when its first try began and its last result came (spec seconds).
+type RungRow struct {
+	Bracket                                 string
+	Rung, ToIter, Results, Promoted, Failed int
+	First, Last                             float64
+}
+
+// ASHARungs are an ASHA run's rungs that trials reached (the first always).
+func ASHARungs(res *executor.Result) []RungRow {
+	var rows []RungRow
 	for _, b := range res.Brackets {
 		iter := 0
 		for k, r := range b.Stages {
@@ -151,8 +158,20 @@ func writeASHA(w io.Writer, res *executor.Result) {
 			if r.Done == 0 && r.Failed == 0 && r.Start == 0 && k > 0 {
 				continue // never reached
 			}
-			tw.Row(b.Name, k+1, iter, r.Done, len(r.Promoted), r.Failed, format.Clock(r.Start), format.Clock(r.Start+r.Duration))
+			rows = append(rows, RungRow{Bracket: b.Name, Rung: k + 1, ToIter: iter, Results: r.Done, Promoted: len(r.Promoted), Failed: r.Failed,
+				First: r.Start, Last: r.Start + r.Duration})
 		}
+	}
+	return rows
+}
+
+// writeASHA writes an ASHA run's rungs (results and promotions so far: they overlap in time)
+// and the phases of its GPU schedule, which its cost is split among.
+func writeASHA(w io.Writer, res *executor.Result) {
+	var buf bytes.Buffer
+	tw := format.NewTable(&buf, "BRACKET", "RUNG", "TO ITER", "RESULTS", "PROMOTED", "FAILED", "FIRST", "LAST RESULT")
+	for _, r := range ASHARungs(res) {
+		tw.Row(r.Bracket, r.Rung, r.ToIter, r.Results, r.Promoted, r.Failed, format.Clock(r.First), format.Clock(r.Last))
 	}
 	tw.Flush()
 	buf.WriteString("\n")

@@ -101,10 +101,22 @@ func cancelled(events []executor.Event) bool {
 	return false
 }
 
-// Stages is how many stages have synced, of how many.
+// Stages is how many stages have synced, of how many; for ASHA, how many rungs hold a result.
 func (v *View) Stages() (synced, total int) {
 	for _, b := range v.State.Exp.Algorithm.Brackets() {
 		total += len(b.Stages)
+	}
+	if v.State.Exp.Algorithm.ASHA != nil { // rungs overlap and never sync: those holding a result
+		if v.Res != nil {
+			for _, b := range v.Res.Brackets {
+				for _, st := range b.Stages {
+					if st.Done > 0 {
+						synced++
+					}
+				}
+			}
+		}
+		return min(synced, total), total
 	}
 	for _, e := range v.Events {
 		if e.Ev == executor.EvSync {

@@ -235,7 +235,7 @@ func TestFailedRunReleasesItsNodes(t *testing.T) {
 	})
 	state := filepath.Join(tmp, "state")
 	_, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02")
-	if code != 1 || !strings.Contains(errOut, "every trial failed") || !strings.Contains(errOut, "nodes are released") {
+	if code != 1 || !strings.Contains(errOut, "all failed the same way") || !strings.Contains(errOut, "rubberband logs ") || !strings.Contains(errOut, "nodes are released") {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
 	if n := heldNodes(t, state); n != 0 {
