@@ -79,17 +79,30 @@ func (l *Log) Progress(s executor.Status, predictedJCT float64) {
 	eta := max(0, predictedJCT-s.Elapsed.Seconds())
 	stage := fmt.Sprintf("[%s] stage %d/%d", s.Bracket, s.Stage+1, s.Stages)
 	line := fmt.Sprintf("%s: %d/%d trials done", stage, s.Done, s.Total)
+	if s.Rungs { // ASHA's rungs have no barrier: results pass what a rung holds at the least
+		stage = fmt.Sprintf("[%s] rung %d/%d", s.Bracket, s.Stage+1, s.Stages)
+		line = fmt.Sprintf("%s: %s (it holds %d at the least)", stage, format.Plural(s.Done, "result"), s.Total)
+	}
 	if stage != l.stage && l.file != nil {
 		l.stage = stage
 		l.file.Write(stampLines([]byte(line+fmt.Sprintf(" · elapsed %s · %s so far", format.Clock(s.Elapsed.Seconds()), format.Money(s.Cost))), time.Now(), l.runID))
 	}
 	if l.json != nil {
 		l.json.Info("progress", "bracket", s.Bracket, "stage", s.Stage+1, "stages", s.Stages, "done", s.Done, "total", s.Total,
-			"failed", s.Failed, "elapsed_s", s.Elapsed.Seconds(), "eta_s", eta, "cost", s.Cost)
+			"failed", s.Failed, "elapsed_s", s.Elapsed.Seconds(), "eta_s", eta, "cost", s.Cost, "running", s.Running, "iters", s.Iters)
 		return
 	}
 	if s.Failed > 0 {
 		line += fmt.Sprintf(" (%d failed)", s.Failed)
+	}
+	if s.Running > 0 {
+		line += fmt.Sprintf(" · %d running", s.Running)
+	}
+	switch {
+	case s.ItersTotal > 0:
+		line += fmt.Sprintf(" · %d/%d iterations", s.Iters, s.ItersTotal)
+	case s.Iters > 0:
+		line += fmt.Sprintf(" · %s", format.Plural(s.Iters, "iteration"))
 	}
 	line += fmt.Sprintf(" · elapsed %s · ETA %s · %s so far", format.Clock(s.Elapsed.Seconds()), format.Clock(eta), format.Money(s.Cost))
 	if l.tty {

@@ -128,11 +128,17 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		log.Note("driver stopped: %v", err)
 		return st, nil, stopped(ctx, st, log, cfg.KeepNodes, err)
 	}
-	log.Note("finished: JCT %s, cost %s", format.Clock(res.Realized.JCT), format.Money(res.Realized.Cost))
+	rep := executor.Compare(st.Plan, res)
+	if rep.DeadlineMissed {
+		log.Note("finished: JCT %s, cost %s: DEADLINE MISSED by %s (deadline %s)", format.Clock(res.Realized.JCT), format.Money(res.Realized.Cost),
+			format.Clock(rep.MissedByS), format.Clock(rep.DeadlineS))
+	} else {
+		log.Note("finished: JCT %s, cost %s", format.Clock(res.Realized.JCT), format.Money(res.Realized.Cost))
+	}
 	if m != nil {
 		m.Finished(res.Realized.JCT, res.Realized.Cost)
 	}
-	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ReportFile), executor.Compare(st.Plan, res)); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.ReportFile), rep); err != nil {
 		return st, nil, err
 	}
 	return st, res, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -113,7 +114,7 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 	start := time.Now()
 	out, err := virtual.Run(ctx, vc)
 	if out != nil {
-		fmt.Fprintf(o.Log, "virtual: %s of virtual time in %s of wall time, %d driver(s)\n", out.End.Round(time.Second), time.Since(start).Round(time.Millisecond), out.Drivers)
+		fmt.Fprintf(o.Log, "virtual: %s of virtual time in %s of wall time, %d driver(s)\n", format.Clock(out.End.Seconds()), time.Since(start).Round(time.Millisecond), out.Drivers)
 		if f != nil {
 			for _, what := range out.World.Triggered() {
 				fmt.Fprintf(o.Log, "  fault: %s\n", what)

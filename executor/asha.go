@@ -103,10 +103,18 @@ func (x *run) runASHA(ctx context.Context) error {
 	x.mu.Lock()
 	src := &ashaSource{x: x, ctx: ctx, milestone: x.milestone()}
 	x.mu.Unlock()
-	if _, err := x.runJobs(ctx, 0, m, src, x.ashaProgress); err != nil {
+	stop := x.heartbeat(ctx, "progress of the asha rungs", x.ashaHeartbeat)
+	_, err := x.runJobs(ctx, 0, m, src, x.ashaProgress)
+	if stop(); err != nil {
 		return err
 	}
-	_, err := x.scaleTo(ctx, 0, 0, nil)
+	x.mu.Lock()
+	_, _, anyResult := a.ladder.Best()
+	x.mu.Unlock()
+	if !anyResult { // as a synchronous stage whose every trial failed: no winner is no finish
+		return fmt.Errorf("run: asha: every trial failed (their logs say why)")
+	}
+	_, err = x.scaleTo(ctx, 0, 0, nil)
 	return err
 }
 
@@ -209,23 +217,56 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 	return stageEvent{kind: evWork, jobs: jobs, parallel: gpus, keep: x.model.NodesFor(gpus), exhausted: done}, nil
 }
 
-// ashaProgress tells Progress of a job done: its rung's results against the trials.
+// ashaProgress tells Progress of a job done at rung k: its results against what the rung holds
+// at the least, the jobs training now and the iterations reported so far.
 func (x *run) ashaProgress(k int) {
 	if x.cfg.Progress == nil {
 		return
 	}
 	x.mu.Lock()
+	s := x.ashaStatus(k, false)
+	x.mu.Unlock()
+	x.cfg.Progress(s)
+}
+
+// ashaHeartbeat tells Progress of the highest rung reached so far.
+func (x *run) ashaHeartbeat() {
+	x.mu.Lock()
+	a, top := x.st.asha, 0
+	for b, br := range x.st.brackets {
+		for k := range br.Stages {
+			if k > top && a.ladder.Results(b, k) > 0 {
+				top = k
+			}
+		}
+	}
+	s := x.ashaStatus(top, true)
+	x.mu.Unlock()
+	x.cfg.Progress(s)
+}
+
+// ashaStatus is the run's status at rung k, with the iterations reported in all when iters (a
+// walk over every trial: the heartbeat's, not each result's). Callers hold x.mu.
+func (x *run) ashaStatus(k int, withIters bool) Status {
 	a := x.st.asha
-	done := 0
+	done, least := 0, 0
 	for b := range x.st.brackets {
 		if k < len(x.st.brackets[b].Stages) {
 			done += a.ladder.Results(b, k)
+			least += x.st.brackets[b].Stages[k].Trials
+		}
+	}
+	iters := 0
+	if withIters {
+		for _, ids := range x.st.order {
+			for _, id := range ids {
+				iters += x.st.trials[id].iter
+			}
 		}
 	}
 	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
-	x.mu.Unlock()
-	x.cfg.Progress(Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done,
-		Total: x.cfg.Experiment.Algorithm.ASHA.Trials, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
+	return Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done, Total: least, Rungs: true,
+		Running: len(x.st.openLaunch), Iters: iters, Elapsed: elapsed, Cost: x.bill(x.clk.Now()).Total, Forecast: forecast}
 }
 
 // reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what

@@ -28,13 +28,29 @@ type Report struct {
 	Forecast  *planner.Forecast `json:"forecast,omitempty"`
 	// Phases are an ASHA run's phases of its GPU schedule (Result.Phases).
 	Phases []PhaseResult `json:"phases,omitempty"`
+	// DeadlineS is the run's deadline (Result.DeadlineS). DeadlineMissed is
+	// a finished run that ended past it, by MissedByS: its result stands, its promise did not.
+	DeadlineS      float64 `json:"deadline_s,omitempty"`
+	DeadlineMissed bool    `json:"deadline_missed,omitempty"`
+	MissedByS      float64 `json:"missed_by_s,omitempty"`
 }
 
-// StageReport puts one stage's prediction beside what happened.
+// MissedDeadline is how far past its deadline (spec seconds) a finished run ended, and whether
+// it did: a run in time, without a deadline, or not finished (its forecast says where it goes)
+// did not.
+func MissedDeadline(res *Result) (by float64, missed bool) {
+	if res == nil || !res.Finished || res.DeadlineS <= 0 || res.Realized.JCT <= res.DeadlineS {
+		return 0, false
+	}
+	return res.Realized.JCT - res.DeadlineS, true
+}
+
+// StageReport puts one stage's prediction beside what happened. An ASHA run's rungs have no
+// prediction of their own (its plan is a GPU schedule: Phases), so theirs is left out, not zero.
 type StageReport struct {
 	Bracket   string          `json:"bracket"`
 	Stage     int             `json:"stage"`
-	Predicted sim.StageResult `json:"predicted"`
+	Predicted sim.StageResult `json:"predicted,omitzero"`
 	Realized  StageResult     `json:"realized"`
 }
 
@@ -44,7 +60,8 @@ type StageReport struct {
 func Compare(plan *planner.Report, res *Result) Report {
 	r := Report{Experiment: res.Experiment, RunID: res.RunID, Finished: res.Finished, Cancelled: res.Cancelled, Best: res.Best,
 		Realized: res.Realized, Trials: res.Trials, Interruptions: res.Interruptions, Revisions: res.Revisions, Forecast: res.Forecast, Phases: res.Phases,
-		Predicted: Measured{JCT: plan.Predicted.JCT.Mean, Cost: plan.Predicted.Cost.Mean}}
+		Predicted: Measured{JCT: plan.Predicted.JCT.Mean, Cost: plan.Predicted.Cost.Mean}, DeadlineS: res.DeadlineS}
+	r.MissedByS, r.DeadlineMissed = MissedDeadline(res)
 	if n := len(res.Revisions); n > 0 {
 		last := res.Revisions[n-1].After
 		r.Replanned = &Measured{JCT: last.JCT, Cost: last.Cost}

@@ -476,7 +476,7 @@ func TestFailedRunReleasesNodes(t *testing.T) {
 		h.cfg.KeepNodes = keep
 		h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Err: errors.New("exit status 1")} }
 		_, events, err := h.run(t, context.Background())
-		if err == nil || !strings.Contains(err.Error(), "every trial failed") {
+		if err == nil || !strings.Contains(err.Error(), "all failed the same way") {
 			t.Fatalf("keep %v: run: %v", keep, err)
 		}
 		held := h.provider.Held()

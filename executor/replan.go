@@ -106,7 +106,18 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 	}
 	if !rev.Change || !x.cfg.Replan {
 		kept := rev.Before
-		return x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false)
+		x.mu.Lock()
+		prev := x.st.forecast
+		x.mu.Unlock()
+		if err := x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false); err != nil {
+			return err
+		}
+		why := rev.Reason
+		if !x.cfg.Replan {
+			why = "the plan is kept (re-planning is off)"
+		}
+		x.sayDeadline(prev, &kept, why)
+		return nil
 	}
 	before, after := rev.Before, rev.After
 	if err := x.record(Event{Ev: EvReplan, Bracket: at.bracket, Stage: at.stage, Plan: at.plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
@@ -123,6 +134,33 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 		fmt.Fprintf(x.log, "BUDGET: no plan keeps the forecast final cost within budget.max_cost_usd %s: the cheapest is %s\n", format.Money(budget.MaxCostUSD), format.Money(after.Cost))
 	}
 	return nil
+}
+
+// sayDeadline says a forecast that crossed the deadline, either way, as it is journaled: the
+// first forecast to miss it at the spec's quantile (after one that met it, or none), and the
+// first to meet it again. A journaled forecast that no one hears of is a promise broken in
+// silence; one said at every review is noise.
+func (x *run) sayDeadline(prev, now *planner.Forecast, why string) {
+	exp := x.cfg.Experiment
+	deadline, q := exp.Deadline.D().Seconds(), exp.Planner.DeadlineQuantile
+	was, is := DeadlineWarning(prev, deadline, q) != "", DeadlineWarning(now, deadline, q)
+	switch {
+	case is != "" && !was:
+		fmt.Fprintf(x.log, "DEADLINE: %s; %s\n", is, why)
+	case is == "" && was:
+		fmt.Fprintf(x.log, "DEADLINE: the forecast meets the deadline %s again: JCT %s, P(miss) %.0f%%\n", format.Clock(deadline), format.Clock(now.JCT), 100*now.MissProb)
+	}
+}
+
+// DeadlineWarning says how a forecast of the whole run misses the deadline (spec seconds) at
+// the quantile it is planned for: "" when it meets it (or there is none). What the terminal,
+// the driver log, `status` and the dashboard say of a run at risk.
+func DeadlineWarning(f *planner.Forecast, deadline, quantile float64) string {
+	if f == nil || deadline <= 0 || f.MissProb <= 1-quantile+1e-9 {
+		return ""
+	}
+	return fmt.Sprintf("the forecast misses the deadline %s: JCT %s, P(miss) %.0f%% (at most %.0f%% allowed)",
+		format.Clock(deadline), format.Clock(f.JCT), 100*f.MissProb, 100*(1-quantile))
 }
 
 // present is where bracket b stands before stage k, with the model as the run observed it.

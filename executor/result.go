@@ -35,6 +35,8 @@ type Result struct {
 	// Phases are an ASHA run's phases of its GPU schedule as they happened; its cost is split
 	// among them (its brackets' stages are rungs, which overlap: each costs 0 there).
 	Phases []PhaseResult `json:"phases,omitempty"`
+	// DeadlineS is the run's deadline as its spec says now (spec seconds from the start; 0: none).
+	DeadlineS float64 `json:"deadline_s,omitempty"`
 }
 
 // PhaseResult is one phase of an ASHA run's GPU schedule: its GPUs, when it began and how long
@@ -230,7 +232,8 @@ func (x *run) result() *Result {
 	s := x.st
 	bill := x.bill(now)
 	total := bill.Total
-	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled, Stopped: s.stopped}
+	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled, Stopped: s.stopped,
+		DeadlineS: x.cfg.Experiment.Deadline.D().Seconds()}
 	end := s.start
 	for b, br := range s.brackets {
 		bres := BracketResult{Name: br.Name}

@@ -52,8 +52,11 @@ type Config struct {
 	// Clock is the run's time (default the wall clock). Under a clock.Sim the whole run happens
 	// in virtual time: Run must then be called from one of the Sim's actors.
 	Clock clock.Clock
-	// Progress, when set, is told of every finished trial and stage.
-	Progress func(Status)
+	// Progress, when set, is told of every finished trial and stage, and of each stage (an ASHA
+	// run: its rungs) under way at least every ProgressEvery of the run's clock (default 10 s;
+	// negative: only as trials finish), so that a long stage is never silent.
+	Progress      func(Status)
+	ProgressEvery time.Duration
 	// Observe, when set, sees every event once it is applied, in journal order: first the
 	// journal of earlier drivers (Past), then each new one. It must not block.
 	Observe func(Event)
@@ -76,14 +79,23 @@ type Config struct {
 	Configurations map[string]spec.Config
 }
 
-// Status is a progress snapshot of one bracket's current stage.
+// DefaultProgressEvery is how often, at the least, Progress hears of a stage under way.
+const DefaultProgressEvery = 10 * time.Second
+
+// Status is a progress snapshot of one bracket's current stage; of an ASHA run (Rungs), of its
+// highest rung reached so far: Done results there, Total what the rung holds at the least.
 type Status struct {
 	Bracket       string
 	Stage, Stages int
 	Done, Total   int
 	Failed        int
-	Elapsed       time.Duration // spec time since the run started
-	Cost          float64       // dollars so far
+	// Running is the trials training now; Iters the iterations they and the finished ones
+	// reported in this stage so far, of ItersTotal the stage trains in all (0: not known).
+	Running, Iters, ItersTotal int
+	// Rungs says the stages are an ASHA run's rungs (no barrier: Done may pass Total).
+	Rungs   bool
+	Elapsed time.Duration // spec time since the run started
+	Cost    float64       // dollars so far
 	// Forecast is the latest re-plan's or review's forecast JCT (spec seconds from the start);
 	// 0 before the first: the plan's prediction stands.
 	Forecast float64
@@ -124,6 +136,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if cfg.ProgressEvery == 0 {
+		cfg.ProgressEvery = DefaultProgressEvery
 	}
 	cfg.Clock = clock.Or(cfg.Clock)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
@@ -100,11 +101,34 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 		m.tiers = x.tiersOf(alloc, gpt, x.st.active(b, k))
 		x.mu.Unlock()
 	}
-	done := total - len(queue)
+	var done atomic.Int64 // the heartbeat reads it from its own actor
+	done.Store(int64(total - len(queue)))
+	defer x.heartbeat(ctx, fmt.Sprintf("progress of bracket %d stage %d", b, k), func() { x.progress(b, k, int(done.Load()), total) })()
 	return x.runJobs(ctx, b, m, nil, func(k int) {
-		done++
-		x.progress(b, k, done, total)
+		x.progress(b, k, int(done.Add(1)), total)
 	})
+}
+
+// heartbeat tells say, from an actor of its own, every ProgressEvery of the run's clock until
+// the function it returns is called (which waits for that actor to end): a stage under way is
+// never silent for long, whether or not a trial finishes.
+func (x *run) heartbeat(ctx context.Context, name string, say func()) (stop func()) {
+	every := x.cfg.ProgressEvery
+	if x.cfg.Progress == nil || every < 0 {
+		return func() {}
+	}
+	hctx, cancel := clock.WithCancel(x.clk, ctx)
+	ended := clock.NewQueue[struct{}](x.clk)
+	x.clk.Go(name, func() {
+		defer ended.Put(struct{}{})
+		for clock.SleepBackground(hctx, x.clk, every) == nil { // never what keeps virtual time going
+			say()
+		}
+	})
+	return func() {
+		cancel()
+		ended.Get(context.WithoutCancel(ctx))
+	}
 }
 
 // tiersOf is a hedged stage's tiers (alloc.OnDemand > 0; trials in the stage's order, gpt GPUs
@@ -198,6 +222,13 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 					}
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
+				}
+				if stopped == nil {
+					if broken := x.brokenTrainer(); broken != nil { // the gangs in flight stop first
+						fmt.Fprintf(x.log, "%v\n", broken)
+						stopped = broken
+						next = append(next, stageEvent{kind: evCancel})
+					}
 				}
 			case acDone:
 				if err := x.finish(a.bracket, a.k, a.o); err != nil {
@@ -415,8 +446,28 @@ func (x *run) progress(b, k, done, total int) {
 			failed++
 		}
 	}
+	running, iters := x.underWay(b, k)
+	st := x.st.brackets[b].Stages[k]
 	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
 	x.mu.Unlock()
 	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
-		Failed: failed, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
+		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
+}
+
+// underWay is how many of bracket b's trials train in its stage k now, and the iterations its
+// trials reported in that stage so far (each counted to the stage's target at most). Callers
+// hold x.mu.
+func (x *run) underWay(b, k int) (running, iters int) {
+	for trial, i := range x.st.openLaunch {
+		if l := x.st.launchLog[i]; l.Bracket == b && l.Stage == k && x.st.trials[trial] != nil {
+			running++
+		}
+	}
+	st := x.st.brackets[b].Stages[k]
+	for _, id := range x.st.order[b] {
+		if t := x.st.trials[id]; t.iter > st.StartIter {
+			iters += min(t.iter, st.StartIter+st.Iters) - st.StartIter
+		}
+	}
+	return running, iters
 }

@@ -67,6 +67,8 @@ type state struct {
 	// waveEnded holds the stages a launch of has ended: later launches are not their first wave.
 	waveEnded map[stageKey]bool
 	asha      *ashaState // an ASHA run's; nil for stages
+	// firstEnds holds the first trials' ends of their first stage: the failure rule's evidence.
+	firstEnds firstEnds
 }
 
 // openTokens are bracket b's requests no answer was journaled for, by market asked, in order.
@@ -240,6 +242,9 @@ func (s *state) apply(e Event) {
 		t.metrics, t.iter = e.Metrics, e.Iter
 	case EvDone:
 		t := s.trials[e.Trial]
+		if e.Stage == 0 {
+			s.firstEnds.note(e.Trial, "", "")
+		}
 		t.done[e.Stage] = metricOrNaN(e.Metric)
 		t.metrics, t.iter = e.Metrics, e.Iter
 		s.move(t, trial.Reached)
@@ -251,6 +256,13 @@ func (s *state) apply(e Event) {
 		}
 	case EvFail:
 		t := s.trials[e.Trial]
+		if e.Stage == 0 {
+			kind := "" // a lost node, or a trainer that reported, says nothing of a broken start
+			if !e.Interrupted && t.iter == 0 {
+				kind = failureKind(e.Error, e.Trial)
+			}
+			s.firstEnds.note(e.Trial, kind, e.Error)
+		}
 		switch {
 		case e.GaveUp || e.Error == "gave up": // "gave up": journals of before GaveUp
 			t.failed[e.Stage] = true

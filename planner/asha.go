@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -287,31 +288,75 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 	return cur, nil
 }
 
-// WriteTable prints an ASHA job's plan beside the best fixed-slot ASHA and synchronous SHA, and
-// what the elastic schedule costs against fixed slots.
+// WriteTable prints an ASHA job's plan beside the best fixed-slot ASHA and synchronous SHA, in
+// the house style of every plan table (package format's times and money, P(miss) in percent),
+// what the elastic schedule costs against fixed slots, and, where synchronous SHA is cheaper or
+// safer than the elastic schedule, says so: ASHA is not always the better choice.
 func (r *ASHAResult) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "%s: asha, %d trials, rungs %v, deadline %s at p%.0f (%d schedules simulated)\n",
-		r.Experiment, r.Trials, r.Rungs, format.Clock(r.Deadline), 100*r.Quantile, r.Evaluated)
-	line := func(name, plan string, p Prediction, interruptions float64) {
-		fmt.Fprintf(w, "%-22s %-16s JCT %7.0fs [p5 %.0f, p95 %.0f]  cost $%8.2f [p5 %.2f, p95 %.2f]  P(miss) %.3f",
-			name, plan, p.JCT.Mean, p.JCT.P5, p.JCT.P95, p.Cost.Mean, p.Cost.P5, p.Cost.P95, p.DeadlineMissProb)
-		if interruptions > 0 {
-			fmt.Fprintf(w, "  %.1f spot interruptions", interruptions)
+	rungs := make([]string, len(r.Rungs))
+	for i, it := range r.Rungs {
+		rungs[i] = fmt.Sprint(it)
+	}
+	fmt.Fprintf(w, "%s · asha, %d trials, rungs at %s iterations · deadline %s at p%.0f · %d schedules simulated\n\n",
+		r.Experiment, r.Trials, strings.Join(rungs, ", "), format.Clock(r.Deadline), 100*r.Quantile, r.Evaluated)
+	head := []string{"PLAN", "GPUS", "JCT", "P5", "P95", "COST", "P5", "P95", "P(MISS)"}
+	spot := r.Elastic.Interruptions > 0 || r.Fixed.Interruptions > 0 // a column only where the market is spot
+	if spot {
+		head = append(head, "SPOT INTERRUPTIONS")
+	}
+	tw := format.NewTable(w, head...)
+	row := func(name, gpus string, p Prediction, interruptions float64) {
+		cells := []any{name, gpus, format.Clock(p.JCT.Mean), format.Clock(p.JCT.P5), format.Clock(p.JCT.P95),
+			format.Money(p.Cost.Mean), format.Money(p.Cost.P5), format.Money(p.Cost.P95), fmt.Sprintf("%.0f%%", 100*p.DeadlineMissProb)}
+		if spot {
+			cells = append(cells, fmt.Sprintf("%.1f", interruptions))
 		}
-		fmt.Fprintln(w)
+		tw.Row(cells...)
 	}
-	for _, c := range []struct {
-		name string
-		c    ASHACandidate
-	}{{"asha, elastic", r.Elastic}, {"asha, fixed slots", r.Fixed}} {
-		line(c.name, c.c.Plan.String()+" GPUs", Prediction{JCT: c.c.JCT, Cost: c.c.Cost, DeadlineMissProb: c.c.PMiss}, c.c.Interruptions)
-	}
+	row("asha, elastic", r.Elastic.Plan.String(), r.Elastic.prediction(), r.Elastic.Interruptions)
+	row("asha, fixed slots", r.Fixed.Plan.String(), r.Fixed.prediction(), r.Fixed.Interruptions)
 	if r.SHA != nil {
-		line("sha, synchronous", "by stage", r.SHA.Predicted, 0)
+		row("sha, synchronous", "by stage", r.SHA.Predicted, 0)
 	}
+	tw.Flush()
+	fmt.Fprintln(w)
 	if r.Fixed.Cost.Mean > 0 {
 		fmt.Fprintf(w, "elastic against fixed slots: %.0f%% of the cost\n", 100*r.Elastic.Cost.Mean/r.Fixed.Cost.Mean)
 	}
+	if advice := r.shaAdvice(); advice != "" {
+		fmt.Fprintln(w, advice)
+	}
+}
+
+func (c ASHACandidate) prediction() Prediction {
+	return Prediction{JCT: c.JCT, Cost: c.Cost, DeadlineMissProb: c.PMiss}
+}
+
+// shaAdvice says when synchronous SHA of the same trials is cheaper or safer than the elastic
+// ASHA schedule (it often is for short jobs: no slot waits for a straggler's rung, yet no
+// barrier either), or "" when it is neither.
+func (r *ASHAResult) shaAdvice() string {
+	if r.SHA == nil || r.SHA.Predicted.Cost.Mean <= 0 {
+		return ""
+	}
+	sha, e := r.SHA.Predicted, r.Elastic
+	cheaper := sha.Cost.Mean < e.Cost.Mean
+	safer := sha.DeadlineMissProb < e.PMiss
+	var what string
+	switch {
+	case cheaper && safer:
+		what = "cheaper and safer"
+	case cheaper && sha.DeadlineMissProb <= e.PMiss:
+		what = "cheaper"
+	case cheaper:
+		what = fmt.Sprintf("cheaper, though it misses the deadline more often (%.0f%% against %.0f%%)", 100*sha.DeadlineMissProb, 100*e.PMiss)
+	case safer && sha.Cost.Mean <= e.Cost.Mean*1.05:
+		what = "safer, at about the cost"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("synchronous SHA of these trials is %s: %s and P(miss) %.0f%% against ASHA's %s and %.0f%%; to run it, replace algorithm.asha with algorithm.sha (same trials, min_iters, max_iters, eta)",
+		what, format.Money(sha.Cost.Mean), 100*sha.DeadlineMissProb, format.Money(e.Cost.Mean), 100*e.PMiss)
 }
 
 // Report is the plan file of an ASHA job (`plan --out`, a run's plan.json): its elastic

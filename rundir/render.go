@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -68,6 +69,9 @@ func EndStatus(res *executor.Result) string {
 		return "cancelled"
 	case !res.Finished:
 		return "not finished"
+	}
+	if by, missed := executor.MissedDeadline(res); missed {
+		return "finished: DEADLINE MISSED by " + format.Clock(by)
 	}
 	return "finished"
 }

@@ -3,12 +3,17 @@ package rundir
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/sim"
 )
 
 // WriteTable writes a run's report as tables a person reads (what `run`, `status` and `report`
@@ -52,24 +57,100 @@ func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
 		against, of = *r, fmt.Sprintf(" against the re-plan; %+.1f%% time, %+.1f%% cost against the first plan",
 			format.Pct(rep.Realized.JCT, rep.Predicted.JCT), format.Pct(rep.Realized.Cost, rep.Predicted.Cost))
 	}
-	fmt.Fprintf(w, "realized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost%s)\n",
-		format.Clock(rep.Realized.JCT), format.Money(rep.Realized.Cost), format.Pct(rep.Realized.JCT, against.JCT), format.Pct(rep.Realized.Cost, against.Cost), of)
-	if p := st.Plan; p.Static != nil && p.SavingPct != nil && res.Finished {
-		nodes := 0
-		for _, b := range p.Static.Brackets {
-			nodes += b.Stages[0].Nodes
-		}
-		static := p.Static.Predicted.Cost.Mean
-		fmt.Fprintf(w, "static     cost %s predicted for the best static cluster (%s): the elastic plan saved %.1f%% (%.1f%% predicted)\n",
-			format.Money(static), format.Plural(nodes, "node"), -format.Pct(rep.Realized.Cost, static), *p.SavingPct)
+	if !rep.Finished {
+		// Part of a run is not set against the whole of a prediction: -65% time is not a saving.
+		fmt.Fprintf(w, "so far     JCT %s   cost %s   (not finished: set against the prediction once it is)\n",
+			format.Clock(rep.Realized.JCT), format.Money(rep.Realized.Cost))
+	} else {
+		fmt.Fprintf(w, "realized   JCT %s   cost %s   (%+.1f%% time, %+.1f%% cost%s)\n",
+			format.Clock(rep.Realized.JCT), format.Money(rep.Realized.Cost), format.Pct(rep.Realized.JCT, against.JCT), format.Pct(rep.Realized.Cost, against.Cost), of)
 	}
+	if rep.DeadlineMissed {
+		fmt.Fprintf(w, "DEADLINE MISSED by %s: the run took %s against the deadline %s (the result above stands)\n",
+			format.Clock(rep.MissedByS), format.Clock(rep.Realized.JCT), format.Clock(rep.DeadlineS))
+	}
+	writeSaving(w, st, rep)
 }
 
-// writeASHA writes an ASHA run's rungs (results and promotions so far: they overlap in time)
-// and the phases of its GPU schedule, which its cost is split among.
-func writeASHA(w io.Writer, res *executor.Result) {
-	var buf bytes.Buffer
-	tw := format.NewTable(&buf, "BRACKET", "RUNG", "TO ITER", "RESULTS", "PROMOTED", "FAILED", "FIRST", "LAST RESULT")
+// writeSaving says what elasticity saved, like with like: the plan's predicted cost against the
+// best static cluster's predicted cost, and the run's realized cost against that cluster
+// re-costed on the latencies the run observed (executor.Recost: a profile that was wrong is not
+// elasticity). A plan whose cluster never changes saves nothing by elasticity, and says so.
+func writeSaving(w io.Writer, st *State, rep executor.Report) {
+	p := st.Plan
+	if p.Static == nil || p.SavingPct == nil || !rep.Finished || st.ASHA != nil {
+		return
+	}
+	brackets := st.Exp.Algorithm.Brackets()
+	static, err := (&planner.Report{Brackets: p.Static.Brackets}).Alloc(brackets)
+	if err != nil {
+		return
+	}
+	nodes := 0
+	for _, b := range static {
+		nodes += b[0].Nodes
+	}
+	cluster := format.Plural(nodes, "node")
+	if len(rep.Revisions) == 0 && sameCluster(static, st.Alloc) {
+		fmt.Fprintf(w, "static     the plan is the best static cluster (%s): no elastic saving\n", cluster)
+		return
+	}
+	fmt.Fprintf(w, "static     the best static cluster (%s) is predicted to cost %s: the elastic plan, predicted at %s, saves %.1f%%\n",
+		cluster, format.Money(p.Static.Predicted.Cost.Mean), format.Money(rep.Predicted.Cost), *p.SavingPct)
+	recost, err := recostStatic(st, static)
+	if err != nil {
+		return // the journal is not here to read (a copy of the report alone): the prediction stands
+	}
+	fmt.Fprintf(w, "           re-costed on the latencies this run observed it costs %s: the elastic plan, realized at %s, saved %.1f%%\n",
+		format.Money(recost.Cost), format.Money(rep.Realized.Cost), -format.Pct(rep.Realized.Cost, recost.Cost))
+}
+
+// sameCluster says two plans hold the same nodes at every stage: the one's cluster is the
+// other's, whatever GPUs each trial gets on it.
+func sameCluster(a, b sim.Alloc) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for k, x := range a[i] {
+			y := b[i][k]
+			if x.Nodes != y.Nodes || x.Type != y.Type || x.Market != y.Market || x.OnDemand != y.OnDemand {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// recostStatic is the static plan re-costed on what the run in st observed (its journal).
+func recostStatic(st *State, static sim.Alloc) (executor.Measured, error) {
+	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	if err != nil {
+		return executor.Measured{}, err
+	}
+	if len(events) == 0 {
+		return executor.Measured{}, errors.New("re-cost: an empty journal")
+	}
+	cfg := st.Config()
+	cfg.Past, cfg.Clock = events, clock.Frozen{At: events[len(events)-1].At}
+	return executor.Recost(cfg, static)
+}
+
+// RungRow is one rung of an ASHA run, as status and the dashboard show it: how many results it
+// holds (a rung holds as many as trials reach it, not the synchronous stage's share), how many it
+// promoted, and when its first try began and its last result came (spec seconds).
+type RungRow struct {
+	Bracket                                 string
+	Rung, ToIter, Results, Promoted, Failed int
+	First, Last                             float64
+}
+
+// ASHARungs are an ASHA run's rungs that trials reached (the first always).
+func ASHARungs(res *executor.Result) []RungRow {
+	var rows []RungRow
 	for _, b := range res.Brackets {
 		iter := 0
 		for k, r := range b.Stages {
@@ -77,8 +158,20 @@ func writeASHA(w io.Writer, res *executor.Result) {
 			if r.Done == 0 && r.Failed == 0 && r.Start == 0 && k > 0 {
 				continue // never reached
 			}
-			tw.Row(b.Name, k+1, iter, r.Done, len(r.Promoted), r.Failed, format.Clock(r.Start), format.Clock(r.Start+r.Duration))
+			rows = append(rows, RungRow{Bracket: b.Name, Rung: k + 1, ToIter: iter, Results: r.Done, Promoted: len(r.Promoted), Failed: r.Failed,
+				First: r.Start, Last: r.Start + r.Duration})
 		}
+	}
+	return rows
+}
+
+// writeASHA writes an ASHA run's rungs (results and promotions so far: they overlap in time)
+// and the phases of its GPU schedule, which its cost is split among.
+func writeASHA(w io.Writer, res *executor.Result) {
+	var buf bytes.Buffer
+	tw := format.NewTable(&buf, "BRACKET", "RUNG", "TO ITER", "RESULTS", "PROMOTED", "FAILED", "FIRST", "LAST RESULT")
+	for _, r := range ASHARungs(res) {
+		tw.Row(r.Bracket, r.Rung, r.ToIter, r.Results, r.Promoted, r.Failed, format.Clock(r.First), format.Clock(r.Last))
 	}
 	tw.Flush()
 	buf.WriteString("\n")
@@ -114,6 +207,9 @@ func writeRevisions(w io.Writer, st *State, rep executor.Report) {
 			fmt.Fprintf(w, " (%s the budget %s)", word, format.Money(b))
 		}
 		fmt.Fprintln(w)
+		if warn := executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile); warn != "" {
+			fmt.Fprintf(w, "DEADLINE: %s\n", warn)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
 // View is a run as list, status and the dashboard show it: its state directory's journal
@@ -73,6 +74,9 @@ func (v *View) Status() (word, why string) {
 	case s.Phase == executor.PhaseCancelled:
 		return "cancelled", s.Why
 	case s.Phase == executor.PhaseFinished:
+		if by, missed := executor.MissedDeadline(v.Res); missed { // its result stands: finished, and said
+			return "finished", "DEADLINE MISSED by " + format.Clock(by)
+		}
 		return "finished", ""
 	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopInterrupted:
 		return "interrupted", ""
@@ -97,10 +101,22 @@ func cancelled(events []executor.Event) bool {
 	return false
 }
 
-// Stages is how many stages have synced, of how many.
+// Stages is how many stages have synced, of how many; for ASHA, how many rungs hold a result.
 func (v *View) Stages() (synced, total int) {
 	for _, b := range v.State.Exp.Algorithm.Brackets() {
 		total += len(b.Stages)
+	}
+	if v.State.Exp.Algorithm.ASHA != nil { // rungs overlap and never sync: those holding a result
+		if v.Res != nil {
+			for _, b := range v.Res.Brackets {
+				for _, st := range b.Stages {
+					if st.Done > 0 {
+						synced++
+					}
+				}
+			}
+		}
+		return min(synced, total), total
 	}
 	for _, e := range v.Events {
 		if e.Ev == executor.EvSync {
@@ -147,6 +163,9 @@ type Summary struct {
 	Metric    string    `json:"metric"`
 	Best      *float64  `json:"best,omitempty"`
 	BestTrial string    `json:"best_trial,omitempty"`
+	// DeadlineMissed is a finished run that ended past its deadline, by MissedByS.
+	DeadlineMissed bool    `json:"deadline_missed,omitempty"`
+	MissedByS      float64 `json:"missed_by_s,omitempty"`
 }
 
 // Summary sums the run up in one row.
@@ -160,6 +179,7 @@ func (v *View) Summary() Summary {
 	}
 	if v.Res != nil {
 		s.ElapsedS, s.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
+		s.MissedByS, s.DeadlineMissed = executor.MissedDeadline(v.Res)
 	}
 	if id, m, ok := v.Best(); ok {
 		s.Best, s.BestTrial = &m, id

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -154,7 +155,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, u store.User) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
 	default:
-		s.record(r.Context(), u, "submit", run.ID, fmt.Sprintf("%s: predicted $%.2f, %d GPUs", run.Name, run.PredictedCostUSD, run.GPUs))
+		s.record(r.Context(), u, "submit", run.ID, fmt.Sprintf("%s: predicted %s, %d GPUs", run.Name, format.Money(run.PredictedCostUSD), run.GPUs))
 		writeJSON(w, http.StatusCreated, submitted{Run: s.withStart(run), Plan: rep})
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -433,7 +434,7 @@ func (s *Server) charge(ctx context.Context, r store.Run) {
 	if err != nil || spent <= team.MonthlyBudgetUSD {
 		return
 	}
-	why := fmt.Sprintf("team %s's monthly budget of $%.2f is spent ($%.2f charged this month)", team.Name, team.MonthlyBudgetUSD, spent)
+	why := fmt.Sprintf("team %s's monthly budget of %s is spent (%s charged this month)", team.Name, format.Money(team.MonthlyBudgetUSD), format.Money(spent))
 	s.cfg.Store.UpdateRun(ctx, r.ID, func(r *store.Run) error {
 		r.CancelRequested, r.Message = true, "cancelled: "+why
 		return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
@@ -75,7 +76,7 @@ func UpdateTeam(ctx context.Context, st store.Store, name string, c TeamChange, 
 
 // TeamDetail says a team's limits, for messages and the audit log.
 func TeamDetail(t store.Team) string {
-	d := fmt.Sprintf("max_gpus %d, max_nodes %d, monthly budget $%.2f, max_queued_runs %d", t.MaxGPUs, t.MaxNodes, t.MonthlyBudgetUSD, t.MaxQueuedRuns)
+	d := fmt.Sprintf("max_gpus %d, max_nodes %d, monthly budget %s, max_queued_runs %d", t.MaxGPUs, t.MaxNodes, format.Money(t.MonthlyBudgetUSD), t.MaxQueuedRuns)
 	if len(t.StoragePrefixes) > 0 {
 		d += ", storage prefixes " + strings.Join(t.StoragePrefixes, " ")
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -201,27 +202,51 @@ func (s *Server) plan(w http.ResponseWriter, r *http.Request, page *planPage, ex
 	if err != nil && page.Error == "" {
 		page.Error = err.Error()
 	}
-	page.Curve, page.Points, page.Planners, page.Samples = c, points, spec.PlannerNames(), min(exp.Planner.Samples, curveSamples)
+	names, _ := curveOutcomes(exp)
+	page.Curve, page.Points, page.Planners, page.Samples = c, points, names, min(exp.Planner.Samples, curveSamples)
 	s.render(w, http.StatusOK, "plan.html", page)
 }
 
 // planSpec plans exp as `rubberband plan` does.
 func planSpec(ctx context.Context, exp *spec.Experiment) (*planner.Report, error) {
+	if exp.Algorithm.ASHA != nil { // as `rubberband plan` plans it: its GPU schedule, not SHA's stages
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			return nil, err
+		}
+		res, err := planner.PlanASHA(ctx, exp, m)
+		if err != nil {
+			return nil, err
+		}
+		return res.Report(exp), nil
+	}
 	rep, _, err := planner.PlanSpec(ctx, exp)
 	return rep, err
+}
+
+// curveOutcomes are the columns of the deadline sweep and how a point is planned: every planner
+// of stages, or an ASHA job's elastic schedule, fixed slots and synchronous SHA.
+func curveOutcomes(exp *spec.Experiment) ([]string, func(context.Context, *spec.Experiment) (map[string]planner.Outcome, error)) {
+	if exp.Algorithm.ASHA != nil {
+		return planner.ASHAOutcomes(), planner.CompareASHA
+	}
+	names := spec.PlannerNames()
+	return names, func(ctx context.Context, e *spec.Experiment) (map[string]planner.Outcome, error) {
+		return planner.Compare(ctx, e, names)
+	}
 }
 
 // deadlineCurves predicts every planner's cost at deadlines from half to twice the spec's, one
 // point at a time so that a gone browser stops it (planner.Compare, as whatif does per point).
 func deadlineCurves(ctx context.Context, exp *spec.Experiment) (*chart, []curvePoint, error) {
-	names := spec.PlannerNames()
+	names, compare := curveOutcomes(exp)
 	d0 := exp.Deadline.Seconds()
 	if d0 <= 0 {
 		return nil, nil, fmt.Errorf("the spec has no deadline")
 	}
 	ss := make([]series, len(names))
 	for i, n := range names {
-		ss[i] = series{Name: n, Colour: palette[i%len(palette)]}
+		ss[i] = series{Name: n, Colour: palette.Series[i%len(palette.Series)]}
 	}
 	var points []curvePoint
 	for i := range curvePoints {
@@ -232,7 +257,7 @@ func deadlineCurves(ctx context.Context, exp *spec.Experiment) (*chart, []curveP
 		e := *exp
 		e.Deadline = spec.Duration(time.Duration(d * float64(time.Second)))
 		e.Planner.Samples = min(e.Planner.Samples, curveSamples)
-		out, err := planner.Compare(ctx, &e, names)
+		out, err := compare(ctx, &e)
 		if err != nil {
 			return nil, nil, fmt.Errorf("at deadline %s: %w", clock(d), err)
 		}
@@ -281,6 +306,7 @@ var funcs = map[string]any{
 		return *p
 	},
 	"f1":     func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) },
+	"inc":    func(i int) int { return i + 1 }, // a 0-based index, as people number
 	"barpct": func(a, b int) int { return int(100 * float64(a) / float64(max(b, 1))) },
 	"ago": func(t time.Time) string {
 		if t.IsZero() {

@@ -23,6 +23,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
 	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -142,16 +143,24 @@ type runPage struct {
 	BestTrial                         string
 	Done, Total, Failed               int
 	Stages                            []stageRow
-	Planned, Realized                 chart
-	Cost, Time, Curves                chart
-	Search                            searchSection
-	Trials                            []trialRow
-	Revisions                         []revisionRow
-	Forecast                          string // the latest forecast of the whole run, while it runs
-	Spec                              string
-	Plan                              string
-	CanCancel                         bool
-	CSRF                              string
+	// ASHA: an ASHA run's rungs and the phases of its GPU schedule, in place of stages (its
+	// rungs overlap in time and hold as many results as trials reach them: no share of a
+	// prediction or of the cost is theirs; the phases have the cost). RungsReached of Rungs.
+	ASHA                     bool
+	Rungs                    []rundir.RungRow
+	Phases                   []executor.PhaseResult
+	RungsReached, RungsTotal int
+	Planned, Realized        chart
+	Cost, Time, Curves       chart
+	Search                   searchSection
+	Trials                   []trialRow
+	Revisions                []revisionRow
+	Forecast                 string // the latest forecast of the whole run, while it runs
+	DeadlineWarning          string // how that forecast misses the deadline ("" when it meets it)
+	Spec                     string
+	Plan                     string
+	CanCancel                bool
+	CSRF                     string
 }
 
 type stageRow struct {
@@ -298,6 +307,15 @@ func (h *hub) build() *runPage {
 			p.Failed += r.Failed
 			p.Total += r.Trials
 		}
+		if st.ASHA != nil {
+			p.ASHA, p.Stages, p.Done, p.Failed, p.Total = true, nil, 0, 0, 0
+			p.Rungs, p.Phases = rundir.ASHARungs(v.Res), v.Res.Phases
+			for _, r := range p.Rungs {
+				p.Done += r.Results
+				p.Failed += r.Failed
+			}
+			p.RungsReached, p.RungsTotal = v.Stages()
+		}
 		for _, r := range v.Res.Revisions {
 			row := revisionRow{At: r.At, Bracket: r.Bracket, From: fmt.Sprintf("stage %d", r.Stage+1), Reason: r.Reason,
 				Before: fmt.Sprint(r.GPUsBefore), After: r.NewPlan(),
@@ -316,6 +334,7 @@ func (h *hub) build() *runPage {
 			if b := st.Exp.Budget.MaxCostUSD; b > 0 && f.Cost > b {
 				p.Forecast += " — OVER the budget " + money(b)
 			}
+			p.DeadlineWarning = executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
 		}
 		for _, t := range v.Res.Trials {
 			row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
@@ -375,7 +394,9 @@ func (h *hub) build() *runPage {
 			return sp.Trial, "trial"
 		}, func(sp sim.Span) bool { return running[spanKey(sp)] }, append(marks, deadlines...))
 	p.Cost = costChart(st, h.events, now, p, sec, deadlines)
-	p.Time = timeChart(st, v.Res, deadlines)
+	if !p.ASHA { // an ASHA run has no stage ends; its phases' times are in the progress section
+		p.Time = timeChart(st, v.Res, deadlines)
+	}
 	var curves []series
 	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
 		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})
@@ -449,7 +470,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 	plan := st.Plan
 	end := plan.Predicted.JCT.Mean
 	var pred series
-	pred.Name, pred.Colour = "predicted (mean, p5-p95)", palette[0]
+	pred.Name, pred.Colour = "predicted (mean, p5-p95)", palette.Predicted
 	ratio := func(a, b float64) float64 {
 		if b <= 0 {
 			return 1
@@ -473,7 +494,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 		pred.X, pred.Y = append(pred.X, t), append(pred.Y, c)
 		pred.Lo, pred.Hi = append(pred.Lo, c*lo), append(pred.Hi, c*hi)
 	}
-	real := series{Name: "realized", Colour: palette[3]}
+	real := series{Name: "realized", Colour: palette.Realized}
 	if len(events) > 0 && events[0].Ev == executor.EvStart {
 		// The realized cost at up to 30 moments: each stage's start and sync, and now.
 		var at []time.Time
@@ -522,8 +543,8 @@ func timeChart(st *rundir.State, res *executor.Result, deadlines []mark) chart {
 	if mean > 0 {
 		lo, hi = plan.Predicted.JCT.P5/mean, plan.Predicted.JCT.P95/mean
 	}
-	pred := series{Name: "predicted stage end (mean, p5-p95)", Colour: palette[0]}
-	real := series{Name: "realized stage end", Colour: palette[3]}
+	pred := series{Name: "predicted stage end (mean, p5-p95)", Colour: palette.Predicted}
+	real := series{Name: "realized stage end", Colour: palette.Realized}
 	k := 0
 	for b, br := range plan.Brackets {
 		for s, ps := range br.Stages {

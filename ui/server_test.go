@@ -376,3 +376,32 @@ func TestToken(t *testing.T) {
 		t.Fatalf("a foreign host name without a token: %v %v", resp.StatusCode, err)
 	}
 }
+
+// The plan page plans an ASHA spec as `rubberband plan` does (its GPU schedule beside fixed
+// slots and synchronous SHA) and sweeps the deadline with those three. Before, it planned the
+// spec as synchronous SHA and showed "no plan" in every column at every deadline.
+func TestPlanPageOfASHA(t *testing.T) {
+	root := t.TempDir()
+	text, err := os.ReadFile("../examples/asha-quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "asha.yaml"), text, 0o644)
+	s, hs := newTestServer(t, Config{Root: root})
+	code, page := get(t, hs.URL+"/plan?spec=asha.yaml&csrf="+s.csrf("plan", ""))
+	if code != 200 {
+		t.Fatalf("plan: %d:\n%s", code, page)
+	}
+	for _, want := range []string{"asha-quickstart · asha, 48 trials", "asha, elastic", "asha, fixed slots", "sha, synchronous",
+		"<th>" + planner.ASHAElastic + "</th>", "<th>" + planner.SHASync + "</th>", `id="deadline-curve"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the ASHA plan page has no %s", want)
+		}
+	}
+	if n := strings.Count(page, "<td>no plan</td>"); n > 0 {
+		t.Errorf("%d sweep cells say no plan", n)
+	}
+	if strings.Contains(page, "planner greedy") {
+		t.Error("the ASHA spec was planned by stages")
+	}
+}

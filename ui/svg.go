@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
@@ -69,8 +70,6 @@ const (
 	lineChartH  = 240.0
 	maxRowLabel = 24
 )
-
-var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
 
 // trialColour spreads trials over the hue circle (golden angle), so neighbours differ.
 func trialColour(k int) string {
@@ -241,7 +240,7 @@ func lineChart(id, title string, ss []series, vmarks, hmarks []mark, xFormat, yF
 	for i, s := range ss {
 		col := s.Colour
 		if col == "" {
-			col = palette[i%len(palette)]
+			col = palette.Series[i%len(palette.Series)]
 		}
 		if s.Lo != nil && len(s.X) > 0 {
 			var d strings.Builder

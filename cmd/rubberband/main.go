@@ -24,6 +24,9 @@ const (
 	// exitPaused is a run an infrastructure fault paused (a full disk, a store down): resume
 	// carries it on once that is mended (executor.PausedError).
 	exitPaused = driver.ExitPaused
+	// exitDeadlineMissed is a run that finished past its deadline: its result stands (the best
+	// trial is reported), the promise it was planned for did not.
+	exitDeadlineMissed = 5
 )
 
 // exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
@@ -61,7 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Description: "rubberband predicts what a Successive Halving or Hyperband job will cost and when it will end,\n" +
 			"and picks the cheapest elastic allocation plan that meets a deadline.\n\n" +
 			"Exit codes: 0 ok, 1 failed, 2 bad input (spec, flag, command), 3 no plan meets the deadline,\n" +
-			"4 paused by an infrastructure fault (a full disk, a checkpoint store down): resume once it is mended.",
+			"4 paused by an infrastructure fault (a full disk, a checkpoint store down): resume once it is mended,\n" +
+			"5 finished past its deadline (the result stands; the report says DEADLINE MISSED by how much).",
 		Version:   version(),
 		Writer:    stdout,
 		ErrWriter: stderr,

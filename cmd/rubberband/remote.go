@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -133,7 +134,11 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 	}
 	switch run.State {
 	case store.Finished:
-		return nil
+		var end executor.Report // the exit code says whether the deadline held
+		if err := cl.Get(c.Context, run.ID, "report", &end); err != nil {
+			return err
+		}
+		return deadlineExit(end)
 	case store.Paused:
 		return &exitErr{code: exitPaused}
 	}

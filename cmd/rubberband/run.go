@@ -262,8 +262,20 @@ func execute(c *cli.Context, dir string, faults *int64) error {
 func printRun(c *cli.Context, st *rundir.State, res *executor.Result) error {
 	rep := executor.Compare(st.Plan, res)
 	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, rep)
+		if err := writeJSON(c.App.Writer, rep); err != nil {
+			return err
+		}
+		return deadlineExit(rep)
 	}
 	rundir.WriteTable(c.App.Writer, st, res, rundir.EndStatus(res))
+	return deadlineExit(rep)
+}
+
+// deadlineExit is exit code 5 for a run that finished past its deadline (its report said so),
+// nil otherwise.
+func deadlineExit(rep executor.Report) error {
+	if rep.DeadlineMissed {
+		return &exitErr{code: exitDeadlineMissed}
+	}
 	return nil
 }

@@ -301,7 +301,7 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 		}
 	}
 	out, errOut, code := rb(t, "resume", state, "-o", "json")
-	if code != 0 {
+	if !finishedCode(code) {
 		t.Fatalf("resume exit %d: %s\n%s", code, errOut, out)
 	}
 	after := readJournal(t, state)[len(before):]
@@ -853,10 +853,11 @@ func TestQuickstartShowsTheSaving(t *testing.T) {
 		t.Fatalf("the quickstart's elastic plan saves %.1f%% against the best static cluster, want at least 25%%", *rep.SavingPct)
 	}
 	out, errOut, code = rb(t, "run", "examples/quickstart.yaml", "--backend", "virtual", "--state", filepath.Join(t.TempDir(), "demo"))
-	if code != 0 {
+	if !finishedCode(code) {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
-	m := regexp.MustCompile(`\(([-+][0-9.]+)% time, ([-+][0-9.]+)% cost[^)\n]*\)\nstatic .* the elastic plan saved ([0-9.]+)%`).FindStringSubmatch(out)
+	// The saving realized is against the static cluster re-costed on the latencies the run saw.
+	m := regexp.MustCompile(`\(([-+][0-9.]+)% time, ([-+][0-9.]+)% cost[^)\n]*\)\n(?:DEADLINE MISSED[^\n]*\n)?static .* saves [0-9.]+%\n +re-costed .* saved (-?[0-9.]+)%`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("the run's report lacks realized against predicted and the saving:\n%s", out)
 	}
@@ -868,7 +869,7 @@ func TestQuickstartShowsTheSaving(t *testing.T) {
 		}
 	}
 	if saved, _ := strconv.ParseFloat(m[3], 64); saved < 20 {
-		t.Errorf("the run saved %.1f%% against the static cluster's prediction:\n%s", saved, out)
+		t.Errorf("the run saved %.1f%% against the static cluster re-costed:\n%s", saved, out)
 	}
 }
 

@@ -153,7 +153,7 @@ func TestListStatusLogs(t *testing.T) {
 	if first.Best == nil || first.Stages != 4 || first.Of != 4 || first.CostUSD <= 0 || first.ElapsedS <= 0 || first.Backend != "local" {
 		t.Fatalf("finished run listed as %+v", first)
 	}
-	if f := byName["fails"]; f.Status != "failed" || !strings.Contains(f.Why, "every trial failed") || f.Best != nil {
+	if f := byName["fails"]; f.Status != "failed" || !strings.Contains(f.Why, "all failed the same way") || f.Best != nil {
 		t.Fatalf("failed run listed as %+v", f)
 	}
 	if k := byName["killed"]; k.Status != "interrupted" || k.Stages != 0 || k.Best == nil {

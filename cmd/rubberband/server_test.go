@@ -395,7 +395,7 @@ func TestServerCancelsARunPastItsTeamsBudget(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
-	if end.State != store.Cancelled || !strings.Contains(end.Message, "monthly budget of $0.01 is spent") {
+	if end.State != store.Cancelled || !strings.Contains(end.Message, "monthly budget of $0.0100 is spent") {
 		t.Fatalf("the run past its team's budget: %+v\n%s", end, srv.log)
 	}
 	if log := string(readFileBytes(filepath.Join(root, "teams", "ml", run.ID, "driver.log"))); !strings.Contains(log, "cancel") {

@@ -220,10 +220,14 @@ func TestSpotTable2InVirtualTime(t *testing.T) {
 	var predicted, realized, predictedMet float64
 	for seed := 11; seed < 11+runs; seed++ {
 		state := filepath.Join(dir, fmt.Sprint("state-", seed))
-		if _, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan"); code != 0 {
+		_, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan")
+		if !finishedCode(code) {
 			t.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
 		}
 		r := readRunReport(t, state)
+		if (code == exitDeadlineMissed) != (r.Realized.JCT > deadline) {
+			t.Fatalf("seed %d: exit %d, JCT %.1f s against the deadline %.0f s", seed, code, r.Realized.JCT, deadline)
+		}
 		if r.Realized.JCT <= deadline {
 			met++
 		}

@@ -1,5 +1,6 @@
 // Package clock is the run path's time. Everything in it that waits (the executor, its fakes,
-// the virtual backend, the local provider's emulated latencies) asks a Clock: Now, Sleep,
+// the virtual backend, the local provider's emulated latencies) asks a Clock: Now, Sleep (or
+// SleepBackground, for an actor that only watches: it never keeps virtual time going),
 // AfterFunc, and Go to start a concurrent actor; actors talk through a Queue and follow a
 // runtime's channels with Recv. Wall is the real clock. Sim is a discrete-event clock: it runs
 // one actor at a time, in an order that depends only on what the actors did (never on the Go

@@ -26,6 +26,9 @@ type Sim struct {
 	actors  map[*actor]struct{} // alive
 	waiters map[any][]*actor    // key -> actors blocked on it, in the order they blocked
 	events  int                 // timers fired
+	// foreground counts the timers that are not background ones (SleepBackground): only they
+	// move time on when nothing else would.
+	foreground int
 	// Run's: its main actor (nil once it ended), and what it waits for.
 	inRun bool
 	main  *actor
@@ -51,6 +54,8 @@ type simTimer struct {
 	index int    // in the heap; -1 once out of it
 	actor *actor // a Sleep's: made ready
 	fn    func() // an AfterFunc's: run as a new actor
+	// background: a SleepBackground's, which fires only while a foreground timer is pending.
+	background bool
 }
 
 // NewSim returns a clock that starts at start and moves only as its actors wait.
@@ -120,6 +125,27 @@ func (s *Sim) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
+// SleepBackground is Sleep for an actor that only watches (a progress heartbeat): under a Sim
+// its timer fires only while some other timer is pending, so it never keeps virtual time going
+// by itself, and a run whose actors all wait on what nothing will bring still ends in
+// ErrDeadlock. Under any other clock it is c.Sleep.
+func SleepBackground(ctx context.Context, c Clock, d time.Duration) error {
+	s, ok := c.(*Sim)
+	if !ok {
+		return c.Sleep(ctx, d)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	a := s.self()
+	a.timer = s.addTimer(max(d, 0), a, nil)
+	a.timer.background = true
+	s.foreground-- // addTimer counted it
+	s.block(a, ctx, nil, "sleep in the background")
+	return ctx.Err()
+}
+
 // AfterFunc runs f as a new actor once d of virtual time has passed.
 func (s *Sim) AfterFunc(d time.Duration, f func()) Timer {
 	s.mu.Lock()
@@ -135,13 +161,22 @@ func (t *simTimer) Stop() bool {
 		return false
 	}
 	heap.Remove(&t.s.timers, t.index)
+	t.s.forget(t)
 	return true
+}
+
+// forget counts a timer out of the heap; s.mu is held.
+func (s *Sim) forget(t *simTimer) {
+	if !t.background {
+		s.foreground--
+	}
 }
 
 func (s *Sim) addTimer(d time.Duration, a *actor, f func()) *simTimer {
 	s.seq++
 	t := &simTimer{s: s, at: s.now.Add(d), seq: s.seq, actor: a, fn: f}
 	heap.Push(&s.timers, t)
+	s.foreground++
 	return t
 }
 
@@ -212,6 +247,7 @@ func (s *Sim) makeReady(a *actor) {
 	if a.timer != nil {
 		if a.timer.index >= 0 {
 			heap.Remove(&s.timers, a.timer.index)
+			s.forget(a.timer)
 		}
 		a.timer = nil
 	}
@@ -235,8 +271,9 @@ func (s *Sim) dispatch() {
 			closeOnce(s.quiet)
 			return
 		}
-		if s.timers.Len() > 0 {
+		if s.foreground > 0 { // background timers alone never move time on
 			t := heap.Pop(&s.timers).(*simTimer)
+			s.forget(t)
 			if t.at.After(s.now) {
 				s.now = t.at
 			}

@@ -184,3 +184,37 @@ func TestWallQueueAndRecv(t *testing.T) {
 		t.Fatalf("Get on a cancelled context = %v", err)
 	}
 }
+
+// A background sleeper (a progress heartbeat) wakes at its times while other timers are pending,
+// never moves time on by itself, and leaves a deadlock a deadlock.
+func TestSimSleepBackground(t *testing.T) {
+	s := clock.NewSim(epoch)
+	var beats []time.Duration
+	err := s.Run(context.Background(), func(ctx context.Context) {
+		hctx, stop := clock.WithCancel(s, ctx)
+		ended := clock.NewQueue[struct{}](s)
+		s.Go("heartbeat", func() {
+			defer ended.Put(struct{}{})
+			for clock.SleepBackground(hctx, s, 10*time.Second) == nil {
+				beats = append(beats, s.Now().Sub(epoch))
+			}
+		})
+		s.Sleep(ctx, 35*time.Second) // the work
+		stop()
+		ended.Get(ctx)
+	})
+	if err != nil || fmt.Sprint(beats) != "[10s 20s 30s]" || s.Now().Sub(epoch) != 35*time.Second {
+		t.Fatalf("%v: beats %v, now %v", err, beats, s.Now().Sub(epoch))
+	}
+	s = clock.NewSim(epoch)
+	err = s.Run(context.Background(), func(ctx context.Context) {
+		s.Go("heartbeat", func() {
+			for clock.SleepBackground(ctx, s, 10*time.Second) == nil {
+			}
+		})
+		clock.NewQueue[int](s).Get(ctx) // nothing will ever put
+	})
+	if !errors.Is(err, clock.ErrDeadlock) || s.Now() != epoch {
+		t.Fatalf("a heartbeat beside a deadlock: %v at %v", err, s.Now().Sub(epoch))
+	}
+}

@@ -159,7 +159,8 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(append([]string(nil), base...), vars...)
-		cmd.Stdout, cmd.Stderr = h.log, h.log
+		out := io.MultiWriter(h.log, &h.said)
+		cmd.Stdout, cmd.Stderr = out, out
 		cmd.Dir = g.Dir // the trainer's folder: relative paths in its command resolve there
 		cmds[i] = cmd
 	}
@@ -238,6 +239,8 @@ type handle struct {
 	workers []*worker
 	reused  *reused // the process serving this launch, when it is a reused one
 	reports chan trial.Report
+	// said is the last line the trainers printed: a failure quotes it.
+	said lastLine
 
 	mu          sync.Mutex
 	stopped     bool
@@ -261,7 +264,7 @@ func (h *handle) watch(rank0 io.Reader) {
 	go func() {
 		defer readers.Done()
 		defer close(h.reports)
-		trial.ScanReports(rank0, h.log, h.report, h.malformed)
+		trial.ScanReports(rank0, io.MultiWriter(h.log, &h.said), h.report, h.malformed)
 	}()
 	var workers sync.WaitGroup
 	for i, w := range h.workers {
@@ -272,7 +275,7 @@ func (h *handle) watch(rank0 io.Reader) {
 			if i == 0 {
 				readers.Wait() // its reports are delivered before the gang ends
 			}
-			if err != nil && h.recordFailure(fmt.Errorf("worker %d: %w", i, err)) {
+			if err != nil && h.recordFailure(h.failedWith(i, err)) {
 				h.signal(syscall.SIGTERM) // a gang is whole or not at all
 			}
 		}()
@@ -281,6 +284,14 @@ func (h *handle) watch(rank0 io.Reader) {
 		workers.Wait()
 		h.conclude()
 	}()
+}
+
+// failedWith is worker i's failure, with the last line the gang's trainers printed.
+func (h *handle) failedWith(i int, err error) error {
+	if said := h.said.String(); said != "" {
+		return fmt.Errorf("worker %d: %w (its last line: %q)", i, err, said)
+	}
+	return fmt.Errorf("worker %d: %w", i, err)
 }
 
 // report delivers one of rank 0's reports, and keeps it as the last.

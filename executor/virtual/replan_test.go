@@ -282,3 +282,37 @@ func TestReplanSplitsByTheMarketSeen(t *testing.T) {
 		}
 	})
 }
+
+// A forecast that misses the deadline is said as it is journaled, once per change: the job of
+// examples/replan.yaml planned for 60 s, run against 40 s with its plan kept (a budget far off
+// makes the driver forecast at every sync). Its forecasts miss at both syncs; the log (the
+// terminal and the driver log) says so at the first, not again at the second. (The run the
+// issue saw journaled three forecasts of "the plan now misses the deadline 100%" and printed
+// none of them.)
+func TestForecastMissIsSaidOnce(t *testing.T) {
+	exp, alloc, _ := plan(t, "../../examples/replan.yaml")
+	tight := *exp
+	tight.Deadline = spec.Duration(40 * time.Second)
+	tight.Budget.MaxCostUSD = 100
+	var log strings.Builder
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: &tight, Alloc: alloc, Journal: path, RunID: "tight", Log: &log})
+	if err != nil || !out.Result.Finished {
+		t.Fatalf("%v", err)
+	}
+	events, err := executor.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missed := 0
+	for _, e := range events {
+		if e.Ev == executor.EvForecast && executor.DeadlineWarning(e.After, 40, tight.Planner.DeadlineQuantile) != "" {
+			missed++
+		}
+	}
+	said := strings.Count(log.String(), "DEADLINE: the forecast misses the deadline 40.0s")
+	t.Logf("%d forecasts miss; the log:\n%s", missed, log.String())
+	if missed < 2 || said != 1 {
+		t.Fatalf("%d journaled forecasts miss the deadline, the log says so %d times (want once)", missed, said)
+	}
+}

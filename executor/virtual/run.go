@@ -44,8 +44,10 @@ type Config struct {
 	// Log, Progress and Observe are the executor's (Log also hears of each crash and resume).
 	Log      io.Writer
 	Progress func(executor.Status)
-	Observe  func(executor.Event)
-	Live     func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
+	// ProgressEvery is the executor's (0: its default).
+	ProgressEvery time.Duration
+	Observe       func(executor.Event)
+	Live          func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
 	// WarmStart and Configurations are the executor's (an adaptive sampler's results of earlier
 	// runs; configurations replayed instead of drawn).
 	WarmStart      []search.Observation
@@ -143,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			}
 			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, Provider: p, Runtime: rt,
 				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
-				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart,
+				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, ProgressEvery: cfg.ProgressEvery, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart,
 				Configurations: cfg.Configurations})
 			journal.Close()
 			crashed := w.isSevered(epoch)

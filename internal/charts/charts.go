@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -319,7 +320,8 @@ func Curves(file, title, yLabel string, curves []Curve) error {
 	return save(p, file, Width, Height)
 }
 
-// Paired draws two bars per category (say predicted and realized cost per stage).
+// Paired draws two bars per category, predicted and realized (cost per stage), in the colours
+// the dashboard gives them (package palette).
 func Paired(file, title, yLabel string, categories []string, a, b []float64, aName, bName string) error {
 	p := plot.New()
 	p.Title.Text = title
@@ -333,7 +335,7 @@ func Paired(file, title, yLabel string, categories []string, a, b []float64, aNa
 	if err != nil {
 		return err
 	}
-	ba.Color, bb.Color = plotutil.Color(0), plotutil.Color(2)
+	ba.Color, bb.Color = palette.RGBA(palette.Predicted), palette.RGBA(palette.Realized)
 	ba.Offset, bb.Offset = -w/2, w/2
 	p.Add(ba, bb)
 	p.Legend.Add(aName, ba)

@@ -3,11 +3,14 @@ package charts
 import (
 	"fmt"
 	"image"
-	_ "image/png"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/internal/palette"
 )
 
 func checkPNG(t *testing.T, file string) image.Config {
@@ -83,5 +86,35 @@ func TestSweepAxis(t *testing.T) {
 		if fmt.Sprint(xs) != fmt.Sprint(tc.xs) || unit != tc.unit || numeric != tc.numeric {
 			t.Errorf("%v: %v %q %v", tc.values, xs, unit, numeric)
 		}
+	}
+}
+
+// Predicted and realized bars are drawn in the colours the dashboard gives them (package
+// palette): before, the PNG's predicted was the dashboard's realized colour and back.
+func TestPairedColoursAreTheDashboards(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cost.png")
+	if err := Paired(file, "cost per stage", "cost", []string{"1", "2"}, []float64{3, 2}, []float64{0, 0}, "predicted", "realized"); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := palette.RGBA(palette.Predicted)
+	found := 0
+	for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if color.NRGBAModel.Convert(img.At(x, y)) == want {
+				found++
+			}
+		}
+	}
+	if found < 100 {
+		t.Errorf("%d pixels of the predicted colour %s: the bars are drawn in another", found, palette.Predicted)
 	}
 }

@@ -3,9 +3,11 @@
 # (CSV) in this directory. Run from anywhere: examples/paper/whatif/figures.sh (or make figures).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-rb=bin/rubberband
+# RB and FIGURES_OUT: another binary, another folder (the test that holds the committed figures
+# to what this writes).
+rb=${RB:-bin/rubberband}
 [ -x "$rb" ] || make build
-out=examples/paper/whatif
+out=${FIGURES_OUT:-examples/paper/whatif}
 p=examples/paper
 
 # Fig. 9: stragglers. sigma of one iteration on one GPU from 1 to 10 s, per-instance and per-function.
