@@ -28,7 +28,7 @@ func TestASHAEndsAsSHADoes(t *testing.T) {
 	}
 	broken := filepath.Join(t.TempDir(), "broken.yaml")
 	s := strings.Replace(string(text), "name: asha-quickstart", "name: broken", 1)
-	s = strings.Replace(s, "command: [rubberband, trainer, synthetic, --spec, examples/asha-quickstart.yaml]",
+	s = strings.Replace(s, "command: [rubberband, trainer, synthetic, --spec, asha-quickstart.yaml]",
 		`command: [sh, -c, "echo 'ModuleNotFoundError: torch' >&2; exit 1"]`, 1)
 	if err := os.WriteFile(broken, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
