@@ -38,7 +38,7 @@ func rbIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code
 	cmd := exec.Command(binary, args...)
 	// No second's sleep at each exit of the -race build.
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	cmd.Dir = dir // first-day: cwd
+	cmd.Dir = dir
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -53,8 +53,8 @@ func rbIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code
 // A data scientist's first day, from an empty folder, as docs/trainers.md walks it: write
 // train.py, init (a spec that validates, without a profile), plan before a profile (told what
 // to run, exit 2: on main the message was "SPEC:0: profile.iter_latency: is required"),
-// profile (measured numbers, named in the spec), plan (a time and a cost), run (a winner),
-// best (the winner's configuration).
+// profile (measured numbers, named in the spec), plan (a time and a cost), run from another
+// folder (a winner), best (the winner's configuration).
 func TestFirstDay(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -127,12 +127,26 @@ func TestFirstDay(t *testing.T) {
 
 	// The catalog's typical start-ups (30 s to running, 60 s to ready) are emulated on this
 	// machine; --time-scale 0.02 makes them seconds.
-	out = must("run", 0, "run", "rubberband.yaml", "--time-scale", "0.02")
+	// Run from another folder: the trainer runs in its spec's folder (trainer.workdir's
+	// default), where `python3 train.py` finds its script; the run lands in this folder's
+	// .rubberband. On main the trainer ran where run was started: "can't open file train.py".
+	elsewhere := t.TempDir()
+	specPath := filepath.Join(dir, "rubberband.yaml")
+	out, errOut, code := rbIn(t, elsewhere, "run", specPath, "--time-scale", "0.02")
+	if code != 0 {
+		t.Fatalf("run from another folder: exit %d\n%s%s", code, out, errOut)
+	}
 	m := regexp.MustCompile(`best trial (b0-t\d+): val_accuracy ([0-9.]+)`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("run names no winner:\n%s", out)
 	}
-	out = must("best", 0, "best", "toy-tuning")
+	if _, err := os.Stat(filepath.Join(elsewhere, ".rubberband", "toy-tuning")); err != nil {
+		t.Errorf("the run is not under the folder run started from: %v", err)
+	}
+	out, errOut, code = rbIn(t, elsewhere, "best", "toy-tuning")
+	if code != 0 {
+		t.Fatalf("best: exit %d\n%s%s", code, out, errOut)
+	}
 	if !strings.Contains(out, "trial "+m[1]) || !regexp.MustCompile(`(?m)^lr: 0\.\d+`).MatchString(out) {
 		t.Errorf("best says %q, run said %s", out, m[0])
 	}
