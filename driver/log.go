@@ -89,7 +89,7 @@ func (l *Log) Progress(s executor.Status, predictedJCT float64) {
 	}
 	if l.json != nil {
 		l.json.Info("progress", "bracket", s.Bracket, "stage", s.Stage+1, "stages", s.Stages, "done", s.Done, "total", s.Total,
-			"failed", s.Failed, "elapsed_s", s.Elapsed.Seconds(), "eta_s", eta, "cost", s.Cost, "running", s.Running, "iters", s.Iters)
+			"failed", s.Failed, "elapsed_s", s.Elapsed.Seconds(), "eta_s", eta, "cost", s.Cost, "running", s.Running, "iters", s.Iters, "starting", s.Starting)
 		return
 	}
 	if s.Failed > 0 {
@@ -97,6 +97,9 @@ func (l *Log) Progress(s executor.Status, predictedJCT float64) {
 	}
 	if s.Running > 0 {
 		line += fmt.Sprintf(" · %d running", s.Running)
+	}
+	if s.Starting > 0 {
+		line += fmt.Sprintf(" · waiting for %s to start", format.Plural(s.Starting, "node"))
 	}
 	switch {
 	case s.ItersTotal > 0:

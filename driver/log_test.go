@@ -24,6 +24,10 @@ func TestProgressLine(t *testing.T) {
 	if got, want := line(false, sha), "[sha] stage 4/4: 0/1 trials done · 1 running · 12/37 iterations · elapsed 7:25 · ETA 0.0s · $10.50 so far\n"; got != want {
 		t.Errorf("SHA:\n got %q\nwant %q", got, want)
 	}
+	starting := executor.Status{Bracket: "sha", Stage: 0, Stages: 4, Total: 27, ItersTotal: 27, Starting: 3, Elapsed: 40 * time.Second, Cost: 0.01}
+	if got, want := line(false, starting), "[sha] stage 1/4: 0/27 trials done · waiting for 3 nodes to start · 0/27 iterations · elapsed 40.0s · ETA 1:00 · $0.0100 so far\n"; got != want {
+		t.Errorf("nodes starting:\n got %q\nwant %q", got, want)
+	}
 	asha := executor.Status{Bracket: "asha", Stage: 1, Stages: 4, Done: 4, Total: 9, Rungs: true, Running: 3, Iters: 120, Elapsed: 30 * time.Second, Cost: 0.25}
 	got := line(false, asha)
 	if want := "[asha] rung 2/4: 4 results (it holds 9 at the least) · 3 running · 120 iterations · elapsed 30.0s · ETA 1:10 · $0.2500 so far\n"; got != want {

@@ -92,6 +92,9 @@ type Status struct {
 	// Running is the trials training now; Iters the iterations they and the finished ones
 	// reported in this stage so far, of ItersTotal the stage trains in all (0: not known).
 	Running, Iters, ItersTotal int
+	// Starting is the nodes the stage waits for before its trials start (SCALE and INIT: a
+	// cloud's minute or two, which a user would otherwise watch in silence).
+	Starting int
 	// Rungs says the stages are an ASHA run's rungs (no barrier: Done may pass Total).
 	Rungs   bool
 	Elapsed time.Duration // spec time since the run started

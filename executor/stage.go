@@ -51,7 +51,9 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			return err
 		}
 		var err error
-		if last, err = x.scaleTo(ctx, b, alloc.Nodes, last); err != nil {
+		stop := x.heartbeat(ctx, fmt.Sprintf("nodes of bracket %d stage %d", b, k), func() { x.starting(b, k, alloc.Nodes) })
+		last, err = x.scaleTo(ctx, b, alloc.Nodes, last)
+		if stop(); err != nil {
 			return err
 		}
 		if last, err = x.runStage(ctx, b, k, st, last); err != nil {
@@ -121,6 +123,7 @@ func (x *run) heartbeat(ctx context.Context, name string, say func()) (stop func
 	ended := clock.NewQueue[struct{}](x.clk)
 	x.clk.Go(name, func() {
 		defer ended.Put(struct{}{})
+		say() // at once: the phase before (the nodes' start) may have said its last up to every ago
 		for clock.SleepBackground(hctx, x.clk, every) == nil { // never what keeps virtual time going
 			say()
 		}
@@ -435,7 +438,10 @@ func (x *run) finish(b, k int, o outcome) error {
 		GPUs: o.gpus, Began: o.began, Exited: o.exitedAt, Seconds: x.specDuration(o.exitedAt.Sub(o.began)).Seconds()}, false)
 }
 
-func (x *run) progress(b, k, done, total int) {
+func (x *run) progress(b, k, done, total int) { x.progressWith(b, k, done, total, 0) }
+
+// progressWith reports stage k of bracket b, starting nodes still to come up.
+func (x *run) progressWith(b, k, done, total, starting int) {
 	if x.cfg.Progress == nil {
 		return
 	}
@@ -451,7 +457,19 @@ func (x *run) progress(b, k, done, total int) {
 	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
 	x.mu.Unlock()
 	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
-		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
+		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Starting: starting, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
+}
+
+// starting reports stage k of bracket b while it waits for its nodes (want in all) to start.
+func (x *run) starting(b, k, want int) {
+	x.mu.Lock()
+	held := len(x.st.nodes[b])
+	total := len(x.st.active(b, k))
+	x.mu.Unlock()
+	if held >= want {
+		return
+	}
+	x.progressWith(b, k, 0, total, want-held)
 }
 
 // underWay is how many of bracket b's trials train in its stage k now, and the iterations its

@@ -38,7 +38,16 @@ func TestProgressAtLeastEvery10s(t *testing.T) {
 	if len(seen) < 2 {
 		t.Fatalf("%d progress reports", len(seen))
 	}
-	longest, at := time.Duration(0), time.Duration(0)
+	// The run's first minutes are its nodes starting: reported too (before, the first line came
+	// with the first trial done, after the whole SCALE and INIT).
+	longest, at := seen[0].Elapsed, time.Duration(0)
+	starting := 0
+	for _, s := range seen {
+		starting = max(starting, s.Starting)
+	}
+	if starting == 0 {
+		t.Error("no report while the first stage's nodes started")
+	}
 	lastStage, grew := seen[len(seen)-1].Stage, false
 	for i := 1; i < len(seen); i++ {
 		if gap := seen[i].Elapsed - seen[i-1].Elapsed; gap > longest {
