@@ -84,19 +84,7 @@ func TestASHAThroughTheCLI(t *testing.T) {
 // run of the GPU schedule: jobs by rung, lines at the phases) beside the realized one (its nodes'
 // provisioning, its jobs by rung).
 func ashaDashboard(t *testing.T, root, name string) {
-	s, err := ui.New(ui.Config{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	defer func() { hs.Close(); s.Close() }()
-	resp, err := http.Get(hs.URL + "/runs/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	page := string(b)
+	page := runPage(t, root, name)
 	planned, realized, ok := strings.Cut(page, `id="gantt-realized"`)
 	if !ok || !strings.Contains(planned, `id="gantt-planned"`) {
 		t.Fatalf("the run page has no planned and realized schedules:\n%s", page)
@@ -246,4 +234,23 @@ func TestASHAReplanThroughTheCLI(t *testing.T) {
 	if !finishedCode(code) || strings.Contains(out, "re-plan") {
 		t.Fatalf("run --no-replan: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// runPage is the dashboard's page of run name under root, served as the ui command serves it.
+func runPage(t *testing.T, root, name string) string {
+	t.Helper()
+	s, err := ui.New(ui.Config{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer func() { hs.Close(); s.Close() }()
+	resp, err := http.Get(hs.URL + "/runs/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	return page
 }

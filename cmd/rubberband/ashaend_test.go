@@ -2,16 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/rundir"
-	"github.com/rubberband-hpo/rubberband/ui"
 )
 
 // An ASHA run whose trainer is broken fails as SHA's does: exit 1 once its first three trials
@@ -66,19 +62,7 @@ func TestASHAEndsAsSHADoes(t *testing.T) {
 // trials (16 / 12) beside a rung, nor a chart of stage ends it has none of. Before, it showed
 // "68 / 63" trial-stages, rungs over 100%, every prediction zero and an empty time chart.
 func ashaRunPage(t *testing.T, root, name string) {
-	s, err := ui.New(ui.Config{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	defer func() { hs.Close(); s.Close() }()
-	resp, err := http.Get(hs.URL + "/runs/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	page := string(b)
+	page := runPage(t, root, name)
 	status, _, code := rbEnv(t, binary, []string{"RUBBERBAND_ROOT=" + root}, "status", name)
 	if code != 0 && code != 5 {
 		t.Fatalf("status: exit %d", code)

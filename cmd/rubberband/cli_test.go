@@ -97,11 +97,17 @@ func rbWith(t testing.TB, bin string, args ...string) (stdout, stderr string, co
 	return rbEnv(t, bin, nil, args...)
 }
 
-// rbEnv runs bin with env added to the test's environment.
+// rbEnv runs bin with env added to the test's environment, in the repository's root.
 func rbEnv(t testing.TB, bin string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return rbAt(t, "../..", bin, env, args...)
+}
+
+// rbAt runs bin in dir, with env added to the test's environment.
+func rbAt(t testing.TB, dir, bin string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = "../.."
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

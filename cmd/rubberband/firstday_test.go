@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -35,19 +33,7 @@ func trainerFromDocs(t *testing.T) []byte {
 // rbIn runs the CLI in dir, as a user at a shell in that folder.
 func rbIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	// No second's sleep at each exit of the -race build.
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	cmd.Dir = dir
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return o.String(), e.String(), code
+	return rbAt(t, dir, binary, nil, args...)
 }
 
 // A data scientist's first day, from an empty folder, as docs/trainers.md walks it: write
