@@ -93,3 +93,20 @@ func TestASHAWhoseEveryTrialFailedFails(t *testing.T) {
 		t.Fatalf("run: %v (finished %v), want every trial failed", err, res != nil && res.Finished)
 	}
 }
+
+// Gangs the runtime could not start (a fork that failed, a node that refused the launch: the
+// same error for every trial on a loaded machine) say nothing of the trainer: the rule does not
+// stop the run, whose retries then start them and finish with a winner.
+func TestLaunchFailuresAreNotABrokenTrainer(t *testing.T) {
+	h := newHarness(t, strings.Replace(shaSpec, "trials: 8,", "trials: 32,", 1))
+	h.runtime.LaunchFault = func(g executor.Gang, n int) error {
+		if n == 1 {
+			return fmt.Errorf("launch %s: fork/exec train: resource temporarily unavailable", g.Trial)
+		}
+		return nil
+	}
+	res, _, err := h.run(t, context.Background())
+	if err != nil || !res.Finished || res.Best == nil {
+		t.Fatalf("run: %v (finished %v)", err, res != nil && res.Finished)
+	}
+}

@@ -59,6 +59,9 @@ type Event struct {
 	// Interrupted marks a fail event whose gang lost a node (a spot interruption, a node gone):
 	// not the trial's failure, so it is not counted against its retries.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// NotStarted marks a fail event whose gang the runtime could not start (no process ran the
+	// trainer): what the infrastructure did, which says nothing of the trainer (failure rule).
+	NotStarted bool `json:"not_started,omitempty"`
 	// Draining marks an interrupted event whose nodes are still held: no longer used, they bill
 	// until a node_down releases them (journals of before it stopped billing at the notice).
 	Draining bool    `json:"draining,omitempty"`

@@ -123,7 +123,7 @@ func (x *run) heartbeat(ctx context.Context, name string, say func()) (stop func
 	ended := clock.NewQueue[struct{}](x.clk)
 	x.clk.Go(name, func() {
 		defer ended.Put(struct{}{})
-		say() // at once: the phase before (the nodes' start) may have said its last up to every ago
+		say()                                                  // at once: the phase before (the nodes' start) may have said its last up to every ago
 		for clock.SleepBackground(hctx, x.clk, every) == nil { // never what keeps virtual time going
 			say()
 		}
@@ -379,6 +379,7 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 			events.Put(stageEvent{kind: evEnded, launch: a.launch, o: o})
 			return
 		}
+		o.started = true
 		events.Put(stageEvent{kind: evStarted, launch: a.launch, handle: h})
 		timer := x.clk.AfterFunc(budget, func() { events.Put(stageEvent{kind: evTimeout, launch: a.launch}) })
 		follow := context.WithoutCancel(ctx) // a stopped gang is followed to its end
@@ -419,7 +420,7 @@ func (x *run) failed(b, k int, a action) error {
 	}
 	fmt.Fprintf(x.log, "trial %s stage %d try %d %s: %v (retry: %v)\n", a.trial, k+1, try, what, a.cause, a.retry)
 	return x.record(Event{Ev: EvFail, Bracket: b, Stage: k, Trial: a.trial, Try: try, Error: a.cause.Error(), GaveUp: !a.retry,
-		Interrupted: a.interrupted, GPUs: a.o.gpus, Began: a.o.began, Exited: a.o.exitedAt}, false)
+		Interrupted: a.interrupted, NotStarted: !a.o.started, GPUs: a.o.gpus, Began: a.o.began, Exited: a.o.exitedAt}, false)
 }
 
 // finish records a trial that reached the stage's target.

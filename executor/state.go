@@ -257,8 +257,8 @@ func (s *state) apply(e Event) {
 	case EvFail:
 		t := s.trials[e.Trial]
 		if e.Stage == 0 {
-			kind := "" // a lost node, or a trainer that reported, says nothing of a broken start
-			if !e.Interrupted && t.iter == 0 {
+			kind := "" // a lost node, a gang not started, a trainer that reported: nothing of a broken start
+			if !e.Interrupted && !e.NotStarted && t.iter == 0 {
 				kind = failureKind(e.Error, e.Trial)
 			}
 			s.firstEnds.note(e.Trial, kind, e.Error)

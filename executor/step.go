@@ -71,6 +71,7 @@ type outcome struct {
 	began    time.Time
 	exitedAt time.Time
 	gpus     int
+	started  bool // the runtime started the gang (Launch returned a handle)
 }
 
 // actionKind is what the loop is asked to do.

@@ -140,8 +140,11 @@ func waitEvent(t testing.TB, cl *client.Client, id, ev string) {
 	defer cancel()
 	seen := false
 	err := cl.Events(ctx, id, func(e executor.Event) bool { seen = e.Ev == ev; return !seen })
-	if !seen {
-		t.Fatalf("run %s never journaled %q: %v", id, ev, err)
+	if !seen { // the run's state, its message and its log say why
+		run, rerr := cl.Run(context.Background(), id)
+		var log bytes.Buffer
+		cl.Logs(context.Background(), id, "", 40, false, &log)
+		t.Fatalf("run %s never journaled %q: %v; the run: %+v (%v); its log's end:\n%s", id, ev, err, run, rerr, log.String())
 	}
 }
 
