@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,8 +43,10 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := profileOut(c, exp)
-	if err != nil {
+	out, err := starter.ProfileFile(exp, c.String("out"), c.String("instance-type"))
+	if errors.Is(err, starter.ErrNeedOut) {
+		return usageErr("%v", err)
+	} else if err != nil {
 		return err
 	}
 	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
@@ -120,68 +123,16 @@ func profileAction(c *cli.Context) error {
 		return nil
 	}
 	// The spec had none: name this one in it, so that plan and run use it as they are.
-	rel, err := relativeTo(filepath.Dir(exp.File), out, filepath.IsAbs(c.String("out")))
-	if err != nil {
-		return err
-	}
 	opts, err := specOptions(c)
 	if err != nil {
 		return err
 	}
-	check := func(data []byte) error {
-		_, err := spec.Parse(exp.File, data, func(name string) ([]byte, error) {
-			if !filepath.IsAbs(name) {
-				name = filepath.Join(filepath.Dir(exp.File), name)
-			}
-			return spec.ReadFile(name)
-		}, opts...)
-		return err
-	}
-	if err := starter.AddProfileFile(exp.File, rel, check); err != nil {
+	rel, err := starter.NameProfile(exp, out, filepath.IsAbs(c.String("out")), opts...)
+	if err != nil {
 		return fmt.Errorf("wrote %s, but: %w", out, err)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, filepath.ToSlash(rel), exp.File)
 	return nil
-}
-
-// relativeTo is path as the spec in dir names it: relative to dir, unless the user gave it
-// absolute (keepAbs).
-func relativeTo(dir, path string, keepAbs bool) (string, error) {
-	if keepAbs {
-		return path, nil
-	}
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Rel(d, p)
-}
-
-// profileOut is the file the profile goes to: --out; else the file the spec's profile names
-// (measured again); else, for a spec without a profile, SPEC's name with .profile.yaml beside
-// it. An inline profile is never rewritten: --out is needed then.
-func profileOut(c *cli.Context, exp *spec.Experiment) (string, error) {
-	if out := c.String("out"); out != "" {
-		return out, nil
-	}
-	if c.IsSet("instance-type") { // the spec's own profile file is not that type's
-		return "", usageErr("--out is needed with --instance-type: the file of %s's profile", c.String("instance-type"))
-	}
-	if f := exp.ProfileFile(); f != "" {
-		if filepath.IsAbs(f) {
-			return f, nil
-		}
-		return filepath.Join(filepath.Dir(exp.File), f), nil
-	}
-	if exp.MissingProfile() {
-		base := strings.TrimSuffix(filepath.Base(exp.File), filepath.Ext(exp.File))
-		return filepath.Join(filepath.Dir(exp.File), base+".profile.yaml"), nil
-	}
-	return "", usageErr("--out is needed: %s's profile is inline (profile: {file: F} would be measured again into F)", exp.File)
 }
 
 func hostname() string {
