@@ -1,12 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/spec/starter"
 	"github.com/urfave/cli/v2"
 )
@@ -49,29 +49,12 @@ func initAction(c *cli.Context) error {
 	if o.Name == "" {
 		o.Name = filepath.Base(dir)
 	}
-	if cmd := c.String("command"); cmd != "" {
-		o.Command = strings.Fields(cmd)
-	} else {
-		if o.Script, err = starter.FindScript(dir); err != nil {
-			return usageErr("%v", err)
-		}
-		o.Command = []string{"python3", o.Script}
-		// Its parameters and metric seed the skeleton; a script that cannot be read (or is over
-		// spec.MaxFileSize) leaves the generic one.
-		if text, err := spec.ReadFile(filepath.Join(dir, o.Script)); err == nil {
-			o.Found = starter.Scan(string(text))
-		}
-	}
-	data, err := starter.Render(o)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	// What init writes must load as a spec (without a profile, which profile adds).
-	if _, err := spec.Parse(out, data, nil, spec.WithCatalog(cat), spec.ProfileOptional()); err != nil {
-		return fmt.Errorf("init wrote a spec that does not validate (a bug): %w", err)
-	}
-	if err := starter.Create(out, data, c.Bool("force")); err != nil {
-		return usageErr("%v", err)
+	o.Command = strings.Fields(c.String("command"))
+	var input *starter.InputError
+	if o, err = starter.Write(o, dir, out, c.Bool("force")); errors.As(err, &input) {
+		return usageErr("%v", input)
+	} else if err != nil {
+		return err
 	}
 	fmt.Fprintf(c.App.Writer, "wrote %s: %s on %s, Successive Halving of 27 trials, deadline 1h (edit them there)\n",
 		out, strings.Join(o.Command, " "), o.Type)

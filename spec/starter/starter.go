@@ -338,3 +338,38 @@ func Create(path string, data []byte, force bool) error {
 	}
 	return f.Close()
 }
+
+// InputError is a starting spec the user must change something for: no script or several, a
+// type the catalog lacks, a file already there.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Write writes the starting spec of o to out, in the folder dir: o.Command's, or python3 and
+// dir's one script, whose parameters and metric seed the skeleton (a script that cannot be read
+// leaves the generic one). What it writes must load as a spec (without a profile, which profile
+// adds). It returns the options it wrote with; an error the user must act on is an *InputError.
+func Write(o Options, dir, out string, force bool) (Options, error) {
+	if len(o.Command) == 0 {
+		script, err := FindScript(dir)
+		if err != nil {
+			return o, &InputError{err}
+		}
+		o.Script, o.Command = script, []string{"python3", script}
+		if text, err := spec.ReadFile(filepath.Join(dir, script)); err == nil {
+			o.Found = Scan(string(text))
+		}
+	}
+	data, err := Render(o)
+	if err != nil {
+		return o, &InputError{err}
+	}
+	if _, err := spec.Parse(out, data, nil, spec.WithCatalog(o.Catalog), spec.ProfileOptional()); err != nil {
+		return o, fmt.Errorf("init wrote a spec that does not validate (a bug): %w", err)
+	}
+	if err := Create(out, data, force); err != nil {
+		return o, &InputError{err}
+	}
+	return o, nil
+}
