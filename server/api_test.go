@@ -68,9 +68,19 @@ func (a *api) do(user, method, path string, body any) (int, string) {
 	} else {
 		r = bytes.NewReader(nil)
 	}
-	req, _ := http.NewRequest(method, a.srv.URL+path, r)
+	return a.send(user, method, path, "", r)
+}
+
+// send sends body (of contentType, when not "") as user ("" for none) and returns the status and
+// the answer's body.
+func (a *api) send(user, method, path, contentType string, body io.Reader) (int, string) {
+	a.t.Helper()
+	req, _ := http.NewRequest(method, a.srv.URL+path, body)
 	if user != "" {
 		req.Header.Set("Authorization", "Bearer "+a.tokens[user])
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

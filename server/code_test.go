@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,17 +17,7 @@ import (
 // put uploads body as bundle id for user and returns the status and body.
 func (a *api) put(user, id string, body []byte) (int, string) {
 	a.t.Helper()
-	req, _ := http.NewRequest("PUT", a.srv.URL+"/api/v1/code/"+id, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+a.tokens[user])
-	req.Header.Set("Content-Type", codebundle.MediaType)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.String()
+	return a.send(user, "PUT", "/api/v1/code/"+id, codebundle.MediaType, bytes.NewReader(body))
 }
 
 // A team's code bundle: stored once it unpacks to its ID, known to its team alone (HEAD, and a
