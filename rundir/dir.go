@@ -242,7 +242,7 @@ func Resolve(root, arg string) (string, error) {
 		if err != nil || json.Unmarshal(b, &rf) != nil {
 			continue
 		}
-		if rf.RunID == arg || (len(arg) >= 4 && strings.HasPrefix(rf.RunID, arg)) {
+		if IDMatches(rf.RunID, arg) {
 			matches = append(matches, dir)
 		}
 	}
@@ -254,6 +254,12 @@ func Resolve(root, arg string) (string, error) {
 	default:
 		return "", userErr(ErrAmbiguous, "%q is the start of several runs' IDs (%s): give more of it", arg, strings.Join(matches, ", "))
 	}
+}
+
+// IDMatches says whether a RUN argument means the run of ID id: the ID, or a start of it of 4
+// characters at least (the CLI here and a server's lookup alike).
+func IDMatches(id, arg string) bool {
+	return id == arg || len(arg) >= 4 && strings.HasPrefix(id, arg)
 }
 
 // Dirs are the directories under root that hold a run, in name order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
@@ -35,7 +36,7 @@ func Lookup(ctx context.Context, st store.Store, u store.User, arg string) (stor
 		switch {
 		case r.Name == arg:
 			named = append(named, r)
-		case len(arg) >= 4 && strings.HasPrefix(r.ID, arg):
+		case rundir.IDMatches(r.ID, arg):
 			prefixed = append(prefixed, r)
 		}
 	}
