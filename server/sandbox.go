@@ -74,10 +74,10 @@ func PlaceTrainers(backend, root string, singleTenant bool) (TrainerPlace, error
 }
 
 // sandboxFor gives the run about to be made in dir a sandbox of its own, when the server has
-// them: a uid above every one this server's root has handed out (sandboxUIDFile), which no
-// active run of the store's (queued, running or paused: a paused run keeps its uid for its
-// resume) nor a live process holds, and the folders from the root down to dir opened for it to
-// pass through (0711; process.Reachable). A uid is never handed out twice: what one run's
+// them: a uid above every one this server's root (sandboxUIDFile) and the host's other servers
+// (SandboxRange.Ledger) have handed out, which no active run of the store's (queued, running or
+// paused: a paused run keeps its uid for its resume) nor a live process holds, and the folders
+// from the root down to dir opened for it to pass through (0711; process.Reachable). A uid is never handed out twice: what one run's
 // trainers leave on the host (a setuid copy of a shell in /tmp) must never act as another's.
 func (s *Server) sandboxFor(ctx context.Context, dir string) (*process.Sandbox, error) {
 	if s.cfg.Backend != driver.Local || s.cfg.Sandbox == nil {
@@ -102,7 +102,7 @@ func (s *Server) sandboxFor(ctx context.Context, dir string) (*process.Sandbox, 
 	if err != nil {
 		return nil, err
 	}
-	sb, err := s.cfg.Sandbox.Next(last, taken)
+	sb, err := s.cfg.Sandbox.Claim(last, taken)
 	if err != nil {
 		return nil, err
 	}

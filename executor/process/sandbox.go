@@ -3,9 +3,11 @@ package process
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -28,14 +30,23 @@ type Sandbox struct {
 const HomeDir = "home"
 
 // SandboxRange is the uids (and equal gids) the server gives its runs' sandboxes: First up to
-// First+Count-1. They belong to no account (nothing else should run as them).
-type SandboxRange struct{ First, Count int }
+// First+Count-1. They belong to no account (nothing else should run as them). Ledger, when set,
+// is the host's file of the last uid handed out (HostLedger), which every server on the host
+// shares (Claim): two servers with roots of their own must never give one uid to two runs, since
+// the end of either run kills every process of its uid, the other's trainers included.
+type SandboxRange struct {
+	First, Count int
+	Ledger       string
+}
+
+// HostLedger is where a host's servers keep the last sandbox uid any of them handed out.
+const HostLedger = "/var/lib/rubberband/sandbox-uid"
 
 // DefaultSandboxRange is the range a server uses: 2^31 ids from 2000000000 (uid_t is 32 bits,
 // 4294967295 is -1), above what account managers and subordinate-id ranges hand out. It is wide
 // because a uid is never handed out twice (Next): what a run's uid left behind on the host (a
 // setuid copy of a shell in /tmp, say) must never act as another run's.
-var DefaultSandboxRange = SandboxRange{First: 2_000_000_000, Count: 1 << 31}
+var DefaultSandboxRange = SandboxRange{First: 2_000_000_000, Count: 1 << 31, Ledger: HostLedger}
 
 // ErrNoSandbox says trainers cannot be sandboxed here (not root, or no CAP_SETUID, CAP_SETGID,
 // CAP_CHOWN and CAP_KILL; or not Linux).
@@ -55,6 +66,53 @@ func (rg SandboxRange) Next(after int, taken map[int]bool) (Sandbox, error) {
 		}
 	}
 	return Sandbox{}, fmt.Errorf("allocate a sandbox: every uid from %d to %d has been handed out", rg.First, rg.First+rg.Count-1)
+}
+
+// Claim is Next with the host's ledger: under an exclusive lock of the Ledger file it picks the
+// next uid above both after (the caller's own record) and the last the ledger holds, and writes
+// it there before the lock is let go, so no other server on the host picks it too. Without a
+// Ledger it is Next.
+func (rg SandboxRange) Claim(after int, taken map[int]bool) (Sandbox, error) {
+	if rg.Ledger == "" {
+		return rg.Next(after, taken)
+	}
+	if err := os.MkdirAll(filepath.Dir(rg.Ledger), 0o700); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: %w", err)
+	}
+	f, err := os.OpenFile(rg.Ledger, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: lock %s: %w", rg.Ledger, err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	b, err := io.ReadAll(io.LimitReader(f, 64))
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: %w", err)
+	}
+	if text := strings.TrimSpace(string(b)); text != "" {
+		last, err := strconv.Atoi(text)
+		if err != nil {
+			return Sandbox{}, fmt.Errorf("sandbox ledger %s: %w", rg.Ledger, err)
+		}
+		after = max(after, last)
+	}
+	sb, err := rg.Next(after, taken)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	if err := f.Truncate(0); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: %w", err)
+	}
+	if _, err := f.WriteAt([]byte(strconv.Itoa(sb.UID)+"\n"), 0); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return Sandbox{}, fmt.Errorf("sandbox ledger: %w", err)
+	}
+	return sb, nil
 }
 
 // env is what every worker's environment starts from: the inherited allowlist (never the

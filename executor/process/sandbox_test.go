@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,5 +172,57 @@ func TestSandboxRangeNextNeverReuses(t *testing.T) {
 	}
 	if _, err := rg.Next(os.Getuid()+10, nil); err == nil {
 		t.Fatal("Next past the range's end handed out a uid")
+	}
+}
+
+// Servers with roots of their own (each after 0) that share the host's ledger never get one uid,
+// even claiming at once: the end of one run kills every process of its uid, so a shared uid
+// would kill the other server's trainers (what CI once saw: "signal: killed" on a standby's
+// first trials while another test's server ended its run). Without the ledger they collide.
+func TestSandboxRangeClaimIsHostWide(t *testing.T) {
+	const first = 1_900_000_000 // no account, no live process
+	ledger := filepath.Join(t.TempDir(), "state", "sandbox-uid")
+	rg := SandboxRange{First: first, Count: 1000, Ledger: ledger}
+	const servers = 16
+	got := make(chan int, servers)
+	errs := make(chan error, servers)
+	for range servers {
+		go func() {
+			sb, err := rg.Claim(0, nil)
+			got <- sb.UID
+			errs <- err
+		}()
+	}
+	seen := map[int]bool{}
+	for range servers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		uid := <-got
+		if seen[uid] || uid < first || uid >= first+servers {
+			t.Fatalf("uid %d handed out twice or outside %d..%d: %v", uid, first, first+servers-1, seen)
+		}
+		seen[uid] = true
+	}
+	b, err := os.ReadFile(ledger)
+	if err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(first+servers-1) {
+		t.Fatalf("ledger holds %q (%v), want %d", b, err, first+servers-1)
+	}
+	// A server whose own record is ahead of the ledger (a root moved from another host) is not
+	// sent back.
+	if sb, err := rg.Claim(first+500, nil); err != nil || sb.UID != first+501 {
+		t.Fatalf("Claim after %d = %+v, %v", first+500, sb, err)
+	}
+	if err := os.WriteFile(ledger, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rg.Claim(0, nil); err == nil || !strings.Contains(err.Error(), ledger) {
+		t.Fatalf("a ledger that is not a number gave %v, want an error naming it", err)
+	}
+	// Without a ledger, two servers' claims collide: what the ledger is for.
+	a, _ := SandboxRange{First: first, Count: 10}.Claim(0, nil)
+	b2, _ := SandboxRange{First: first, Count: 10}.Claim(0, nil)
+	if a.UID != b2.UID {
+		t.Fatalf("without a ledger two claims got %d and %d; the test no longer shows the collision", a.UID, b2.UID)
 	}
 }
