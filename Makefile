@@ -26,7 +26,7 @@ deps:
 
 # Every test, with the race detector; no test times anything against the wall clock (the run
 # path's end-to-end claims hold in virtual time, `make fidelity` measures real runs), so packages
-# run side by side, and the CLI's end-to-end tests four at a time (-parallel 4: they mostly wait
+# run side by side, and the CLI's end-to-end tests (e2e) four at a time (-parallel 4: they mostly wait
 # on trainers that sleep). The slowest 15 tests and packages are listed at the end, to keep the
 # budget (15 minutes on 2 cores) in sight.
 test: deps
@@ -39,7 +39,7 @@ test: deps
 # /usr/bin/python3 first (scripts/torch.sh: about 650 MB, once).
 test-torch:
 	./scripts/torch.sh
-	RB_TORCH=1 $(GO) test -count=1 -timeout 20m -run '^TestTorchTrainer$$' -v ./cmd/rubberband
+	RB_TORCH=1 $(GO) test -count=1 -timeout 20m -run '^TestTorchTrainer$$' -v ./e2e
 
 # Benchmarks of speed; fidelity and soak have targets of their own.
 bench: deps
@@ -49,13 +49,13 @@ bench: deps
 # time, realized against predicted, calibration over 20 runs and spot over 5, each printed as a
 # table (about 25 minutes; best on a quiet machine, since load is what it would measure).
 fidelity: deps
-	$(GO) test -run '^$$' -bench 'Fidelity' -benchtime 1x -timeout 90m ./cmd/rubberband
+	$(GO) test -run '^$$' -bench 'Fidelity' -benchtime 1x -timeout 90m ./e2e
 
 # The long campaigns: 100,000 seeded fault schedules in virtual time, and two dozen real
 # SIGKILLs of a driver, each resumed.
 soak: deps
 	$(GO) test -run '^TestFaultCampaign$$' -count=1 -timeout 60m ./executor/virtual -campaign 100000
-	$(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./cmd/rubberband
+	$(GO) test -run '^$$' -bench 'Soak' -benchtime 1x -timeout 30m ./e2e
 
 # The main job on the embedded default: plan the example experiment (its elastic plan beside the
 # best static cluster), then run it for real on local virtual nodes and report realized against

@@ -138,7 +138,7 @@ func TestAPISubmit(t *testing.T) {
 	if code != 422 || !strings.Contains(body, "bad.yaml:3") {
 		t.Fatalf("a bad spec: %d %s", code, body)
 	}
-	spec, err := os.ReadFile("../cmd/rubberband/testdata/synthetic.yaml")
+	spec, err := os.ReadFile("../e2e/testdata/synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestSubmitPlansForTheFreeShare(t *testing.T) {
 	if err := a.st.CreateRun(ctx, store.Run{ID: "held", Team: "ml", User: "alice", Name: "x", State: store.Running, SubmittedAt: time.Now(), StartedAt: time.Now(), GPUs: 4, Nodes: 1, PredictedJCTSeconds: 3600}); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := os.ReadFile("../cmd/rubberband/testdata/synthetic.yaml")
+	spec, err := os.ReadFile("../e2e/testdata/synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

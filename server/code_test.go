@@ -45,7 +45,7 @@ func TestCodeBundlesPerTeam(t *testing.T) {
 	if code, _ := a.do("carol", "HEAD", "/api/v1/code/"+m.SHA256, nil); code != 404 {
 		t.Errorf("another team's HEAD: %d", code)
 	}
-	spec, err := os.ReadFile("../cmd/rubberband/testdata/synthetic.yaml")
+	spec, err := os.ReadFile("../e2e/testdata/synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestMirroredServer(t *testing.T) {
 	m := &mirror.Dir{Root: filepath.Join(dir, "mirror")}
 	sup := &Supervisor{Binary: "/bin/false", Mirror: &Mirror{Store: m, At: "dir:" + m.Root}}
 	s := New(Config{Store: st, Root: filepath.Join(dir, "root"), Backend: "local", Holder: "test", Supervisor: sup})
-	src, err := os.ReadFile("../cmd/rubberband/testdata/synthetic.yaml")
+	src, err := os.ReadFile("../e2e/testdata/synthetic.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ type specCase struct {
 func specCases(t *testing.T) []specCase {
 	t.Helper()
 	var paths []string
-	for _, glob := range []string{"../examples/*.yaml", "../examples/paper/*.yaml", "../cmd/rubberband/testdata/*.yaml", "../spec/testdata/*.yaml"} {
+	for _, glob := range []string{"../examples/*.yaml", "../examples/paper/*.yaml", "../e2e/testdata/*.yaml", "../spec/testdata/*.yaml"} {
 		p, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)

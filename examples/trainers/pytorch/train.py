@@ -24,7 +24,7 @@ The data is the repository's trial/builtin/digits/digits.csv.gz, found beside th
 the CPU. Every rank that sees the checkpoint loads it; rank 0's iteration is the one all follow.
 
 `make test-torch` runs it through `rubberband run` on the local backend, two workers a trial in
-the last stage (cmd/rubberband/torch_test.go); the spec is examples/trainers/pytorch/job.yaml.
+the last stage (e2e/torch_test.go); the spec is examples/trainers/pytorch/job.yaml.
 """
 import csv
 import gzip
