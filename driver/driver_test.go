@@ -64,11 +64,8 @@ func newRun(t *testing.T, timeScale float64) *rundir.State {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(tmp, "run")
-	if err := rundir.Mkdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	rf := rundir.RunFile{RunID: executor.NewRunID(time.Now(), 1), Backend: Local, TimeScale: timeScale, Samples: exp.Planner.Samples, Seed: exp.Seed}
-	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
+	rf := rundir.RunFile{RunID: executor.NewRunID(time.Now(), 1), Backend: Local, TimeScale: timeScale}
+	if err := Create(NewRun{Dir: dir, Run: rf, Source: src, Spec: exp, Plan: rep}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := rundir.Open(dir)

@@ -14,18 +14,11 @@ import (
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
 )
 
-// The drivers a server with a mirror starts find it in their environment: EnvMirror is where
-// (dir:PATH, or the database's URL), EnvMirrorRun the run's key there.
-const (
-	EnvMirror    = "RUBBERBAND_MIRROR"
-	EnvMirrorRun = "RUBBERBAND_MIRROR_RUN"
-)
-
 // Mirror is where a server copies its runs' state directories so that they outlive the machine:
 // any server on the same database resumes them from there (rundir/mirror).
 type Mirror struct {
 	Store mirror.Store
-	// At is where the drivers open Store (their EnvMirror).
+	// At is where the drivers open Store (their mirror.EnvAt: mirror.Open).
 	At string
 	// Push is how often what a driver wrote besides its journal is copied (1 s if 0).
 	Push time.Duration
@@ -145,17 +138,4 @@ func MirrorFor(flag, dbURL string, st *sqlstore.Store) (*Mirror, error) {
 	default:
 		return nil, fmt.Errorf("%q: %w", flag, ErrMirrorFlag)
 	}
-}
-
-// OpenMirror opens a driver's mirror (its EnvMirror): dir:PATH, or the server's database URL.
-// The function it returns closes it.
-func OpenMirror(ctx context.Context, at string) (mirror.Store, func(), error) {
-	if dir, ok := strings.CutPrefix(at, "dir:"); ok {
-		return &mirror.Dir{Root: dir}, func() {}, nil
-	}
-	st, err := sqlstore.Open(ctx, at)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the run's mirror: %w", err)
-	}
-	return st.RunFiles(), func() { st.Close() }, nil
 }

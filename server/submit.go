@@ -151,15 +151,14 @@ func (s *Server) Submit(ctx context.Context, u store.User, sub Submission) (stor
 	if err != nil {
 		return store.Run{}, nil, err
 	}
-	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Samples: exp.Planner.Samples, Seed: exp.Seed,
-		Served: true, Sandbox: sandbox, Code: sub.Code}
+	rf := rundir.RunFile{RunID: id, Backend: s.cfg.Backend, TimeScale: s.cfg.TimeScale, Served: true, Sandbox: sandbox, Code: sub.Code}
 	if sub.Code != "" { // the trainers run in their own copy of the code, whatever the spec's folder was
 		if rf.Workdir, err = s.unpackCode(team.Name, sub.Code, dir, sandbox); err != nil {
 			os.RemoveAll(dir)
 			return store.Run{}, nil, err
 		}
 	}
-	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
+	if err := driver.Create(driver.NewRun{Dir: dir, Run: rf, Source: src, Spec: exp, Plan: rep}); err != nil {
 		return store.Run{}, nil, err
 	}
 	if err := s.pushNew(ctx, team.Name, id); err != nil {
@@ -241,42 +240,20 @@ func (s *Server) planFor(ctx context.Context, exp *spec.Experiment, team store.T
 	return rep, d, err
 }
 
-// planSpec plans exp as `rubberband run` does, and says why when the plan misses its deadline or
-// budget.
+// planSpec plans exp as `rubberband run` does (planner.PlanRun); what the user must change (a
+// spec the simulator cannot model, no plan that fits, one past the deadline or over the budget)
+// is an *InputError.
 func planSpec(ctx context.Context, exp *spec.Experiment) (*planner.Report, error) {
-	if exp.Algorithm.IsASHA() {
-		m, err := sim.NewModel(exp)
-		if err != nil {
-			return nil, &InputError{Err: err}
-		}
-		res, err := planner.PlanASHA(ctx, exp, m)
-		if err != nil {
-			return nil, err
-		}
-		if err := res.Check(exp); err != nil {
-			return nil, &InputError{Err: err}
-		}
-		return res.Report(exp), nil
-	}
 	sm, err := sim.For(exp)
 	if err != nil {
 		return nil, &InputError{Err: err}
 	}
-	rep, res, err := planner.Plan(ctx, exp, sm, nil)
+	rep, err := planner.PlanRun(ctx, exp, sm, nil)
 	var pe *planner.ProblemError
-	if errors.As(err, &pe) || errors.Is(err, planner.ErrNoPlan) {
+	if errors.As(err, &pe) || errors.Is(err, planner.ErrNoPlan) || errors.Is(err, planner.ErrInfeasible) {
 		return nil, &InputError{Err: err}
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := res.Check(exp); err != nil {
-		return nil, &InputError{Err: err}
-	}
-	if err := planner.CheckBudget(exp, rep); err != nil {
-		return nil, &InputError{Err: err}
-	}
-	return rep, nil
+	return rep, err
 }
 
 // quotaWords say how team's quotas hold a plan to quota nodes of gpusPerNode GPUs where its spec

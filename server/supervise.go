@@ -16,6 +16,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
 
 // Supervisor runs one run's driver as a child process of the CLI (`rubberband resume DIR`: the
@@ -108,7 +109,7 @@ func (s *Supervisor) runOnce(ctx context.Context, dir, key string) error {
 	cmd.Dir = s.Dir
 	cmd.Env = append(os.Environ(), s.Env...)
 	if s.Mirror != nil {
-		cmd.Env = append(cmd.Env, EnvMirror+"="+s.Mirror.At, EnvMirrorRun+"="+key)
+		cmd.Env = append(cmd.Env, mirror.EnvAt+"="+s.Mirror.At, mirror.EnvRun+"="+key)
 		stop, done := make(chan struct{}), make(chan struct{})
 		go s.pushing(dir, key, stop, done)
 		defer func() { close(stop); <-done }() // the driver's last lines, its report

@@ -36,7 +36,9 @@ func planAction(c *cli.Context) error {
 	if exp.Algorithm.IsASHA() {
 		return planASHA(c, exp, s.Model())
 	}
-	rep, res, err := makePlan(c, exp, s)
+	progress, stop := planTicker(c)
+	rep, res, err := planner.Plan(c.Context, exp, s, progress)
+	stop()
 	if err != nil {
 		return err
 	}
@@ -63,17 +65,16 @@ func planAction(c *cli.Context) error {
 	return planner.CheckBudget(exp, rep)
 }
 
-// makePlan plans with the spec's planner (planner.Plan), its progress on standard error after
-// the first second.
-func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.Report, *planner.Result, error) {
+// planTicker shows a planner's progress on standard error after the first second: the
+// function to pass the planner, and the one that stops it.
+func planTicker(c *cli.Context) (progress func(evaluated int), stop func()) {
 	w := c.App.ErrWriter
 	if c.String("log-format") == "json" { // run's standard error holds JSON lines only
 		w = io.Discard
 	}
 	var evaluated atomic.Int64
-	stop := term.Ticker(w, "planning", func() string { return format.Plural(int(evaluated.Load()), "plan") + " simulated" })
-	defer stop()
-	return planner.Plan(c.Context, exp, s, func(n int) { evaluated.Store(int64(n)) })
+	stop = term.Ticker(w, "planning", func() string { return format.Plural(int(evaluated.Load()), "plan") + " simulated" })
+	return func(n int) { evaluated.Store(int64(n)) }, stop
 }
 
 // planASHA plans an ASHA job: its GPU schedule beside the best fixed-slot ASHA and synchronous

@@ -15,7 +15,8 @@ import (
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
-	"github.com/rubberband-hpo/rubberband/server"
+	"github.com/rubberband-hpo/rubberband/rundir/mirror"
+	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
 	"github.com/urfave/cli/v2"
 )
 
@@ -138,38 +139,24 @@ func runAction(c *cli.Context) error {
 		if rep, err = planner.ReadReportFile(p); err != nil {
 			return usageErr("%v", err)
 		}
-	} else if exp.Algorithm.IsASHA() {
-		res, err := planner.PlanASHA(c.Context, exp, s.Model())
+	} else {
+		progress, stop := func(int) {}, func() {}
+		if !exp.Algorithm.IsASHA() { // an ASHA schedule's search says nothing as it goes
+			progress, stop = planTicker(c)
+		}
+		rep, err = planner.PlanRun(c.Context, exp, s, progress)
+		stop()
 		if err != nil {
 			return err
 		}
-		if err := res.Check(exp); err != nil {
-			return err
-		}
-		rep = res.Report(exp)
-	} else {
-		var res *planner.Result
-		if rep, res, err = makePlan(c, exp, s); err != nil {
-			return err
-		}
-		if err := res.Check(exp); err != nil {
-			return err
-		}
 	}
-	if err := planner.CheckBudget(exp, rep); err != nil { // a given plan too: the budget is the spec's
+	_, local, err := localCatalog(c)
+	if err != nil {
 		return err
 	}
 	// The spec's snapshot is the bytes planned from, not the file now: it may have changed.
-	rf := rundir.RunFile{RunID: runID, Backend: backend, TimeScale: timeScale, Samples: exp.Planner.Samples, Seed: exp.Seed,
-		NoReplan: c.Bool("no-replan"), Workdir: exp.Trainer.Workdir}
-	if _, local, err := localCatalog(c); err != nil {
-		return err
-	} else if local != nil { // the run keeps the catalog it was planned with
-		if err := rundir.WriteCatalog(dir, local); err != nil {
-			return err
-		}
-	}
-	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
+	if err := driver.Create(driver.NewRun{Dir: dir, Source: src, Spec: exp, Plan: rep, Catalog: local,
+		Run: rundir.RunFile{RunID: runID, Backend: backend, TimeScale: timeScale, NoReplan: c.Bool("no-replan"), Workdir: exp.Trainer.Workdir}}); err != nil {
 		return err
 	}
 	return execute(c, dir, faults)
@@ -241,14 +228,14 @@ func execute(c *cli.Context, dir string, faults *int64) error {
 	}
 	o := driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json", LogMax: int64(c.Int("trainer-log-mb")) << 20,
 		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"), NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), Faults: faults}
-	// A server's driver copies its journal where the next server finds it (server.EnvMirror).
-	if loc := os.Getenv(server.EnvMirror); loc != "" {
-		m, closeMirror, err := server.OpenMirror(ctx, loc)
+	// A server's driver copies its journal where the next server finds it (mirror.EnvAt).
+	if loc := os.Getenv(mirror.EnvAt); loc != "" {
+		m, closeMirror, err := mirror.Open(ctx, loc, sqlstore.OpenRunFiles)
 		if err != nil {
 			return err
 		}
 		defer closeMirror()
-		o.Mirror, o.MirrorRun = m, os.Getenv(server.EnvMirrorRun)
+		o.Mirror, o.MirrorRun = m, os.Getenv(mirror.EnvRun)
 	}
 	st, res, err := driver.Execute(ctx, dir, o)
 	if err != nil {

@@ -177,3 +177,15 @@ func nonNil(b []byte) []byte {
 	}
 	return b
 }
+
+var _ mirror.OpenDB = OpenRunFiles
+
+// OpenRunFiles opens the database at url for its mirror of run directories alone (a server's
+// driver, told where by mirror.EnvAt); the function it returns closes the database.
+func OpenRunFiles(ctx context.Context, url string) (mirror.Store, func(), error) {
+	st, err := Open(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st.RunFiles(), func() { st.Close() }, nil
+}
