@@ -29,8 +29,8 @@ func TestPlanRun(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, job, change string
-		planner          string
-		deadline, budget bool // the error wanted: a DeadlineError, a BudgetError
+		planner           string
+		deadline, budget  bool // the error wanted: a DeadlineError, a BudgetError
 	}{
 		{name: "sha", job: shaRunJob, planner: "greedy"},
 		{name: "sha past its deadline", job: shaRunJob, change: "deadline: 1s", deadline: true},

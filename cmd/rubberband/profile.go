@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor/profiler"
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/spec/starter"
 	"github.com/urfave/cli/v2"
@@ -75,47 +71,12 @@ func profileAction(c *cli.Context) error {
 	if c.IsSet("first-wave") && c.Int("first-wave") < 1 {
 		return usageErr("--first-wave must be at least 1")
 	}
-	tmp, err := os.MkdirTemp("", "rubberband-profile-")
+	prof, err := driver.Profile(c.Context, driver.Profiling{Backend: c.String("backend"), Spec: exp, GPUs: counts, Iters: iters, Rounds: c.Int("rounds"),
+		TimeScale: scale, FirstWave: c.Int("first-wave")}, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	backend, scratch, err := driver.OpenProfiling(c.Context, c.String("backend"), exp, tmp, scale, counts, c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
-	defer backend.Close() // reused trainer processes (trainer.reuse) end with the profile
-	if c.String("backend") == driver.EC2 {
-		fmt.Fprintf(c.App.ErrWriter, "profiling on EC2 %s instances (its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, scratch.Checkpoints.URL)
-	}
-	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: counts, Iters: iters, TimeScale: scale,
-		Rounds: c.Int("rounds"), Measured: func(p profiler.Point) {
-			fmt.Fprintf(c.App.ErrWriter, "%s: %.4f s per iteration (std %.4f), start-up %.3f s, launch overhead %.3f s, first-stage lag %.3f s\n",
-				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, p.Overhead, p.Lag)
-		}}
-	if c.String("backend") == driver.Local {
-		cfg.FirstWave = profiler.FirstWave(exp)
-		if c.IsSet("first-wave") {
-			cfg.FirstWave = c.Int("first-wave")
-		}
-	}
-	prof, err := profiler.Run(c.Context, cfg)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	notes := fmt.Sprintf("measured by `rubberband profile` on %s, %s, %d iterations per GPU count", hostname(), time.Now().UTC().Format("2006-01-02"), iters)
-	if typ := exp.Cluster.InstanceType; typ != "" {
-		notes += fmt.Sprintf(", for instance type %s (%s per node)", typ, format.Plural(exp.Cluster.GPUsPerNode, "GPU"))
-	}
-	if err := prof.Write(&buf, notes); err != nil {
-		return err
-	}
-	if len(prof.NodeScale) > 0 {
-		fmt.Fprintf(c.App.ErrWriter, "node start-up: request to running %s s (%s), running to ready for trials %s s (%s); the profile file notes both\n",
-			profiler.Seconds(prof.NodeScale), profiler.ScaleLatencyField, profiler.Seconds(prof.NodeInit), profiler.InitLatencyField)
-	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(out, prof, 0o644); err != nil {
 		return fmt.Errorf("write profile: %w", err)
 	}
 	if !exp.MissingProfile() {
@@ -133,12 +94,4 @@ func profileAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, filepath.ToSlash(rel), exp.File)
 	return nil
-}
-
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return "this machine"
-	}
-	return h
 }

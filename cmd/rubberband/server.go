@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"os/user"
@@ -225,18 +223,6 @@ func serverAction(c *cli.Context) error {
 	if err != nil {
 		return usageErr("listen on %s: %v", c.String("addr"), err)
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hs := limits.HTTPServer(ctx, srv.Handler())
-	ln = limits.Listen(ln)
-	errc := make(chan error, 2)
-	go func() {
-		if c.String("tls-cert") != "" {
-			errc <- hs.ServeTLS(ln, c.String("tls-cert"), c.String("tls-key"))
-			return
-		}
-		errc <- hs.Serve(ln)
-	}()
 	scheme := "http"
 	if c.String("tls-cert") != "" {
 		scheme = "https"
@@ -249,25 +235,9 @@ func serverAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", trainers.Where)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())
-	ran := make(chan error, 1)
-	go func() { ran <- srv.Run(ctx) }()
-	var serveErr error
-	select {
-	case serveErr = <-errc:
-	case <-ctx.Done():
-	}
-	// Run stops the drivers, copies what they left to the mirror and gives the lease up: the
-	// database stays open until it has.
-	stop()
-	<-ran
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", serveErr)
-	}
-	srv.Close()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	hs.Shutdown(sctx)
-	return nil
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return srv.Serve(ctx, ln, limits, c.String("tls-cert"), c.String("tls-key"))
 }
 
 // onStore runs fn on the command's database with its one NAME argument; what the user must
