@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
@@ -46,20 +44,7 @@ func listCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErr("list takes no arguments (--root chooses the folder)")
 			}
-			rows := []rundir.Summary{}
-			for _, dir := range rundir.Dirs(c.String("root")) {
-				st, err := rundir.Open(dir)
-				var v *rundir.View
-				if err == nil {
-					v, err = rundir.NewView(st)
-				}
-				if err != nil { // one damaged run does not hide the others
-					rows = append(rows, rundir.Summary{Name: filepath.Base(dir), Dir: dir, Status: "unreadable", Why: err.Error()})
-					continue
-				}
-				rows = append(rows, v.Summary())
-			}
-			sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.Before(rows[j].Started) })
+			rows := rundir.List(c.String("root"))
 			if c.String("output") == "json" {
 				return writeJSON(c.App.Writer, rows)
 			}
@@ -67,20 +52,8 @@ func listCommand() *cli.Command {
 				fmt.Fprintf(c.App.Writer, "no runs under %s\n", c.String("root"))
 				return nil
 			}
-			var buf bytes.Buffer
-			tw := format.NewTable(&buf, "NAME", "RUN ID", "BACKEND", "STATUS", "STAGES", "STARTED", "ELAPSED", "COST", "BEST")
-			for _, r := range rows {
-				best := "-"
-				if r.Best != nil {
-					best = fmt.Sprintf("%s %.4g", r.Metric, *r.Best)
-				}
-				status := r.Status
-				if r.Why != "" && r.Status != "interrupted" {
-					status += ": " + format.Shorten(r.Why, 40)
-				}
-				tw.Row(r.Name, r.RunID, r.Backend, status, fmt.Sprintf("%d/%d", r.Stages, r.Of), format.Ago(r.Started, time.Now()), format.Clock(r.ElapsedS), format.Money(r.CostUSD), best)
-			}
-			tw.Flush()
+			var buf bytes.Buffer // the table is written whole
+			rundir.WriteList(&buf, rows, time.Now())
 			_, err := c.App.Writer.Write(buf.Bytes())
 			return err
 		},
