@@ -3,28 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 )
-
-// cleanupResult is `cleanup -o json`.
-type cleanupResult struct {
-	Region     string           `json:"region"`
-	Experiment string           `json:"experiment,omitempty"`
-	All        bool             `json:"all,omitempty"`
-	Terminated []rbec2.Instance `json:"terminated"`
-	// Groups are the runs' security groups it deleted.
-	Groups []rbec2.Group `json:"security_groups"`
-}
 
 func cleanupCommand() *cli.Command {
 	return &cli.Command{
@@ -71,31 +60,26 @@ func cleanupCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			res := cleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}, Groups: []rbec2.Group{}}
 			what := "experiment " + f.Experiment
 			if f.All {
 				what = "every experiment"
 			}
 			if !c.Bool("yes") {
-				found, err := rbec2.Cleanup(c.Context, cfg, f, true)
-				if err != nil {
-					return err
-				}
-				groups, err := rbec2.CleanupGroups(c.Context, cfg, f, true)
+				found, groups, err := driver.CleanupFound(c.Context, cfg, f)
 				if err != nil {
 					return err
 				}
 				if len(found)+len(groups) == 0 {
-					return printCleanup(c, res, what)
+					return printCleanup(c, driver.CleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}, Groups: []rbec2.Group{}}, what)
 				}
 				these := strings.Join(slices.DeleteFunc([]string{plural(len(found), "instance"), plural(len(groups), "security group")},
 					func(s string) bool { return s == "" }), " and ")
 				fmt.Fprintf(c.App.ErrWriter, "would terminate and delete, in %s:\n", cfg.Region)
 				if len(found) > 0 {
-					printInstances(c.App.ErrWriter, found, "STATE")
+					driver.WriteInstances(c.App.ErrWriter, found, "STATE")
 				}
 				if len(groups) > 0 {
-					printGroups(c.App.ErrWriter, groups)
+					driver.WriteGroups(c.App.ErrWriter, groups)
 				}
 				if !term.IsTTY(os.Stdin) {
 					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", these, what)
@@ -103,24 +87,13 @@ func cleanupCommand() *cli.Command {
 				if !term.Confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %s?", these)) {
 					return &exitErr{code: exitError, err: errors.New("cleanup: nothing terminated")}
 				}
-				// What was confirmed, not what was rented or made since.
-				f.IDs, f.Groups = make([]string, len(found)), make([]string, len(groups))
-				for i, in := range found {
-					f.IDs[i] = in.ID
-				}
-				for i, g := range groups {
-					f.Groups[i] = g.ID
-				}
+				f = driver.Confirmed(f, found, groups)
 			}
-			done, err := rbec2.Cleanup(c.Context, cfg, f, false)
-			if err != nil {
+			res, err := driver.Cleanup(c.Context, cfg, f)
+			if res == nil {
 				return err
 			}
-			res.Terminated = append(res.Terminated, done...)
-			// After the instances: a group goes once they have let go of it.
-			gone, err := rbec2.CleanupGroups(c.Context, cfg, f, false)
-			res.Groups = append(res.Groups, gone...)
-			if perr := printCleanup(c, res, what); perr != nil {
+			if perr := printCleanup(c, *res, what); perr != nil {
 				return perr
 			}
 			return err
@@ -136,39 +109,10 @@ func plural(n int, thing string) string {
 	return format.Plural(n, thing)
 }
 
-func printCleanup(c *cli.Context, res cleanupResult, what string) error {
-	w := c.App.Writer
+func printCleanup(c *cli.Context, res driver.CleanupResult, what string) error {
 	if c.String("output") == "json" {
-		return writeJSON(w, res)
+		return writeJSON(c.App.Writer, res)
 	}
-	if len(res.Terminated) == 0 {
-		fmt.Fprintf(w, "no rubberband instances of %s in %s: nothing to terminate\n", what, res.Region)
-	} else {
-		printInstances(w, res.Terminated, "WAS")
-		fmt.Fprintf(w, "terminated %s of %s in %s\n", format.Plural(len(res.Terminated), "instance"), what, res.Region)
-	}
-	if len(res.Groups) > 0 {
-		printGroups(w, res.Groups)
-		fmt.Fprintf(w, "deleted %s of %s in %s\n", format.Plural(len(res.Groups), "security group"), what, res.Region)
-	}
+	driver.WriteCleanup(c.App.Writer, res, what)
 	return nil
-}
-
-// printGroups is a table of the runs' security groups.
-func printGroups(w io.Writer, groups []rbec2.Group) {
-	t := format.NewTable(w, "SECURITY GROUP", "NAME", "VPC", "EXPERIMENT", "RUN")
-	for _, g := range groups {
-		t.Row(g.ID, g.Name, g.VpcID, g.Experiment, g.Run)
-	}
-	t.Flush()
-}
-
-// printInstances is a table of instances; state names the column of the state they were
-// found in.
-func printInstances(w io.Writer, insts []rbec2.Instance, state string) {
-	t := format.NewTable(w, "INSTANCE", "TYPE", "ZONE", "MARKET", "EXPERIMENT", "RUN", "LAUNCHED", state)
-	for _, in := range insts {
-		t.Row(in.ID, in.Type, in.Zone, in.Market, in.Experiment, in.Run, format.Ago(in.LaunchTime, time.Now()), in.State)
-	}
-	t.Flush()
 }
