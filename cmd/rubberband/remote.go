@@ -77,20 +77,11 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 		return err
 	}
-	sub := client.SubmissionOf(src, c.Int("priority"))
-	if exp.ShipsCode() { // the trainer's folder travels with the spec: the server has none of this machine's files
-		code, sent, err := cl.SendCode(c.Context, exp.Trainer.Workdir)
-		var tooLarge *codebundle.TooLargeError
-		if errors.As(err, &tooLarge) { // the user's to fix: an .rbignore, another workdir
-			return &exitErr{code: exitInvalid, err: err}
-		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(c.App.ErrWriter, client.CodeSent(code, sent))
-		sub.Code = code.SHA256
+	run, plan, err := cl.SubmitSpec(c.Context, src, exp, c.Int("priority"), c.App.ErrWriter)
+	var tooLarge *codebundle.TooLargeError
+	if errors.As(err, &tooLarge) { // the user's to fix: an .rbignore, another workdir
+		return &exitErr{code: exitInvalid, err: err}
 	}
-	run, plan, err := cl.Submit(c.Context, sub)
 	if err != nil {
 		return err
 	}
@@ -105,11 +96,7 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 		fmt.Fprintln(c.App.Writer, run.ID)
 		return nil
 	}
-	if err := cl.Logs(c.Context, run.ID, "", -1, true, c.App.ErrWriter); err != nil {
-		return err
-	}
-	run, err = cl.Wait(c.Context, run.ID)
-	if err != nil {
+	if run, err = cl.Follow(c.Context, run.ID, c.App.ErrWriter); err != nil {
 		return err
 	}
 	return printRemoteEnd(c, cl, run)
@@ -156,10 +143,7 @@ func resumeRemote(c *cli.Context, cl *client.Client) error {
 		return err
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband: %s: queued to resume\n", run.ID)
-	if err := cl.Logs(c.Context, run.ID, "", -1, true, c.App.ErrWriter); err != nil {
-		return err
-	}
-	if run, err = cl.Wait(c.Context, run.ID); err != nil {
+	if run, err = cl.Follow(c.Context, run.ID, c.App.ErrWriter); err != nil {
 		return err
 	}
 	return printRemoteEnd(c, cl, run)
@@ -211,17 +195,7 @@ func statusRemote(c *cli.Context, cl *client.Client) error {
 		client.WriteStatus(c.App.Writer, run) // no driver has opened it: its queue is all there is
 		return nil
 	}
-	o := statusOptions(c)
-	q := url.Values{}
-	if o.JSON {
-		q.Set("output", "json")
-	}
-	if o.Compact {
-		q.Set("watch", "1")
-	}
-	if o.Trials {
-		q.Set("trials", "1")
-	}
+	q := client.StatusQuery(statusOptions(c))
 	return showStatus(c, func() ([]byte, bool, error) {
 		var buf bytes.Buffer
 		if err := cl.Copy(c.Context, run.ID, "status", q, &buf); err != nil {

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/ui"
 	"github.com/urfave/cli/v2"
@@ -62,19 +58,5 @@ func uiAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.ErrWriter, "rubberband ui: serving the runs under %s on %s\n", root, url)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	srv.Close() // ends the live pages' streams, so that Shutdown does not wait for them
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shut down: %w", err)
-	}
-	return nil
+	return srv.Serve(ctx, ln)
 }
