@@ -9,5 +9,6 @@
 // (ErrConflict) instead of forking the run. Everything else (logs, the driver log, the report,
 // the spec and plan) a Pusher copies after it is written, every second and once when the
 // driver exits. Restore brings a directory up to date from the store before a driver resumes
-// it, or before a server reads a run it does not drive.
+// it, or before a server reads a run it does not drive. A server tells the drivers it starts
+// where its mirror is in their environment (EnvAt, EnvRun), and they open it with Open.
 package mirror
