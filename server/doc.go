@@ -8,5 +8,7 @@
 // each run's driver as a child process of the CLI (`rubberband run`, then `rubberband resume`
 // after a crash), so that a driver that dies takes nothing else down and a server that dies
 // takes its drivers with it; the next server to hold the database's lease resumes every run from
-// its journal.
+// its journal. Serve answers the API and drives the runs until the process is told to stop. A
+// submitted run is planned and made as `rubberband run` makes one (planner.PlanRun,
+// driver.Create).
 package server
