@@ -36,3 +36,17 @@ func TestWriteCleanup(t *testing.T) {
 		}
 	}
 }
+
+// Prices are a table, then a note for each that is the catalog's, saying why.
+func TestWritePrices(t *testing.T) {
+	var out bytes.Buffer
+	WritePrices(&out, "us-east-1", []ec2.Price{
+		{InstanceType: "p3.2xlarge", Market: "on-demand", PerHour: 3.06, Source: "aws"},
+		{InstanceType: "p3.2xlarge", Market: "spot", Zone: "us-east-1a", PerHour: 0.9, Source: "catalog (offline)", Note: "no credentials"},
+	})
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 5 || lines[0] != "region us-east-1" || !strings.Contains(lines[2], " - ") || !strings.Contains(lines[2], "3.0600") ||
+		lines[4] != "note: p3.2xlarge spot from the catalog: no credentials" {
+		t.Errorf("prices:\n%s", out.String())
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,32 +111,11 @@ func catalogCommand() *cli.Command {
 			if c.String("output") == "json" {
 				return writeJSON(c.App.Writer, rows)
 			}
-			printCatalog(c.App.Writer, path, f, rows)
+			spec.WriteCatalog(c.App.Writer, path, f, rows)
 			return nil
 		},
 		Subcommands: []*cli.Command{catalogRefreshCommand()},
 	}
-}
-
-func printCatalog(w io.Writer, path string, f *spec.CatalogFile, rows []spec.CatalogRow) {
-	if f != nil {
-		fmt.Fprintf(w, "local catalog %s: %s in %s, fetched %s\n", path, format.Plural(len(f.InstanceTypes), "type"), f.Region,
-			f.FetchedAt.Format(time.RFC3339))
-	}
-	t := format.NewTable(w, "TYPE", "GPUS", "GPU", "GPU MEM", "VCPUS", "MEMORY", "NETWORK", "$/HOUR", "ORIGIN")
-	for _, r := range rows {
-		t.Row(r.Name, r.GPUs, r.GPUModel, orDash(r.GPUMemoryGiB, "%g GiB"), orDash(float64(r.VCPUs), "%g"), orDash(r.MemoryGiB, "%g GiB"),
-			orDash(r.NetworkGbps, "%g Gb/s"), fmt.Sprintf("%.4f", r.PricePerHour), r.Origin)
-	}
-	t.Flush()
-	fmt.Fprintln(w, "built-in prices are us-east-1's on-demand, all from AWS's price list of one date (2026-08); `rubberband catalog -o json` gives each row's source, `rubberband prices TYPE` today's price")
-}
-
-func orDash(v float64, layout string) string {
-	if v == 0 {
-		return "-"
-	}
-	return fmt.Sprintf(layout, v)
 }
 
 func catalogRefreshCommand() *cli.Command {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
 // priceList is `prices -o json`: prices are per region, so the region is said.
@@ -71,28 +69,9 @@ func pricesCommand() *cli.Command {
 					return werr
 				}
 			} else if len(ps) > 0 {
-				printPrices(c.App.Writer, cfg.Region, ps)
+				driver.WritePrices(c.App.Writer, cfg.Region, ps)
 			}
 			return err
 		},
-	}
-}
-
-// printPrices is the table, then a line per price that is not AWS's saying why.
-func printPrices(w io.Writer, region string, ps []rbec2.Price) {
-	fmt.Fprintf(w, "region %s\n", region)
-	t := format.NewTable(w, "TYPE", "MARKET", "ZONE", "$/HOUR", "SOURCE")
-	for _, p := range ps {
-		zone := p.Zone
-		if zone == "" {
-			zone = "-"
-		}
-		t.Row(p.InstanceType, p.Market, zone, fmt.Sprintf("%.4f", p.PerHour), p.Source)
-	}
-	t.Flush()
-	for _, p := range ps {
-		if p.Note != "" {
-			fmt.Fprintf(w, "note: %s %s from the catalog: %s\n", p.InstanceType, p.Market, p.Note)
-		}
 	}
 }
