@@ -682,7 +682,7 @@ func TestRunImageOnNomadWithMinIO(t *testing.T) {
 	// build, linked statically: its packages are those of the test's own CLI, so only the link is
 	// new (the plain static build compiled every package again: 2:49 of this test's 3:00 from a
 	// clean cache), and the containers' workers run under the race detector too.
-	build := exec.Command("go", "build", "-race", "-ldflags", "-linkmode external -extldflags -static", "-o", filepath.Join(dir, "rubberband"), ".")
+	build := exec.Command("go", "build", "-race", "-ldflags", "-linkmode external -extldflags -static", "-o", filepath.Join(dir, "rubberband"), "../cmd/rubberband")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("static build: %v\n%s", err, out)
 	}

@@ -20,7 +20,7 @@ func TestVersionHelpAndUsageErrors(t *testing.T) {
 	t.Parallel()
 	stamped := filepath.Join(t.TempDir(), "rubberband")
 	// -race, as the test's own CLI: its packages are built already, so only the link is new.
-	if out, err := exec.Command("go", "build", "-race", "-ldflags", "-X main.buildVersion=v9.8.7-test", "-o", stamped, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-race", "-ldflags", "-X main.buildVersion=v9.8.7-test", "-o", stamped, "../cmd/rubberband").CombinedOutput(); err != nil {
 		t.Fatal(string(out))
 	}
 	if out, _, code := rbWith(t, stamped, "--version"); code != 0 || strings.TrimSpace(out) != "rubberband version v9.8.7-test" {
