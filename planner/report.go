@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
@@ -255,16 +254,14 @@ func ReadReportFile(path string) (*Report, error) {
 	return ReadReport(bytes.NewReader(data))
 }
 
-// WriteReportFile writes a plan file (`plan --out`), as ReadReportFile reads it.
-func WriteReportFile(path string, rep *Report) error {
+// EncodeReport is a plan file's bytes (`plan --out`), as ReadReport reads them; the caller
+// writes them where it will (planner does no I/O).
+func EncodeReport(rep *Report) ([]byte, error) {
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
-		return fmt.Errorf("write plan: %w", err)
+		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write plan: %w", err)
-	}
-	return nil
+	return append(data, '\n'), nil
 }
 
 // ReadReport decodes a plan file.

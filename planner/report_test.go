@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,5 +46,21 @@ func TestReadReportFileIsBounded(t *testing.T) {
 	os.WriteFile(ok, []byte(`{"experiment":"x","brackets":[{"name":"sha","stages":[{"trials":1,"iters":1,"gpus":1,"nodes":1}]}]}`), 0o600)
 	if rep, err := ReadReportFile(ok); err != nil || rep.Experiment != "x" {
 		t.Fatalf("a plan file: %+v, %v", rep, err)
+	}
+}
+
+// EncodeReport's bytes are a plan file: ReadReport reads back what was encoded.
+func TestEncodeReportReadsBack(t *testing.T) {
+	rep, err := ReadReport(strings.NewReader(`{"experiment":"x","brackets":[{"name":"sha","stages":[{"trials":1,"iters":1,"gpus":1,"nodes":1}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := EncodeReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(bytes.NewReader(data))
+	if err != nil || !reflect.DeepEqual(back, rep) || !bytes.HasSuffix(data, []byte("}\n")) {
+		t.Fatalf("read back %+v, %v; want %+v", back, err, rep)
 	}
 }
