@@ -85,7 +85,7 @@ func profileAction(c *cli.Context) error {
 		return err
 	}
 	defer backend.Close() // reused trainer processes (trainer.reuse) end with the profile
-	if c.String("backend") == driver.EC2 {
+	if backend.Kind.SharesNoDisk {
 		fmt.Fprintf(c.App.ErrWriter, "profiling on EC2 %s instances (its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, scratch.Checkpoints.URL)
 	}
 	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: counts, Iters: iters, TimeScale: scale,
@@ -93,7 +93,7 @@ func profileAction(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "%s: %.4f s per iteration (std %.4f), start-up %.3f s, launch overhead %.3f s, first-stage lag %.3f s\n",
 				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, p.Overhead, p.Lag)
 		}}
-	if c.String("backend") == driver.Local {
+	if backend.Kind.LocalTrainers {
 		cfg.FirstWave = profiler.FirstWave(exp)
 		if c.IsSet("first-wave") {
 			cfg.FirstWave = c.Int("first-wave")
