@@ -1,13 +1,11 @@
 package planner
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 
-	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -238,20 +236,6 @@ func (r *Report) Alloc(brackets []spec.Bracket) (sim.Alloc, error) {
 		}
 	}
 	return a, nil
-}
-
-// MaxPlanFile bounds a plan file: a plan of 100 brackets is about 100 KiB, and a wrong path (a
-// log, a disk image) is refused before it is read into memory.
-const MaxPlanFile = 4 << 20
-
-// ReadReportFile reads the plan file at path: a regular file of at most MaxPlanFile bytes
-// (a FIFO, a device or a bigger file is refused, by name, before it is read).
-func ReadReportFile(path string) (*Report, error) {
-	data, err := safefile.Read(path, MaxPlanFile, "a plan file")
-	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
-	}
-	return ReadReport(bytes.NewReader(data))
 }
 
 // EncodeReport is a plan file's bytes (`plan --out`), as ReadReport reads them; the caller

@@ -109,7 +109,7 @@ func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
 	return res.Check(exp)
 }
 
-// writePlanFile writes a plan file (`plan --out`), as planner.ReadReportFile reads it.
+// writePlanFile writes a plan file (`plan --out`), as rundir.ReadPlanFile reads it.
 func writePlanFile(path string, rep *planner.Report) error {
 	data, err := planner.EncodeReport(rep)
 	if err != nil {

@@ -139,7 +139,7 @@ func runAction(c *cli.Context) error {
 	// The plan: given, or made now with the spec's planner.
 	var rep *planner.Report
 	if p := c.String("plan"); p != "" {
-		if rep, err = planner.ReadReportFile(p); err != nil {
+		if rep, err = rundir.ReadPlanFile(p); err != nil {
 			return usageErr("%v", err)
 		}
 	} else if exp.Algorithm.IsASHA() {
