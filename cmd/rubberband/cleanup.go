@@ -40,7 +40,7 @@ func cleanupCommand() *cli.Command {
 			"`rubberband cancel RUN` stops one run and releases its nodes.",
 		Flags: []cli.Flag{
 			// No default: a command that terminates machines names its backend.
-			&cli.StringFlag{Name: "backend", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: "ec2, the only backend whose machines can outlive a run"},
+			&cli.StringFlag{Name: "backend", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: driver.Names(func(k driver.Kind) bool { return k.OutlivesRun }) + ", the only backend whose machines can outlive a run"},
 			&cli.StringFlag{Name: "experiment", Usage: "the experiment (the spec's name) whose instances to terminate"},
 			&cli.BoolFlag{Name: "all", Usage: "terminate every instance rubberband rented in the region, of every experiment"},
 			regionFlag(),

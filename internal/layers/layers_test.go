@@ -206,16 +206,23 @@ func TestNoUpwardImports(t *testing.T) {
 	}
 }
 
-// The test kit (test doubles, real servers for tests, make test's reader) is for tests: no
-// package of the product imports it, but the kit itself and cmd/testreport.
+// forTests says whether the package at path is for tests only: the test kit (test doubles,
+// real servers for tests, make test's reader) and the contract suites every implementation of
+// a contract runs (checkpoint/storetest, executor/runtimetest, providertest, mirrortest, ...).
+func forTests(path string) bool {
+	return strings.HasPrefix(path, "internal/testkit/") || strings.HasSuffix(filepath.Base(path), "test")
+}
+
+// What is for tests is imported by tests only: no package of the product imports it, but
+// another such package and cmd/testreport (make test's reader of go test -json).
 func TestTestKitIsForTests(t *testing.T) {
 	for from, imports := range listPackages(t) {
-		if strings.HasPrefix(from, "internal/testkit/") || from == "cmd/testreport" {
+		if forTests(from) || from == "cmd/testreport" {
 			continue
 		}
 		for _, to := range imports {
-			if strings.HasPrefix(to, "internal/testkit/") {
-				t.Errorf("%s imports the test kit's %s: only tests may", from, to)
+			if forTests(to) {
+				t.Errorf("%s imports %s, which is for tests only", from, to)
 			}
 		}
 	}
