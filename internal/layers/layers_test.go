@@ -20,7 +20,7 @@ const module = "github.com/rubberband-hpo/rubberband"
 // The floors, lowest first. A package may import packages of its own floor or of lower ones,
 // never of a higher one. Tests may import anything (a test of rundir runs executor/virtual).
 const (
-	leaves   = iota // standard library and outside modules only: utilities and contracts
+	leaves   = iota // utilities and contracts, on the standard library and outside modules
 	model           // pure: data in, data out, no I/O (spec, sim, planner, placement, ...)
 	parts           // what runs are made of: checkpoints, trainers, stores, pictures
 	seams           // the run's record and contracts, the providers, the worker
