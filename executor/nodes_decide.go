@@ -283,7 +283,7 @@ func (o offers) reconcile(v nodeView, listed []cloud.Node) []nodeAction {
 type orphanFate int
 
 const (
-	release     orphanFate = iota // released, journaled as billed until then
+	release      orphanFate = iota // released, journaled as billed until then
 	adopt                          // into the bracket fateOf names
 	leave                          // to the bracket whose request rented it: repeated, it hands the node back
 	closeRequest                   // released, and the request that rented it answered: it is not repeated
