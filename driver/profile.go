@@ -41,7 +41,7 @@ func Profile(ctx context.Context, p Profiling, log io.Writer) ([]byte, error) {
 		return nil, err
 	}
 	defer backend.Close() // reused trainer processes (trainer.reuse) end with the profile
-	if p.Backend == EC2 {
+	if backend.Kind.SharesNoDisk {
 		fmt.Fprintf(log, "profiling on EC2 %s instances (its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, scratch.Checkpoints.URL)
 	}
 	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: p.GPUs, Iters: p.Iters, TimeScale: p.TimeScale,
@@ -49,7 +49,7 @@ func Profile(ctx context.Context, p Profiling, log io.Writer) ([]byte, error) {
 			fmt.Fprintf(log, "%s: %.4f s per iteration (std %.4f), start-up %.3f s, launch overhead %.3f s, first-stage lag %.3f s\n",
 				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, p.Overhead, p.Lag)
 		}}
-	if p.Backend == Local {
+	if backend.Kind.LocalTrainers {
 		cfg.FirstWave = profiler.FirstWave(exp)
 		if p.FirstWave > 0 {
 			cfg.FirstWave = p.FirstWave

@@ -74,6 +74,10 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 	if err != nil {
 		return nil, nil, err
 	}
+	k, err := Lookup(st.Run.Backend)
+	if err != nil {
+		return nil, nil, err
+	}
 	dir = st.Dir                                                             // absolute from here on
 	if err := rundir.Mkdir(filepath.Join(dir, rundir.LogsDir)); err != nil { // before a runtime makes it, less private
 		return nil, nil, err
@@ -84,7 +88,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		file = f
 	}
 	log := NewLog(o.Log, o.JSONLog, file, st.Run.RunID)
-	if st.Run.Backend == Local {
+	if k.LocalTrainers {
 		// Its workers are this process's children: what they leave behind (a setsid'd child)
 		// is adopted here rather than by init, where the runtime finds and ends it.
 		if err := process.BecomeSubreaper(); err != nil {
@@ -117,7 +121,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		cfg.Progress = func(s executor.Status) { log.Progress(s, predicted); m.Progress(s) }
 	}
 	var res *executor.Result
-	if st.Run.Backend == Virtual {
+	if k.Simulated {
 		log.Note("driver PID %d took the run: %s backend", os.Getpid(), st.Run.Backend)
 		res, err = executeVirtual(ctx, st, o, log, cfg)
 	} else {

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -36,7 +36,7 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "asha, elastic") || !strings.Contains(out, "asha, fixed slots") {
 		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
 	}
-	plan, err := planner.ReadReportFile(planFile)
+	plan, err := rundir.ReadPlanFile(planFile)
 	if err != nil || plan.ASHA == nil || len(plan.ASHA.Elastic.Plan.GPUs) < 2 {
 		t.Fatalf("plan file: %v %+v", err, plan)
 	}
