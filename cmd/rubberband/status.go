@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -62,32 +60,7 @@ func showStatus(c *cli.Context, render func() (out []byte, live bool, err error)
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	redraw := term.Writes(c.App.Writer)
-	var last []byte
-	for {
-		out, live, err := render()
-		if err != nil {
-			return err
-		}
-		switch {
-		case redraw:
-			fmt.Fprintf(c.App.Writer, "\033[H\033[2J%s", out)
-		case !bytes.Equal(out, last): // a log or a pipe gets each new state once
-			if last != nil && c.String("output") == "table" {
-				fmt.Fprintln(c.App.Writer)
-			}
-			c.App.Writer.Write(out)
-		}
-		last = out
-		if !live {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(c.Duration("interval")):
-		}
-	}
+	return term.Watch(ctx, c.App.Writer, c.Duration("interval"), c.String("output") == "table", render)
 }
 
 // renderStatus draws the run's status once, and says whether a driver holds it now.
