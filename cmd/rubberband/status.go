@@ -28,9 +28,6 @@ func statusCommand() *cli.Command {
 	}
 }
 
-// statusJSON is `status -o json` (rundir.StatusJSON).
-type statusJSON = rundir.StatusJSON
-
 func statusAction(c *cli.Context) error {
 	if err := checkOutput(c); err != nil {
 		return err
