@@ -80,27 +80,19 @@ func searchBenchAction(c *cli.Context) error {
 		if _, err := objective.Lookup(name); err != nil {
 			return usageErr("%v", err)
 		}
-		cs := bench.Case{Objective: name, Algorithm: alg, Rounds: c.Int("rounds")}
-		p, trajs, err := bench.RunAll(c.Context, cs, samplers, c.Int("seeds"), func(done, total int) {
-			fmt.Fprintf(c.App.ErrWriter, "\r%s: %d of %d runs", cs, done, total)
-		})
-		fmt.Fprintln(c.App.ErrWriter)
-		if err != nil {
-			return err
-		}
+		var optuna *bench.OptunaSource
 		if dir := c.String("optuna"); dir != "" {
 			self, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			src := bench.OptunaSource{Dir: dir, Script: c.String("optuna-script"), Evaluator: self, Seeds: c.Int("seeds")}
-			more, err := src.Trajectories(c.Context, name, p.Iters, c.App.ErrWriter)
-			if err != nil {
-				return err
-			}
-			trajs = append(trajs, more...)
+			optuna = &bench.OptunaSource{Dir: dir, Script: c.String("optuna-script"), Evaluator: self, Seeds: c.Int("seeds")}
 		}
-		r := bench.Compare(cs.String(), p.Iters, c.Int("seeds"), trajs, 96)
+		cs := bench.Case{Objective: name, Algorithm: alg, Rounds: c.Int("rounds")}
+		r, trajs, err := bench.Measure(c.Context, cs, samplers, c.Int("seeds"), optuna, c.App.ErrWriter)
+		if err != nil {
+			return err
+		}
 		results = append(results, r)
 		if c.String("output") != "json" {
 			r.WriteTable(c.App.Writer)
