@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"os"
 	"path/filepath"
@@ -82,16 +83,16 @@ func cancelStale(ctx context.Context, st *rundir.State, log io.Writer) (Cancelle
 		return 0, err
 	}
 	defer lock.Close()
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		return 0, err
 	}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvCancel:
+		case journal.EvCancel:
 			rundir.CancelDone(st.Dir)
 			return WasCancelled, nil
-		case executor.EvFinish:
+		case journal.EvFinish:
 			return HadFinished, nil
 		}
 	}
@@ -104,7 +105,7 @@ func cancelStale(ctx context.Context, st *rundir.State, log io.Writer) (Cancelle
 // cancelHere marks the run in st cancelled (executor.Cancel: its gangs ended, every node
 // released and journaled); the caller holds the lock.
 func cancelHere(ctx context.Context, st *rundir.State, log io.Writer) error {
-	journal, past, err := executor.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
+	journal, past, err := journal.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		return err
 	}

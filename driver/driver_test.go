@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -117,7 +118,7 @@ func TestExecute(t *testing.T) {
 // cancelled; a run another live driver holds is refused by Lock.
 func TestCancelStale(t *testing.T) {
 	st := newRun(t, 1)
-	j, _, err := executor.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
+	j, _, err := journal.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,13 +129,13 @@ func TestCancelStale(t *testing.T) {
 			t.Fatalf("cancel: %v, %v", what, err)
 		}
 	}
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, e := range events {
-		if e.Ev == executor.EvCancel {
+		if e.Ev == journal.EvCancel {
 			n++
 		}
 	}

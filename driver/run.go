@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"net"
 	"net/http"
@@ -147,15 +148,15 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 // execute runs the run in st on its backend, from its journal.
 func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*executor.Result, error) {
 	path := filepath.Join(st.Dir, rundir.Journal)
-	jo := executor.JournalOptions{Log: log, Reserve: executor.DefaultReserve}
+	jo := journal.JournalOptions{Log: log, Reserve: journal.DefaultReserve}
 	if o.Mirror != nil {
 		wrap, err := mirror.JournalWrap(ctx, o.Mirror, o.MirrorRun, rundir.Journal, path)
 		if err != nil {
 			return nil, err
 		}
-		jo.Wrap = func(f executor.JournalFile) executor.JournalFile { return wrap(f) }
+		jo.Wrap = func(f journal.JournalFile) journal.JournalFile { return wrap(f) }
 	}
-	journal, past, err := executor.OpenJournalWith(path, jo)
+	journal, past, err := journal.OpenJournalWith(path, jo)
 	if err != nil {
 		return nil, err
 	}

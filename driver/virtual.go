@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"hash/fnv"
 	"os"
 	"path/filepath"
@@ -59,9 +60,9 @@ func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, err
 		Spot: st.Exp.Cluster.Market == spec.MarketSpot || strings.Contains(fmt.Sprint(st.Exp.Cluster.Markets), spec.MarketSpot)}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			scale.Nodes++
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			scale.Launches++
 		}
 	}
@@ -71,7 +72,7 @@ func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, err
 // cleanOutcome is a clean virtual run of a run's spec and plan, with its journal.
 type cleanOutcome struct {
 	*virtual.Outcome
-	events []executor.Event
+	events []journal.Event
 }
 
 // cleanRun runs the run in st in virtual time without faults on a scratch journal, its adaptive
@@ -88,7 +89,7 @@ func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Con
 	if err != nil {
 		return nil, err
 	}
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		return nil, err
 	}
@@ -128,11 +129,11 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 		if f != nil && st.Exp.Sampler.Adaptive() {
 			// Faults shift when an adaptive sampler draws, so what it learns from: the run is
 			// held to a clean run of the configurations it drew.
-			events, err := executor.ReadJournal(vc.Journal)
+			events, err := journal.ReadJournal(vc.Journal)
 			if err != nil {
 				return out.Result, err
 			}
-			pinned, err := cleanRun(ctx, st, executor.Configurations(events))
+			pinned, err := cleanRun(ctx, st, journal.Configurations(events))
 			if err != nil {
 				return out.Result, fmt.Errorf("the clean run of the configurations drawn: %w", err)
 			}
@@ -154,8 +155,8 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 }
 
 // heldToTheRule audits an ASHA run's journal (executor.VerifyASHA) and its winner.
-func heldToTheRule(st *rundir.State, journal string, res *executor.Result) error {
-	events, err := executor.ReadJournal(journal)
+func heldToTheRule(st *rundir.State, journalPath string, res *executor.Result) error {
+	events, err := journal.ReadJournal(journalPath)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"time"
 
 	"slices"
@@ -66,7 +67,7 @@ func (x *run) sampleASHA() error {
 	}
 	for i := have; i < a.Trials; i++ {
 		b := i % brackets
-		e := Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
+		e := journal.Event{Ev: journal.EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
 		if configs != nil {
 			e.Params = configs[i]
 		}
@@ -84,7 +85,7 @@ func (x *run) runASHA(ctx context.Context) error {
 	began := len(a.phaseAt) > 0
 	x.mu.Unlock()
 	if !began {
-		if err := x.record(Event{Ev: EvPhase, Stage: 0, GPUs: a.plan.GPUs[0]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: 0, GPUs: a.plan.GPUs[0]}, true); err != nil {
 			return err
 		}
 	}
@@ -137,7 +138,7 @@ func (x *run) enterPhases() (bool, error) {
 	x.mu.Unlock()
 	for p := phase + 1; p <= next; p++ {
 		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(gpus), gpus[p])
-		if err := x.record(Event{Ev: EvPhase, Stage: p, GPUs: gpus[p]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: p, GPUs: gpus[p]}, true); err != nil {
 			return false, err
 		}
 	}
@@ -196,9 +197,9 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		x.mu.Lock()
 		j, ok := a.ladder.Peek()
 		ok = ok && a.ladder.InFlight() < gpus
-		var e Event
+		var e journal.Event
 		if ok {
-			e = Event{Ev: EvPromote, Bracket: j.Bracket, Stage: j.Rung, Trial: a.byIndex[j.Trial], Iter: j.To}
+			e = journal.Event{Ev: journal.EvPromote, Bracket: j.Bracket, Stage: j.Rung, Trial: a.byIndex[j.Trial], Iter: j.To}
 		}
 		x.mu.Unlock()
 		if !ok {
@@ -323,7 +324,7 @@ func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
 // a fresh ladder in journal order, every promotion must be the one the rule hands out at that
 // point (none taken twice), and a finished run must leave the ladder done. It returns the
 // winner the rule picks from those results: what the run must report.
-func VerifyASHA(exp *spec.Experiment, events []Event) (best string, err error) {
+func VerifyASHA(exp *spec.Experiment, events []journal.Event) (best string, err error) {
 	a := exp.Algorithm.ASHA
 	if a == nil {
 		return "", fmt.Errorf("verify asha: %s is not an asha job", exp.Name)
@@ -334,10 +335,10 @@ func VerifyASHA(exp *spec.Experiment, events []Event) (best string, err error) {
 	finished := false
 	for i, e := range events {
 		switch e.Ev {
-		case EvTrial:
+		case journal.EvTrial:
 			index[e.Trial] = len(byIndex)
 			byIndex = append(byIndex, e.Trial)
-		case EvPromote:
+		case journal.EvPromote:
 			j, ok := l.Next()
 			if !ok || byIndex[j.Trial] != e.Trial || j.Rung != e.Stage || j.Bracket != e.Bracket {
 				want := "nothing"
@@ -346,17 +347,17 @@ func VerifyASHA(exp *spec.Experiment, events []Event) (best string, err error) {
 				}
 				return "", fmt.Errorf("verify asha: record %d promotes %s to bracket %d rung %d; the rule hands out %s", i+1, e.Trial, e.Bracket, e.Stage, want)
 			}
-		case EvDone:
+		case journal.EvDone:
 			if err := l.Report(index[e.Trial], search.Loss(metricOrNaN(e.Metric), exp.Objective.Mode)); err != nil {
 				return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
 			}
-		case EvFail:
+		case journal.EvFail:
 			if e.GaveUp {
 				if err := l.Drop(index[e.Trial]); err != nil {
 					return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
 				}
 			}
-		case EvFinish:
+		case journal.EvFinish:
 			finished = true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"hash/fnv"
 	"math"
 	"os"
@@ -57,7 +58,7 @@ func newASHAHarness(t testing.TB) *harness {
 }
 
 // checkASHAJournal audits a journal (executor.VerifyASHA) and returns the rule's winner.
-func checkASHAJournal(t *testing.T, exp *spec.Experiment, events []executor.Event) string {
+func checkASHAJournal(t *testing.T, exp *spec.Experiment, events []journal.Event) string {
 	t.Helper()
 	best, err := executor.VerifyASHA(exp, events)
 	if err != nil {
@@ -80,7 +81,7 @@ func TestASHARun(t *testing.T) {
 	}
 	// The audit sees a decision taken twice.
 	for i, e := range events {
-		if e.Ev == executor.EvPromote && e.Stage > 0 {
+		if e.Ev == journal.EvPromote && e.Stage > 0 {
 			tampered := append(slices.Clone(events[:i+1]), events[i:]...)
 			if _, err := executor.VerifyASHA(h.cfg.Experiment, tampered); err == nil {
 				t.Fatal("a promotion journaled twice passed the audit")
@@ -100,20 +101,20 @@ func TestASHARun(t *testing.T) {
 	startIter := map[string]int{} // trial -> the iteration its rung starts from
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvPhase:
+		case journal.EvPhase:
 			if e.Stage != phase+1 || e.GPUs != ashaPlan.GPUs[e.Stage] {
 				t.Fatalf("phase %d (%d GPUs) after phase %d", e.Stage, e.GPUs, phase)
 			}
 			phase = e.Stage
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			held[e.Node.ID] = true
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			for _, id := range e.Nodes {
 				delete(held, id)
 			}
-		case executor.EvPromote:
+		case journal.EvPromote:
 			startIter[e.Trial] = h.cfg.Experiment.Algorithm.ASHA.Rungs(e.Bracket)[e.Stage] // its target, checked below
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			if !strings.HasPrefix(e.Trial, fmt.Sprintf("b%d-", e.Bracket)) {
 				t.Fatalf("%s launched as bracket %d's", e.Trial, e.Bracket)
 			}
@@ -121,8 +122,8 @@ func TestASHARun(t *testing.T) {
 			if len(running) > ashaPlan.GPUs[phase] {
 				t.Fatalf("%d gangs in phase %d of %v", len(running), phase, ashaPlan.GPUs)
 			}
-		case executor.EvDone, executor.EvFail:
-			if e.Ev == executor.EvFail {
+		case journal.EvDone, journal.EvFail:
+			if e.Ev == journal.EvFail {
 				t.Fatalf("%s failed in a run without faults: %s", e.Trial, e.Error)
 			}
 			delete(running, e.Trial)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,11 +46,11 @@ func TestBrokenTrainerStopsTheRunEarly(t *testing.T) {
 			}
 			started := map[string]bool{}
 			for _, e := range events {
-				if e.Ev == executor.EvLaunch {
+				if e.Ev == journal.EvLaunch {
 					started[e.Trial] = true
 				}
 			}
-			sampled := count(events, executor.EvTrial, "")
+			sampled := count(events, journal.EvTrial, "")
 			t.Logf("%d of %d sampled trials started", len(started), sampled)
 			if len(started) >= sampled {
 				t.Fatalf("%d of %d trials started: the rule stopped nothing", len(started), sampled)

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // Cancel marks a run cancelled, from its journal (cfg.Past): the gangs any driver left are
@@ -26,5 +27,5 @@ func Cancel(ctx context.Context, cfg Config, why string) error {
 	if x.st.finished {
 		return nil // nothing left to cancel: the run had finished
 	}
-	return x.record(Event{Ev: EvCancel, Error: why}, true)
+	return x.record(journal.Event{Ev: journal.EvCancel, Error: why}, true)
 }

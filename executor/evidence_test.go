@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"math"
 	"testing"
@@ -25,20 +26,20 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	events := []Event{{Ev: EvStart, At: t0}}
+	events := []journal.Event{{Ev: journal.EvStart, At: t0}}
 	for _, id := range []string{"a", "b", "c", "d"} {
-		events = append(events, Event{Ev: EvTrial, At: t0, Trial: id})
+		events = append(events, journal.Event{Ev: journal.EvTrial, At: t0, Trial: id})
 	}
-	launch := func(id string, s float64) Event {
-		return Event{Ev: EvLaunch, At: at(s), Trial: id, Try: 1, GPUs: 1}
+	launch := func(id string, s float64) journal.Event {
+		return journal.Event{Ev: journal.EvLaunch, At: at(s), Trial: id, Try: 1, GPUs: 1}
 	}
-	report := func(id string, s float64) Event {
-		return Event{Ev: EvReport, At: at(s), Trial: id, Iter: 1}
+	report := func(id string, s float64) journal.Event {
+		return journal.Event{Ev: journal.EvReport, At: at(s), Trial: id, Iter: 1}
 	}
-	done := func(id string, s float64) Event {
-		return Event{Ev: EvDone, At: at(s), Trial: id, Iter: 1, GPUs: 1}
+	done := func(id string, s float64) journal.Event {
+		return journal.Event{Ev: journal.EvDone, At: at(s), Trial: id, Iter: 1, GPUs: 1}
 	}
-	events = append(events, Event{Ev: EvStage, At: t0, GPUs: 2}, launch("a", 0), launch("b", 0), report("a", 5), report("b", 5), done("a", 5),
+	events = append(events, journal.Event{Ev: journal.EvStage, At: t0, GPUs: 2}, launch("a", 0), launch("b", 0), report("a", 5), report("b", 5), done("a", 5),
 		launch("c", 5), done("b", 5), launch("d", 5), report("c", 7), report("d", 7), done("c", 7), done("d", 7))
 	for _, e := range events {
 		st.apply(e)
@@ -72,16 +73,16 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	up := func(id string, market cloud.Market) Event {
-		return Event{Ev: EvNodeUp, At: t0, Node: &cloud.Node{ID: id, GPUs: 1, RunningAt: t0, Market: market}}
+	up := func(id string, market cloud.Market) journal.Event {
+		return journal.Event{Ev: journal.EvNodeUp, At: t0, Node: &cloud.Node{ID: id, GPUs: 1, RunningAt: t0, Market: market}}
 	}
-	for _, e := range []Event{{Ev: EvStart, At: t0}, up("taken", cloud.Spot), up("released", cloud.Spot), up("held", cloud.Spot), up("od", cloud.OnDemand),
-		{Ev: EvInterrupt, At: at(50), Nodes: []string{"taken"}, Draining: true, Error: "notice"},
-		{Ev: EvNodeOff, At: at(25), Nodes: []string{"released"}, Cause: string(NodeReleased)},
-		{Ev: EvNodeOff, At: at(65), Nodes: []string{"taken"}, Cause: string(NodeDrained)},
-		up("again", cloud.Spot), {Ev: EvNodeOff, At: at(10), Nodes: []string{"again"}, Cause: string(NodeReleased)},
-		{Ev: EvNodeUp, At: at(20), Node: &cloud.Node{ID: "again", GPUs: 1, RunningAt: at(20), Market: cloud.Spot}},
-		{Ev: EvInterrupt, At: at(30), Nodes: []string{"again"}, Error: "taken"},
+	for _, e := range []journal.Event{{Ev: journal.EvStart, At: t0}, up("taken", cloud.Spot), up("released", cloud.Spot), up("held", cloud.Spot), up("od", cloud.OnDemand),
+		{Ev: journal.EvInterrupt, At: at(50), Nodes: []string{"taken"}, Draining: true, Error: "notice"},
+		{Ev: journal.EvNodeOff, At: at(25), Nodes: []string{"released"}, Cause: string(journal.NodeReleased)},
+		{Ev: journal.EvNodeOff, At: at(65), Nodes: []string{"taken"}, Cause: string(journal.NodeDrained)},
+		up("again", cloud.Spot), {Ev: journal.EvNodeOff, At: at(10), Nodes: []string{"again"}, Cause: string(journal.NodeReleased)},
+		{Ev: journal.EvNodeUp, At: at(20), Node: &cloud.Node{ID: "again", GPUs: 1, RunningAt: at(20), Market: cloud.Spot}},
+		{Ev: journal.EvInterrupt, At: at(30), Nodes: []string{"again"}, Error: "taken"},
 	} {
 		st.apply(e)
 	}

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"slices"
 	"strings"
 	"sync"
@@ -44,10 +45,10 @@ func newHedgeHarness(t *testing.T) *harness {
 }
 
 // markets is each node's market, from the journal.
-func markets(events []executor.Event) map[string]cloud.Market {
+func markets(events []journal.Event) map[string]cloud.Market {
 	out := map[string]cloud.Market{}
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node != nil {
+		if e.Ev == journal.EvNodeUp && e.Node != nil {
 			out[e.Node.ID] = e.Node.Market
 		}
 	}
@@ -68,7 +69,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	}
 	m := markets(cleanEvents)
 	for _, e := range cleanEvents {
-		if e.Ev == executor.EvLaunch && e.Stage == 0 {
+		if e.Ev == journal.EvLaunch && e.Stage == 0 {
 			onOD := m[e.Nodes[0]] == cloud.OnDemand
 			if slices.Contains(criticalTrials, e.Trial) != onOD {
 				t.Errorf("clean run: trial %s (critical: %v) launched on %s node %s", e.Trial, slices.Contains(criticalTrials, e.Trial), m[e.Nodes[0]], e.Nodes[0])
@@ -106,18 +107,18 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	moved := ""
 	for _, e := range events {
 		switch {
-		case e.Ev == executor.EvFail && e.Interrupted && e.Stage == 0:
+		case e.Ev == journal.EvFail && e.Interrupted && e.Stage == 0:
 			if slices.Contains(criticalTrials, e.Trial) {
 				t.Errorf("critical trial %s was interrupted: %s", e.Trial, e.Error)
 			}
 			interrupted[e.Trial] = true
-		case e.Ev == executor.EvLaunch && e.Stage == 0 && slices.Contains(criticalTrials, e.Trial):
+		case e.Ev == journal.EvLaunch && e.Stage == 0 && slices.Contains(criticalTrials, e.Trial):
 			for _, n := range e.Nodes {
 				if m[n] != cloud.OnDemand {
 					t.Errorf("critical trial %s launched on %s node %s", e.Trial, m[n], n)
 				}
 			}
-		case e.Ev == executor.EvLaunch && e.Stage == 0 && interrupted[e.Trial] && m[e.Nodes[0]] == cloud.OnDemand:
+		case e.Ev == journal.EvLaunch && e.Stage == 0 && interrupted[e.Trial] && m[e.Nodes[0]] == cloud.OnDemand:
 			moved = e.Trial
 		}
 	}
@@ -133,7 +134,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	byMarket := map[cloud.Market]int{}
 	tier := 0
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node != nil {
+		if e.Ev == journal.EvNodeUp && e.Node != nil {
 			byMarket[e.Node.Market]++
 			if e.Tier == spec.MarketOnDemand {
 				tier++
@@ -182,7 +183,7 @@ func TestHedgedStageResumes(t *testing.T) {
 	}
 	done := map[string]bool{}
 	for _, e := range first {
-		if e.Ev == executor.EvDone && e.Stage == 0 {
+		if e.Ev == journal.EvDone && e.Stage == 0 {
 			done[e.Trial] = true
 		}
 	}
@@ -201,9 +202,9 @@ func TestHedgedStageResumes(t *testing.T) {
 	resumed := false
 	for _, e := range events[len(first):] {
 		switch {
-		case e.Ev == executor.EvNodeUp && e.Node != nil:
+		case e.Ev == journal.EvNodeUp && e.Node != nil:
 			t.Errorf("the resumed driver rented %s node %s: every node it needs was held", e.Node.Market, e.Node.ID)
-		case e.Ev == executor.EvLaunch && e.Stage == 0:
+		case e.Ev == journal.EvLaunch && e.Stage == 0:
 			resumed = true
 			if done[e.Trial] {
 				t.Errorf("trial %s was done before the kill and launched again", e.Trial)

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"maps"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func (x *run) reconcile(ctx context.Context) error {
 		if err := x.cfg.Provider.Delete(ctx, ids); err != nil {
 			return fmt.Errorf("run: release interrupted nodes: %w", err)
 		}
-		if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: ids, Error: "released after its interruption", Cause: string(NodeDrained)}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvNodeOff, At: at, Bracket: b, Nodes: ids, Error: "released after its interruption", Cause: string(journal.NodeDrained)}, true); err != nil {
 			return err
 		}
 	}
@@ -92,7 +93,7 @@ func (x *run) reconcile(ctx context.Context) error {
 			closed[b] = true
 		case adopt:
 			fmt.Fprintf(x.log, "resume: bracket %d adopts node %s, rented by a driver that died before journaling it\n", b, n.ID)
-			if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Bracket: b, Node: &n, Error: "adopted: rented by a driver that died before journaling it"}, true); err != nil {
+			if err := x.record(journal.Event{Ev: journal.EvNodeUp, At: n.RunningAt, Bracket: b, Node: &n, Error: "adopted: rented by a driver that died before journaling it"}, true); err != nil {
 				return err
 			}
 			known[n.ID] = true
@@ -116,7 +117,7 @@ func (x *run) reconcile(ctx context.Context) error {
 			tokens := x.st.openTokens(b)
 			x.mu.Unlock()
 			for _, token := range tokens {
-				if err := x.record(Event{Ev: EvAnswer, Bracket: b, Token: token}, false); err != nil {
+				if err := x.record(journal.Event{Ev: journal.EvAnswer, Bracket: b, Token: token}, false); err != nil {
 					return err
 				}
 			}
@@ -143,10 +144,10 @@ func (x *run) journalOrphans(nodes []cloud.Node, at time.Time) error {
 		if n.RunningAt.IsZero() {
 			continue
 		}
-		if err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false); err != nil {
 			return err
 		}
-		if err := x.record(Event{Ev: EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released", Cause: string(NodeOrphan)}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released", Cause: string(journal.NodeOrphan)}, true); err != nil {
 			return err
 		}
 	}
@@ -293,7 +294,7 @@ func (x *run) releaseLost(ctx context.Context, b int, ids []string) {
 	}
 	x.mu.Unlock()
 	if len(held) > 0 {
-		x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: held, Error: "released after its interruption", Cause: string(NodeDrained)}, true)
+		x.record(journal.Event{Ev: journal.EvNodeOff, At: at, Bracket: b, Nodes: held, Error: "released after its interruption", Cause: string(journal.NodeDrained)}, true)
 	}
 }
 
@@ -322,19 +323,19 @@ func (x *run) recordLoss(b int, nodes []cloud.Node, lost lostSet) error {
 	}
 	if len(draining) > 0 {
 		fmt.Fprintf(x.log, "node(s) being interrupted: %v (%s); replacing them, and releasing them once their gangs saved\n", draining, strings.Join(drainReasons, "; "))
-		if err := x.record(Event{Ev: EvInterrupt, Bracket: b, Nodes: draining, Error: strings.Join(drainReasons, "; "), Draining: true}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvInterrupt, Bracket: b, Nodes: draining, Error: strings.Join(drainReasons, "; "), Draining: true}, true); err != nil {
 			return err
 		}
 	}
 	if len(spot) > 0 {
 		fmt.Fprintf(x.log, "spot node(s) interrupted: %v (%s); replacing them\n", spot, strings.Join(reasons, "; "))
-		if err := x.record(Event{Ev: EvInterrupt, Bracket: b, Nodes: spot, Error: strings.Join(reasons, "; ")}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvInterrupt, Bracket: b, Nodes: spot, Error: strings.Join(reasons, "; ")}, true); err != nil {
 			return err
 		}
 	}
 	if len(other) > 0 {
 		fmt.Fprintf(x.log, "nodes lost: %v; replacing them\n", other)
-		if err := x.record(Event{Ev: EvNodeOff, Bracket: b, Nodes: other, Error: "lost", Cause: string(NodeLost)}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvNodeOff, Bracket: b, Nodes: other, Error: "lost", Cause: string(journal.NodeLost)}, true); err != nil {
 			return err
 		}
 	}
@@ -550,7 +551,7 @@ func (x *run) scale(ctx context.Context, b, n int, last placement.Placement, cre
 		for j, a := range asks {
 			created := answers[j].fresh
 			for k := range created {
-				up := Event{Ev: EvNodeUp, At: created[k].RunningAt, Bracket: b, Node: &created[k]}
+				up := journal.Event{Ev: journal.EvNodeUp, At: created[k].RunningAt, Bracket: b, Node: &created[k]}
 				if a.market == spec.MarketOnDemand && created[k].Market == cloud.OnDemand {
 					up.Tier = spec.MarketOnDemand
 				}
@@ -572,7 +573,7 @@ func (x *run) scale(ctx context.Context, b, n int, last placement.Placement, cre
 			}
 			// After the nodes: a driver that dies before this repeats the request, which is safe.
 			err := answers[j].err
-			if jerr := x.record(Event{Ev: EvAnswer, Bracket: b, Token: a.token}, false); jerr != nil && err == nil {
+			if jerr := x.record(journal.Event{Ev: journal.EvAnswer, Bracket: b, Token: a.token}, false); jerr != nil && err == nil {
 				err = jerr
 			}
 			if err != nil && firstErr == nil {
@@ -612,7 +613,7 @@ func (x *run) journalRequest(b int, a *nodeAsk) error {
 	x.mu.Lock()
 	a.token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
 	x.mu.Unlock()
-	return x.record(Event{Ev: EvRequest, Bracket: b, Try: a.count, Token: a.token, Market: a.market}, true)
+	return x.record(journal.Event{Ev: journal.EvRequest, Bracket: b, Count: a.count, Token: a.token, Market: a.market}, true)
 }
 
 // createAll sends asks to the provider, all at once when there are several (each in an actor of
@@ -653,7 +654,7 @@ func (x *run) releaseNodes(ctx context.Context, b int, release []string, last pl
 	if err := x.cfg.Provider.Delete(ctx, release); err != nil {
 		return fmt.Errorf("run: release nodes: %w", err)
 	}
-	if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: release, Cause: string(NodeReleased)}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvNodeOff, At: at, Bracket: b, Nodes: release, Cause: string(journal.NodeReleased)}, true); err != nil {
 		return err
 	}
 	for t, slots := range last {
@@ -741,7 +742,7 @@ func (x *run) releaseAll(ctx context.Context, why string) error {
 		if len(h) == 0 {
 			continue
 		}
-		if err := x.record(Event{Ev: EvNodeOff, At: at, Bracket: b, Nodes: h, Error: why, Cause: string(NodeReleased)}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvNodeOff, At: at, Bracket: b, Nodes: h, Error: why, Cause: string(journal.NodeReleased)}, true); err != nil {
 			fmt.Fprintf(x.log, "released nodes %v but could not journal it: %v\n", h, err)
 			return err
 		}

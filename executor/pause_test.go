@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"syscall"
 	"testing"
@@ -39,14 +40,14 @@ func TestInfraFaultPauses(t *testing.T) {
 		t.Fatalf("run: %v (%+v), want a journaled pause that released its nodes", err, paused)
 	}
 	stop := events[len(events)-1]
-	if stop.Ev != executor.EvStop || stop.Cause != string(executor.StopPaused) || stop.Reason != infra.DiskFull || stop.Where != "/ckpt" {
+	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Reason != infra.DiskFull || stop.Where != "/ckpt" {
 		t.Fatalf("last event %+v, want a paused stop naming the disk", stop)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent on the full disk: %+v", e)
 		}
-		if e.Ev == executor.EvNodeOff && e.At.After(stop.At) {
+		if e.Ev == journal.EvNodeOff && e.At.After(stop.At) {
 			t.Fatalf("a node billed past the pause: %+v", e)
 		}
 	}
@@ -63,7 +64,7 @@ func TestInfraFaultPauses(t *testing.T) {
 		t.Fatalf("resumed winner %s, clean winner %s", got, want)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent: %+v", e)
 		}
 	}
@@ -96,8 +97,8 @@ func TestJournalFaultStopsWithoutActing(t *testing.T) {
 	}
 	var runErr error
 	h.within(t, context.Background(), func(ctx context.Context) {
-		j, past, err := executor.OpenJournalWith(h.journal, executor.JournalOptions{Clock: h.clock,
-			Wrap: func(f executor.JournalFile) executor.JournalFile { return brokenJournal{f.(*os.File), &broken} }})
+		j, past, err := journal.OpenJournalWith(h.journal, journal.JournalOptions{Clock: h.clock,
+			Wrap: func(f journal.JournalFile) journal.JournalFile { return brokenJournal{f.(*os.File), &broken} }})
 		if err != nil {
 			t.Error(err)
 			return

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
 	"slices"
 	"time"
@@ -95,7 +96,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 		next = rev.After
 	}
 	if budget.MaxCostUSD > 0 && next.Cost > budget.MaxCostUSD && (budget.Stop || !x.cfg.Replan) {
-		if err := x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &next, Reason: "over budget"}, false); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvForecast, Bracket: at.bracket, Stage: at.stage, After: &next, Reason: "over budget"}, false); err != nil {
 			return err
 		}
 		if budget.Stop {
@@ -109,7 +110,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 		x.mu.Lock()
 		prev := x.st.forecast
 		x.mu.Unlock()
-		if err := x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false); err != nil {
 			return err
 		}
 		why := rev.Reason
@@ -120,7 +121,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 		return nil
 	}
 	before, after := rev.Before, rev.After
-	if err := x.record(Event{Ev: EvReplan, Bracket: at.bracket, Stage: at.stage, Plan: at.plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvReplan, Bracket: at.bracket, Stage: at.stage, Plan: at.plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
 		return err
 	}
 	fmt.Fprintf(x.log, "re-plan %s: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",

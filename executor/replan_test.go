@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"strings"
 	"testing"
 
@@ -25,13 +26,13 @@ func TestReplanIsJournaledFollowedAndReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var revisions []executor.Event
+		var revisions []journal.Event
 		stageGPUs := map[int]int{}
 		for _, e := range events {
 			switch e.Ev {
-			case executor.EvReplan:
+			case journal.EvReplan:
 				revisions = append(revisions, e)
-			case executor.EvStage:
+			case journal.EvStage:
 				stageGPUs[e.Stage] = e.GPUs
 			}
 		}
@@ -93,7 +94,7 @@ func TestBudgetStopReleasesEverything(t *testing.T) {
 	if h.provider.Held() != 0 {
 		t.Fatalf("%d nodes held after the budget stop", h.provider.Held())
 	}
-	if last := events[len(events)-1]; last.Ev != executor.EvStop || !strings.Contains(last.Error, "budget") {
+	if last := events[len(events)-1]; last.Ev != journal.EvStop || !strings.Contains(last.Error, "budget") {
 		t.Fatalf("last event %+v", last)
 	}
 	h = newHarness(t, shaSpec+"budget: {max_cost_usd: 0.001}\n")
@@ -117,9 +118,9 @@ func TestBudgetStopsARevisionPastIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first *executor.Event
+	var first *journal.Event
 	for i, e := range events {
-		if e.Ev == executor.EvReplan {
+		if e.Ev == journal.EvReplan {
 			first = &events[i]
 			break
 		}
@@ -136,7 +137,7 @@ func TestBudgetStopsARevisionPastIt(t *testing.T) {
 		t.Fatalf("budget $%v between the plan's $%v and the revision's $%v: %v", budget, first.Before.Cost, first.After.Cost, err)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvReplan {
+		if e.Ev == journal.EvReplan {
 			t.Fatalf("a revision past the budget was made: %+v", e)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"math"
 	"strconv"
@@ -34,9 +35,9 @@ type Config struct {
 	ASHA     *sim.ASHAPlan
 	Provider cloud.Provider
 	Runtime  Runtime
-	Journal  *Journal
+	Journal  *journal.Journal
 	// Past holds the journal of an earlier driver of this run; Run resumes from it.
-	Past []Event
+	Past []journal.Event
 	// RunID names a new run (journaled in its start event); a resumed run keeps its own.
 	RunID string
 	// TimeScale is wall seconds per spec second: 1 for real trainers, less when the local
@@ -59,7 +60,7 @@ type Config struct {
 	ProgressEvery time.Duration
 	// Observe, when set, sees every event once it is applied, in journal order: first the
 	// journal of earlier drivers (Past), then each new one. It must not block.
-	Observe func(Event)
+	Observe func(journal.Event)
 	// Live, when set, is handed (before anything runs) a function that snapshots the run as it is
 	// then, safe from any goroutine: for readers on their own time (the metrics, at a scrape).
 	Live func(snapshot func() *Snapshot)
@@ -259,7 +260,7 @@ func (x *run) end(ctx context.Context) (*Result, error) {
 	if err := x.releaseAll(ctx, "the run finished"); err != nil {
 		return x.fail(ctx, err)
 	}
-	if err := x.record(Event{Ev: EvFinish}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvFinish}, true); err != nil {
 		return x.fail(ctx, err)
 	}
 	return x.result(), nil
@@ -295,7 +296,7 @@ func firstCause(ctx context.Context, errs []error) error {
 // ended and its nodes reconciled with what the provider holds.
 func (x *run) begin(ctx context.Context) error {
 	if x.st.start.IsZero() {
-		if err := x.record(Event{Ev: EvStart, RunID: x.cfg.RunID}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvStart, RunID: x.cfg.RunID}, true); err != nil {
 			return err
 		}
 		return x.sample()
@@ -308,7 +309,7 @@ func (x *run) begin(ctx context.Context) error {
 			return fmt.Errorf("run: end the previous driver's gangs: %w", err)
 		}
 	}
-	if err := x.record(Event{Ev: EvResume}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvResume}, true); err != nil {
 		return err
 	}
 	return x.reconcile(ctx)
@@ -326,15 +327,15 @@ func (x *run) fail(ctx context.Context, err error) (*Result, error) {
 			err = errors.Join(err, rerr)
 		}
 	}
-	why, cause := err.Error(), StopFailed
+	why, cause := err.Error(), journal.StopFailed
 	var overBudget *BudgetError
 	switch {
 	case errors.Is(err, context.Canceled):
-		why, cause = "interrupted", StopInterrupted
+		why, cause = "interrupted", journal.StopInterrupted
 	case errors.As(err, &overBudget):
-		cause = StopBudget
+		cause = journal.StopBudget
 	}
-	x.record(Event{Ev: EvStop, Error: why, Cause: string(cause)}, true) // best effort: a broken journal is what err says already
+	x.record(journal.Event{Ev: journal.EvStop, Error: why, Cause: string(cause)}, true) // best effort: a broken journal is what err says already
 	return x.result(), err
 }
 
@@ -402,7 +403,7 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 			}
 		}
 	}
-	if err := x.record(Event{Ev: EvStop, Error: "paused: " + fault.Error(), Cause: string(StopPaused), Reason: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvStop, Error: "paused: " + fault.Error(), Cause: string(journal.StopPaused), Reason: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
 		fmt.Fprintf(x.log, "pause: %v\n", err)
 		return x.result(), perr
 	}
@@ -413,7 +414,7 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 
 // record journals an event, applies it, and (durable) syncs the journal before returning: the
 // caller acts on a decision only once it is on disk.
-func (x *run) record(e Event, durable bool) error {
+func (x *run) record(e journal.Event, durable bool) error {
 	if e.At.IsZero() {
 		e.At = x.clk.Now()
 	}
@@ -466,7 +467,7 @@ func (x *run) sample() error {
 			}
 		}
 		for i := len(x.st.order[b]); i < n; i++ {
-			e := Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
+			e := journal.Event{Ev: journal.EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
 			if configs != nil {
 				e.Params = configs[i]
 			}

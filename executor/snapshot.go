@@ -2,10 +2,10 @@ package executor
 
 import (
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
@@ -21,7 +21,7 @@ type Snapshot struct {
 	Phase Phase
 	// Why says in words why the run is cancelled or stopped; Cause says it as a word.
 	Why   string
-	Cause StopCause
+	Cause journal.StopCause
 	// Launches are every launch so far, in journal order; a launch under way has no End.
 	Launches []LaunchRecord
 	// Nodes are every node the run held, in the order they came up; a node held now has no End.
@@ -77,8 +77,8 @@ type NodeRecord struct {
 	Stage   int // the stage its bracket was in when it came up
 	Node    cloud.Node
 	Up      time.Time
-	End     time.Time // while held: zero
-	Cause   NodeCause // while held: empty
+	End     time.Time         // while held: zero
+	Cause   journal.NodeCause // while held: empty
 	// Draining: interrupted and no longer used, it bills until it is released.
 	Draining bool
 }
@@ -125,14 +125,14 @@ func (s *Snapshot) Held() []NodeRecord {
 
 // record keeps what an event adds to the history (launches, nodes, stages, counts); apply calls it
 // first, for every event.
-func (s *state) record(e Event) {
+func (s *state) record(e journal.Event) {
 	closeLaunch := func(trial string, at time.Time, how LaunchOutcome) {
 		if i, ok := s.openLaunch[trial]; ok {
 			s.launchLog[i].End, s.launchLog[i].Outcome = at, how
 			delete(s.openLaunch, trial)
 		}
 	}
-	endNodes := func(ids []string, at time.Time, cause NodeCause, draining bool) {
+	endNodes := func(ids []string, at time.Time, cause journal.NodeCause, draining bool) {
 		for _, id := range ids {
 			i, ok := s.nodeAt[id]
 			if !ok || s.nodeLog[i].Cause != "" {
@@ -144,51 +144,41 @@ func (s *state) record(e Event) {
 				continue
 			}
 			rec.End, rec.Cause = at, cause
-			if rec.Draining && cause == NodeReleased { // the run's end let go of a node it drained
-				rec.Cause = NodeDrained
+			if rec.Draining && cause == journal.NodeReleased { // the run's end let go of a node it drained
+				rec.Cause = journal.NodeDrained
 			}
 		}
 	}
 	switch e.Ev {
-	case EvStage:
+	case journal.EvStage:
 		s.current[e.Bracket] = e.Stage
-	case EvNodeUp:
+	case journal.EvNodeUp:
 		if i, ok := s.nodeAt[e.Node.ID]; !ok || s.nodeLog[i].Cause != "" { // new, or claimed again after its release
 			s.nodeAt[e.Node.ID] = len(s.nodeLog)
 			s.nodeLog = append(s.nodeLog, NodeRecord{Bracket: e.Bracket, Stage: s.current[e.Bracket], Node: *e.Node, Up: e.At})
 		}
-	case EvNodeOff:
-		cause := NodeCause(e.Cause)
-		if cause == "" { // journals of before causes
-			switch {
-			case e.Error == "lost":
-				cause = NodeLost
-			case strings.HasPrefix(e.Error, "orphan"):
-				cause = NodeOrphan
-			default:
-				cause = NodeReleased
-			}
-		}
-		if cause == NodeLost {
+	case journal.EvNodeOff:
+		cause := journal.NodeCause(e.Cause)
+		if cause == journal.NodeLost {
 			s.counts.NodesLost += len(e.Nodes)
 		}
 		endNodes(e.Nodes, e.At, cause, false)
-	case EvInterrupt:
+	case journal.EvInterrupt:
 		s.counts.NodesLost += len(e.Nodes)
 		s.counts.Interruptions += len(e.Nodes)
-		endNodes(e.Nodes, e.At, NodeTaken, e.Draining)
-	case EvLaunch:
+		endNodes(e.Nodes, e.At, journal.NodeTaken, e.Draining)
+	case journal.EvLaunch:
 		closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
 		s.openLaunch[e.Trial] = len(s.launchLog)
 		s.launchLog = append(s.launchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
 			Nodes: e.Nodes, Start: e.At})
-	case EvDone:
+	case journal.EvDone:
 		s.counts.Done++
 		closeLaunch(e.Trial, e.At, LaunchDone)
-	case EvFail:
+	case journal.EvFail:
 		how := LaunchFailed
 		switch {
-		case e.GaveUp || e.Error == "gave up":
+		case e.GaveUp:
 			how = LaunchGaveUp
 			s.counts.GaveUp++
 		case e.Interrupted:
@@ -198,9 +188,9 @@ func (s *state) record(e Event) {
 			s.counts.Retries++
 		}
 		closeLaunch(e.Trial, e.At, how)
-	case EvTimeout:
+	case journal.EvTimeout:
 		s.counts.Timeouts++
-	case EvResume:
+	case journal.EvResume:
 		for _, t := range slices.Sorted(maps.Keys(s.openLaunch)) {
 			closeLaunch(t, e.At, LaunchOrphaned)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			}
 		}
 		alloc := x.planOf(b, k)
-		if err := x.record(Event{Ev: EvStage, Bracket: b, Stage: k, GPUs: alloc.GPUs}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvStage, Bracket: b, Stage: k, GPUs: alloc.GPUs}, true); err != nil {
 			return err
 		}
 		var err error
@@ -68,7 +69,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		if k+1 < len(br.Stages) {
 			keep = keep[:min(len(keep), br.Stages[k+1].Trials)]
 		}
-		if err := x.record(Event{Ev: EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
 			return err
 		}
 	}
@@ -201,7 +202,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				budget := m.jobs[a.trial].budget
 				fmt.Fprintf(x.log, "trial %s stage %d: still running after its budget of %s: stopping it\n", a.trial, a.k+1, budget.Round(time.Millisecond))
 				launches, _, _ := view.tries(a.trial, a.k)
-				x.record(Event{Ev: EvTimeout, Bracket: a.bracket, Stage: a.k, Trial: a.trial, Try: launches, Seconds: x.specDuration(budget).Seconds()}, false)
+				x.record(journal.Event{Ev: journal.EvTimeout, Bracket: a.bracket, Stage: a.k, Trial: a.trial, Try: launches, Seconds: x.specDuration(budget).Seconds()}, false)
 			case acCheckNodes:
 				lost, err := x.lostNodes(ctx, b, a.doomed)
 				next = append(next, stageEvent{kind: evChecked, launch: a.launch, o: a.o, cause: a.cause, lost: lost, err: err})
@@ -363,7 +364,7 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this;
 	// unless it carries a configuration just drawn: the trainer must never start on one the
 	// journal could lose (a resumed driver would draw another and resume its checkpoint with it).
-	launch := Event{Ev: EvLaunch, Bracket: a.bracket, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
+	launch := journal.Event{Ev: journal.EvLaunch, Bracket: a.bracket, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
 	if drawn {
 		launch.Params = params
 	}
@@ -389,7 +390,7 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 				break
 			}
 			o.metrics, o.iter = r.Metrics, r.Iter
-			x.record(Event{Ev: EvReport, At: r.At, Bracket: a.bracket, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
+			x.record(journal.Event{Ev: journal.EvReport, At: r.At, Bracket: a.bracket, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
 		}
 		clock.Recv(follow, x.clk, h.Exited())
 		o.exitedAt = x.clk.Now()
@@ -419,7 +420,7 @@ func (x *run) failed(b, k int, a action) error {
 		what = "lost its node"
 	}
 	fmt.Fprintf(x.log, "trial %s stage %d try %d %s: %v (retry: %v)\n", a.trial, k+1, try, what, a.cause, a.retry)
-	return x.record(Event{Ev: EvFail, Bracket: b, Stage: k, Trial: a.trial, Try: try, Error: a.cause.Error(), GaveUp: !a.retry,
+	return x.record(journal.Event{Ev: journal.EvFail, Bracket: b, Stage: k, Trial: a.trial, Try: try, Error: a.cause.Error(), GaveUp: !a.retry,
 		Interrupted: a.interrupted, NotStarted: !a.o.started, GPUs: a.o.gpus, Began: a.o.began, Exited: a.o.exitedAt}, false)
 }
 
@@ -435,7 +436,7 @@ func (x *run) finish(b, k int, o outcome) error {
 	// Group-committed: the checkpoint is saved already with this report beside it, so a driver or
 	// machine that dies before this line is durable costs a relaunch that re-reports the result
 	// (trial.LastReportFile), never a lost or changed one.
-	return x.record(Event{Ev: EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
+	return x.record(journal.Event{Ev: journal.EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
 		GPUs: o.gpus, Began: o.began, Exited: o.exitedAt, Seconds: x.specDuration(o.exitedAt.Sub(o.began)).Seconds()}, false)
 }
 

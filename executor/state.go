@@ -2,12 +2,12 @@ package executor
 
 import (
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/asha"
@@ -45,14 +45,14 @@ type state struct {
 	lostTries   map[stageKey]int   // the same per stage, for the report
 	interrupted []interruption     // spot nodes taken away, in order
 	finished    bool
-	cancelled   string         // why, once cancelled
-	stopped     string         // why the last driver stopped short of the end; "" while one drives it
-	stopCause   StopCause      // the same as a word
-	launchLog   []LaunchRecord // every launch, in journal order
-	openLaunch  map[string]int // trial -> its launch under way, in launchLog
-	nodeLog     []NodeRecord   // every node, in the order it came up
-	nodeAt      map[string]int // node -> its record in nodeLog
-	current     []int          // per bracket, the last stage that began
+	cancelled   string            // why, once cancelled
+	stopped     string            // why the last driver stopped short of the end; "" while one drives it
+	stopCause   journal.StopCause // the same as a word
+	launchLog   []LaunchRecord    // every launch, in journal order
+	openLaunch  map[string]int    // trial -> its launch under way, in launchLog
+	nodeLog     []NodeRecord      // every node, in the order it came up
+	nodeAt      map[string]int    // node -> its record in nodeLog
+	current     []int             // per bracket, the last stage that began
 	counts      Counts
 	requests    map[int]int // node requests journaled per bracket
 	// open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
@@ -104,7 +104,7 @@ type revision struct {
 	bracket, stage int
 	at             time.Time
 	gpusBefore     []int
-	event          Event
+	event          journal.Event
 }
 
 // evidenceKey is where iterations were observed: a stage of a bracket, on trials of gpus GPUs.
@@ -181,14 +181,14 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, log
 }
 
 // apply folds one event into the state. It is the only place that says what an event means.
-func (s *state) apply(e Event) {
+func (s *state) apply(e journal.Event) {
 	key := stageKey{e.Bracket, e.Stage}
 	if e.Bracket < 0 || e.Bracket >= len(s.brackets) {
 		fmt.Fprintf(s.log, "journal: %s event of bracket %d, which the spec does not have: skipped\n", e.Ev, e.Bracket)
 		return
 	}
 	switch e.Ev {
-	case EvLaunch, EvReport, EvDone, EvFail, EvPromote:
+	case journal.EvLaunch, journal.EvReport, journal.EvDone, journal.EvFail, journal.EvPromote:
 		if s.trials[e.Trial] == nil {
 			fmt.Fprintf(s.log, "journal: %s event of trial %s, which was never sampled: skipped\n", e.Ev, e.Trial)
 			return
@@ -196,9 +196,9 @@ func (s *state) apply(e Event) {
 	}
 	s.record(e)
 	switch e.Ev {
-	case EvStart:
+	case journal.EvStart:
 		s.start, s.runID = e.At, e.RunID
-	case EvTrial:
+	case journal.EvTrial:
 		s.trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, params: e.Params, state: trial.Pending,
 			done: map[int]float64{}, failed: map[int]bool{}}
 		s.order[e.Bracket] = append(s.order[e.Bracket], e.Trial)
@@ -206,26 +206,26 @@ func (s *state) apply(e Event) {
 			a.index[e.Trial] = len(a.byIndex)
 			a.byIndex = append(a.byIndex, e.Trial)
 		}
-	case EvNodeUp:
+	case journal.EvNodeUp:
 		s.known[e.Node.ID] = true
 		if e.Tier == spec.MarketOnDemand {
 			s.odTier[e.Node.ID] = true
 		}
 		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
-	case EvNodeOff:
+	case journal.EvNodeOff:
 		s.dropNodes(e.Bracket, e.Nodes, e.At)
-	case EvInterrupt:
+	case journal.EvInterrupt:
 		if e.Draining {
 			s.drainNodes(e.Bracket, e.Nodes)
 		} else {
 			s.dropNodes(e.Bracket, e.Nodes, e.At)
 		}
 		s.interrupted = append(s.interrupted, interruption{bracket: e.Bracket, nodes: e.Nodes, at: e.At, why: e.Error})
-	case EvStage:
+	case journal.EvStage:
 		if w := s.stageAt[key]; w.start.IsZero() {
 			s.stageAt[key] = window{start: e.At}
 		}
-	case EvLaunch:
+	case journal.EvLaunch:
 		ts := trialStage{e.Trial, e.Stage}
 		s.tries[ts] = max(s.tries[ts], e.Try)
 		t := s.trials[e.Trial]
@@ -236,11 +236,11 @@ func (s *state) apply(e Event) {
 		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.iter, e.GPUs, true
 		t.cold = e.Stage == 0 && s.brackets[e.Bracket].Round == 0 && !s.waveEnded[key]
 		s.move(t, trial.Launch)
-	case EvReport:
+	case journal.EvReport:
 		t := s.trials[e.Trial]
 		s.observe(t, e)
 		t.metrics, t.iter = e.Metrics, e.Iter
-	case EvDone:
+	case journal.EvDone:
 		t := s.trials[e.Trial]
 		if e.Stage == 0 {
 			s.firstEnds.note(e.Trial, "", "")
@@ -254,7 +254,7 @@ func (s *state) apply(e Event) {
 			s.noteLadder(a.ladder.Report(a.index[e.Trial], search.Loss(t.done[e.Stage], s.exp.Objective.Mode)))
 			a.rungEnd[key] = e.At
 		}
-	case EvFail:
+	case journal.EvFail:
 		t := s.trials[e.Trial]
 		if e.Stage == 0 {
 			kind := "" // a lost node, a gang not started, a trainer that reported: nothing of a broken start
@@ -264,7 +264,7 @@ func (s *state) apply(e Event) {
 			s.firstEnds.note(e.Trial, kind, e.Error)
 		}
 		switch {
-		case e.GaveUp || e.Error == "gave up": // "gave up": journals of before GaveUp
+		case e.GaveUp:
 			t.failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
 			if a := s.asha; a != nil {
@@ -281,15 +281,15 @@ func (s *state) apply(e Event) {
 		}
 		s.launched(e)
 		s.waveEnded[key] = true
-	case EvTimeout:
+	case journal.EvTimeout:
 		s.timeouts[key]++
-	case EvSync:
+	case journal.EvSync:
 		s.settle(e.Bracket, e.Stage, e.Keep)
 		s.synced[key] = e.Keep
 		w := s.stageAt[key]
 		w.end = e.At
 		s.stageAt[key] = w
-	case EvResume:
+	case journal.EvResume:
 		// A driver took over (a cancelled run only with --force: it is no longer cancelled). The
 		// previous driver's gangs were ended before this event: their trials wait again.
 		s.cancelled, s.stopped, s.stopCause = "", "", ""
@@ -298,12 +298,12 @@ func (s *state) apply(e Event) {
 				s.move(t, trial.Interrupted)
 			}
 		}
-	case EvCancel:
+	case journal.EvCancel:
 		s.cancelled = e.Error
 		if s.cancelled == "" {
 			s.cancelled = "cancelled"
 		}
-	case EvFinish:
+	case journal.EvFinish:
 		s.finished = true
 		if s.asha != nil { // the trials ASHA never promoted are over
 			s.asha.end = e.At
@@ -313,34 +313,24 @@ func (s *state) apply(e Event) {
 				}
 			}
 		}
-	case EvPromote:
+	case journal.EvPromote:
 		s.promote(e)
-	case EvPhase:
+	case journal.EvPhase:
 		if a := s.asha; a != nil && e.Stage == len(a.phaseAt) && e.Stage < len(a.plan.GPUs) {
 			a.phaseAt = append(a.phaseAt, e.At)
 		} else {
 			fmt.Fprintf(s.log, "journal: phase %d does not follow the phases so far: skipped\n", e.Stage+1)
 		}
-	case EvStop:
+	case journal.EvStop:
 		s.stopped = e.Error
-		s.stopCause = StopCause(e.Cause)
-		if s.stopCause == "" { // journals of before causes
-			switch {
-			case e.Error == "interrupted":
-				s.stopCause = StopInterrupted
-			case strings.HasPrefix(e.Error, "budget:"):
-				s.stopCause = StopBudget
-			default:
-				s.stopCause = StopFailed
-			}
-		}
-	case EvRequest:
+		s.stopCause = journal.StopCause(e.Cause)
+	case journal.EvRequest:
 		s.requests[e.Bracket]++
 		if s.open[e.Bracket] == nil {
 			s.open[e.Bracket] = map[string]string{}
 		}
 		s.open[e.Bracket][e.Market] = e.Token
-	case EvAnswer:
+	case journal.EvAnswer:
 		for m, tok := range s.open[e.Bracket] {
 			if tok == e.Token || e.Token == "" {
 				delete(s.open[e.Bracket], m)
@@ -349,9 +339,9 @@ func (s *state) apply(e Event) {
 		if len(s.open[e.Bracket]) == 0 {
 			delete(s.open, e.Bracket)
 		}
-	case EvForecast:
+	case journal.EvForecast:
 		s.forecast = e.After
-	case EvReplan:
+	case journal.EvReplan:
 		if a := s.asha; a != nil {
 			s.replanASHA(e)
 		} else if e.Bracket < len(s.plan) && e.Stage+len(e.Plan) == len(s.plan[e.Bracket]) {
@@ -372,7 +362,7 @@ func (s *state) apply(e Event) {
 // e.Plan's GPU counts replace the rest of the plan, its first a phase of its own when it holds
 // other GPUs than the current one (entered next: enterNow). One of another phase (a journal of
 // another plan) is skipped.
-func (s *state) replanASHA(e Event) {
+func (s *state) replanASHA(e journal.Event) {
 	a := s.asha
 	if e.Stage != len(a.phaseAt)-1 || len(e.Plan) == 0 {
 		fmt.Fprintf(s.log, "journal: re-plan from phase %d in phase %d: skipped\n", e.Stage+1, len(a.phaseAt))
@@ -395,7 +385,7 @@ func (s *state) replanASHA(e Event) {
 
 // promote applies an ASHA decision: trial e.Trial's job at rung e.Stage of bracket e.Bracket (its
 // start at rung 0). A decision the ladder does not allow (a journal of another spec) is skipped.
-func (s *state) promote(e Event) {
+func (s *state) promote(e journal.Event) {
 	a := s.asha
 	if a == nil {
 		fmt.Fprintf(s.log, "journal: promote event in a run that is not ASHA: skipped\n")
@@ -424,7 +414,7 @@ func (s *state) noteLadder(err error) {
 
 // observe takes the evidence of a report: the time since the trial's launch (start-up and the
 // iterations up to this one) or since its previous report (iterations alone).
-func (s *state) observe(t *trialRun, e Event) {
+func (s *state) observe(t *trialRun, e journal.Event) {
 	if t.seen.IsZero() || t.gpus == 0 || e.Iter <= t.seenIter || e.At.Before(t.seen) {
 		return
 	}
@@ -452,7 +442,7 @@ func (s *state) observe(t *trialRun, e Event) {
 }
 
 // launched records a launch's span from a done or fail event, for per-function billing.
-func (s *state) launched(e Event) {
+func (s *state) launched(e journal.Event) {
 	if !e.Began.IsZero() && !e.Exited.IsZero() {
 		s.launches = append(s.launches, launchSpan{bracket: e.Bracket, gpus: e.GPUs, start: e.Began, end: e.Exited})
 	}

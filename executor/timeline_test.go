@@ -1,6 +1,7 @@
 package executor_test
 
 import (
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"reflect"
 	"testing"
 	"time"
@@ -17,28 +18,28 @@ func TestRealizedSchedule(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) } // wall seconds
 	n1, n2 := cloud.Node{ID: "n1", GPUs: 4}, cloud.Node{ID: "n2", GPUs: 4}
-	events := []executor.Event{
-		{Ev: executor.EvStart, At: at(0)},
-		{Ev: executor.EvTrial, At: at(0), Trial: "a"}, {Ev: executor.EvTrial, At: at(0), Trial: "b"},
-		{Ev: executor.EvTrial, At: at(0), Trial: "c"}, {Ev: executor.EvTrial, At: at(0), Trial: "d"},
-		{Ev: executor.EvStage, At: at(2)},
-		{Ev: executor.EvNodeUp, At: at(10), Node: &n1},
-		{Ev: executor.EvNodeUp, At: at(10), Node: &n2},
-		{Ev: executor.EvLaunch, At: at(15), Trial: "a", GPUs: 2, Nodes: []string{"n1"}},
-		{Ev: executor.EvLaunch, At: at(15), Trial: "b", GPUs: 2, Nodes: []string{"n1"}},
-		{Ev: executor.EvLaunch, At: at(16), Trial: "c", GPUs: 8, Nodes: []string{"n2", "n1"}},
-		{Ev: executor.EvReport, At: at(40), Trial: "a"},
-		{Ev: executor.EvDone, At: at(50), Trial: "a"},
-		{Ev: executor.EvLaunch, At: at(52), Trial: "d", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvFail, At: at(60), Trial: "b"},
-		{Ev: executor.EvDone, At: at(64), Trial: "d"},
-		{Ev: executor.EvDone, At: at(70), Trial: "c"},
-		{Ev: executor.EvDone, At: at(80), Trial: "nobody"}, // never launched: no span
-		{Ev: executor.EvSync, At: at(72)},
-		{Ev: executor.EvStage, At: at(72), Stage: 1},
-		{Ev: executor.EvLaunch, At: at(74), Stage: 1, Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
-		{Ev: executor.EvDone, At: at(90), Stage: 1, Trial: "a"},
-		{Ev: executor.EvSync, At: at(92), Stage: 1},
+	events := []journal.Event{
+		{Ev: journal.EvStart, At: at(0)},
+		{Ev: journal.EvTrial, At: at(0), Trial: "a"}, {Ev: journal.EvTrial, At: at(0), Trial: "b"},
+		{Ev: journal.EvTrial, At: at(0), Trial: "c"}, {Ev: journal.EvTrial, At: at(0), Trial: "d"},
+		{Ev: journal.EvStage, At: at(2)},
+		{Ev: journal.EvNodeUp, At: at(10), Node: &n1},
+		{Ev: journal.EvNodeUp, At: at(10), Node: &n2},
+		{Ev: journal.EvLaunch, At: at(15), Trial: "a", GPUs: 2, Nodes: []string{"n1"}},
+		{Ev: journal.EvLaunch, At: at(15), Trial: "b", GPUs: 2, Nodes: []string{"n1"}},
+		{Ev: journal.EvLaunch, At: at(16), Trial: "c", GPUs: 8, Nodes: []string{"n2", "n1"}},
+		{Ev: journal.EvReport, At: at(40), Trial: "a"},
+		{Ev: journal.EvDone, At: at(50), Trial: "a"},
+		{Ev: journal.EvLaunch, At: at(52), Trial: "d", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvFail, At: at(60), Trial: "b"},
+		{Ev: journal.EvDone, At: at(64), Trial: "d"},
+		{Ev: journal.EvDone, At: at(70), Trial: "c"},
+		{Ev: journal.EvDone, At: at(80), Trial: "nobody"}, // never launched: no span
+		{Ev: journal.EvSync, At: at(72)},
+		{Ev: journal.EvStage, At: at(72), Stage: 1},
+		{Ev: journal.EvLaunch, At: at(74), Stage: 1, Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: journal.EvDone, At: at(90), Stage: 1, Trial: "a"},
+		{Ev: journal.EvSync, At: at(92), Stage: 1},
 	}
 	exp := experiment(t, shaSpec)
 	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 2})
@@ -68,16 +69,16 @@ func TestRealizedScheduleZeroLengthLaunch(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	n1 := cloud.Node{ID: "n1", GPUs: 4}
-	events := []executor.Event{
-		{Ev: executor.EvStart, At: at(0)},
-		{Ev: executor.EvTrial, At: at(0), Trial: "a"},
-		{Ev: executor.EvStage, At: at(0)},
-		{Ev: executor.EvNodeUp, At: at(5), Node: &n1},
-		{Ev: executor.EvLaunch, At: at(10), Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
-		{Ev: executor.EvFail, At: at(10), Trial: "a", Error: "launch failed"},
-		{Ev: executor.EvLaunch, At: at(10), Trial: "a", Try: 1, GPUs: 4, Nodes: []string{"n1"}},
-		{Ev: executor.EvDone, At: at(20), Trial: "a"},
-		{Ev: executor.EvSync, At: at(20)},
+	events := []journal.Event{
+		{Ev: journal.EvStart, At: at(0)},
+		{Ev: journal.EvTrial, At: at(0), Trial: "a"},
+		{Ev: journal.EvStage, At: at(0)},
+		{Ev: journal.EvNodeUp, At: at(5), Node: &n1},
+		{Ev: journal.EvLaunch, At: at(10), Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: journal.EvFail, At: at(10), Trial: "a", Error: "launch failed"},
+		{Ev: journal.EvLaunch, At: at(10), Trial: "a", Try: 1, GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: journal.EvDone, At: at(20), Trial: "a"},
+		{Ev: journal.EvSync, At: at(20)},
 	}
 	exp := experiment(t, shaSpec)
 	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
@@ -102,16 +103,16 @@ func TestRealizedScheduleAcrossResume(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	n1 := cloud.Node{ID: "n1", GPUs: 2}
-	events := []executor.Event{
-		{Ev: executor.EvStart, At: at(0)},
-		{Ev: executor.EvTrial, At: at(0), Trial: "a"}, {Ev: executor.EvTrial, At: at(0), Trial: "b"},
-		{Ev: executor.EvStage, At: at(0)},
-		{Ev: executor.EvNodeUp, At: at(5), Node: &n1},
-		{Ev: executor.EvLaunch, At: at(10), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvResume, At: at(20)},
-		{Ev: executor.EvLaunch, At: at(21), Trial: "b", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvLaunch, At: at(21), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvDone, At: at(30), Trial: "b"},
+	events := []journal.Event{
+		{Ev: journal.EvStart, At: at(0)},
+		{Ev: journal.EvTrial, At: at(0), Trial: "a"}, {Ev: journal.EvTrial, At: at(0), Trial: "b"},
+		{Ev: journal.EvStage, At: at(0)},
+		{Ev: journal.EvNodeUp, At: at(5), Node: &n1},
+		{Ev: journal.EvLaunch, At: at(10), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvResume, At: at(20)},
+		{Ev: journal.EvLaunch, At: at(21), Trial: "b", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvLaunch, At: at(21), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvDone, At: at(30), Trial: "b"},
 	}
 	exp := experiment(t, shaSpec)
 	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})

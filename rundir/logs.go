@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"io/fs"
 	"os"
@@ -17,13 +18,13 @@ import (
 
 // TrialLog is the log file of a trial the journal's events name; its error matches ErrNoTrial
 // and names some trials that exist. An ID that could leave the logs folder is no trial's.
-func TrialLog(dir string, events []executor.Event, id string) (string, error) {
+func TrialLog(dir string, events []journal.Event, id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
 		return "", userErr(ErrNoTrial, "%q is not a trial ID", id)
 	}
 	var ids []string
 	for _, e := range events {
-		if e.Ev == executor.EvTrial {
+		if e.Ev == journal.EvTrial {
 			if e.Trial == id {
 				return filepath.Join(dir, LogsDir, id+".log"), nil
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"path/filepath"
 
@@ -81,13 +82,13 @@ func EndStatus(res *executor.Result) string {
 type Replayed struct {
 	State  *State
 	Res    *executor.Result
-	Events []executor.Event
+	Events []journal.Event
 	Search *SearchSummary
 }
 
 // Replay replays the run in st's journal to its end.
 func Replay(st *State) (*Replayed, error) {
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
 		return nil, err
 	}

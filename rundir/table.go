@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"path/filepath"
 	"strings"
@@ -127,7 +128,7 @@ func sameCluster(a, b sim.Alloc) bool {
 
 // recostStatic is the static plan re-costed on what the run in st observed (its journal).
 func recostStatic(st *State, static sim.Alloc) (executor.Measured, error) {
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
 		return executor.Measured{}, err
 	}

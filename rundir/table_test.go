@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"context"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -146,7 +147,7 @@ func atof(t *testing.T, s string) float64 {
 // of the whole (`status -w` said "realized … (-65.2% time, -41.9% cost)" midway).
 func TestPartialFiguresSaySoFar(t *testing.T) {
 	st, _, _ := finishedRun(t, jobSpec(t, 8, 1, "60s"), nil)
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
 		t.Fatal(err)
 	}

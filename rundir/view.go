@@ -2,6 +2,7 @@ package rundir
 
 import (
 	"errors"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -19,7 +20,7 @@ type View struct {
 	State  *State
 	Res    *executor.Result // nil until the journal holds the run's start
 	Snap   *executor.Snapshot
-	Events []executor.Event
+	Events []journal.Event
 	Live   bool // a driver holds the run's lock
 }
 
@@ -29,7 +30,7 @@ func NewView(st *State) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func NewView(st *State) (*View, error) {
 // ViewOf replays events already read (the dashboard follows the journal itself). A run no
 // driver holds is measured up to its last event, so its elapsed time and cost stop growing once
 // it stopped.
-func ViewOf(st *State, events []executor.Event, live bool) (*View, error) {
+func ViewOf(st *State, events []journal.Event, live bool) (*View, error) {
 	v := &View{State: st, Events: events, Live: live}
 	if len(events) == 0 {
 		return v, nil
@@ -78,11 +79,11 @@ func (v *View) Status() (word, why string) {
 			return "finished", "DEADLINE MISSED by " + format.Clock(by)
 		}
 		return "finished", ""
-	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopInterrupted:
+	case s.Phase == executor.PhaseStopped && s.Cause == journal.StopInterrupted:
 		return "interrupted", ""
-	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopPaused: // an infrastructure fault: resume carries on once it is mended
+	case s.Phase == executor.PhaseStopped && s.Cause == journal.StopPaused: // an infrastructure fault: resume carries on once it is mended
 		return "paused", strings.TrimPrefix(s.Why, "paused: ")
-	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopBudget: // budget.stop: not a failure, resume carries on
+	case s.Phase == executor.PhaseStopped && s.Cause == journal.StopBudget: // budget.stop: not a failure, resume carries on
 		return "over budget", strings.TrimPrefix(s.Why, "budget: ")
 	case s.Phase == executor.PhaseStopped:
 		return "failed", s.Why
@@ -92,9 +93,9 @@ func (v *View) Status() (word, why string) {
 }
 
 // cancelled says whether the journal holds a cancel.
-func cancelled(events []executor.Event) bool {
+func cancelled(events []journal.Event) bool {
 	for _, e := range events {
-		if e.Ev == executor.EvCancel {
+		if e.Ev == journal.EvCancel {
 			return true
 		}
 	}
@@ -119,7 +120,7 @@ func (v *View) Stages() (synced, total int) {
 		return min(synced, total), total
 	}
 	for _, e := range v.Events {
-		if e.Ev == executor.EvSync {
+		if e.Ev == journal.EvSync {
 			synced++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"net/http"
 	"os"
@@ -372,7 +373,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	dir := s.dirOf(r.Context(), run)
-	tail := executor.NewTail(filepath.Join(dir, rundir.Journal), 1<<20)
+	tail := journal.NewTail(filepath.Join(dir, rundir.Journal), 1<<20)
 	for {
 		events, err := tail.Next()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"html/template"
 	"io"
 	"maps"
@@ -33,7 +34,7 @@ import (
 // sections of the run page that a stream re-renders, each a template "sec-NAME".
 var runSections = []string{"header", "progress", "gantt", "charts", "curves", "search", "trials"}
 
-// hub follows one run's journal for its pages: it reads what was appended (executor.Tail), replays
+// hub follows one run's journal for its pages: it reads what was appended (journal.Tail), replays
 // it (rundir.ViewOf: the same state `status` shows) and re-renders the live sections once for
 // all the pages open on the run.
 type hub struct {
@@ -43,8 +44,8 @@ type hub struct {
 
 	mu       sync.Mutex // serializes refreshes
 	st       *rundir.State
-	tail     *executor.Tail
-	events   []executor.Event
+	tail     *journal.Tail
+	events   []journal.Event
 	live     bool
 	err      error
 	rendered time.Time
@@ -68,7 +69,7 @@ func (s *Server) hub(name string) (*hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hub{s: s, name: name, st: st, tail: executor.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
+	h := &hub{s: s, name: name, st: st, tail: journal.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
 	if sim, err := st.PlannedSchedule(); err == nil {
 		h.planned = &sim
 	}
@@ -280,7 +281,7 @@ func (h *hub) build() *runPage {
 		now = h.events[len(h.events)-1].At
 	}
 	var start time.Time
-	if len(h.events) > 0 && h.events[0].Ev == executor.EvStart {
+	if len(h.events) > 0 && h.events[0].Ev == journal.EvStart {
 		start = h.events[0].At
 	}
 	ts := st.Run.TimeScale
@@ -466,7 +467,7 @@ func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64,
 // costChart is cost over time: the plan's predicted cumulative cost (each stage's predicted cost
 // accrued over its predicted span) with its p5-p95 band, and the realized cost (the journal
 // replayed up to moments of the run), with the budget and the deadline.
-func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
+func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
 	plan := st.Plan
 	end := plan.Predicted.JCT.Mean
 	var pred series
@@ -495,11 +496,11 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 		pred.Lo, pred.Hi = append(pred.Lo, c*lo), append(pred.Hi, c*hi)
 	}
 	real := series{Name: "realized", Colour: palette.Realized}
-	if len(events) > 0 && events[0].Ev == executor.EvStart {
+	if len(events) > 0 && events[0].Ev == journal.EvStart {
 		// The realized cost at up to 30 moments: each stage's start and sync, and now.
 		var at []time.Time
 		for _, e := range events {
-			if e.Ev == executor.EvStage || e.Ev == executor.EvSync || e.Ev == executor.EvNodeUp || e.Ev == executor.EvNodeOff {
+			if e.Ev == journal.EvStage || e.Ev == journal.EvSync || e.Ev == journal.EvNodeUp || e.Ev == journal.EvNodeOff {
 				at = append(at, e.At)
 			}
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"math"
 	"net/http"
@@ -55,7 +56,7 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	}
 	dir := filepath.Join(root, entries[0].Name())
 	rep := readRunReport(t, dir)
-	events, err := executor.ReadJournal(filepath.Join(dir, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestASHAOnNomad(t *testing.T) {
 	}
 	promotions := func(state string) (string, []string) {
 		t.Helper()
-		events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+		events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestASHAOnNomad(t *testing.T) {
 		}
 		var seq []string
 		for _, e := range events {
-			if e.Ev == executor.EvPromote {
+			if e.Ev == journal.EvPromote {
 				seq = append(seq, fmt.Sprintf("%s@%d", e.Trial, e.Stage))
 			}
 		}

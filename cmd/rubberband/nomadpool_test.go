@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,12 +79,12 @@ func TestRunOnTeamNomadCluster(t *testing.T) {
 	ups, launches := 0, 0
 	for _, e := range readJournal(t, state) {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			ups++
 			if !slices.Contains(matching, e.Node.ID) || e.Node.PricePerHour != 12 {
 				t.Errorf("node up %+v: not a matching client (%v) at the spec's price", e.Node, names[e.Node.ID])
 			}
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			launches++
 			for _, id := range e.Nodes {
 				if !slices.Contains(matching, id) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -189,7 +190,7 @@ func resumeAction(c *cli.Context) error {
 	}
 	defer lock.Close()
 	if c.Bool("repair-journal") {
-		kept, dropped, backup, err := executor.RepairJournal(filepath.Join(st.Dir, rundir.Journal), time.Now())
+		kept, dropped, backup, err := journal.RepairJournal(filepath.Join(st.Dir, rundir.Journal), time.Now())
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"io/fs"
 	"math"
@@ -28,18 +29,18 @@ import (
 	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
-func readJournal(t testing.TB, dir string) []executor.Event {
+func readJournal(t testing.TB, dir string) []journal.Event {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []executor.Event
+	var out []journal.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var e executor.Event
+		var e journal.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("journal line %q: %v", sc.Text(), err)
 		}
@@ -87,17 +88,17 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	gpus := map[string][]int{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvDone:
+		case journal.EvDone:
 			done[[2]string{string(rune('0' + e.Stage)), e.Trial}] = *e.Metric
-		case executor.EvReport:
+		case journal.EvReport:
 			iters[e.Trial] = append(iters[e.Trial], e.Iter)
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			gpus[e.Trial] = append(gpus[e.Trial], e.GPUs)
 		}
 	}
 	// Promotions keep exactly the best reported metrics.
 	for _, e := range events {
-		if e.Ev != executor.EvSync {
+		if e.Ev != journal.EvSync {
 			continue
 		}
 		var all []string
@@ -245,11 +246,11 @@ func TestRunWorkerKilledIsRetried(t *testing.T) {
 			continue
 		}
 		switch e.Ev {
-		case executor.EvFail:
+		case journal.EvFail:
 			fails++
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			launches++
-		case executor.EvDone:
+		case journal.EvDone:
 			if fails > 0 {
 				doneAfter++
 			}
@@ -296,7 +297,7 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	before := readJournal(t, state)
 	finished := map[[2]string]bool{}
 	for _, e := range before {
-		if e.Ev == executor.EvDone {
+		if e.Ev == journal.EvDone {
 			finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] = true
 		}
 	}
@@ -307,10 +308,10 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	after := readJournal(t, state)[len(before):]
 	relaunched := 0
 	for _, e := range after {
-		if e.Ev == executor.EvLaunch && finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] {
+		if e.Ev == journal.EvLaunch && finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] {
 			t.Fatalf("resume relaunched %s in stage %d, which had finished", e.Trial, e.Stage)
 		}
-		if e.Ev == executor.EvLaunch && e.Stage == 1 {
+		if e.Ev == journal.EvLaunch && e.Stage == 1 {
 			relaunched++
 		}
 	}
@@ -364,7 +365,7 @@ func TestRunHyperband(t *testing.T) {
 	}
 	starts := map[int]time.Time{}
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvStage && e.Stage == 0 {
+		if e.Ev == journal.EvStage && e.Stage == 0 {
 			starts[e.Bracket] = e.At
 		}
 	}
@@ -449,7 +450,7 @@ func TestRunTrialGivesUp(t *testing.T) {
 	json.Unmarshal(out, &rep)
 	launches := 0
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvLaunch && e.Trial == "b0-t0005" {
+		if e.Ev == journal.EvLaunch && e.Trial == "b0-t0005" {
 			launches++
 		}
 	}
@@ -566,10 +567,10 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 	}
 	lost, replaced := false, false
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == "rb-node-0002" {
+		if e.Ev == journal.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == "rb-node-0002" {
 			lost = true
 		}
-		if lost && e.Ev == executor.EvNodeUp {
+		if lost && e.Ev == journal.EvNodeUp {
 			replaced = true
 		}
 	}
@@ -647,15 +648,15 @@ func explainMiss(t testing.TB, state string, r executor.Report) string {
 	var stageAt time.Time
 	for _, e := range readJournal(t, state) {
 		switch e.Ev {
-		case executor.EvStage:
+		case journal.EvStage:
 			stageAt = e.At
-		case executor.EvFail, executor.EvTimeout:
+		case journal.EvFail, journal.EvTimeout:
 			fmt.Fprintf(&b, "  %s %s stage %d try %d: %s\n", e.Ev, e.Trial, e.Stage, e.Try, e.Error)
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			if e.Error != "" {
 				fmt.Fprintf(&b, "  node_down %v: %s\n", e.Nodes, e.Error)
 			}
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			fmt.Fprintf(&b, "  node_up %s running %.2f s (wall) after its stage began\n", e.Node.ID, e.Node.RunningAt.Sub(stageAt).Seconds())
 		}
 	}
@@ -729,13 +730,13 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 			continue
 		}
 		switch e.Ev {
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			for _, n := range e.Nodes {
 				nodesOf[n] = true
 			}
-		case executor.EvFail:
+		case journal.EvFail:
 			retried = true
-		case executor.EvReport:
+		case journal.EvReport:
 			last := 0
 			if len(iters) > 0 {
 				last = iters[len(iters)-1]

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
 	"os"
 	"path/filepath"
@@ -274,14 +275,14 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	if out, errOut, code := rb(t, "run", file, "--plan", plan, "--state", state, "--time-scale", "0.1", "--no-replan"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	slow := map[string]bool{}
 	nodes := 0
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node != nil {
+		if e.Ev == journal.EvNodeUp && e.Node != nil {
 			nodes++
 			if e.Node.Slowdown == 2 {
 				slow[e.Node.ID] = true
@@ -297,9 +298,9 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	sums := map[key]*[2][2]float64{} // [fast, slow] x [seconds, count]
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			on[e.Trial] = e.Nodes
-		case executor.EvDone:
+		case journal.EvDone:
 			s := 0
 			for _, n := range on[e.Trial] {
 				if slow[n] {
@@ -357,10 +358,10 @@ func TestLocalHedgedStages(t *testing.T) {
 	asked := map[string]int{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			market[e.Node.ID] = e.Node.Market
 			tier[e.Node.ID] = e.Tier == spec.MarketOnDemand
-		case executor.EvRequest:
+		case journal.EvRequest:
 			asked[e.Market]++
 		}
 	}

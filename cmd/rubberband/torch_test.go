@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,9 +83,9 @@ func TestTorchTrainer(t *testing.T) {
 		at    time.Time
 		gpus  int
 		stage int
-		first *executor.Event // its first report
-		last  *executor.Event // its last report
-		done  *executor.Event
+		first *journal.Event // its first report
+		last  *journal.Event // its last report
+		done  *journal.Event
 		iters []float64 // the seconds of each iteration it reported (the trainer's epoch_seconds)
 	}
 	var launches []*launch
@@ -93,11 +94,11 @@ func TestTorchTrainer(t *testing.T) {
 	for i := range events {
 		e := &events[i]
 		switch e.Ev {
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			l := &launch{at: e.At, gpus: e.GPUs, stage: e.Stage}
 			launches = append(launches, l)
 			current[e.Trial] = l
-		case executor.EvReport:
+		case journal.EvReport:
 			reports[e.Trial] = append(reports[e.Trial], e.Iter)
 			if l := current[e.Trial]; l != nil {
 				if l.first == nil {
@@ -106,11 +107,11 @@ func TestTorchTrainer(t *testing.T) {
 				l.last = e
 				l.iters = append(l.iters, e.Metrics["epoch_seconds"])
 			}
-		case executor.EvDone:
+		case journal.EvDone:
 			if l := current[e.Trial]; l != nil {
 				l.done = e
 			}
-		case executor.EvFail:
+		case journal.EvFail:
 			t.Errorf("trial %s failed in stage %d: %s", e.Trial, e.Stage, e.Error)
 		}
 	}

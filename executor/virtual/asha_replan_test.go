@@ -3,6 +3,7 @@ package virtual_test
 import (
 	"context"
 	"errors"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ import (
 func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	base := planned(t, "../../examples/asha-replan.yaml")
 	exp := base.Experiment
-	run := func(replan bool) (*executor.Result, []executor.Event) {
+	run := func(replan bool) (*executor.Result, []journal.Event) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")
 		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, ASHA: base.ASHA, Journal: path, RunID: "asha-replan", Replan: replan})
 		if err != nil || !out.Result.Finished {
@@ -28,7 +29,7 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 		if held := out.World.Held(); len(held) > 0 {
 			t.Fatalf("replan %v: nodes left held: %v", replan, held)
 		}
-		events, err := executor.ReadJournal(path)
+		events, err := journal.ReadJournal(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 			t.Fatalf("replan %v: the winner %v, the rule's %q (%v)", replan, out.Result.Best, best, err)
 		}
 		for _, e := range events {
-			if e.Ev == executor.EvFail { // nothing fails here: a gang on a node that shrinks keeps it
+			if e.Ev == journal.EvFail { // nothing fails here: a gang on a node that shrinks keeps it
 				t.Fatalf("replan %v: %s failed in a run without faults: %s", replan, e.Trial, e.Error)
 			}
 		}
@@ -76,12 +77,12 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	journaled, forecasts := 0, 0
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvReplan:
+		case journal.EvReplan:
 			journaled++
 			if e.Reason == "" || e.Before == nil || e.After == nil || len(e.Plan) == 0 {
 				t.Errorf("a revision journaled without why or forecasts: %+v", e)
 			}
-		case executor.EvForecast:
+		case journal.EvForecast:
 			forecasts++
 		}
 	}
@@ -122,9 +123,9 @@ func TestASHABudgetDuringARun(t *testing.T) {
 		if held := out.World.Held(); len(held) > 0 {
 			t.Fatalf("nodes left held after the budget stop: %v", held)
 		}
-		before, _ := executor.ReadJournal(path)
+		before, _ := journal.ReadJournal(path)
 		snap, err := executor.Fold(executor.Config{Experiment: withBudget("{max_cost_usd: 0.36, stop: true}"), ASHA: base.ASHA, Past: before})
-		if err != nil || snap.Phase != executor.PhaseStopped || snap.Cause != executor.StopBudget {
+		if err != nil || snap.Phase != executor.PhaseStopped || snap.Cause != journal.StopBudget {
 			t.Fatalf("the journal says %+v (%v), want stopped for the budget", snap, err)
 		}
 		exp := withBudget("{max_cost_usd: 1, stop: true}")
@@ -132,7 +133,7 @@ func TestASHABudgetDuringARun(t *testing.T) {
 		if err != nil || !out.Result.Finished || out.Result.Best == nil {
 			t.Fatalf("resumed with a raised budget: %v", err)
 		}
-		all, _ := executor.ReadJournal(path)
+		all, _ := journal.ReadJournal(path)
 		if best, err := executor.VerifyASHA(exp, all); err != nil || best != out.Result.Best.Trial {
 			t.Fatalf("the resumed run's winner %s, the rule's %q: %v", out.Result.Best.Trial, best, err)
 		}

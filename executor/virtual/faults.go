@@ -3,13 +3,12 @@ package virtual
 import (
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/rubberband-hpo/rubberband/executor"
 )
 
 // Faults is a schedule of what goes wrong in one virtual run. Each fault names what it strikes
@@ -202,8 +201,8 @@ var ErrCrashed = errors.New("virtual: the driver crashed here (injected)")
 // Journal wraps driver epoch's journal file: at a crash record it writes the record whole or
 // half, then dies — severing the driver from the world and calling die (which cancels the
 // driver's context) — and refuses everything from then on, as a dead process does.
-func (f *Faults) Journal(w *World, epoch int, die func()) func(executor.JournalFile) executor.JournalFile {
-	return func(file executor.JournalFile) executor.JournalFile {
+func (f *Faults) Journal(w *World, epoch int, die func()) func(journal.JournalFile) journal.JournalFile {
+	return func(file journal.JournalFile) journal.JournalFile {
 		return &crashingFile{f: f, file: file, die: func() { w.Sever(epoch); die() }, w: w}
 	}
 }
@@ -217,7 +216,7 @@ func (f *Faults) Written(n int) {
 
 type crashingFile struct {
 	f    *Faults
-	file executor.JournalFile
+	file journal.JournalFile
 	w    *World
 	die  func()
 	dead bool

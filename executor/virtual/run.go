@@ -3,6 +3,7 @@ package virtual
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ type Config struct {
 	Progress func(executor.Status)
 	// ProgressEvery is the executor's (0: its default).
 	ProgressEvery time.Duration
-	Observe       func(executor.Event)
+	Observe       func(journal.Event)
 	Live          func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
 	// WarmStart and Configurations are the executor's (an adaptive sampler's results of earlier
 	// runs; configurations replayed instead of drawn).
@@ -78,7 +79,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	// A run resumed in a new world (a virtual run stopped, then resumed) goes on from its last
 	// event, and the world names no node as one the journal knows.
-	past, err := executor.ReadJournal(cfg.Journal)
+	past, err := journal.ReadJournal(cfg.Journal)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +120,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		for epoch := 0; epoch < maxDrivers; epoch++ {
 			out.Drivers = epoch + 1
 			dctx, die := clock.WithCancel(s, ctx)
-			opts := executor.JournalOptions{Clock: s, NoSync: !cfg.Sync, Log: cfg.Log}
+			opts := journal.JournalOptions{Clock: s, NoSync: !cfg.Sync, Log: cfg.Log}
 			if cfg.Faults != nil {
 				opts.Wrap = cfg.Faults.Journal(w, epoch, die)
 			}
-			journal, past, err := executor.OpenJournalWith(cfg.Journal, opts)
+			jr, past, err := journal.OpenJournalWith(cfg.Journal, opts)
 			if err != nil {
 				die()
 				runErr = err
@@ -133,10 +134,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 				cfg.Faults.Written(len(past))
 			}
 			p, rt := w.Driver(epoch)
-			var observe func(executor.Event)
+			var observe func(journal.Event)
 			if cfg.Observe != nil {
 				n := 0
-				observe = func(e executor.Event) {
+				observe = func(e journal.Event) {
 					if n++; n > seen {
 						seen = n
 						cfg.Observe(e)
@@ -144,10 +145,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 				}
 			}
 			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, Provider: p, Runtime: rt,
-				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
+				Journal: jr, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
 				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, ProgressEvery: cfg.ProgressEvery, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart,
 				Configurations: cfg.Configurations})
-			journal.Close()
+			jr.Close()
 			crashed := w.isSevered(epoch)
 			die()
 			if !crashed {

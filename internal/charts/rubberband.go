@@ -2,6 +2,7 @@ package charts
 
 import (
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -192,7 +193,7 @@ func axisLabel(name string) (string, bool) {
 // Run draws a run's pictures into dir: its learning curves (curves.png), its planned and
 // realized schedules (gantt-planned.png, gantt-realized.png, interruptions and re-plans
 // marked) and its cost per stage, predicted beside realized (cost.png).
-func Run(dir string, st *rundir.State, res *executor.Result, events []executor.Event) error {
+func Run(dir string, st *rundir.State, res *executor.Result, events []journal.Event) error {
 	metric := st.Exp.Objective.Metric
 	// Learning curves, promotions marked where each sync kept the trial.
 	var curves []Curve
