@@ -613,7 +613,7 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		// What the dead driver's request rented, unknown to the journal.
-		rented, err := h.provider.Create(context.Background(), cloud.Request{Count: req.Try, Token: req.Token})
+		rented, err := h.provider.Create(context.Background(), cloud.Request{Count: req.Count, Token: req.Token})
 		if err != nil {
 			t.Fatal(err)
 		}
