@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -49,7 +50,7 @@ func inputErr(format string, args ...any) error {
 // Backend is a run's provider and runtime, and what stops what was started for them.
 type Backend struct {
 	Provider cloud.Provider // nil where the caller makes its nodes (profile on local)
-	Runtime  executor.Runtime
+	Runtime  gang.Runtime
 	close    []func()
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"hash/fnv"
 	"math"
@@ -47,7 +48,7 @@ func newASHAHarness(t testing.TB) *harness {
 	h.cfg.Alloc, h.cfg.ASHA = nil, &ashaPlan
 	// Each gang takes a second an iteration, stretched by a factor of its trial's own, so that
 	// results arrive out of trial order and promotions happen between them.
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		env := g.Workers[0].Env
 		f := fnv.New32a()
 		f.Write([]byte(g.Trial))

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
@@ -16,7 +17,7 @@ func Cancel(ctx context.Context, cfg Config, why string) error {
 	if err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if reaper, ok := cfg.Runtime.(Reaper); ok {
+	if reaper, ok := cfg.Runtime.(gang.Reaper); ok {
 		if err := reaper.Reap(ctx); err != nil {
 			return fmt.Errorf("cancel: end the run's gangs: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
 	"os"
@@ -134,7 +135,7 @@ func (h *harness) within(t testing.TB, ctx context.Context, f func(ctx context.C
 // it is relaunched, and the stage's result is the one at the target.
 func TestCleanExitShortOfTargetIsNotDone(t *testing.T) {
 	h := newHarness(t, shaSpec)
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		target := g.Workers[0].Env.TargetIter
 		if g.Trial == "b0-t0002" && n == 1 {
 			return fake.Behavior{Reports: []trial.Report{{Iter: target - 1, Metrics: map[string]float64{"score": 5}}}}
@@ -252,7 +253,7 @@ func count(events []journal.Event, ev journal.Kind, trialID string) int {
 func TestRetryThenGiveUp(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	boom := errors.New("worker 0: exit status 3")
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		switch {
 		case g.Trial == "b0-t0001" && n == 1:
 			return fake.Behavior{Err: boom}
@@ -290,7 +291,7 @@ func TestRetryThenGiveUp(t *testing.T) {
 func TestLostNodeIsReplaced(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	var lost string
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Trial == "b0-t0003" && n == 1 {
 			lost = g.Workers[0].Node.ID
 			h.provider.Lose(lost)
@@ -353,7 +354,7 @@ var hyperbandSpec = strings.NewReplacer(
 // Hyperband's brackets run at the same time, each on its own nodes, and each picks its best.
 func TestHyperbandBracketsInParallel(t *testing.T) {
 	h := newHarness(t, hyperbandSpec)
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Duration: 20 * time.Millisecond} }
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior { return fake.Behavior{Duration: 20 * time.Millisecond} }
 	res, events, err := h.run(t, context.Background())
 	if err != nil || !res.Finished {
 		t.Fatalf("run: %v", err)
@@ -381,7 +382,7 @@ func TestInterruptReleasesNodesAndResumes(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		b := fake.Behavior{}
 		if g.Workers[0].Env.TargetIter > 1 {
 			once.Do(func() {
@@ -428,7 +429,7 @@ func TestInterruptReleasesNodesAndResumes(t *testing.T) {
 func TestBudgetKeepsLaunchOverheadInWallTime(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	h.cfg.TimeScale = 1e-4
-	h.runtime.Behave = func(executor.Gang, int) fake.Behavior { return fake.Behavior{Duration: 30 * time.Millisecond} }
+	h.runtime.Behave = func(gang.Gang, int) fake.Behavior { return fake.Behavior{Duration: 30 * time.Millisecond} }
 	res, events, err := h.run(t, context.Background())
 	if err != nil || !res.Finished {
 		t.Fatalf("run: %v", err)
@@ -449,7 +450,7 @@ func TestBudgetKeepsLaunchOverheadInWallTime(t *testing.T) {
 // journal says so.
 func TestTimeoutStopsAndRetries(t *testing.T) {
 	h := newHarness(t, strings.Replace(shaSpec, "trainer: {command: [train]}", "trainer: {command: [train], timeout: 300ms}", 1))
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Trial == "b0-t0004" && n == 1 {
 			return fake.Behavior{Hang: true, Reports: []trial.Report{}}
 		}
@@ -475,7 +476,7 @@ func TestFailedRunReleasesNodes(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		h := newHarness(t, shaSpec)
 		h.cfg.KeepNodes = keep
-		h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Err: errors.New("exit status 1")} }
+		h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior { return fake.Behavior{Err: errors.New("exit status 1")} }
 		_, events, err := h.run(t, context.Background())
 		if err == nil || !strings.Contains(err.Error(), "all failed the same way") {
 			t.Fatalf("keep %v: run: %v", keep, err)
@@ -539,7 +540,7 @@ func TestPendingOrphanIsNotBilled(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		b := fake.Behavior{}
 		if g.Workers[0].Env.TargetIter > 1 {
 			once.Do(func() { cancel(); b.Hang = true })
@@ -673,7 +674,7 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 	onSpot(h)
 	h.cfg.MaxRetries = 1
 	var doomed []string
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Trial != "b0-t0003" {
 			return fake.Behavior{}
 		}
@@ -682,7 +683,7 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 		case 1, 2: // the provider still holds the node: only the notice says it goes
 			doomed = append(doomed, g.Workers[0].Node.ID)
 			return fake.Behavior{Reports: []trial.Report{{Iter: target - 1, Metrics: map[string]float64{"score": 0}}},
-				Err: &executor.InterruptedError{Node: g.Workers[0].Node.ID, Reason: "spot interruption notice"}}
+				Err: &gang.InterruptedError{Node: g.Workers[0].Node.ID, Reason: "spot interruption notice"}}
 		case 3:
 			return fake.Behavior{Err: errors.New("a trainer bug")}
 		}
@@ -739,7 +740,7 @@ func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 	var mu sync.Mutex
 	firstNode := map[string]string{} // each trial's first launch's node
 	doomed := ""
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		mu.Lock()
 		defer mu.Unlock()
 		if n > 1 {
@@ -748,7 +749,7 @@ func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 		firstNode[g.Trial] = g.Workers[0].Node.ID
 		if g.Trial == "b0-t0003" {
 			doomed = g.Workers[0].Node.ID
-			return fake.Behavior{Duration: 50 * time.Millisecond, Err: &executor.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
+			return fake.Behavior{Duration: 50 * time.Millisecond, Err: &gang.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
 		}
 		return fake.Behavior{Duration: time.Second} // still training when the notice comes
 	}

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"slices"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -80,7 +80,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	h := newHedgeHarness(t)
 	var doomed string
 	var mu sync.Mutex
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		mu.Lock()
 		defer mu.Unlock()
 		target := g.Workers[0].Env.TargetIter
@@ -88,7 +88,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 			// The first spot gang's node gets its notice: the gang ends with it, the other on
 			// the node is stopped by the driver.
 			doomed = g.Workers[0].Node.ID
-			return fake.Behavior{Duration: 20 * time.Millisecond, Err: &executor.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
+			return fake.Behavior{Duration: 20 * time.Millisecond, Err: &gang.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
 		}
 		return fake.Behavior{Duration: 50 * time.Millisecond}
 	}
@@ -164,7 +164,7 @@ func TestHedgedStageResumes(t *testing.T) {
 	h.cfg.KeepNodes = true // a dead driver's nodes stay
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		b := fake.Behavior{Duration: 50 * time.Millisecond}
 		if g.Trial == "b0-t0006" {
 			once.Do(func() {

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"maps"
 	"slices"
@@ -232,7 +233,7 @@ const maxInterruptions = 10
 
 // lostNodes is which of bracket b's nodes are gone or going, with why: the ones the provider no
 // longer holds, and doomed (whose worker was told it is being interrupted), when b holds it.
-func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (lostSet, error) {
+func (x *run) lostNodes(ctx context.Context, b int, doomed *gang.InterruptedError) (lostSet, error) {
 	held, err := x.cfg.Provider.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("run: list nodes: %w", err)

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"syscall"
@@ -28,7 +29,7 @@ func TestInfraFaultPauses(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	full := &infra.Error{What: infra.DiskFull, Where: "/ckpt", Err: syscall.ENOSPC}
 	mended := false
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Workers[0].Env.TargetIter > 1 && !mended { // the second stage's gangs: the disk is full
 			return fake.Behavior{Err: full}
 		}
@@ -89,7 +90,7 @@ func (b brokenJournal) Write(p []byte) (int, error) {
 func TestJournalFaultStopsWithoutActing(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	broken := false
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Workers[0].Env.TargetIter > 1 {
 			broken = true // the disk fills as the second stage runs
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"math"
@@ -20,9 +21,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// ErrStopped is what Handle.Wait returns for a gang stopped on purpose.
-var ErrStopped = errors.New("gang stopped")
-
 // ErrCancelled is returned by Run for a run that was cancelled (`rubberband cancel`); resuming
 // it needs Config.Force.
 var ErrCancelled = errors.New("the run was cancelled")
@@ -34,7 +32,7 @@ type Config struct {
 	// ASHA is an ASHA job's plan (its GPU schedule): what an ASHA experiment runs instead of Alloc.
 	ASHA     *sim.ASHAPlan
 	Provider cloud.Provider
-	Runtime  Runtime
+	Runtime  gang.Runtime
 	Journal  *journal.Journal
 	// Past holds the journal of an earlier driver of this run; Run resumes from it.
 	Past []journal.Event
@@ -304,7 +302,7 @@ func (x *run) begin(ctx context.Context) error {
 	if err := x.sample(); err != nil { // a driver that died while sampling
 		return err
 	}
-	if reaper, ok := x.cfg.Runtime.(Reaper); ok {
+	if reaper, ok := x.cfg.Runtime.(gang.Reaper); ok {
 		if err := reaper.Reap(ctx); err != nil {
 			return fmt.Errorf("run: end the previous driver's gangs: %w", err)
 		}

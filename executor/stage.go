@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
 	"sync/atomic"
@@ -184,7 +185,7 @@ type jobSource interface {
 func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done func(k int)) (placement.Placement, error) {
 	view := &bracketView{x: x, b: b}
 	events := clock.NewQueue[stageEvent](x.clk)
-	handles := map[int]Handle{}
+	handles := map[int]gang.Handle{}
 	wait := ctx       // until the stage is cancelled; then without, to see its gangs end
 	var stopped error // why the source stopped the loop
 	acts := m.begin(view)
@@ -359,7 +360,7 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 		params, drawn = x.drawParams(a.trial), true
 	}
 	x.mu.Unlock()
-	g := BuildGang(GangSpec{Trial: a.trial, Experiment: x.cfg.Experiment, Params: params, StartIter: st.StartIter, TargetIter: st.EndIter()}, a.slots, nodes)
+	g := gang.BuildGang(gang.GangSpec{Trial: a.trial, Experiment: x.cfg.Experiment, Params: params, StartIter: st.StartIter, TargetIter: st.EndIter()}, a.slots, nodes)
 	g.Timeout = budget
 	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this;
 	// unless it carries a configuration just drawn: the trainer must never start on one the

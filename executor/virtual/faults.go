@@ -167,7 +167,7 @@ var errLaunch = errors.New("the launch failed to start (injected)")
 // launch applies the launch faults to gang g, the world's w.launches-th launch; w.mu is held.
 // A trial gets at most one injected failure per stage target, so that no schedule exhausts its
 // retries: the run must still find the clean run's winner.
-func (f *Faults) launch(w *World, g *gang) error {
+func (f *Faults) launch(w *World, g *worldGang) error {
 	key := fmt.Sprintf("%s@%d", g.trial, g.target)
 	if w.injected[key] {
 		return nil
