@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"time"
@@ -24,31 +23,6 @@ import (
 // still run falls to the next phase's GPUs), never at clock times, as sim.SimulateASHA has it.
 // Decisions are journaled before they are acted on (EvPromote, EvPhase), so a resumed run takes
 // each promotion once and relaunches the jobs in flight from their checkpoints.
-
-// ErrNoASHAPlan is returned for an ASHA job run without its plan.
-var ErrNoASHAPlan = errors.New("an asha job runs an asha plan (its GPU schedule): `rubberband plan` makes one")
-
-// newASHA is the driver of an ASHA run: its stages are rungs (spec.ASHA.RungStages), every
-// bracket's held at the first phase's GPUs on the default offer.
-func newASHA(cfg Config, m *sim.Model, a spec.ASHA) (*run, error) {
-	if cfg.ASHA == nil {
-		return nil, ErrNoASHAPlan
-	}
-	p := *cfg.ASHA
-	if err := m.CheckASHA(p); err != nil {
-		return nil, fmt.Errorf("plan does not fit the spec: %w", err)
-	}
-	brackets := a.RungStages()
-	plan := make(sim.Alloc, len(brackets))
-	for b, br := range brackets {
-		for range br.Stages {
-			plan[b] = append(plan[b], sim.StageAlloc{GPUs: p.GPUs[0], Nodes: m.NodesFor(p.GPUs[0])})
-		}
-	}
-	st := newState(cfg.Experiment, brackets, plan, cfg.Log)
-	st.asha = &ashaState{plan: p, ladder: asha.New(a), index: map[string]int{}, rungEnd: map[stageKey]time.Time{}, promoted: map[stageKey][]string{}}
-	return &run{cfg: cfg, clk: cfg.Clock, model: m, st: st, log: cfg.Log}, nil
-}
 
 // sampleASHA journals the trials not journaled yet, in the ladder's order (trial i in bracket
 // i mod B), with their configurations unless the sampler draws them at launch.
@@ -267,7 +241,7 @@ func (x *run) ashaStatus(k int, withIters bool) Status {
 	}
 	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
 	return Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done, Total: least, Rungs: true,
-		Running: len(x.st.openLaunch), Iters: iters, Elapsed: elapsed, Cost: x.bill(x.clk.Now()).Total, Forecast: forecast}
+		Running: len(x.st.openLaunch), Iters: iters, Elapsed: elapsed, Cost: x.st.bill(x.clk.Now()).Total, Forecast: forecast}
 }
 
 // reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what
@@ -312,61 +286,10 @@ func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
 		start.Running[j.Trial] = t.state == trial.Running
 	}
 	phase := len(a.phaseAt) - 1
-	return x.model.Posterior(x.evidence(func(evidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
+	return x.model.Posterior(x.st.simEvidence(func(evidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
 		Start:   start,
 		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.plan.GPUs[phase:])},
 		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
-		Spent:   x.bill(now).Total,
+		Spent:   x.st.bill(now).Total,
 	}
-}
-
-// VerifyASHA audits an ASHA run's journal against the promotion rule itself: its results fed to
-// a fresh ladder in journal order, every promotion must be the one the rule hands out at that
-// point (none taken twice), and a finished run must leave the ladder done. It returns the
-// winner the rule picks from those results: what the run must report.
-func VerifyASHA(exp *spec.Experiment, events []journal.Event) (best string, err error) {
-	a := exp.Algorithm.ASHA
-	if a == nil {
-		return "", fmt.Errorf("verify asha: %s is not an asha job", exp.Name)
-	}
-	l := asha.New(*a)
-	var byIndex []string
-	index := map[string]int{}
-	finished := false
-	for i, e := range events {
-		switch e.Ev {
-		case journal.EvTrial:
-			index[e.Trial] = len(byIndex)
-			byIndex = append(byIndex, e.Trial)
-		case journal.EvPromote:
-			j, ok := l.Next()
-			if !ok || byIndex[j.Trial] != e.Trial || j.Rung != e.Stage || j.Bracket != e.Bracket {
-				want := "nothing"
-				if ok {
-					want = fmt.Sprintf("%s to bracket %d rung %d", byIndex[j.Trial], j.Bracket, j.Rung)
-				}
-				return "", fmt.Errorf("verify asha: record %d promotes %s to bracket %d rung %d; the rule hands out %s", i+1, e.Trial, e.Bracket, e.Stage, want)
-			}
-		case journal.EvDone:
-			if err := l.Report(index[e.Trial], search.Loss(metricOrNaN(e.Metric), exp.Objective.Mode)); err != nil {
-				return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
-			}
-		case journal.EvFail:
-			if e.GaveUp {
-				if err := l.Drop(index[e.Trial]); err != nil {
-					return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
-				}
-			}
-		case journal.EvFinish:
-			finished = true
-		}
-	}
-	if finished && !l.Done() {
-		return "", fmt.Errorf("verify asha: the run finished with its ladder not done (%d jobs in flight, %d of %d trials started)", l.InFlight(), l.Started(), a.Trials)
-	}
-	t, _, ok := l.Best()
-	if !ok {
-		return "", nil
-	}
-	return byIndex[t], nil
 }

@@ -76,10 +76,3 @@ func (f *firstEnds) broken(runID string) *BrokenTrainerError {
 	}
 	return &BrokenTrainerError{Trials: f.trials, Cause: f.cause, RunID: runID}
 }
-
-// brokenTrainer is the failure rule's verdict on the run so far (nil: carry on).
-func (x *run) brokenTrainer() *BrokenTrainerError {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.st.firstEnds.broken(x.st.runID)
-}

@@ -23,7 +23,7 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 		"cluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {iter_latency: {1: {value: 1}}, startup_latency: {value: 1s}}\n"
 	exp, m := modelOf(t, src)
 	brackets := exp.Algorithm.Brackets()
-	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), io.Discard)
+	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), m, 1, io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	events := []journal.Event{{Ev: journal.EvStart, At: t0}}
@@ -44,8 +44,7 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 	for _, e := range events {
 		st.apply(e)
 	}
-	x := &run{cfg: Config{TimeScale: 1}, model: m, st: st}
-	ev := x.evidence(func(evidenceKey) float64 { return 1 }, at(7))
+	ev := st.simEvidence(func(evidenceKey) float64 { return 1 }, at(7))
 	if got := ev.FirstWave[0]; got != (sim.Observed{Sum: 8, N: 2}) {
 		t.Fatalf("first wave %+v, want 2 start-ups of 4 s", got)
 	}
@@ -70,7 +69,7 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 		"cluster: {gpus_per_node: 1, price_per_hour: 1, markets: [on-demand, spot], spot: {discount: 0.5, interruptions_per_hour: 1}}\n" +
 		"profile: {iter_latency: {1: {value: 1}}}\n"
 	exp, m := modelOf(t, src)
-	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), io.Discard)
+	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), m, 1, io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	up := func(id string, market cloud.Market) journal.Event {

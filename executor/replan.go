@@ -1,15 +1,12 @@
 package executor
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
-	"slices"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -153,28 +150,17 @@ func (x *run) sayDeadline(prev, now *planner.Forecast, why string) {
 	}
 }
 
-// DeadlineWarning says how a forecast of the whole run misses the deadline (spec seconds) at
-// the quantile it is planned for: "" when it meets it (or there is none). What the terminal,
-// the driver log, `status` and the dashboard say of a run at risk.
-func DeadlineWarning(f *planner.Forecast, deadline, quantile float64) string {
-	if f == nil || deadline <= 0 || f.MissProb <= 1-quantile+1e-9 {
-		return ""
-	}
-	return fmt.Sprintf("the forecast misses the deadline %s: JCT %s, P(miss) %.0f%% (at most %.0f%% allowed)",
-		format.Clock(deadline), format.Clock(f.JCT), 100*f.MissProb, 100*(1-quantile))
-}
-
 // present is where bracket b stands before stage k, with the model as the run observed it.
 // Callers hold x.mu.
 func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	s := x.st
-	model := x.model.Posterior(x.evidence(stageWeight(b, k), now))
+	model := x.model.Posterior(x.st.simEvidence(stageWeight(b, k), now))
 	p := planner.Present{
 		Stages:  s.brackets[b].Stages[k:],
 		Plan:    append([]sim.StageAlloc(nil), s.plan[b][k:]...),
 		Held:    x.heldOf(b, k),
 		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
-		Spent:   x.bill(now).Total,
+		Spent:   x.st.bill(now).Total,
 	}
 	// The other brackets of its round keep what they hold and what their plans will hold; the
 	// rest of their plans is forecast as it stands (their running stages' remainder is left out:
@@ -267,96 +253,6 @@ func stageWeight(b, k int) func(evidenceKey) float64 {
 		}
 		return w
 	}
-}
-
-// evidence turns what the run observed into the simulator's terms (spec seconds), each place's
-// observations weighed by weight, and the spot nodes it held and lost until now. Callers hold
-// x.mu.
-func (x *run) evidence(weight func(evidenceKey) float64, now time.Time) sim.Evidence {
-	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}, FirstWave: map[int]sim.Observed{}}
-	scale := 1 / x.cfg.TimeScale
-	offer := func(key evidenceKey) int {
-		o, _ := x.model.OfferIndex(x.st.plan[key.bracket][key.stage])
-		return o
-	}
-	// In a fixed order: sums of floats in map order would differ in their last bits from one run
-	// to the next, and so would the forecasts journaled from them.
-	keys := make([]evidenceKey, 0, len(x.st.evidence))
-	for key := range x.st.evidence {
-		keys = append(keys, key)
-	}
-	slices.SortFunc(keys, func(a, b evidenceKey) int {
-		return cmp.Or(cmp.Compare(a.bracket, b.bracket), cmp.Compare(a.stage, b.stage), cmp.Compare(a.gpus, b.gpus))
-	})
-	for _, key := range keys {
-		o := x.st.evidence[key]
-		k := sim.IterKey{Offer: offer(key), GPUs: key.gpus}
-		it := ev.Iter[k]
-		it.Add(o.iterSecs*scale, o.iters, weight(key))
-		ev.Iter[k] = it
-	}
-	// A start-up is a launch's first report less the iterations in it; the first wave's go apart.
-	startups := func(into map[int]sim.Observed, key evidenceKey, secs, iters, launches float64) {
-		if launches == 0 {
-			return
-		}
-		i := offer(key)
-		per := ev.Iter[sim.IterKey{Offer: i, GPUs: key.gpus}].Mean()
-		if per == 0 {
-			per = x.model.Offers[i].IterLatency(key.gpus).Mean()
-		}
-		st := into[i]
-		st.Add(max(0, secs*scale-iters*per), launches, weight(key))
-		into[i] = st
-	}
-	for _, key := range keys {
-		o := x.st.evidence[key]
-		startups(ev.Startup, key, o.firstSecs, o.firstIters, o.launches)
-		startups(ev.FirstWave, key, o.coldSecs, o.coldIters, o.coldLaunch)
-	}
-	ev.Interruptions = x.interruptionEvidence(now)
-	return ev
-}
-
-// interruptionEvidence is, per spot offer, the spot nodes the market took and the node-seconds
-// (spec time) the run held spot nodes until now: each node from its start to its interruption,
-// its release, or now. The market's rate is one for the whole run: unlike latencies, it is not
-// weighed by stage. Callers hold x.mu.
-func (x *run) interruptionEvidence(now time.Time) map[int]sim.Observed {
-	taken := map[string][]time.Time{} // a node ID's interruptions, in order
-	for _, in := range x.st.interrupted {
-		for _, id := range in.nodes {
-			taken[id] = append(taken[id], in.at)
-		}
-	}
-	out := map[int]sim.Observed{}
-	for _, rec := range x.st.nodeLog {
-		if rec.Node.Market != cloud.Spot {
-			continue
-		}
-		o, ok := x.model.OfferIndex(sim.StageAlloc{Type: rec.Node.InstanceType, Market: spec.MarketSpot})
-		if !ok {
-			if o, ok = x.model.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot}); !ok {
-				continue
-			}
-		}
-		end, n := now, 0.0
-		if !rec.End.IsZero() {
-			end = rec.End
-		}
-		// Its first interruption within its span: a provider may rent an ID again after its
-		// release, and a notice and the node's loss are one interruption.
-		for _, at := range taken[rec.Node.ID] {
-			if !at.Before(rec.Up) && !at.After(end) {
-				end, n = at, 1
-				break
-			}
-		}
-		obs := out[o]
-		obs.Add(n, max(0, end.Sub(rec.Up).Seconds())/x.cfg.TimeScale, 1)
-		out[o] = obs
-	}
-	return out
 }
 
 func gpusOf(plan []sim.StageAlloc) []int {

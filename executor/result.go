@@ -149,13 +149,13 @@ type TrialResult struct {
 
 // bill meters the run until now with the one cost meter the simulator's per-stage breakdown
 // uses too (sim/meter: its doc says how cost is split into stages), on spans in spec seconds from
-// the run's start. Callers hold x.mu.
-func (x *run) bill(now time.Time) meter.Breakdown {
-	m, s := x.model, x.st
+// the run's start.
+func (s *state) bill(now time.Time) meter.Breakdown {
+	m := s.model
 	if s.start.IsZero() {
 		return meter.Breakdown{}
 	}
-	sec := func(t time.Time) float64 { return t.Sub(s.start).Seconds() / x.cfg.TimeScale }
+	sec := func(t time.Time) float64 { return t.Sub(s.start).Seconds() / s.timeScale }
 	// Each node at its own price; the spec's for nodes journaled before nodes carried one.
 	price := func(n cloud.Node) float64 {
 		if n.PricePerHour > 0 {
@@ -208,7 +208,7 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	if err != nil {
 		// Spans the meter cannot place (a node of a bracket with no stage started) would be a
 		// driver bug; bill them whole rather than lose them.
-		fmt.Fprintf(x.log, "cost meter: %v\n", err)
+		fmt.Fprintf(s.log, "cost meter: %v\n", err)
 		bill = meter.Breakdown{Stages: map[meter.StageKey]float64{}}
 		for _, n := range nodes {
 			bill.Total += m.DataCost + m.Bill(n.ReleasedAt-n.RunningFrom, n.PricePerSecond)
@@ -217,23 +217,12 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	return bill
 }
 
-// cost is what the run has cost until now.
-func (x *run) cost(now time.Time) float64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.bill(now).Total
-}
-
-// result describes the run so far.
-func (x *run) result() *Result {
-	now := x.clk.Now()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	s := x.st
-	bill := x.bill(now)
+// result describes the run as of now.
+func (s *state) result(now time.Time) *Result {
+	bill := s.bill(now)
 	total := bill.Total
-	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled, Stopped: s.stopped,
-		DeadlineS: x.cfg.Experiment.Deadline.D().Seconds()}
+	res := &Result{Experiment: s.exp.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled, Stopped: s.stopped,
+		DeadlineS: s.exp.Deadline.D().Seconds()}
 	end := s.start
 	for b, br := range s.brackets {
 		bres := BracketResult{Name: br.Name}
@@ -250,7 +239,7 @@ func (x *run) result() *Result {
 			if !synced {
 				res.Finished = false
 			}
-			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.st.plan[b][k].GPUs, Nodes: x.st.plan[b][k].Nodes, Promoted: keep,
+			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: s.plan[b][k].GPUs, Nodes: s.plan[b][k].Nodes, Promoted: keep,
 				Retries: s.retries[key], Timeouts: s.timeouts[key], Interrupted: s.lostTries[key]}
 			if s.asha != nil {
 				sr.GPUs, sr.Nodes = 0, 0
@@ -269,8 +258,8 @@ func (x *run) result() *Result {
 				if stop.IsZero() {
 					stop = now
 				}
-				sr.Start = at.start.Sub(s.start).Seconds() / x.cfg.TimeScale
-				sr.Duration = stop.Sub(at.start).Seconds() / x.cfg.TimeScale
+				sr.Start = at.start.Sub(s.start).Seconds() / s.timeScale
+				sr.Duration = stop.Sub(at.start).Seconds() / s.timeScale
 				if s.asha == nil { // an ASHA run's cost is its phases'
 					sr.Cost = bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
 				}
@@ -304,11 +293,11 @@ func (x *run) result() *Result {
 	sort.Slice(res.Trials, func(i, j int) bool { return res.Trials[i].ID < res.Trials[j].ID })
 	for _, in := range s.interrupted {
 		res.Interruptions = append(res.Interruptions, Interruption{Bracket: s.brackets[in.bracket].Name, Nodes: in.nodes,
-			At: in.at.Sub(s.start).Seconds() / x.cfg.TimeScale, Why: in.why})
+			At: in.at.Sub(s.start).Seconds() / s.timeScale, Why: in.why})
 	}
 	for _, r := range s.revisions {
 		e := r.event
-		res.Revisions = append(res.Revisions, Revision{Bracket: s.brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.start).Seconds() / x.cfg.TimeScale,
+		res.Revisions = append(res.Revisions, Revision{Bracket: s.brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.start).Seconds() / s.timeScale,
 			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay, Phase: s.asha != nil})
 	}
 	if s.forecast != nil {
@@ -323,14 +312,14 @@ func (x *run) result() *Result {
 		for j, at := range a.phaseAt {
 			stop := s.phaseEnd(j, now)
 			g := a.plan.GPUs[j]
-			res.Phases = append(res.Phases, PhaseResult{GPUs: g, Nodes: x.model.NodesFor(g), Start: at.Sub(s.start).Seconds() / x.cfg.TimeScale,
-				Duration: max(0, stop.Sub(at).Seconds()/x.cfg.TimeScale), Cost: bill.Stages[meter.StageKey{Bracket: 0, Stage: j}]})
+			res.Phases = append(res.Phases, PhaseResult{GPUs: g, Nodes: s.model.NodesFor(g), Start: at.Sub(s.start).Seconds() / s.timeScale,
+				Duration: max(0, stop.Sub(at).Seconds()/s.timeScale), Cost: bill.Stages[meter.StageKey{Bracket: 0, Stage: j}]})
 		}
 	}
 	if !res.Finished {
 		end = now
 	}
-	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / x.cfg.TimeScale, Cost: total}
+	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / s.timeScale, Cost: total}
 	return res
 }
 

@@ -81,28 +81,6 @@ type Config struct {
 // DefaultProgressEvery is how often, at the least, Progress hears of a stage under way.
 const DefaultProgressEvery = 10 * time.Second
 
-// Status is a progress snapshot of one bracket's current stage; of an ASHA run (Rungs), of its
-// highest rung reached so far: Done results there, Total what the rung holds at the least.
-type Status struct {
-	Bracket       string
-	Stage, Stages int
-	Done, Total   int
-	Failed        int
-	// Running is the trials training now; Iters the iterations they and the finished ones
-	// reported in this stage so far, of ItersTotal the stage trains in all (0: not known).
-	Running, Iters, ItersTotal int
-	// Starting is the nodes the stage waits for before its trials start (SCALE and INIT: a
-	// cloud's minute or two, which a user would otherwise watch in silence).
-	Starting int
-	// Rungs says the stages are an ASHA run's rungs (no barrier: Done may pass Total).
-	Rungs   bool
-	Elapsed time.Duration // spec time since the run started
-	Cost    float64       // dollars so far
-	// Forecast is the latest re-plan's or review's forecast JCT (spec seconds from the start);
-	// 0 before the first: the plan's prediction stands.
-	Forecast float64
-}
-
 // forecastJCT is the latest forecast JCT, 0 when none was made. Callers hold x.mu.
 func (x *run) forecastJCT() float64 {
 	if f := x.st.forecast; f != nil {
@@ -145,31 +123,18 @@ func (cfg *Config) defaults() {
 	cfg.Clock = clock.Or(cfg.Clock)
 }
 
+// plan is what the run's journal is folded against.
+func (cfg *Config) plan() Plan {
+	return Plan{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, TimeScale: cfg.TimeScale}
+}
+
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
-	m, err := sim.NewModel(cfg.Experiment)
+	st, err := openState(cfg.plan(), cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	var x *run
-	if a := cfg.Experiment.Algorithm.ASHA; a != nil {
-		// ASHA's plan is phases of one cluster, never hedged: its re-plans keep one market.
-		m.Hedge = false
-		if err := refuseHedged(cfg.Alloc); err != nil {
-			return nil, err
-		}
-		if x, err = newASHA(cfg, m, *a); err != nil {
-			return nil, err
-		}
-	} else {
-		brackets := cfg.Experiment.Algorithm.Brackets()
-		if cfg.Alloc != nil {
-			if err := m.Check(brackets, cfg.Alloc); err != nil {
-				return nil, fmt.Errorf("plan does not fit the spec: %w", err)
-			}
-		}
-		x = &run{cfg: cfg, clk: cfg.Clock, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
-	}
+	x := &run{cfg: cfg, clk: cfg.Clock, model: st.model, st: st, log: cfg.Log}
 	for _, e := range cfg.Past {
 		x.st.apply(e)
 		if cfg.Observe != nil {
@@ -177,22 +142,6 @@ func newRun(cfg Config) (*run, error) {
 		}
 	}
 	return x, nil
-}
-
-// ErrHedged is an ASHA run given a plan with a hedged stage (sim.StageAlloc.OnDemand): ASHA's
-// cluster is one market; Successive Halving and Hyperband run hedged stages.
-var ErrHedged = errors.New("ASHA runs no hedged stages (on_demand_nodes): plan with cluster.hedge: false")
-
-// refuseHedged reports a hedged stage of a plan, with ErrHedged.
-func refuseHedged(a sim.Alloc) error {
-	for b, stages := range a {
-		for k, sa := range stages {
-			if sa.OnDemand > 0 {
-				return fmt.Errorf("bracket %d stage %d: %d of its %d nodes on demand: %w", b+1, k+1, sa.OnDemand, sa.Nodes, ErrHedged)
-			}
-		}
-	}
-	return nil
 }
 
 // Run executes the plan, or resumes it from cfg.Past, and returns what was realized. A run that
@@ -531,17 +480,33 @@ func (x *run) specDuration(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / x.cfg.TimeScale)
 }
 
-// Replay describes a run from its journal alone, without running anything: what `status` shows.
-func Replay(cfg Config) (*Result, error) {
-	cfg.Log = io.Discard
-	x, err := newRun(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	if x.st.start.IsZero() {
-		return nil, fmt.Errorf("replay: the journal holds no run")
-	}
-	return x.result(), nil
+// brokenTrainer is the failure rule's verdict on the run so far (nil: carry on).
+func (x *run) brokenTrainer() *BrokenTrainerError {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.firstEnds.broken(x.st.runID)
+}
+
+// result describes the run so far.
+func (x *run) result() *Result {
+	now := x.clk.Now()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.result(now)
+}
+
+// cost is what the run has cost until now.
+func (x *run) cost(now time.Time) float64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.bill(now).Total
+}
+
+// snapshot is the run now.
+func (x *run) snapshot() *Snapshot {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.snapshot()
 }
 
 // NewRunID names a run: when it started and 32 random bits, short enough for job names and

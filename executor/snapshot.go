@@ -228,30 +228,51 @@ func (s *state) snapshot() *Snapshot {
 	return snap
 }
 
-// Fold replays a journal (cfg.Past) as Replay does, and returns its snapshot.
-func Fold(cfg Config) (*Snapshot, error) {
-	_, snap, err := Inspect(cfg)
-	return snap, err
+// fold is the state a journal's events leave a run of p in; what the fold notices and skips is
+// discarded.
+func fold(p Plan, events []journal.Event) (*state, error) {
+	s, err := openState(p, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	for _, e := range events {
+		s.apply(e)
+	}
+	return s, nil
 }
 
-// Inspect replays a journal (cfg.Past) once and returns both what it realized (Replay's result,
-// nil for a journal that holds no run yet) and its snapshot.
-func Inspect(cfg Config) (*Result, *Snapshot, error) {
-	cfg.Log = io.Discard
-	x, err := newRun(cfg)
+// Replay describes a run of p from its journal's events alone, as of now (the end of the stage
+// under way, of a launch still running): what `status` shows.
+func Replay(p Plan, events []journal.Event, now time.Time) (*Result, error) {
+	s, err := fold(p, events)
 	if err != nil {
-		return nil, nil, fmt.Errorf("replay: %w", err)
+		return nil, err
 	}
-	snap := x.st.snapshot()
-	if x.st.start.IsZero() {
+	if s.start.IsZero() {
+		return nil, fmt.Errorf("replay: the journal holds no run")
+	}
+	return s.result(now), nil
+}
+
+// Fold replays a journal as Replay does, and returns its snapshot.
+func Fold(p Plan, events []journal.Event) (*Snapshot, error) {
+	s, err := fold(p, events)
+	if err != nil {
+		return nil, err
+	}
+	return s.snapshot(), nil
+}
+
+// Inspect replays a journal once and returns both what it realized as of now (Replay's result,
+// nil for a journal that holds no run yet) and its snapshot.
+func Inspect(p Plan, events []journal.Event, now time.Time) (*Result, *Snapshot, error) {
+	s, err := fold(p, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap := s.snapshot()
+	if s.start.IsZero() {
 		return nil, snap, nil
 	}
-	return x.result(), snap, nil
-}
-
-// Snapshot is the run now.
-func (x *run) snapshot() *Snapshot {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.st.snapshot()
+	return s.result(now), snap, nil
 }

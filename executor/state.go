@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
@@ -24,7 +25,10 @@ import (
 type state struct {
 	exp      *spec.Experiment
 	brackets []spec.Bracket
-	log      io.Writer // impossible transitions are noted here: a driver bug, not fatal
+	model    *sim.Model // the spec's: prices, offers, node sizes
+	// timeScale is wall seconds per spec second: what the views report times and costs in.
+	timeScale float64
+	log       io.Writer // impossible transitions are noted here: a driver bug, not fatal
 
 	runID       string
 	start       time.Time
@@ -169,8 +173,86 @@ type launchSpan struct {
 	start, end time.Time
 }
 
-func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, log io.Writer) *state {
-	return &state{exp: exp, brackets: brackets, plan: plan.Clone(), log: log, trials: map[string]*trialRun{}, evidence: map[evidenceKey]*observed{},
+// Plan is what a journal is folded against: the experiment and the plan its run follows.
+type Plan struct {
+	Experiment *spec.Experiment
+	Alloc      sim.Alloc
+	// ASHA is an ASHA job's plan (its GPU schedule): what an ASHA experiment runs instead of Alloc.
+	ASHA *sim.ASHAPlan
+	// TimeScale is wall seconds per spec second (default 1): times and costs are reported in
+	// spec seconds.
+	TimeScale float64
+}
+
+// ErrNoASHAPlan is returned for an ASHA job run without its plan.
+var ErrNoASHAPlan = errors.New("an asha job runs an asha plan (its GPU schedule): `rubberband plan` makes one")
+
+// ErrHedged is an ASHA run given a plan with a hedged stage (sim.StageAlloc.OnDemand): ASHA's
+// cluster is one market; Successive Halving and Hyperband run hedged stages.
+var ErrHedged = errors.New("ASHA runs no hedged stages (on_demand_nodes): plan with cluster.hedge: false")
+
+// openState is the empty state of a run of p: its brackets (an ASHA job's: its rungs, every
+// bracket's held at the first phase's GPUs on the default offer) and its model. A plan that
+// does not fit the spec is an error.
+func openState(p Plan, log io.Writer) (*state, error) {
+	if p.TimeScale <= 0 {
+		p.TimeScale = 1
+	}
+	if log == nil {
+		log = io.Discard
+	}
+	m, err := sim.NewModel(p.Experiment)
+	if err != nil {
+		return nil, err
+	}
+	a := p.Experiment.Algorithm.ASHA
+	if a == nil {
+		brackets := p.Experiment.Algorithm.Brackets()
+		if p.Alloc != nil {
+			if err := m.Check(brackets, p.Alloc); err != nil {
+				return nil, fmt.Errorf("plan does not fit the spec: %w", err)
+			}
+		}
+		return newState(p.Experiment, brackets, p.Alloc, m, p.TimeScale, log), nil
+	}
+	// ASHA's plan is phases of one cluster, never hedged: its re-plans keep one market.
+	m.Hedge = false
+	if err := refuseHedged(p.Alloc); err != nil {
+		return nil, err
+	}
+	if p.ASHA == nil {
+		return nil, ErrNoASHAPlan
+	}
+	ap := *p.ASHA
+	if err := m.CheckASHA(ap); err != nil {
+		return nil, fmt.Errorf("plan does not fit the spec: %w", err)
+	}
+	brackets := a.RungStages()
+	plan := make(sim.Alloc, len(brackets))
+	for b, br := range brackets {
+		for range br.Stages {
+			plan[b] = append(plan[b], sim.StageAlloc{GPUs: ap.GPUs[0], Nodes: m.NodesFor(ap.GPUs[0])})
+		}
+	}
+	st := newState(p.Experiment, brackets, plan, m, p.TimeScale, log)
+	st.asha = &ashaState{plan: ap, ladder: asha.New(*a), index: map[string]int{}, rungEnd: map[stageKey]time.Time{}, promoted: map[stageKey][]string{}}
+	return st, nil
+}
+
+// refuseHedged reports a hedged stage of a plan, with ErrHedged.
+func refuseHedged(a sim.Alloc) error {
+	for b, stages := range a {
+		for k, sa := range stages {
+			if sa.OnDemand > 0 {
+				return fmt.Errorf("bracket %d stage %d: %d of its %d nodes on demand: %w", b+1, k+1, sa.OnDemand, sa.Nodes, ErrHedged)
+			}
+		}
+	}
+	return nil
+}
+
+func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, model *sim.Model, timeScale float64, log io.Writer) *state {
+	return &state{exp: exp, brackets: brackets, plan: plan.Clone(), model: model, timeScale: timeScale, log: log, trials: map[string]*trialRun{}, evidence: map[evidenceKey]*observed{},
 		known: map[string]bool{},
 		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)), draining: make([][]cloud.Node, len(brackets)),
 		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
