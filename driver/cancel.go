@@ -115,7 +115,7 @@ func cancelHere(ctx context.Context, st *rundir.State, log io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	cfg := st.Config()
+	cfg := executor.ConfigFor(st.RunPlan())
 	cfg.Provider, cfg.Runtime, cfg.Journal, cfg.Past, cfg.RunID, cfg.Log = backend.Provider, backend.Runtime, journal, past, st.Run.RunID, log
 	if err := executor.Cancel(context.WithoutCancel(ctx), cfg, cancelReason); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -208,8 +209,8 @@ func TestStampLines(t *testing.T) {
 func TestProgressETAFollowsTheForecast(t *testing.T) {
 	var out bytes.Buffer
 	l := NewLog(&out, false, nil, "r")
-	l.Progress(executor.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second}, 40)
-	l.Progress(executor.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second, Forecast: 70}, 40)
+	l.Progress(runstate.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second}, 40)
+	l.Progress(runstate.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second, Forecast: 70}, 40)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "ETA "+format.Clock(30)) || !strings.Contains(lines[1], "ETA "+format.Clock(60)) {
 		t.Fatalf("progress lines:\n%s", out.String())

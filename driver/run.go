@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"net"
 	"net/http"
@@ -70,7 +71,7 @@ type Options struct {
 // A run that `rubberband cancel` stopped (ctx ended with a cancel requested) is marked
 // cancelled and its nodes released. Its errors say what became of the nodes and how to go on;
 // they wrap executor.BudgetError and executor.ErrCancelled.
-func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *executor.Result, error) {
+func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *runstate.Result, error) {
 	st, err := rundir.Open(dir)
 	if err != nil {
 		return nil, nil, err
@@ -93,9 +94,9 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		}
 	}
 	predicted := st.Plan.Predicted.JCT.Mean
-	cfg := st.Config()
+	cfg := executor.ConfigFor(st.RunPlan())
 	cfg.RunID, cfg.Log, cfg.Replan, cfg.KeepNodes, cfg.Force = st.Run.RunID, log, !st.Run.NoReplan && !o.NoReplan, o.KeepNodes, o.Force
-	cfg.Progress = func(s executor.Status) { log.Progress(s, predicted) }
+	cfg.Progress = func(s runstate.Status) { log.Progress(s, predicted) }
 	if len(st.Exp.Sampler.WarmStart) > 0 {
 		ws, err := rundir.LoadWarmStart(dir, filepath.Dir(dir), st.Exp)
 		if err != nil {
@@ -115,9 +116,9 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		}
 		defer stop()
 		cfg.Live = m.Follow
-		cfg.Progress = func(s executor.Status) { log.Progress(s, predicted); m.Progress(s) }
+		cfg.Progress = func(s runstate.Status) { log.Progress(s, predicted); m.Progress(s) }
 	}
-	var res *executor.Result
+	var res *runstate.Result
 	if st.Run.Backend == Virtual {
 		log.Note("driver PID %d took the run: %s backend", os.Getpid(), st.Run.Backend)
 		res, err = executeVirtual(ctx, st, o, log, cfg)
@@ -129,7 +130,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		log.Note("driver stopped: %v", err)
 		return st, nil, stopped(ctx, st, log, cfg.KeepNodes, err)
 	}
-	rep := executor.Compare(st.Plan, res)
+	rep := runstate.Compare(st.Plan, res)
 	if rep.DeadlineMissed {
 		log.Note("finished: JCT %s, cost %s: DEADLINE MISSED by %s (deadline %s)", format.Clock(res.Realized.JCT), format.Money(res.Realized.Cost),
 			format.Clock(rep.MissedByS), format.Clock(rep.DeadlineS))
@@ -146,7 +147,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 }
 
 // execute runs the run in st on its backend, from its journal.
-func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*executor.Result, error) {
+func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*runstate.Result, error) {
 	path := filepath.Join(st.Dir, rundir.Journal)
 	jo := journal.JournalOptions{Log: log, Reserve: journal.DefaultReserve}
 	if o.Mirror != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"hash/fnv"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ func openVirtual(ctx context.Context, t target) (*Backend, error) {
 // Faults is a fault schedule and what it is held to: the clean run's winner.
 type Faults struct {
 	Schedule *virtual.Faults
-	Best     *executor.BestTrial // the clean run's
+	Best     *runstate.BestTrial // the clean run's
 }
 
 // DrawFaults draws the fault schedule of seed for the run in st: a clean run of it first, in
@@ -99,7 +100,7 @@ func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Con
 // executeVirtual runs (or resumes) a virtual run: the executor in virtual time, each crash of
 // the fault schedule followed by a new driver in the same world. Its winner is held to the
 // clean run's.
-func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*executor.Result, error) {
+func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*runstate.Result, error) {
 	vc := virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, Journal: filepath.Join(st.Dir, rundir.Journal), RunID: st.Run.RunID,
 		Replan: cfg.Replan, KeepNodes: cfg.KeepNodes, Log: log, Progress: cfg.Progress, Live: cfg.Live, WarmStart: cfg.WarmStart}
 	var f *Faults
@@ -154,13 +155,13 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 	return out.Result, nil
 }
 
-// heldToTheRule audits an ASHA run's journal (executor.VerifyASHA) and its winner.
-func heldToTheRule(st *rundir.State, journalPath string, res *executor.Result) error {
+// heldToTheRule audits an ASHA run's journal (runstate.VerifyASHA) and its winner.
+func heldToTheRule(st *rundir.State, journalPath string, res *runstate.Result) error {
 	events, err := journal.ReadJournal(journalPath)
 	if err != nil {
 		return err
 	}
-	best, err := executor.VerifyASHA(st.Exp, events)
+	best, err := runstate.VerifyASHA(st.Exp, events)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func heldToTheCleanRun(out *virtual.Outcome, f *Faults) error {
 	return fmt.Errorf("%w%s: %s", ErrFaultsChangedTheRun, replay, strings.Join(why, "; "))
 }
 
-func bestName(b *executor.BestTrial) string {
+func bestName(b *runstate.BestTrial) string {
 	if b == nil {
 		return "none"
 	}

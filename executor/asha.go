@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"time"
 
 	"slices"
@@ -30,7 +31,7 @@ func (x *run) sampleASHA() error {
 	a := x.cfg.Experiment.Algorithm.ASHA
 	brackets := max(a.Brackets, 1)
 	x.mu.Lock()
-	have := len(x.st.asha.byIndex)
+	have := len(x.st.Asha.ByIndex)
 	x.mu.Unlock()
 	var configs []spec.Config
 	if !x.cfg.Experiment.Sampler.Adaptive() && have < a.Trials {
@@ -55,18 +56,18 @@ func (x *run) sampleASHA() error {
 // runASHA runs the job loop from where the journal left it: the jobs in flight first.
 func (x *run) runASHA(ctx context.Context) error {
 	x.mu.Lock()
-	a := x.st.asha
-	began := len(a.phaseAt) > 0
+	a := x.st.Asha
+	began := len(a.PhaseAt) > 0
 	x.mu.Unlock()
 	if !began {
-		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: 0, GPUs: a.plan.GPUs[0]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: 0, GPUs: a.Plan.GPUs[0]}, true); err != nil {
 			return err
 		}
 	}
 	x.mu.Lock()
-	gpus := a.plan.GPUs[len(a.phaseAt)-1]
+	gpus := a.Plan.GPUs[len(a.PhaseAt)-1]
 	var jobs []job
-	for _, j := range a.ladder.Jobs() {
+	for _, j := range a.Ladder.Jobs() {
 		jobs = append(jobs, x.ashaJob(j))
 	}
 	x.mu.Unlock()
@@ -84,7 +85,7 @@ func (x *run) runASHA(ctx context.Context) error {
 		return err
 	}
 	x.mu.Lock()
-	_, _, anyResult := a.ladder.Best()
+	_, _, anyResult := a.Ladder.Best()
 	x.mu.Unlock()
 	if !anyResult { // as a synchronous stage whose every trial failed: no winner is no finish
 		return fmt.Errorf("run: asha: every trial failed (their logs say why)")
@@ -99,16 +100,16 @@ func (x *run) runASHA(ctx context.Context) error {
 // entered any.
 func (x *run) enterPhases() (bool, error) {
 	x.mu.Lock()
-	a := x.st.asha
-	phase := len(a.phaseAt) - 1
-	next := max(phase, a.enterNow)
-	if a.ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
-		demand := a.ladder.InFlight() + a.ladder.Promotable()
-		for next+1 < len(a.plan.GPUs) && demand <= a.plan.GPUs[next+1] {
+	a := x.st.Asha
+	phase := len(a.PhaseAt) - 1
+	next := max(phase, a.EnterNow)
+	if a.Ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
+		demand := a.Ladder.InFlight() + a.Ladder.Promotable()
+		for next+1 < len(a.Plan.GPUs) && demand <= a.Plan.GPUs[next+1] {
 			next++
 		}
 	}
-	gpus := slices.Clone(a.plan.GPUs)
+	gpus := slices.Clone(a.Plan.GPUs)
 	x.mu.Unlock()
 	for p := phase + 1; p <= next; p++ {
 		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(gpus), gpus[p])
@@ -121,8 +122,8 @@ func (x *run) enterPhases() (bool, error) {
 
 // ashaJob is a ladder's job as the job loop runs it. Callers hold x.mu.
 func (x *run) ashaJob(j asha.Job) job {
-	st := x.st.brackets[j.Bracket].Stages[j.Rung]
-	return job{trial: x.st.asha.byIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.plan[j.Bracket][j.Rung], 1)}
+	st := x.st.Brackets[j.Bracket].Stages[j.Rung]
+	return job{trial: x.st.Asha.ByIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.Plan[j.Bracket][j.Rung], 1)}
 }
 
 // ashaSource hands the job loop ASHA's jobs, and weighs a revision of the schedule (review) as
@@ -136,7 +137,7 @@ type ashaSource struct {
 
 // milestone is how many quarters of the trials an ASHA run has started. Callers hold x.mu.
 func (x *run) milestone() int {
-	return 4 * x.st.asha.ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
+	return 4 * x.st.Asha.Ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
 }
 
 var _ jobSource = (*ashaSource)(nil)
@@ -151,8 +152,8 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		return stageEvent{}, err
 	}
 	x.mu.Lock()
-	a := x.st.asha
-	phase, milestone := len(a.phaseAt)-1, x.milestone()
+	a := x.st.Asha
+	phase, milestone := len(a.PhaseAt)-1, x.milestone()
 	x.mu.Unlock()
 	if entered || milestone > s.milestone {
 		s.milestone = milestone
@@ -164,16 +165,16 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		}
 	}
 	x.mu.Lock()
-	gpus := a.plan.GPUs[len(a.phaseAt)-1]
+	gpus := a.Plan.GPUs[len(a.PhaseAt)-1]
 	x.mu.Unlock()
 	var jobs []job
 	for {
 		x.mu.Lock()
-		j, ok := a.ladder.Peek()
-		ok = ok && a.ladder.InFlight() < gpus
+		j, ok := a.Ladder.Peek()
+		ok = ok && a.Ladder.InFlight() < gpus
 		var e journal.Event
 		if ok {
-			e = journal.Event{Ev: journal.EvPromote, Bracket: j.Bracket, Stage: j.Rung, Trial: a.byIndex[j.Trial], Iter: j.To}
+			e = journal.Event{Ev: journal.EvPromote, Bracket: j.Bracket, Stage: j.Rung, Trial: a.ByIndex[j.Trial], Iter: j.To}
 		}
 		x.mu.Unlock()
 		if !ok {
@@ -187,7 +188,7 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		x.mu.Unlock()
 	}
 	x.mu.Lock()
-	done := a.ladder.Done()
+	done := a.Ladder.Done()
 	x.mu.Unlock()
 	return stageEvent{kind: evWork, jobs: jobs, parallel: gpus, keep: x.model.NodesFor(gpus), exhausted: done}, nil
 }
@@ -207,10 +208,10 @@ func (x *run) ashaProgress(k int) {
 // ashaHeartbeat tells Progress of the highest rung reached so far.
 func (x *run) ashaHeartbeat() {
 	x.mu.Lock()
-	a, top := x.st.asha, 0
-	for b, br := range x.st.brackets {
+	a, top := x.st.Asha, 0
+	for b, br := range x.st.Brackets {
 		for k := range br.Stages {
-			if k > top && a.ladder.Results(b, k) > 0 {
+			if k > top && a.Ladder.Results(b, k) > 0 {
 				top = k
 			}
 		}
@@ -222,26 +223,26 @@ func (x *run) ashaHeartbeat() {
 
 // ashaStatus is the run's status at rung k, with the iterations reported in all when iters (a
 // walk over every trial: the heartbeat's, not each result's). Callers hold x.mu.
-func (x *run) ashaStatus(k int, withIters bool) Status {
-	a := x.st.asha
+func (x *run) ashaStatus(k int, withIters bool) runstate.Status {
+	a := x.st.Asha
 	done, least := 0, 0
-	for b := range x.st.brackets {
-		if k < len(x.st.brackets[b].Stages) {
-			done += a.ladder.Results(b, k)
-			least += x.st.brackets[b].Stages[k].Trials
+	for b := range x.st.Brackets {
+		if k < len(x.st.Brackets[b].Stages) {
+			done += a.Ladder.Results(b, k)
+			least += x.st.Brackets[b].Stages[k].Trials
 		}
 	}
 	iters := 0
 	if withIters {
-		for _, ids := range x.st.order {
+		for _, ids := range x.st.Order {
 			for _, id := range ids {
-				iters += x.st.trials[id].iter
+				iters += x.st.Trials[id].Iter
 			}
 		}
 	}
-	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
-	return Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done, Total: least, Rungs: true,
-		Running: len(x.st.openLaunch), Iters: iters, Elapsed: elapsed, Cost: x.st.bill(x.clk.Now()).Total, Forecast: forecast}
+	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT()
+	return runstate.Status{Bracket: "asha", Stage: k, Stages: len(x.st.Brackets[0].Stages), Done: done, Total: least, Rungs: true,
+		Running: len(x.st.OpenLaunch), Iters: iters, Elapsed: elapsed, Cost: x.st.Bill(x.clk.Now()).Total, Forecast: forecast}
 }
 
 // reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what
@@ -273,23 +274,23 @@ func (x *run) reviewASHA(ctx context.Context, p int) error {
 // ashaPresent is where an ASHA run in its current phase stands now, with the model as the run
 // observed it. Callers hold x.mu.
 func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
-	s, a := x.st, x.st.asha
+	s, a := x.st, x.st.Asha
 	start := sim.ASHAStart{
-		Ladder:  a.ladder.Clone(),
-		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.nodes[0]),
+		Ladder:  a.Ladder.Clone(),
+		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.Nodes[0]),
 	}
-	for _, j := range a.ladder.Jobs() {
-		t := s.trials[a.byIndex[j.Trial]]
-		if t.iter > j.From {
-			start.Trained[j.Trial] = t.iter
+	for _, j := range a.Ladder.Jobs() {
+		t := s.Trials[a.ByIndex[j.Trial]]
+		if t.Iter > j.From {
+			start.Trained[j.Trial] = t.Iter
 		}
-		start.Running[j.Trial] = t.state == trial.Running
+		start.Running[j.Trial] = t.State == trial.Running
 	}
-	phase := len(a.phaseAt) - 1
-	return x.model.Posterior(x.st.simEvidence(func(evidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
+	phase := len(a.PhaseAt) - 1
+	return x.model.Posterior(x.st.SimEvidence(func(runstate.EvidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
 		Start:   start,
-		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.plan.GPUs[phase:])},
-		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
-		Spent:   x.st.bill(now).Total,
+		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.Plan.GPUs[phase:])},
+		Elapsed: now.Sub(s.Start).Seconds() / x.cfg.TimeScale,
+		Spent:   x.st.Bill(now).Total,
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"hash/fnv"
 	"math"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -58,10 +58,10 @@ func newASHAHarness(t testing.TB) *harness {
 	return h
 }
 
-// checkASHAJournal audits a journal (executor.VerifyASHA) and returns the rule's winner.
+// checkASHAJournal audits a journal (runstate.VerifyASHA) and returns the rule's winner.
 func checkASHAJournal(t *testing.T, exp *spec.Experiment, events []journal.Event) string {
 	t.Helper()
-	best, err := executor.VerifyASHA(exp, events)
+	best, err := runstate.VerifyASHA(exp, events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestASHARun(t *testing.T) {
 	for i, e := range events {
 		if e.Ev == journal.EvPromote && e.Stage > 0 {
 			tampered := append(slices.Clone(events[:i+1]), events[i:]...)
-			if _, err := executor.VerifyASHA(h.cfg.Experiment, tampered); err == nil {
+			if _, err := runstate.VerifyASHA(h.cfg.Experiment, tampered); err == nil {
 				t.Fatal("a promotion journaled twice passed the audit")
 			}
 			break
@@ -150,7 +150,7 @@ func TestASHARun(t *testing.T) {
 			t.Fatalf("%s launched from %d to %d", g.Trial, env.StartIter, env.TargetIter)
 		}
 	}
-	var top *executor.TrialResult
+	var top *runstate.TrialResult
 	for i := range res.Trials {
 		tr := &res.Trials[i]
 		if tr.State != trial.Stopped {
@@ -203,7 +203,7 @@ func TestASHAResumeAnywhere(t *testing.T) {
 func TestASHANeedsItsPlan(t *testing.T) {
 	h := newASHAHarness(t)
 	h.cfg.ASHA = nil
-	if _, _, err := h.run(t, context.Background()); !errors.Is(err, executor.ErrNoASHAPlan) {
+	if _, _, err := h.run(t, context.Background()); !errors.Is(err, runstate.ErrNoASHAPlan) {
 		t.Fatalf("err %v", err)
 	}
 	h = newASHAHarness(t)

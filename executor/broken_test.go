@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
 )
 
@@ -37,7 +37,7 @@ func TestBrokenTrainerStopsTheRunEarly(t *testing.T) {
 				return fake.Behavior{Err: fmt.Errorf("worker %d: exit status 1", n%2), Duration: time.Duration(1+len(g.Trial)%3+n) * time.Second}
 			}
 			res, events, err := h.run(t, context.Background())
-			var broken *executor.BrokenTrainerError
+			var broken *runstate.BrokenTrainerError
 			if !errors.As(err, &broken) || len(broken.Trials) != 3 || !strings.Contains(err.Error(), "exit status 1") ||
 				!strings.Contains(err.Error(), "rubberband logs "+cmp.Or(res.RunID, "RUN")+" "+broken.Trials[0]) {
 				t.Fatalf("run: %v, want the broken trainer's error naming the log", err)

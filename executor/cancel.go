@@ -25,7 +25,7 @@ func Cancel(ctx context.Context, cfg Config, why string) error {
 	if err := x.releaseAll(ctx, why); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if x.st.finished {
+	if x.st.Finished {
 		return nil // nothing left to cancel: the run had finished
 	}
 	return x.record(journal.Event{Ev: journal.EvCancel, Error: why}, true)

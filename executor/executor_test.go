@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"os"
 	"path/filepath"
@@ -98,9 +99,9 @@ func newHarness(t testing.TB, text string) *harness {
 
 // run runs (or resumes) the job on the harness's journal, in the harness's virtual time (a
 // second run of one harness carries on from where its clock stopped).
-func (h *harness) run(t testing.TB, ctx context.Context) (*executor.Result, []journal.Event, error) {
+func (h *harness) run(t testing.TB, ctx context.Context) (*runstate.Result, []journal.Event, error) {
 	t.Helper()
-	var res *executor.Result
+	var res *runstate.Result
 	var runErr error
 	h.within(t, ctx, func(ctx context.Context) {
 		j, past, err := journal.OpenJournalWith(h.journal, journal.JournalOptions{Clock: h.clock})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"maps"
 	"slices"
 	"strings"
@@ -37,8 +38,8 @@ func (x *run) reconcile(ctx context.Context) error {
 	}
 	known := map[string]bool{}
 	x.mu.Lock()
-	lost := make([][]cloud.Node, len(x.st.nodes))
-	for b, nodes := range x.st.nodes {
+	lost := make([][]cloud.Node, len(x.st.Nodes))
+	for b, nodes := range x.st.Nodes {
 		for _, n := range nodes {
 			if have[n.ID] {
 				known[n.ID] = true
@@ -49,8 +50,8 @@ func (x *run) reconcile(ctx context.Context) error {
 	}
 	// Nodes an earlier driver was draining (interrupted) are of no use: they go now, or are
 	// journaled gone if the provider took them meanwhile.
-	draining := make([][]string, len(x.st.nodes))
-	for b, nodes := range x.st.draining {
+	draining := make([][]string, len(x.st.Nodes))
+	for b, nodes := range x.st.Draining {
 		for _, n := range nodes {
 			draining[b] = append(draining[b], n.ID)
 			known[n.ID] = true
@@ -112,10 +113,10 @@ func (x *run) reconcile(ctx context.Context) error {
 		}
 	}
 	// A request whose nodes went is answered: a later scale-up asks anew rather than repeat it.
-	for b := range x.st.brackets {
+	for b := range x.st.Brackets {
 		if closed[b] {
 			x.mu.Lock()
-			tokens := x.st.openTokens(b)
+			tokens := x.st.OpenTokens(b)
 			x.mu.Unlock()
 			for _, token := range tokens {
 				if err := x.record(journal.Event{Ev: journal.EvAnswer, Bracket: b, Token: token}, false); err != nil {
@@ -185,9 +186,9 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if n.Token != "" {
-		for b := range x.st.brackets {
-			if slices.Contains(x.st.openTokens(b), n.Token) {
-				if len(x.st.nodes[b]) < x.wantNow(b) {
+		for b := range x.st.Brackets {
+			if slices.Contains(x.st.OpenTokens(b), n.Token) {
+				if len(x.st.Nodes[b]) < x.wantNow(b) {
 					return b, leave
 				}
 				return b, closeRequest
@@ -195,11 +196,11 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 		}
 		return 0, release
 	}
-	for b := range x.st.brackets {
-		if len(x.st.nodes[b]) >= x.wantNow(b) {
+	for b := range x.st.Brackets {
+		if len(x.st.Nodes[b]) >= x.wantNow(b) {
 			continue
 		}
-		if open := len(x.st.open[b]) > 0; n.RunningAt.IsZero() && open {
+		if open := len(x.st.Open[b]) > 0; n.RunningAt.IsZero() && open {
 			return b, leave
 		}
 		if !n.RunningAt.IsZero() {
@@ -212,15 +213,15 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 // wantNow is how many nodes bracket b's current stage (its first not synced) wants; 0 once every
 // stage synced. Callers hold x.mu.
 func (x *run) wantNow(b int) int {
-	if a := x.st.asha; a != nil { // one cluster, bracket 0's, at its phase's GPUs
-		if b > 0 || x.st.finished || len(a.phaseAt) == 0 {
+	if a := x.st.Asha; a != nil { // one cluster, bracket 0's, at its phase's GPUs
+		if b > 0 || x.st.Finished || len(a.PhaseAt) == 0 {
 			return 0
 		}
-		return x.model.NodesFor(a.plan.GPUs[len(a.phaseAt)-1])
+		return x.model.NodesFor(a.Plan.GPUs[len(a.PhaseAt)-1])
 	}
-	for k := range x.st.brackets[b].Stages {
-		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			return x.st.plan[b][k].Nodes
+	for k := range x.st.Brackets[b].Stages {
+		if _, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]; !synced {
+			return x.st.Plan[b][k].Nodes
 		}
 	}
 	return 0
@@ -245,7 +246,7 @@ func (x *run) lostNodes(ctx context.Context, b int, doomed *gang.InterruptedErro
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	lost := lostSet{}
-	for _, n := range x.st.nodes[b] {
+	for _, n := range x.st.Nodes[b] {
 		switch {
 		case doomed != nil && n.ID == doomed.Node:
 			lost[n.ID] = lostNode{why: doomed.Reason, held: alive[n.ID]}
@@ -265,7 +266,7 @@ func (x *run) forget(b int, lost lostSet) error {
 	}
 	x.mu.Lock()
 	var nodes []cloud.Node
-	for _, n := range x.st.nodes[b] {
+	for _, n := range x.st.Nodes[b] {
 		if _, ok := lost[n.ID]; ok {
 			nodes = append(nodes, n)
 		}
@@ -288,7 +289,7 @@ func (x *run) releaseLost(ctx context.Context, b int, ids []string) {
 	}
 	x.mu.Lock()
 	var held []string
-	for _, n := range x.st.draining[b] {
+	for _, n := range x.st.Draining[b] {
 		if slices.Contains(ids, n.ID) {
 			held = append(held, n.ID)
 		}
@@ -348,10 +349,10 @@ func (x *run) lostOne(b int, id string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	held := map[string]bool{}
-	for _, n := range x.st.nodes[b] {
+	for _, n := range x.st.Nodes[b] {
 		held[n.ID] = true
 	}
-	for _, n := range x.st.trials[id].nodes {
+	for _, n := range x.st.Trials[id].Nodes {
 		if !held[n] {
 			return true
 		}
@@ -362,9 +363,9 @@ func (x *run) lostOne(b int, id string) bool {
 // offerNow is the offer (an index in the model's Offers) bracket b's current stage (its first not
 // synced) rents its nodes from; the default offer once every stage synced. Callers hold x.mu.
 func (x *run) offerNow(b int) int {
-	for k := range x.st.brackets[b].Stages {
-		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			o, _ := x.model.OfferIndex(x.st.plan[b][k])
+	for k := range x.st.Brackets[b].Stages {
+		if _, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]; !synced {
+			o, _ := x.model.OfferIndex(x.st.Plan[b][k])
 			return o
 		}
 	}
@@ -410,12 +411,12 @@ func (x *run) poolsNow(b, n int) []nodePool {
 // stageNow is bracket b's current stage's plan (its first not synced); false once every stage
 // synced, and for ASHA (whose plan is phases, never hedged). Callers hold x.mu.
 func (x *run) stageNow(b int) (sim.StageAlloc, bool) {
-	if x.st.asha != nil {
+	if x.st.Asha != nil {
 		return sim.StageAlloc{}, false
 	}
-	for k := range x.st.brackets[b].Stages {
-		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			return x.st.plan[b][k], true
+	for k := range x.st.Brackets[b].Stages {
+		if _, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]; !synced {
+			return x.st.Plan[b][k], true
 		}
 	}
 	return sim.StageAlloc{}, false
@@ -456,7 +457,7 @@ func (x *run) poolIn(n cloud.Node, pools []nodePool, mine [][]cloud.Node, pass i
 // the simulator keeps spot nodes and releases it). The nodes no pool takes are other.
 func (x *run) sortPools(held []cloud.Node, pools []nodePool) (mine [][]cloud.Node, other []string) {
 	x.mu.Lock()
-	odTier := maps.Clone(x.st.odTier)
+	odTier := maps.Clone(x.st.OdTier)
 	x.mu.Unlock()
 	mine = make([][]cloud.Node, len(pools))
 	taken := make([]bool, len(held))
@@ -498,7 +499,7 @@ func (x *run) shrinkTo(ctx context.Context, b, n int, last placement.Placement) 
 // scale is scaleTo, creating nodes when create.
 func (x *run) scale(ctx context.Context, b, n int, last placement.Placement, create bool) (placement.Placement, error) {
 	x.mu.Lock()
-	held := append([]cloud.Node(nil), x.st.nodes[b]...)
+	held := append([]cloud.Node(nil), x.st.Nodes[b]...)
 	pools := x.poolsNow(b, n)
 	own := x.offerNow(b)
 	x.mu.Unlock()
@@ -531,7 +532,7 @@ func (x *run) scale(ctx context.Context, b, n int, last placement.Placement, cre
 		x.mu.Lock()
 		for i, p := range pools {
 			market := x.requestMarket(p.offer, own)
-			token, repeat := x.st.open[b][market]
+			token, repeat := x.st.Open[b][market]
 			if len(mine[i]) >= p.count || (asked[i] && !repeat) {
 				continue
 			}
@@ -612,7 +613,7 @@ func (x *run) journalRequest(b int, a *nodeAsk) error {
 		return nil
 	}
 	x.mu.Lock()
-	a.token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
+	a.token = fmt.Sprintf("b%d-r%d", b, x.st.Requests[b]+1)
 	x.mu.Unlock()
 	return x.record(journal.Event{Ev: journal.EvRequest, Bracket: b, Count: a.count, Token: a.token, Market: a.market}, true)
 }
@@ -691,12 +692,12 @@ func (x *run) create(ctx context.Context, b int, a nodeAsk) nodeAnswer {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	held := map[string]bool{}
-	for _, n := range x.st.held() {
+	for _, n := range x.st.Held() {
 		held[n.ID] = true
 	}
 	var fresh []cloud.Node
 	for _, n := range created {
-		if !held[n.ID] && !(a.repeat && x.st.known[n.ID]) {
+		if !held[n.ID] && !(a.repeat && x.st.Known[n.ID]) {
 			fresh = append(fresh, n)
 		}
 	}
@@ -709,10 +710,10 @@ func (x *run) create(ctx context.Context, b int, a nodeAsk) nodeAnswer {
 // resumed driver's reconcile finds them gone.
 func (x *run) releaseAll(ctx context.Context, why string) error {
 	x.mu.Lock()
-	held := make([][]string, len(x.st.nodes))
+	held := make([][]string, len(x.st.Nodes))
 	known := map[string]bool{}
-	for b, nodes := range x.st.nodes {
-		for _, n := range append(append([]cloud.Node(nil), nodes...), x.st.draining[b]...) {
+	for b, nodes := range x.st.Nodes {
+		for _, n := range append(append([]cloud.Node(nil), nodes...), x.st.Draining[b]...) {
 			held[b] = append(held[b], n.ID)
 			known[n.ID] = true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"time"
 
@@ -59,7 +60,7 @@ func (x *run) review(ctx context.Context, b, k int) error {
 	x.mu.Lock()
 	model, now := x.present(b, k, x.clk.Now())
 	x.mu.Unlock()
-	name := x.st.brackets[b].Name
+	name := x.st.Brackets[b].Name
 	rev, err := planner.Replan(model, now, x.reviewRules(b, k))
 	if err != nil { // a forecast that cannot be made leaves the plan as it is
 		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", name, k+1, err)
@@ -97,7 +98,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 			return err
 		}
 		if budget.Stop {
-			return &BudgetError{Bracket: x.st.brackets[at.bracket].Name, Stage: at.stage, Phase: at.phase, Forecast: next.Cost, Budget: budget.MaxCostUSD}
+			return &BudgetError{Bracket: x.st.Brackets[at.bracket].Name, Stage: at.stage, Phase: at.phase, Forecast: next.Cost, Budget: budget.MaxCostUSD}
 		}
 		fmt.Fprintf(x.log, "BUDGET: the forecast final cost %s is over budget.max_cost_usd %s, and --no-replan keeps the plan\n", format.Money(next.Cost), format.Money(budget.MaxCostUSD))
 		return nil
@@ -105,7 +106,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 	if !rev.Change || !x.cfg.Replan {
 		kept := rev.Before
 		x.mu.Lock()
-		prev := x.st.forecast
+		prev := x.st.Forecast
 		x.mu.Unlock()
 		if err := x.record(journal.Event{Ev: journal.EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false); err != nil {
 			return err
@@ -141,7 +142,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 func (x *run) sayDeadline(prev, now *planner.Forecast, why string) {
 	exp := x.cfg.Experiment
 	deadline, q := exp.Deadline.D().Seconds(), exp.Planner.DeadlineQuantile
-	was, is := DeadlineWarning(prev, deadline, q) != "", DeadlineWarning(now, deadline, q)
+	was, is := runstate.DeadlineWarning(prev, deadline, q) != "", runstate.DeadlineWarning(now, deadline, q)
 	switch {
 	case is != "" && !was:
 		fmt.Fprintf(x.log, "DEADLINE: %s; %s\n", is, why)
@@ -154,13 +155,13 @@ func (x *run) sayDeadline(prev, now *planner.Forecast, why string) {
 // Callers hold x.mu.
 func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	s := x.st
-	model := x.model.Posterior(x.st.simEvidence(stageWeight(b, k), now))
+	model := x.model.Posterior(x.st.SimEvidence(stageWeight(b, k), now))
 	p := planner.Present{
-		Stages:  s.brackets[b].Stages[k:],
-		Plan:    append([]sim.StageAlloc(nil), s.plan[b][k:]...),
+		Stages:  s.Brackets[b].Stages[k:],
+		Plan:    append([]sim.StageAlloc(nil), s.Plan[b][k:]...),
 		Held:    x.heldOf(b, k),
-		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
-		Spent:   x.st.bill(now).Total,
+		Elapsed: now.Sub(s.Start).Seconds() / x.cfg.TimeScale,
+		Spent:   x.st.Bill(now).Total,
 	}
 	// The other brackets of its round keep what they hold and what their plans will hold; the
 	// rest of their plans is forecast as it stands (their running stages' remainder is left out:
@@ -168,33 +169,33 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	// ended: their plans are forecast whole, for their cost and for the time they take after it.
 	p.MaxNodes = x.model.MaxNodes
 	rules := planner.DefaultReplanRules(x.cfg.Experiment)
-	round := s.brackets[b].Round
-	later := sim.NewRounds(s.brackets, rules.Samples)
+	round := s.Brackets[b].Round
+	later := sim.NewRounds(s.Brackets, rules.Samples)
 	laterRounds := false
-	for c := range s.brackets {
-		if c == b || s.brackets[c].Round < round {
+	for c := range s.Brackets {
+		if c == b || s.Brackets[c].Round < round {
 			continue
 		}
-		if s.brackets[c].Round > round {
-			alone := s.brackets[c]
+		if s.Brackets[c].Round > round {
+			alone := s.Brackets[c]
 			alone.Round = 0 // simulated from its own start
 			rest := sim.New(model, []spec.Bracket{alone}, rules.Samples, rules.Seed)
-			o := rest.EvaluateBracket(0, s.plan[c])
+			o := rest.EvaluateBracket(0, s.Plan[c])
 			p.OtherCost += sim.Summarize(o.Cost).Mean
 			later.Add(c, o.JCT)
 			laterRounds = true
 			continue
 		}
 		next := x.nextUnstarted(c)
-		peak := len(s.nodes[c])
-		for _, sa := range s.plan[c][next:] {
+		peak := len(s.Nodes[c])
+		for _, sa := range s.Plan[c][next:] {
 			peak = max(peak, sa.Nodes)
 		}
 		p.MaxNodes -= peak
-		if next < len(s.plan[c]) {
-			rest := sim.New(model, []spec.Bracket{{Name: s.brackets[c].Name, Stages: s.brackets[c].Stages[next:]}}, rules.Samples, rules.Seed)
+		if next < len(s.Plan[c]) {
+			rest := sim.New(model, []spec.Bracket{{Name: s.Brackets[c].Name, Stages: s.Brackets[c].Stages[next:]}}, rules.Samples, rules.Seed)
 			if rest.HoldNodes([]sim.Held{x.heldOf(c, next)}) == nil {
-				p.OtherCost += sim.Summarize(rest.EvaluateBracket(0, s.plan[c][next:]).Cost).Mean
+				p.OtherCost += sim.Summarize(rest.EvaluateBracket(0, s.Plan[c][next:]).Cost).Mean
 			}
 		}
 	}
@@ -210,19 +211,19 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 // (a node a provider fell back to counts as that kind: it serves it), those of a hedged stage's
 // on-demand tier apart. Callers hold x.mu.
 func (x *run) heldOf(b, k int) sim.Held {
-	h := sim.Held{Nodes: len(x.st.nodes[b])}
+	h := sim.Held{Nodes: len(x.st.Nodes[b])}
 	if k == 0 {
 		return h
 	}
-	before := x.st.plan[b][k-1]
+	before := x.st.Plan[b][k-1]
 	h.Type, h.Market = before.Type, before.Market
 	if before.OnDemand == 0 {
 		return h
 	}
 	// A hedged stage's on-demand tier, held beside its spot nodes: all of them, when the
 	// market took every spot node.
-	for _, n := range x.st.nodes[b] {
-		if x.st.odTier[n.ID] {
+	for _, n := range x.st.Nodes[b] {
+		if x.st.OdTier[n.ID] {
 			h.OnDemand++
 		}
 	}
@@ -234,21 +235,21 @@ func (x *run) heldOf(b, k int) sim.Held {
 
 // nextUnstarted is bracket c's first stage not started. Callers hold x.mu.
 func (x *run) nextUnstarted(c int) int {
-	for k := range x.st.brackets[c].Stages {
-		if x.st.stageAt[stageKey{c, k}].start.IsZero() {
+	for k := range x.st.Brackets[c].Stages {
+		if x.st.StageAt[runstate.StageKey{Bracket: c, Stage: k}].Start.IsZero() {
 			return k
 		}
 	}
-	return len(x.st.brackets[c].Stages)
+	return len(x.st.Brackets[c].Stages)
 }
 
 // stageWeight weighs evidence for a decision before bracket b's stage k: a stage's evidence
 // counts a quarter as much for every stage it lies before k - 1, and another bracket's half as
 // much, so that a job that changed pace is followed (Srifty's sliding window).
-func stageWeight(b, k int) func(evidenceKey) float64 {
-	return func(key evidenceKey) float64 {
-		w := math.Pow(0.25, float64(max(0, k-1-key.stage)))
-		if key.bracket != b {
+func stageWeight(b, k int) func(runstate.EvidenceKey) float64 {
+	return func(key runstate.EvidenceKey) float64 {
+		w := math.Pow(0.25, float64(max(0, k-1-key.Stage)))
+		if key.Bracket != b {
 			w *= 0.5
 		}
 		return w

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"strings"
 	"testing"
 
@@ -63,9 +64,8 @@ func TestReplanIsJournaledFollowedAndReplayed(t *testing.T) {
 		if len(res.Revisions) != len(revisions) || res.Revisions[0].Reason != first.Reason || res.Forecast == nil {
 			t.Fatalf("result revisions %+v, forecast %v", res.Revisions, res.Forecast)
 		}
-		cfg := h.cfg
-		cfg.Past = events
-		again, err := executor.Replay(cfg)
+		p := runstate.Plan{Experiment: h.cfg.Experiment, Alloc: h.cfg.Alloc, ASHA: h.cfg.ASHA, TimeScale: h.cfg.TimeScale}
+		again, err := runstate.Replay(p, events, h.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

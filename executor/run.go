@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"math"
 	"strconv"
@@ -54,14 +55,14 @@ type Config struct {
 	// Progress, when set, is told of every finished trial and stage, and of each stage (an ASHA
 	// run: its rungs) under way at least every ProgressEvery of the run's clock (default 10 s;
 	// negative: only as trials finish), so that a long stage is never silent.
-	Progress      func(Status)
+	Progress      func(runstate.Status)
 	ProgressEvery time.Duration
 	// Observe, when set, sees every event once it is applied, in journal order: first the
 	// journal of earlier drivers (Past), then each new one. It must not block.
 	Observe func(journal.Event)
 	// Live, when set, is handed (before anything runs) a function that snapshots the run as it is
 	// then, safe from any goroutine: for readers on their own time (the metrics, at a scrape).
-	Live func(snapshot func() *Snapshot)
+	Live func(snapshot func() *runstate.Snapshot)
 	// Replan, when set, re-plans the stages not yet started at every sync, from what the run
 	// observed (planner.Replan says when). Without it the plan is kept, and a budget is only
 	// watched: a forecast over it is said, or stops the run under budget.stop.
@@ -83,7 +84,7 @@ const DefaultProgressEvery = 10 * time.Second
 
 // forecastJCT is the latest forecast JCT, 0 when none was made. Callers hold x.mu.
 func (x *run) forecastJCT() float64 {
-	if f := x.st.forecast; f != nil {
+	if f := x.st.Forecast; f != nil {
 		return f.JCT
 	}
 	return 0
@@ -98,7 +99,7 @@ type run struct {
 	clk   clock.Clock
 	model *sim.Model
 	mu    sync.Mutex
-	st    *state
+	st    *runstate.State
 	log   io.Writer
 	// sampler is the run's adaptive sampler, kept from draw to draw so that each trial's
 	// configuration is encoded once (made at the first draw).
@@ -123,20 +124,25 @@ func (cfg *Config) defaults() {
 	cfg.Clock = clock.Or(cfg.Clock)
 }
 
+// ConfigFor is the configuration of a run of p; the adapters and options are the caller's.
+func ConfigFor(p runstate.Plan) Config {
+	return Config{Experiment: p.Experiment, Alloc: p.Alloc, ASHA: p.ASHA, TimeScale: p.TimeScale}
+}
+
 // plan is what the run's journal is folded against.
-func (cfg *Config) plan() Plan {
-	return Plan{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, TimeScale: cfg.TimeScale}
+func (cfg *Config) plan() runstate.Plan {
+	return runstate.Plan{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, TimeScale: cfg.TimeScale}
 }
 
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
-	st, err := openState(cfg.plan(), cfg.Log)
+	st, err := runstate.New(cfg.plan(), cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	x := &run{cfg: cfg, clk: cfg.Clock, model: st.model, st: st, log: cfg.Log}
+	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log}
 	for _, e := range cfg.Past {
-		x.st.apply(e)
+		x.st.Apply(e)
 		if cfg.Observe != nil {
 			cfg.Observe(e)
 		}
@@ -146,7 +152,7 @@ func newRun(cfg Config) (*run, error) {
 
 // Run executes the plan, or resumes it from cfg.Past, and returns what was realized. A run that
 // fails or is interrupted releases every node it holds (unless cfg.KeepNodes) before it returns.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*runstate.Result, error) {
 	x, err := newRun(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -154,22 +160,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if x.cfg.Live != nil {
 		x.cfg.Live(x.snapshot)
 	}
-	if x.st.finished {
+	if x.st.Finished {
 		return x.result(), nil
 	}
-	if x.st.cancelled != "" && !x.cfg.Force {
-		return x.result(), fmt.Errorf("run: %w (%s); resume --force carries on", ErrCancelled, x.st.cancelled)
+	if x.st.Cancelled != "" && !x.cfg.Force {
+		return x.result(), fmt.Errorf("run: %w (%s); resume --force carries on", ErrCancelled, x.st.Cancelled)
 	}
 	if err := x.begin(ctx); err != nil {
 		return x.fail(ctx, err)
 	}
-	if x.st.asha != nil {
+	if x.st.Asha != nil {
 		if err := x.runASHA(ctx); err != nil {
 			return x.fail(ctx, err)
 		}
 		return x.end(ctx)
 	}
-	errs := make([]error, len(x.st.brackets))
+	errs := make([]error, len(x.st.Brackets))
 	bctx, cancelAll := clock.WithCancel(x.clk, ctx)
 	defer cancelAll()
 	type ended struct {
@@ -179,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ends := clock.NewQueue[ended](x.clk)
 	// A round's brackets run side by side; Hyperband's next round starts when they have all ended.
 	failed := false
-	for _, round := range rounds(x.st.brackets) {
+	for _, round := range rounds(x.st.Brackets) {
 		if failed {
 			break
 		}
@@ -201,7 +207,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // end closes a run whose work is done.
-func (x *run) end(ctx context.Context) (*Result, error) {
+func (x *run) end(ctx context.Context) (*runstate.Result, error) {
 	// Every bracket released its nodes at its end; a node a repeated request never claimed back
 	// would bill on: release whatever the provider still holds for the run.
 	if err := x.releaseAll(ctx, "the run finished"); err != nil {
@@ -242,7 +248,7 @@ func firstCause(ctx context.Context, errs []error) error {
 // begin starts a new run (sampling its trials) or takes over an earlier driver's: its gangs are
 // ended and its nodes reconciled with what the provider holds.
 func (x *run) begin(ctx context.Context) error {
-	if x.st.start.IsZero() {
+	if x.st.Start.IsZero() {
 		if err := x.record(journal.Event{Ev: journal.EvStart, RunID: x.cfg.RunID}, true); err != nil {
 			return err
 		}
@@ -265,7 +271,7 @@ func (x *run) begin(ctx context.Context) error {
 // fail ends a run that cannot go on: every node it holds is released and journaled (unless
 // KeepNodes), why is journaled (EvStop), and err is returned with what was realized. An
 // infrastructure fault pauses the run instead (pause).
-func (x *run) fail(ctx context.Context, err error) (*Result, error) {
+func (x *run) fail(ctx context.Context, err error) (*runstate.Result, error) {
 	if fault, ok := infra.Is(err); ok && !errors.Is(err, context.Canceled) {
 		return x.pause(ctx, fault)
 	}
@@ -326,7 +332,7 @@ func (e *PausedError) Unwrap() error { return e.Fault }
 // once its gangs have stopped (the stages ended), its nodes are released and journaled, and so
 // is the pause (EvStop, StopPaused: what failed and where). A journal that cannot be written
 // stops everything here.
-func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
+func (x *run) pause(ctx context.Context, fault *InfraError) (*runstate.Result, error) {
 	x.pausing.Store(true)
 	perr := &PausedError{Fault: fault, Kept: x.cfg.KeepNodes}
 	if jerr := x.cfg.Journal.Err(); jerr != nil {
@@ -337,8 +343,8 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 	x.cfg.Journal.FreeRoom() // the disk may be full: what follows must be written
 	if !x.cfg.KeepNodes {
 		x.mu.Lock()
-		for b := range x.st.nodes {
-			for _, n := range append(append([]cloud.Node(nil), x.st.nodes[b]...), x.st.draining[b]...) {
+		for b := range x.st.Nodes {
+			for _, n := range append(append([]cloud.Node(nil), x.st.Nodes[b]...), x.st.Draining[b]...) {
 				perr.Released = append(perr.Released, n.ID)
 			}
 		}
@@ -374,7 +380,7 @@ func (x *run) record(e journal.Event, durable bool) error {
 	x.mu.Lock()
 	err := x.cfg.Journal.Note(e)
 	if err == nil {
-		x.st.apply(e)
+		x.st.Apply(e)
 		if x.cfg.Observe != nil {
 			x.cfg.Observe(e)
 		}
@@ -400,20 +406,20 @@ func (x *run) record(e journal.Event, durable bool) error {
 // sampler's (tpe) trials are journaled without a configuration: it is drawn at their first
 // launch (drawParams), from the results so far.
 func (x *run) sample() error {
-	if x.st.asha != nil {
+	if x.st.Asha != nil {
 		return x.sampleASHA()
 	}
 	first := 0
-	for b, br := range x.st.brackets {
+	for b, br := range x.st.Brackets {
 		n := br.Trials()
 		var configs []spec.Config
-		if !x.cfg.Experiment.Sampler.Adaptive() && len(x.st.order[b]) < n {
+		if !x.cfg.Experiment.Sampler.Adaptive() && len(x.st.Order[b]) < n {
 			var err error
 			if configs, err = search.Initial(x.cfg.Experiment, b, first, n); err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
 		}
-		for i := len(x.st.order[b]); i < n; i++ {
+		for i := len(x.st.Order[b]); i < n; i++ {
 			e := journal.Event{Ev: journal.EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
 			if configs != nil {
 				e.Params = configs[i]
@@ -439,29 +445,29 @@ func (x *run) drawParams(id string) spec.Config {
 	exp := x.cfg.Experiment
 	var history []search.Observation
 	index, drawn := 0, 0
-	for b, order := range x.st.order {
-		stages := x.st.brackets[b].Stages
+	for b, order := range x.st.Order {
+		stages := x.st.Brackets[b].Stages
 		for i, tid := range order {
-			t := x.st.trials[tid]
+			t := x.st.Trials[tid]
 			if tid == id {
-				index = x.st.trialIndex(b, i)
-				if a := x.st.asha; a != nil {
-					index = a.index[id]
+				index = x.st.TrialIndex(b, i)
+				if a := x.st.Asha; a != nil {
+					index = a.Index[id]
 				}
 			}
-			if t.params == nil {
+			if t.Params == nil {
 				continue
 			}
 			drawn++
 			for k := range stages {
-				metric, done := t.done[k]
-				if !done && !t.failed[k] {
+				metric, done := t.Done[k]
+				if !done && !t.Failed[k] {
 					continue
 				}
 				if !done {
 					metric = math.NaN()
 				}
-				history = append(history, search.Observation{Params: t.params, Budget: stages[k].EndIter(),
+				history = append(history, search.Observation{Params: t.Params, Budget: stages[k].EndIter(),
 					Loss: search.Loss(metric, exp.Objective.Mode), Trial: tid})
 			}
 		}
@@ -481,32 +487,32 @@ func (x *run) specDuration(d time.Duration) time.Duration {
 }
 
 // brokenTrainer is the failure rule's verdict on the run so far (nil: carry on).
-func (x *run) brokenTrainer() *BrokenTrainerError {
+func (x *run) brokenTrainer() *runstate.BrokenTrainerError {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.st.firstEnds.broken(x.st.runID)
+	return x.st.FirstEnds.Broken(x.st.RunID)
 }
 
 // result describes the run so far.
-func (x *run) result() *Result {
+func (x *run) result() *runstate.Result {
 	now := x.clk.Now()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.st.result(now)
+	return x.st.Result(now)
 }
 
 // cost is what the run has cost until now.
 func (x *run) cost(now time.Time) float64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.st.bill(now).Total
+	return x.st.Bill(now).Total
 }
 
 // snapshot is the run now.
-func (x *run) snapshot() *Snapshot {
+func (x *run) snapshot() *runstate.Snapshot {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.st.snapshot()
+	return x.st.Snapshot()
 }
 
 // NewRunID names a run: when it started and 32 random bits, short enough for job names and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"sync/atomic"
 	"time"
@@ -21,12 +22,12 @@ import (
 
 // runBracket runs one bracket's stages from the first one not yet synced.
 func (x *run) runBracket(ctx context.Context, b int) error {
-	br := x.st.brackets[b]
+	br := x.st.Brackets[b]
 	var last placement.Placement
 	for k, st := range br.Stages {
 		x.mu.Lock()
-		_, synced := x.st.synced[stageKey{b, k}]
-		started := !x.st.stageAt[stageKey{b, k}].start.IsZero()
+		_, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]
+		started := !x.st.StageAt[runstate.StageKey{Bracket: b, Stage: k}].Start.IsZero()
 		x.mu.Unlock()
 		if synced {
 			continue
@@ -39,7 +40,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 				return err
 			}
 			x.mu.Lock()
-			held := len(x.st.nodes[b])
+			held := len(x.st.Nodes[b])
 			x.mu.Unlock()
 			if want := x.planOf(b, k).Nodes; want < held {
 				var err error
@@ -62,7 +63,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			return err
 		}
 		x.mu.Lock()
-		keep, took := x.st.rank(b, k), len(x.st.active(b, k))
+		keep, took := x.st.Rank(b, k), len(x.st.Active(b, k))
 		x.mu.Unlock()
 		if len(keep) == 0 && took > 0 {
 			return fmt.Errorf("run: bracket %d stage %d: every trial failed (their logs say why)", b, k+1)
@@ -82,16 +83,16 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 func (x *run) planOf(b, k int) sim.StageAlloc {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.st.plan[b][k]
+	return x.st.Plan[b][k]
 }
 
 // runStage runs every trial of stage k that has not finished it (runJobs). It returns the
 // stage's placement.
 func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placement.Placement) (placement.Placement, error) {
 	x.mu.Lock()
-	alloc := x.st.plan[b][k]
-	queue := x.st.pending(b, k)
-	total := len(x.st.active(b, k))
+	alloc := x.st.Plan[b][k]
+	queue := x.st.Pending(b, k)
+	total := len(x.st.Active(b, k))
 	x.mu.Unlock()
 	gpt := sim.GPUsPerTrial(st, alloc)
 	budget := x.budget(st, alloc, gpt)
@@ -102,7 +103,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 	m := newStage(b, gpt, max(1, alloc.GPUs/gpt), alloc.Nodes, x.cfg.TimeScale, x.cfg.MaxRetries, jobs, last, false)
 	if alloc.OnDemand > 0 {
 		x.mu.Lock()
-		m.tiers = x.tiersOf(alloc, gpt, x.st.active(b, k))
+		m.tiers = x.tiersOf(alloc, gpt, x.st.Active(b, k))
 		x.mu.Unlock()
 	}
 	var done atomic.Int64 // the heartbeat reads it from its own actor
@@ -310,14 +311,14 @@ type bracketView struct {
 func (v *bracketView) nodes() []cloud.Node {
 	v.x.mu.Lock()
 	defer v.x.mu.Unlock()
-	return append([]cloud.Node(nil), v.x.st.nodes[v.b]...)
+	return append([]cloud.Node(nil), v.x.st.Nodes[v.b]...)
 }
 
 func (v *bracketView) tries(trial string, k int) (launches, fails, interrupts int) {
 	v.x.mu.Lock()
 	defer v.x.mu.Unlock()
-	ts := trialStage{trial, k}
-	return v.x.st.tries[ts], v.x.st.fails[ts], v.x.st.interrupts[ts]
+	ts := runstate.TrialStage{Trial: trial, Stage: k}
+	return v.x.st.Tries[ts], v.x.st.Fails[ts], v.x.st.Interrupts[ts]
 }
 
 // budget is how long one launch of a stage may run before it is stopped and retried: three
@@ -350,12 +351,12 @@ func (x *run) budget(st spec.Stage, alloc sim.StageAlloc, gpus int) time.Duratio
 func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clock.Queue[stageEvent]) {
 	k, st, budget := a.job.k, a.job.st, a.job.budget
 	x.mu.Lock()
-	t := x.st.trials[a.trial]
+	t := x.st.Trials[a.trial]
 	nodes := map[string]cloud.Node{}
-	for _, n := range x.st.nodes[b] {
+	for _, n := range x.st.Nodes[b] {
 		nodes[n.ID] = n
 	}
-	params, drawn := t.params, false
+	params, drawn := t.Params, false
 	if params == nil && x.cfg.Experiment.Sampler.Adaptive() {
 		params, drawn = x.drawParams(a.trial), true
 	}
@@ -414,7 +415,7 @@ func slotNodes(slots []placement.Slot) []string {
 // lost (a.interrupted) is counted apart from the trial's own failures.
 func (x *run) failed(b, k int, a action) error {
 	x.mu.Lock()
-	try := x.st.tries[trialStage{a.trial, k}]
+	try := x.st.Tries[runstate.TrialStage{Trial: a.trial, Stage: k}]
 	x.mu.Unlock()
 	what := "failed"
 	if a.interrupted {
@@ -450,24 +451,24 @@ func (x *run) progressWith(b, k, done, total, starting int) {
 	}
 	failed := 0
 	x.mu.Lock()
-	for _, id := range x.st.order[b] {
-		if x.st.trials[id].failed[k] {
+	for _, id := range x.st.Order[b] {
+		if x.st.Trials[id].Failed[k] {
 			failed++
 		}
 	}
 	running, iters := x.underWay(b, k)
-	st := x.st.brackets[b].Stages[k]
-	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
+	st := x.st.Brackets[b].Stages[k]
+	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT()
 	x.mu.Unlock()
-	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
+	x.cfg.Progress(runstate.Status{Bracket: x.st.Brackets[b].Name, Stage: k, Stages: len(x.st.Brackets[b].Stages), Done: done, Total: total,
 		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Starting: starting, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
 }
 
 // starting reports stage k of bracket b while it waits for its nodes (want in all) to start.
 func (x *run) starting(b, k, want int) {
 	x.mu.Lock()
-	held := len(x.st.nodes[b])
-	total := len(x.st.active(b, k))
+	held := len(x.st.Nodes[b])
+	total := len(x.st.Active(b, k))
 	x.mu.Unlock()
 	if held >= want {
 		return
@@ -479,15 +480,15 @@ func (x *run) starting(b, k, want int) {
 // trials reported in that stage so far (each counted to the stage's target at most). Callers
 // hold x.mu.
 func (x *run) underWay(b, k int) (running, iters int) {
-	for trial, i := range x.st.openLaunch {
-		if l := x.st.launchLog[i]; l.Bracket == b && l.Stage == k && x.st.trials[trial] != nil {
+	for trial, i := range x.st.OpenLaunch {
+		if l := x.st.LaunchLog[i]; l.Bracket == b && l.Stage == k && x.st.Trials[trial] != nil {
 			running++
 		}
 	}
-	st := x.st.brackets[b].Stages[k]
-	for _, id := range x.st.order[b] {
-		if t := x.st.trials[id]; t.iter > st.StartIter {
-			iters += min(t.iter, st.StartIter+st.Iters) - st.StartIter
+	st := x.st.Brackets[b].Stages[k]
+	for _, id := range x.st.Order[b] {
+		if t := x.st.Trials[id]; t.Iter > st.StartIter {
+			iters += min(t.Iter, st.StartIter+st.Iters) - st.StartIter
 		}
 	}
 	return running, iters

@@ -2,11 +2,11 @@ package executor_test
 
 import (
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
@@ -42,11 +42,11 @@ func TestRealizedSchedule(t *testing.T) {
 		{Ev: journal.EvSync, At: at(92), Stage: 1},
 	}
 	exp := experiment(t, shaSpec)
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 2})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: elastic(t, exp), TimeScale: 2}, events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := executor.RealizedSchedule(snap, time.Time{}, 2, 4) // two wall seconds per spec second
+	got := runstate.RealizedSchedule(snap, time.Time{}, 2, 4) // two wall seconds per spec second
 	want := sim.Schedule{Rows: 2, GPUsPerNode: 4, StageEnds: []float64{36, 46}, Spans: []sim.Span{
 		{Row: 0, Start: 1, End: 7.5, GPUs: 4, Provision: true},
 		{Row: 1, Start: 1, End: 8, GPUs: 4, Provision: true},
@@ -81,11 +81,11 @@ func TestRealizedScheduleZeroLengthLaunch(t *testing.T) {
 		{Ev: journal.EvSync, At: at(20)},
 	}
 	exp := experiment(t, shaSpec)
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: elastic(t, exp), TimeScale: 1}, events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := executor.RealizedSchedule(snap, time.Time{}, 1, 4)
+	got := runstate.RealizedSchedule(snap, time.Time{}, 1, 4)
 	var train []sim.Span
 	for _, sp := range got.Spans {
 		if !sp.Provision {
@@ -115,14 +115,14 @@ func TestRealizedScheduleAcrossResume(t *testing.T) {
 		{Ev: journal.EvDone, At: at(30), Trial: "b"},
 	}
 	exp := experiment(t, shaSpec)
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: elastic(t, exp), TimeScale: 1}, events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open := snap.Open(); len(open) != 1 || open[0].Trial != "a" || open[0].Try != 0 || snap.Launches[0].Outcome != executor.LaunchOrphaned {
+	if open := snap.Open(); len(open) != 1 || open[0].Trial != "a" || open[0].Try != 0 || snap.Launches[0].Outcome != runstate.LaunchOrphaned {
 		t.Fatalf("open launches %+v, records %+v", open, snap.Launches)
 	}
-	got := executor.RealizedSchedule(snap, at(40), 1, 2)
+	got := runstate.RealizedSchedule(snap, at(40), 1, 2)
 	want := []sim.Span{
 		{Row: 0, Start: 0, End: 10, GPUs: 2, Provision: true},
 		{Row: 0, Start: 10, End: 20, GPU: 0, GPUs: 1, Trial: 0}, // a, ended by the resume
@@ -132,7 +132,7 @@ func TestRealizedScheduleAcrossResume(t *testing.T) {
 	if !reflect.DeepEqual(got.Spans, want) {
 		t.Fatalf("spans\n got %+v\nwant %+v", got.Spans, want)
 	}
-	if without := executor.RealizedSchedule(snap, time.Time{}, 1, 2); len(without.Spans) != 3 {
+	if without := runstate.RealizedSchedule(snap, time.Time{}, 1, 2); len(without.Spans) != 3 {
 		t.Fatalf("without a now, the running launch is drawn: %+v", without.Spans)
 	}
 }

@@ -3,6 +3,7 @@ package rundir
 import (
 	"context"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -53,7 +53,7 @@ func parse(t *testing.T, src *spec.Source) *spec.Experiment {
 
 // finishedRun plans the job src says, makes a run of it and runs it in virtual time in a world
 // drawn from truth (nil: src), its plan kept; it returns its state, result and table.
-func finishedRun(t *testing.T, src, truth *spec.Source) (*State, *executor.Result, string) {
+func finishedRun(t *testing.T, src, truth *spec.Source) (*State, *runstate.Result, string) {
 	t.Helper()
 	exp := parse(t, src)
 	var world *spec.Experiment

@@ -3,6 +3,7 @@ package rundir
 import (
 	"errors"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -18,8 +19,8 @@ import (
 // replayed.
 type View struct {
 	State  *State
-	Res    *executor.Result // nil until the journal holds the run's start
-	Snap   *executor.Snapshot
+	Res    *runstate.Result // nil until the journal holds the run's start
+	Snap   *runstate.Snapshot
 	Events []journal.Event
 	Live   bool // a driver holds the run's lock
 }
@@ -45,13 +46,12 @@ func ViewOf(st *State, events []journal.Event, live bool) (*View, error) {
 	if len(events) == 0 {
 		return v, nil
 	}
-	cfg := st.Config()
-	cfg.Past = events
-	if !live {
-		cfg.Clock = clock.Frozen{At: events[len(events)-1].At}
+	now := events[len(events)-1].At
+	if live {
+		now = clock.Wall{}.Now()
 	}
 	var err error
-	if v.Res, v.Snap, err = executor.Inspect(cfg); err != nil {
+	if v.Res, v.Snap, err = runstate.Inspect(st.RunPlan(), events, now); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -72,20 +72,20 @@ func (v *View) Status() (word, why string) {
 		return "not started", ""
 	}
 	switch s := v.Snap; {
-	case s.Phase == executor.PhaseCancelled:
+	case s.Phase == runstate.PhaseCancelled:
 		return "cancelled", s.Why
-	case s.Phase == executor.PhaseFinished:
-		if by, missed := executor.MissedDeadline(v.Res); missed { // its result stands: finished, and said
+	case s.Phase == runstate.PhaseFinished:
+		if by, missed := runstate.MissedDeadline(v.Res); missed { // its result stands: finished, and said
 			return "finished", "DEADLINE MISSED by " + format.Clock(by)
 		}
 		return "finished", ""
-	case s.Phase == executor.PhaseStopped && s.Cause == journal.StopInterrupted:
+	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopInterrupted:
 		return "interrupted", ""
-	case s.Phase == executor.PhaseStopped && s.Cause == journal.StopPaused: // an infrastructure fault: resume carries on once it is mended
+	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopPaused: // an infrastructure fault: resume carries on once it is mended
 		return "paused", strings.TrimPrefix(s.Why, "paused: ")
-	case s.Phase == executor.PhaseStopped && s.Cause == journal.StopBudget: // budget.stop: not a failure, resume carries on
+	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopBudget: // budget.stop: not a failure, resume carries on
 		return "over budget", strings.TrimPrefix(s.Why, "budget: ")
-	case s.Phase == executor.PhaseStopped:
+	case s.Phase == runstate.PhaseStopped:
 		return "failed", s.Why
 	default:
 		return "interrupted", "its driver died" // no stop journaled: killed, or its machine went down
@@ -180,7 +180,7 @@ func (v *View) Summary() Summary {
 	}
 	if v.Res != nil {
 		s.ElapsedS, s.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
-		s.MissedByS, s.DeadlineMissed = executor.MissedDeadline(v.Res)
+		s.MissedByS, s.DeadlineMissed = runstate.MissedDeadline(v.Res)
 	}
 	if id, m, ok := v.Best(); ok {
 		s.Best, s.BestTrial = &m, id

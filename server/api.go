@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -333,7 +333,7 @@ func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User)
 	if !ok {
 		return
 	}
-	trials := []executor.TrialResult{}
+	trials := []runstate.TrialResult{}
 	if v.Res != nil {
 		trials = v.Res.Trials
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"html/template"
 	"io"
 	"maps"
@@ -23,7 +24,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor"
-	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/search"
@@ -149,7 +149,7 @@ type runPage struct {
 	// prediction or of the cost is theirs; the phases have the cost). RungsReached of Rungs.
 	ASHA                     bool
 	Rungs                    []rundir.RungRow
-	Phases                   []executor.PhaseResult
+	Phases                   []runstate.PhaseResult
 	RungsReached, RungsTotal int
 	Planned, Realized        chart
 	Cost, Time, Curves       chart
@@ -291,7 +291,7 @@ func (h *hub) build() *runPage {
 	sec := func(t time.Time) float64 { return t.Sub(start).Seconds() / ts }
 	if v.Res != nil {
 		p.ElapsedS, p.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
-		rep := executor.Compare(st.Plan, v.Res)
+		rep := runstate.Compare(st.Plan, v.Res)
 		for _, sr := range rep.Stages {
 			r := sr.Realized
 			row := stageRow{Bracket: sr.Bracket, Stage: sr.Stage + 1, Trials: r.Trials, Iters: r.Iters, GPUs: r.GPUs, Nodes: r.Nodes,
@@ -335,7 +335,7 @@ func (h *hub) build() *runPage {
 			if b := st.Exp.Budget.MaxCostUSD; b > 0 && f.Cost > b {
 				p.Forecast += " — OVER the budget " + money(b)
 			}
-			p.DeadlineWarning = executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
+			p.DeadlineWarning = runstate.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
 		}
 		for _, t := range v.Res.Trials {
 			row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
@@ -434,10 +434,10 @@ func trialIndex(names []string, id string) int {
 
 func spanKey(sp sim.Span) [3]float64 { return [3]float64{float64(sp.Row), sp.Start, float64(sp.Trial)} }
 
-// realizedSchedule is the run's schedule (executor.RealizedSchedule of its snapshot), every
+// realizedSchedule is the run's schedule (runstate.RealizedSchedule of its snapshot), every
 // launch still running drawn up to now. It returns which spans are running and the trials' IDs
 // by the schedule's trial numbers.
-func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
+func realizedSchedule(snap *runstate.Snapshot, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
 	if snap == nil {
 		return sim.Schedule{}, nil, nil
 	}
@@ -449,7 +449,7 @@ func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64,
 			names = append(names, l.Trial)
 		}
 	}
-	sc := executor.RealizedSchedule(snap, now, timeScale, gpn)
+	sc := runstate.RealizedSchedule(snap, now, timeScale, gpn)
 	running := map[[3]float64]bool{}
 	open := map[string]bool{}
 	for _, l := range snap.Open() {
@@ -518,9 +518,7 @@ func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPa
 			for j < len(events) && !events[j].At.After(t) {
 				j++
 			}
-			cfg := st.Config()
-			cfg.Past, cfg.Clock = events[:j], rbclock.Frozen{At: t}
-			if res, err := executor.Replay(cfg); err == nil {
+			if res, err := runstate.Replay(st.RunPlan(), events[:j], t); err == nil {
 				real.X, real.Y = append(real.X, sec(t)), append(real.Y, res.Realized.Cost)
 			}
 		}
@@ -537,7 +535,7 @@ func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPa
 
 // timeChart is time by stage: when each stage was predicted to end (the mean, with a band from
 // the plan's p5 and p95 JCT) and when it did.
-func timeChart(st *rundir.State, res *executor.Result, deadlines []mark) chart {
+func timeChart(st *rundir.State, res *runstate.Result, deadlines []mark) chart {
 	plan := st.Plan
 	mean := plan.Predicted.JCT.Mean
 	lo, hi := 1.0, 1.0

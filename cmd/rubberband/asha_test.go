@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"math"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -64,12 +64,12 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	best, err := executor.VerifyASHA(exp, events)
+	best, err := runstate.VerifyASHA(exp, events)
 	if err != nil || !rep.Finished || rep.Best == nil || rep.Best.Trial != best {
 		t.Fatalf("finished %v, best %+v, the rule's %s (%v)", rep.Finished, rep.Best, best, err)
 	}
 	status, _, code := rbEnv(t, binary, env, "status", dir, "-o", "json")
-	var res executor.Report
+	var res runstate.Report
 	if code != 0 || json.Unmarshal([]byte(status), &res) != nil || len(res.Phases) != len(plan.ASHA.Elastic.Plan.GPUs) || res.Best.Trial != best {
 		t.Fatalf("status -o json: exit %d\n%s", code, status)
 	}
@@ -164,7 +164,7 @@ func TestASHAOnNomad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		best, err := executor.VerifyASHA(exp, events)
+		best, err := runstate.VerifyASHA(exp, events)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +219,7 @@ func TestASHAReplanThroughTheCLI(t *testing.T) {
 		}
 	}
 	status, _, code := rbEnv(t, binary, env, "status", filepath.Join(root, "replan"), "-o", "json")
-	var res executor.Report
+	var res runstate.Report
 	if code != 0 || json.Unmarshal([]byte(status), &res) != nil || len(res.Revisions) == 0 || !res.Revisions[0].Phase {
 		t.Fatalf("status -o json: exit %d\n%s", code, status)
 	}

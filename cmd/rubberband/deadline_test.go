@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"net/http"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -75,7 +75,7 @@ func TestDeadlineMissedExits5(t *testing.T) {
 		t.Errorf("list -o json: %+v", rows)
 	}
 	js, _, code := rb(t, "resume", run, "-o", "json") // a finished run: its report again, and its code
-	var again executor.Report
+	var again runstate.Report
 	if code != exitDeadlineMissed || json.Unmarshal([]byte(js), &again) != nil || !again.DeadlineMissed {
 		t.Errorf("resume -o json of the finished run: exit %d\n%s", code, js)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"os"
 	"os/exec"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
@@ -194,7 +194,7 @@ func TestEC2Backend(t *testing.T) {
 
 // runEC2 runs the CLI with args (a run on the fake EC2, -o json) in the driver's environment env
 // to its end, and returns its report; a failed run fails the test with every instance's console.
-func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) executor.Report {
+func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) runstate.Report {
 	t.Helper()
 	start := time.Now()
 	cmd := exec.Command(binary, args...)
@@ -205,7 +205,7 @@ func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) exec
 		t.Fatalf("run on ec2: %v\n%s\nconsoles:\n%s", err, stderr.String(), consoles(sim))
 	}
 	t.Logf("ec2 run: %s", time.Since(start).Round(time.Millisecond))
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
@@ -264,7 +264,7 @@ func checkInterruptions(t *testing.T, events []journal.Event) (map[string]bool, 
 
 // sameWinnerAsLocal runs spec's plan on the local backend, on-demand and uninterrupted, in
 // state, and fails the test unless the run reported in rep finished with its winner.
-func sameWinnerAsLocal(t *testing.T, rep executor.Report, specFile, plan, state string) {
+func sameWinnerAsLocal(t *testing.T, rep runstate.Report, specFile, plan, state string) {
 	t.Helper()
 	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.01"); code != 0 {
 		t.Fatal(errOut)

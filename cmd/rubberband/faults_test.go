@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"os"
 	"os/exec"
@@ -18,7 +19,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
@@ -27,7 +27,7 @@ import (
 
 // cleanBest is the best trial of the synthetic job run clean at time scale 0.02, run once for
 // every test that compares a faulted run's winner with it.
-var cleanBest = sync.OnceValues(func() (*executor.BestTrial, error) {
+var cleanBest = sync.OnceValues(func() (*runstate.BestTrial, error) {
 	state, err := os.MkdirTemp("", "rubberband-clean")
 	if err != nil {
 		return nil, err
@@ -42,7 +42,7 @@ var cleanBest = sync.OnceValues(func() (*executor.BestTrial, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal(b, &rep); err != nil || rep.Best == nil {
 		return nil, fmt.Errorf("clean run's report: %v", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -72,7 +72,7 @@ func TestRunOnTeamNomadCluster(t *testing.T) {
 		t.Fatalf("run on the team's cluster: exit %d\n%s", code, errOut)
 	}
 	t.Logf("cluster up and run done after %v", time.Since(start))
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Finished || rep.Best == nil {
 		t.Fatalf("report %+v (%v)\n%s", rep, err, errOut)
 	}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -134,7 +134,7 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 	}
 	switch run.State {
 	case store.Finished:
-		var end executor.Report // the exit code says whether the deadline held
+		var end runstate.Report // the exit code says whether the deadline held
 		if err := cl.Get(c.Context, run.ID, "report", &end); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -260,8 +261,8 @@ func execute(c *cli.Context, dir string, faults *int64) error {
 
 // printRun writes a run's report: as JSON, or as its best trial, its stages predicted beside
 // realized, and the totals.
-func printRun(c *cli.Context, st *rundir.State, res *executor.Result) error {
-	rep := executor.Compare(st.Plan, res)
+func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
+	rep := runstate.Compare(st.Plan, res)
 	if c.String("output") == "json" {
 		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
@@ -274,7 +275,7 @@ func printRun(c *cli.Context, st *rundir.State, res *executor.Result) error {
 
 // deadlineExit is exit code 5 for a run that finished past its deadline (its report said so),
 // nil otherwise.
-func deadlineExit(rep executor.Report) error {
+func deadlineExit(rep runstate.Report) error {
 	if rep.DeadlineMissed {
 		return &exitErr{code: exitDeadlineMissed}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"io/fs"
 	"math"
@@ -21,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -49,13 +49,13 @@ func readJournal(t testing.TB, dir string) []journal.Event {
 	return out
 }
 
-func readRunReport(t testing.TB, dir string) executor.Report {
+func readRunReport(t testing.TB, dir string) runstate.Report {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, rundir.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r executor.Report
+	var r runstate.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -137,7 +137,7 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	}
 	// status reads the same story from the state directory.
 	out, _, code = rb(t, "status", state, "-o", "json")
-	var st executor.Report
+	var st runstate.Report
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Best == nil || st.Best.Trial != best || !st.Finished {
 		t.Fatalf("status exit %d: %s", code, out)
 	}
@@ -158,7 +158,7 @@ func TestRunPythonTrainer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal([]byte(out), &rep)
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.5 {
 		t.Fatalf("report %s", out)
@@ -180,7 +180,7 @@ func TestRunReusesTrainerProcesses(t *testing.T) {
 	if err := os.WriteFile(reuse, []byte(strings.Replace(string(src), "trainer: {command", "trainer: {reuse: true, command", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var reports []executor.Report
+	var reports []runstate.Report
 	for _, spec := range []string{plain, reuse} {
 		state := filepath.Join(dir, "state-"+filepath.Base(spec))
 		if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); code != 0 {
@@ -192,7 +192,7 @@ func TestRunReusesTrainerProcesses(t *testing.T) {
 	if clean.Best == nil || reused.Best == nil || clean.Best.Trial != reused.Best.Trial || clean.Best.Metric != reused.Best.Metric {
 		t.Fatalf("best: %+v with a process per launch, %+v with reuse", clean.Best, reused.Best)
 	}
-	reached := func(r executor.Report) string {
+	reached := func(r runstate.Report) string {
 		var b strings.Builder
 		for _, tr := range r.Trials {
 			fmt.Fprintf(&b, "%s:%d ", tr.ID, tr.Iter)
@@ -358,7 +358,7 @@ func TestRunHyperband(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s", code, errOut)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal([]byte(out), &rep)
 	if !rep.Finished || rep.Best == nil || len(rep.Trials) != 9+5+3 {
 		t.Fatalf("report: finished %v best %+v, %d trials", rep.Finished, rep.Best, len(rep.Trials))
@@ -446,7 +446,7 @@ func TestRunTrialGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal(out, &rep)
 	launches := 0
 	for _, e := range readJournal(t, state) {
@@ -499,7 +499,7 @@ func TestRunOnNomad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run on nomad: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +561,7 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +640,7 @@ func fidelityNomad(t testing.TB) {
 
 // explainMiss says where a run's time went against its prediction: per stage, and what the
 // journal holds that the model does not (failed tries, lost nodes, timeouts, slow node start-up).
-func explainMiss(t testing.TB, state string, r executor.Report) string {
+func explainMiss(t testing.TB, state string, r runstate.Report) string {
 	var b strings.Builder
 	for _, s := range r.Stages {
 		fmt.Fprintf(&b, "  stage %d: predicted %.1f s realized %.1f s (%+.1f s)\n", s.Stage, s.Predicted.Duration, s.Realized.Duration, s.Realized.Duration-s.Predicted.Duration)
@@ -716,7 +716,7 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal([]byte(stdout.String()), &rep)
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.8 {
 		t.Fatalf("report %s\n%s", stdout.String(), stderr.String())

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -169,7 +169,7 @@ func BenchmarkFidelitySpot40PerHour(b *testing.B) {
 		b.Fatal(err)
 	}
 	plan := planFile(b, dir, file, "8,8,4,2")
-	var predicted, realized executor.Measured
+	var predicted, realized runstate.Measured
 	var expected float64
 	lost := 0
 	for seed := 1; seed <= seeds; seed++ {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rubberband-hpo/rubberband/executor"
 )
 
 const torchSpec = "examples/trainers/pytorch/job.yaml"
@@ -69,7 +68,7 @@ func TestTorchTrainer(t *testing.T) {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
 	t.Logf("run took %.1f s", time.Since(began).Seconds())
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -159,7 +158,7 @@ func TestTorchTrainer(t *testing.T) {
 	if rep.Best.Trial != migrated {
 		t.Fatalf("best trial %s, the migrated one is %s", rep.Best.Trial, migrated)
 	}
-	var result *executor.TrialResult
+	var result *runstate.TrialResult
 	for i := range rep.Trials {
 		if rep.Trials[i].ID == migrated {
 			result = &rep.Trials[i]

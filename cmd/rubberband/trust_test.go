@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -21,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -244,7 +244,7 @@ func TestFailedRunReleasesItsNodes(t *testing.T) {
 	}
 	cost := func() float64 {
 		out, _, _ := rb(t, "status", state, "-o", "json")
-		var r executor.Report
+		var r runstate.Report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -2,13 +2,13 @@ package metrics
 
 import (
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -48,7 +48,7 @@ profile: {iter_latency: {1: {mean: 1}}}
 `
 
 // snapshotOf folds events as a run's journal.
-func snapshotOf(t *testing.T, events []journal.Event) *executor.Snapshot {
+func snapshotOf(t *testing.T, events []journal.Event) *runstate.Snapshot {
 	t.Helper()
 	exp, err := spec.Parse("unit.yaml", []byte(unitSpec), nil)
 	if err != nil {
@@ -62,7 +62,7 @@ func snapshotOf(t *testing.T, events []journal.Event) *executor.Snapshot {
 	for i, e := range events {
 		read[i] = journal.Upgrade(e)
 	}
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: m.Elastic([][]int{{4, 2, 1}}), Past: read})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: m.Elastic([][]int{{4, 2, 1}})}, read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +101,8 @@ func TestMetricsReadTheSnapshot(t *testing.T) {
 		t.Fatalf("metrics of a run not followed yet:\n%s", got)
 	}
 	snap := snapshotOf(t, events)
-	m.Follow(func() *executor.Snapshot { return snap })
-	m.Progress(executor.Status{Elapsed: 42 * time.Second, Cost: 1.25})
+	m.Follow(func() *runstate.Snapshot { return snap })
+	m.Progress(runstate.Status{Elapsed: 42 * time.Second, Cost: 1.25})
 	wantLines(t, scrape(t, m),
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="on-demand",run="r1"} 1`,
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="spot",run="r1"} 1`,

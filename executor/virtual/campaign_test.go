@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -210,7 +210,7 @@ func strike(dir string, base virtual.Config, f *virtual.Faults, clean cleanRun, 
 		// promoted. What must hold is the rule (every promotion the rule's, none twice, the
 		// winner the rule's over the results as they came) and the results themselves (a
 		// trial's metric at a rung is the clean run's).
-		best, err := executor.VerifyASHA(exp, events)
+		best, err := runstate.VerifyASHA(exp, events)
 		if err != nil {
 			return err.Error()
 		}

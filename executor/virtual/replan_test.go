@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ import (
 // the sync before it, and meets it; the revision is journaled with why and both forecasts.
 func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	exp, alloc, _ := plan(t, "../../examples/replan.yaml")
-	run := func(replan bool) (*executor.Result, []journal.Event) {
+	run := func(replan bool) (*runstate.Result, []journal.Event) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")
 		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "replan", Replan: replan})
 		if err != nil || !out.Result.Finished {
@@ -86,8 +87,8 @@ func TestBudgetDuringARun(t *testing.T) {
 			t.Fatalf("nodes left held after the budget stop: %v", held)
 		}
 		before, _ := journal.ReadJournal(path)
-		snap, err := executor.Fold(executor.Config{Experiment: withBudget("{max_cost_usd: 0.22, stop: true}"), Alloc: alloc, Past: before})
-		if err != nil || snap.Phase != executor.PhaseStopped || snap.Cause != journal.StopBudget {
+		snap, err := runstate.Fold(runstate.Plan{Experiment: withBudget("{max_cost_usd: 0.22, stop: true}"), Alloc: alloc}, before)
+		if err != nil || snap.Phase != runstate.PhaseStopped || snap.Cause != journal.StopBudget {
 			t.Fatalf("the journal says %+v (%v), want stopped for the budget", snap, err)
 		}
 		synced := 0
@@ -225,7 +226,7 @@ func TestReplanSplitsByTheMarketSeen(t *testing.T) {
 		}
 		return n
 	}
-	run := func(t *testing.T, said, truth string) (first []sim.StageAlloc, predicted float64, res *executor.Result, events []journal.Event) {
+	run := func(t *testing.T, said, truth string) (first []sim.StageAlloc, predicted float64, res *runstate.Result, events []journal.Event) {
 		exp := parse(said)
 		s, err := sim.For(exp)
 		if err != nil {
@@ -307,7 +308,7 @@ func TestForecastMissIsSaidOnce(t *testing.T) {
 	}
 	missed := 0
 	for _, e := range events {
-		if e.Ev == journal.EvForecast && executor.DeadlineWarning(e.After, 40, tight.Planner.DeadlineQuantile) != "" {
+		if e.Ev == journal.EvForecast && runstate.DeadlineWarning(e.After, 40, tight.Planner.DeadlineQuantile) != "" {
 			missed++
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"strings"
 	"time"
@@ -44,11 +45,11 @@ type Config struct {
 	Sync bool
 	// Log, Progress and Observe are the executor's (Log also hears of each crash and resume).
 	Log      io.Writer
-	Progress func(executor.Status)
+	Progress func(runstate.Status)
 	// ProgressEvery is the executor's (0: its default).
 	ProgressEvery time.Duration
 	Observe       func(journal.Event)
-	Live          func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
+	Live          func(snapshot func() *runstate.Snapshot) // handed each driver's snapshot in turn
 	// WarmStart and Configurations are the executor's (an adaptive sampler's results of earlier
 	// runs; configurations replayed instead of drawn).
 	WarmStart      []search.Observation
@@ -61,7 +62,7 @@ type Config struct {
 // Outcome is what a virtual run did: the executor's result, and the world it ran in (its ground
 // truth of billing, breaches and work done twice).
 type Outcome struct {
-	Result  *executor.Result
+	Result  *runstate.Result
 	World   *World
 	Drivers int           // drivers it took: 1 plus the crashes
 	End     time.Duration // virtual time from the start to the end

@@ -3,6 +3,7 @@ package charts
 import (
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	"gonum.org/v1/plot"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -52,7 +52,7 @@ func Schedule(file, title string, sc sim.Schedule, label func(sim.Span) int, mar
 }
 
 // runMarks are a run's interruptions and re-plans, for its realized schedule.
-func runMarks(res *executor.Result) []Mark {
+func runMarks(res *runstate.Result) []Mark {
 	var marks []Mark
 	for _, in := range res.Interruptions {
 		marks = append(marks, Mark{At: in.At, Kind: MarkInterruption})
@@ -193,7 +193,7 @@ func axisLabel(name string) (string, bool) {
 // Run draws a run's pictures into dir: its learning curves (curves.png), its planned and
 // realized schedules (gantt-planned.png, gantt-realized.png, interruptions and re-plans
 // marked) and its cost per stage, predicted beside realized (cost.png).
-func Run(dir string, st *rundir.State, res *executor.Result, events []journal.Event) error {
+func Run(dir string, st *rundir.State, res *runstate.Result, events []journal.Event) error {
 	metric := st.Exp.Objective.Metric
 	// Learning curves, promotions marked where each sync kept the trial.
 	var curves []Curve
@@ -212,9 +212,7 @@ func Run(dir string, st *rundir.State, res *executor.Result, events []journal.Ev
 	if err := Schedule(filepath.Join(dir, "gantt-planned.png"), st.Exp.Name+": planned schedule (one sampled run)", planned, byTrial); err != nil {
 		return err
 	}
-	cfg := st.Config()
-	cfg.Past = events
-	snap, err := executor.Fold(cfg)
+	snap, err := runstate.Fold(st.RunPlan(), events)
 	if err != nil {
 		return err
 	}
@@ -222,13 +220,13 @@ func Run(dir string, st *rundir.State, res *executor.Result, events []journal.Ev
 	if len(events) > 0 {
 		end = events[len(events)-1].At
 	}
-	realized := executor.RealizedSchedule(snap, end, st.Run.TimeScale, st.Exp.Cluster.GPUsPerNode)
+	realized := runstate.RealizedSchedule(snap, end, st.Run.TimeScale, st.Exp.Cluster.GPUsPerNode)
 	if err := Schedule(filepath.Join(dir, "gantt-realized.png"), st.Exp.Name+": realized schedule", realized,
 		func(sp sim.Span) int { return sp.Trial }, runMarks(res)...); err != nil {
 		return err
 	}
 	// Cost per stage, predicted against realized.
-	rep := executor.Compare(st.Plan, res)
+	rep := runstate.Compare(st.Plan, res)
 	var cats []string
 	var pred, real []float64
 	for _, sr := range rep.Stages {

@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"github.com/rubberband-hpo/rubberband/executor/journal"
@@ -42,9 +42,9 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 	events = append(events, journal.Event{Ev: journal.EvStage, At: t0, GPUs: 2}, launch("a", 0), launch("b", 0), report("a", 5), report("b", 5), done("a", 5),
 		launch("c", 5), done("b", 5), launch("d", 5), report("c", 7), report("d", 7), done("c", 7), done("d", 7))
 	for _, e := range events {
-		st.apply(e)
+		st.Apply(e)
 	}
-	ev := st.simEvidence(func(evidenceKey) float64 { return 1 }, at(7))
+	ev := st.SimEvidence(func(EvidenceKey) float64 { return 1 }, at(7))
 	if got := ev.FirstWave[0]; got != (sim.Observed{Sum: 8, N: 2}) {
 		t.Fatalf("first wave %+v, want 2 start-ups of 4 s", got)
 	}
@@ -69,7 +69,7 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 		"cluster: {gpus_per_node: 1, price_per_hour: 1, markets: [on-demand, spot], spot: {discount: 0.5, interruptions_per_hour: 1}}\n" +
 		"profile: {iter_latency: {1: {value: 1}}}\n"
 	exp, m := modelOf(t, src)
-	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), m, 1, io.Discard)
+	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), m, 0.5, io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	up := func(id string, market cloud.Market) journal.Event {
@@ -83,11 +83,10 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 		{Ev: journal.EvNodeUp, At: at(20), Node: &cloud.Node{ID: "again", GPUs: 1, RunningAt: at(20), Market: cloud.Spot}},
 		{Ev: journal.EvInterrupt, At: at(30), Nodes: []string{"again"}, Error: "taken"},
 	} {
-		st.apply(e)
+		st.Apply(e)
 	}
-	x := &run{cfg: Config{TimeScale: 0.5}, model: m, st: st}
 	spot, _ := m.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot})
-	got := x.interruptionEvidence(at(100))
+	got := st.interruptionEvidence(at(100))
 	if len(got) != 1 || got[spot] != (sim.Observed{Sum: 2, N: 390}) {
 		t.Fatalf("evidence %+v, want two interruptions in 390 node-seconds on offer %d", got, spot)
 	}

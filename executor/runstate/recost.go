@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"errors"
@@ -20,17 +20,17 @@ func Recost(p Plan, events []journal.Event, now time.Time, alloc sim.Alloc) (Mea
 	if err != nil {
 		return Measured{}, fmt.Errorf("re-cost: %w", err)
 	}
-	if s.asha != nil {
+	if s.Asha != nil {
 		return Measured{}, errors.New("re-cost: an ASHA run's schedule is not stages")
 	}
-	model := s.model.Posterior(s.simEvidence(func(evidenceKey) float64 { return 1 }, now))
-	if err := model.Check(s.brackets, alloc); err != nil {
+	model := s.Model.Posterior(s.SimEvidence(func(EvidenceKey) float64 { return 1 }, now))
+	if err := model.Check(s.Brackets, alloc); err != nil {
 		return Measured{}, fmt.Errorf("re-cost: %w", err)
 	}
 	samples := p.Experiment.Planner.Samples
 	if samples <= 0 {
 		samples = 100
 	}
-	o := sim.New(model, s.brackets, samples, p.Experiment.Seed).Evaluate(alloc)
+	o := sim.New(model, s.Brackets, samples, p.Experiment.Seed).Evaluate(alloc)
 	return Measured{JCT: sim.Summarize(o.JCT).Mean, Cost: sim.Summarize(o.Cost).Mean}, nil
 }

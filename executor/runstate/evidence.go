@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"cmp"
@@ -12,21 +12,21 @@ import (
 
 // simEvidence turns what the run observed into the simulator's terms (spec seconds), each place's
 // observations weighed by weight, and the spot nodes it held and lost until now.
-func (s *state) simEvidence(weight func(evidenceKey) float64, now time.Time) sim.Evidence {
+func (s *State) SimEvidence(weight func(EvidenceKey) float64, now time.Time) sim.Evidence {
 	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}, FirstWave: map[int]sim.Observed{}}
 	scale := 1 / s.timeScale
-	offer := func(key evidenceKey) int {
-		o, _ := s.model.OfferIndex(s.plan[key.bracket][key.stage])
+	offer := func(key EvidenceKey) int {
+		o, _ := s.Model.OfferIndex(s.Plan[key.Bracket][key.Stage])
 		return o
 	}
 	// In a fixed order: sums of floats in map order would differ in their last bits from one run
 	// to the next, and so would the forecasts journaled from them.
-	keys := make([]evidenceKey, 0, len(s.evidence))
+	keys := make([]EvidenceKey, 0, len(s.evidence))
 	for key := range s.evidence {
 		keys = append(keys, key)
 	}
-	slices.SortFunc(keys, func(a, b evidenceKey) int {
-		return cmp.Or(cmp.Compare(a.bracket, b.bracket), cmp.Compare(a.stage, b.stage), cmp.Compare(a.gpus, b.gpus))
+	slices.SortFunc(keys, func(a, b EvidenceKey) int {
+		return cmp.Or(cmp.Compare(a.Bracket, b.Bracket), cmp.Compare(a.Stage, b.Stage), cmp.Compare(a.gpus, b.gpus))
 	})
 	for _, key := range keys {
 		o := s.evidence[key]
@@ -36,14 +36,14 @@ func (s *state) simEvidence(weight func(evidenceKey) float64, now time.Time) sim
 		ev.Iter[k] = it
 	}
 	// A start-up is a launch's first report less the iterations in it; the first wave's go apart.
-	startups := func(into map[int]sim.Observed, key evidenceKey, secs, iters, launches float64) {
+	startups := func(into map[int]sim.Observed, key EvidenceKey, secs, iters, launches float64) {
 		if launches == 0 {
 			return
 		}
 		i := offer(key)
 		per := ev.Iter[sim.IterKey{Offer: i, GPUs: key.gpus}].Mean()
 		if per == 0 {
-			per = s.model.Offers[i].IterLatency(key.gpus).Mean()
+			per = s.Model.Offers[i].IterLatency(key.gpus).Mean()
 		}
 		st := into[i]
 		st.Add(max(0, secs*scale-iters*per), launches, weight(key))
@@ -62,7 +62,7 @@ func (s *state) simEvidence(weight func(evidenceKey) float64, now time.Time) sim
 // (spec time) the run held spot nodes until now: each node from its start to its interruption,
 // its release, or now. The market's rate is one for the whole run: unlike latencies, it is not
 // weighed by stage.
-func (s *state) interruptionEvidence(now time.Time) map[int]sim.Observed {
+func (s *State) interruptionEvidence(now time.Time) map[int]sim.Observed {
 	taken := map[string][]time.Time{} // a node ID's interruptions, in order
 	for _, in := range s.interrupted {
 		for _, id := range in.nodes {
@@ -74,9 +74,9 @@ func (s *state) interruptionEvidence(now time.Time) map[int]sim.Observed {
 		if rec.Node.Market != cloud.Spot {
 			continue
 		}
-		o, ok := s.model.OfferIndex(sim.StageAlloc{Type: rec.Node.InstanceType, Market: spec.MarketSpot})
+		o, ok := s.Model.OfferIndex(sim.StageAlloc{Type: rec.Node.InstanceType, Market: spec.MarketSpot})
 		if !ok {
-			if o, ok = s.model.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot}); !ok {
+			if o, ok = s.Model.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot}); !ok {
 				continue
 			}
 		}

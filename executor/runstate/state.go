@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"errors"
@@ -22,64 +22,64 @@ import (
 
 // state is what a run knows: a fold of its journal's events. Only apply changes it, for the live
 // run (journal the event, then apply it) and for a replay alike.
-type state struct {
+type State struct {
 	exp      *spec.Experiment
-	brackets []spec.Bracket
-	model    *sim.Model // the spec's: prices, offers, node sizes
+	Brackets []spec.Bracket
+	Model    *sim.Model // the spec's: prices, offers, node sizes
 	// timeScale is wall seconds per spec second: what the views report times and costs in.
 	timeScale float64
 	log       io.Writer // impossible transitions are noted here: a driver bug, not fatal
 
-	runID       string
-	start       time.Time
-	trials      map[string]*trialRun
-	order       [][]string      // trial IDs per bracket, in sampling order
-	nodes       [][]cloud.Node  // per bracket, the nodes it holds and uses
-	draining    [][]cloud.Node  // per bracket, nodes being interrupted: held (billing), not used
-	known       map[string]bool // every node ever journaled
+	RunID       string
+	Start       time.Time
+	Trials      map[string]*trialRun
+	Order       [][]string      // trial IDs per bracket, in sampling order
+	Nodes       [][]cloud.Node  // per bracket, the nodes it holds and uses
+	Draining    [][]cloud.Node  // per bracket, nodes being interrupted: held (billing), not used
+	Known       map[string]bool // every node ever journaled
 	released    []nodeSpan
-	synced      map[stageKey][]string // survivors of each synced stage
-	stageAt     map[stageKey]window
+	Synced      map[StageKey][]string // survivors of each synced stage
+	StageAt     map[StageKey]window
 	launches    []launchSpan
-	tries       map[trialStage]int // launches journaled
-	fails       map[trialStage]int // failed tries journaled: what retries are counted on
-	timeouts    map[stageKey]int
-	retries     map[stageKey]int
-	interrupts  map[trialStage]int // tries ended by a lost node, per trial and stage
-	lostTries   map[stageKey]int   // the same per stage, for the report
+	Tries       map[TrialStage]int // launches journaled
+	Fails       map[TrialStage]int // failed tries journaled: what retries are counted on
+	timeouts    map[StageKey]int
+	retries     map[StageKey]int
+	Interrupts  map[TrialStage]int // tries ended by a lost node, per trial and stage
+	lostTries   map[StageKey]int   // the same per stage, for the report
 	interrupted []interruption     // spot nodes taken away, in order
-	finished    bool
-	cancelled   string            // why, once cancelled
+	Finished    bool
+	Cancelled   string            // why, once cancelled
 	stopped     string            // why the last driver stopped short of the end; "" while one drives it
 	stopCause   journal.StopCause // the same as a word
-	launchLog   []LaunchRecord    // every launch, in journal order
-	openLaunch  map[string]int    // trial -> its launch under way, in launchLog
+	LaunchLog   []LaunchRecord    // every launch, in journal order
+	OpenLaunch  map[string]int    // trial -> its launch under way, in launchLog
 	nodeLog     []NodeRecord      // every node, in the order it came up
 	nodeAt      map[string]int    // node -> its record in nodeLog
 	current     []int             // per bracket, the last stage that began
 	counts      Counts
-	requests    map[int]int // node requests journaled per bracket
+	Requests    map[int]int // node requests journaled per bracket
 	// open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
 	// on-demand nodes apart), the token of a request no answer was journaled for.
-	open map[int]map[string]string
+	Open map[int]map[string]string
 	// odTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
-	odTier    map[string]bool
-	plan      sim.Alloc // the plan run: the one the run began with, as revisions changed it
+	OdTier    map[string]bool
+	Plan      sim.Alloc // the plan run: the one the run began with, as revisions changed it
 	revisions []revision
-	forecast  *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
-	evidence  map[evidenceKey]*observed
+	Forecast  *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
+	evidence  map[EvidenceKey]*observed
 	// waveEnded holds the stages a launch of has ended: later launches are not their first wave.
-	waveEnded map[stageKey]bool
-	asha      *ashaState // an ASHA run's; nil for stages
+	waveEnded map[StageKey]bool
+	Asha      *ashaState // an ASHA run's; nil for stages
 	// firstEnds holds the first trials' ends of their first stage: the failure rule's evidence.
-	firstEnds firstEnds
+	FirstEnds firstEnds
 }
 
 // openTokens are bracket b's requests no answer was journaled for, by market asked, in order.
-func (s *state) openTokens(b int) []string {
+func (s *State) OpenTokens(b int) []string {
 	var out []string
-	for _, m := range slices.Sorted(maps.Keys(s.open[b])) {
-		out = append(out, s.open[b][m])
+	for _, m := range slices.Sorted(maps.Keys(s.Open[b])) {
+		out = append(out, s.Open[b][m])
 	}
 	return out
 }
@@ -88,19 +88,19 @@ func (s *state) openTokens(b int) []string {
 // promote, done and fail events (the decisions journaled, so that a replay takes each once),
 // its trials by their index in the ladder, and when each of its plan's phases began.
 type ashaState struct {
-	plan    sim.ASHAPlan
-	ladder  *asha.Ladder
-	byIndex []string
-	index   map[string]int
-	phaseAt []time.Time
+	Plan    sim.ASHAPlan
+	Ladder  *asha.Ladder
+	ByIndex []string
+	Index   map[string]int
+	PhaseAt []time.Time
 	// enterNow is the phase a revision of the schedule begins at once (its GPUs differ from the
 	// phase the run was in): phases are spans of one GPU count, so a revision that changes the
 	// count now starts a phase of its own.
-	enterNow int
-	rungEnd  map[stageKey]time.Time // the last result of each rung so far
+	EnterNow int
+	rungEnd  map[StageKey]time.Time // the last result of each rung so far
 	end      time.Time              // when it finished
 	// promoted are the trials each rung promoted, in order.
-	promoted map[stageKey][]string
+	promoted map[StageKey][]string
 }
 
 // revision is a re-plan of bracket b from stage k on (journaled as EvReplan).
@@ -112,7 +112,7 @@ type revision struct {
 }
 
 // evidenceKey is where iterations were observed: a stage of a bracket, on trials of gpus GPUs.
-type evidenceKey struct{ bracket, stage, gpus int }
+type EvidenceKey struct{ Bracket, Stage, gpus int }
 
 // observed is what a run saw of the model at one evidenceKey, in wall seconds: iterations
 // between reports, and each launch's first report (start-up and firstIters iterations); those of
@@ -123,25 +123,25 @@ type observed struct {
 	coldSecs, coldIters, coldLaunch float64
 }
 
-type stageKey struct{ bracket, stage int }
+type StageKey struct{ Bracket, Stage int }
 
-type trialStage struct {
-	trial string
-	stage int
+type TrialStage struct {
+	Trial string
+	Stage int
 }
 
-type window struct{ start, end time.Time }
+type window struct{ Start, end time.Time }
 
 type trialRun struct {
 	id      string
 	bracket int
-	params  spec.Config
-	state   trial.State
-	done    map[int]float64 // stage -> objective metric (NaN when the trainer never reported it)
+	Params  spec.Config
+	State   trial.State
+	Done    map[int]float64 // stage -> objective metric (NaN when the trainer never reported it)
 	metrics map[string]float64
-	iter    int
-	failed  map[int]bool
-	nodes   []string // where its last launch ran
+	Iter    int
+	Failed  map[int]bool
+	Nodes   []string // where its last launch ran
 	// seen is when the trial last launched or reported, at iteration seenIter on gpus GPUs;
 	// fresh until its launch's first report: what the evidence is taken from.
 	seen     time.Time
@@ -191,10 +191,10 @@ var ErrNoASHAPlan = errors.New("an asha job runs an asha plan (its GPU schedule)
 // cluster is one market; Successive Halving and Hyperband run hedged stages.
 var ErrHedged = errors.New("ASHA runs no hedged stages (on_demand_nodes): plan with cluster.hedge: false")
 
-// openState is the empty state of a run of p: its brackets (an ASHA job's: its rungs, every
+// New is the empty state of a run of p: its brackets (an ASHA job's: its rungs, every
 // bracket's held at the first phase's GPUs on the default offer) and its model. A plan that
 // does not fit the spec is an error.
-func openState(p Plan, log io.Writer) (*state, error) {
+func New(p Plan, log io.Writer) (*State, error) {
 	if p.TimeScale <= 0 {
 		p.TimeScale = 1
 	}
@@ -235,7 +235,7 @@ func openState(p Plan, log io.Writer) (*state, error) {
 		}
 	}
 	st := newState(p.Experiment, brackets, plan, m, p.TimeScale, log)
-	st.asha = &ashaState{plan: ap, ladder: asha.New(*a), index: map[string]int{}, rungEnd: map[stageKey]time.Time{}, promoted: map[stageKey][]string{}}
+	st.Asha = &ashaState{Plan: ap, Ladder: asha.New(*a), Index: map[string]int{}, rungEnd: map[StageKey]time.Time{}, promoted: map[StageKey][]string{}}
 	return st, nil
 }
 
@@ -251,27 +251,27 @@ func refuseHedged(a sim.Alloc) error {
 	return nil
 }
 
-func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, model *sim.Model, timeScale float64, log io.Writer) *state {
-	return &state{exp: exp, brackets: brackets, plan: plan.Clone(), model: model, timeScale: timeScale, log: log, trials: map[string]*trialRun{}, evidence: map[evidenceKey]*observed{},
-		known: map[string]bool{},
-		order: make([][]string, len(brackets)), nodes: make([][]cloud.Node, len(brackets)), draining: make([][]cloud.Node, len(brackets)),
-		synced: map[stageKey][]string{}, stageAt: map[stageKey]window{}, tries: map[trialStage]int{},
-		fails: map[trialStage]int{}, timeouts: map[stageKey]int{}, retries: map[stageKey]int{},
-		interrupts: map[trialStage]int{}, lostTries: map[stageKey]int{}, waveEnded: map[stageKey]bool{},
-		requests: map[int]int{}, open: map[int]map[string]string{}, odTier: map[string]bool{}, openLaunch: map[string]int{}, nodeAt: map[string]int{},
+func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, model *sim.Model, timeScale float64, log io.Writer) *State {
+	return &State{exp: exp, Brackets: brackets, Plan: plan.Clone(), Model: model, timeScale: timeScale, log: log, Trials: map[string]*trialRun{}, evidence: map[EvidenceKey]*observed{},
+		Known: map[string]bool{},
+		Order: make([][]string, len(brackets)), Nodes: make([][]cloud.Node, len(brackets)), Draining: make([][]cloud.Node, len(brackets)),
+		Synced: map[StageKey][]string{}, StageAt: map[StageKey]window{}, Tries: map[TrialStage]int{},
+		Fails: map[TrialStage]int{}, timeouts: map[StageKey]int{}, retries: map[StageKey]int{},
+		Interrupts: map[TrialStage]int{}, lostTries: map[StageKey]int{}, waveEnded: map[StageKey]bool{},
+		Requests: map[int]int{}, Open: map[int]map[string]string{}, OdTier: map[string]bool{}, OpenLaunch: map[string]int{}, nodeAt: map[string]int{},
 		current: make([]int, len(brackets))}
 }
 
 // apply folds one event into the state. It is the only place that says what an event means.
-func (s *state) apply(e journal.Event) {
-	key := stageKey{e.Bracket, e.Stage}
-	if e.Bracket < 0 || e.Bracket >= len(s.brackets) {
+func (s *State) Apply(e journal.Event) {
+	key := StageKey{e.Bracket, e.Stage}
+	if e.Bracket < 0 || e.Bracket >= len(s.Brackets) {
 		fmt.Fprintf(s.log, "journal: %s event of bracket %d, which the spec does not have: skipped\n", e.Ev, e.Bracket)
 		return
 	}
 	switch e.Ev {
 	case journal.EvLaunch, journal.EvReport, journal.EvDone, journal.EvFail, journal.EvPromote:
-		if s.trials[e.Trial] == nil {
+		if s.Trials[e.Trial] == nil {
 			fmt.Fprintf(s.log, "journal: %s event of trial %s, which was never sampled: skipped\n", e.Ev, e.Trial)
 			return
 		}
@@ -279,21 +279,21 @@ func (s *state) apply(e journal.Event) {
 	s.record(e)
 	switch e.Ev {
 	case journal.EvStart:
-		s.start, s.runID = e.At, e.RunID
+		s.Start, s.RunID = e.At, e.RunID
 	case journal.EvTrial:
-		s.trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, params: e.Params, state: trial.Pending,
-			done: map[int]float64{}, failed: map[int]bool{}}
-		s.order[e.Bracket] = append(s.order[e.Bracket], e.Trial)
-		if a := s.asha; a != nil {
-			a.index[e.Trial] = len(a.byIndex)
-			a.byIndex = append(a.byIndex, e.Trial)
+		s.Trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, Params: e.Params, State: trial.Pending,
+			Done: map[int]float64{}, Failed: map[int]bool{}}
+		s.Order[e.Bracket] = append(s.Order[e.Bracket], e.Trial)
+		if a := s.Asha; a != nil {
+			a.Index[e.Trial] = len(a.ByIndex)
+			a.ByIndex = append(a.ByIndex, e.Trial)
 		}
 	case journal.EvNodeUp:
-		s.known[e.Node.ID] = true
+		s.Known[e.Node.ID] = true
 		if e.Tier == spec.MarketOnDemand {
-			s.odTier[e.Node.ID] = true
+			s.OdTier[e.Node.ID] = true
 		}
-		s.nodes[e.Bracket] = append(s.nodes[e.Bracket], *e.Node)
+		s.Nodes[e.Bracket] = append(s.Nodes[e.Bracket], *e.Node)
 	case journal.EvNodeOff:
 		s.dropNodes(e.Bracket, e.Nodes, e.At)
 	case journal.EvInterrupt:
@@ -304,61 +304,61 @@ func (s *state) apply(e journal.Event) {
 		}
 		s.interrupted = append(s.interrupted, interruption{bracket: e.Bracket, nodes: e.Nodes, at: e.At, why: e.Error})
 	case journal.EvStage:
-		if w := s.stageAt[key]; w.start.IsZero() {
-			s.stageAt[key] = window{start: e.At}
+		if w := s.StageAt[key]; w.Start.IsZero() {
+			s.StageAt[key] = window{Start: e.At}
 		}
 	case journal.EvLaunch:
-		ts := trialStage{e.Trial, e.Stage}
-		s.tries[ts] = max(s.tries[ts], e.Try)
-		t := s.trials[e.Trial]
-		if t.params == nil && e.Params != nil { // drawn at its first launch (an adaptive sampler)
-			t.params = e.Params
+		ts := TrialStage{e.Trial, e.Stage}
+		s.Tries[ts] = max(s.Tries[ts], e.Try)
+		t := s.Trials[e.Trial]
+		if t.Params == nil && e.Params != nil { // drawn at its first launch (an adaptive sampler)
+			t.Params = e.Params
 		}
-		t.nodes = e.Nodes
-		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.iter, e.GPUs, true
-		t.cold = e.Stage == 0 && s.brackets[e.Bracket].Round == 0 && !s.waveEnded[key]
+		t.Nodes = e.Nodes
+		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.Iter, e.GPUs, true
+		t.cold = e.Stage == 0 && s.Brackets[e.Bracket].Round == 0 && !s.waveEnded[key]
 		s.move(t, trial.Launch)
 	case journal.EvReport:
-		t := s.trials[e.Trial]
+		t := s.Trials[e.Trial]
 		s.observe(t, e)
-		t.metrics, t.iter = e.Metrics, e.Iter
+		t.metrics, t.Iter = e.Metrics, e.Iter
 	case journal.EvDone:
-		t := s.trials[e.Trial]
+		t := s.Trials[e.Trial]
 		if e.Stage == 0 {
-			s.firstEnds.note(e.Trial, "", "")
+			s.FirstEnds.note(e.Trial, "", "")
 		}
-		t.done[e.Stage] = metricOrNaN(e.Metric)
-		t.metrics, t.iter = e.Metrics, e.Iter
+		t.Done[e.Stage] = metricOrNaN(e.Metric)
+		t.metrics, t.Iter = e.Metrics, e.Iter
 		s.move(t, trial.Reached)
 		s.launched(e)
 		s.waveEnded[key] = true
-		if a := s.asha; a != nil {
-			s.noteLadder(a.ladder.Report(a.index[e.Trial], search.Loss(t.done[e.Stage], s.exp.Objective.Mode)))
+		if a := s.Asha; a != nil {
+			s.noteLadder(a.Ladder.Report(a.Index[e.Trial], search.Loss(t.Done[e.Stage], s.exp.Objective.Mode)))
 			a.rungEnd[key] = e.At
 		}
 	case journal.EvFail:
-		t := s.trials[e.Trial]
+		t := s.Trials[e.Trial]
 		if e.Stage == 0 {
 			kind := "" // a lost node, a gang not started, a trainer that reported: nothing of a broken start
-			if !e.Interrupted && !e.NotStarted && t.iter == 0 {
+			if !e.Interrupted && !e.NotStarted && t.Iter == 0 {
 				kind = failureKind(e.Error, e.Trial)
 			}
-			s.firstEnds.note(e.Trial, kind, e.Error)
+			s.FirstEnds.note(e.Trial, kind, e.Error)
 		}
 		switch {
 		case e.GaveUp:
-			t.failed[e.Stage] = true
+			t.Failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
-			if a := s.asha; a != nil {
-				s.noteLadder(a.ladder.Drop(a.index[e.Trial]))
+			if a := s.Asha; a != nil {
+				s.noteLadder(a.Ladder.Drop(a.Index[e.Trial]))
 			}
 		case e.Interrupted:
-			s.interrupts[trialStage{e.Trial, e.Stage}]++
+			s.Interrupts[TrialStage{e.Trial, e.Stage}]++
 			s.lostTries[key]++
 			s.move(t, trial.Interrupted)
 		default:
 			s.retries[key]++
-			s.fails[trialStage{e.Trial, e.Stage}]++
+			s.Fails[TrialStage{e.Trial, e.Stage}]++
 			s.move(t, trial.Crashed)
 		}
 		s.launched(e)
@@ -367,30 +367,30 @@ func (s *state) apply(e journal.Event) {
 		s.timeouts[key]++
 	case journal.EvSync:
 		s.settle(e.Bracket, e.Stage, e.Keep)
-		s.synced[key] = e.Keep
-		w := s.stageAt[key]
+		s.Synced[key] = e.Keep
+		w := s.StageAt[key]
 		w.end = e.At
-		s.stageAt[key] = w
+		s.StageAt[key] = w
 	case journal.EvResume:
 		// A driver took over (a cancelled run only with --force: it is no longer cancelled). The
 		// previous driver's gangs were ended before this event: their trials wait again.
-		s.cancelled, s.stopped, s.stopCause = "", "", ""
+		s.Cancelled, s.stopped, s.stopCause = "", "", ""
 		for _, id := range s.allTrials() {
-			if t := s.trials[id]; t.state == trial.Running {
+			if t := s.Trials[id]; t.State == trial.Running {
 				s.move(t, trial.Interrupted)
 			}
 		}
 	case journal.EvCancel:
-		s.cancelled = e.Error
-		if s.cancelled == "" {
-			s.cancelled = "cancelled"
+		s.Cancelled = e.Error
+		if s.Cancelled == "" {
+			s.Cancelled = "cancelled"
 		}
 	case journal.EvFinish:
-		s.finished = true
-		if s.asha != nil { // the trials ASHA never promoted are over
-			s.asha.end = e.At
+		s.Finished = true
+		if s.Asha != nil { // the trials ASHA never promoted are over
+			s.Asha.end = e.At
 			for _, id := range s.allTrials() {
-				if t := s.trials[id]; t.state == trial.Paused {
+				if t := s.Trials[id]; t.State == trial.Paused {
 					s.move(t, trial.Cut)
 				}
 			}
@@ -398,8 +398,8 @@ func (s *state) apply(e journal.Event) {
 	case journal.EvPromote:
 		s.promote(e)
 	case journal.EvPhase:
-		if a := s.asha; a != nil && e.Stage == len(a.phaseAt) && e.Stage < len(a.plan.GPUs) {
-			a.phaseAt = append(a.phaseAt, e.At)
+		if a := s.Asha; a != nil && e.Stage == len(a.PhaseAt) && e.Stage < len(a.Plan.GPUs) {
+			a.PhaseAt = append(a.PhaseAt, e.At)
 		} else {
 			fmt.Fprintf(s.log, "journal: phase %d does not follow the phases so far: skipped\n", e.Stage+1)
 		}
@@ -407,33 +407,33 @@ func (s *state) apply(e journal.Event) {
 		s.stopped = e.Error
 		s.stopCause = journal.StopCause(e.Cause)
 	case journal.EvRequest:
-		s.requests[e.Bracket]++
-		if s.open[e.Bracket] == nil {
-			s.open[e.Bracket] = map[string]string{}
+		s.Requests[e.Bracket]++
+		if s.Open[e.Bracket] == nil {
+			s.Open[e.Bracket] = map[string]string{}
 		}
-		s.open[e.Bracket][e.Market] = e.Token
+		s.Open[e.Bracket][e.Market] = e.Token
 	case journal.EvAnswer:
-		for m, tok := range s.open[e.Bracket] {
+		for m, tok := range s.Open[e.Bracket] {
 			if tok == e.Token || e.Token == "" {
-				delete(s.open[e.Bracket], m)
+				delete(s.Open[e.Bracket], m)
 			}
 		}
-		if len(s.open[e.Bracket]) == 0 {
-			delete(s.open, e.Bracket)
+		if len(s.Open[e.Bracket]) == 0 {
+			delete(s.Open, e.Bracket)
 		}
 	case journal.EvForecast:
-		s.forecast = e.After
+		s.Forecast = e.After
 	case journal.EvReplan:
-		if a := s.asha; a != nil {
+		if a := s.Asha; a != nil {
 			s.replanASHA(e)
-		} else if e.Bracket < len(s.plan) && e.Stage+len(e.Plan) == len(s.plan[e.Bracket]) {
+		} else if e.Bracket < len(s.Plan) && e.Stage+len(e.Plan) == len(s.Plan[e.Bracket]) {
 			r := revision{bracket: e.Bracket, stage: e.Stage, at: e.At, event: e}
-			for _, sa := range s.plan[e.Bracket][e.Stage:] {
+			for _, sa := range s.Plan[e.Bracket][e.Stage:] {
 				r.gpusBefore = append(r.gpusBefore, sa.GPUs)
 			}
-			copy(s.plan[e.Bracket][e.Stage:], e.Plan)
+			copy(s.Plan[e.Bracket][e.Stage:], e.Plan)
 			s.revisions = append(s.revisions, r)
-			s.forecast = e.After
+			s.Forecast = e.After
 		} else {
 			fmt.Fprintf(s.log, "re-plan of bracket %d from stage %d: %d stages do not fit the plan\n", e.Bracket, e.Stage+1, len(e.Plan))
 		}
@@ -444,51 +444,51 @@ func (s *state) apply(e journal.Event) {
 // e.Plan's GPU counts replace the rest of the plan, its first a phase of its own when it holds
 // other GPUs than the current one (entered next: enterNow). One of another phase (a journal of
 // another plan) is skipped.
-func (s *state) replanASHA(e journal.Event) {
-	a := s.asha
-	if e.Stage != len(a.phaseAt)-1 || len(e.Plan) == 0 {
-		fmt.Fprintf(s.log, "journal: re-plan from phase %d in phase %d: skipped\n", e.Stage+1, len(a.phaseAt))
+func (s *State) replanASHA(e journal.Event) {
+	a := s.Asha
+	if e.Stage != len(a.PhaseAt)-1 || len(e.Plan) == 0 {
+		fmt.Fprintf(s.log, "journal: re-plan from phase %d in phase %d: skipped\n", e.Stage+1, len(a.PhaseAt))
 		return
 	}
-	r := revision{bracket: 0, stage: e.Stage, at: e.At, gpusBefore: slices.Clone(a.plan.GPUs[e.Stage:]), event: e}
+	r := revision{bracket: 0, stage: e.Stage, at: e.At, gpusBefore: slices.Clone(a.Plan.GPUs[e.Stage:]), event: e}
 	keep := e.Stage
-	if e.Plan[0].GPUs != a.plan.GPUs[e.Stage] { // the count changes now: a phase begins
+	if e.Plan[0].GPUs != a.Plan.GPUs[e.Stage] { // the count changes now: a phase begins
 		keep++
-		a.enterNow = keep
+		a.EnterNow = keep
 	}
-	gpus := slices.Clone(a.plan.GPUs[:keep])
+	gpus := slices.Clone(a.Plan.GPUs[:keep])
 	for _, sa := range e.Plan {
 		gpus = append(gpus, sa.GPUs)
 	}
-	a.plan = sim.ASHAPlan{GPUs: gpus}
+	a.Plan = sim.ASHAPlan{GPUs: gpus}
 	s.revisions = append(s.revisions, r)
-	s.forecast = e.After
+	s.Forecast = e.After
 }
 
 // promote applies an ASHA decision: trial e.Trial's job at rung e.Stage of bracket e.Bracket (its
 // start at rung 0). A decision the ladder does not allow (a journal of another spec) is skipped.
-func (s *state) promote(e journal.Event) {
-	a := s.asha
+func (s *State) promote(e journal.Event) {
+	a := s.Asha
 	if a == nil {
 		fmt.Fprintf(s.log, "journal: promote event in a run that is not ASHA: skipped\n")
 		return
 	}
-	if err := a.ladder.Take(asha.Job{Trial: a.index[e.Trial], Bracket: e.Bracket, Rung: e.Stage}); err != nil {
+	if err := a.Ladder.Take(asha.Job{Trial: a.Index[e.Trial], Bracket: e.Bracket, Rung: e.Stage}); err != nil {
 		s.noteLadder(err)
 		return
 	}
-	key := stageKey{e.Bracket, e.Stage}
-	if w := s.stageAt[key]; w.start.IsZero() {
-		s.stageAt[key] = window{start: e.At}
+	key := StageKey{e.Bracket, e.Stage}
+	if w := s.StageAt[key]; w.Start.IsZero() {
+		s.StageAt[key] = window{Start: e.At}
 	}
 	if e.Stage > 0 {
-		s.move(s.trials[e.Trial], trial.Promote)
-		from := stageKey{e.Bracket, e.Stage - 1}
+		s.move(s.Trials[e.Trial], trial.Promote)
+		from := StageKey{e.Bracket, e.Stage - 1}
 		a.promoted[from] = append(a.promoted[from], e.Trial)
 	}
 }
 
-func (s *state) noteLadder(err error) {
+func (s *State) noteLadder(err error) {
 	if err != nil {
 		fmt.Fprintf(s.log, "journal: %v: skipped\n", err)
 	}
@@ -496,11 +496,11 @@ func (s *state) noteLadder(err error) {
 
 // observe takes the evidence of a report: the time since the trial's launch (start-up and the
 // iterations up to this one) or since its previous report (iterations alone).
-func (s *state) observe(t *trialRun, e journal.Event) {
+func (s *State) observe(t *trialRun, e journal.Event) {
 	if t.seen.IsZero() || t.gpus == 0 || e.Iter <= t.seenIter || e.At.Before(t.seen) {
 		return
 	}
-	key := evidenceKey{t.bracket, e.Stage, t.gpus}
+	key := EvidenceKey{t.bracket, e.Stage, t.gpus}
 	o := s.evidence[key]
 	if o == nil {
 		o = &observed{}
@@ -524,7 +524,7 @@ func (s *state) observe(t *trialRun, e journal.Event) {
 }
 
 // launched records a launch's span from a done or fail event, for per-function billing.
-func (s *state) launched(e journal.Event) {
+func (s *State) launched(e journal.Event) {
 	if !e.Began.IsZero() && !e.Exited.IsZero() {
 		s.launches = append(s.launches, launchSpan{bracket: e.Bracket, gpus: e.GPUs, start: e.Began, end: e.Exited})
 	}
@@ -532,26 +532,26 @@ func (s *state) launched(e journal.Event) {
 
 // move applies an event to a trial through the state machine; an impossible transition is a
 // driver bug, logged rather than fatal.
-func (s *state) move(t *trialRun, e trial.Event) {
-	next, err := trial.Transition(t.state, e)
+func (s *State) move(t *trialRun, e trial.Event) {
+	next, err := trial.Transition(t.State, e)
 	if err != nil {
 		fmt.Fprintf(s.log, "trial %s: %v\n", t.id, err)
 		return
 	}
-	t.state = next
+	t.State = next
 }
 
 // settle applies a sync: kept trials are promoted (or, after the last stage, done), the others
 // that took part in the stage cut.
-func (s *state) settle(b, k int, keep []string) {
+func (s *State) settle(b, k int, keep []string) {
 	kept := map[string]bool{}
 	for _, id := range keep {
 		kept[id] = true
 	}
-	last := k == len(s.brackets[b].Stages)-1
-	for _, id := range s.order[b] {
-		t := s.trials[id]
-		if _, done := t.done[k]; !done || t.state == trial.Failed {
+	last := k == len(s.Brackets[b].Stages)-1
+	for _, id := range s.Order[b] {
+		t := s.Trials[id]
+		if _, done := t.Done[k]; !done || t.State == trial.Failed {
 			continue
 		}
 		if kept[id] && !last {
@@ -563,12 +563,12 @@ func (s *state) settle(b, k int, keep []string) {
 }
 
 // dropNodes ends bracket b's nodes ids (used or draining): they bill until at.
-func (s *state) dropNodes(b int, ids []string, at time.Time) {
+func (s *State) dropNodes(b int, ids []string, at time.Time) {
 	drop := map[string]bool{}
 	for _, id := range ids {
 		drop[id] = true
 	}
-	for _, list := range []*[]cloud.Node{&s.nodes[b], &s.draining[b]} {
+	for _, list := range []*[]cloud.Node{&s.Nodes[b], &s.Draining[b]} {
 		var keep []cloud.Node
 		for _, n := range *list {
 			if drop[n.ID] {
@@ -582,30 +582,30 @@ func (s *state) dropNodes(b int, ids []string, at time.Time) {
 }
 
 // drainNodes moves bracket b's nodes ids out of use: they bill on until released.
-func (s *state) drainNodes(b int, ids []string) {
+func (s *State) drainNodes(b int, ids []string) {
 	var keep []cloud.Node
-	for _, n := range s.nodes[b] {
+	for _, n := range s.Nodes[b] {
 		if slices.Contains(ids, n.ID) {
-			s.draining[b] = append(s.draining[b], n)
+			s.Draining[b] = append(s.Draining[b], n)
 		} else {
 			keep = append(keep, n)
 		}
 	}
-	s.nodes[b] = keep
+	s.Nodes[b] = keep
 }
 
 // trialIndex is the index in the run of bracket b's trial i: brackets' trials numbered one
 // after another.
-func (s *state) trialIndex(b, i int) int {
-	for _, br := range s.brackets[:b] {
+func (s *State) TrialIndex(b, i int) int {
+	for _, br := range s.Brackets[:b] {
 		i += br.Trials()
 	}
 	return i
 }
 
-func (s *state) allTrials() []string {
+func (s *State) allTrials() []string {
 	var ids []string
-	for _, o := range s.order {
+	for _, o := range s.Order {
 		ids = append(ids, o...)
 	}
 	return ids
@@ -613,18 +613,18 @@ func (s *state) allTrials() []string {
 
 // active is who takes part in bracket b's stage k: every trial at stage 0, then the survivors
 // of the stage before.
-func (s *state) active(b, k int) []string {
+func (s *State) Active(b, k int) []string {
 	if k == 0 {
-		return append([]string(nil), s.order[b]...)
+		return append([]string(nil), s.Order[b]...)
 	}
-	return s.synced[stageKey{b, k - 1}]
+	return s.Synced[StageKey{b, k - 1}]
 }
 
 // pending is the trials of stage k that have neither finished it nor given up.
-func (s *state) pending(b, k int) []string {
+func (s *State) Pending(b, k int) []string {
 	var out []string
-	for _, id := range s.active(b, k) {
-		if _, done := s.trials[id].done[k]; !done && !s.trials[id].failed[k] {
+	for _, id := range s.Active(b, k) {
+		if _, done := s.Trials[id].Done[k]; !done && !s.Trials[id].Failed[k] {
 			out = append(out, id)
 		}
 	}
@@ -634,15 +634,15 @@ func (s *state) pending(b, k int) []string {
 // rank orders a stage's finished trials for the sync: those with the objective first, best
 // first; ties and trials without it by ID, so that promotion is deterministic. Failed trials are
 // left out.
-func (s *state) rank(b, k int) []string {
+func (s *State) Rank(b, k int) []string {
 	var ok []string
-	for _, id := range s.active(b, k) {
-		if _, done := s.trials[id].done[k]; done {
+	for _, id := range s.Active(b, k) {
+		if _, done := s.Trials[id].Done[k]; done {
 			ok = append(ok, id)
 		}
 	}
 	sort.SliceStable(ok, func(i, j int) bool {
-		mi, mj := s.trials[ok[i]].done[k], s.trials[ok[j]].done[k]
+		mi, mj := s.Trials[ok[i]].Done[k], s.Trials[ok[j]].Done[k]
 		switch {
 		case math.IsNaN(mi) != math.IsNaN(mj):
 			return !math.IsNaN(mi)
@@ -655,7 +655,7 @@ func (s *state) rank(b, k int) []string {
 	return ok
 }
 
-func (s *state) better(a, b float64) bool {
+func (s *State) better(a, b float64) bool {
 	if s.exp.Objective.Mode == "min" {
 		return a < b
 	}
@@ -663,11 +663,11 @@ func (s *state) better(a, b float64) bool {
 }
 
 // held is every node the run holds now, across brackets, draining ones too.
-func (s *state) held() []cloud.Node {
+func (s *State) Held() []cloud.Node {
 	var out []cloud.Node
-	for b, ns := range s.nodes {
+	for b, ns := range s.Nodes {
 		out = append(out, ns...)
-		out = append(out, s.draining[b]...)
+		out = append(out, s.Draining[b]...)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"cmp"
@@ -65,7 +65,7 @@ func (f *firstEnds) seen(trial string) bool {
 }
 
 // broken is the error that stops the run, or nil.
-func (f *firstEnds) broken(runID string) *BrokenTrainerError {
+func (f *firstEnds) Broken(runID string) *BrokenTrainerError {
 	if len(f.trials) < brokenAfter || f.kinds[0] == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"fmt"
@@ -125,11 +125,11 @@ func (s *Snapshot) Held() []NodeRecord {
 
 // record keeps what an event adds to the history (launches, nodes, stages, counts); apply calls it
 // first, for every event.
-func (s *state) record(e journal.Event) {
+func (s *State) record(e journal.Event) {
 	closeLaunch := func(trial string, at time.Time, how LaunchOutcome) {
-		if i, ok := s.openLaunch[trial]; ok {
-			s.launchLog[i].End, s.launchLog[i].Outcome = at, how
-			delete(s.openLaunch, trial)
+		if i, ok := s.OpenLaunch[trial]; ok {
+			s.LaunchLog[i].End, s.LaunchLog[i].Outcome = at, how
+			delete(s.OpenLaunch, trial)
 		}
 	}
 	endNodes := func(ids []string, at time.Time, cause journal.NodeCause, draining bool) {
@@ -169,8 +169,8 @@ func (s *state) record(e journal.Event) {
 		endNodes(e.Nodes, e.At, journal.NodeTaken, e.Draining)
 	case journal.EvLaunch:
 		closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
-		s.openLaunch[e.Trial] = len(s.launchLog)
-		s.launchLog = append(s.launchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
+		s.OpenLaunch[e.Trial] = len(s.LaunchLog)
+		s.LaunchLog = append(s.LaunchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
 			Nodes: e.Nodes, Start: e.At})
 	case journal.EvDone:
 		s.counts.Done++
@@ -191,38 +191,38 @@ func (s *state) record(e journal.Event) {
 	case journal.EvTimeout:
 		s.counts.Timeouts++
 	case journal.EvResume:
-		for _, t := range slices.Sorted(maps.Keys(s.openLaunch)) {
+		for _, t := range slices.Sorted(maps.Keys(s.OpenLaunch)) {
 			closeLaunch(t, e.At, LaunchOrphaned)
 		}
 	}
 }
 
 // snapshot copies the state's view out; the caller holds whatever guards s.
-func (s *state) snapshot() *Snapshot {
-	snap := &Snapshot{RunID: s.runID, Start: s.start, Counts: s.counts,
-		Launches: slices.Clone(s.launchLog), Nodes: slices.Clone(s.nodeLog), Current: slices.Clone(s.current)}
+func (s *State) Snapshot() *Snapshot {
+	snap := &Snapshot{RunID: s.RunID, Start: s.Start, Counts: s.counts,
+		Launches: slices.Clone(s.LaunchLog), Nodes: slices.Clone(s.nodeLog), Current: slices.Clone(s.current)}
 	for i := range snap.Launches {
 		snap.Launches[i].Nodes = slices.Clone(snap.Launches[i].Nodes)
 	}
 	switch {
-	case s.start.IsZero():
+	case s.Start.IsZero():
 		snap.Phase = PhaseNew
-	case s.finished:
+	case s.Finished:
 		snap.Phase = PhaseFinished
-	case s.cancelled != "":
-		snap.Phase, snap.Why = PhaseCancelled, s.cancelled
+	case s.Cancelled != "":
+		snap.Phase, snap.Why = PhaseCancelled, s.Cancelled
 	case s.stopped != "":
 		snap.Phase, snap.Why, snap.Cause = PhaseStopped, s.stopped, s.stopCause
 	default:
 		snap.Phase = PhaseRunning
 	}
-	for b, br := range s.brackets {
+	for b, br := range s.Brackets {
 		for k := range br.Stages {
-			w, ok := s.stageAt[stageKey{b, k}]
-			if !ok || w.start.IsZero() {
+			w, ok := s.StageAt[StageKey{b, k}]
+			if !ok || w.Start.IsZero() {
 				continue
 			}
-			snap.Stages = append(snap.Stages, StageWindow{Bracket: b, Stage: k, GPUs: s.plan[b][k].GPUs, Start: w.start, End: w.end})
+			snap.Stages = append(snap.Stages, StageWindow{Bracket: b, Stage: k, GPUs: s.Plan[b][k].GPUs, Start: w.Start, End: w.end})
 		}
 	}
 	return snap
@@ -230,13 +230,13 @@ func (s *state) snapshot() *Snapshot {
 
 // fold is the state a journal's events leave a run of p in; what the fold notices and skips is
 // discarded.
-func fold(p Plan, events []journal.Event) (*state, error) {
-	s, err := openState(p, io.Discard)
+func fold(p Plan, events []journal.Event) (*State, error) {
+	s, err := New(p, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	for _, e := range events {
-		s.apply(e)
+		s.Apply(e)
 	}
 	return s, nil
 }
@@ -248,10 +248,10 @@ func Replay(p Plan, events []journal.Event, now time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.start.IsZero() {
+	if s.Start.IsZero() {
 		return nil, fmt.Errorf("replay: the journal holds no run")
 	}
-	return s.result(now), nil
+	return s.Result(now), nil
 }
 
 // Fold replays a journal as Replay does, and returns its snapshot.
@@ -260,7 +260,7 @@ func Fold(p Plan, events []journal.Event) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.snapshot(), nil
+	return s.Snapshot(), nil
 }
 
 // Inspect replays a journal once and returns both what it realized as of now (Replay's result,
@@ -270,9 +270,9 @@ func Inspect(p Plan, events []journal.Event, now time.Time) (*Result, *Snapshot,
 	if err != nil {
 		return nil, nil, err
 	}
-	snap := s.snapshot()
-	if s.start.IsZero() {
+	snap := s.Snapshot()
+	if s.Start.IsZero() {
 		return nil, snap, nil
 	}
-	return s.result(now), snap, nil
+	return s.Result(now), snap, nil
 }
