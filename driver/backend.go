@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
@@ -164,7 +164,7 @@ func OpenProfiling(ctx context.Context, backend string, exp *spec.Experiment, di
 	for _, g := range gpus {
 		peak = max(peak, (g+per-1)/per)
 	}
-	t := target{exp: &scratch, dir: dir, runID: executor.NewRunID(time.Now(), rand.Uint32()), timeScale: timeScale, alloc: sim.Alloc{{{Nodes: peak}}}, log: log}
+	t := target{exp: &scratch, dir: dir, runID: journal.NewRunID(time.Now(), rand.Uint32()), timeScale: timeScale, alloc: sim.Alloc{{{Nodes: peak}}}, log: log}
 	if backend == EC2 {
 		scratch.Checkpoints.URL = strings.TrimSuffix(exp.Checkpoints.URL, "/") + "/rubberband-profile/" + t.runID
 	} else {

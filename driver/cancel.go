@@ -37,7 +37,7 @@ func Cancel(ctx context.Context, st *rundir.State, wait time.Duration, log io.Wr
 	if log == nil {
 		log = io.Discard
 	}
-	holder, live, err := executor.ReadHolder(st.Dir)
+	holder, live, err := rundir.ReadHolder(st.Dir)
 	if err != nil {
 		return 0, err
 	}
@@ -50,7 +50,7 @@ func Cancel(ctx context.Context, st *rundir.State, wait time.Duration, log io.Wr
 }
 
 // stopDriver asks the live driver holding the run's lock to stop, and waits for it.
-func stopDriver(st *rundir.State, h executor.Holder, wait time.Duration, log io.Writer) error {
+func stopDriver(st *rundir.State, h rundir.Holder, wait time.Duration, log io.Writer) error {
 	host, _ := os.Hostname()
 	if h.Host != host {
 		return fmt.Errorf("the run's driver is PID %d on host %s: cancel it there (this is %s)", h.PID, h.Host, host)
@@ -66,7 +66,7 @@ func stopDriver(st *rundir.State, h executor.Holder, wait time.Duration, log io.
 	}
 	fmt.Fprintf(log, "rubberband: asked the driver (PID %d) to stop; waiting for it to release the run's nodes\n", h.PID)
 	for deadline := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
-		if _, live, err := executor.ReadHolder(st.Dir); err == nil && !live {
+		if _, live, err := rundir.ReadHolder(st.Dir); err == nil && !live {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/internal/format"
@@ -69,7 +68,7 @@ func newRun(t *testing.T, timeScale float64) *rundir.State {
 	if err := rundir.Mkdir(dir); err != nil {
 		t.Fatal(err)
 	}
-	rf := rundir.RunFile{RunID: executor.NewRunID(time.Now(), 1), Backend: Local, TimeScale: timeScale, Samples: exp.Planner.Samples, Seed: exp.Seed}
+	rf := rundir.RunFile{RunID: journal.NewRunID(time.Now(), 1), Backend: Local, TimeScale: timeScale, Samples: exp.Planner.Samples, Seed: exp.Seed}
 	if err := rundir.Create(dir, rf, src, exp, rep); err != nil {
 		t.Fatal(err)
 	}

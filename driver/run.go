@@ -24,12 +24,12 @@ import (
 
 // Lock takes the state directory's lock for this driver's life. A lock a live driver holds is
 // an error matching ErrInput that names it; a dead driver's lock is taken over, and log says so.
-func Lock(dir, runID string, log io.Writer) (*executor.DirLock, error) {
+func Lock(dir, runID string, log io.Writer) (*rundir.DirLock, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	lock, err := executor.LockDir(dir, runID)
-	var held *executor.LockedError
+	lock, err := rundir.LockDir(dir, runID, nil)
+	var held *rundir.LockedError
 	if errors.As(err, &held) {
 		return nil, inputErr("%v", err)
 	}

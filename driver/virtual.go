@@ -28,7 +28,7 @@ const Virtual = "virtual"
 func VirtualRunID(exp *spec.Experiment, faults int64) string {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s/%d/%d", exp.Name, exp.Seed, faults)
-	return executor.NewRunID(virtual.Epoch, h.Sum32())
+	return journal.NewRunID(virtual.Epoch, h.Sum32())
 }
 
 // openVirtual is a fresh world's provider and runtime, for what runs outside a virtual run's own

@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/rubberband-hpo/rubberband/executor"
 )
 
 // TrialLog is the log file of a trial the journal's events name; its error matches ErrNoTrial
@@ -82,7 +80,7 @@ func SeekTail(f *os.File, n int) error {
 func Follow(ctx context.Context, dir string, f *os.File, w io.Writer) error {
 	r := bufio.NewReader(f)
 	for {
-		_, live, err := executor.ReadHolder(dir)
+		_, live, err := ReadHolder(dir)
 		if err != nil {
 			return err
 		}
@@ -109,7 +107,7 @@ func OpenWhenWritten(ctx context.Context, dir, path string) (*os.File, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
-		if _, live, herr := executor.ReadHolder(dir); herr != nil || !live {
+		if _, live, herr := ReadHolder(dir); herr != nil || !live {
 			return nil, err
 		}
 		select {

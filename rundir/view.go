@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 )
@@ -27,7 +26,7 @@ type View struct {
 
 // NewView reads the run's journal and replays it.
 func NewView(st *State) (*View, error) {
-	_, live, err := executor.ReadHolder(st.Dir)
+	_, live, err := ReadHolder(st.Dir)
 	if err != nil {
 		return nil, err
 	}

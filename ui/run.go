@@ -3,7 +3,6 @@ package ui
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
@@ -22,8 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/search"
@@ -88,7 +85,7 @@ func (h *hub) refresh() {
 		h.events = nil
 	}
 	h.events = append(h.events, evs...)
-	_, live, herr := executor.ReadHolder(h.st.Dir)
+	_, live, herr := rundir.ReadHolder(h.st.Dir)
 	if herr == nil && live != h.live {
 		h.live = live
 	} else if len(evs) == 0 && err == nil && h.err == nil && h.page != nil && (!h.live || time.Since(h.rendered) < time.Second) {
@@ -683,19 +680,6 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/runs/"+name, http.StatusSeeOther)
-}
-
-// cancelWait is how long a cancel waits for a live driver to stop, as `rubberband cancel` does.
-const cancelWait = 2 * time.Minute
-
-// cancelRun does what `rubberband cancel DIR` does.
-func cancelRun(ctx context.Context, dir string) error {
-	st, err := rundir.Open(dir)
-	if err != nil {
-		return err
-	}
-	_, err = driver.Cancel(ctx, st, cancelWait, io.Discard)
-	return err
 }
 
 func hmacEqual(a, b string) bool { return a != "" && len(a) == len(b) && subtleEq(a, b) }

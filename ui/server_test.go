@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"net/http"
@@ -269,7 +270,15 @@ func TestCancel(t *testing.T) {
 		status, _ := v.Status()
 		return status == "cancelled"
 	}
-	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true})
+	cancel := func(ctx context.Context, dir string) error { // what `rubberband cancel DIR` does
+		st, err := rundir.Open(dir)
+		if err != nil {
+			return err
+		}
+		_, err = driver.Cancel(ctx, st, 2*time.Minute, io.Discard)
+		return err
+	}
+	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true, Cancel: cancel})
 	_, page := get(t, hs.URL+"/runs/c")
 	if !strings.Contains(page, `id="cancel"`) { // interrupted: a cancel releases what it holds
 		t.Errorf("no cancel button on an interrupted run")

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -103,7 +102,7 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	backend, timeScale := c.String("backend"), c.Float64("time-scale")
-	runID := executor.NewRunID(time.Now(), rand.Uint32())
+	runID := journal.NewRunID(time.Now(), rand.Uint32())
 	var faults *int64
 	if c.IsSet("faults") {
 		if backend != driver.Virtual {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -49,7 +52,7 @@ func uiAction(c *cli.Context) error {
 			return err
 		}
 	}
-	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Log: c.App.ErrWriter})
+	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: cancelDir, Log: c.App.ErrWriter})
 	if err != nil {
 		ln.Close()
 		return err
@@ -77,4 +80,18 @@ func uiAction(c *cli.Context) error {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
+}
+
+// dashboardCancelWait is how long the dashboard's cancel waits for a live driver to stop, as
+// `rubberband cancel` does.
+const dashboardCancelWait = 2 * time.Minute
+
+// cancelDir does what `rubberband cancel DIR` does: the dashboard's cancel button.
+func cancelDir(ctx context.Context, dir string) error {
+	st, err := rundir.Open(dir)
+	if err != nil {
+		return err
+	}
+	_, err = driver.Cancel(ctx, st, dashboardCancelWait, io.Discard)
+	return err
 }
