@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
@@ -81,9 +80,9 @@ func (v *View) Status() (word, why string) {
 	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopInterrupted:
 		return "interrupted", ""
 	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopPaused: // an infrastructure fault: resume carries on once it is mended
-		return "paused", strings.TrimPrefix(s.Why, "paused: ")
+		return "paused", s.Detail
 	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopBudget: // budget.stop: not a failure, resume carries on
-		return "over budget", strings.TrimPrefix(s.Why, "budget: ")
+		return "over budget", s.Detail
 	case s.Phase == runstate.PhaseStopped:
 		return "failed", s.Why
 	default:

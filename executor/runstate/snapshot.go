@@ -1,6 +1,7 @@
 package runstate
 
 import (
+	"strings"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
@@ -22,6 +23,9 @@ type Snapshot struct {
 	// Why says in words why the run is cancelled or stopped; Cause says it as a word.
 	Why   string
 	Cause journal.StopCause
+	// Detail is what Why says beyond its Cause: a stop's words are its cause, ": ", then the
+	// detail (a pause's fault, a budget stop's forecast), so that no reader cuts words apart.
+	Detail string
 	// Launches are every launch so far, in journal order; a launch under way has no End.
 	Launches []LaunchRecord
 	// Nodes are every node the run held, in the order they came up; a node held now has no End.
@@ -213,6 +217,7 @@ func (s *State) Snapshot() *Snapshot {
 		snap.Phase, snap.Why = PhaseCancelled, s.Cancelled
 	case s.stopped != "":
 		snap.Phase, snap.Why, snap.Cause = PhaseStopped, s.stopped, s.stopCause
+		snap.Detail = strings.TrimPrefix(s.stopped, string(s.stopCause)+": ")
 	default:
 		snap.Phase = PhaseRunning
 	}
