@@ -1,19 +1,18 @@
 package runstate
 
 import (
-	"strings"
 	"fmt"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
-	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 )
 
 // Snapshot is a run as its journal says at one moment, read-only: the one fold of the journal
-// (state.apply) that every reader derives from — status and the dashboard (Phase, Cause), the
+// (State.Apply) that every reader derives from — status and the dashboard (Phase, Cause), the
 // metrics (Counts, held nodes, open launches), the realized schedule (the launch and node
 // records). A reader never folds events itself, and never reads a reason's words.
 type Snapshot struct {
@@ -127,79 +126,34 @@ func (s *Snapshot) Held() []NodeRecord {
 	return out
 }
 
-// record keeps what an event adds to the history (launches, nodes, stages, counts); apply calls it
-// first, for every event.
-func (s *State) record(e journal.Event) {
-	closeLaunch := func(trial string, at time.Time, how LaunchOutcome) {
-		if i, ok := s.OpenLaunch[trial]; ok {
-			s.LaunchLog[i].End, s.LaunchLog[i].Outcome = at, how
-			delete(s.OpenLaunch, trial)
-		}
+// closeLaunch ends trial's launch under way, if one is, at at as how.
+func (s *State) closeLaunch(trial string, at time.Time, how LaunchOutcome) {
+	if i, ok := s.OpenLaunch[trial]; ok {
+		s.LaunchLog[i].End, s.LaunchLog[i].Outcome = at, how
+		delete(s.OpenLaunch, trial)
 	}
-	endNodes := func(ids []string, at time.Time, cause journal.NodeCause, draining bool) {
-		for _, id := range ids {
-			i, ok := s.nodeAt[id]
-			if !ok || s.nodeLog[i].Cause != "" {
-				continue
-			}
-			rec := &s.nodeLog[i]
-			if draining {
-				rec.Draining = true
-				continue
-			}
-			rec.End, rec.Cause = at, cause
-			if rec.Draining && cause == journal.NodeReleased { // the run's end let go of a node it drained
-				rec.Cause = journal.NodeDrained
-			}
+}
+
+// endNodes ends the records of nodes ids held now at at for cause; draining ones are only marked
+// (they bill on until released).
+func (s *State) endNodes(ids []string, at time.Time, cause journal.NodeCause, draining bool) {
+	for _, id := range ids {
+		i, ok := s.nodeAt[id]
+		if !ok || s.nodeLog[i].Cause != "" {
+			continue
 		}
-	}
-	switch e.Ev {
-	case journal.EvStage:
-		s.current[e.Bracket] = e.Stage
-	case journal.EvNodeUp:
-		if i, ok := s.nodeAt[e.Node.ID]; !ok || s.nodeLog[i].Cause != "" { // new, or claimed again after its release
-			s.nodeAt[e.Node.ID] = len(s.nodeLog)
-			s.nodeLog = append(s.nodeLog, NodeRecord{Bracket: e.Bracket, Stage: s.current[e.Bracket], Node: *e.Node, Up: e.At})
+		rec := &s.nodeLog[i]
+		if draining {
+			rec.Draining = true
+			continue
 		}
-	case journal.EvNodeOff:
-		cause := journal.NodeCause(e.Cause)
-		if cause == journal.NodeLost {
-			s.counts.NodesLost += len(e.Nodes)
-		}
-		endNodes(e.Nodes, e.At, cause, false)
-	case journal.EvInterrupt:
-		s.counts.NodesLost += len(e.Nodes)
-		s.counts.Interruptions += len(e.Nodes)
-		endNodes(e.Nodes, e.At, journal.NodeTaken, e.Draining)
-	case journal.EvLaunch:
-		closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
-		s.OpenLaunch[e.Trial] = len(s.LaunchLog)
-		s.LaunchLog = append(s.LaunchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
-			Nodes: e.Nodes, Start: e.At})
-	case journal.EvDone:
-		s.counts.Done++
-		closeLaunch(e.Trial, e.At, LaunchDone)
-	case journal.EvFail:
-		how := LaunchFailed
-		switch {
-		case e.GaveUp:
-			how = LaunchGaveUp
-			s.counts.GaveUp++
-		case e.Interrupted:
-			how = LaunchInterrupted
-			s.counts.InterruptedTries++
-		default:
-			s.counts.Retries++
-		}
-		closeLaunch(e.Trial, e.At, how)
-	case journal.EvTimeout:
-		s.counts.Timeouts++
-	case journal.EvResume:
-		for _, t := range slices.Sorted(maps.Keys(s.OpenLaunch)) {
-			closeLaunch(t, e.At, LaunchOrphaned)
+		rec.End, rec.Cause = at, cause
+		if rec.Draining && cause == journal.NodeReleased { // the run's end let go of a node it drained
+			rec.Cause = journal.NodeDrained
 		}
 	}
 }
+
 
 // snapshot copies the state's view out; the caller holds whatever guards s.
 func (s *State) Snapshot() *Snapshot {

@@ -276,7 +276,6 @@ func (s *State) Apply(e journal.Event) {
 			return
 		}
 	}
-	s.record(e)
 	switch e.Ev {
 	case journal.EvStart:
 		s.Start, s.RunID = e.At, e.RunID
@@ -289,14 +288,25 @@ func (s *State) Apply(e journal.Event) {
 			a.ByIndex = append(a.ByIndex, e.Trial)
 		}
 	case journal.EvNodeUp:
+		if i, ok := s.nodeAt[e.Node.ID]; !ok || s.nodeLog[i].Cause != "" { // new, or claimed again after its release
+			s.nodeAt[e.Node.ID] = len(s.nodeLog)
+			s.nodeLog = append(s.nodeLog, NodeRecord{Bracket: e.Bracket, Stage: s.current[e.Bracket], Node: *e.Node, Up: e.At})
+		}
 		s.Known[e.Node.ID] = true
 		if e.Tier == spec.MarketOnDemand {
 			s.OdTier[e.Node.ID] = true
 		}
 		s.Nodes[e.Bracket] = append(s.Nodes[e.Bracket], *e.Node)
 	case journal.EvNodeOff:
+		if journal.NodeCause(e.Cause) == journal.NodeLost {
+			s.counts.NodesLost += len(e.Nodes)
+		}
+		s.endNodes(e.Nodes, e.At, journal.NodeCause(e.Cause), false)
 		s.dropNodes(e.Bracket, e.Nodes, e.At)
 	case journal.EvInterrupt:
+		s.counts.NodesLost += len(e.Nodes)
+		s.counts.Interruptions += len(e.Nodes)
+		s.endNodes(e.Nodes, e.At, journal.NodeTaken, e.Draining)
 		if e.Draining {
 			s.drainNodes(e.Bracket, e.Nodes)
 		} else {
@@ -304,10 +314,15 @@ func (s *State) Apply(e journal.Event) {
 		}
 		s.interrupted = append(s.interrupted, interruption{bracket: e.Bracket, nodes: e.Nodes, at: e.At, why: e.Error})
 	case journal.EvStage:
+		s.current[e.Bracket] = e.Stage
 		if w := s.StageAt[key]; w.Start.IsZero() {
 			s.StageAt[key] = window{Start: e.At}
 		}
 	case journal.EvLaunch:
+		s.closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
+		s.OpenLaunch[e.Trial] = len(s.LaunchLog)
+		s.LaunchLog = append(s.LaunchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
+			Nodes: e.Nodes, Start: e.At})
 		ts := TrialStage{e.Trial, e.Stage}
 		s.Tries[ts] = max(s.Tries[ts], e.Try)
 		t := s.Trials[e.Trial]
@@ -323,6 +338,8 @@ func (s *State) Apply(e journal.Event) {
 		s.observe(t, e)
 		t.metrics, t.Iter = e.Metrics, e.Iter
 	case journal.EvDone:
+		s.counts.Done++
+		s.closeLaunch(e.Trial, e.At, LaunchDone)
 		t := s.Trials[e.Trial]
 		if e.Stage == 0 {
 			s.FirstEnds.note(e.Trial, "", "")
@@ -347,16 +364,22 @@ func (s *State) Apply(e journal.Event) {
 		}
 		switch {
 		case e.GaveUp:
+			s.counts.GaveUp++
+			s.closeLaunch(e.Trial, e.At, LaunchGaveUp)
 			t.Failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
 			if a := s.Asha; a != nil {
 				s.noteLadder(a.Ladder.Drop(a.Index[e.Trial]))
 			}
 		case e.Interrupted:
+			s.counts.InterruptedTries++
+			s.closeLaunch(e.Trial, e.At, LaunchInterrupted)
 			s.Interrupts[TrialStage{e.Trial, e.Stage}]++
 			s.lostTries[key]++
 			s.move(t, trial.Interrupted)
 		default:
+			s.counts.Retries++
+			s.closeLaunch(e.Trial, e.At, LaunchFailed)
 			s.retries[key]++
 			s.Fails[TrialStage{e.Trial, e.Stage}]++
 			s.move(t, trial.Crashed)
@@ -364,6 +387,7 @@ func (s *State) Apply(e journal.Event) {
 		s.launched(e)
 		s.waveEnded[key] = true
 	case journal.EvTimeout:
+		s.counts.Timeouts++
 		s.timeouts[key]++
 	case journal.EvSync:
 		s.settle(e.Bracket, e.Stage, e.Keep)
@@ -372,6 +396,9 @@ func (s *State) Apply(e journal.Event) {
 		w.end = e.At
 		s.StageAt[key] = w
 	case journal.EvResume:
+		for _, t := range slices.Sorted(maps.Keys(s.OpenLaunch)) {
+			s.closeLaunch(t, e.At, LaunchOrphaned)
+		}
 		// A driver took over (a cancelled run only with --force: it is no longer cancelled). The
 		// previous driver's gangs were ended before this event: their trials wait again.
 		s.Cancelled, s.stopped, s.stopCause = "", "", ""
