@@ -154,7 +154,6 @@ func (s *State) endNodes(ids []string, at time.Time, cause journal.NodeCause, dr
 	}
 }
 
-
 // snapshot copies the state's view out; the caller holds whatever guards s.
 func (s *State) Snapshot() *Snapshot {
 	snap := &Snapshot{RunID: s.RunID, Start: s.Start, Counts: s.counts,
