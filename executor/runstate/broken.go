@@ -64,7 +64,7 @@ func (f *firstEnds) seen(trial string) bool {
 	return false
 }
 
-// broken is the error that stops the run, or nil.
+// Broken is the error that stops the run, or nil.
 func (f *firstEnds) Broken(runID string) *BrokenTrainerError {
 	if len(f.trials) < brokenAfter || f.kinds[0] == "" {
 		return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// simEvidence turns what the run observed into the simulator's terms (spec seconds), each place's
+// SimEvidence turns what the run observed into the simulator's terms (spec seconds), each place's
 // observations weighed by weight, and the spot nodes it held and lost until now.
 func (s *State) SimEvidence(weight func(EvidenceKey) float64, now time.Time) sim.Evidence {
 	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}, FirstWave: map[int]sim.Observed{}}

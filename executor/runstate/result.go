@@ -147,7 +147,7 @@ type TrialResult struct {
 	Nodes   []string           `json:"nodes,omitempty"` // where its last launch ran
 }
 
-// bill meters the run until now with the one cost meter the simulator's per-stage breakdown
+// Bill meters the run until now with the one cost meter the simulator's per-stage breakdown
 // uses too (sim/meter: its doc says how cost is split into stages), on spans in spec seconds from
 // the run's start.
 func (s *State) Bill(now time.Time) meter.Breakdown {
@@ -217,7 +217,7 @@ func (s *State) Bill(now time.Time) meter.Breakdown {
 	return bill
 }
 
-// result describes the run as of now.
+// Result describes the run as of now.
 func (s *State) Result(now time.Time) *Result {
 	bill := s.Bill(now)
 	total := bill.Total

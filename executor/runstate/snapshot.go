@@ -154,7 +154,7 @@ func (s *State) endNodes(ids []string, at time.Time, cause journal.NodeCause, dr
 	}
 }
 
-// snapshot copies the state's view out; the caller holds whatever guards s.
+// Snapshot copies the state's view out; the caller holds whatever guards s.
 func (s *State) Snapshot() *Snapshot {
 	snap := &Snapshot{RunID: s.RunID, Start: s.Start, Counts: s.counts,
 		Launches: slices.Clone(s.LaunchLog), Nodes: slices.Clone(s.nodeLog), Current: slices.Clone(s.current)}

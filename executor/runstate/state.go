@@ -20,8 +20,10 @@ import (
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
-// state is what a run knows: a fold of its journal's events. Only apply changes it, for the live
-// run (journal the event, then apply it) and for a replay alike.
+// State is what a run knows: a fold of its journal's events. Only Apply changes it, for the live
+// run (journal the event, then apply it) and for a replay alike. The engine reads the fields it
+// decides from (exported for it) and never writes them; readers use the views (Snapshot, Result
+// and the package's functions).
 type State struct {
 	exp      *spec.Experiment
 	Brackets []spec.Bracket
@@ -59,10 +61,10 @@ type State struct {
 	current     []int             // per bracket, the last stage that began
 	counts      Counts
 	Requests    map[int]int // node requests journaled per bracket
-	// open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
+	// Open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
 	// on-demand nodes apart), the token of a request no answer was journaled for.
 	Open map[int]map[string]string
-	// odTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
+	// OdTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
 	OdTier    map[string]bool
 	Plan      sim.Alloc // the plan run: the one the run began with, as revisions changed it
 	revisions []revision
@@ -71,11 +73,11 @@ type State struct {
 	// waveEnded holds the stages a launch of has ended: later launches are not their first wave.
 	waveEnded map[StageKey]bool
 	Asha      *ashaState // an ASHA run's; nil for stages
-	// firstEnds holds the first trials' ends of their first stage: the failure rule's evidence.
+	// FirstEnds holds the first trials' ends of their first stage: the failure rule's evidence.
 	FirstEnds firstEnds
 }
 
-// openTokens are bracket b's requests no answer was journaled for, by market asked, in order.
+// OpenTokens are bracket b's requests no answer was journaled for, by market asked, in order.
 func (s *State) OpenTokens(b int) []string {
 	var out []string
 	for _, m := range slices.Sorted(maps.Keys(s.Open[b])) {
@@ -93,7 +95,7 @@ type ashaState struct {
 	ByIndex []string
 	Index   map[string]int
 	PhaseAt []time.Time
-	// enterNow is the phase a revision of the schedule begins at once (its GPUs differ from the
+	// EnterNow is the phase a revision of the schedule begins at once (its GPUs differ from the
 	// phase the run was in): phases are spans of one GPU count, so a revision that changes the
 	// count now starts a phase of its own.
 	EnterNow int
@@ -111,7 +113,7 @@ type revision struct {
 	event          journal.Event
 }
 
-// evidenceKey is where iterations were observed: a stage of a bracket, on trials of gpus GPUs.
+// EvidenceKey is where iterations were observed: a stage of a bracket, on trials of gpus GPUs.
 type EvidenceKey struct{ Bracket, Stage, gpus int }
 
 // observed is what a run saw of the model at one evidenceKey, in wall seconds: iterations
@@ -262,7 +264,7 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, mod
 		current: make([]int, len(brackets))}
 }
 
-// apply folds one event into the state. It is the only place that says what an event means.
+// Apply folds one event into the state. It is the only place that says what an event means.
 func (s *State) Apply(e journal.Event) {
 	key := StageKey{e.Bracket, e.Stage}
 	if e.Bracket < 0 || e.Bracket >= len(s.Brackets) {
@@ -621,7 +623,7 @@ func (s *State) drainNodes(b int, ids []string) {
 	s.Nodes[b] = keep
 }
 
-// trialIndex is the index in the run of bracket b's trial i: brackets' trials numbered one
+// TrialIndex is the index in the run of bracket b's trial i: brackets' trials numbered one
 // after another.
 func (s *State) TrialIndex(b, i int) int {
 	for _, br := range s.Brackets[:b] {
@@ -638,7 +640,7 @@ func (s *State) allTrials() []string {
 	return ids
 }
 
-// active is who takes part in bracket b's stage k: every trial at stage 0, then the survivors
+// Active is who takes part in bracket b's stage k: every trial at stage 0, then the survivors
 // of the stage before.
 func (s *State) Active(b, k int) []string {
 	if k == 0 {
@@ -647,7 +649,7 @@ func (s *State) Active(b, k int) []string {
 	return s.Synced[StageKey{b, k - 1}]
 }
 
-// pending is the trials of stage k that have neither finished it nor given up.
+// Pending is the trials of stage k that have neither finished it nor given up.
 func (s *State) Pending(b, k int) []string {
 	var out []string
 	for _, id := range s.Active(b, k) {
@@ -658,7 +660,7 @@ func (s *State) Pending(b, k int) []string {
 	return out
 }
 
-// rank orders a stage's finished trials for the sync: those with the objective first, best
+// Rank orders a stage's finished trials for the sync: those with the objective first, best
 // first; ties and trials without it by ID, so that promotion is deterministic. Failed trials are
 // left out.
 func (s *State) Rank(b, k int) []string {
@@ -689,7 +691,7 @@ func (s *State) better(a, b float64) bool {
 	return a > b
 }
 
-// held is every node the run holds now, across brackets, draining ones too.
+// Held is every node the run holds now, across brackets, draining ones too.
 func (s *State) Held() []cloud.Node {
 	var out []cloud.Node
 	for b, ns := range s.Nodes {
