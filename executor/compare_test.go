@@ -22,12 +22,12 @@ func TestCompareJoinsStageByStage(t *testing.T) {
 		},
 	}
 	best := &runstate.BestTrial{Trial: "t7", Metric: 0.9}
-	res := &runstate.Result{Experiment: "x", RunID: "r1", Finished: true, Best: best, Realized: runstate.Measured{JCT: 630, Cost: 13},
+	res := &runstate.Result{Outcome: runstate.Outcome{Experiment: "x", RunID: "r1", Finished: true, Best: best, Realized: runstate.Measured{JCT: 630, Cost: 13},
+		Trials: []runstate.TrialResult{{ID: "t7"}}},
 		Brackets: []runstate.BracketResult{
 			{Name: "b0", Stages: []runstate.StageResult{{Trials: 9, Duration: 110, Cost: 1.5}, {Trials: 3, Duration: 190, Cost: 2.5}}},
 			{Name: "b1", Stages: []runstate.StageResult{{Trials: 4, Duration: 310, Cost: 3.5}}},
-		},
-		Trials: []runstate.TrialResult{{ID: "t7"}}}
+		}}
 	rep := runstate.Compare(plan, res)
 	if rep.Experiment != "x" || rep.RunID != "r1" || !rep.Finished || rep.Best != best || len(rep.Trials) != 1 {
 		t.Fatalf("header %+v", rep)

@@ -42,7 +42,7 @@ func RenderStatus(v *View, o StatusOptions) ([]byte, error) {
 	}
 	if v.Res == nil {
 		if o.JSON { // one line, as it always was: there is little to show
-			err := json.NewEncoder(&buf).Encode(StatusJSON{Report: &runstate.Report{Experiment: st.Exp.Name, RunID: st.Run.RunID}, Status: status, Live: v.Live})
+			err := json.NewEncoder(&buf).Encode(StatusJSON{Report: &runstate.Report{Outcome: runstate.Outcome{Experiment: st.Exp.Name, RunID: st.Run.RunID}}, Status: status, Live: v.Live})
 			return buf.Bytes(), err
 		}
 		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.Exp.Name, st.Run.RunID, status, st.Dir)

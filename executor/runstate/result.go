@@ -14,17 +14,23 @@ import (
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
-// Result is what a run realized.
+// Result is what a run realized: its Outcome, and its brackets' stages as they happened.
 type Result struct {
-	Experiment string          `json:"experiment"`
-	RunID      string          `json:"run_id,omitempty"`
-	Finished   bool            `json:"finished"`
-	Cancelled  string          `json:"cancelled,omitempty"`
-	Stopped    string          `json:"stopped,omitempty"` // why its driver stopped short of the end
-	Best       *BestTrial      `json:"best"`
-	Realized   Measured        `json:"realized"`
-	Brackets   []BracketResult `json:"brackets"`
-	Trials     []TrialResult   `json:"trials"`
+	Outcome
+	Stopped  string          `json:"stopped,omitempty"` // why its driver stopped short of the end
+	Brackets []BracketResult `json:"brackets"`
+}
+
+// Outcome is what a run's Result and its Report share: the run, how it ended, the trial it
+// chose, and what it realized.
+type Outcome struct {
+	Experiment string        `json:"experiment"`
+	RunID      string        `json:"run_id,omitempty"`
+	Finished   bool          `json:"finished"`
+	Cancelled  string        `json:"cancelled,omitempty"`
+	Best       *BestTrial    `json:"best"`
+	Realized   Measured      `json:"realized"`
+	Trials     []TrialResult `json:"trials"`
 	// Interruptions are the spot nodes taken away during the run, in order.
 	Interruptions []Interruption `json:"interruptions,omitempty"`
 	// Revisions are the re-plans made during the run, in order.
@@ -221,8 +227,8 @@ func (s *State) Bill(now time.Time) meter.Breakdown {
 func (s *State) Result(now time.Time) *Result {
 	bill := s.Bill(now)
 	total := bill.Total
-	res := &Result{Experiment: s.exp.Name, RunID: s.RunID, Finished: true, Cancelled: s.Cancelled, Stopped: s.stopped,
-		DeadlineS: s.exp.Deadline.D().Seconds()}
+	res := &Result{Outcome: Outcome{Experiment: s.exp.Name, RunID: s.RunID, Finished: true, Cancelled: s.Cancelled,
+		DeadlineS: s.exp.Deadline.D().Seconds()}, Stopped: s.stopped}
 	end := s.Start
 	for b, br := range s.Brackets {
 		bres := BracketResult{Name: br.Name}
