@@ -3,13 +3,13 @@ package driver
 import (
 	"bytes"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 )

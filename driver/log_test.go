@@ -3,10 +3,11 @@ package driver
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 // The progress line says what trains and how far the stage's iterations got; an ASHA run's line

@@ -5,15 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 // A trainer that fails every try the same way (a bug: an import error, a wrong flag) stops the

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 )

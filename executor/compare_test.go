@@ -2,11 +2,11 @@ package executor_test
 
 import (
 	"encoding/json"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 )

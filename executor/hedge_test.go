@@ -3,9 +3,9 @@ package executor
 import (
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )

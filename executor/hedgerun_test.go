@@ -3,8 +3,6 @@ package executor_test
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )

@@ -3,14 +3,14 @@ package executor_test
 import (
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"syscall"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 )
 

@@ -3,7 +3,6 @@ package executor
 import (
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"maps"
 	"slices"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/spec"

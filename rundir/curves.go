@@ -1,9 +1,9 @@
 package rundir
 
 import (
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"sort"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 

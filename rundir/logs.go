@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"io/fs"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // TrialLog is the log file of a trial the journal's events name; its error matches ErrNoTrial

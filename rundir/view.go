@@ -2,14 +2,14 @@ package rundir
 
 import (
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"io/fs"
 	"math"
 	"path/filepath"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 

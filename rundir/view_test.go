@@ -1,8 +1,9 @@
 package rundir
 
 import (
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // A run cancelled before any driver started it (a server's run cancelled as its driver came up:

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"

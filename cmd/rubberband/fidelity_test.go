@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 )
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/planner"

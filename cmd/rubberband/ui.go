@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/ui"
 	"github.com/urfave/cli/v2"
 )

@@ -8,7 +8,6 @@ package fake
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"hash/fnv"
 	"slices"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/trial"

@@ -2,7 +2,6 @@ package fake_test
 
 import (
 	"context"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 )
 

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"net/http"
 	"slices"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 // Metrics is one run's collectors, in a registry of their own.

@@ -3,7 +3,6 @@ package nomad
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"io"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/trial"

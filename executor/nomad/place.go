@@ -3,13 +3,13 @@ package nomad
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"sort"
 	"strings"
 	"time"
 
 	nomad "github.com/hashicorp/nomad/api"
 
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 )
 

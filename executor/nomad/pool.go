@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"net/http"
 
 	nomad "github.com/hashicorp/nomad/api"
 
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 )
 

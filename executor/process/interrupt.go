@@ -2,8 +2,9 @@ package process
 
 import (
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"syscall"
+
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 )
 
 // InterruptNode acts out a node being taken away (the local provider's emulated spot

@@ -3,7 +3,6 @@ package process
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"io"
 	"net"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/trial"

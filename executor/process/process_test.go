@@ -3,7 +3,6 @@ package process
 import (
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/trial"
 )

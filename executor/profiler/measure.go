@@ -3,13 +3,13 @@ package profiler
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"math"
 	"sort"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 )
 
 // gangRun is one measured launch: when rank 0 reported, when the gang was seen to exit, and when

@@ -1,13 +1,13 @@
 package runstate
 
 import (
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )

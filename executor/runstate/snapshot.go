@@ -2,13 +2,13 @@ package runstate
 
 import (
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"io"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // Snapshot is a run as its journal says at one moment, read-only: the one fold of the journal

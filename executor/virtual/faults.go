@@ -3,12 +3,13 @@ package virtual
 import (
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // Faults is a schedule of what goes wrong in one virtual run. Each fault names what it strikes

@@ -3,13 +3,13 @@ package virtual_test
 import (
 	"bytes"
 	"context"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 )
 

@@ -3,12 +3,12 @@ package virtual_test
 import (
 	"context"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/spec"

@@ -3,13 +3,13 @@ package mirror_test
 import (
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
 

@@ -3,7 +3,6 @@ package gangtest
 import (
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 )
 
 var cases = []struct {

@@ -3,10 +3,10 @@ package gangtest
 import (
 	"context"
 	"errors"
-	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
