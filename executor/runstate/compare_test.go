@@ -1,4 +1,4 @@
-package executor_test
+package runstate_test
 
 import (
 	"encoding/json"
