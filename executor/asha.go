@@ -30,7 +30,7 @@ func (x *run) sampleASHA() error {
 	a := x.cfg.Experiment.Algorithm.ASHA
 	brackets := max(a.Brackets, 1)
 	x.mu.Lock()
-	have := len(x.st.Asha.ByIndex)
+	have := len(x.st.ASHA.ByIndex)
 	x.mu.Unlock()
 	var configs []spec.Config
 	if !x.cfg.Experiment.Sampler.Adaptive() && have < a.Trials {
@@ -55,7 +55,7 @@ func (x *run) sampleASHA() error {
 // runASHA runs the job loop from where the journal left it: the jobs in flight first.
 func (x *run) runASHA(ctx context.Context) error {
 	x.mu.Lock()
-	a := x.st.Asha
+	a := x.st.ASHA
 	began := len(a.PhaseAt) > 0
 	x.mu.Unlock()
 	if !began {
@@ -99,7 +99,7 @@ func (x *run) runASHA(ctx context.Context) error {
 // entered any.
 func (x *run) enterPhases() (bool, error) {
 	x.mu.Lock()
-	a := x.st.Asha
+	a := x.st.ASHA
 	phase := len(a.PhaseAt) - 1
 	next := max(phase, a.EnterNow)
 	if a.Ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
@@ -122,7 +122,7 @@ func (x *run) enterPhases() (bool, error) {
 // ashaJob is a ladder's job as the job loop runs it. Callers hold x.mu.
 func (x *run) ashaJob(j asha.Job) job {
 	st := x.st.Brackets[j.Bracket].Stages[j.Rung]
-	return job{trial: x.st.Asha.ByIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.Plan[j.Bracket][j.Rung], 1)}
+	return job{trial: x.st.ASHA.ByIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.Plan[j.Bracket][j.Rung], 1)}
 }
 
 // ashaSource hands the job loop ASHA's jobs, and weighs a revision of the schedule (review) as
@@ -136,7 +136,7 @@ type ashaSource struct {
 
 // milestone is how many quarters of the trials an ASHA run has started. Callers hold x.mu.
 func (x *run) milestone() int {
-	return 4 * x.st.Asha.Ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
+	return 4 * x.st.ASHA.Ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
 }
 
 var _ jobSource = (*ashaSource)(nil)
@@ -151,7 +151,7 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		return stageEvent{}, err
 	}
 	x.mu.Lock()
-	a := x.st.Asha
+	a := x.st.ASHA
 	phase, milestone := len(a.PhaseAt)-1, x.milestone()
 	x.mu.Unlock()
 	if entered || milestone > s.milestone {
@@ -207,7 +207,7 @@ func (x *run) ashaProgress(k int) {
 // ashaHeartbeat tells Progress of the highest rung reached so far.
 func (x *run) ashaHeartbeat() {
 	x.mu.Lock()
-	a, top := x.st.Asha, 0
+	a, top := x.st.ASHA, 0
 	for b, br := range x.st.Brackets {
 		for k := range br.Stages {
 			if k > top && a.Ladder.Results(b, k) > 0 {
@@ -223,7 +223,7 @@ func (x *run) ashaHeartbeat() {
 // ashaStatus is the run's status at rung k, with the iterations reported in all when iters (a
 // walk over every trial: the heartbeat's, not each result's). Callers hold x.mu.
 func (x *run) ashaStatus(k int, withIters bool) runstate.Status {
-	a := x.st.Asha
+	a := x.st.ASHA
 	done, least := 0, 0
 	for b := range x.st.Brackets {
 		if k < len(x.st.Brackets[b].Stages) {
@@ -273,7 +273,7 @@ func (x *run) reviewASHA(ctx context.Context, p int) error {
 // ashaPresent is where an ASHA run in its current phase stands now, with the model as the run
 // observed it. Callers hold x.mu.
 func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
-	s, a := x.st, x.st.Asha
+	s, a := x.st, x.st.ASHA
 	start := sim.ASHAStart{
 		Ladder:  a.Ladder.Clone(),
 		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.Nodes[0]),

@@ -213,7 +213,7 @@ func (x *run) fateOf(n cloud.Node) (int, orphanFate) {
 // wantNow is how many nodes bracket b's current stage (its first not synced) wants; 0 once every
 // stage synced. Callers hold x.mu.
 func (x *run) wantNow(b int) int {
-	if a := x.st.Asha; a != nil { // one cluster, bracket 0's, at its phase's GPUs
+	if a := x.st.ASHA; a != nil { // one cluster, bracket 0's, at its phase's GPUs
 		if b > 0 || x.st.Finished || len(a.PhaseAt) == 0 {
 			return 0
 		}
@@ -411,7 +411,7 @@ func (x *run) poolsNow(b, n int) []nodePool {
 // stageNow is bracket b's current stage's plan (its first not synced); false once every stage
 // synced, and for ASHA (whose plan is phases, never hedged). Callers hold x.mu.
 func (x *run) stageNow(b int) (sim.StageAlloc, bool) {
-	if x.st.Asha != nil {
+	if x.st.ASHA != nil {
 		return sim.StageAlloc{}, false
 	}
 	for k := range x.st.Brackets[b].Stages {
@@ -457,7 +457,7 @@ func (x *run) poolIn(n cloud.Node, pools []nodePool, mine [][]cloud.Node, pass i
 // the simulator keeps spot nodes and releases it). The nodes no pool takes are other.
 func (x *run) sortPools(held []cloud.Node, pools []nodePool) (mine [][]cloud.Node, other []string) {
 	x.mu.Lock()
-	odTier := maps.Clone(x.st.OdTier)
+	odTier := maps.Clone(x.st.ODTier)
 	x.mu.Unlock()
 	mine = make([][]cloud.Node, len(pools))
 	taken := make([]bool, len(held))

@@ -223,7 +223,7 @@ func (x *run) heldOf(b, k int) sim.Held {
 	// A hedged stage's on-demand tier, held beside its spot nodes: all of them, when the
 	// market took every spot node.
 	for _, n := range x.st.Nodes[b] {
-		if x.st.OdTier[n.ID] {
+		if x.st.ODTier[n.ID] {
 			h.OnDemand++
 		}
 	}

@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*runstate.Result, error) {
 	if err := x.begin(ctx); err != nil {
 		return x.fail(ctx, err)
 	}
-	if x.st.Asha != nil {
+	if x.st.ASHA != nil {
 		if err := x.runASHA(ctx); err != nil {
 			return x.fail(ctx, err)
 		}
@@ -406,7 +406,7 @@ func (x *run) record(e journal.Event, durable bool) error {
 // sampler's (tpe) trials are journaled without a configuration: it is drawn at their first
 // launch (drawParams), from the results so far.
 func (x *run) sample() error {
-	if x.st.Asha != nil {
+	if x.st.ASHA != nil {
 		return x.sampleASHA()
 	}
 	first := 0
@@ -451,7 +451,7 @@ func (x *run) drawParams(id string) spec.Config {
 			t := x.st.Trials[tid]
 			if tid == id {
 				index = x.st.TrialIndex(b, i)
-				if a := x.st.Asha; a != nil {
+				if a := x.st.ASHA; a != nil {
 					index = a.Index[id]
 				}
 			}

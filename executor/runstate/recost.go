@@ -20,7 +20,7 @@ func Recost(p Plan, events []journal.Event, now time.Time, alloc sim.Alloc) (Mea
 	if err != nil {
 		return Measured{}, fmt.Errorf("re-cost: %w", err)
 	}
-	if s.Asha != nil {
+	if s.ASHA != nil {
 		return Measured{}, errors.New("re-cost: an ASHA run's schedule is not stages")
 	}
 	model := s.Model.Posterior(s.SimEvidence(func(EvidenceKey) float64 { return 1 }, now))

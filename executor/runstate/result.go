@@ -181,21 +181,21 @@ func (s *State) Bill(now time.Time) meter.Breakdown {
 	var launches []meter.LaunchSpan
 	for _, l := range s.launches {
 		b := l.bracket
-		if s.Asha != nil {
+		if s.ASHA != nil {
 			b = 0 // its one cluster's
 		}
 		launches = append(launches, meter.LaunchSpan{Bracket: b, Start: sec(l.start), End: sec(l.end), GPUs: l.gpus, PricePerGPUSecond: m.GPUPricePerSecond()})
 	}
 	var windows []meter.StageWindow
-	if s.Asha != nil { // its phases are what it bills by: bracket 0's stages
-		at := s.Asha.PhaseAt
+	if s.ASHA != nil { // its phases are what it bills by: bracket 0's stages
+		at := s.ASHA.PhaseAt
 		for j := range at {
 			end := s.phaseEnd(j, now)
 			windows = append(windows, meter.StageWindow{Bracket: 0, Stage: j, Start: sec(at[j]), Sync: max(sec(end), sec(at[j]))})
 		}
 	}
 	for b, br := range s.Brackets {
-		if s.Asha != nil {
+		if s.ASHA != nil {
 			break
 		}
 		for k := range br.Stages {
@@ -236,7 +236,7 @@ func (s *State) Result(now time.Time) *Result {
 			key := StageKey{b, k}
 			at := s.StageAt[key]
 			keep, synced := s.Synced[key]
-			if a := s.Asha; a != nil { // a rung: its GPUs are the phases'
+			if a := s.ASHA; a != nil { // a rung: its GPUs are the phases'
 				keep, synced = a.promoted[key], s.Finished
 				if end := a.rungEnd[key]; !end.IsZero() {
 					at.end = end
@@ -247,7 +247,7 @@ func (s *State) Result(now time.Time) *Result {
 			}
 			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: s.Plan[b][k].GPUs, Nodes: s.Plan[b][k].Nodes, Promoted: keep,
 				Retries: s.retries[key], Timeouts: s.timeouts[key], Interrupted: s.lostTries[key]}
-			if s.Asha != nil {
+			if s.ASHA != nil {
 				sr.GPUs, sr.Nodes = 0, 0
 			}
 			for _, id := range s.Order[b] {
@@ -266,7 +266,7 @@ func (s *State) Result(now time.Time) *Result {
 				}
 				sr.Start = at.Start.Sub(s.Start).Seconds() / s.timeScale
 				sr.Duration = stop.Sub(at.Start).Seconds() / s.timeScale
-				if s.Asha == nil { // an ASHA run's cost is its phases'
+				if s.ASHA == nil { // an ASHA run's cost is its phases'
 					sr.Cost = bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
 				}
 				if stop.After(end) {
@@ -278,7 +278,7 @@ func (s *State) Result(now time.Time) *Result {
 		res.Brackets = append(res.Brackets, bres)
 		// The bracket's best: the top of its last stage.
 		last := len(br.Stages) - 1
-		if keep := s.Synced[StageKey{b, last}]; len(keep) > 0 && s.Asha == nil {
+		if keep := s.Synced[StageKey{b, last}]; len(keep) > 0 && s.ASHA == nil {
 			t := s.Trials[keep[0]]
 			m := t.Done[last]
 			if !math.IsNaN(m) && (res.Best == nil || s.better(m, res.Best.Metric)) {
@@ -304,13 +304,13 @@ func (s *State) Result(now time.Time) *Result {
 	for _, r := range s.revisions {
 		e := r.event
 		res.Revisions = append(res.Revisions, Revision{Bracket: s.Brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.Start).Seconds() / s.timeScale,
-			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay, Phase: s.Asha != nil})
+			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay, Phase: s.ASHA != nil})
 	}
 	if s.Forecast != nil {
 		f := *s.Forecast
 		res.Forecast = &f
 	}
-	if a := s.Asha; a != nil {
+	if a := s.ASHA; a != nil {
 		res.Best = s.ashaBest()
 		if s.Finished {
 			end = a.end
@@ -332,7 +332,7 @@ func (s *State) Result(now time.Time) *Result {
 // phaseEnd is when an ASHA run's phase j ended: the next one's start, the run's end, or now for
 // the phase under way.
 func (s *State) phaseEnd(j int, now time.Time) time.Time {
-	a := s.Asha
+	a := s.ASHA
 	switch {
 	case j+1 < len(a.PhaseAt):
 		return a.PhaseAt[j+1]
@@ -345,11 +345,11 @@ func (s *State) phaseEnd(j int, now time.Time) time.Time {
 // ashaBest is an ASHA run's winner: the best result at the highest rung any trial reached (the
 // ladder's rule), nil before any result.
 func (s *State) ashaBest() *BestTrial {
-	i, _, ok := s.Asha.Ladder.Best()
+	i, _, ok := s.ASHA.Ladder.Best()
 	if !ok {
 		return nil
 	}
-	t := s.Trials[s.Asha.ByIndex[i]]
+	t := s.Trials[s.ASHA.ByIndex[i]]
 	top := -1
 	for k := range t.Done {
 		top = max(top, k)

@@ -64,15 +64,15 @@ type State struct {
 	// Open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
 	// on-demand nodes apart), the token of a request no answer was journaled for.
 	Open map[int]map[string]string
-	// OdTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
-	OdTier    map[string]bool
+	// ODTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
+	ODTier    map[string]bool
 	Plan      sim.Alloc // the plan run: the one the run began with, as revisions changed it
 	revisions []revision
 	Forecast  *planner.Forecast // the latest forecast of the whole run (EvForecast, EvReplan)
 	evidence  map[EvidenceKey]*observed
 	// waveEnded holds the stages a launch of has ended: later launches are not their first wave.
 	waveEnded map[StageKey]bool
-	Asha      *ashaState // an ASHA run's; nil for stages
+	ASHA      *ashaState // an ASHA run's; nil for stages
 	// FirstEnds holds the first trials' ends of their first stage: the failure rule's evidence.
 	FirstEnds firstEnds
 }
@@ -237,7 +237,7 @@ func New(p Plan, log io.Writer) (*State, error) {
 		}
 	}
 	st := newState(p.Experiment, brackets, plan, m, p.TimeScale, log)
-	st.Asha = &ashaState{Plan: ap, Ladder: asha.New(*a), Index: map[string]int{}, rungEnd: map[StageKey]time.Time{}, promoted: map[StageKey][]string{}}
+	st.ASHA = &ashaState{Plan: ap, Ladder: asha.New(*a), Index: map[string]int{}, rungEnd: map[StageKey]time.Time{}, promoted: map[StageKey][]string{}}
 	return st, nil
 }
 
@@ -260,7 +260,7 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, mod
 		Synced: map[StageKey][]string{}, StageAt: map[StageKey]window{}, Tries: map[TrialStage]int{},
 		Fails: map[TrialStage]int{}, timeouts: map[StageKey]int{}, retries: map[StageKey]int{},
 		Interrupts: map[TrialStage]int{}, lostTries: map[StageKey]int{}, waveEnded: map[StageKey]bool{},
-		Requests: map[int]int{}, Open: map[int]map[string]string{}, OdTier: map[string]bool{}, OpenLaunch: map[string]int{}, nodeAt: map[string]int{},
+		Requests: map[int]int{}, Open: map[int]map[string]string{}, ODTier: map[string]bool{}, OpenLaunch: map[string]int{}, nodeAt: map[string]int{},
 		current: make([]int, len(brackets))}
 }
 
@@ -285,7 +285,7 @@ func (s *State) Apply(e journal.Event) {
 		s.Trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, Params: e.Params, State: trial.Pending,
 			Done: map[int]float64{}, Failed: map[int]bool{}}
 		s.Order[e.Bracket] = append(s.Order[e.Bracket], e.Trial)
-		if a := s.Asha; a != nil {
+		if a := s.ASHA; a != nil {
 			a.Index[e.Trial] = len(a.ByIndex)
 			a.ByIndex = append(a.ByIndex, e.Trial)
 		}
@@ -296,7 +296,7 @@ func (s *State) Apply(e journal.Event) {
 		}
 		s.Known[e.Node.ID] = true
 		if e.Tier == spec.MarketOnDemand {
-			s.OdTier[e.Node.ID] = true
+			s.ODTier[e.Node.ID] = true
 		}
 		s.Nodes[e.Bracket] = append(s.Nodes[e.Bracket], *e.Node)
 	case journal.EvNodeOff:
@@ -351,7 +351,7 @@ func (s *State) Apply(e journal.Event) {
 		s.move(t, trial.Reached)
 		s.launched(e)
 		s.waveEnded[key] = true
-		if a := s.Asha; a != nil {
+		if a := s.ASHA; a != nil {
 			s.noteLadder(a.Ladder.Report(a.Index[e.Trial], search.Loss(t.Done[e.Stage], s.exp.Objective.Mode)))
 			a.rungEnd[key] = e.At
 		}
@@ -370,7 +370,7 @@ func (s *State) Apply(e journal.Event) {
 			s.closeLaunch(e.Trial, e.At, LaunchGaveUp)
 			t.Failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
-			if a := s.Asha; a != nil {
+			if a := s.ASHA; a != nil {
 				s.noteLadder(a.Ladder.Drop(a.Index[e.Trial]))
 			}
 		case e.Interrupted:
@@ -416,8 +416,8 @@ func (s *State) Apply(e journal.Event) {
 		}
 	case journal.EvFinish:
 		s.Finished = true
-		if s.Asha != nil { // the trials ASHA never promoted are over
-			s.Asha.end = e.At
+		if s.ASHA != nil { // the trials ASHA never promoted are over
+			s.ASHA.end = e.At
 			for _, id := range s.allTrials() {
 				if t := s.Trials[id]; t.State == trial.Paused {
 					s.move(t, trial.Cut)
@@ -427,7 +427,7 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvPromote:
 		s.promote(e)
 	case journal.EvPhase:
-		if a := s.Asha; a != nil && e.Stage == len(a.PhaseAt) && e.Stage < len(a.Plan.GPUs) {
+		if a := s.ASHA; a != nil && e.Stage == len(a.PhaseAt) && e.Stage < len(a.Plan.GPUs) {
 			a.PhaseAt = append(a.PhaseAt, e.At)
 		} else {
 			fmt.Fprintf(s.log, "journal: phase %d does not follow the phases so far: skipped\n", e.Stage+1)
@@ -453,7 +453,7 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvForecast:
 		s.Forecast = e.After
 	case journal.EvReplan:
-		if a := s.Asha; a != nil {
+		if a := s.ASHA; a != nil {
 			s.replanASHA(e)
 		} else if e.Bracket < len(s.Plan) && e.Stage+len(e.Plan) == len(s.Plan[e.Bracket]) {
 			r := revision{bracket: e.Bracket, stage: e.Stage, at: e.At, event: e}
@@ -474,7 +474,7 @@ func (s *State) Apply(e journal.Event) {
 // other GPUs than the current one (entered next: enterNow). One of another phase (a journal of
 // another plan) is skipped.
 func (s *State) replanASHA(e journal.Event) {
-	a := s.Asha
+	a := s.ASHA
 	if e.Stage != len(a.PhaseAt)-1 || len(e.Plan) == 0 {
 		fmt.Fprintf(s.log, "journal: re-plan from phase %d in phase %d: skipped\n", e.Stage+1, len(a.PhaseAt))
 		return
@@ -497,7 +497,7 @@ func (s *State) replanASHA(e journal.Event) {
 // promote applies an ASHA decision: trial e.Trial's job at rung e.Stage of bracket e.Bracket (its
 // start at rung 0). A decision the ladder does not allow (a journal of another spec) is skipped.
 func (s *State) promote(e journal.Event) {
-	a := s.Asha
+	a := s.ASHA
 	if a == nil {
 		fmt.Fprintf(s.log, "journal: promote event in a run that is not ASHA: skipped\n")
 		return
