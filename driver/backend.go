@@ -26,11 +26,12 @@ import (
 	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )
 
-// The backends a run can use.
+// The backends a run can use, by name (their Kinds say what each is and can do).
 const (
-	Local = "local" // virtual nodes on this machine, trainers as processes
-	Nomad = "nomad" // NOMAD_ADDR's cluster (or one started here), or a team's clients (cluster.nomad)
-	EC2   = "ec2"   // EC2 instances as Nomad clients
+	Local   = "local"   // virtual nodes on this machine, trainers as processes
+	Nomad   = "nomad"   // NOMAD_ADDR's cluster (or one started here), or a team's clients (cluster.nomad)
+	EC2     = "ec2"     // EC2 instances as Nomad clients
+	Virtual = "virtual" // nodes and trainers in virtual time (docs/virtual.md)
 )
 
 // ErrInput matches the errors of input a user must change: a backend that cannot run the spec,
@@ -47,10 +48,12 @@ func inputErr(format string, args ...any) error {
 	return &inputError{msg: fmt.Sprintf(format, args...)}
 }
 
-// Backend is a run's provider and runtime, and what stops what was started for them.
+// Backend is a run's provider and runtime, the kind of backend they are, and what stops what
+// was started for them.
 type Backend struct {
 	Provider cloud.Provider // nil where the caller makes its nodes (profile on local)
 	Runtime  gang.Runtime
+	Kind     Kind
 	close    []func()
 }
 
@@ -104,36 +107,92 @@ func (t *target) defaults() error {
 	return err
 }
 
-// kind is a backend: what it cannot run, and how it is opened.
-type kind struct {
+// Kind is one backend: its name, what --backend's help says of it, what it can do (the
+// questions driver, cmd, server and the dashboard ask of a backend, each a field here, so that
+// no other place compares a backend's name), what it cannot run, and how it is opened.
+type Kind struct {
+	Name  string
+	Usage string // what it is, in --backend's help
+	// LocalTrainers: its trainers run as processes of this machine, children of the driver.
+	// The driver adopts what they leave behind (a subreaper), a server can sandbox them (a uid
+	// per run), and a profile runs them on the profiler's own nodes, measuring the first wave.
+	LocalTrainers bool
+	// Remote: its workers run on nodes elsewhere. The trainer's folder ships to them through
+	// the run's checkpoint store, and they stop by themselves unless the driver's heartbeat
+	// beats there.
+	Remote bool
+	// SharesNoDisk: its nodes share no disk with this machine at all (not even a local
+	// cluster's): a profile's scratch checkpoints go under a prefix of the spec's own store.
+	SharesNoDisk bool
+	// Simulated: its nodes and trainers exist in virtual time. It needs no checkpoint store and
+	// no trainer folder; its run ID comes from the spec and the fault schedule (the same command
+	// twice writes the same journal), at a time scale of 1; faults can be injected (--faults);
+	// a server does not mirror its runs.
+	Simulated bool
+	// OutlivesRun: the machines it rents can outlive the run that rented them (`cleanup`
+	// terminates them).
+	OutlivesRun bool
+
 	check func(exp *spec.Experiment) error
 	open  func(ctx context.Context, t target) (*Backend, error)
 }
 
-// kindOf is the one place that knows the backends.
-func kindOf(name string) (kind, error) {
-	switch name {
-	case Local:
-		return kind{check: func(*spec.Experiment) error { return nil }, open: openLocal}, nil
-	case Nomad:
-		return kind{check: checkNomad, open: openNomad}, nil
-	case EC2:
-		return kind{check: checkEC2, open: openEC2}, nil
-	case Virtual:
-		return kind{check: func(*spec.Experiment) error { return nil }, open: openVirtual}, nil
+// Kinds is the registry of backends, in the order --backend's help lists them: the one place
+// that knows them.
+func Kinds() []Kind {
+	return []Kind{
+		{Name: Local, Usage: "processes on this machine", LocalTrainers: true, check: checkNothing, open: openLocal},
+		{Name: Nomad, Usage: "NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md",
+			Remote: true, check: checkNomad, open: openNomad},
+		{Name: EC2, Usage: "EC2 instances as Nomad clients: docs/ec2.md", Remote: true, SharesNoDisk: true, OutlivesRun: true, check: checkEC2, open: openEC2},
+		{Name: Virtual, Usage: "the run in virtual time, drawn from the spec's model: docs/virtual.md", Simulated: true, check: checkNothing, open: openVirtual},
 	}
-	return kind{}, inputErr("--backend %q is not a backend (%s, %s, %s or %s)", name, Local, Nomad, EC2, Virtual)
 }
 
-// Known says whether name is a backend.
-func Known(name string) bool {
-	_, err := kindOf(name)
-	return err == nil
+func checkNothing(*spec.Experiment) error { return nil }
+
+// Lookup is the backend called name; an unknown name is an input error that lists them.
+func Lookup(name string) (Kind, error) {
+	for _, k := range Kinds() {
+		if k.Name == name {
+			return k, nil
+		}
+	}
+	return Kind{}, inputErr("--backend %q is not a backend (%s)", name, Names(nil))
+}
+
+// Names lists the backends keep accepts (every one when keep is nil), as a sentence would:
+// "local, nomad, ec2 or virtual".
+func Names(keep func(Kind) bool) string {
+	var names []string
+	for _, k := range Kinds() {
+		if keep == nil || keep(k) {
+			names = append(names, k.Name)
+		}
+	}
+	return sentence(names)
+}
+
+// Usage is --backend's help: every backend, with what it is.
+func Usage() string {
+	var parts []string
+	for _, k := range Kinds() {
+		parts = append(parts, k.Name+" ("+k.Usage+")")
+	}
+	return sentence(parts)
+}
+
+// sentence joins items with commas and a last "or".
+func sentence(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
 }
 
 // Check says, before anything is planned or rented, why backend cannot run exp.
 func Check(backend string, exp *spec.Experiment) error {
-	k, err := kindOf(backend)
+	k, err := Lookup(backend)
 	if err != nil {
 		return err
 	}
@@ -149,7 +208,11 @@ func Open(ctx context.Context, st *rundir.State, log io.Writer) (*Backend, error
 
 // openRun is Open with each trial's log bounded at logMax bytes (logcap; 0: its default).
 func openRun(ctx context.Context, st *rundir.State, log io.Writer, logMax int64) (*Backend, error) {
-	return openBackend(ctx, st.Run.Backend, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log, logMax: logMax,
+	k, err := Lookup(st.Run.Backend)
+	if err != nil {
+		return nil, err
+	}
+	return openBackend(ctx, k, target{exp: st.Exp, dir: st.Dir, runID: st.Run.RunID, timeScale: st.Run.TimeScale, alloc: st.Alloc, log: log, logMax: logMax,
 		layout: st.Run.CheckpointLayout, served: st.Run.Served, sandbox: st.Run.Sandbox})
 }
 
@@ -164,13 +227,17 @@ func OpenProfiling(ctx context.Context, backend string, exp *spec.Experiment, di
 	for _, g := range gpus {
 		peak = max(peak, (g+per-1)/per)
 	}
+	k, err := Lookup(backend)
+	if err != nil {
+		return nil, nil, err
+	}
 	t := target{exp: &scratch, dir: dir, runID: journal.NewRunID(time.Now(), rand.Uint32()), timeScale: timeScale, alloc: sim.Alloc{{{Nodes: peak}}}, log: log}
-	if backend == EC2 {
+	if k.SharesNoDisk {
 		scratch.Checkpoints.URL = strings.TrimSuffix(exp.Checkpoints.URL, "/") + "/rubberband-profile/" + t.runID
 	} else {
 		scratch.Checkpoints = spec.Checkpoints{}
 	}
-	if backend == Local {
+	if k.LocalTrainers {
 		scratch.Trainer.Image = ""
 		if err := t.defaults(); err != nil {
 			return nil, nil, err
@@ -179,44 +246,44 @@ func OpenProfiling(ctx context.Context, backend string, exp *spec.Experiment, di
 		if err != nil {
 			return nil, nil, err
 		}
-		return &Backend{Runtime: rt, close: []func(){func() { rt.Close() }}}, &scratch, nil
+		return &Backend{Runtime: rt, Kind: k, close: []func(){func() { rt.Close() }}}, &scratch, nil
 	}
-	b, err := openBackend(ctx, backend, t)
+	b, err := openBackend(ctx, k, t)
 	return b, &scratch, err
 }
 
-func openBackend(ctx context.Context, backend string, t target) (*Backend, error) {
-	k, err := kindOf(backend)
-	if err != nil {
-		return nil, err
-	}
+func openBackend(ctx context.Context, k Kind, t target) (*Backend, error) {
 	if err := t.defaults(); err != nil {
 		return nil, err
 	}
-	if backend == Virtual { // no store: its trainers are simulated
-		return k.open(ctx, t)
+	var store checkpoint.Store // none for a simulated backend: its trainers are simulated
+	if !k.Simulated {
+		// Claimed before anything is rented or run: a store whose run prefix holds another
+		// run's keys is refused here.
+		var err error
+		if store, err = t.checkpoints().Open(ctx); err != nil {
+			return nil, err
+		}
 	}
-	// Claimed before anything is rented or run: a store whose run prefix holds another run's
-	// keys is refused here.
-	store, err := t.checkpoints().Open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if backend != Local && t.exp.ShipsCode() {
+	if k.Remote && t.exp.ShipsCode() {
 		// Remote workers share no disk with this machine: the trainer's folder goes with the
 		// run, through its store.
+		var err error
 		if t.code, err = shipCode(ctx, store, t.exp.Trainer.Workdir, t.dir, t.log); err != nil {
 			return nil, err
 		}
 	}
 	b, err := k.open(ctx, t)
-	if err != nil || backend == Local {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	// Remote workers and nodes stop by themselves without this heartbeat.
-	beat, stop := context.WithCancel(context.WithoutCancel(ctx))
-	go heartbeat.Beat(beat, store, t.runID, heartbeat.Every, func(err error) { fmt.Fprintln(t.log, err) })
-	b.close = append(b.close, stop)
+	b.Kind = k
+	if k.Remote {
+		// Remote workers and nodes stop by themselves without this heartbeat.
+		beat, stop := context.WithCancel(context.WithoutCancel(ctx))
+		go heartbeat.Beat(beat, store, t.runID, heartbeat.Every, func(err error) { fmt.Fprintln(t.log, err) })
+		b.close = append(b.close, stop)
+	}
 	return b, nil
 }
 

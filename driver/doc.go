@@ -5,5 +5,6 @@
 // directory (Lock), runs or resumes the run with its journal through the executor (Execute),
 // writing the driver log (Log) and serving its metrics, and cancels a run (Cancel: a live
 // driver is signalled and waited for, a stale run's gangs are reaped and its nodes released
-// here). A backend is one case of one switch (kindOf). Errors a user must fix match ErrInput.
+// here). Every backend is one row of one registry (Kinds): its name, help, capabilities, checks and
+// set-up; callers ask a Kind, never compare a backend's name. Errors a user must fix match ErrInput.
 package driver

@@ -76,6 +76,10 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *runsta
 	if err != nil {
 		return nil, nil, err
 	}
+	k, err := Lookup(st.Run.Backend)
+	if err != nil {
+		return nil, nil, err
+	}
 	dir = st.Dir                                                             // absolute from here on
 	if err := rundir.Mkdir(filepath.Join(dir, rundir.LogsDir)); err != nil { // before a runtime makes it, less private
 		return nil, nil, err
@@ -86,7 +90,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *runsta
 		file = f
 	}
 	log := NewLog(o.Log, o.JSONLog, file, st.Run.RunID)
-	if st.Run.Backend == Local {
+	if k.LocalTrainers {
 		// Its workers are this process's children: what they leave behind (a setsid'd child)
 		// is adopted here rather than by init, where the runtime finds and ends it.
 		if err := process.BecomeSubreaper(); err != nil {
@@ -119,7 +123,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *runsta
 		cfg.Progress = func(s runstate.Status) { log.Progress(s, predicted); m.Progress(s) }
 	}
 	var res *runstate.Result
-	if st.Run.Backend == Virtual {
+	if k.Simulated {
 		log.Note("driver PID %d took the run: %s backend", os.Getpid(), st.Run.Backend)
 		res, err = executeVirtual(ctx, st, o, log, cfg)
 	} else {

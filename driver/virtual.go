@@ -20,9 +20,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// Virtual is the backend whose nodes and trainers exist in virtual time (docs/virtual.md).
-const Virtual = "virtual"
-
 // VirtualRunID names a virtual run: from its spec's seed and its fault schedule's, so that the
 // same command twice writes the same journal.
 func VirtualRunID(exp *spec.Experiment, faults int64) string {

@@ -209,14 +209,14 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				lost, err := x.lostNodes(ctx, b, a.doomed)
 				next = append(next, stageEvent{kind: evChecked, launch: a.launch, o: a.o, cause: a.cause, lost: lost, err: err})
 			case acForget:
-				if err := x.forget(b, a.lost); err != nil {
+				if err := x.forget(ctx, b, a.lost); err != nil {
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}
 			case acRelease:
 				x.releaseLost(ctx, b, a.nodes)
 			case acRetire:
-				if err := x.releaseNodes(ctx, b, a.nodes, nil); err != nil {
+				if err := x.retire(ctx, b, a.nodes); err != nil {
 					x.releaseLost(ctx, b, m.drainAll())
 					return m.last, err
 				}

@@ -1,14 +1,11 @@
 package planner
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
-	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -241,30 +238,14 @@ func (r *Report) Alloc(brackets []spec.Bracket) (sim.Alloc, error) {
 	return a, nil
 }
 
-// MaxPlanFile bounds a plan file: a plan of 100 brackets is about 100 KiB, and a wrong path (a
-// log, a disk image) is refused before it is read into memory.
-const MaxPlanFile = 4 << 20
-
-// ReadReportFile reads the plan file at path: a regular file of at most MaxPlanFile bytes
-// (a FIFO, a device or a bigger file is refused, by name, before it is read).
-func ReadReportFile(path string) (*Report, error) {
-	data, err := safefile.Read(path, MaxPlanFile, "a plan file")
-	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
-	}
-	return ReadReport(bytes.NewReader(data))
-}
-
-// WriteReportFile writes a plan file (`plan --out`), as ReadReportFile reads it.
-func WriteReportFile(path string, rep *Report) error {
+// EncodeReport is a plan file's bytes (`plan --out`), as ReadReport reads them; the caller
+// writes them where it will (planner does no I/O).
+func EncodeReport(rep *Report) ([]byte, error) {
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
-		return fmt.Errorf("write plan: %w", err)
+		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write plan: %w", err)
-	}
-	return nil
+	return append(data, '\n'), nil
 }
 
 // ReadReport decodes a plan file.

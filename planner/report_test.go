@@ -1,48 +1,24 @@
 package planner
 
 import (
-	"os"
-	"path/filepath"
+	"bytes"
+	"reflect"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
-// A plan file is read only when it is a regular file under MaxPlanFile: a FIFO is refused at
-// once (opening it would block until a writer comes), a huge file before it is read into memory.
-func TestReadReportFileIsBounded(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "plan.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	huge := filepath.Join(dir, "huge.json")
-	f, err := os.Create(huge)
+// EncodeReport's bytes are a plan file: ReadReport reads back what was encoded.
+func TestEncodeReportReadsBack(t *testing.T) {
+	rep, err := ReadReport(strings.NewReader(`{"experiment":"x","brackets":[{"name":"sha","stages":[{"trials":1,"iters":1,"gpus":1,"nodes":1}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Truncate(MaxPlanFile + 1) // sparse: no disk used
-	f.Close()
-	for _, tc := range []struct{ path, want string }{
-		{fifo, "is a named pipe (FIFO), not a regular file"},
-		{"/dev/zero", "is a character device, not a regular file"},
-		{huge, "above the limit of 4194304 bytes (4 MiB) for a plan file"},
-	} {
-		done := make(chan error, 1)
-		go func() { _, err := ReadReportFile(tc.path); done <- err }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: still reading after 10 s", tc.path)
-		}
+	data, err := EncodeReport(rep)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ok := filepath.Join(dir, "plan.json")
-	os.WriteFile(ok, []byte(`{"experiment":"x","brackets":[{"name":"sha","stages":[{"trials":1,"iters":1,"gpus":1,"nodes":1}]}]}`), 0o600)
-	if rep, err := ReadReportFile(ok); err != nil || rep.Experiment != "x" {
-		t.Fatalf("a plan file: %+v, %v", rep, err)
+	back, err := ReadReport(bytes.NewReader(data))
+	if err != nil || !reflect.DeepEqual(back, rep) || !bytes.HasSuffix(data, []byte("}\n")) {
+		t.Fatalf("read back %+v, %v; want %+v", back, err, rep)
 	}
 }

@@ -156,7 +156,7 @@ func Open(dir string) (*State, error) {
 	if w := st.Run.Workdir; w != "" && !filepath.IsAbs(w) {
 		st.Exp.Trainer.Workdir = filepath.Join(abs, w)
 	}
-	if st.Plan, err = planner.ReadReportFile(filepath.Join(abs, PlanFile)); err != nil {
+	if st.Plan, err = ReadPlanFile(filepath.Join(abs, PlanFile)); err != nil {
 		return nil, err
 	}
 	switch {

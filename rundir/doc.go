@@ -2,7 +2,8 @@
 // them: the run's own copy of its spec and plan (run.json, spec.yaml, spec-files/, plan.json),
 // its journal replayed into where the run stands (View: the one reading that `list`, `status`
 // and the web dashboard share) and written as tables (WriteTable, WriteTrials), its learning
-// curves, and its logs (a tail, followed while the driver lives). What `status`, `report` and
+// curves, what its pictures show (Replayed.Pictures and SearchSummary.Found, which package
+// charts draws: charts reads no run), its plan file (ReadPlanFile), and its logs (a tail, followed while the driver lives). What `status`, `report` and
 // `best` print is rendered here once (RenderStatus, Replayed.WriteReport, WriteBest): by the CLI
 // for this machine's runs, and by a server for its own, which sends the CLI the bytes, so that
 // both print the same. And it writes what is not the executor's: a new run's directory with the

@@ -151,7 +151,7 @@ func TestPartialFiguresSaySoFar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := ViewOf(st, events[:len(events)/2], false)
+	v, err := ViewOf(st, events[:len(events)/2], false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,23 +33,23 @@ func NewView(st *State) (*View, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	return ViewOf(st, events, live)
+	return ViewOf(st, events, live, nil)
 }
 
 // ViewOf replays events already read (the dashboard follows the journal itself). A run no
 // driver holds is measured up to its last event, so its elapsed time and cost stop growing once
-// it stopped.
-func ViewOf(st *State, events []journal.Event, live bool) (*View, error) {
+// it stopped; a live one up to now's time (the wall clock's when nil).
+func ViewOf(st *State, events []journal.Event, live bool, now clock.Clock) (*View, error) {
 	v := &View{State: st, Events: events, Live: live}
 	if len(events) == 0 {
 		return v, nil
 	}
-	now := events[len(events)-1].At
+	at := events[len(events)-1].At
 	if live {
-		now = clock.Wall{}.Now()
+		at = clock.Or(now).Now()
 	}
 	var err error
-	if v.Res, v.Snap, err = runstate.Inspect(st.RunPlan(), events, now); err != nil {
+	if v.Res, v.Snap, err = runstate.Inspect(st.RunPlan(), events, at); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -35,7 +35,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y chromium
 fi
 
-# PostgreSQL 15, for the server store's tests (internal/servers starts a throwaway cluster):
+# PostgreSQL 15, for the server store's tests (internal/testkit/servers starts a throwaway cluster):
 # Debian's package, when its binaries are missing. Only the binaries are used; the cluster the
 # package may create and start is left alone.
 if [ ! -x /usr/lib/postgresql/15/bin/postgres ]; then

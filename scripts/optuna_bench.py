@@ -13,7 +13,7 @@ A point is appended after a report whenever the regret or the largest iteration 
 regret = Final(incumbent) - optimum, where the incumbent is the trial whose report at the largest
 iteration any trial has reached so far is lowest (ties: the first).
 
-The benchmarks mirror search/objective/objective.go exactly (formulas, spaces, constants, optimum,
+The benchmarks mirror trial/builtin/objective/objective.go exactly (formulas, spaces, constants, optimum,
 fidelity z = iter/max_iter clamped to [0, 1]); only curves' noise draws differ: a standard normal
 fixed by (configuration, iter), from numpy's PCG64 seeded by a hash, not Go's generator. digits, a
 network really trained, is not mirrored: `rubberband search-bench objective digits` (--evaluator)
@@ -254,7 +254,7 @@ class Evaluator:
 
 # digits: the built-in MLP on the UCI digits, trained for real by rubberband's Go code (an
 # iteration an epoch; regret is the validation loss, the optimum unknown and taken as 0). Its
-# space mirrors search/objective/digits.go.
+# space mirrors trial/builtin/objective/digits.go.
 def digits(evaluator):
     o = Objective(
         "digits",

@@ -27,7 +27,7 @@ var ErrUnsandboxed = errors.New("trainers cannot be sandboxed")
 // the server was told they trust each other (SingleTenant). The error wraps ErrUnsandboxed. It
 // is asked at start and at every submission (a team may be added while the server runs).
 func (s *Server) CheckTenancy(ctx context.Context) error {
-	if s.cfg.Backend != driver.Local || s.cfg.Sandbox != nil || s.cfg.SingleTenant {
+	if !s.backend.LocalTrainers || s.cfg.Sandbox != nil || s.cfg.SingleTenant {
 		return nil
 	}
 	teams, err := s.cfg.Store.Teams(ctx)
@@ -35,7 +35,7 @@ func (s *Server) CheckTenancy(ctx context.Context) error {
 		return err
 	}
 	if len(teams) > 1 {
-		return fmt.Errorf("%w: the local backend would run %d teams' trainers as this server's own user, where they read its database, its environment and each other's runs; run the server as root (each run's trainers then get a uid of their own), use a remote backend, or start it --single-tenant if every team trusts every other", ErrUnsandboxed, len(teams))
+		return fmt.Errorf("%w: the %s backend would run %d teams' trainers as this server's own user, where they read its database, its environment and each other's runs; run the server as root (each run's trainers then get a uid of their own), use a remote backend, or start it --single-tenant if every team trusts every other", ErrUnsandboxed, s.cfg.Backend, len(teams))
 	}
 	return nil
 }
@@ -54,8 +54,9 @@ type TrainerPlace struct {
 // singleTenant; root is then made and opened for the sandboxes to pass through (the error, when
 // it cannot be: its parents closed to other users, say).
 func PlaceTrainers(backend, root string, singleTenant bool) (TrainerPlace, error) {
+	kind, _ := driver.Lookup(backend) // an unknown one's trainers are not this machine's
 	switch whyNot := process.CanSandbox(); {
-	case backend != driver.Local:
+	case !kind.LocalTrainers:
 		return TrainerPlace{Where: "run on the " + backend + " backend's nodes"}, nil
 	case singleTenant:
 		return TrainerPlace{Where: "run as this server's own user (--single-tenant)"}, nil
@@ -80,7 +81,7 @@ func PlaceTrainers(backend, root string, singleTenant bool) (TrainerPlace, error
 // from the root down to dir opened for it to pass through (0711; process.Reachable). A uid is never handed out twice: what one run's
 // trainers leave on the host (a setuid copy of a shell in /tmp) must never act as another's.
 func (s *Server) sandboxFor(ctx context.Context, dir string) (*process.Sandbox, error) {
-	if s.cfg.Backend != driver.Local || s.cfg.Sandbox == nil {
+	if !s.backend.LocalTrainers || s.cfg.Sandbox == nil {
 		return nil, nil
 	}
 	if err := process.Reachable(s.cfg.Root, dir); err != nil {

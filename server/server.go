@@ -32,7 +32,7 @@ type Config struct {
 	// Root holds the runs' state directories, one folder per team (ROOT/teams/TEAM/RUN): what
 	// the dashboard and `rubberband list --root` read. Every server on one database shares it.
 	Root string
-	// Backend is where runs go (driver.Local, driver.Nomad, driver.EC2, driver.Virtual).
+	// Backend is where runs go: the name of one of driver.Kinds.
 	Backend string
 	// TimeScale is the emulated latencies' wall seconds per spec second (1; tests shorten it).
 	TimeScale float64
@@ -73,9 +73,12 @@ const leaseName = "drivers"
 
 // Server is the API's HTTP handler and, while it holds the lease, every run's driver.
 type Server struct {
-	cfg  Config
-	mux  *http.ServeMux
-	wake chan struct{}
+	cfg Config
+	// backend is cfg.Backend's kind: what it can do. An unknown name's is the zero Kind, which
+	// can do nothing (Submit refuses it, through driver.Check).
+	backend driver.Kind
+	mux     *http.ServeMux
+	wake    chan struct{}
 
 	mu      sync.Mutex
 	holding bool                 // this server holds the lease
@@ -132,6 +135,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{}, refreshed: map[string]time.Time{},
 		streamsBy: map[string]int{}, elsewhere: map[string]bool{}, dashboards: map[string]*ui.Server{}}
+	s.backend, _ = driver.Lookup(cfg.Backend)
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes() {
 		s.mux.HandleFunc(r.pattern, r.handle)

@@ -88,11 +88,11 @@ func (h *hub) refresh() {
 	_, live, herr := rundir.ReadHolder(h.st.Dir)
 	if herr == nil && live != h.live {
 		h.live = live
-	} else if len(evs) == 0 && err == nil && h.err == nil && h.page != nil && (!h.live || time.Since(h.rendered) < time.Second) {
+	} else if len(evs) == 0 && err == nil && h.err == nil && h.page != nil && (!h.live || h.s.cfg.Clock.Now().Sub(h.rendered) < time.Second) {
 		return
 	}
 	h.err = err
-	h.rendered = time.Now()
+	h.rendered = h.s.cfg.Clock.Now()
 	page := h.build()
 	sections := map[string]template.HTML{}
 	changed := false
@@ -263,7 +263,7 @@ func (h *hub) build() *runPage {
 	if h.err != nil {
 		p.Error = h.err.Error()
 	}
-	v, err := rundir.ViewOf(st, h.events, h.live)
+	v, err := rundir.ViewOf(st, h.events, h.live, h.s.cfg.Clock)
 	if err != nil {
 		p.Error = err.Error()
 		v = &rundir.View{State: st, Live: h.live}
@@ -273,7 +273,7 @@ func (h *hub) build() *runPage {
 		p.Best, p.BestTrial = &m, id
 	}
 	brackets := st.Exp.Algorithm.Brackets()
-	now := time.Now()
+	now := h.s.cfg.Clock.Now()
 	if !h.live && len(h.events) > 0 {
 		now = h.events[len(h.events)-1].At
 	}

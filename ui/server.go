@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -57,6 +58,9 @@ type Config struct {
 	// besides loopback ones: those of a caller that authenticates every request itself (the
 	// team server's --public-url). Any other name is refused (DNS rebinding).
 	Hosts []string
+	// Clock is the time a live run's page is drawn at (its elapsed time and cost so far); the
+	// wall clock if nil.
+	Clock rbclock.Clock
 }
 
 // Limits on what a browser may make the server do.
@@ -112,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	cfg.Clock = rbclock.Or(cfg.Clock)
 	tmpl, err := template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("ui: parse templates: %w", err)

@@ -29,6 +29,8 @@ type Store struct {
 	Root string
 }
 
+var _ checkpoint.Store = (*Store)(nil)
+
 // Location is the store's root directory (checkpoint.Locator).
 func (s *Store) Location() string { return s.Root }
 

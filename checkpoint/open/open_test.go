@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 // slack is what an operation may take past its retry window: its last attempt, here a

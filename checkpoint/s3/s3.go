@@ -67,6 +67,8 @@ type Store struct {
 	draw func(n int64) int64
 }
 
+var _ checkpoint.Store = (*Store)(nil)
+
 // Location is where the store keeps its objects: s3://BUCKET/PREFIX (checkpoint.Locator).
 func (s *Store) Location() string {
 	return strings.TrimSuffix("s3://"+s.cfg.Bucket+"/"+s.cfg.Prefix, "/")

@@ -16,7 +16,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/checkpoint/storetest"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 func newStore(t testing.TB, m *servers.MinIO, prefix string) *Store {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -37,7 +37,7 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "asha, elastic") || !strings.Contains(out, "asha, fixed slots") {
 		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
 	}
-	plan, err := planner.ReadReportFile(planFile)
+	plan, err := rundir.ReadPlanFile(planFile)
 	if err != nil || plan.ASHA == nil || len(plan.ASHA.Elastic.Plan.GPUs) < 2 {
 		t.Fatalf("plan file: %v %+v", err, plan)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/spec"
 )

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
@@ -39,7 +40,7 @@ func cleanupCommand() *cli.Command {
 			"`rubberband cancel RUN` stops one run and releases its nodes.",
 		Flags: []cli.Flag{
 			// No default: a command that terminates machines names its backend.
-			&cli.StringFlag{Name: "backend", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: "ec2, the only backend whose machines can outlive a run"},
+			&cli.StringFlag{Name: "backend", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: driver.Names(func(k driver.Kind) bool { return k.OutlivesRun }) + ", the only backend whose machines can outlive a run"},
 			&cli.StringFlag{Name: "experiment", Usage: "the experiment (the spec's name) whose instances to terminate"},
 			&cli.BoolFlag{Name: "all", Usage: "terminate every instance rubberband rented in the region, of every experiment"},
 			regionFlag(),
@@ -53,15 +54,16 @@ func cleanupCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErr("cleanup takes no arguments (--experiment NAME or --all says what to terminate)")
 			}
-			switch b := c.String("backend"); b {
-			case "ec2":
-			case "":
-				return usageErr("cleanup needs --backend ec2, the only backend whose machines can outlive a run")
-			case "local", "nomad":
-				return usageErr("cleanup is for --backend ec2: %s runs release their nodes themselves when they stop "+
-					"(`rubberband cancel RUN` stops one and releases its nodes)", b)
-			default:
-				return usageErr("--backend %q is not a backend cleanup knows (ec2)", b)
+			outlives := func(k driver.Kind) bool { return k.OutlivesRun }
+			b := c.String("backend")
+			switch kind, err := driver.Lookup(b); {
+			case b == "":
+				return usageErr("cleanup needs --backend %s, the only backend whose machines can outlive a run", driver.Names(outlives))
+			case err != nil:
+				return usageErr("--backend %q is not a backend cleanup knows (%s)", b, driver.Names(outlives))
+			case !kind.OutlivesRun:
+				return usageErr("cleanup is for --backend %s: %s runs release their nodes themselves when they stop "+
+					"(`rubberband cancel RUN` stops one and releases its nodes)", driver.Names(outlives), b)
 			}
 			f := rbec2.Filter{Experiment: c.String("experiment"), All: c.Bool("all")}
 			if (f.Experiment == "") == !f.All {

@@ -13,7 +13,7 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"

@@ -17,7 +17,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 

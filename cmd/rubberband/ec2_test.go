@@ -19,9 +19,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
 	"github.com/rubberband-hpo/rubberband/internal/format"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/spec"
 )

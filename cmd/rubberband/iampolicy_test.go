@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // implied are the actions of the driver's policy that no recorded call names: IAM asks for

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 // BenchmarkNomadScheduling measures, on a real Nomad server with 16 client agents of 4 GPUs, the

@@ -12,7 +12,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sync/atomic"
 
 	"github.com/rubberband-hpo/rubberband/internal/charts"
@@ -46,7 +47,7 @@ func planAction(c *cli.Context) error {
 		}
 	}
 	if out := c.String("out"); out != "" && res.Feasible {
-		if err := planner.WriteReportFile(out, rep); err != nil {
+		if err := writePlanFile(out, rep); err != nil {
 			return err
 		}
 	}
@@ -77,7 +78,7 @@ func makePlan(c *cli.Context, exp *spec.Experiment, s *sim.Simulator) (*planner.
 }
 
 // planASHA plans an ASHA job: its GPU schedule beside the best fixed-slot ASHA and synchronous
-// SHA. Such a plan is not written with --out: run does not take ASHA jobs yet.
+// SHA. A feasible one is written with --out, for `run --plan`.
 func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
 	res, err := planner.PlanASHA(c.Context, exp, m)
 	if err != nil {
@@ -94,7 +95,7 @@ func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
 		}
 	}
 	if out := c.String("out"); out != "" && res.Elastic.Feasible {
-		if err := planner.WriteReportFile(out, rep); err != nil {
+		if err := writePlanFile(out, rep); err != nil {
 			return err
 		}
 	}
@@ -106,4 +107,16 @@ func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
 		res.WriteTable(c.App.Writer)
 	}
 	return res.Check(exp)
+}
+
+// writePlanFile writes a plan file (`plan --out`), as rundir.ReadPlanFile reads it.
+func writePlanFile(path string, rep *planner.Report) error {
+	data, err := planner.EncodeReport(rep)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("write plan: %w", err)
+	}
+	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // startEC2Sim starts a fake EC2 and returns the environment that points the binary's AWS SDK

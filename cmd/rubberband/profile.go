@@ -31,7 +31,7 @@ func profileCommand() *cli.Command {
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
 			&cli.IntFlag{Name: "first-wave", DefaultText: "the first stage's trials, as far as max_nodes' GPUs go", Usage: "on the local backend, how many gangs the cold round launches at once to measure first_stage_lag (the first stage's widest wave)"},
 			&cli.StringFlag{Name: "instance-type", DefaultText: "cluster.instance_type", Usage: "the candidate of cluster.instance_types to measure on (its GPUs per node; on ec2, instances of it)"},
-			backendFlag("local, nomad or ec2: measure where the job will run (a Nomad job's start-up included; on ec2, instances of cluster.instance_type, rented and terminated for the measurement)"),
+			backendFlag(driver.Names(func(k driver.Kind) bool { return !k.Simulated }) + ": measure where the job will run (a Nomad job's start-up included; on ec2, instances of cluster.instance_type, rented and terminated for the measurement)"),
 		},
 		Action: profileAction,
 	}
@@ -85,7 +85,7 @@ func profileAction(c *cli.Context) error {
 		return err
 	}
 	defer backend.Close() // reused trainer processes (trainer.reuse) end with the profile
-	if c.String("backend") == driver.EC2 {
+	if backend.Kind.SharesNoDisk {
 		fmt.Fprintf(c.App.ErrWriter, "profiling on EC2 %s instances (its scratch checkpoints are under %s)\n", exp.Cluster.InstanceType, scratch.Checkpoints.URL)
 	}
 	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: counts, Iters: iters, TimeScale: scale,
@@ -93,7 +93,7 @@ func profileAction(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "%s: %.4f s per iteration (std %.4f), start-up %.3f s, launch overhead %.3f s, first-stage lag %.3f s\n",
 				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, p.Overhead, p.Lag)
 		}}
-	if c.String("backend") == driver.Local {
+	if backend.Kind.LocalTrainers {
 		cfg.FirstWave = profiler.FirstWave(exp)
 		if c.IsSet("first-wave") {
 			cfg.FirstWave = c.Int("first-wave")

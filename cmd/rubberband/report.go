@@ -2,9 +2,7 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 
-	"github.com/rubberband-hpo/rubberband/internal/charts"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
@@ -38,10 +36,7 @@ func reportAction(c *cli.Context) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		if err := charts.Run(dir, st, r.Res, r.Events); err != nil {
-			return err
-		}
-		if err := charts.Search(filepath.Join(dir, "search.png"), st.Exp, r.Search); err != nil {
+		if err := r.Plot(dir); err != nil {
 			return err
 		}
 	}

@@ -31,7 +31,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "state", DefaultText: "ROOT/NAME, or NAME-2, NAME-3… when taken", Usage: "the run's state directory (journal, checkpoints, logs)"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
-			backendFlag("local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md), ec2 (EC2 instances as Nomad clients: docs/ec2.md) or virtual (the run in virtual time, drawn from the spec's model: docs/virtual.md)"),
+			backendFlag(driver.Usage()),
 			&cli.Int64Flag{Name: "faults", Usage: "with --backend virtual: run through the fault schedule this seed draws (driver crashes, torn journal writes, lost nodes, spot notices, failed launches, crashed and hung trainers), resuming after each crash; it must end with the clean run's winner"},
 			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag, trainerLogFlag,
 			&cli.IntFlag{Name: "priority", Usage: "with --server: the run's place in its team's queue, higher sooner (-1000 to 1000)"},
@@ -61,7 +61,7 @@ func resumeCommand() *cli.Command {
 
 // backendFlag chooses where runs go; RUBBERBAND_BACKEND sets its default for a shell or a team.
 func backendFlag(usage string) cli.Flag {
-	return &cli.StringFlag{Name: "backend", Value: "local", EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: usage}
+	return &cli.StringFlag{Name: "backend", Value: driver.Local, EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: usage}
 }
 
 // metricsAddrFlag serves the run's Prometheus metrics while it runs (opt-in).
@@ -102,16 +102,20 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	backend, timeScale := c.String("backend"), c.Float64("time-scale")
+	kind, err := driver.Lookup(backend)
+	if err != nil {
+		return err
+	}
 	runID := journal.NewRunID(time.Now(), rand.Uint32())
 	var faults *int64
 	if c.IsSet("faults") {
-		if backend != driver.Virtual {
-			return usageErr("--faults needs --backend virtual")
+		if !kind.Simulated {
+			return usageErr("--faults needs --backend %s", driver.Names(func(k driver.Kind) bool { return k.Simulated }))
 		}
 		seed := c.Int64("faults")
 		faults = &seed
 	}
-	if backend == driver.Virtual { // its journal is a function of the spec, its seed and the faults
+	if kind.Simulated { // its journal is a function of the spec, its seed and the faults
 		runID, timeScale = driver.VirtualRunID(exp, c.Int64("faults")), 1
 	}
 	lock, err := driver.Lock(dir, runID, c.App.ErrWriter)
@@ -125,7 +129,7 @@ func runAction(c *cli.Context) error {
 	if err := driver.Check(backend, exp); err != nil { // before planning: it may take a while
 		return err
 	}
-	if backend != driver.Virtual { // the trainer runs in its folder, wherever run started
+	if !kind.Simulated { // the trainer runs in its folder, wherever run started
 		if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 			return err
 		}
@@ -136,7 +140,7 @@ func runAction(c *cli.Context) error {
 	// The plan: given, or made now with the spec's planner.
 	var rep *planner.Report
 	if p := c.String("plan"); p != "" {
-		if rep, err = planner.ReadReportFile(p); err != nil {
+		if rep, err = rundir.ReadPlanFile(p); err != nil {
 			return usageErr("%v", err)
 		}
 	} else if exp.Algorithm.IsASHA() {

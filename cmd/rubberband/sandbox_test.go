@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
 )

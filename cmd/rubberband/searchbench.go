@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rubberband-hpo/rubberband/internal/charts"
-	"github.com/rubberband-hpo/rubberband/search/bench"
-	"github.com/rubberband-hpo/rubberband/search/objective"
+	"github.com/rubberband-hpo/rubberband/internal/bench"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 	"github.com/urfave/cli/v2"
 )
 
@@ -108,7 +107,7 @@ func searchBenchAction(c *cli.Context) error {
 			fmt.Fprintln(c.App.Writer)
 		}
 		if dir := c.String("plots"); dir != "" {
-			if err := charts.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
+			if err := bench.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
 				plotErrs = append(plotErrs, fmt.Errorf("--plots: %w", err))
 			}
 		}

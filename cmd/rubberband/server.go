@@ -36,7 +36,7 @@ func serverCommand() *cli.Command {
 			"resumed from their journals after a crash.",
 		Flags: append([]cli.Flag{rootFlag(), dbFlag(), catalogFlag(),
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "listen on this address"},
-			backendFlag("where runs go: local, nomad, ec2 or virtual, as for run"),
+			backendFlag("where runs go: " + driver.Names(nil) + ", as for run"),
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM)"},
 			&cli.StringFlag{Name: "tls-key", Usage: "and this key (PEM)"},
 			&cli.DurationFlag{Name: "lease", Value: 15 * time.Second, Usage: "how long the driving server's lease lasts unrenewed: a stand-by takes over that long after it dies"},
@@ -167,8 +167,9 @@ func serverAction(c *cli.Context) error {
 		return usageErr("--max-queued-per-team and --max-queued-per-user must not be negative (0: no bound)")
 	}
 	backend := c.String("backend")
-	if !driver.Known(backend) {
-		return usageErr("--backend %q: local, nomad, ec2 or virtual", backend)
+	kind, err := driver.Lookup(backend)
+	if err != nil {
+		return usageErr("--backend %q: %s", backend, driver.Names(nil))
 	}
 	limits, err := httpLimits(c)
 	if err != nil {
@@ -202,8 +203,8 @@ func serverAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if mirrored != nil && backend == driver.Virtual {
-		return usageErr("--mirror: a virtual run is not mirrored; use local, nomad or ec2")
+	if mirrored != nil && kind.Simulated {
+		return usageErr("--mirror: a %s run is not mirrored; use %s", backend, driver.Names(func(k driver.Kind) bool { return !k.Simulated }))
 	}
 	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
 	trainers, err := server.PlaceTrainers(backend, root, c.Bool("single-tenant"))
@@ -245,7 +246,7 @@ func serverAction(c *cli.Context) error {
 	if mirrored != nil {
 		copies = ", mirrored to " + c.String("mirror")
 	}
-	if backend == driver.Local {
+	if kind.LocalTrainers {
 		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", trainers.Where)
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())

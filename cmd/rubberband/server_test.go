@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/internal/charts"
 	"github.com/rubberband-hpo/rubberband/planner"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
@@ -34,7 +35,7 @@ func simulateAction(c *cli.Context) error {
 	case c.IsSet("plan") == c.IsSet("alloc"):
 		return usageErr("give exactly one of --plan FILE or --alloc LIST")
 	case c.IsSet("plan"):
-		rep, err := planner.ReadReportFile(c.String("plan"))
+		rep, err := rundir.ReadPlanFile(c.String("plan"))
 		if err != nil {
 			return usageErr("%v", err)
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rubberband-hpo/rubberband/internal/testreport"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/testreport"
 )
 
 func main() {

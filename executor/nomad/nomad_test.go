@@ -22,7 +22,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/rubberband-hpo/rubberband/trial/builtin"
 )

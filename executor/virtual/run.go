@@ -13,9 +13,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/search"
-	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 )
 
 // Config is one run in virtual time.

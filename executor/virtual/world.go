@@ -13,10 +13,10 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
-	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 	"github.com/rubberband-hpo/rubberband/trial/builtin/synthetic"
 )
 

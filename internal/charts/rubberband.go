@@ -9,11 +9,8 @@ import (
 
 	"gonum.org/v1/plot"
 
-	"github.com/rubberband-hpo/rubberband/executor/journal"
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -49,18 +46,6 @@ func Schedule(file, title string, sc sim.Schedule, label func(sim.Span) int, mar
 	}
 	_, err := Gantt(file, title, max(sc.Rows, 1), bars, sc.StageEnds, marks...)
 	return err
-}
-
-// runMarks are a run's interruptions and re-plans, for its realized schedule.
-func runMarks(res *runstate.Result) []Mark {
-	var marks []Mark
-	for _, in := range res.Interruptions {
-		marks = append(marks, Mark{At: in.At, Kind: MarkInterruption})
-	}
-	for _, r := range res.Revisions {
-		marks = append(marks, Mark{At: r.At, Kind: MarkReplan})
-	}
-	return marks
 }
 
 // Predictions draws the predicted JCT's histogram to file and the cost's to file-cost.EXT, the
@@ -190,48 +175,35 @@ func axisLabel(name string) (string, bool) {
 	return "", false
 }
 
+// RunPictures is what Run draws of a run, as its caller reads it from the run's state
+// (rundir's Replayed.Pictures): charts knows no run folder or journal.
+type RunPictures struct {
+	Name, Metric string
+	Curves       []Curve // every trial's learning curve, promotions marked
+	// Planned is one sampled run of the plan; Realized the run's schedule up to its last event,
+	// with its interruptions and re-plans (Marks).
+	Planned, Realized sim.Schedule
+	Marks             []Mark
+	// Stages name the stages ("BRACKET/STAGE", from 1) whose predicted and realized costs
+	// PredictedCost and RealizedCost hold.
+	Stages                      []string
+	PredictedCost, RealizedCost []float64
+}
+
 // Run draws a run's pictures into dir: its learning curves (curves.png), its planned and
 // realized schedules (gantt-planned.png, gantt-realized.png, interruptions and re-plans
 // marked) and its cost per stage, predicted beside realized (cost.png).
-func Run(dir string, st *rundir.State, res *runstate.Result, events []journal.Event) error {
-	metric := st.Exp.Objective.Metric
-	// Learning curves, promotions marked where each sync kept the trial.
-	var curves []Curve
-	for _, cv := range rundir.LearningCurves(st.Exp, events) {
-		curves = append(curves, Curve{X: cv.X, Y: cv.Y, Marks: cv.Marks})
-	}
-	if err := Curves(filepath.Join(dir, "curves.png"), fmt.Sprintf("%s: learning curves of %d trials", st.Exp.Name, len(curves)),
-		metric, curves); err != nil {
+func Run(dir string, p RunPictures) error {
+	if err := Curves(filepath.Join(dir, "curves.png"), fmt.Sprintf("%s: learning curves of %d trials", p.Name, len(p.Curves)),
+		p.Metric, p.Curves); err != nil {
 		return err
 	}
-	// The planned schedule (one sampled run) beside the realized one.
-	planned, err := st.PlannedSchedule()
-	if err != nil {
+	if err := Schedule(filepath.Join(dir, "gantt-planned.png"), p.Name+": planned schedule (one sampled run)", p.Planned, byTrial); err != nil {
 		return err
 	}
-	if err := Schedule(filepath.Join(dir, "gantt-planned.png"), st.Exp.Name+": planned schedule (one sampled run)", planned, byTrial); err != nil {
+	if err := Schedule(filepath.Join(dir, "gantt-realized.png"), p.Name+": realized schedule", p.Realized,
+		func(sp sim.Span) int { return sp.Trial }, p.Marks...); err != nil {
 		return err
 	}
-	snap, err := runstate.Fold(st.RunPlan(), events)
-	if err != nil {
-		return err
-	}
-	var end time.Time // a run still going is drawn up to its last event
-	if len(events) > 0 {
-		end = events[len(events)-1].At
-	}
-	realized := runstate.RealizedSchedule(snap, end, st.Run.TimeScale, st.Exp.Cluster.GPUsPerNode)
-	if err := Schedule(filepath.Join(dir, "gantt-realized.png"), st.Exp.Name+": realized schedule", realized,
-		func(sp sim.Span) int { return sp.Trial }, runMarks(res)...); err != nil {
-		return err
-	}
-	// Cost per stage, predicted against realized.
-	rep := runstate.Compare(st.Plan, res)
-	var cats []string
-	var pred, real []float64
-	for _, sr := range rep.Stages {
-		cats = append(cats, fmt.Sprintf("%s/%d", sr.Bracket, sr.Stage+1)) // stages from 1, as tables number them
-		pred, real = append(pred, sr.Predicted.Cost), append(real, sr.Realized.Cost)
-	}
-	return Paired(filepath.Join(dir, "cost.png"), st.Exp.Name+": cost per stage", "cost (dollars)", cats, pred, real, "predicted", "realized")
+	return Paired(filepath.Join(dir, "cost.png"), p.Name+": cost per stage", "cost (dollars)", p.Stages, p.PredictedCost, p.RealizedCost, "predicted", "realized")
 }

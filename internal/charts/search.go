@@ -12,7 +12,6 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -20,10 +19,33 @@ import (
 // maxSearchPanels bounds the parameters drawn: the most important ones.
 const maxSearchPanels = 8
 
+// Found is what a run's search found, as Search draws it (its caller reads it from the run:
+// rundir's SearchSummary.Found).
+type Found struct {
+	Best        *FoundBest // nil when no trial reported the objective
+	Importances []search.Importance
+	Points      []FoundPoint // each trial's configuration and objective at the summary's budget
+}
+
+// FoundBest is the best trial: its ID, objective, configuration and learning curve (X the
+// iterations, Y the objective).
+type FoundBest struct {
+	Trial  string
+	Value  float64
+	Params spec.Config
+	Curve  Curve
+}
+
+// FoundPoint is one trial's configuration and its objective as reported (not a loss).
+type FoundPoint struct {
+	Params spec.Config
+	Value  float64
+}
+
 // Search draws what a run's search found on one PNG: the best trial's learning curve, then one
 // scatter per parameter (the most important first, at most eight) of the objective against the
 // parameter's value at the summary's budget, the best configuration's value marked.
-func Search(file string, exp *spec.Experiment, s *rundir.SearchSummary) error {
+func Search(file string, exp *spec.Experiment, s Found) error {
 	var panels []*plot.Plot
 	metric := exp.Objective.Metric
 	best := plot.New()
@@ -32,8 +54,8 @@ func Search(file string, exp *spec.Experiment, s *rundir.SearchSummary) error {
 	if s.Best != nil {
 		best.Title.Text = fmt.Sprintf("best trial %s: %s %.4g", s.Best.Trial, metric, s.Best.Value)
 		var xy plotter.XYs
-		for _, p := range s.Best.Curve {
-			xy = append(xy, plotter.XY{X: float64(p.Iter), Y: p.Value})
+		for i, x := range s.Best.Curve.X {
+			xy = append(xy, plotter.XY{X: x, Y: s.Best.Curve.Y[i]})
 		}
 		if len(xy) > 0 {
 			l, err := plotter.NewLine(xy)
@@ -90,7 +112,7 @@ func Search(file string, exp *spec.Experiment, s *rundir.SearchSummary) error {
 
 // scatter is one parameter's panel: the objective at each value (a choice's values by index,
 // log scale for loguniform), the best configuration's value as a vertical line.
-func scatter(p spec.Param, imp search.Importance, metric string, s *rundir.SearchSummary) (*plot.Plot, error) {
+func scatter(p spec.Param, imp search.Importance, metric string, s Found) (*plot.Plot, error) {
 	pl := plot.New()
 	pl.Title.Text = fmt.Sprintf("%s (explains %.0f%%)", imp.Param, 100*imp.Share)
 	pl.X.Label.Text, pl.Y.Label.Text = imp.Param, metric

@@ -11,7 +11,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // launch rents one instance through the SDK with tags (key, value, ...) and user-data, and

@@ -6,7 +6,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // The Provider contract on spot instances of the fake EC2, through the real SDK. Every New is

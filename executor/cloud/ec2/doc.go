@@ -4,7 +4,7 @@
 // then on-demand when spot runs out and the spec allows it), the idempotency tokens that keep a
 // resumed driver from renting twice, the wait until a node runs and is ready, and the release
 // of anything a failed or cancelled Create started. Credentials and the endpoint come from the
-// SDK's own configuration chain, never from the spec; tests point it at internal/ec2sim.
+// SDK's own configuration chain, never from the spec; tests point it at internal/testkit/ec2sim.
 //
 // Decisions a caller relies on:
 //

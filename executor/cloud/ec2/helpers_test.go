@@ -12,7 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 

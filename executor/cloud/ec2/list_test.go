@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // A pending instance of the run is listed (a resumed driver must find what a dead one rented),

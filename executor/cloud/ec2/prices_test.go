@@ -11,7 +11,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // awsConfig is the SDK's default chain, pointed at the fake by startSim's environment.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 )
 
 // g3 is a second instance type: 2 GPUs a node, its own prices.

@@ -8,7 +8,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 var offer = cloud.Offer{InstanceType: "g4dn.2xlarge", Market: cloud.Spot, PricePerHour: 0.23}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 // A ready client is found by its rb_node; one that is not there keeps the wait going until the

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 // A real server: it answers with a leader once StartServer returns, its ACLs bootstrapped with

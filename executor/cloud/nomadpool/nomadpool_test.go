@@ -15,7 +15,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 

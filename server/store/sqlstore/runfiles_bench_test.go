@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
 // What a mirrored driver pays per journal sync: one Append of a record (300 bytes) to the

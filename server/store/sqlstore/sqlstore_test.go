@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/internal/servers"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror/mirrortest"
 	"github.com/rubberband-hpo/rubberband/server/store"

@@ -17,9 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
-	"github.com/rubberband-hpo/rubberband/internal/ec2sim"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 )
 
 // maxRequest bounds one request line: a configuration of a benchmark is a few hundred bytes.

@@ -1,14 +1,14 @@
-package charts
+package bench
 
 import (
 	"fmt"
 
-	"github.com/rubberband-hpo/rubberband/search/bench"
+	"github.com/rubberband-hpo/rubberband/internal/charts"
 )
 
 // Regret draws each sampler's median regret with its quartile band against GPU dollars:
 // every iteration costs the same here, so iterations convert at the runs' mean price of one.
-func Regret(file string, r bench.Result, trajs []bench.Trajectory) error {
+func Regret(file string, r Result, trajs []Trajectory) error {
 	var dollars, iters float64
 	for _, t := range trajs {
 		if n := len(t.Points); n > 0 && t.Points[n-1].Dollars == t.Points[n-1].Dollars { // not NaN: ours
@@ -17,9 +17,9 @@ func Regret(file string, r bench.Result, trajs []bench.Trajectory) error {
 		}
 	}
 	perIter := dollars / iters
-	var series []Series
+	var series []charts.Series
 	for _, s := range r.Summaries {
-		sr := Series{Name: s.Sampler, Legend: "(median, quartiles)"}
+		sr := charts.Series{Name: s.Sampler, Legend: "(median, quartiles)"}
 		for i, x := range s.Iters {
 			if s.P75[i] > 1e300 { // no result yet in a quarter of the runs
 				continue
@@ -29,5 +29,5 @@ func Regret(file string, r bench.Result, trajs []bench.Trajectory) error {
 		}
 		series = append(series, sr)
 	}
-	return Band(file, r.Case+": regret by GPU dollars spent", fmt.Sprintf("GPU dollars spent ($%.4f an iteration)", perIter), "regret (loss above the optimum)", series, nil)
+	return charts.Band(file, r.Case+": regret by GPU dollars spent", fmt.Sprintf("GPU dollars spent ($%.4f an iteration)", perIter), "regret (loss above the optimum)", series, nil)
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/search/objective"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 )
 
 // A seed's run is the same run every time; its regret is never below 0 and it spends what the
