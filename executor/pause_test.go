@@ -41,7 +41,7 @@ func TestInfraFaultPauses(t *testing.T) {
 		t.Fatalf("run: %v (%+v), want a journaled pause that released its nodes", err, paused)
 	}
 	stop := events[len(events)-1]
-	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Reason != infra.DiskFull || stop.Where != "/ckpt" {
+	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Fault != infra.DiskFull || stop.Where != "/ckpt" {
 		t.Fatalf("last event %+v, want a paused stop naming the disk", stop)
 	}
 	for _, e := range events {

@@ -356,7 +356,7 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*runstate.Result, e
 			}
 		}
 	}
-	if err := x.record(journal.Event{Ev: journal.EvStop, Error: string(journal.StopPaused) + ": " + fault.Error(), Cause: string(journal.StopPaused), Reason: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvStop, Error: string(journal.StopPaused) + ": " + fault.Error(), Cause: string(journal.StopPaused), Fault: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
 		fmt.Fprintf(x.log, "pause: %v\n", err)
 		return x.result(), perr
 	}

@@ -175,7 +175,7 @@ func TestRunPausesOnFullDisk(t *testing.T) {
 	}
 	events := readJournal(t, state)
 	stop := events[len(events)-1]
-	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Reason != "disk full" || !strings.HasPrefix(stop.Where, disk) {
+	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Fault != "disk full" || !strings.HasPrefix(stop.Where, disk) {
 		t.Fatalf("the journal's last event is %+v, want a paused stop naming the disk", stop)
 	}
 	held := map[string]bool{}

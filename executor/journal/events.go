@@ -98,7 +98,10 @@ type Event struct {
 	// Cause says why, as a word a program reads (Error says it for people): a node_down's
 	// NodeCause, a stop's StopCause. Journals written before it have none: the fold infers it.
 	Cause string `json:"cause,omitempty"`
-	// Where is, on a paused stop, the place that failed (a path, an s3:// URL).
+	// Fault is, on a paused stop, what failed (an infra.Error's What: a full disk, a store
+	// down), and Where the place that failed (a path, an s3:// URL). Journals of before Fault
+	// kept it in Reason; decoding moves it here (Upgrade).
+	Fault string `json:"fault,omitempty"`
 	Where string `json:"where,omitempty"`
 }
 
@@ -123,7 +126,7 @@ const (
 	StopInterrupted StopCause = "interrupted" // told to stop (a signal, cancel): resume carries on
 	StopBudget      StopCause = "budget"      // the forecast cost is over budget.max_cost_usd under budget.stop
 	// StopPaused is an infrastructure fault (infra.Error: a full disk, a store down): no try was
-	// spent; Reason says what failed and Where where; the nodes were released at the pause
+	// spent; Fault says what failed and Where where; the nodes were released at the pause
 	// (Nodes), unless --keep-nodes kept them. resume carries on once it recovers.
 	StopPaused StopCause = "paused"
 )

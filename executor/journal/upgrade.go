@@ -9,7 +9,8 @@ import "strings"
 //
 //   - a fail whose Error is "gave up" (before GaveUp) gives up;
 //   - a node_down or a stop without Cause (before causes) has the cause its Error says;
-//   - a request's node count moves from Try (before Count) to Count.
+//   - a request's node count moves from Try (before Count) to Count;
+//   - a paused stop's fault moves from Reason (before Fault) to Fault.
 func Upgrade(e Event) Event {
 	switch e.Ev {
 	case EvFail:
@@ -23,6 +24,9 @@ func Upgrade(e Event) Event {
 	case EvStop:
 		if e.Cause == "" {
 			e.Cause = string(legacyStopCause(e.Error))
+		}
+		if e.Cause == string(StopPaused) && e.Fault == "" && e.Reason != "" {
+			e.Fault, e.Reason = e.Reason, ""
 		}
 	case EvRequest:
 		if e.Count == 0 && e.Try > 0 {
