@@ -14,7 +14,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// A run's node decisions are pure, as a stage's are (step.go): decideNodes takes what the run
+// A run's node decisions are pure, as a stage's are (stage_decide.go): decideNodes takes what the run
 // knows of its nodes (a nodeView, a copy taken under the run's lock) and what happened (a
 // nodeEvent) and says what to do (nodeActions); the node loop (nodes.go) asks the provider,
 // journals, and comes back with the next event. decideNodes does no I/O, reads no clock and
