@@ -14,10 +14,11 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -51,7 +52,7 @@ func inputErr(format string, args ...any) error {
 // was started for them.
 type Backend struct {
 	Provider cloud.Provider // nil where the caller makes its nodes (profile on local)
-	Runtime  executor.Runtime
+	Runtime  gang.Runtime
 	Kind     Kind
 	close    []func()
 }
@@ -230,7 +231,7 @@ func OpenProfiling(ctx context.Context, backend string, exp *spec.Experiment, di
 	if err != nil {
 		return nil, nil, err
 	}
-	t := target{exp: &scratch, dir: dir, runID: executor.NewRunID(time.Now(), rand.Uint32()), timeScale: timeScale, alloc: sim.Alloc{{{Nodes: peak}}}, log: log}
+	t := target{exp: &scratch, dir: dir, runID: journal.NewRunID(time.Now(), rand.Uint32()), timeScale: timeScale, alloc: sim.Alloc{{{Nodes: peak}}}, log: log}
 	if k.SharesNoDisk {
 		scratch.Checkpoints.URL = strings.TrimSuffix(exp.Checkpoints.URL, "/") + "/rubberband-profile/" + t.runID
 	} else {

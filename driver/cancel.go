@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -36,7 +37,7 @@ func Cancel(ctx context.Context, st *rundir.State, wait time.Duration, log io.Wr
 	if log == nil {
 		log = io.Discard
 	}
-	holder, live, err := executor.ReadHolder(st.Dir)
+	holder, live, err := rundir.ReadHolder(st.Dir)
 	if err != nil {
 		return 0, err
 	}
@@ -49,7 +50,7 @@ func Cancel(ctx context.Context, st *rundir.State, wait time.Duration, log io.Wr
 }
 
 // stopDriver asks the live driver holding the run's lock to stop, and waits for it.
-func stopDriver(st *rundir.State, h executor.Holder, wait time.Duration, log io.Writer) error {
+func stopDriver(st *rundir.State, h rundir.Holder, wait time.Duration, log io.Writer) error {
 	host, _ := os.Hostname()
 	if h.Host != host {
 		return fmt.Errorf("the run's driver is PID %d on host %s: cancel it there (this is %s)", h.PID, h.Host, host)
@@ -65,7 +66,7 @@ func stopDriver(st *rundir.State, h executor.Holder, wait time.Duration, log io.
 	}
 	fmt.Fprintf(log, "rubberband: asked the driver (PID %d) to stop; waiting for it to release the run's nodes\n", h.PID)
 	for deadline := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
-		if _, live, err := executor.ReadHolder(st.Dir); err == nil && !live {
+		if _, live, err := rundir.ReadHolder(st.Dir); err == nil && !live {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -82,16 +83,16 @@ func cancelStale(ctx context.Context, st *rundir.State, log io.Writer) (Cancelle
 		return 0, err
 	}
 	defer lock.Close()
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		return 0, err
 	}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvCancel:
+		case journal.EvCancel:
 			rundir.CancelDone(st.Dir)
 			return WasCancelled, nil
-		case executor.EvFinish:
+		case journal.EvFinish:
 			return HadFinished, nil
 		}
 	}
@@ -104,7 +105,7 @@ func cancelStale(ctx context.Context, st *rundir.State, log io.Writer) (Cancelle
 // cancelHere marks the run in st cancelled (executor.Cancel: its gangs ended, every node
 // released and journaled); the caller holds the lock.
 func cancelHere(ctx context.Context, st *rundir.State, log io.Writer) error {
-	journal, past, err := executor.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
+	journal, past, err := journal.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func cancelHere(ctx context.Context, st *rundir.State, log io.Writer) error {
 		return err
 	}
 	defer backend.Close()
-	cfg := st.Config()
+	cfg := executor.ConfigFor(st.RunPlan())
 	cfg.Provider, cfg.Runtime, cfg.Journal, cfg.Past, cfg.RunID, cfg.Log = backend.Provider, backend.Runtime, journal, past, st.Run.RunID, log
 	if err := executor.Cancel(context.WithoutCancel(ctx), cfg, cancelReason); err != nil {
 		return err

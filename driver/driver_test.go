@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -64,7 +65,7 @@ func newRun(t *testing.T, timeScale float64) *rundir.State {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(tmp, "run")
-	rf := rundir.RunFile{RunID: executor.NewRunID(time.Now(), 1), Backend: Local, TimeScale: timeScale}
+	rf := rundir.RunFile{RunID: journal.NewRunID(time.Now(), 1), Backend: Local, TimeScale: timeScale}
 	if err := Create(NewRun{Dir: dir, Run: rf, Source: src, Spec: exp, Plan: rep}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestExecute(t *testing.T) {
 // cancelled; a run another live driver holds is refused by Lock.
 func TestCancelStale(t *testing.T) {
 	st := newRun(t, 1)
-	j, _, err := executor.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
+	j, _, err := journal.OpenJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,13 +126,13 @@ func TestCancelStale(t *testing.T) {
 			t.Fatalf("cancel: %v, %v", what, err)
 		}
 	}
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, e := range events {
-		if e.Ev == executor.EvCancel {
+		if e.Ev == journal.EvCancel {
 			n++
 		}
 	}
@@ -204,8 +205,8 @@ func TestStampLines(t *testing.T) {
 func TestProgressETAFollowsTheForecast(t *testing.T) {
 	var out bytes.Buffer
 	l := NewLog(&out, false, nil, "r")
-	l.Progress(executor.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second}, 40)
-	l.Progress(executor.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second, Forecast: 70}, 40)
+	l.Progress(runstate.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second}, 40)
+	l.Progress(runstate.Status{Bracket: "b", Done: 1, Total: 1, Elapsed: 10 * time.Second, Forecast: 70}, 40)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "ETA "+format.Clock(30)) || !strings.Contains(lines[1], "ETA "+format.Clock(60)) {
 		t.Fatalf("progress lines:\n%s", out.String())

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 )
@@ -66,7 +66,7 @@ func (l *Log) Write(p []byte) (int, error) {
 // Progress shows where a bracket is: redrawn in place on a terminal (at most five times a
 // second), a line elsewhere, a JSON record with --log-format json; each new stage is noted in
 // the driver log. Stages are numbered from 1. The ETA is the latest forecast's, else the plan's.
-func (l *Log) Progress(s executor.Status, predictedJCT float64) {
+func (l *Log) Progress(s runstate.Status, predictedJCT float64) {
 	if s.Forecast > 0 {
 		predictedJCT = s.Forecast
 	}

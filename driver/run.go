@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/metrics"
 	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -22,12 +24,12 @@ import (
 
 // Lock takes the state directory's lock for this driver's life. A lock a live driver holds is
 // an error matching ErrInput that names it; a dead driver's lock is taken over, and log says so.
-func Lock(dir, runID string, log io.Writer) (*executor.DirLock, error) {
+func Lock(dir, runID string, log io.Writer) (*rundir.DirLock, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	lock, err := executor.LockDir(dir, runID)
-	var held *executor.LockedError
+	lock, err := rundir.LockDir(dir, runID, nil)
+	var held *rundir.LockedError
 	if errors.As(err, &held) {
 		return nil, inputErr("%v", err)
 	}
@@ -69,7 +71,7 @@ type Options struct {
 // A run that `rubberband cancel` stopped (ctx ended with a cancel requested) is marked
 // cancelled and its nodes released. Its errors say what became of the nodes and how to go on;
 // they wrap executor.BudgetError and executor.ErrCancelled.
-func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *executor.Result, error) {
+func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *runstate.Result, error) {
 	st, err := rundir.Open(dir)
 	if err != nil {
 		return nil, nil, err
@@ -96,9 +98,9 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		}
 	}
 	predicted := st.Plan.Predicted.JCT.Mean
-	cfg := st.Config()
+	cfg := executor.ConfigFor(st.RunPlan())
 	cfg.RunID, cfg.Log, cfg.Replan, cfg.KeepNodes, cfg.Force = st.Run.RunID, log, !st.Run.NoReplan && !o.NoReplan, o.KeepNodes, o.Force
-	cfg.Progress = func(s executor.Status) { log.Progress(s, predicted) }
+	cfg.Progress = func(s runstate.Status) { log.Progress(s, predicted) }
 	if len(st.Exp.Sampler.WarmStart) > 0 {
 		ws, err := rundir.LoadWarmStart(dir, filepath.Dir(dir), st.Exp)
 		if err != nil {
@@ -118,9 +120,9 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		}
 		defer stop()
 		cfg.Live = m.Follow
-		cfg.Progress = func(s executor.Status) { log.Progress(s, predicted); m.Progress(s) }
+		cfg.Progress = func(s runstate.Status) { log.Progress(s, predicted); m.Progress(s) }
 	}
-	var res *executor.Result
+	var res *runstate.Result
 	if k.Simulated {
 		log.Note("driver PID %d took the run: %s backend", os.Getpid(), st.Run.Backend)
 		res, err = executeVirtual(ctx, st, o, log, cfg)
@@ -132,7 +134,7 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 		log.Note("driver stopped: %v", err)
 		return st, nil, stopped(ctx, st, log, cfg.KeepNodes, err)
 	}
-	rep := executor.Compare(st.Plan, res)
+	rep := runstate.Compare(st.Plan, res)
 	if rep.DeadlineMissed {
 		log.Note("finished: JCT %s, cost %s: DEADLINE MISSED by %s (deadline %s)", format.Clock(res.Realized.JCT), format.Money(res.Realized.Cost),
 			format.Clock(rep.MissedByS), format.Clock(rep.DeadlineS))
@@ -149,17 +151,17 @@ func Execute(ctx context.Context, dir string, o Options) (*rundir.State, *execut
 }
 
 // execute runs the run in st on its backend, from its journal.
-func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*executor.Result, error) {
+func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Config, o Options) (*runstate.Result, error) {
 	path := filepath.Join(st.Dir, rundir.Journal)
-	jo := executor.JournalOptions{Log: log, Reserve: executor.DefaultReserve}
+	jo := journal.JournalOptions{Log: log, Reserve: journal.DefaultReserve}
 	if o.Mirror != nil {
 		wrap, err := mirror.JournalWrap(ctx, o.Mirror, o.MirrorRun, rundir.Journal, path)
 		if err != nil {
 			return nil, err
 		}
-		jo.Wrap = func(f executor.JournalFile) executor.JournalFile { return wrap(f) }
+		jo.Wrap = func(f journal.JournalFile) journal.JournalFile { return wrap(f) }
 	}
-	journal, past, err := executor.OpenJournalWith(path, jo)
+	journal, past, err := journal.OpenJournalWith(path, jo)
 	if err != nil {
 		return nil, err
 	}

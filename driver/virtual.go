@@ -12,6 +12,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -23,7 +25,7 @@ import (
 func VirtualRunID(exp *spec.Experiment, faults int64) string {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s/%d/%d", exp.Name, exp.Seed, faults)
-	return executor.NewRunID(virtual.Epoch, h.Sum32())
+	return journal.NewRunID(virtual.Epoch, h.Sum32())
 }
 
 // openVirtual is a fresh world's provider and runtime, for what runs outside a virtual run's own
@@ -40,7 +42,7 @@ func openVirtual(ctx context.Context, t target) (*Backend, error) {
 // Faults is a fault schedule and what it is held to: the clean run's winner.
 type Faults struct {
 	Schedule *virtual.Faults
-	Best     *executor.BestTrial // the clean run's
+	Best     *runstate.BestTrial // the clean run's
 }
 
 // DrawFaults draws the fault schedule of seed for the run in st: a clean run of it first, in
@@ -56,9 +58,9 @@ func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, err
 		Spot: st.Exp.Cluster.Market == spec.MarketSpot || strings.Contains(fmt.Sprint(st.Exp.Cluster.Markets), spec.MarketSpot)}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			scale.Nodes++
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			scale.Launches++
 		}
 	}
@@ -68,7 +70,7 @@ func DrawFaults(ctx context.Context, st *rundir.State, seed int64) (*Faults, err
 // cleanOutcome is a clean virtual run of a run's spec and plan, with its journal.
 type cleanOutcome struct {
 	*virtual.Outcome
-	events []executor.Event
+	events []journal.Event
 }
 
 // cleanRun runs the run in st in virtual time without faults on a scratch journal, its adaptive
@@ -85,7 +87,7 @@ func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Con
 	if err != nil {
 		return nil, err
 	}
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +97,7 @@ func cleanRun(ctx context.Context, st *rundir.State, configs map[string]spec.Con
 // executeVirtual runs (or resumes) a virtual run: the executor in virtual time, each crash of
 // the fault schedule followed by a new driver in the same world. Its winner is held to the
 // clean run's.
-func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*executor.Result, error) {
+func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, cfg executor.Config) (*runstate.Result, error) {
 	vc := virtual.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, Journal: filepath.Join(st.Dir, rundir.Journal), RunID: st.Run.RunID,
 		Replan: cfg.Replan, KeepNodes: cfg.KeepNodes, Log: log, Progress: cfg.Progress, Live: cfg.Live, WarmStart: cfg.WarmStart}
 	var f *Faults
@@ -125,11 +127,11 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 		if f != nil && st.Exp.Sampler.Adaptive() {
 			// Faults shift when an adaptive sampler draws, so what it learns from: the run is
 			// held to a clean run of the configurations it drew.
-			events, err := executor.ReadJournal(vc.Journal)
+			events, err := journal.ReadJournal(vc.Journal)
 			if err != nil {
 				return out.Result, err
 			}
-			pinned, err := cleanRun(ctx, st, executor.Configurations(events))
+			pinned, err := cleanRun(ctx, st, journal.Configurations(events))
 			if err != nil {
 				return out.Result, fmt.Errorf("the clean run of the configurations drawn: %w", err)
 			}
@@ -150,13 +152,13 @@ func executeVirtual(ctx context.Context, st *rundir.State, o Options, log *Log, 
 	return out.Result, nil
 }
 
-// heldToTheRule audits an ASHA run's journal (executor.VerifyASHA) and its winner.
-func heldToTheRule(st *rundir.State, journal string, res *executor.Result) error {
-	events, err := executor.ReadJournal(journal)
+// heldToTheRule audits an ASHA run's journal (runstate.VerifyASHA) and its winner.
+func heldToTheRule(st *rundir.State, journalPath string, res *runstate.Result) error {
+	events, err := journal.ReadJournal(journalPath)
 	if err != nil {
 		return err
 	}
-	best, err := executor.VerifyASHA(st.Exp, events)
+	best, err := runstate.VerifyASHA(st.Exp, events)
 	if err != nil {
 		return err
 	}
@@ -198,7 +200,7 @@ func heldToTheCleanRun(out *virtual.Outcome, f *Faults) error {
 	return fmt.Errorf("%w%s: %s", ErrFaultsChangedTheRun, replay, strings.Join(why, "; "))
 }
 
-func bestName(b *executor.BestTrial) string {
+func bestName(b *runstate.BestTrial) string {
 	if b == nil {
 		return "none"
 	}

@@ -13,7 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -55,7 +56,7 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	}
 	dir := filepath.Join(root, entries[0].Name())
 	rep := readRunReport(t, dir)
-	events, err := executor.ReadJournal(filepath.Join(dir, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +64,12 @@ func TestASHAThroughTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	best, err := executor.VerifyASHA(exp, events)
+	best, err := runstate.VerifyASHA(exp, events)
 	if err != nil || !rep.Finished || rep.Best == nil || rep.Best.Trial != best {
 		t.Fatalf("finished %v, best %+v, the rule's %s (%v)", rep.Finished, rep.Best, best, err)
 	}
 	status, _, code := rbEnv(t, binary, env, "status", dir, "-o", "json")
-	var res executor.Report
+	var res runstate.Report
 	if code != 0 || json.Unmarshal([]byte(status), &res) != nil || len(res.Phases) != len(plan.ASHA.Elastic.Plan.GPUs) || res.Best.Trial != best {
 		t.Fatalf("status -o json: exit %d\n%s", code, status)
 	}
@@ -159,17 +160,17 @@ func TestASHAOnNomad(t *testing.T) {
 	}
 	promotions := func(state string) (string, []string) {
 		t.Helper()
-		events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+		events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 		if err != nil {
 			t.Fatal(err)
 		}
-		best, err := executor.VerifyASHA(exp, events)
+		best, err := runstate.VerifyASHA(exp, events)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var seq []string
 		for _, e := range events {
-			if e.Ev == executor.EvPromote {
+			if e.Ev == journal.EvPromote {
 				seq = append(seq, fmt.Sprintf("%s@%d", e.Trial, e.Stage))
 			}
 		}
@@ -218,7 +219,7 @@ func TestASHAReplanThroughTheCLI(t *testing.T) {
 		}
 	}
 	status, _, code := rbEnv(t, binary, env, "status", filepath.Join(root, "replan"), "-o", "json")
-	var res executor.Report
+	var res runstate.Report
 	if code != 0 || json.Unmarshal([]byte(status), &res) != nil || len(res.Revisions) == 0 || !res.Revisions[0].Phase {
 		t.Fatalf("status -o json: exit %d\n%s", code, status)
 	}

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -74,7 +75,7 @@ func TestDeadlineMissedExits5(t *testing.T) {
 		t.Errorf("list -o json: %+v", rows)
 	}
 	js, _, code := rb(t, "resume", run, "-o", "json") // a finished run: its report again, and its code
-	var again executor.Report
+	var again runstate.Report
 	if code != exitDeadlineMissed || json.Unmarshal([]byte(js), &again) != nil || !again.DeadlineMissed {
 		t.Errorf("resume -o json of the finished run: exit %d\n%s", code, js)
 	}
@@ -82,8 +83,8 @@ func TestDeadlineMissedExits5(t *testing.T) {
 	// The run as it stood at its first forecast that missed: not finished, at risk.
 	cut := filepath.Join(dir, "cut")
 	copyRun(t, run, cut)
-	keepJournalTo(t, filepath.Join(cut, rundir.Journal), func(e executor.Event) bool {
-		return e.Ev == executor.EvForecast && e.After != nil && e.After.MissProb > 0.1
+	keepJournalTo(t, filepath.Join(cut, rundir.Journal), func(e journal.Event) bool {
+		return e.Ev == journal.EvForecast && e.After != nil && e.After.MissProb > 0.1
 	})
 	status, _, _ = rb(t, "status", cut)
 	if !strings.Contains(status, "DEADLINE: the forecast misses the deadline 40.0s") {
@@ -131,7 +132,7 @@ func copyRun(t *testing.T, src, dst string) {
 }
 
 // keepJournalTo cuts the journal at path after the first event last says is the last.
-func keepJournalTo(t *testing.T, path string, last func(executor.Event) bool) {
+func keepJournalTo(t *testing.T, path string, last func(journal.Event) bool) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -144,7 +145,7 @@ func keepJournalTo(t *testing.T, path string, last func(executor.Event) bool) {
 	for sc.Scan() {
 		kept.Write(sc.Bytes())
 		kept.WriteByte('\n')
-		var e executor.Event
+		var e journal.Event
 		if json.Unmarshal(sc.Bytes(), &e) == nil && last(e) {
 			found = true
 			break

@@ -12,7 +12,7 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/client"
@@ -94,7 +94,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, cl, run.ID, executor.EvSync)
+	waitEvent(t, cl, run.ID, journal.EvSync)
 	// Its client takes no new allocation, and its allocation is stopped: Nomad places the server
 	// on the other client.
 	stopped := time.Now()
@@ -134,10 +134,10 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 			}
 		}
 	}
-	has := func(journal, ev string) bool { return strings.Contains(journal, `"ev":"`+ev+`"`) }
-	if !has(journals[to], executor.EvResume) || has(journals[node], executor.EvFinish) {
+	has := func(text string, ev journal.Kind) bool { return strings.Contains(text, `"ev":"`+string(ev)+`"`) }
+	if !has(journals[to], journal.EvResume) || has(journals[node], journal.EvFinish) {
 		t.Errorf("the run did not move mid-run: the first server's journal finishes it (%v), the second's resumes it (%v)",
-			has(journals[node], executor.EvFinish), has(journals[to], executor.EvResume))
+			has(journals[node], journal.EvFinish), has(journals[to], journal.EvResume))
 	}
 	// What the first driver synced (its decisions, the sync the test waited for) the second's
 	// journal holds; results it noted in its last 100 ms, before the copy, may be gone: their
@@ -147,9 +147,9 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 	for common < min(len(first), len(second)) && first[common] == second[common] {
 		common++
 	}
-	if len(journals) != 2 || !has(first[:common], executor.EvSync) || len(second) <= common {
+	if len(journals) != 2 || !has(first[:common], journal.EvSync) || len(second) <= common {
 		t.Fatalf("%d of %d allocations hold the run's journal; the second's (%d bytes) shares %d with the first's (%d bytes), through its first sync: %v\n%s",
-			len(journals), len(allocs), len(second), common, len(first), has(first[:common], executor.EvSync), jobStory(n, "rubberband-server"))
+			len(journals), len(allocs), len(second), common, len(first), has(first[:common], journal.EvSync), jobStory(n, "rubberband-server"))
 	}
 	launchedOnce(t, last)
 }
@@ -158,7 +158,7 @@ func TestServerJobMovesOnNomad(t *testing.T) {
 // done: a run that moved between drivers launched nothing twice.
 func launchedOnce(t *testing.T, path string) {
 	t.Helper()
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +166,9 @@ func launchedOnce(t *testing.T, path string) {
 	for _, e := range events {
 		key := fmt.Sprintf("%d/%s", e.Stage, e.Trial)
 		switch e.Ev {
-		case executor.EvDone:
+		case journal.EvDone:
 			done[key] = true
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			if done[key] {
 				t.Fatalf("%s launched again after it was done", key)
 			}

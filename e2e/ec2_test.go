@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/ec2sim"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
@@ -193,7 +194,7 @@ func TestEC2Backend(t *testing.T) {
 
 // runEC2 runs the CLI with args (a run on the fake EC2, -o json) in the driver's environment env
 // to its end, and returns its report; a failed run fails the test with every instance's console.
-func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) executor.Report {
+func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) runstate.Report {
 	t.Helper()
 	start := time.Now()
 	cmd := exec.Command(binary, args...)
@@ -204,7 +205,7 @@ func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) exec
 		t.Fatalf("run on ec2: %v\n%s\nconsoles:\n%s", err, stderr.String(), consoles(sim))
 	}
 	t.Logf("ec2 run: %s", time.Since(start).Round(time.Millisecond))
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
@@ -216,7 +217,7 @@ func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) exec
 // A try that failed for another reason, or a trial that went on anywhere but one iteration past
 // its last report (work lost), fails the test; going on at its last report is the re-report of a
 // checkpoint at the stage's target, and must then be the stage's result.
-func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool, int, map[string]int) {
+func checkInterruptions(t *testing.T, events []journal.Event) (map[string]bool, int, map[string]int) {
 	t.Helper()
 	journaled := map[string]bool{}
 	lastIter := map[string]int{} // each trial's last reported iteration
@@ -225,16 +226,16 @@ func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool,
 	tries := 0
 	for _, e := range events {
 		switch {
-		case e.Ev == executor.EvInterrupt:
+		case e.Ev == journal.EvInterrupt:
 			for _, n := range e.Nodes {
 				journaled[n] = true
 			}
-		case e.Ev == executor.EvFail && e.Interrupted:
+		case e.Ev == journal.EvFail && e.Interrupted:
 			tries++
 			resumed[e.Trial] = -1
-		case e.Ev == executor.EvFail:
+		case e.Ev == journal.EvFail:
 			t.Errorf("a try failed for another reason than an interruption: %+v", e)
-		case e.Ev == executor.EvReport:
+		case e.Ev == journal.EvReport:
 			if resumed[e.Trial] == -1 {
 				resumed[e.Trial] = e.Iter
 				switch e.Iter {
@@ -249,7 +250,7 @@ func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool,
 				delete(reReported, e.Trial)
 			}
 			lastIter[e.Trial] = e.Iter
-		case e.Ev == executor.EvDone:
+		case e.Ev == journal.EvDone:
 			if it, ok := reReported[e.Trial]; ok && it == e.Iter {
 				delete(reReported, e.Trial)
 			}
@@ -263,7 +264,7 @@ func checkInterruptions(t *testing.T, events []executor.Event) (map[string]bool,
 
 // sameWinnerAsLocal runs spec's plan on the local backend, on-demand and uninterrupted, in
 // state, and fails the test unless the run reported in rep finished with its winner.
-func sameWinnerAsLocal(t *testing.T, rep executor.Report, specFile, plan, state string) {
+func sameWinnerAsLocal(t *testing.T, rep runstate.Report, specFile, plan, state string) {
 	t.Helper()
 	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.01"); code != 0 {
 		t.Fatal(errOut)
@@ -478,7 +479,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	t.Logf("driver:\n%s", driver.Stdout)
 	rep := readRunReport(t, state)
 
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,13 +535,13 @@ func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
 			t.Errorf("%s: %s, %s", in.ID, in.AZ, in.State)
 		}
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	up := 0
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp {
+		if e.Ev == journal.EvNodeUp {
 			up++
 			if e.Node.Zone != ec2sim.DefaultRegion+"b" {
 				t.Errorf("node_up %s journaled in zone %q", e.Node.ID, e.Node.Zone)
@@ -714,7 +715,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 	order := []kind{{"g3.8xlarge", cloud.Spot}, {"g3.8xlarge", cloud.OnDemand}, {"p3.2xlarge", cloud.Spot}}
 	gpus := map[string]int{"g3.8xlarge": 2, "p3.2xlarge": 1}
 	price := map[kind]float64{order[0]: 0.69, order[1]: 2.28, order[2]: 0.92}
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -722,7 +723,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 	rented := map[kind]int{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			k := kind{e.Node.InstanceType, e.Node.Market}
 			at := slices.Index(order, k)
 			if at < 0 || e.Node.GPUs != gpus[k.typ] || e.Node.PricePerHour != price[k] {
@@ -735,7 +736,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 			}
 			held[e.Node.ID] = k
 			rented[k]++
-		case executor.EvNodeOff, executor.EvInterrupt:
+		case journal.EvNodeOff, journal.EvInterrupt:
 			for _, id := range e.Nodes {
 				delete(held, id)
 			}
@@ -790,7 +791,7 @@ func TestEC2HedgedStage(t *testing.T) {
 		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
 	}
 	rep := readRunReport(t, state)
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -799,9 +800,9 @@ func TestEC2HedgedStage(t *testing.T) {
 	tier := map[string]string{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvRequest:
+		case journal.EvRequest:
 			asked[e.Market] = true
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			tier[e.Node.ID] = e.Tier
 		}
 	}
@@ -841,8 +842,8 @@ func waitStageReports(t *testing.T, state string, trials int) {
 	waitFor(t, state, "every gang of stage 0 to report twice", func(j string) bool {
 		reports := map[string]int{}
 		for _, line := range strings.Split(j, "\n") {
-			var e executor.Event
-			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == executor.EvReport && e.Stage == 0 {
+			var e journal.Event
+			if json.Unmarshal([]byte(line), &e) == nil && e.Ev == journal.EvReport && e.Stage == 0 {
 				reports[e.Trial]++
 			}
 		}

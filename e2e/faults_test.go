@@ -17,7 +17,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
@@ -26,7 +27,7 @@ import (
 
 // cleanBest is the best trial of the synthetic job run clean at time scale 0.02, run once for
 // every test that compares a faulted run's winner with it.
-var cleanBest = sync.OnceValues(func() (*executor.BestTrial, error) {
+var cleanBest = sync.OnceValues(func() (*runstate.BestTrial, error) {
 	state, err := os.MkdirTemp("", "rubberband-clean")
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ var cleanBest = sync.OnceValues(func() (*executor.BestTrial, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal(b, &rep); err != nil || rep.Best == nil {
 		return nil, fmt.Errorf("clean run's report: %v", err)
 	}
@@ -174,17 +175,17 @@ func TestRunPausesOnFullDisk(t *testing.T) {
 	}
 	events := readJournal(t, state)
 	stop := events[len(events)-1]
-	if stop.Ev != executor.EvStop || stop.Cause != string(executor.StopPaused) || stop.Reason != "disk full" || !strings.HasPrefix(stop.Where, disk) {
+	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Fault != "disk full" || !strings.HasPrefix(stop.Where, disk) {
 		t.Fatalf("the journal's last event is %+v, want a paused stop naming the disk", stop)
 	}
 	held := map[string]bool{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvFail:
+		case journal.EvFail:
 			t.Fatalf("a try was spent on the full disk: %+v", e)
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			held[e.Node.ID] = true
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			for _, id := range e.Nodes {
 				delete(held, id)
 			}
@@ -208,7 +209,7 @@ func TestRunPausesOnFullDisk(t *testing.T) {
 		t.Fatalf("resume once there is room: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent: %+v", e)
 		}
 	}
@@ -246,7 +247,7 @@ func TestServerPausesOnFullDisk(t *testing.T) {
 	}
 	id := strings.TrimSpace(out)
 	cl, _ := client.New(srv.base, token)
-	waitEvent(t, cl, id, executor.EvDone)
+	waitEvent(t, cl, id, journal.EvDone)
 	fill(t, filepath.Join(disk, "filler"))
 	run := waitRun(t, cl, id, "paused", func(r client.Run) bool { return r.State.Settled() })
 	if run.State != store.Paused || !strings.Contains(run.Message, "disk full at "+disk) {
@@ -269,7 +270,7 @@ func TestServerPausesOnFullDisk(t *testing.T) {
 	}
 	sameWinner(t, filepath.Join(root, "teams", "ml", id))
 	for _, e := range readJournal(t, filepath.Join(root, "teams", "ml", id)) {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent on the full disk: %+v", e)
 		}
 	}
@@ -338,11 +339,11 @@ func TestRunPausesOnFullStateDisk(t *testing.T) {
 	}
 	events := readJournal(t, state)
 	stop := events[len(events)-1]
-	if stop.Ev != executor.EvStop || stop.Cause != string(executor.StopPaused) || len(stop.Nodes) == 0 {
+	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || len(stop.Nodes) == 0 {
 		t.Fatalf("the journal's last event is %+v, want a paused stop that released the nodes\n%s", stop, stderr.String())
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent on the full disk: %+v", e)
 		}
 	}

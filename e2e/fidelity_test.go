@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
@@ -25,7 +25,7 @@ func fidelityTable(title string, cols ...string) *format.Table {
 
 // fidelityRow adds a run's realized against predicted JCT and cost to tab, extra cells after
 // them, and returns the two differences in percent.
-func fidelityRow(tab *format.Table, seed string, r executor.Report, extra ...any) (dJCT, dCost float64) {
+func fidelityRow(tab *format.Table, seed string, r runstate.Report, extra ...any) (dJCT, dCost float64) {
 	dJCT, dCost = format.Pct(r.Realized.JCT, r.Predicted.JCT), format.Pct(r.Realized.Cost, r.Predicted.Cost)
 	tab.Row(append([]any{seed, format.Clock(r.Predicted.JCT), format.Clock(r.Realized.JCT), fmt.Sprintf("%+.1f%%", dJCT),
 		fmt.Sprintf("$%.4f", r.Predicted.Cost), fmt.Sprintf("$%.4f", r.Realized.Cost), fmt.Sprintf("%+.1f%%", dCost)}, extra...)...)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/planner"
 )
 
@@ -89,13 +89,13 @@ func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 		between := false // after a sync, before the next stage begins
 		for _, e := range readJournal(t, state) {
 			switch e.Ev {
-			case executor.EvNodeUp:
+			case journal.EvNodeUp:
 				byMarket[e.Node.Market]++
-			case executor.EvSync:
+			case journal.EvSync:
 				between = true
-			case executor.EvStage:
+			case journal.EvStage:
 				between = false
-			case executor.EvRequest:
+			case journal.EvRequest:
 				// A stage's new nodes are asked for in its own window, as the simulator has
 				// their SCALE and INIT in it (the stage on demand after the hedged ones starts
 				// two): before, the window began once they were up.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
 
@@ -38,10 +38,10 @@ profile: {iter_latency: {1: {dist: constant, value: 0.001}}}
 		var synced time.Time
 		first := map[string]time.Time{}
 		for _, e := range readJournal(b, state) {
-			if e.Ev == executor.EvSync && e.Stage == 0 {
+			if e.Ev == journal.EvSync && e.Stage == 0 {
 				synced = e.At
 			}
-			if e.Ev == executor.EvReport && !synced.IsZero() && e.At.After(synced) {
+			if e.Ev == journal.EvReport && !synced.IsZero() && e.At.After(synced) {
 				if _, ok := first[e.Trial]; !ok {
 					first[e.Trial] = e.At
 				}

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadpool"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
@@ -71,19 +72,19 @@ func TestRunOnTeamNomadCluster(t *testing.T) {
 		t.Fatalf("run on the team's cluster: exit %d\n%s", code, errOut)
 	}
 	t.Logf("cluster up and run done after %v", time.Since(start))
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || !rep.Finished || rep.Best == nil {
 		t.Fatalf("report %+v (%v)\n%s", rep, err, errOut)
 	}
 	ups, launches := 0, 0
 	for _, e := range readJournal(t, state) {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			ups++
 			if !slices.Contains(matching, e.Node.ID) || e.Node.PricePerHour != 12 {
 				t.Errorf("node up %+v: not a matching client (%v) at the spec's price", e.Node, names[e.Node.ID])
 			}
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			launches++
 			for _, id := range e.Nodes {
 				if !slices.Contains(matching, id) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -42,13 +42,13 @@ func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 		!strings.Contains(last.Reason, "misses the deadline") || last.Before.MissProb <= last.After.MissProb {
 		t.Fatalf("the last stage ran on %d GPUs; last revision %+v", final, last)
 	}
-	events, err := executor.ReadJournal(filepath.Join(replanned, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(replanned, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	journaled := 0
 	for _, e := range events {
-		if e.Ev == executor.EvReplan {
+		if e.Ev == journal.EvReplan {
 			journaled++
 			if e.Reason == "" || e.Before == nil || e.After == nil || len(e.Plan) == 0 {
 				t.Errorf("a revision journaled without why or forecasts: %+v", e)
@@ -106,13 +106,13 @@ func TestBudgetDuringARun(t *testing.T) {
 		if n, _ := os.ReadFile(filepath.Join(state, rundir.NodesFile)); strings.Contains(string(n), "local-") {
 			t.Fatalf("nodes left held after the budget stop: %s", n)
 		}
-		before, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+		before, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 		if err != nil {
 			t.Fatal(err)
 		}
 		synced := 0
 		for _, e := range before {
-			if e.Ev == executor.EvSync {
+			if e.Ev == journal.EvSync {
 				synced++
 			}
 		}
@@ -122,12 +122,12 @@ func TestBudgetDuringARun(t *testing.T) {
 		if out, errOut, code := rb(t, "resume", state, "--spec", withBudget("raised.yaml", "{max_cost_usd: 1, stop: true}")); !finishedCode(code) {
 			t.Fatalf("resume with a raised budget: exit %d\n%s\n%s", code, errOut, out)
 		}
-		all, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+		all, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range all[len(before):] {
-			if e.Ev == executor.EvLaunch && e.Stage < synced {
+			if e.Ev == journal.EvLaunch && e.Stage < synced {
 				t.Fatalf("resume relaunched %s in stage %d, finished before the stop", e.Trial, e.Stage)
 			}
 		}
@@ -147,9 +147,9 @@ func TestBudgetDuringARun(t *testing.T) {
 			gaveWay = gaveWay || (r.DeadlineGivesWay && strings.Contains(r.Reason, "over the budget"))
 		}
 		t.Logf("cost $%.4f (budget $0.22, planned $%.4f), JCT %.1f s (deadline 60 s), %d revision(s)", rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, len(rep.Revisions))
-		if events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal)); err == nil {
+		if events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal)); err == nil {
 			for _, e := range events { // what the driver forecast at each stage, for a failure
-				if e.Ev == executor.EvForecast || e.Ev == executor.EvReplan {
+				if e.Ev == journal.EvForecast || e.Ev == journal.EvReplan {
 					t.Logf("stage %d %s: %s; before %+v after %+v", e.Stage, e.Ev, e.Reason, e.Before, e.After)
 				}
 			}

@@ -20,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -28,18 +29,18 @@ import (
 	specpkg "github.com/rubberband-hpo/rubberband/spec"
 )
 
-func readJournal(t testing.TB, dir string) []executor.Event {
+func readJournal(t testing.TB, dir string) []journal.Event {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []executor.Event
+	var out []journal.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var e executor.Event
+		var e journal.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("journal line %q: %v", sc.Text(), err)
 		}
@@ -48,13 +49,13 @@ func readJournal(t testing.TB, dir string) []executor.Event {
 	return out
 }
 
-func readRunReport(t testing.TB, dir string) executor.Report {
+func readRunReport(t testing.TB, dir string) runstate.Report {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, rundir.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r executor.Report
+	var r runstate.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -87,17 +88,17 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	gpus := map[string][]int{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvDone:
+		case journal.EvDone:
 			done[[2]string{string(rune('0' + e.Stage)), e.Trial}] = *e.Metric
-		case executor.EvReport:
+		case journal.EvReport:
 			iters[e.Trial] = append(iters[e.Trial], e.Iter)
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			gpus[e.Trial] = append(gpus[e.Trial], e.GPUs)
 		}
 	}
 	// Promotions keep exactly the best reported metrics.
 	for _, e := range events {
-		if e.Ev != executor.EvSync {
+		if e.Ev != journal.EvSync {
 			continue
 		}
 		var all []string
@@ -136,7 +137,7 @@ func TestRunMLPMigratesAndPromotes(t *testing.T) {
 	}
 	// status reads the same story from the state directory.
 	out, _, code = rb(t, "status", state, "-o", "json")
-	var st executor.Report
+	var st runstate.Report
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Best == nil || st.Best.Trial != best || !st.Finished {
 		t.Fatalf("status exit %d: %s", code, out)
 	}
@@ -157,7 +158,7 @@ func TestRunPythonTrainer(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal([]byte(out), &rep)
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.5 {
 		t.Fatalf("report %s", out)
@@ -179,7 +180,7 @@ func TestRunReusesTrainerProcesses(t *testing.T) {
 	if err := os.WriteFile(reuse, []byte(strings.Replace(string(src), "trainer: {command", "trainer: {reuse: true, command", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var reports []executor.Report
+	var reports []runstate.Report
 	for _, spec := range []string{plain, reuse} {
 		state := filepath.Join(dir, "state-"+filepath.Base(spec))
 		if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); code != 0 {
@@ -191,7 +192,7 @@ func TestRunReusesTrainerProcesses(t *testing.T) {
 	if clean.Best == nil || reused.Best == nil || clean.Best.Trial != reused.Best.Trial || clean.Best.Metric != reused.Best.Metric {
 		t.Fatalf("best: %+v with a process per launch, %+v with reuse", clean.Best, reused.Best)
 	}
-	reached := func(r executor.Report) string {
+	reached := func(r runstate.Report) string {
 		var b strings.Builder
 		for _, tr := range r.Trials {
 			fmt.Fprintf(&b, "%s:%d ", tr.ID, tr.Iter)
@@ -245,11 +246,11 @@ func TestRunWorkerKilledIsRetried(t *testing.T) {
 			continue
 		}
 		switch e.Ev {
-		case executor.EvFail:
+		case journal.EvFail:
 			fails++
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			launches++
-		case executor.EvDone:
+		case journal.EvDone:
 			if fails > 0 {
 				doneAfter++
 			}
@@ -296,7 +297,7 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	before := readJournal(t, state)
 	finished := map[[2]string]bool{}
 	for _, e := range before {
-		if e.Ev == executor.EvDone {
+		if e.Ev == journal.EvDone {
 			finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] = true
 		}
 	}
@@ -307,10 +308,10 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	after := readJournal(t, state)[len(before):]
 	relaunched := 0
 	for _, e := range after {
-		if e.Ev == executor.EvLaunch && finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] {
+		if e.Ev == journal.EvLaunch && finished[[2]string{string(rune('0' + e.Stage)), e.Trial}] {
 			t.Fatalf("resume relaunched %s in stage %d, which had finished", e.Trial, e.Stage)
 		}
-		if e.Ev == executor.EvLaunch && e.Stage == 1 {
+		if e.Ev == journal.EvLaunch && e.Stage == 1 {
 			relaunched++
 		}
 	}
@@ -357,14 +358,14 @@ func TestRunHyperband(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run exit %d: %s", code, errOut)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal([]byte(out), &rep)
 	if !rep.Finished || rep.Best == nil || len(rep.Trials) != 9+5+3 {
 		t.Fatalf("report: finished %v best %+v, %d trials", rep.Finished, rep.Best, len(rep.Trials))
 	}
 	starts := map[int]time.Time{}
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvStage && e.Stage == 0 {
+		if e.Ev == journal.EvStage && e.Stage == 0 {
 			starts[e.Bracket] = e.At
 		}
 	}
@@ -445,11 +446,11 @@ func TestRunTrialGivesUp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal(out, &rep)
 	launches := 0
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvLaunch && e.Trial == "b0-t0005" {
+		if e.Ev == journal.EvLaunch && e.Trial == "b0-t0005" {
 			launches++
 		}
 	}
@@ -498,7 +499,7 @@ func TestRunOnNomad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run on nomad: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -560,16 +561,16 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
 		t.Fatal(err)
 	}
 	lost, replaced := false, false
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == "rb-node-0002" {
+		if e.Ev == journal.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == "rb-node-0002" {
 			lost = true
 		}
-		if lost && e.Ev == executor.EvNodeUp {
+		if lost && e.Ev == journal.EvNodeUp {
 			replaced = true
 		}
 	}
@@ -639,7 +640,7 @@ func fidelityNomad(t testing.TB) {
 
 // explainMiss says where a run's time went against its prediction: per stage, and what the
 // journal holds that the model does not (failed tries, lost nodes, timeouts, slow node start-up).
-func explainMiss(t testing.TB, state string, r executor.Report) string {
+func explainMiss(t testing.TB, state string, r runstate.Report) string {
 	var b strings.Builder
 	for _, s := range r.Stages {
 		fmt.Fprintf(&b, "  stage %d: predicted %.1f s realized %.1f s (%+.1f s)\n", s.Stage, s.Predicted.Duration, s.Realized.Duration, s.Realized.Duration-s.Predicted.Duration)
@@ -647,15 +648,15 @@ func explainMiss(t testing.TB, state string, r executor.Report) string {
 	var stageAt time.Time
 	for _, e := range readJournal(t, state) {
 		switch e.Ev {
-		case executor.EvStage:
+		case journal.EvStage:
 			stageAt = e.At
-		case executor.EvFail, executor.EvTimeout:
+		case journal.EvFail, journal.EvTimeout:
 			fmt.Fprintf(&b, "  %s %s stage %d try %d: %s\n", e.Ev, e.Trial, e.Stage, e.Try, e.Error)
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			if e.Error != "" {
 				fmt.Fprintf(&b, "  node_down %v: %s\n", e.Nodes, e.Error)
 			}
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			fmt.Fprintf(&b, "  node_up %s running %.2f s (wall) after its stage began\n", e.Node.ID, e.Node.RunningAt.Sub(stageAt).Seconds())
 		}
 	}
@@ -715,7 +716,7 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
-	var rep executor.Report
+	var rep runstate.Report
 	json.Unmarshal([]byte(stdout.String()), &rep)
 	if !rep.Finished || rep.Best == nil || rep.Best.Metric < 0.8 {
 		t.Fatalf("report %s\n%s", stdout.String(), stderr.String())
@@ -729,13 +730,13 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 			continue
 		}
 		switch e.Ev {
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			for _, n := range e.Nodes {
 				nodesOf[n] = true
 			}
-		case executor.EvFail:
+		case journal.EvFail:
 			retried = true
-		case executor.EvReport:
+		case journal.EvReport:
 			last := 0
 			if len(iters) > 0 {
 				last = iters[len(iters)-1]

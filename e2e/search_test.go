@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -67,12 +67,12 @@ func TestSearchThroughTheCLI(t *testing.T) {
 	}
 	runDir := filepath.Join(root, "search-a")
 	events := readJournal(t, runDir)
-	configs := executor.Configurations(events)
+	configs := journal.Configurations(events)
 	if len(configs) != 34 {
 		t.Fatalf("%d configurations journaled, want 34", len(configs))
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvTrial && e.Params != nil {
+		if e.Ev == journal.EvTrial && e.Params != nil {
 			t.Fatalf("trial %s drawn at the start, not at its launch", e.Trial)
 		}
 	}
@@ -111,7 +111,7 @@ func TestSearchThroughTheCLI(t *testing.T) {
 	os.WriteFile(b, []byte(spec), 0o644)
 	results := 0
 	for _, e := range events {
-		if e.Ev == executor.EvDone || (e.Ev == executor.EvFail && e.GaveUp) {
+		if e.Ev == journal.EvDone || (e.Ev == journal.EvFail && e.GaveUp) {
 			results++
 		}
 	}
@@ -156,10 +156,10 @@ func TestSearchThroughTheCLI(t *testing.T) {
 }
 
 // firstDraws are the configurations of a journal's first ten draws, in order.
-func firstDraws(events []executor.Event) []string {
+func firstDraws(events []journal.Event) []string {
 	var out []string
 	for _, e := range events {
-		if e.Ev == executor.EvLaunch && e.Params != nil && len(out) < 10 {
+		if e.Ev == journal.EvLaunch && e.Params != nil && len(out) < 10 {
 			b, _ := json.Marshal(e.Params)
 			out = append(out, string(b))
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/server/client"
 )
 
@@ -92,7 +92,7 @@ func BenchmarkServerLoad(b *testing.B) {
 	b.ReportMetric(float64(errs), "errors")
 	for _, id := range ids {
 		r := waitRun(b, cl, id, "ended", func(r client.Run) bool { return r.State.Ended() })
-		var rep executor.Report
+		var rep runstate.Report
 		if err := cl.Get(context.Background(), id, "report", &rep); err == nil {
 			fmt.Printf("run %s: %s, JCT %.1f s realized, %.1f s predicted (%+.1f%%)\n", id, r.State, rep.Realized.JCT, rep.Predicted.JCT, 100*(rep.Realized.JCT/rep.Predicted.JCT-1))
 		}

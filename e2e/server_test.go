@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/server"
@@ -125,7 +125,7 @@ func waitRun(t testing.TB, cl *client.Client, id, what string, check func(client
 	if met() {
 		return got
 	}
-	serr := cl.Events(ctx, id, func(executor.Event) bool { return !met() })
+	serr := cl.Events(ctx, id, func(journal.Event) bool { return !met() })
 	if met() {
 		return got
 	}
@@ -134,12 +134,12 @@ func waitRun(t testing.TB, cl *client.Client, id, what string, check func(client
 }
 
 // waitEvent follows the run's events until one of kind ev, or fails after 90 s.
-func waitEvent(t testing.TB, cl *client.Client, id, ev string) {
+func waitEvent(t testing.TB, cl *client.Client, id string, ev journal.Kind) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	seen := false
-	err := cl.Events(ctx, id, func(e executor.Event) bool { seen = e.Ev == ev; return !seen })
+	err := cl.Events(ctx, id, func(e journal.Event) bool { seen = e.Ev == ev; return !seen })
 	if !seen { // the run's state, its message and its log say why
 		run, rerr := cl.Run(context.Background(), id)
 		var log bytes.Buffer
@@ -228,7 +228,7 @@ func TestServerStory(t *testing.T) {
 		t.Errorf("carol sees team ml's runs:\n%s", out)
 	}
 	// The server dies once the first stage has synced, and comes back.
-	waitEvent(t, alice, first, executor.EvSync)
+	waitEvent(t, alice, first, journal.EvSync)
 	if run, err := alice.Run(context.Background(), first); err != nil || run.State != store.Running {
 		t.Fatalf("alice's run ended before the server could be killed in it: %+v %v", run, err)
 	}
@@ -340,18 +340,18 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitEvent(t, cl, run.ID, executor.EvSync)
+	waitEvent(t, cl, run.ID, journal.EvSync)
 	first.kill()
 	end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() })
 	if end.State != store.Finished || !driving(standby) {
 		t.Fatalf("after the first server died: %+v, the stand-by drives: %v\n%s", end, driving(standby), standby.log)
 	}
 	standby.waitSaid(t, "holds the lease") // it says it took over
-	journal := filepath.Join(standbyRoot, "teams", "ml", run.ID, "journal.jsonl")
-	if !bytes.Contains(readFileBytes(journal), []byte(`"ev":"`+executor.EvResume+`"`)) {
+	journalPath := filepath.Join(standbyRoot, "teams", "ml", run.ID, "journal.jsonl")
+	if !bytes.Contains(readFileBytes(journalPath), []byte(`"ev":"`+journal.EvResume+`"`)) {
 		t.Errorf("the stand-by's copy of the journal has no resume: the first server finished the run")
 	}
-	launchedOnce(t, journal)
+	launchedOnce(t, journalPath)
 	var best struct{ Trial string }
 	if err := cl.Get(context.Background(), run.ID, "best", &best); err != nil || best.Trial != winner {
 		t.Fatalf("winner %q (%v); the clean run's is %s", best.Trial, err, winner)

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -168,7 +169,7 @@ func BenchmarkFidelitySpot40PerHour(b *testing.B) {
 		b.Fatal(err)
 	}
 	plan := planFile(b, dir, file, "8,8,4,2")
-	var predicted, realized executor.Measured
+	var predicted, realized runstate.Measured
 	var expected float64
 	lost := 0
 	for seed := 1; seed <= seeds; seed++ {
@@ -274,14 +275,14 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	if out, errOut, code := rb(t, "run", file, "--plan", plan, "--state", state, "--time-scale", "0.1", "--no-replan"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
 	slow := map[string]bool{}
 	nodes := 0
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node != nil {
+		if e.Ev == journal.EvNodeUp && e.Node != nil {
 			nodes++
 			if e.Node.Slowdown == 2 {
 				slow[e.Node.ID] = true
@@ -297,9 +298,9 @@ func TestLocalSlowNodesEmulated(t *testing.T) {
 	sums := map[key]*[2][2]float64{} // [fast, slow] x [seconds, count]
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			on[e.Trial] = e.Nodes
-		case executor.EvDone:
+		case journal.EvDone:
 			s := 0
 			for _, n := range on[e.Trial] {
 				if slow[n] {
@@ -357,10 +358,10 @@ func TestLocalHedgedStages(t *testing.T) {
 	asked := map[string]int{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			market[e.Node.ID] = e.Node.Market
 			tier[e.Node.ID] = e.Tier == spec.MarketOnDemand
-		case executor.EvRequest:
+		case journal.EvRequest:
 			asked[e.Market]++
 		}
 	}

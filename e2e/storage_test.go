@@ -13,7 +13,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -42,7 +42,7 @@ func results(t *testing.T, state string) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvDone && e.Metric != nil {
+		if e.Ev == journal.EvDone && e.Metric != nil {
 			out[fmt.Sprintf("%s@%d", e.Trial, e.Iter)] = *e.Metric
 		}
 	}

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 const torchSpec = "examples/trainers/pytorch/job.yaml"
@@ -68,7 +69,7 @@ func TestTorchTrainer(t *testing.T) {
 		t.Fatalf("run exit %d: %s\n%s", code, errOut, out)
 	}
 	t.Logf("run took %.1f s", time.Since(began).Seconds())
-	var rep executor.Report
+	var rep runstate.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -82,9 +83,9 @@ func TestTorchTrainer(t *testing.T) {
 		at    time.Time
 		gpus  int
 		stage int
-		first *executor.Event // its first report
-		last  *executor.Event // its last report
-		done  *executor.Event
+		first *journal.Event // its first report
+		last  *journal.Event // its last report
+		done  *journal.Event
 		iters []float64 // the seconds of each iteration it reported (the trainer's epoch_seconds)
 	}
 	var launches []*launch
@@ -93,11 +94,11 @@ func TestTorchTrainer(t *testing.T) {
 	for i := range events {
 		e := &events[i]
 		switch e.Ev {
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			l := &launch{at: e.At, gpus: e.GPUs, stage: e.Stage}
 			launches = append(launches, l)
 			current[e.Trial] = l
-		case executor.EvReport:
+		case journal.EvReport:
 			reports[e.Trial] = append(reports[e.Trial], e.Iter)
 			if l := current[e.Trial]; l != nil {
 				if l.first == nil {
@@ -106,11 +107,11 @@ func TestTorchTrainer(t *testing.T) {
 				l.last = e
 				l.iters = append(l.iters, e.Metrics["epoch_seconds"])
 			}
-		case executor.EvDone:
+		case journal.EvDone:
 			if l := current[e.Trial]; l != nil {
 				l.done = e
 			}
-		case executor.EvFail:
+		case journal.EvFail:
 			t.Errorf("trial %s failed in stage %d: %s", e.Trial, e.Stage, e.Error)
 		}
 	}
@@ -158,7 +159,7 @@ func TestTorchTrainer(t *testing.T) {
 	if rep.Best.Trial != migrated {
 		t.Fatalf("best trial %s, the migrated one is %s", rep.Best.Trial, migrated)
 	}
-	var result *executor.TrialResult
+	var result *runstate.TrialResult
 	for i := range rep.Trials {
 		if rep.Trials[i].ID == migrated {
 			result = &rep.Trials[i]

@@ -20,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -142,12 +143,12 @@ func TestSecondDriverIsRefused(t *testing.T) {
 		t.Fatalf("resume after the driver died: exit %d: %s\n%s", code, errOut, out)
 	}
 	events := readJournal(t, state) // every line whole and valid
-	if rep := readRunReport(t, state); !rep.Finished || rep.Best == nil || count(events, executor.EvFinish) != 1 {
+	if rep := readRunReport(t, state); !rep.Finished || rep.Best == nil || count(events, journal.EvFinish) != 1 {
 		t.Fatalf("report %+v", rep)
 	}
 }
 
-func count(events []executor.Event, ev string) int {
+func count(events []journal.Event, ev journal.Kind) int {
 	n := 0
 	for _, e := range events {
 		if e.Ev == ev {
@@ -216,7 +217,7 @@ func TestHugeOutputLineIsLoggedAndReportsGoOn(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, e := range readJournal(t, state) {
-		if e.Ev == executor.EvDone && e.Metric == nil {
+		if e.Ev == journal.EvDone && e.Metric == nil {
 			t.Fatalf("trial %s stage %d: no metric: reports after the long line were lost", e.Trial, e.Stage)
 		}
 	}
@@ -243,7 +244,7 @@ func TestFailedRunReleasesItsNodes(t *testing.T) {
 	}
 	cost := func() float64 {
 		out, _, _ := rb(t, "status", state, "-o", "json")
-		var r executor.Report
+		var r runstate.Report
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -280,14 +281,14 @@ func TestHangingTrainerTimesOut(t *testing.T) {
 			continue
 		}
 		switch e.Ev {
-		case executor.EvTimeout:
+		case journal.EvTimeout:
 			timeouts++
-		case executor.EvFail:
+		case journal.EvFail:
 			fails++
 			if !strings.Contains(e.Error, "timed out") {
 				t.Errorf("fail event %q", e.Error)
 			}
-		case executor.EvDone:
+		case journal.EvDone:
 			done++
 		}
 	}
@@ -358,7 +359,7 @@ func TestStateDirIsSelfContained(t *testing.T) {
 	if _, errOut, code := rb(t, "resume", state, "--spec", next); !finishedCode(code) || !strings.Contains(errOut, "price_per_hour: 13") {
 		t.Fatalf("resume --spec: exit %d: %s", code, errOut)
 	}
-	if count(readJournal(t, state), executor.EvSpec) != 1 {
+	if count(readJournal(t, state), journal.EvSpec) != 1 {
 		t.Fatal("the spec change is not journaled")
 	}
 	bad := filepath.Join(tmp, "bad.yaml")
@@ -477,8 +478,8 @@ func TestCancel(t *testing.T) {
 	if driver.ProcessState.ExitCode() != 1 {
 		t.Fatalf("the cancelled driver exited %d", driver.ProcessState.ExitCode())
 	}
-	if n := heldNodes(t, state); n != 0 || count(readJournal(t, state), executor.EvCancel) != 1 {
-		t.Fatalf("%d nodes held; journal cancel events %d", n, count(readJournal(t, state), executor.EvCancel))
+	if n := heldNodes(t, state); n != 0 || count(readJournal(t, state), journal.EvCancel) != 1 {
+		t.Fatalf("%d nodes held; journal cancel events %d", n, count(readJournal(t, state), journal.EvCancel))
 	}
 	if processesWith(filepath.Join(tmp, "trainer.yaml")) != 0 {
 		t.Fatal("trainers still running after cancel")
@@ -647,10 +648,10 @@ func crashCampaign(t testing.TB, campaign int, timeScale string) {
 	}
 }
 
-func doneTwice(events []executor.Event) string {
+func doneTwice(events []journal.Event) string {
 	seen := map[string]bool{}
 	for _, e := range events {
-		if e.Ev == executor.EvDone {
+		if e.Ev == journal.EvDone {
 			k := e.Trial + " stage " + strconv.Itoa(e.Stage)
 			if seen[k] {
 				return k
@@ -661,10 +662,10 @@ func doneTwice(events []executor.Event) string {
 	return ""
 }
 
-func syncs(events []executor.Event) string {
+func syncs(events []journal.Event) string {
 	var b strings.Builder
 	for _, e := range events {
-		if e.Ev == executor.EvSync {
+		if e.Ev == journal.EvSync {
 			fmt.Fprintf(&b, "bracket %d stage %d: %v\n", e.Bracket, e.Stage, e.Keep)
 		}
 	}

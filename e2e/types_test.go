@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
@@ -125,7 +125,7 @@ func TestRunChangesInstanceType(t *testing.T) {
 	rented := map[string]int{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			if e.Node.InstanceType == "big" {
 				for id, typ := range held {
 					if typ == "small" {
@@ -135,7 +135,7 @@ func TestRunChangesInstanceType(t *testing.T) {
 			}
 			held[e.Node.ID] = e.Node.InstanceType
 			rented[e.Node.InstanceType]++
-		case executor.EvNodeOff, executor.EvInterrupt:
+		case journal.EvNodeOff, journal.EvInterrupt:
 			for _, id := range e.Nodes {
 				delete(held, id)
 			}
@@ -148,13 +148,13 @@ func TestRunChangesInstanceType(t *testing.T) {
 
 // runLocal runs a spec's plan on the local backend at a twentieth of real time into state, and
 // returns its journal.
-func runLocal(t *testing.T, specFile, plan, state string) []executor.Event {
+func runLocal(t *testing.T, specFile, plan, state string) []journal.Event {
 	t.Helper()
 	// The plan is kept (--no-replan): its change of type is under test.
 	if out, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.05", "--no-replan"); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
-	events, err := executor.ReadJournal(filepath.Join(state, rundir.Journal))
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}

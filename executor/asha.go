@@ -2,13 +2,13 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
-	"slices"
-
 	"github.com/rubberband-hpo/rubberband/asha"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -24,38 +24,13 @@ import (
 // Decisions are journaled before they are acted on (EvPromote, EvPhase), so a resumed run takes
 // each promotion once and relaunches the jobs in flight from their checkpoints.
 
-// ErrNoASHAPlan is returned for an ASHA job run without its plan.
-var ErrNoASHAPlan = errors.New("an asha job runs an asha plan (its GPU schedule): `rubberband plan` makes one")
-
-// newASHA is the driver of an ASHA run: its stages are rungs (spec.ASHA.RungStages), every
-// bracket's held at the first phase's GPUs on the default offer.
-func newASHA(cfg Config, m *sim.Model, a spec.ASHA) (*run, error) {
-	if cfg.ASHA == nil {
-		return nil, ErrNoASHAPlan
-	}
-	p := *cfg.ASHA
-	if err := m.CheckASHA(p); err != nil {
-		return nil, fmt.Errorf("plan does not fit the spec: %w", err)
-	}
-	brackets := a.RungStages()
-	plan := make(sim.Alloc, len(brackets))
-	for b, br := range brackets {
-		for range br.Stages {
-			plan[b] = append(plan[b], sim.StageAlloc{GPUs: p.GPUs[0], Nodes: m.NodesFor(p.GPUs[0])})
-		}
-	}
-	st := newState(cfg.Experiment, brackets, plan, cfg.Log)
-	st.asha = &ashaState{plan: p, ladder: asha.New(a), index: map[string]int{}, rungEnd: map[stageKey]time.Time{}, promoted: map[stageKey][]string{}}
-	return &run{cfg: cfg, clk: cfg.Clock, model: m, st: st, log: cfg.Log}, nil
-}
-
 // sampleASHA journals the trials not journaled yet, in the ladder's order (trial i in bracket
 // i mod B), with their configurations unless the sampler draws them at launch.
 func (x *run) sampleASHA() error {
 	a := x.cfg.Experiment.Algorithm.ASHA
 	brackets := max(a.Brackets, 1)
 	x.mu.Lock()
-	have := len(x.st.asha.byIndex)
+	have := len(x.st.ASHA.ByIndex)
 	x.mu.Unlock()
 	var configs []spec.Config
 	if !x.cfg.Experiment.Sampler.Adaptive() && have < a.Trials {
@@ -66,7 +41,7 @@ func (x *run) sampleASHA() error {
 	}
 	for i := have; i < a.Trials; i++ {
 		b := i % brackets
-		e := Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
+		e := journal.Event{Ev: journal.EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
 		if configs != nil {
 			e.Params = configs[i]
 		}
@@ -80,18 +55,18 @@ func (x *run) sampleASHA() error {
 // runASHA runs the job loop from where the journal left it: the jobs in flight first.
 func (x *run) runASHA(ctx context.Context) error {
 	x.mu.Lock()
-	a := x.st.asha
-	began := len(a.phaseAt) > 0
+	a := x.st.ASHA
+	began := len(a.PhaseAt) > 0
 	x.mu.Unlock()
 	if !began {
-		if err := x.record(Event{Ev: EvPhase, Stage: 0, GPUs: a.plan.GPUs[0]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: 0, GPUs: a.Plan.GPUs[0]}, true); err != nil {
 			return err
 		}
 	}
 	x.mu.Lock()
-	gpus := a.plan.GPUs[len(a.phaseAt)-1]
+	gpus := a.Plan.GPUs[len(a.PhaseAt)-1]
 	var jobs []job
-	for _, j := range a.ladder.Jobs() {
+	for _, j := range a.Ladder.Jobs() {
 		jobs = append(jobs, x.ashaJob(j))
 	}
 	x.mu.Unlock()
@@ -109,7 +84,7 @@ func (x *run) runASHA(ctx context.Context) error {
 		return err
 	}
 	x.mu.Lock()
-	_, _, anyResult := a.ladder.Best()
+	_, _, anyResult := a.Ladder.Best()
 	x.mu.Unlock()
 	if !anyResult { // as a synchronous stage whose every trial failed: no winner is no finish
 		return fmt.Errorf("run: asha: every trial failed (their logs say why)")
@@ -124,20 +99,20 @@ func (x *run) runASHA(ctx context.Context) error {
 // entered any.
 func (x *run) enterPhases() (bool, error) {
 	x.mu.Lock()
-	a := x.st.asha
-	phase := len(a.phaseAt) - 1
-	next := max(phase, a.enterNow)
-	if a.ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
-		demand := a.ladder.InFlight() + a.ladder.Promotable()
-		for next+1 < len(a.plan.GPUs) && demand <= a.plan.GPUs[next+1] {
+	a := x.st.ASHA
+	phase := len(a.PhaseAt) - 1
+	next := max(phase, a.EnterNow)
+	if a.Ladder.Started() >= x.cfg.Experiment.Algorithm.ASHA.Trials {
+		demand := a.Ladder.InFlight() + a.Ladder.Promotable()
+		for next+1 < len(a.Plan.GPUs) && demand <= a.Plan.GPUs[next+1] {
 			next++
 		}
 	}
-	gpus := slices.Clone(a.plan.GPUs)
+	gpus := slices.Clone(a.Plan.GPUs)
 	x.mu.Unlock()
 	for p := phase + 1; p <= next; p++ {
 		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(gpus), gpus[p])
-		if err := x.record(Event{Ev: EvPhase, Stage: p, GPUs: gpus[p]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: p, GPUs: gpus[p]}, true); err != nil {
 			return false, err
 		}
 	}
@@ -146,8 +121,8 @@ func (x *run) enterPhases() (bool, error) {
 
 // ashaJob is a ladder's job as the job loop runs it. Callers hold x.mu.
 func (x *run) ashaJob(j asha.Job) job {
-	st := x.st.brackets[j.Bracket].Stages[j.Rung]
-	return job{trial: x.st.asha.byIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.plan[j.Bracket][j.Rung], 1)}
+	st := x.st.Brackets[j.Bracket].Stages[j.Rung]
+	return job{trial: x.st.ASHA.ByIndex[j.Trial], bracket: j.Bracket, k: j.Rung, st: st, budget: x.budget(st, x.st.Plan[j.Bracket][j.Rung], 1)}
 }
 
 // ashaSource hands the job loop ASHA's jobs, and weighs a revision of the schedule (review) as
@@ -161,7 +136,7 @@ type ashaSource struct {
 
 // milestone is how many quarters of the trials an ASHA run has started. Callers hold x.mu.
 func (x *run) milestone() int {
-	return 4 * x.st.asha.ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
+	return 4 * x.st.ASHA.Ladder.Started() / x.cfg.Experiment.Algorithm.ASHA.Trials
 }
 
 var _ jobSource = (*ashaSource)(nil)
@@ -176,8 +151,8 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		return stageEvent{}, err
 	}
 	x.mu.Lock()
-	a := x.st.asha
-	phase, milestone := len(a.phaseAt)-1, x.milestone()
+	a := x.st.ASHA
+	phase, milestone := len(a.PhaseAt)-1, x.milestone()
 	x.mu.Unlock()
 	if entered || milestone > s.milestone {
 		s.milestone = milestone
@@ -189,16 +164,16 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		}
 	}
 	x.mu.Lock()
-	gpus := a.plan.GPUs[len(a.phaseAt)-1]
+	gpus := a.Plan.GPUs[len(a.PhaseAt)-1]
 	x.mu.Unlock()
 	var jobs []job
 	for {
 		x.mu.Lock()
-		j, ok := a.ladder.Peek()
-		ok = ok && a.ladder.InFlight() < gpus
-		var e Event
+		j, ok := a.Ladder.Peek()
+		ok = ok && a.Ladder.InFlight() < gpus
+		var e journal.Event
 		if ok {
-			e = Event{Ev: EvPromote, Bracket: j.Bracket, Stage: j.Rung, Trial: a.byIndex[j.Trial], Iter: j.To}
+			e = journal.Event{Ev: journal.EvPromote, Bracket: j.Bracket, Stage: j.Rung, Trial: a.ByIndex[j.Trial], Iter: j.To}
 		}
 		x.mu.Unlock()
 		if !ok {
@@ -212,7 +187,7 @@ func (s *ashaSource) more(int) (stageEvent, error) {
 		x.mu.Unlock()
 	}
 	x.mu.Lock()
-	done := a.ladder.Done()
+	done := a.Ladder.Done()
 	x.mu.Unlock()
 	return stageEvent{kind: evWork, jobs: jobs, parallel: gpus, keep: x.model.NodesFor(gpus), exhausted: done}, nil
 }
@@ -232,10 +207,10 @@ func (x *run) ashaProgress(k int) {
 // ashaHeartbeat tells Progress of the highest rung reached so far.
 func (x *run) ashaHeartbeat() {
 	x.mu.Lock()
-	a, top := x.st.asha, 0
-	for b, br := range x.st.brackets {
+	a, top := x.st.ASHA, 0
+	for b, br := range x.st.Brackets {
 		for k := range br.Stages {
-			if k > top && a.ladder.Results(b, k) > 0 {
+			if k > top && a.Ladder.Results(b, k) > 0 {
 				top = k
 			}
 		}
@@ -247,26 +222,26 @@ func (x *run) ashaHeartbeat() {
 
 // ashaStatus is the run's status at rung k, with the iterations reported in all when iters (a
 // walk over every trial: the heartbeat's, not each result's). Callers hold x.mu.
-func (x *run) ashaStatus(k int, withIters bool) Status {
-	a := x.st.asha
+func (x *run) ashaStatus(k int, withIters bool) runstate.Status {
+	a := x.st.ASHA
 	done, least := 0, 0
-	for b := range x.st.brackets {
-		if k < len(x.st.brackets[b].Stages) {
-			done += a.ladder.Results(b, k)
-			least += x.st.brackets[b].Stages[k].Trials
+	for b := range x.st.Brackets {
+		if k < len(x.st.Brackets[b].Stages) {
+			done += a.Ladder.Results(b, k)
+			least += x.st.Brackets[b].Stages[k].Trials
 		}
 	}
 	iters := 0
 	if withIters {
-		for _, ids := range x.st.order {
+		for _, ids := range x.st.Order {
 			for _, id := range ids {
-				iters += x.st.trials[id].iter
+				iters += x.st.Trials[id].Iter
 			}
 		}
 	}
-	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
-	return Status{Bracket: "asha", Stage: k, Stages: len(x.st.brackets[0].Stages), Done: done, Total: least, Rungs: true,
-		Running: len(x.st.openLaunch), Iters: iters, Elapsed: elapsed, Cost: x.bill(x.clk.Now()).Total, Forecast: forecast}
+	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT()
+	return runstate.Status{Bracket: "asha", Stage: k, Stages: len(x.st.Brackets[0].Stages), Done: done, Total: least, Rungs: true,
+		Running: len(x.st.OpenLaunch), Iters: iters, Elapsed: elapsed, Cost: x.st.Bill(x.clk.Now()).Total, Forecast: forecast}
 }
 
 // reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what
@@ -298,74 +273,23 @@ func (x *run) reviewASHA(ctx context.Context, p int) error {
 // ashaPresent is where an ASHA run in its current phase stands now, with the model as the run
 // observed it. Callers hold x.mu.
 func (x *run) ashaPresent(now time.Time) (*sim.Model, planner.ASHAPresent) {
-	s, a := x.st, x.st.asha
+	s, a := x.st, x.st.ASHA
 	start := sim.ASHAStart{
-		Ladder:  a.ladder.Clone(),
-		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.nodes[0]),
+		Ladder:  a.Ladder.Clone(),
+		Trained: map[int]int{}, Running: map[int]bool{}, Nodes: len(s.Nodes[0]),
 	}
-	for _, j := range a.ladder.Jobs() {
-		t := s.trials[a.byIndex[j.Trial]]
-		if t.iter > j.From {
-			start.Trained[j.Trial] = t.iter
+	for _, j := range a.Ladder.Jobs() {
+		t := s.Trials[a.ByIndex[j.Trial]]
+		if t.Iter > j.From {
+			start.Trained[j.Trial] = t.Iter
 		}
-		start.Running[j.Trial] = t.state == trial.Running
+		start.Running[j.Trial] = t.State == trial.Running
 	}
-	phase := len(a.phaseAt) - 1
-	return x.model.Posterior(x.evidence(func(evidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
+	phase := len(a.PhaseAt) - 1
+	return x.model.Posterior(x.st.SimEvidence(func(runstate.EvidenceKey) float64 { return 1 }, now)), planner.ASHAPresent{
 		Start:   start,
-		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.plan.GPUs[phase:])},
-		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
-		Spent:   x.bill(now).Total,
+		Plan:    sim.ASHAPlan{GPUs: slices.Clone(a.Plan.GPUs[phase:])},
+		Elapsed: now.Sub(s.Start).Seconds() / x.cfg.TimeScale,
+		Spent:   x.st.Bill(now).Total,
 	}
-}
-
-// VerifyASHA audits an ASHA run's journal against the promotion rule itself: its results fed to
-// a fresh ladder in journal order, every promotion must be the one the rule hands out at that
-// point (none taken twice), and a finished run must leave the ladder done. It returns the
-// winner the rule picks from those results: what the run must report.
-func VerifyASHA(exp *spec.Experiment, events []Event) (best string, err error) {
-	a := exp.Algorithm.ASHA
-	if a == nil {
-		return "", fmt.Errorf("verify asha: %s is not an asha job", exp.Name)
-	}
-	l := asha.New(*a)
-	var byIndex []string
-	index := map[string]int{}
-	finished := false
-	for i, e := range events {
-		switch e.Ev {
-		case EvTrial:
-			index[e.Trial] = len(byIndex)
-			byIndex = append(byIndex, e.Trial)
-		case EvPromote:
-			j, ok := l.Next()
-			if !ok || byIndex[j.Trial] != e.Trial || j.Rung != e.Stage || j.Bracket != e.Bracket {
-				want := "nothing"
-				if ok {
-					want = fmt.Sprintf("%s to bracket %d rung %d", byIndex[j.Trial], j.Bracket, j.Rung)
-				}
-				return "", fmt.Errorf("verify asha: record %d promotes %s to bracket %d rung %d; the rule hands out %s", i+1, e.Trial, e.Bracket, e.Stage, want)
-			}
-		case EvDone:
-			if err := l.Report(index[e.Trial], search.Loss(metricOrNaN(e.Metric), exp.Objective.Mode)); err != nil {
-				return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
-			}
-		case EvFail:
-			if e.GaveUp {
-				if err := l.Drop(index[e.Trial]); err != nil {
-					return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
-				}
-			}
-		case EvFinish:
-			finished = true
-		}
-	}
-	if finished && !l.Done() {
-		return "", fmt.Errorf("verify asha: the run finished with its ladder not done (%d jobs in flight, %d of %d trials started)", l.InFlight(), l.Started(), a.Trials)
-	}
-	t, _, ok := l.Best()
-	if !ok {
-		return "", nil
-	}
-	return byIndex[t], nil
 }

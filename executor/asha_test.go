@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -46,7 +48,7 @@ func newASHAHarness(t testing.TB) *harness {
 	h.cfg.Alloc, h.cfg.ASHA = nil, &ashaPlan
 	// Each gang takes a second an iteration, stretched by a factor of its trial's own, so that
 	// results arrive out of trial order and promotions happen between them.
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		env := g.Workers[0].Env
 		f := fnv.New32a()
 		f.Write([]byte(g.Trial))
@@ -56,10 +58,10 @@ func newASHAHarness(t testing.TB) *harness {
 	return h
 }
 
-// checkASHAJournal audits a journal (executor.VerifyASHA) and returns the rule's winner.
-func checkASHAJournal(t *testing.T, exp *spec.Experiment, events []executor.Event) string {
+// checkASHAJournal audits a journal (runstate.VerifyASHA) and returns the rule's winner.
+func checkASHAJournal(t *testing.T, exp *spec.Experiment, events []journal.Event) string {
 	t.Helper()
-	best, err := executor.VerifyASHA(exp, events)
+	best, err := runstate.VerifyASHA(exp, events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +82,9 @@ func TestASHARun(t *testing.T) {
 	}
 	// The audit sees a decision taken twice.
 	for i, e := range events {
-		if e.Ev == executor.EvPromote && e.Stage > 0 {
+		if e.Ev == journal.EvPromote && e.Stage > 0 {
 			tampered := append(slices.Clone(events[:i+1]), events[i:]...)
-			if _, err := executor.VerifyASHA(h.cfg.Experiment, tampered); err == nil {
+			if _, err := runstate.VerifyASHA(h.cfg.Experiment, tampered); err == nil {
 				t.Fatal("a promotion journaled twice passed the audit")
 			}
 			break
@@ -100,20 +102,20 @@ func TestASHARun(t *testing.T) {
 	startIter := map[string]int{} // trial -> the iteration its rung starts from
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvPhase:
+		case journal.EvPhase:
 			if e.Stage != phase+1 || e.GPUs != ashaPlan.GPUs[e.Stage] {
 				t.Fatalf("phase %d (%d GPUs) after phase %d", e.Stage, e.GPUs, phase)
 			}
 			phase = e.Stage
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			held[e.Node.ID] = true
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			for _, id := range e.Nodes {
 				delete(held, id)
 			}
-		case executor.EvPromote:
+		case journal.EvPromote:
 			startIter[e.Trial] = h.cfg.Experiment.Algorithm.ASHA.Rungs(e.Bracket)[e.Stage] // its target, checked below
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			if !strings.HasPrefix(e.Trial, fmt.Sprintf("b%d-", e.Bracket)) {
 				t.Fatalf("%s launched as bracket %d's", e.Trial, e.Bracket)
 			}
@@ -121,8 +123,8 @@ func TestASHARun(t *testing.T) {
 			if len(running) > ashaPlan.GPUs[phase] {
 				t.Fatalf("%d gangs in phase %d of %v", len(running), phase, ashaPlan.GPUs)
 			}
-		case executor.EvDone, executor.EvFail:
-			if e.Ev == executor.EvFail {
+		case journal.EvDone, journal.EvFail:
+			if e.Ev == journal.EvFail {
 				t.Fatalf("%s failed in a run without faults: %s", e.Trial, e.Error)
 			}
 			delete(running, e.Trial)
@@ -148,7 +150,7 @@ func TestASHARun(t *testing.T) {
 			t.Fatalf("%s launched from %d to %d", g.Trial, env.StartIter, env.TargetIter)
 		}
 	}
-	var top *executor.TrialResult
+	var top *runstate.TrialResult
 	for i := range res.Trials {
 		tr := &res.Trials[i]
 		if tr.State != trial.Stopped {
@@ -201,7 +203,7 @@ func TestASHAResumeAnywhere(t *testing.T) {
 func TestASHANeedsItsPlan(t *testing.T) {
 	h := newASHAHarness(t)
 	h.cfg.ASHA = nil
-	if _, _, err := h.run(t, context.Background()); !errors.Is(err, executor.ErrNoASHAPlan) {
+	if _, _, err := h.run(t, context.Background()); !errors.Is(err, runstate.ErrNoASHAPlan) {
 		t.Fatalf("err %v", err)
 	}
 	h = newASHAHarness(t)

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 // A trainer that fails every try the same way (a bug: an import error, a wrong flag) stops the
@@ -30,12 +32,12 @@ func TestBrokenTrainerStopsTheRunEarly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.h(t)
-			h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+			h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 				// which worker says it differs; so does how long each takes to fail
 				return fake.Behavior{Err: fmt.Errorf("worker %d: exit status 1", n%2), Duration: time.Duration(1+len(g.Trial)%3+n) * time.Second}
 			}
 			res, events, err := h.run(t, context.Background())
-			var broken *executor.BrokenTrainerError
+			var broken *runstate.BrokenTrainerError
 			if !errors.As(err, &broken) || len(broken.Trials) != 3 || !strings.Contains(err.Error(), "exit status 1") ||
 				!strings.Contains(err.Error(), "rubberband logs "+cmp.Or(res.RunID, "RUN")+" "+broken.Trials[0]) {
 				t.Fatalf("run: %v, want the broken trainer's error naming the log", err)
@@ -45,11 +47,11 @@ func TestBrokenTrainerStopsTheRunEarly(t *testing.T) {
 			}
 			started := map[string]bool{}
 			for _, e := range events {
-				if e.Ev == executor.EvLaunch {
+				if e.Ev == journal.EvLaunch {
 					started[e.Trial] = true
 				}
 			}
-			sampled := count(events, executor.EvTrial, "")
+			sampled := count(events, journal.EvTrial, "")
 			t.Logf("%d of %d sampled trials started", len(started), sampled)
 			if len(started) >= sampled {
 				t.Fatalf("%d of %d trials started: the rule stopped nothing", len(started), sampled)
@@ -65,7 +67,7 @@ func TestBrokenTrainerStopsTheRunEarly(t *testing.T) {
 // not fire the rule: the run goes on and finishes with a winner.
 func TestVariedFailuresDoNotStopTheRun(t *testing.T) {
 	h := newHarness(t, shaSpec)
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		switch g.Trial {
 		case "b0-t0001", "b0-t0002":
 			return fake.Behavior{Err: errors.New("exit status 1")}
@@ -85,7 +87,7 @@ func TestVariedFailuresDoNotStopTheRun(t *testing.T) {
 func TestASHAWhoseEveryTrialFailedFails(t *testing.T) {
 	h := newASHAHarness(t)
 	var tries atomic.Int32
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		return fake.Behavior{Err: fmt.Errorf("exit status %d", tries.Add(1))} // each its own
 	}
 	res, _, err := h.run(t, context.Background())
@@ -99,7 +101,7 @@ func TestASHAWhoseEveryTrialFailedFails(t *testing.T) {
 // stop the run, whose retries then start them and finish with a winner.
 func TestLaunchFailuresAreNotABrokenTrainer(t *testing.T) {
 	h := newHarness(t, strings.Replace(shaSpec, "trials: 8,", "trials: 32,", 1))
-	h.runtime.LaunchFault = func(g executor.Gang, n int) error {
+	h.runtime.LaunchFault = func(g gang.Gang, n int) error {
 		if n == 1 {
 			return fmt.Errorf("launch %s: fork/exec train: resource temporarily unavailable", g.Trial)
 		}

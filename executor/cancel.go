@@ -3,6 +3,9 @@ package executor
 import (
 	"context"
 	"fmt"
+
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // Cancel marks a run cancelled, from its journal (cfg.Past): the gangs any driver left are
@@ -15,7 +18,7 @@ func Cancel(ctx context.Context, cfg Config, why string) error {
 	if err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if reaper, ok := cfg.Runtime.(Reaper); ok {
+	if reaper, ok := cfg.Runtime.(gang.Reaper); ok {
 		if err := reaper.Reap(ctx); err != nil {
 			return fmt.Errorf("cancel: end the run's gangs: %w", err)
 		}
@@ -23,8 +26,8 @@ func Cancel(ctx context.Context, cfg Config, why string) error {
 	if err := x.releaseAll(ctx, why); err != nil {
 		return fmt.Errorf("cancel: %w", err)
 	}
-	if x.st.finished {
+	if x.st.Finished {
 		return nil // nothing left to cancel: the run had finished
 	}
-	return x.record(Event{Ev: EvCancel, Error: why}, true)
+	return x.record(journal.Event{Ev: journal.EvCancel, Error: why}, true)
 }

@@ -18,6 +18,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -96,12 +99,12 @@ func newHarness(t testing.TB, text string) *harness {
 
 // run runs (or resumes) the job on the harness's journal, in the harness's virtual time (a
 // second run of one harness carries on from where its clock stopped).
-func (h *harness) run(t testing.TB, ctx context.Context) (*executor.Result, []executor.Event, error) {
+func (h *harness) run(t testing.TB, ctx context.Context) (*runstate.Result, []journal.Event, error) {
 	t.Helper()
-	var res *executor.Result
+	var res *runstate.Result
 	var runErr error
 	h.within(t, ctx, func(ctx context.Context) {
-		j, past, err := executor.OpenJournalWith(h.journal, executor.JournalOptions{Clock: h.clock})
+		j, past, err := journal.OpenJournalWith(h.journal, journal.JournalOptions{Clock: h.clock})
 		if err != nil {
 			t.Error(err)
 			return
@@ -113,7 +116,7 @@ func (h *harness) run(t testing.TB, ctx context.Context) (*executor.Result, []ex
 			t.Error(err)
 		}
 	})
-	events, err := executor.ReadJournal(h.journal)
+	events, err := journal.ReadJournal(h.journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +136,7 @@ func (h *harness) within(t testing.TB, ctx context.Context, f func(ctx context.C
 // it is relaunched, and the stage's result is the one at the target.
 func TestCleanExitShortOfTargetIsNotDone(t *testing.T) {
 	h := newHarness(t, shaSpec)
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		target := g.Workers[0].Env.TargetIter
 		if g.Trial == "b0-t0002" && n == 1 {
 			return fake.Behavior{Reports: []trial.Report{{Iter: target - 1, Metrics: map[string]float64{"score": 5}}}}
@@ -153,12 +156,12 @@ func TestCleanExitShortOfTargetIsNotDone(t *testing.T) {
 			continue
 		}
 		switch e.Ev {
-		case executor.EvFail:
+		case journal.EvFail:
 			fails++
 			if !strings.Contains(e.Error, "short of the target") {
 				t.Errorf("fail event %q", e.Error)
 			}
-		case executor.EvDone:
+		case journal.EvDone:
 			dones++
 			if e.Iter != 1 || *e.Metric == 5 {
 				t.Errorf("done at iteration %d with %v: the partial result was recorded", e.Iter, *e.Metric)
@@ -171,11 +174,11 @@ func TestCleanExitShortOfTargetIsNotDone(t *testing.T) {
 }
 
 // winner and survivors of a finished run, from its journal.
-func outcome(t testing.TB, events []executor.Event) (best string, survivors map[[2]int]string) {
+func outcome(t testing.TB, events []journal.Event) (best string, survivors map[[2]int]string) {
 	t.Helper()
 	survivors = map[[2]int]string{}
 	for _, e := range events {
-		if e.Ev == executor.EvSync {
+		if e.Ev == journal.EvSync {
 			survivors[[2]int{e.Bracket, e.Stage}] = strings.Join(e.Keep, ",")
 		}
 	}
@@ -183,16 +186,16 @@ func outcome(t testing.TB, events []executor.Event) (best string, survivors map[
 }
 
 // bestOf is the top of the last sync of every bracket with the best metric, from the journal.
-func bestOf(events []executor.Event) string {
+func bestOf(events []journal.Event) string {
 	metric := map[[2]string]float64{}
-	lastSync := map[int]executor.Event{}
+	lastSync := map[int]journal.Event{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvDone:
+		case journal.EvDone:
 			if e.Metric != nil {
 				metric[[2]string{e.Trial, fmt.Sprint(e.Stage)}] = *e.Metric
 			}
-		case executor.EvSync:
+		case journal.EvSync:
 			if prev, ok := lastSync[e.Bracket]; !ok || e.Stage >= prev.Stage {
 				lastSync[e.Bracket] = e
 			}
@@ -211,10 +214,10 @@ func bestOf(events []executor.Event) string {
 }
 
 // doneTwice names a trial-stage journaled done more than once.
-func doneTwice(events []executor.Event) string {
+func doneTwice(events []journal.Event) string {
 	seen := map[[2]string]bool{}
 	for _, e := range events {
-		if e.Ev != executor.EvDone {
+		if e.Ev != journal.EvDone {
 			continue
 		}
 		k := [2]string{e.Trial, fmt.Sprint(e.Stage)}
@@ -226,17 +229,17 @@ func doneTwice(events []executor.Event) string {
 	return ""
 }
 
-func launches(events []executor.Event, trialID string, stage int) int {
+func launches(events []journal.Event, trialID string, stage int) int {
 	n := 0
 	for _, e := range events {
-		if e.Ev == executor.EvLaunch && e.Trial == trialID && e.Stage == stage {
+		if e.Ev == journal.EvLaunch && e.Trial == trialID && e.Stage == stage {
 			n++
 		}
 	}
 	return n
 }
 
-func count(events []executor.Event, ev, trialID string) int {
+func count(events []journal.Event, ev journal.Kind, trialID string) int {
 	n := 0
 	for _, e := range events {
 		if e.Ev == ev && (trialID == "" || e.Trial == trialID) {
@@ -251,7 +254,7 @@ func count(events []executor.Event, ev, trialID string) int {
 func TestRetryThenGiveUp(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	boom := errors.New("worker 0: exit status 3")
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		switch {
 		case g.Trial == "b0-t0001" && n == 1:
 			return fake.Behavior{Err: boom}
@@ -272,7 +275,7 @@ func TestRetryThenGiveUp(t *testing.T) {
 	}
 	gaveUp := 0
 	for _, e := range events {
-		if e.Ev == executor.EvFail && e.GaveUp {
+		if e.Ev == journal.EvFail && e.GaveUp {
 			gaveUp++
 			if e.Trial != "b0-t0005" || !strings.Contains(e.Error, "exit status 3") {
 				t.Errorf("gave up on %s: %q", e.Trial, e.Error)
@@ -289,7 +292,7 @@ func TestRetryThenGiveUp(t *testing.T) {
 func TestLostNodeIsReplaced(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	var lost string
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Trial == "b0-t0003" && n == 1 {
 			lost = g.Workers[0].Node.ID
 			h.provider.Lose(lost)
@@ -303,7 +306,7 @@ func TestLostNodeIsReplaced(t *testing.T) {
 	}
 	var journaled bool
 	for _, e := range events {
-		if e.Ev == executor.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == lost {
+		if e.Ev == journal.EvNodeOff && e.Error == "lost" && len(e.Nodes) == 1 && e.Nodes[0] == lost {
 			journaled = true
 		}
 	}
@@ -327,12 +330,12 @@ func TestScaleDownAtSync(t *testing.T) {
 	var atSync []int
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			held++
 			peak = max(peak, held)
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			held -= len(e.Nodes)
-		case executor.EvStage:
+		case journal.EvStage:
 			atSync = append(atSync, held)
 		}
 	}
@@ -352,14 +355,14 @@ var hyperbandSpec = strings.NewReplacer(
 // Hyperband's brackets run at the same time, each on its own nodes, and each picks its best.
 func TestHyperbandBracketsInParallel(t *testing.T) {
 	h := newHarness(t, hyperbandSpec)
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Duration: 20 * time.Millisecond} }
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior { return fake.Behavior{Duration: 20 * time.Millisecond} }
 	res, events, err := h.run(t, context.Background())
 	if err != nil || !res.Finished {
 		t.Fatalf("run: %v", err)
 	}
 	brackets := map[int]bool{}
 	for _, e := range events {
-		if e.Ev == executor.EvSync {
+		if e.Ev == journal.EvSync {
 			brackets[e.Bracket] = true
 		}
 	}
@@ -380,7 +383,7 @@ func TestInterruptReleasesNodesAndResumes(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		b := fake.Behavior{}
 		if g.Workers[0].Env.TargetIter > 1 {
 			once.Do(func() {
@@ -400,9 +403,9 @@ func TestInterruptReleasesNodesAndResumes(t *testing.T) {
 	up, down := 0, 0
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			up++
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			down += len(e.Nodes)
 		}
 	}
@@ -427,13 +430,13 @@ func TestInterruptReleasesNodesAndResumes(t *testing.T) {
 func TestBudgetKeepsLaunchOverheadInWallTime(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	h.cfg.TimeScale = 1e-4
-	h.runtime.Behave = func(executor.Gang, int) fake.Behavior { return fake.Behavior{Duration: 30 * time.Millisecond} }
+	h.runtime.Behave = func(gang.Gang, int) fake.Behavior { return fake.Behavior{Duration: 30 * time.Millisecond} }
 	res, events, err := h.run(t, context.Background())
 	if err != nil || !res.Finished {
 		t.Fatalf("run: %v", err)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvTimeout || e.Ev == executor.EvFail {
+		if e.Ev == journal.EvTimeout || e.Ev == journal.EvFail {
 			t.Fatalf("%s %s: %s", e.Ev, e.Trial, e.Error)
 		}
 	}
@@ -448,7 +451,7 @@ func TestBudgetKeepsLaunchOverheadInWallTime(t *testing.T) {
 // journal says so.
 func TestTimeoutStopsAndRetries(t *testing.T) {
 	h := newHarness(t, strings.Replace(shaSpec, "trainer: {command: [train]}", "trainer: {command: [train], timeout: 300ms}", 1))
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Trial == "b0-t0004" && n == 1 {
 			return fake.Behavior{Hang: true, Reports: []trial.Report{}}
 		}
@@ -461,8 +464,8 @@ func TestTimeoutStopsAndRetries(t *testing.T) {
 	if el := h.clock.Now().Sub(epoch); el > time.Minute {
 		t.Fatalf("a hanging gang held the run for %v of virtual time", el)
 	}
-	if count(events, executor.EvTimeout, "b0-t0004") != 1 || h.runtime.Tries("b0-t0004") != 2 || res.Brackets[0].Stages[0].Timeouts != 1 {
-		t.Fatalf("timeouts %d, tries %d, stage %+v", count(events, executor.EvTimeout, "b0-t0004"), h.runtime.Tries("b0-t0004"), res.Brackets[0].Stages[0])
+	if count(events, journal.EvTimeout, "b0-t0004") != 1 || h.runtime.Tries("b0-t0004") != 2 || res.Brackets[0].Stages[0].Timeouts != 1 {
+		t.Fatalf("timeouts %d, tries %d, stage %+v", count(events, journal.EvTimeout, "b0-t0004"), h.runtime.Tries("b0-t0004"), res.Brackets[0].Stages[0])
 	}
 	if !strings.Contains(h.log.String(), "budget") {
 		t.Fatalf("the run log does not say why: %s", h.log.String())
@@ -474,7 +477,7 @@ func TestFailedRunReleasesNodes(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		h := newHarness(t, shaSpec)
 		h.cfg.KeepNodes = keep
-		h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior { return fake.Behavior{Err: errors.New("exit status 1")} }
+		h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior { return fake.Behavior{Err: errors.New("exit status 1")} }
 		_, events, err := h.run(t, context.Background())
 		if err == nil || !strings.Contains(err.Error(), "all failed the same way") {
 			t.Fatalf("keep %v: run: %v", keep, err)
@@ -483,7 +486,7 @@ func TestFailedRunReleasesNodes(t *testing.T) {
 		if keep && held != 4 || !keep && held != 0 {
 			t.Fatalf("keep %v: %d nodes held after the failure", keep, held)
 		}
-		if !keep && count(events, executor.EvNodeOff, "") == 0 {
+		if !keep && count(events, journal.EvNodeOff, "") == 0 {
 			t.Fatal("the release is not journaled")
 		}
 	}
@@ -498,8 +501,8 @@ func TestPartialCreateReleasesWhatCameUp(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "insufficient capacity") {
 		t.Fatalf("run: %v", err)
 	}
-	if h.provider.Held() != 0 || count(events, executor.EvNodeUp, "") != 3 || len(h.provider.Deleted) != 3 {
-		t.Fatalf("held %d, journaled up %d, deleted %v", h.provider.Held(), count(events, executor.EvNodeUp, ""), h.provider.Deleted)
+	if h.provider.Held() != 0 || count(events, journal.EvNodeUp, "") != 3 || len(h.provider.Deleted) != 3 {
+		t.Fatalf("held %d, journaled up %d, deleted %v", h.provider.Held(), count(events, journal.EvNodeUp, ""), h.provider.Deleted)
 	}
 }
 
@@ -538,7 +541,7 @@ func TestPendingOrphanIsNotBilled(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		b := fake.Behavior{}
 		if g.Workers[0].Env.TargetIter > 1 {
 			once.Do(func() { cancel(); b.Hang = true })
@@ -553,7 +556,7 @@ func TestPendingOrphanIsNotBilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resume := func(orphan bool) (float64, []executor.Event) {
+	resume := func(orphan bool) (float64, []journal.Event) {
 		if err := os.WriteFile(h.journal, interrupted, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -572,7 +575,7 @@ func TestPendingOrphanIsNotBilled(t *testing.T) {
 		t.Fatalf("a pending orphan added $%v to the cost ($%v without it): want at most one minimum charge", d, without)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node.ID == "pending-1" && (e.At.Year() < 2000 || e.Node.RunningAt.Year() < 2000) {
+		if e.Ev == journal.EvNodeUp && e.Node.ID == "pending-1" && (e.At.Year() < 2000 || e.Node.RunningAt.Year() < 2000) {
 			t.Fatalf("the orphan is journaled running at %v (event at %v)", e.Node.RunningAt, e.At)
 		}
 	}
@@ -594,15 +597,15 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := bytes.SplitAfter(whole, []byte("\n"))
-	events, _ := executor.ReadJournal(clean.journal)
+	events, _ := journal.ReadJournal(clean.journal)
 	cut := -1
 	for i, e := range events {
-		if e.Ev == executor.EvRequest {
+		if e.Ev == journal.EvRequest {
 			cut = i
 			break
 		}
 	}
-	if cut < 0 || events[cut].Token == "" || events[cut].Try < 1 {
+	if cut < 0 || events[cut].Token == "" || events[cut].Count < 1 {
 		t.Fatalf("the clean run journaled no request with a token: %v", events)
 	}
 	req := events[cut]
@@ -612,7 +615,7 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 		// What the dead driver's request rented, unknown to the journal.
-		rented, err := h.provider.Create(context.Background(), cloud.Request{Count: req.Try, Token: req.Token})
+		rented, err := h.provider.Create(context.Background(), cloud.Request{Count: req.Count, Token: req.Token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,7 +635,7 @@ func TestRepeatedRequestRentsNothingTwice(t *testing.T) {
 		}
 		journaled := map[string]bool{}
 		for _, e := range after {
-			if e.Ev == executor.EvNodeUp {
+			if e.Ev == journal.EvNodeUp {
 				journaled[e.Node.ID] = true
 			}
 		}
@@ -672,7 +675,7 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 	onSpot(h)
 	h.cfg.MaxRetries = 1
 	var doomed []string
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Trial != "b0-t0003" {
 			return fake.Behavior{}
 		}
@@ -681,7 +684,7 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 		case 1, 2: // the provider still holds the node: only the notice says it goes
 			doomed = append(doomed, g.Workers[0].Node.ID)
 			return fake.Behavior{Reports: []trial.Report{{Iter: target - 1, Metrics: map[string]float64{"score": 0}}},
-				Err: &executor.InterruptedError{Node: g.Workers[0].Node.ID, Reason: "spot interruption notice"}}
+				Err: &gang.InterruptedError{Node: g.Workers[0].Node.ID, Reason: "spot interruption notice"}}
 		case 3:
 			return fake.Behavior{Err: errors.New("a trainer bug")}
 		}
@@ -698,16 +701,16 @@ func TestSpotInterruptionIsReplacedAndNotARetry(t *testing.T) {
 	var lostTries, failedTries int
 	for _, e := range events {
 		switch {
-		case e.Ev == executor.EvInterrupt:
+		case e.Ev == journal.EvInterrupt:
 			interrupted = append(interrupted, e.Nodes...)
 			if e.Error != "spot interruption notice" {
 				t.Errorf("interruption journaled with %q", e.Error)
 			}
-		case e.Ev == executor.EvNodeOff && e.Error == "lost":
+		case e.Ev == journal.EvNodeOff && e.Error == "lost":
 			t.Errorf("a spot interruption journaled as a node lost: %+v", e)
-		case e.Ev == executor.EvFail && e.Trial == "b0-t0003" && e.Interrupted:
+		case e.Ev == journal.EvFail && e.Trial == "b0-t0003" && e.Interrupted:
 			lostTries++
-		case e.Ev == executor.EvFail && e.Trial == "b0-t0003":
+		case e.Ev == journal.EvFail && e.Trial == "b0-t0003":
 			failedTries++
 		}
 	}
@@ -738,7 +741,7 @@ func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 	var mu sync.Mutex
 	firstNode := map[string]string{} // each trial's first launch's node
 	doomed := ""
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		mu.Lock()
 		defer mu.Unlock()
 		if n > 1 {
@@ -747,7 +750,7 @@ func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 		firstNode[g.Trial] = g.Workers[0].Node.ID
 		if g.Trial == "b0-t0003" {
 			doomed = g.Workers[0].Node.ID
-			return fake.Behavior{Duration: 50 * time.Millisecond, Err: &executor.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
+			return fake.Behavior{Duration: 50 * time.Millisecond, Err: &gang.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
 		}
 		return fake.Behavior{Duration: time.Second} // still training when the notice comes
 	}
@@ -773,9 +776,9 @@ func TestInterruptedNodeIsReleasedOnlyOnceItsGangsEnded(t *testing.T) {
 	if neighbour == "" || releasedAt.IsZero() {
 		t.Fatalf("no gang shared node %s with b0-t0003 (%v), or the node was never released", doomed, firstNode)
 	}
-	var stopped *executor.Event
+	var stopped *journal.Event
 	for i, e := range events {
-		if e.Ev == executor.EvFail && e.Trial == neighbour && e.Stage == 0 {
+		if e.Ev == journal.EvFail && e.Trial == neighbour && e.Stage == 0 {
 			stopped = &events[i]
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -35,7 +36,7 @@ profile: {iter_latency: {1: {mean: 1}}}
 		t.Fatal(err)
 	}
 	_, err = Run(context.Background(), Config{Experiment: asha, Alloc: sim.Alloc{{{GPUs: 2, Nodes: 2, Market: spec.MarketSpot, OnDemand: 1}}}})
-	if !errors.Is(err, ErrHedged) {
+	if !errors.Is(err, runstate.ErrHedged) {
 		t.Fatalf("ASHA given a hedged plan: %v", err)
 	}
 }

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -44,10 +45,10 @@ func newHedgeHarness(t *testing.T) *harness {
 }
 
 // markets is each node's market, from the journal.
-func markets(events []executor.Event) map[string]cloud.Market {
+func markets(events []journal.Event) map[string]cloud.Market {
 	out := map[string]cloud.Market{}
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node != nil {
+		if e.Ev == journal.EvNodeUp && e.Node != nil {
 			out[e.Node.ID] = e.Node.Market
 		}
 	}
@@ -68,7 +69,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	}
 	m := markets(cleanEvents)
 	for _, e := range cleanEvents {
-		if e.Ev == executor.EvLaunch && e.Stage == 0 {
+		if e.Ev == journal.EvLaunch && e.Stage == 0 {
 			onOD := m[e.Nodes[0]] == cloud.OnDemand
 			if slices.Contains(criticalTrials, e.Trial) != onOD {
 				t.Errorf("clean run: trial %s (critical: %v) launched on %s node %s", e.Trial, slices.Contains(criticalTrials, e.Trial), m[e.Nodes[0]], e.Nodes[0])
@@ -79,7 +80,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	h := newHedgeHarness(t)
 	var doomed string
 	var mu sync.Mutex
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		mu.Lock()
 		defer mu.Unlock()
 		target := g.Workers[0].Env.TargetIter
@@ -87,7 +88,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 			// The first spot gang's node gets its notice: the gang ends with it, the other on
 			// the node is stopped by the driver.
 			doomed = g.Workers[0].Node.ID
-			return fake.Behavior{Duration: 20 * time.Millisecond, Err: &executor.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
+			return fake.Behavior{Duration: 20 * time.Millisecond, Err: &gang.InterruptedError{Node: doomed, Reason: "spot interruption notice"}}
 		}
 		return fake.Behavior{Duration: 50 * time.Millisecond}
 	}
@@ -106,18 +107,18 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	moved := ""
 	for _, e := range events {
 		switch {
-		case e.Ev == executor.EvFail && e.Interrupted && e.Stage == 0:
+		case e.Ev == journal.EvFail && e.Interrupted && e.Stage == 0:
 			if slices.Contains(criticalTrials, e.Trial) {
 				t.Errorf("critical trial %s was interrupted: %s", e.Trial, e.Error)
 			}
 			interrupted[e.Trial] = true
-		case e.Ev == executor.EvLaunch && e.Stage == 0 && slices.Contains(criticalTrials, e.Trial):
+		case e.Ev == journal.EvLaunch && e.Stage == 0 && slices.Contains(criticalTrials, e.Trial):
 			for _, n := range e.Nodes {
 				if m[n] != cloud.OnDemand {
 					t.Errorf("critical trial %s launched on %s node %s", e.Trial, m[n], n)
 				}
 			}
-		case e.Ev == executor.EvLaunch && e.Stage == 0 && interrupted[e.Trial] && m[e.Nodes[0]] == cloud.OnDemand:
+		case e.Ev == journal.EvLaunch && e.Stage == 0 && interrupted[e.Trial] && m[e.Nodes[0]] == cloud.OnDemand:
 			moved = e.Trial
 		}
 	}
@@ -133,7 +134,7 @@ func TestHedgedStageMovesInterruptedGangToOnDemand(t *testing.T) {
 	byMarket := map[cloud.Market]int{}
 	tier := 0
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp && e.Node != nil {
+		if e.Ev == journal.EvNodeUp && e.Node != nil {
 			byMarket[e.Node.Market]++
 			if e.Tier == spec.MarketOnDemand {
 				tier++
@@ -163,7 +164,7 @@ func TestHedgedStageResumes(t *testing.T) {
 	h.cfg.KeepNodes = true // a dead driver's nodes stay
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		b := fake.Behavior{Duration: 50 * time.Millisecond}
 		if g.Trial == "b0-t0006" {
 			once.Do(func() {
@@ -182,7 +183,7 @@ func TestHedgedStageResumes(t *testing.T) {
 	}
 	done := map[string]bool{}
 	for _, e := range first {
-		if e.Ev == executor.EvDone && e.Stage == 0 {
+		if e.Ev == journal.EvDone && e.Stage == 0 {
 			done[e.Trial] = true
 		}
 	}
@@ -201,9 +202,9 @@ func TestHedgedStageResumes(t *testing.T) {
 	resumed := false
 	for _, e := range events[len(first):] {
 		switch {
-		case e.Ev == executor.EvNodeUp && e.Node != nil:
+		case e.Ev == journal.EvNodeUp && e.Node != nil:
 			t.Errorf("the resumed driver rented %s node %s: every node it needs was held", e.Node.Market, e.Node.ID)
-		case e.Ev == executor.EvLaunch && e.Stage == 0:
+		case e.Ev == journal.EvLaunch && e.Stage == 0:
 			resumed = true
 			if done[e.Trial] {
 				t.Errorf("trial %s was done before the kill and launched again", e.Trial)

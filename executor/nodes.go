@@ -8,6 +8,9 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -38,13 +41,13 @@ const maxInterruptions = 10
 
 // lostNodes is which of bracket b's nodes are gone or going, with why (lostOf), as the provider
 // lists them now.
-func (x *run) lostNodes(ctx context.Context, b int, doomed *InterruptedError) (lostSet, error) {
+func (x *run) lostNodes(ctx context.Context, b int, doomed *gang.InterruptedError) (lostSet, error) {
 	listed, err := x.cfg.Provider.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("run: list nodes: %w", err)
 	}
 	x.mu.Lock()
-	held := slices.Clone(x.st.nodes[b])
+	held := slices.Clone(x.st.Nodes[b])
 	x.mu.Unlock()
 	return lostOf(held, listed, doomed), nil
 }
@@ -129,10 +132,10 @@ func (x *run) offers() offers {
 func (x *run) nodeView() nodeView {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	v := nodeView{brackets: make([]bracketNodes, len(x.st.nodes)), odTier: maps.Clone(x.st.odTier)}
-	for b := range x.st.nodes {
-		bn := bracketNodes{held: slices.Clone(x.st.nodes[b]), draining: slices.Clone(x.st.draining[b]), open: maps.Clone(x.st.open[b])}
-		if b < len(x.st.brackets) {
+	v := nodeView{brackets: make([]bracketNodes, len(x.st.Nodes)), odTier: maps.Clone(x.st.ODTier)}
+	for b := range x.st.Nodes {
+		bn := bracketNodes{held: slices.Clone(x.st.Nodes[b]), draining: slices.Clone(x.st.Draining[b]), open: maps.Clone(x.st.Open[b])}
+		if b < len(x.st.Brackets) {
 			bn.want, bn.own = x.wantNow(b), x.offerNow(b)
 			bn.stage, bn.staged = x.stageNow(b)
 		}
@@ -154,7 +157,7 @@ func (x *run) actNodes(ctx context.Context, acts []nodeAction, last placement.Pl
 			fmt.Fprint(x.log, a.text)
 		case naRecord:
 			for _, e := range a.records {
-				if err := x.record(e, e.Ev != EvAnswer); err != nil {
+				if err := x.record(e, e.Ev != journal.EvAnswer); err != nil {
 					return err
 				}
 			}
@@ -201,9 +204,9 @@ func (x *run) release(ctx context.Context, a nodeAction, last placement.Placemen
 		if n.RunningAt.IsZero() {
 			continue
 		}
-		err := x.record(Event{Ev: EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false)
+		err := x.record(journal.Event{Ev: journal.EvNodeUp, At: n.RunningAt, Node: &n, Error: "orphan: rented by a driver that died before journaling it"}, false)
 		if err == nil {
-			err = x.record(Event{Ev: EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released", Cause: string(NodeOrphan)}, true)
+			err = x.record(journal.Event{Ev: journal.EvNodeOff, At: at, Nodes: []string{n.ID}, Error: "orphan released", Cause: string(journal.NodeOrphan)}, true)
 		}
 		if err != nil {
 			fmt.Fprintf(x.log, "released nodes %v but could not journal what they billed: %v\n", nodeIDs(a.orphans), err)
@@ -227,7 +230,7 @@ func (x *run) rent(ctx context.Context, b int, asks []nodeAsk) error {
 	for j, a := range asks {
 		created := answers[j].fresh
 		for k := range created {
-			up := Event{Ev: EvNodeUp, At: created[k].RunningAt, Bracket: b, Node: &created[k]}
+			up := journal.Event{Ev: journal.EvNodeUp, At: created[k].RunningAt, Bracket: b, Node: &created[k]}
 			if a.market == spec.MarketOnDemand && created[k].Market == cloud.OnDemand {
 				up.Tier = spec.MarketOnDemand
 			}
@@ -245,7 +248,7 @@ func (x *run) rent(ctx context.Context, b int, asks []nodeAsk) error {
 			}
 		}
 		err := answers[j].err
-		if jerr := x.record(Event{Ev: EvAnswer, Bracket: b, Token: a.token}, false); jerr != nil && err == nil {
+		if jerr := x.record(journal.Event{Ev: journal.EvAnswer, Bracket: b, Token: a.token}, false); jerr != nil && err == nil {
 			err = jerr
 		}
 		if err != nil && firstErr == nil {
@@ -258,15 +261,15 @@ func (x *run) rent(ctx context.Context, b int, asks []nodeAsk) error {
 // wantNow is how many nodes bracket b's current stage (its first not synced) wants; 0 once every
 // stage synced. Callers hold x.mu.
 func (x *run) wantNow(b int) int {
-	if a := x.st.asha; a != nil { // one cluster, bracket 0's, at its phase's GPUs
-		if b > 0 || x.st.finished || len(a.phaseAt) == 0 {
+	if a := x.st.ASHA; a != nil { // one cluster, bracket 0's, at its phase's GPUs
+		if b > 0 || x.st.Finished || len(a.PhaseAt) == 0 {
 			return 0
 		}
-		return x.model.NodesFor(a.plan.GPUs[len(a.phaseAt)-1])
+		return x.model.NodesFor(a.Plan.GPUs[len(a.PhaseAt)-1])
 	}
-	for k := range x.st.brackets[b].Stages {
-		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			return x.st.plan[b][k].Nodes
+	for k := range x.st.Brackets[b].Stages {
+		if _, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]; !synced {
+			return x.st.Plan[b][k].Nodes
 		}
 	}
 	return 0
@@ -277,10 +280,10 @@ func (x *run) lostOne(b int, id string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	held := map[string]bool{}
-	for _, n := range x.st.nodes[b] {
+	for _, n := range x.st.Nodes[b] {
 		held[n.ID] = true
 	}
-	for _, n := range x.st.trials[id].nodes {
+	for _, n := range x.st.Trials[id].Nodes {
 		if !held[n] {
 			return true
 		}
@@ -291,9 +294,9 @@ func (x *run) lostOne(b int, id string) bool {
 // offerNow is the offer (an index in the model's Offers) bracket b's current stage (its first not
 // synced) rents its nodes from; the default offer once every stage synced. Callers hold x.mu.
 func (x *run) offerNow(b int) int {
-	for k := range x.st.brackets[b].Stages {
-		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			o, _ := x.model.OfferIndex(x.st.plan[b][k])
+	for k := range x.st.Brackets[b].Stages {
+		if _, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]; !synced {
+			o, _ := x.model.OfferIndex(x.st.Plan[b][k])
 			return o
 		}
 	}
@@ -303,12 +306,12 @@ func (x *run) offerNow(b int) int {
 // stageNow is bracket b's current stage's plan (its first not synced); false once every stage
 // synced, and for ASHA (whose plan is phases, never hedged). Callers hold x.mu.
 func (x *run) stageNow(b int) (sim.StageAlloc, bool) {
-	if x.st.asha != nil {
+	if x.st.ASHA != nil {
 		return sim.StageAlloc{}, false
 	}
-	for k := range x.st.brackets[b].Stages {
-		if _, synced := x.st.synced[stageKey{b, k}]; !synced {
-			return x.st.plan[b][k], true
+	for k := range x.st.Brackets[b].Stages {
+		if _, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]; !synced {
+			return x.st.Plan[b][k], true
 		}
 	}
 	return sim.StageAlloc{}, false
@@ -328,9 +331,9 @@ func (x *run) journalRequest(b int, a *nodeAsk) error {
 		return nil
 	}
 	x.mu.Lock()
-	a.token = fmt.Sprintf("b%d-r%d", b, x.st.requests[b]+1)
+	a.token = fmt.Sprintf("b%d-r%d", b, x.st.Requests[b]+1)
 	x.mu.Unlock()
-	return x.record(Event{Ev: EvRequest, Bracket: b, Try: a.count, Token: a.token, Market: a.market}, true)
+	return x.record(journal.Event{Ev: journal.EvRequest, Bracket: b, Count: a.count, Token: a.token, Market: a.market}, true)
 }
 
 // createAll sends asks to the provider, all at once when there are several (each in an actor of
@@ -379,12 +382,12 @@ func (x *run) create(ctx context.Context, b int, a nodeAsk) nodeAnswer {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	held := map[string]bool{}
-	for _, n := range x.st.held() {
+	for _, n := range x.st.Held() {
 		held[n.ID] = true
 	}
 	var fresh []cloud.Node
 	for _, n := range created {
-		if !held[n.ID] && !(a.repeat && x.st.known[n.ID]) {
+		if !held[n.ID] && !(a.repeat && x.st.Known[n.ID]) {
 			fresh = append(fresh, n)
 		}
 	}

@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// A run's node decisions are pure, as a stage's are (step.go): decideNodes takes what the run
+// A run's node decisions are pure, as a stage's are (stage_decide.go): decideNodes takes what the run
 // knows of its nodes (a nodeView, a copy taken under the run's lock) and what happened (a
 // nodeEvent) and says what to do (nodeActions); the node loop (nodes.go) asks the provider,
 // journals, and comes back with the next event. decideNodes does no I/O, reads no clock and
@@ -76,9 +78,9 @@ const (
 type nodeAction struct {
 	kind    nodeActionKind
 	bracket int
-	ids     []string     // naRelease
-	records []Event      // naRelease, naRecord; a release's stamped with the moment it was asked
-	orphans []cloud.Node // naRelease: nodes no bracket knew, journaled as billed until the release
+	ids     []string        // naRelease
+	records []journal.Event // naRelease, naRecord; a release's stamped with the moment it was asked
+	orphans []cloud.Node    // naRelease: nodes no bracket knew, journaled as billed until the release
 	// bestEffort: a failed release is said, not fatal (the run's end and a resumed driver
 	// release them again).
 	bestEffort bool
@@ -124,11 +126,11 @@ func decideNodes(o offers, v nodeView, e nodeEvent) []nodeAction {
 		}
 		a := nodeAction{kind: naRelease, bracket: e.bracket, ids: e.ids, bestEffort: true}
 		if len(held) > 0 {
-			a.records = []Event{{Ev: EvNodeOff, Bracket: e.bracket, Nodes: held, Error: "released after its interruption", Cause: string(NodeDrained)}}
+			a.records = []journal.Event{{Ev: journal.EvNodeOff, Bracket: e.bracket, Nodes: held, Error: "released after its interruption", Cause: string(journal.NodeDrained)}}
 		}
 		return []nodeAction{a}
 	case neRetire:
-		return []nodeAction{releasing(e.bracket, e.ids, "", NodeReleased)}
+		return []nodeAction{releasing(e.bracket, e.ids, "", journal.NodeReleased)}
 	case neEnd:
 		return endAll(v, e.listed, e.why)
 	}
@@ -136,8 +138,8 @@ func decideNodes(o offers, v nodeView, e nodeEvent) []nodeAction {
 }
 
 // releasing is the release of bracket b's nodes ids, journaled with why and cause.
-func releasing(b int, ids []string, why string, cause NodeCause) nodeAction {
-	return nodeAction{kind: naRelease, bracket: b, ids: ids, records: []Event{{Ev: EvNodeOff, Bracket: b, Nodes: ids, Error: why, Cause: string(cause)}}}
+func releasing(b int, ids []string, why string, cause journal.NodeCause) nodeAction {
+	return nodeAction{kind: naRelease, bracket: b, ids: ids, records: []journal.Event{{Ev: journal.EvNodeOff, Bracket: b, Nodes: ids, Error: why, Cause: string(cause)}}}
 }
 
 // scale brings bracket e.bracket to e.count nodes of its current stage's instance type and market
@@ -155,13 +157,13 @@ func (o offers) scale(v nodeView, e nodeEvent) []nodeAction {
 	var out []nodeAction
 	last := maps.Clone(e.last) // the releases forget the placements on their nodes, as the loop does
 	if len(other) > 0 {
-		out = append(out, releasing(e.bracket, other, "", NodeReleased))
+		out = append(out, releasing(e.bracket, other, "", journal.NodeReleased))
 		forgetPlacementsOn(last, other)
 	}
 	for i, p := range pools {
 		if len(mine[i]) > p.count {
 			drop := placement.Release(toPlacementNodes(mine[i]), p.count, last)
-			out = append(out, releasing(e.bracket, drop, "", NodeReleased))
+			out = append(out, releasing(e.bracket, drop, "", journal.NodeReleased))
 			forgetPlacementsOn(last, drop)
 			mine[i] = slices.DeleteFunc(mine[i], func(node cloud.Node) bool { return slices.Contains(drop, node.ID) })
 		}
@@ -215,7 +217,7 @@ func (o offers) reconcile(v nodeView, listed []cloud.Node) []nodeAction {
 		// Nodes an earlier driver was draining (interrupted) are of no use: they go now, or are
 		// journaled gone if the provider took them meanwhile.
 		if len(bn.draining) > 0 {
-			out = append(out, releasing(b, nodeIDs(bn.draining), "released after its interruption", NodeDrained))
+			out = append(out, releasing(b, nodeIDs(bn.draining), "released after its interruption", journal.NodeDrained))
 			for _, n := range bn.draining {
 				known[n.ID] = true
 			}
@@ -251,7 +253,7 @@ func (o offers) reconcile(v nodeView, listed []cloud.Node) []nodeAction {
 			closed[b] = true
 		case adopt:
 			out = append(out, nodeAction{kind: naLog, text: fmt.Sprintf("resume: bracket %d adopts node %s, rented by a driver that died before journaling it\n", b, n.ID)},
-				nodeAction{kind: naRecord, bracket: b, records: []Event{{Ev: EvNodeUp, At: n.RunningAt, Bracket: b, Node: &n, Error: "adopted: rented by a driver that died before journaling it"}}})
+				nodeAction{kind: naRecord, bracket: b, records: []journal.Event{{Ev: journal.EvNodeUp, At: n.RunningAt, Bracket: b, Node: &n, Error: "adopted: rented by a driver that died before journaling it"}}})
 			holds[b]++
 			known[n.ID] = true
 		case leave:
@@ -270,9 +272,9 @@ func (o offers) reconcile(v nodeView, listed []cloud.Node) []nodeAction {
 		if !closed[b] {
 			continue
 		}
-		var answers []Event
+		var answers []journal.Event
 		for _, m := range slices.Sorted(maps.Keys(v.brackets[b].open)) {
-			answers = append(answers, Event{Ev: EvAnswer, Bracket: b, Token: v.brackets[b].open[m]})
+			answers = append(answers, journal.Event{Ev: journal.EvAnswer, Bracket: b, Token: v.brackets[b].open[m]})
 		}
 		out = append(out, nodeAction{kind: naRecord, bracket: b, records: answers})
 	}
@@ -332,7 +334,7 @@ func fateOf(v nodeView, holds []int, n cloud.Node) (int, orphanFate) {
 func endAll(v nodeView, listed []cloud.Node, why string) []nodeAction {
 	known := map[string]bool{}
 	var ids []string
-	var records []Event
+	var records []journal.Event
 	for b, bn := range v.brackets {
 		var held []string
 		for _, n := range append(slices.Clone(bn.held), bn.draining...) {
@@ -341,7 +343,7 @@ func endAll(v nodeView, listed []cloud.Node, why string) []nodeAction {
 		}
 		if len(held) > 0 {
 			ids = append(ids, held...)
-			records = append(records, Event{Ev: EvNodeOff, Bracket: b, Nodes: held, Error: why, Cause: string(NodeReleased)})
+			records = append(records, journal.Event{Ev: journal.EvNodeOff, Bracket: b, Nodes: held, Error: why, Cause: string(journal.NodeReleased)})
 		}
 	}
 	var unknown []cloud.Node
@@ -359,7 +361,7 @@ func endAll(v nodeView, listed []cloud.Node, why string) []nodeAction {
 
 // lostOf is which of held are gone or going, with why: the ones the provider no longer holds
 // (not in listed), and doomed (whose worker was told it is being interrupted), when held.
-func lostOf(held, listed []cloud.Node, doomed *InterruptedError) lostSet {
+func lostOf(held, listed []cloud.Node, doomed *gang.InterruptedError) lostSet {
 	alive := map[string]bool{}
 	for _, n := range listed {
 		alive[n.ID] = true
@@ -400,20 +402,20 @@ func lossOf(b int, nodes []cloud.Node, lost lostSet) []nodeAction {
 		}
 	}
 	var out []nodeAction
-	say := func(text string, e Event) {
-		out = append(out, nodeAction{kind: naLog, text: text}, nodeAction{kind: naRecord, bracket: b, records: []Event{e}})
+	say := func(text string, e journal.Event) {
+		out = append(out, nodeAction{kind: naLog, text: text}, nodeAction{kind: naRecord, bracket: b, records: []journal.Event{e}})
 	}
 	if len(draining) > 0 {
 		say(fmt.Sprintf("node(s) being interrupted: %v (%s); replacing them, and releasing them once their gangs saved\n", draining, strings.Join(drainReasons, "; ")),
-			Event{Ev: EvInterrupt, Bracket: b, Nodes: draining, Error: strings.Join(drainReasons, "; "), Draining: true})
+			journal.Event{Ev: journal.EvInterrupt, Bracket: b, Nodes: draining, Error: strings.Join(drainReasons, "; "), Draining: true})
 	}
 	if len(spot) > 0 {
 		say(fmt.Sprintf("spot node(s) interrupted: %v (%s); replacing them\n", spot, strings.Join(reasons, "; ")),
-			Event{Ev: EvInterrupt, Bracket: b, Nodes: spot, Error: strings.Join(reasons, "; ")})
+			journal.Event{Ev: journal.EvInterrupt, Bracket: b, Nodes: spot, Error: strings.Join(reasons, "; ")})
 	}
 	if len(other) > 0 {
 		say(fmt.Sprintf("nodes lost: %v; replacing them\n", other),
-			Event{Ev: EvNodeOff, Bracket: b, Nodes: other, Error: "lost", Cause: string(NodeLost)})
+			journal.Event{Ev: journal.EvNodeOff, Bracket: b, Nodes: other, Error: "lost", Cause: string(journal.NodeLost)})
 	}
 	return out
 }

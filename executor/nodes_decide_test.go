@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -225,7 +227,7 @@ profile: {iter_latency: {1: {mean: 1}}}
 // provider no longer lists is lost; the rest are not.
 func TestLostOf(t *testing.T) {
 	a, b, c := cloud.Node{ID: "a"}, cloud.Node{ID: "b"}, cloud.Node{ID: "c"}
-	got := lostOf([]cloud.Node{a, b, c}, []cloud.Node{a, b}, &InterruptedError{Node: "a", Reason: "notice"})
+	got := lostOf([]cloud.Node{a, b, c}, []cloud.Node{a, b}, &gang.InterruptedError{Node: "a", Reason: "notice"})
 	want := lostSet{"a": {why: "notice", held: true}, "c": {why: "the provider no longer holds it"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("lostOf = %v, want %v", got, want)
@@ -268,21 +270,21 @@ func describe(acts []nodeAction) []string {
 	return out
 }
 
-func describeEvents(es []Event) string {
+func describeEvents(es []journal.Event) string {
 	var out []string
 	for _, e := range es {
 		var s string
 		switch e.Ev {
-		case EvNodeOff:
+		case journal.EvNodeOff:
 			s = fmt.Sprintf("node-off b%d %v %s %s", e.Bracket, e.Nodes, e.Error, e.Cause)
-		case EvInterrupt:
+		case journal.EvInterrupt:
 			s = fmt.Sprintf("interrupt b%d %v %s", e.Bracket, e.Nodes, e.Error)
 			if e.Draining {
 				s += " draining"
 			}
-		case EvNodeUp:
+		case journal.EvNodeUp:
 			s = fmt.Sprintf("node-up b%d %s %s", e.Bracket, e.Node.ID, e.Error)
-		case EvAnswer:
+		case journal.EvAnswer:
 			s = fmt.Sprintf("answer b%d %s", e.Bracket, e.Token)
 		default:
 			s = fmt.Sprintf("%v", e)

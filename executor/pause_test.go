@@ -9,6 +9,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 )
 
@@ -27,7 +29,7 @@ func TestInfraFaultPauses(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	full := &infra.Error{What: infra.DiskFull, Where: "/ckpt", Err: syscall.ENOSPC}
 	mended := false
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Workers[0].Env.TargetIter > 1 && !mended { // the second stage's gangs: the disk is full
 			return fake.Behavior{Err: full}
 		}
@@ -39,14 +41,14 @@ func TestInfraFaultPauses(t *testing.T) {
 		t.Fatalf("run: %v (%+v), want a journaled pause that released its nodes", err, paused)
 	}
 	stop := events[len(events)-1]
-	if stop.Ev != executor.EvStop || stop.Cause != string(executor.StopPaused) || stop.Reason != infra.DiskFull || stop.Where != "/ckpt" {
+	if stop.Ev != journal.EvStop || stop.Cause != string(journal.StopPaused) || stop.Fault != infra.DiskFull || stop.Where != "/ckpt" {
 		t.Fatalf("last event %+v, want a paused stop naming the disk", stop)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent on the full disk: %+v", e)
 		}
-		if e.Ev == executor.EvNodeOff && e.At.After(stop.At) {
+		if e.Ev == journal.EvNodeOff && e.At.After(stop.At) {
 			t.Fatalf("a node billed past the pause: %+v", e)
 		}
 	}
@@ -63,7 +65,7 @@ func TestInfraFaultPauses(t *testing.T) {
 		t.Fatalf("resumed winner %s, clean winner %s", got, want)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvFail {
+		if e.Ev == journal.EvFail {
 			t.Fatalf("a try was spent: %+v", e)
 		}
 	}
@@ -88,7 +90,7 @@ func (b brokenJournal) Write(p []byte) (int, error) {
 func TestJournalFaultStopsWithoutActing(t *testing.T) {
 	h := newHarness(t, shaSpec)
 	broken := false
-	h.runtime.Behave = func(g executor.Gang, n int) fake.Behavior {
+	h.runtime.Behave = func(g gang.Gang, n int) fake.Behavior {
 		if g.Workers[0].Env.TargetIter > 1 {
 			broken = true // the disk fills as the second stage runs
 		}
@@ -96,8 +98,8 @@ func TestJournalFaultStopsWithoutActing(t *testing.T) {
 	}
 	var runErr error
 	h.within(t, context.Background(), func(ctx context.Context) {
-		j, past, err := executor.OpenJournalWith(h.journal, executor.JournalOptions{Clock: h.clock,
-			Wrap: func(f executor.JournalFile) executor.JournalFile { return brokenJournal{f.(*os.File), &broken} }})
+		j, past, err := journal.OpenJournalWith(h.journal, journal.JournalOptions{Clock: h.clock,
+			Wrap: func(f journal.JournalFile) journal.JournalFile { return brokenJournal{f.(*os.File), &broken} }})
 		if err != nil {
 			t.Error(err)
 			return

@@ -1,14 +1,13 @@
 package executor
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -61,7 +60,7 @@ func (x *run) review(ctx context.Context, b, k int) error {
 	x.mu.Lock()
 	model, now := x.present(b, k, x.clk.Now())
 	x.mu.Unlock()
-	name := x.st.brackets[b].Name
+	name := x.st.Brackets[b].Name
 	rev, err := planner.Replan(model, now, x.reviewRules(b, k))
 	if err != nil { // a forecast that cannot be made leaves the plan as it is
 		fmt.Fprintf(x.log, "re-plan of %s stage %d: %v: the plan is kept\n", name, k+1, err)
@@ -95,11 +94,11 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 		next = rev.After
 	}
 	if budget.MaxCostUSD > 0 && next.Cost > budget.MaxCostUSD && (budget.Stop || !x.cfg.Replan) {
-		if err := x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &next, Reason: "over budget"}, false); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvForecast, Bracket: at.bracket, Stage: at.stage, After: &next, Reason: "over budget"}, false); err != nil {
 			return err
 		}
 		if budget.Stop {
-			return &BudgetError{Bracket: x.st.brackets[at.bracket].Name, Stage: at.stage, Phase: at.phase, Forecast: next.Cost, Budget: budget.MaxCostUSD}
+			return &BudgetError{Bracket: x.st.Brackets[at.bracket].Name, Stage: at.stage, Phase: at.phase, Forecast: next.Cost, Budget: budget.MaxCostUSD}
 		}
 		fmt.Fprintf(x.log, "BUDGET: the forecast final cost %s is over budget.max_cost_usd %s, and --no-replan keeps the plan\n", format.Money(next.Cost), format.Money(budget.MaxCostUSD))
 		return nil
@@ -107,9 +106,9 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 	if !rev.Change || !x.cfg.Replan {
 		kept := rev.Before
 		x.mu.Lock()
-		prev := x.st.forecast
+		prev := x.st.Forecast
 		x.mu.Unlock()
-		if err := x.record(Event{Ev: EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvForecast, Bracket: at.bracket, Stage: at.stage, After: &kept, Reason: rev.Reason}, false); err != nil {
 			return err
 		}
 		why := rev.Reason
@@ -120,7 +119,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 		return nil
 	}
 	before, after := rev.Before, rev.After
-	if err := x.record(Event{Ev: EvReplan, Bracket: at.bracket, Stage: at.stage, Plan: at.plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvReplan, Bracket: at.bracket, Stage: at.stage, Plan: at.plan, Reason: rev.Reason, Before: &before, After: &after, GivesWay: rev.DeadlineGivesWay}, true); err != nil {
 		return err
 	}
 	fmt.Fprintf(x.log, "re-plan %s: %s: GPUs %v -> %s; forecast JCT %s -> %s (P(miss) %.0f%% -> %.0f%%), cost %s -> %s\n",
@@ -143,7 +142,7 @@ func (x *run) act(rev planner.Revision, at reviewed) error {
 func (x *run) sayDeadline(prev, now *planner.Forecast, why string) {
 	exp := x.cfg.Experiment
 	deadline, q := exp.Deadline.D().Seconds(), exp.Planner.DeadlineQuantile
-	was, is := DeadlineWarning(prev, deadline, q) != "", DeadlineWarning(now, deadline, q)
+	was, is := runstate.DeadlineWarning(prev, deadline, q) != "", runstate.DeadlineWarning(now, deadline, q)
 	switch {
 	case is != "" && !was:
 		fmt.Fprintf(x.log, "DEADLINE: %s; %s\n", is, why)
@@ -152,28 +151,17 @@ func (x *run) sayDeadline(prev, now *planner.Forecast, why string) {
 	}
 }
 
-// DeadlineWarning says how a forecast of the whole run misses the deadline (spec seconds) at
-// the quantile it is planned for: "" when it meets it (or there is none). What the terminal,
-// the driver log, `status` and the dashboard say of a run at risk.
-func DeadlineWarning(f *planner.Forecast, deadline, quantile float64) string {
-	if f == nil || deadline <= 0 || f.MissProb <= 1-quantile+1e-9 {
-		return ""
-	}
-	return fmt.Sprintf("the forecast misses the deadline %s: JCT %s, P(miss) %.0f%% (at most %.0f%% allowed)",
-		format.Clock(deadline), format.Clock(f.JCT), 100*f.MissProb, 100*(1-quantile))
-}
-
 // present is where bracket b stands before stage k, with the model as the run observed it.
 // Callers hold x.mu.
 func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	s := x.st
-	model := x.model.Posterior(x.evidence(stageWeight(b, k), now))
+	model := x.model.Posterior(x.st.SimEvidence(stageWeight(b, k), now))
 	p := planner.Present{
-		Stages:  s.brackets[b].Stages[k:],
-		Plan:    append([]sim.StageAlloc(nil), s.plan[b][k:]...),
+		Stages:  s.Brackets[b].Stages[k:],
+		Plan:    append([]sim.StageAlloc(nil), s.Plan[b][k:]...),
 		Held:    x.heldOf(b, k),
-		Elapsed: now.Sub(s.start).Seconds() / x.cfg.TimeScale,
-		Spent:   x.bill(now).Total,
+		Elapsed: now.Sub(s.Start).Seconds() / x.cfg.TimeScale,
+		Spent:   x.st.Bill(now).Total,
 	}
 	// The other brackets of its round keep what they hold and what their plans will hold; the
 	// rest of their plans is forecast as it stands (their running stages' remainder is left out:
@@ -181,33 +169,33 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 	// ended: their plans are forecast whole, for their cost and for the time they take after it.
 	p.MaxNodes = x.model.MaxNodes
 	rules := planner.DefaultReplanRules(x.cfg.Experiment)
-	round := s.brackets[b].Round
-	later := sim.NewRounds(s.brackets, rules.Samples)
+	round := s.Brackets[b].Round
+	later := sim.NewRounds(s.Brackets, rules.Samples)
 	laterRounds := false
-	for c := range s.brackets {
-		if c == b || s.brackets[c].Round < round {
+	for c := range s.Brackets {
+		if c == b || s.Brackets[c].Round < round {
 			continue
 		}
-		if s.brackets[c].Round > round {
-			alone := s.brackets[c]
+		if s.Brackets[c].Round > round {
+			alone := s.Brackets[c]
 			alone.Round = 0 // simulated from its own start
 			rest := sim.New(model, []spec.Bracket{alone}, rules.Samples, rules.Seed)
-			o := rest.EvaluateBracket(0, s.plan[c])
+			o := rest.EvaluateBracket(0, s.Plan[c])
 			p.OtherCost += sim.Summarize(o.Cost).Mean
 			later.Add(c, o.JCT)
 			laterRounds = true
 			continue
 		}
 		next := x.nextUnstarted(c)
-		peak := len(s.nodes[c])
-		for _, sa := range s.plan[c][next:] {
+		peak := len(s.Nodes[c])
+		for _, sa := range s.Plan[c][next:] {
 			peak = max(peak, sa.Nodes)
 		}
 		p.MaxNodes -= peak
-		if next < len(s.plan[c]) {
-			rest := sim.New(model, []spec.Bracket{{Name: s.brackets[c].Name, Stages: s.brackets[c].Stages[next:]}}, rules.Samples, rules.Seed)
+		if next < len(s.Plan[c]) {
+			rest := sim.New(model, []spec.Bracket{{Name: s.Brackets[c].Name, Stages: s.Brackets[c].Stages[next:]}}, rules.Samples, rules.Seed)
 			if rest.HoldNodes([]sim.Held{x.heldOf(c, next)}) == nil {
-				p.OtherCost += sim.Summarize(rest.EvaluateBracket(0, s.plan[c][next:]).Cost).Mean
+				p.OtherCost += sim.Summarize(rest.EvaluateBracket(0, s.Plan[c][next:]).Cost).Mean
 			}
 		}
 	}
@@ -223,19 +211,19 @@ func (x *run) present(b, k int, now time.Time) (*sim.Model, planner.Present) {
 // (a node a provider fell back to counts as that kind: it serves it), those of a hedged stage's
 // on-demand tier apart. Callers hold x.mu.
 func (x *run) heldOf(b, k int) sim.Held {
-	h := sim.Held{Nodes: len(x.st.nodes[b])}
+	h := sim.Held{Nodes: len(x.st.Nodes[b])}
 	if k == 0 {
 		return h
 	}
-	before := x.st.plan[b][k-1]
+	before := x.st.Plan[b][k-1]
 	h.Type, h.Market = before.Type, before.Market
 	if before.OnDemand == 0 {
 		return h
 	}
 	// A hedged stage's on-demand tier, held beside its spot nodes: all of them, when the
 	// market took every spot node.
-	for _, n := range x.st.nodes[b] {
-		if x.st.odTier[n.ID] {
+	for _, n := range x.st.Nodes[b] {
+		if x.st.ODTier[n.ID] {
 			h.OnDemand++
 		}
 	}
@@ -247,115 +235,25 @@ func (x *run) heldOf(b, k int) sim.Held {
 
 // nextUnstarted is bracket c's first stage not started. Callers hold x.mu.
 func (x *run) nextUnstarted(c int) int {
-	for k := range x.st.brackets[c].Stages {
-		if x.st.stageAt[stageKey{c, k}].start.IsZero() {
+	for k := range x.st.Brackets[c].Stages {
+		if x.st.StageAt[runstate.StageKey{Bracket: c, Stage: k}].Start.IsZero() {
 			return k
 		}
 	}
-	return len(x.st.brackets[c].Stages)
+	return len(x.st.Brackets[c].Stages)
 }
 
 // stageWeight weighs evidence for a decision before bracket b's stage k: a stage's evidence
 // counts a quarter as much for every stage it lies before k - 1, and another bracket's half as
 // much, so that a job that changed pace is followed (Srifty's sliding window).
-func stageWeight(b, k int) func(evidenceKey) float64 {
-	return func(key evidenceKey) float64 {
-		w := math.Pow(0.25, float64(max(0, k-1-key.stage)))
-		if key.bracket != b {
+func stageWeight(b, k int) func(runstate.EvidenceKey) float64 {
+	return func(key runstate.EvidenceKey) float64 {
+		w := math.Pow(0.25, float64(max(0, k-1-key.Stage)))
+		if key.Bracket != b {
 			w *= 0.5
 		}
 		return w
 	}
-}
-
-// evidence turns what the run observed into the simulator's terms (spec seconds), each place's
-// observations weighed by weight, and the spot nodes it held and lost until now. Callers hold
-// x.mu.
-func (x *run) evidence(weight func(evidenceKey) float64, now time.Time) sim.Evidence {
-	ev := sim.Evidence{Iter: map[sim.IterKey]sim.Observed{}, Startup: map[int]sim.Observed{}, FirstWave: map[int]sim.Observed{}}
-	scale := 1 / x.cfg.TimeScale
-	offer := func(key evidenceKey) int {
-		o, _ := x.model.OfferIndex(x.st.plan[key.bracket][key.stage])
-		return o
-	}
-	// In a fixed order: sums of floats in map order would differ in their last bits from one run
-	// to the next, and so would the forecasts journaled from them.
-	keys := make([]evidenceKey, 0, len(x.st.evidence))
-	for key := range x.st.evidence {
-		keys = append(keys, key)
-	}
-	slices.SortFunc(keys, func(a, b evidenceKey) int {
-		return cmp.Or(cmp.Compare(a.bracket, b.bracket), cmp.Compare(a.stage, b.stage), cmp.Compare(a.gpus, b.gpus))
-	})
-	for _, key := range keys {
-		o := x.st.evidence[key]
-		k := sim.IterKey{Offer: offer(key), GPUs: key.gpus}
-		it := ev.Iter[k]
-		it.Add(o.iterSecs*scale, o.iters, weight(key))
-		ev.Iter[k] = it
-	}
-	// A start-up is a launch's first report less the iterations in it; the first wave's go apart.
-	startups := func(into map[int]sim.Observed, key evidenceKey, secs, iters, launches float64) {
-		if launches == 0 {
-			return
-		}
-		i := offer(key)
-		per := ev.Iter[sim.IterKey{Offer: i, GPUs: key.gpus}].Mean()
-		if per == 0 {
-			per = x.model.Offers[i].IterLatency(key.gpus).Mean()
-		}
-		st := into[i]
-		st.Add(max(0, secs*scale-iters*per), launches, weight(key))
-		into[i] = st
-	}
-	for _, key := range keys {
-		o := x.st.evidence[key]
-		startups(ev.Startup, key, o.firstSecs, o.firstIters, o.launches)
-		startups(ev.FirstWave, key, o.coldSecs, o.coldIters, o.coldLaunch)
-	}
-	ev.Interruptions = x.interruptionEvidence(now)
-	return ev
-}
-
-// interruptionEvidence is, per spot offer, the spot nodes the market took and the node-seconds
-// (spec time) the run held spot nodes until now: each node from its start to its interruption,
-// its release, or now. The market's rate is one for the whole run: unlike latencies, it is not
-// weighed by stage. Callers hold x.mu.
-func (x *run) interruptionEvidence(now time.Time) map[int]sim.Observed {
-	taken := map[string][]time.Time{} // a node ID's interruptions, in order
-	for _, in := range x.st.interrupted {
-		for _, id := range in.nodes {
-			taken[id] = append(taken[id], in.at)
-		}
-	}
-	out := map[int]sim.Observed{}
-	for _, rec := range x.st.nodeLog {
-		if rec.Node.Market != cloud.Spot {
-			continue
-		}
-		o, ok := x.model.OfferIndex(sim.StageAlloc{Type: rec.Node.InstanceType, Market: spec.MarketSpot})
-		if !ok {
-			if o, ok = x.model.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot}); !ok {
-				continue
-			}
-		}
-		end, n := now, 0.0
-		if !rec.End.IsZero() {
-			end = rec.End
-		}
-		// Its first interruption within its span: a provider may rent an ID again after its
-		// release, and a notice and the node's loss are one interruption.
-		for _, at := range taken[rec.Node.ID] {
-			if !at.Before(rec.Up) && !at.After(end) {
-				end, n = at, 1
-				break
-			}
-		}
-		obs := out[o]
-		obs.Add(n, max(0, end.Sub(rec.Up).Seconds())/x.cfg.TimeScale, 1)
-		out[o] = obs
-	}
-	return out
 }
 
 func gpusOf(plan []sim.StageAlloc) []int {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 // With re-planning, a plan that cannot meet the deadline is revised at the first sync: the
@@ -25,13 +27,13 @@ func TestReplanIsJournaledFollowedAndReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var revisions []executor.Event
+		var revisions []journal.Event
 		stageGPUs := map[int]int{}
 		for _, e := range events {
 			switch e.Ev {
-			case executor.EvReplan:
+			case journal.EvReplan:
 				revisions = append(revisions, e)
-			case executor.EvStage:
+			case journal.EvStage:
 				stageGPUs[e.Stage] = e.GPUs
 			}
 		}
@@ -62,9 +64,8 @@ func TestReplanIsJournaledFollowedAndReplayed(t *testing.T) {
 		if len(res.Revisions) != len(revisions) || res.Revisions[0].Reason != first.Reason || res.Forecast == nil {
 			t.Fatalf("result revisions %+v, forecast %v", res.Revisions, res.Forecast)
 		}
-		cfg := h.cfg
-		cfg.Past = events
-		again, err := executor.Replay(cfg)
+		p := runstate.Plan{Experiment: h.cfg.Experiment, Alloc: h.cfg.Alloc, ASHA: h.cfg.ASHA, TimeScale: h.cfg.TimeScale}
+		again, err := runstate.Replay(p, events, h.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestBudgetStopReleasesEverything(t *testing.T) {
 	if h.provider.Held() != 0 {
 		t.Fatalf("%d nodes held after the budget stop", h.provider.Held())
 	}
-	if last := events[len(events)-1]; last.Ev != executor.EvStop || !strings.Contains(last.Error, "budget") {
+	if last := events[len(events)-1]; last.Ev != journal.EvStop || !strings.Contains(last.Error, "budget") {
 		t.Fatalf("last event %+v", last)
 	}
 	h = newHarness(t, shaSpec+"budget: {max_cost_usd: 0.001}\n")
@@ -117,9 +118,9 @@ func TestBudgetStopsARevisionPastIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first *executor.Event
+	var first *journal.Event
 	for i, e := range events {
-		if e.Ev == executor.EvReplan {
+		if e.Ev == journal.EvReplan {
 			first = &events[i]
 			break
 		}
@@ -136,7 +137,7 @@ func TestBudgetStopsARevisionPastIt(t *testing.T) {
 		t.Fatalf("budget $%v between the plan's $%v and the revision's $%v: %v", budget, first.Before.Cost, first.After.Cost, err)
 	}
 	for _, e := range events {
-		if e.Ev == executor.EvReplan {
+		if e.Ev == journal.EvReplan {
 			t.Fatalf("a revision past the budget was made: %+v", e)
 		}
 	}

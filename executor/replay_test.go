@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -117,26 +117,26 @@ func TestReplayEveryPrefix(t *testing.T) {
 }
 
 // seedWorld sets the fakes as a driver that died after writing the first p records left them.
-func seedWorld(t *testing.T, h *harness, events []executor.Event, p int) {
+func seedWorld(t *testing.T, h *harness, events []journal.Event, p int) {
 	t.Helper()
 	held := map[string]cloud.Node{}
 	for _, e := range events[:p] {
 		switch e.Ev {
-		case executor.EvNodeUp:
+		case journal.EvNodeUp:
 			held[e.Node.ID] = *e.Node
-		case executor.EvNodeOff:
+		case journal.EvNodeOff:
 			for _, id := range e.Nodes {
 				delete(held, id)
 			}
-		case executor.EvDone:
+		case journal.EvDone:
 			h.runtime.Keep(e.Trial, trial.Report{Iter: e.Iter, Metrics: e.Metrics})
 		}
 	}
 	if p < len(events) {
 		switch next := events[p]; next.Ev {
-		case executor.EvNodeUp: // rented, not yet journaled: an orphan to release
+		case journal.EvNodeUp: // rented, not yet journaled: an orphan to release
 			held[next.Node.ID] = *next.Node
-		case executor.EvDone: // checkpoint saved, result not yet journaled
+		case journal.EvDone: // checkpoint saved, result not yet journaled
 			h.runtime.Keep(next.Trial, trial.Report{Iter: next.Iter, Metrics: next.Metrics})
 		}
 	}

@@ -13,14 +13,14 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
-
-// ErrStopped is what Handle.Wait returns for a gang stopped on purpose.
-var ErrStopped = errors.New("gang stopped")
 
 // ErrCancelled is returned by Run for a run that was cancelled (`rubberband cancel`); resuming
 // it needs Config.Force.
@@ -33,10 +33,10 @@ type Config struct {
 	// ASHA is an ASHA job's plan (its GPU schedule): what an ASHA experiment runs instead of Alloc.
 	ASHA     *sim.ASHAPlan
 	Provider cloud.Provider
-	Runtime  Runtime
-	Journal  *Journal
+	Runtime  gang.Runtime
+	Journal  *journal.Journal
 	// Past holds the journal of an earlier driver of this run; Run resumes from it.
-	Past []Event
+	Past []journal.Event
 	// RunID names a new run (journaled in its start event); a resumed run keeps its own.
 	RunID string
 	// TimeScale is wall seconds per spec second: 1 for real trainers, less when the local
@@ -55,14 +55,14 @@ type Config struct {
 	// Progress, when set, is told of every finished trial and stage, and of each stage (an ASHA
 	// run: its rungs) under way at least every ProgressEvery of the run's clock (default 10 s;
 	// negative: only as trials finish), so that a long stage is never silent.
-	Progress      func(Status)
+	Progress      func(runstate.Status)
 	ProgressEvery time.Duration
 	// Observe, when set, sees every event once it is applied, in journal order: first the
 	// journal of earlier drivers (Past), then each new one. It must not block.
-	Observe func(Event)
+	Observe func(journal.Event)
 	// Live, when set, is handed (before anything runs) a function that snapshots the run as it is
 	// then, safe from any goroutine: for readers on their own time (the metrics, at a scrape).
-	Live func(snapshot func() *Snapshot)
+	Live func(snapshot func() *runstate.Snapshot)
 	// Replan, when set, re-plans the stages not yet started at every sync, from what the run
 	// observed (planner.Replan says when). Without it the plan is kept, and a budget is only
 	// watched: a forecast over it is said, or stops the run under budget.stop.
@@ -82,31 +82,9 @@ type Config struct {
 // DefaultProgressEvery is how often, at the least, Progress hears of a stage under way.
 const DefaultProgressEvery = 10 * time.Second
 
-// Status is a progress snapshot of one bracket's current stage; of an ASHA run (Rungs), of its
-// highest rung reached so far: Done results there, Total what the rung holds at the least.
-type Status struct {
-	Bracket       string
-	Stage, Stages int
-	Done, Total   int
-	Failed        int
-	// Running is the trials training now; Iters the iterations they and the finished ones
-	// reported in this stage so far, of ItersTotal the stage trains in all (0: not known).
-	Running, Iters, ItersTotal int
-	// Starting is the nodes the stage waits for before its trials start (SCALE and INIT: a
-	// cloud's minute or two, which a user would otherwise watch in silence).
-	Starting int
-	// Rungs says the stages are an ASHA run's rungs (no barrier: Done may pass Total).
-	Rungs   bool
-	Elapsed time.Duration // spec time since the run started
-	Cost    float64       // dollars so far
-	// Forecast is the latest re-plan's or review's forecast JCT (spec seconds from the start);
-	// 0 before the first: the plan's prediction stands.
-	Forecast float64
-}
-
 // forecastJCT is the latest forecast JCT, 0 when none was made. Callers hold x.mu.
 func (x *run) forecastJCT() float64 {
-	if f := x.st.forecast; f != nil {
+	if f := x.st.Forecast; f != nil {
 		return f.JCT
 	}
 	return 0
@@ -121,7 +99,7 @@ type run struct {
 	clk   clock.Clock
 	model *sim.Model
 	mu    sync.Mutex
-	st    *state
+	st    *runstate.State
 	log   io.Writer
 	// sampler is the run's adaptive sampler, kept from draw to draw so that each trial's
 	// configuration is encoded once (made at the first draw).
@@ -146,33 +124,25 @@ func (cfg *Config) defaults() {
 	cfg.Clock = clock.Or(cfg.Clock)
 }
 
+// ConfigFor is the configuration of a run of p; the adapters and options are the caller's.
+func ConfigFor(p runstate.Plan) Config {
+	return Config{Experiment: p.Experiment, Alloc: p.Alloc, ASHA: p.ASHA, TimeScale: p.TimeScale}
+}
+
+// plan is what the run's journal is folded against.
+func (cfg *Config) plan() runstate.Plan {
+	return runstate.Plan{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, TimeScale: cfg.TimeScale}
+}
+
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
-	m, err := sim.NewModel(cfg.Experiment)
+	st, err := runstate.New(cfg.plan(), cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	var x *run
-	if a := cfg.Experiment.Algorithm.ASHA; a != nil {
-		// ASHA's plan is phases of one cluster, never hedged: its re-plans keep one market.
-		m.Hedge = false
-		if err := refuseHedged(cfg.Alloc); err != nil {
-			return nil, err
-		}
-		if x, err = newASHA(cfg, m, *a); err != nil {
-			return nil, err
-		}
-	} else {
-		brackets := cfg.Experiment.Algorithm.Brackets()
-		if cfg.Alloc != nil {
-			if err := m.Check(brackets, cfg.Alloc); err != nil {
-				return nil, fmt.Errorf("plan does not fit the spec: %w", err)
-			}
-		}
-		x = &run{cfg: cfg, clk: cfg.Clock, model: m, st: newState(cfg.Experiment, brackets, cfg.Alloc, cfg.Log), log: cfg.Log}
-	}
+	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log}
 	for _, e := range cfg.Past {
-		x.st.apply(e)
+		x.st.Apply(e)
 		if cfg.Observe != nil {
 			cfg.Observe(e)
 		}
@@ -180,25 +150,9 @@ func newRun(cfg Config) (*run, error) {
 	return x, nil
 }
 
-// ErrHedged is an ASHA run given a plan with a hedged stage (sim.StageAlloc.OnDemand): ASHA's
-// cluster is one market; Successive Halving and Hyperband run hedged stages.
-var ErrHedged = errors.New("ASHA runs no hedged stages (on_demand_nodes): plan with cluster.hedge: false")
-
-// refuseHedged reports a hedged stage of a plan, with ErrHedged.
-func refuseHedged(a sim.Alloc) error {
-	for b, stages := range a {
-		for k, sa := range stages {
-			if sa.OnDemand > 0 {
-				return fmt.Errorf("bracket %d stage %d: %d of its %d nodes on demand: %w", b+1, k+1, sa.OnDemand, sa.Nodes, ErrHedged)
-			}
-		}
-	}
-	return nil
-}
-
 // Run executes the plan, or resumes it from cfg.Past, and returns what was realized. A run that
 // fails or is interrupted releases every node it holds (unless cfg.KeepNodes) before it returns.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (*runstate.Result, error) {
 	x, err := newRun(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -206,22 +160,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if x.cfg.Live != nil {
 		x.cfg.Live(x.snapshot)
 	}
-	if x.st.finished {
+	if x.st.Finished {
 		return x.result(), nil
 	}
-	if x.st.cancelled != "" && !x.cfg.Force {
-		return x.result(), fmt.Errorf("run: %w (%s); resume --force carries on", ErrCancelled, x.st.cancelled)
+	if x.st.Cancelled != "" && !x.cfg.Force {
+		return x.result(), fmt.Errorf("run: %w (%s); resume --force carries on", ErrCancelled, x.st.Cancelled)
 	}
 	if err := x.begin(ctx); err != nil {
 		return x.fail(ctx, err)
 	}
-	if x.st.asha != nil {
+	if x.st.ASHA != nil {
 		if err := x.runASHA(ctx); err != nil {
 			return x.fail(ctx, err)
 		}
 		return x.end(ctx)
 	}
-	errs := make([]error, len(x.st.brackets))
+	errs := make([]error, len(x.st.Brackets))
 	bctx, cancelAll := clock.WithCancel(x.clk, ctx)
 	defer cancelAll()
 	type ended struct {
@@ -231,7 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ends := clock.NewQueue[ended](x.clk)
 	// A round's brackets run side by side; Hyperband's next round starts when they have all ended.
 	failed := false
-	for _, round := range rounds(x.st.brackets) {
+	for _, round := range rounds(x.st.Brackets) {
 		if failed {
 			break
 		}
@@ -253,13 +207,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // end closes a run whose work is done.
-func (x *run) end(ctx context.Context) (*Result, error) {
+func (x *run) end(ctx context.Context) (*runstate.Result, error) {
 	// Every bracket released its nodes at its end; a node a repeated request never claimed back
 	// would bill on: release whatever the provider still holds for the run.
 	if err := x.releaseAll(ctx, "the run finished"); err != nil {
 		return x.fail(ctx, err)
 	}
-	if err := x.record(Event{Ev: EvFinish}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvFinish}, true); err != nil {
 		return x.fail(ctx, err)
 	}
 	return x.result(), nil
@@ -294,8 +248,8 @@ func firstCause(ctx context.Context, errs []error) error {
 // begin starts a new run (sampling its trials) or takes over an earlier driver's: its gangs are
 // ended and its nodes reconciled with what the provider holds.
 func (x *run) begin(ctx context.Context) error {
-	if x.st.start.IsZero() {
-		if err := x.record(Event{Ev: EvStart, RunID: x.cfg.RunID}, true); err != nil {
+	if x.st.Start.IsZero() {
+		if err := x.record(journal.Event{Ev: journal.EvStart, RunID: x.cfg.RunID}, true); err != nil {
 			return err
 		}
 		return x.sample()
@@ -303,12 +257,12 @@ func (x *run) begin(ctx context.Context) error {
 	if err := x.sample(); err != nil { // a driver that died while sampling
 		return err
 	}
-	if reaper, ok := x.cfg.Runtime.(Reaper); ok {
+	if reaper, ok := x.cfg.Runtime.(gang.Reaper); ok {
 		if err := reaper.Reap(ctx); err != nil {
 			return fmt.Errorf("run: end the previous driver's gangs: %w", err)
 		}
 	}
-	if err := x.record(Event{Ev: EvResume}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvResume}, true); err != nil {
 		return err
 	}
 	return x.reconcile(ctx)
@@ -317,7 +271,7 @@ func (x *run) begin(ctx context.Context) error {
 // fail ends a run that cannot go on: every node it holds is released and journaled (unless
 // KeepNodes), why is journaled (EvStop), and err is returned with what was realized. An
 // infrastructure fault pauses the run instead (pause).
-func (x *run) fail(ctx context.Context, err error) (*Result, error) {
+func (x *run) fail(ctx context.Context, err error) (*runstate.Result, error) {
 	if fault, ok := infra.Is(err); ok && !errors.Is(err, context.Canceled) {
 		return x.pause(ctx, fault)
 	}
@@ -326,15 +280,15 @@ func (x *run) fail(ctx context.Context, err error) (*Result, error) {
 			err = errors.Join(err, rerr)
 		}
 	}
-	why, cause := err.Error(), StopFailed
+	why, cause := err.Error(), journal.StopFailed
 	var overBudget *BudgetError
 	switch {
 	case errors.Is(err, context.Canceled):
-		why, cause = "interrupted", StopInterrupted
+		why, cause = "interrupted", journal.StopInterrupted
 	case errors.As(err, &overBudget):
-		cause = StopBudget
+		cause = journal.StopBudget
 	}
-	x.record(Event{Ev: EvStop, Error: why, Cause: string(cause)}, true) // best effort: a broken journal is what err says already
+	x.record(journal.Event{Ev: journal.EvStop, Error: why, Cause: string(cause)}, true) // best effort: a broken journal is what err says already
 	return x.result(), err
 }
 
@@ -378,7 +332,7 @@ func (e *PausedError) Unwrap() error { return e.Fault }
 // once its gangs have stopped (the stages ended), its nodes are released and journaled, and so
 // is the pause (EvStop, StopPaused: what failed and where). A journal that cannot be written
 // stops everything here.
-func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
+func (x *run) pause(ctx context.Context, fault *InfraError) (*runstate.Result, error) {
 	x.pausing.Store(true)
 	perr := &PausedError{Fault: fault, Kept: x.cfg.KeepNodes}
 	if jerr := x.cfg.Journal.Err(); jerr != nil {
@@ -389,8 +343,8 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 	x.cfg.Journal.FreeRoom() // the disk may be full: what follows must be written
 	if !x.cfg.KeepNodes {
 		x.mu.Lock()
-		for b := range x.st.nodes {
-			for _, n := range append(append([]cloud.Node(nil), x.st.nodes[b]...), x.st.draining[b]...) {
+		for b := range x.st.Nodes {
+			for _, n := range append(append([]cloud.Node(nil), x.st.Nodes[b]...), x.st.Draining[b]...) {
 				perr.Released = append(perr.Released, n.ID)
 			}
 		}
@@ -402,7 +356,7 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 			}
 		}
 	}
-	if err := x.record(Event{Ev: EvStop, Error: "paused: " + fault.Error(), Cause: string(StopPaused), Reason: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
+	if err := x.record(journal.Event{Ev: journal.EvStop, Error: string(journal.StopPaused) + ": " + fault.Error(), Cause: string(journal.StopPaused), Fault: fault.What, Where: fault.Where, Nodes: perr.Released}, true); err != nil {
 		fmt.Fprintf(x.log, "pause: %v\n", err)
 		return x.result(), perr
 	}
@@ -413,7 +367,7 @@ func (x *run) pause(ctx context.Context, fault *InfraError) (*Result, error) {
 
 // record journals an event, applies it, and (durable) syncs the journal before returning: the
 // caller acts on a decision only once it is on disk.
-func (x *run) record(e Event, durable bool) error {
+func (x *run) record(e journal.Event, durable bool) error {
 	if e.At.IsZero() {
 		e.At = x.clk.Now()
 	}
@@ -426,7 +380,7 @@ func (x *run) record(e Event, durable bool) error {
 	x.mu.Lock()
 	err := x.cfg.Journal.Note(e)
 	if err == nil {
-		x.st.apply(e)
+		x.st.Apply(e)
 		if x.cfg.Observe != nil {
 			x.cfg.Observe(e)
 		}
@@ -452,21 +406,21 @@ func (x *run) record(e Event, durable bool) error {
 // sampler's (tpe) trials are journaled without a configuration: it is drawn at their first
 // launch (drawParams), from the results so far.
 func (x *run) sample() error {
-	if x.st.asha != nil {
+	if x.st.ASHA != nil {
 		return x.sampleASHA()
 	}
 	first := 0
-	for b, br := range x.st.brackets {
+	for b, br := range x.st.Brackets {
 		n := br.Trials()
 		var configs []spec.Config
-		if !x.cfg.Experiment.Sampler.Adaptive() && len(x.st.order[b]) < n {
+		if !x.cfg.Experiment.Sampler.Adaptive() && len(x.st.Order[b]) < n {
 			var err error
 			if configs, err = search.Initial(x.cfg.Experiment, b, first, n); err != nil {
 				return fmt.Errorf("run: %w", err)
 			}
 		}
-		for i := len(x.st.order[b]); i < n; i++ {
-			e := Event{Ev: EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
+		for i := len(x.st.Order[b]); i < n; i++ {
+			e := journal.Event{Ev: journal.EvTrial, Bracket: b, Trial: fmt.Sprintf("b%d-t%04d", b, i)}
 			if configs != nil {
 				e.Params = configs[i]
 			}
@@ -491,29 +445,29 @@ func (x *run) drawParams(id string) spec.Config {
 	exp := x.cfg.Experiment
 	var history []search.Observation
 	index, drawn := 0, 0
-	for b, order := range x.st.order {
-		stages := x.st.brackets[b].Stages
+	for b, order := range x.st.Order {
+		stages := x.st.Brackets[b].Stages
 		for i, tid := range order {
-			t := x.st.trials[tid]
+			t := x.st.Trials[tid]
 			if tid == id {
-				index = x.st.trialIndex(b, i)
-				if a := x.st.asha; a != nil {
-					index = a.index[id]
+				index = x.st.TrialIndex(b, i)
+				if a := x.st.ASHA; a != nil {
+					index = a.Index[id]
 				}
 			}
-			if t.params == nil {
+			if t.Params == nil {
 				continue
 			}
 			drawn++
 			for k := range stages {
-				metric, done := t.done[k]
-				if !done && !t.failed[k] {
+				metric, done := t.Done[k]
+				if !done && !t.Failed[k] {
 					continue
 				}
 				if !done {
 					metric = math.NaN()
 				}
-				history = append(history, search.Observation{Params: t.params, Budget: stages[k].EndIter(),
+				history = append(history, search.Observation{Params: t.Params, Budget: stages[k].EndIter(),
 					Loss: search.Loss(metric, exp.Objective.Mode), Trial: tid})
 			}
 		}
@@ -532,21 +486,31 @@ func (x *run) specDuration(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / x.cfg.TimeScale)
 }
 
-// Replay describes a run from its journal alone, without running anything: what `status` shows.
-func Replay(cfg Config) (*Result, error) {
-	cfg.Log = io.Discard
-	x, err := newRun(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	if x.st.start.IsZero() {
-		return nil, fmt.Errorf("replay: the journal holds no run")
-	}
-	return x.result(), nil
+// brokenTrainer is the failure rule's verdict on the run so far (nil: carry on).
+func (x *run) brokenTrainer() *runstate.BrokenTrainerError {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.FirstEnds.Broken(x.st.RunID)
 }
 
-// NewRunID names a run: when it started and 32 random bits, short enough for job names and
-// instance tags, unique enough that two runs of one spec never share it.
-func NewRunID(now time.Time, random uint32) string {
-	return fmt.Sprintf("r%s-%08x", now.UTC().Format("20060102-150405"), random)
+// result describes the run so far.
+func (x *run) result() *runstate.Result {
+	now := x.clk.Now()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.Result(now)
+}
+
+// cost is what the run has cost until now.
+func (x *run) cost(now time.Time) float64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.Bill(now).Total
+}
+
+// snapshot is the run now.
+func (x *run) snapshot() *runstate.Snapshot {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.st.Snapshot()
 }

@@ -11,6 +11,9 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -19,12 +22,12 @@ import (
 
 // runBracket runs one bracket's stages from the first one not yet synced.
 func (x *run) runBracket(ctx context.Context, b int) error {
-	br := x.st.brackets[b]
+	br := x.st.Brackets[b]
 	var last placement.Placement
 	for k, st := range br.Stages {
 		x.mu.Lock()
-		_, synced := x.st.synced[stageKey{b, k}]
-		started := !x.st.stageAt[stageKey{b, k}].start.IsZero()
+		_, synced := x.st.Synced[runstate.StageKey{Bracket: b, Stage: k}]
+		started := !x.st.StageAt[runstate.StageKey{Bracket: b, Stage: k}].Start.IsZero()
 		x.mu.Unlock()
 		if synced {
 			continue
@@ -37,7 +40,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 				return err
 			}
 			x.mu.Lock()
-			held := len(x.st.nodes[b])
+			held := len(x.st.Nodes[b])
 			x.mu.Unlock()
 			if want := x.planOf(b, k).Nodes; want < held {
 				var err error
@@ -47,7 +50,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			}
 		}
 		alloc := x.planOf(b, k)
-		if err := x.record(Event{Ev: EvStage, Bracket: b, Stage: k, GPUs: alloc.GPUs}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvStage, Bracket: b, Stage: k, GPUs: alloc.GPUs}, true); err != nil {
 			return err
 		}
 		var err error
@@ -60,7 +63,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 			return err
 		}
 		x.mu.Lock()
-		keep, took := x.st.rank(b, k), len(x.st.active(b, k))
+		keep, took := x.st.Rank(b, k), len(x.st.Active(b, k))
 		x.mu.Unlock()
 		if len(keep) == 0 && took > 0 {
 			return fmt.Errorf("run: bracket %d stage %d: every trial failed (their logs say why)", b, k+1)
@@ -68,7 +71,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		if k+1 < len(br.Stages) {
 			keep = keep[:min(len(keep), br.Stages[k+1].Trials)]
 		}
-		if err := x.record(Event{Ev: EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
 			return err
 		}
 	}
@@ -80,16 +83,16 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 func (x *run) planOf(b, k int) sim.StageAlloc {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.st.plan[b][k]
+	return x.st.Plan[b][k]
 }
 
 // runStage runs every trial of stage k that has not finished it (runJobs). It returns the
 // stage's placement.
 func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placement.Placement) (placement.Placement, error) {
 	x.mu.Lock()
-	alloc := x.st.plan[b][k]
-	queue := x.st.pending(b, k)
-	total := len(x.st.active(b, k))
+	alloc := x.st.Plan[b][k]
+	queue := x.st.Pending(b, k)
+	total := len(x.st.Active(b, k))
 	x.mu.Unlock()
 	gpt := sim.GPUsPerTrial(st, alloc)
 	budget := x.budget(st, alloc, gpt)
@@ -100,7 +103,7 @@ func (x *run) runStage(ctx context.Context, b, k int, st spec.Stage, last placem
 	m := newStage(b, gpt, max(1, alloc.GPUs/gpt), alloc.Nodes, x.cfg.TimeScale, x.cfg.MaxRetries, jobs, last, false)
 	if alloc.OnDemand > 0 {
 		x.mu.Lock()
-		m.tiers = x.tiersOf(alloc, gpt, x.st.active(b, k))
+		m.tiers = x.tiersOf(alloc, gpt, x.st.Active(b, k))
 		x.mu.Unlock()
 	}
 	var done atomic.Int64 // the heartbeat reads it from its own actor
@@ -183,7 +186,7 @@ type jobSource interface {
 func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done func(k int)) (placement.Placement, error) {
 	view := &bracketView{x: x, b: b}
 	events := clock.NewQueue[stageEvent](x.clk)
-	handles := map[int]Handle{}
+	handles := map[int]gang.Handle{}
 	wait := ctx       // until the stage is cancelled; then without, to see its gangs end
 	var stopped error // why the source stopped the loop
 	acts := m.begin(view)
@@ -201,7 +204,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 				budget := m.jobs[a.trial].budget
 				fmt.Fprintf(x.log, "trial %s stage %d: still running after its budget of %s: stopping it\n", a.trial, a.k+1, budget.Round(time.Millisecond))
 				launches, _, _ := view.tries(a.trial, a.k)
-				x.record(Event{Ev: EvTimeout, Bracket: a.bracket, Stage: a.k, Trial: a.trial, Try: launches, Seconds: x.specDuration(budget).Seconds()}, false)
+				x.record(journal.Event{Ev: journal.EvTimeout, Bracket: a.bracket, Stage: a.k, Trial: a.trial, Try: launches, Seconds: x.specDuration(budget).Seconds()}, false)
 			case acCheckNodes:
 				lost, err := x.lostNodes(ctx, b, a.doomed)
 				next = append(next, stageEvent{kind: evChecked, launch: a.launch, o: a.o, cause: a.cause, lost: lost, err: err})
@@ -308,14 +311,14 @@ type bracketView struct {
 func (v *bracketView) nodes() []cloud.Node {
 	v.x.mu.Lock()
 	defer v.x.mu.Unlock()
-	return append([]cloud.Node(nil), v.x.st.nodes[v.b]...)
+	return append([]cloud.Node(nil), v.x.st.Nodes[v.b]...)
 }
 
 func (v *bracketView) tries(trial string, k int) (launches, fails, interrupts int) {
 	v.x.mu.Lock()
 	defer v.x.mu.Unlock()
-	ts := trialStage{trial, k}
-	return v.x.st.tries[ts], v.x.st.fails[ts], v.x.st.interrupts[ts]
+	ts := runstate.TrialStage{Trial: trial, Stage: k}
+	return v.x.st.Tries[ts], v.x.st.Fails[ts], v.x.st.Interrupts[ts]
 }
 
 // budget is how long one launch of a stage may run before it is stopped and retried: three
@@ -348,22 +351,22 @@ func (x *run) budget(st spec.Stage, alloc sim.StageAlloc, gpus int) time.Duratio
 func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clock.Queue[stageEvent]) {
 	k, st, budget := a.job.k, a.job.st, a.job.budget
 	x.mu.Lock()
-	t := x.st.trials[a.trial]
+	t := x.st.Trials[a.trial]
 	nodes := map[string]cloud.Node{}
-	for _, n := range x.st.nodes[b] {
+	for _, n := range x.st.Nodes[b] {
 		nodes[n.ID] = n
 	}
-	params, drawn := t.params, false
+	params, drawn := t.Params, false
 	if params == nil && x.cfg.Experiment.Sampler.Adaptive() {
 		params, drawn = x.drawParams(a.trial), true
 	}
 	x.mu.Unlock()
-	g := BuildGang(GangSpec{Trial: a.trial, Experiment: x.cfg.Experiment, Params: params, StartIter: st.StartIter, TargetIter: st.EndIter()}, a.slots, nodes)
+	g := gang.BuildGang(gang.GangSpec{Trial: a.trial, Experiment: x.cfg.Experiment, Params: params, StartIter: st.StartIter, TargetIter: st.EndIter()}, a.slots, nodes)
 	g.Timeout = budget
 	// Not synced: a resumed driver relaunches whatever is not done, whether or not it saw this;
 	// unless it carries a configuration just drawn: the trainer must never start on one the
 	// journal could lose (a resumed driver would draw another and resume its checkpoint with it).
-	launch := Event{Ev: EvLaunch, Bracket: a.bracket, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
+	launch := journal.Event{Ev: journal.EvLaunch, Bracket: a.bracket, Stage: k, Trial: a.trial, Try: a.try, GPUs: gpus, Nodes: slotNodes(a.slots)}
 	if drawn {
 		launch.Params = params
 	}
@@ -389,7 +392,7 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 				break
 			}
 			o.metrics, o.iter = r.Metrics, r.Iter
-			x.record(Event{Ev: EvReport, At: r.At, Bracket: a.bracket, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
+			x.record(journal.Event{Ev: journal.EvReport, At: r.At, Bracket: a.bracket, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
 		}
 		clock.Recv(follow, x.clk, h.Exited())
 		o.exitedAt = x.clk.Now()
@@ -412,14 +415,14 @@ func slotNodes(slots []placement.Slot) []string {
 // lost (a.interrupted) is counted apart from the trial's own failures.
 func (x *run) failed(b, k int, a action) error {
 	x.mu.Lock()
-	try := x.st.tries[trialStage{a.trial, k}]
+	try := x.st.Tries[runstate.TrialStage{Trial: a.trial, Stage: k}]
 	x.mu.Unlock()
 	what := "failed"
 	if a.interrupted {
 		what = "lost its node"
 	}
 	fmt.Fprintf(x.log, "trial %s stage %d try %d %s: %v (retry: %v)\n", a.trial, k+1, try, what, a.cause, a.retry)
-	return x.record(Event{Ev: EvFail, Bracket: b, Stage: k, Trial: a.trial, Try: try, Error: a.cause.Error(), GaveUp: !a.retry,
+	return x.record(journal.Event{Ev: journal.EvFail, Bracket: b, Stage: k, Trial: a.trial, Try: try, Error: a.cause.Error(), GaveUp: !a.retry,
 		Interrupted: a.interrupted, NotStarted: !a.o.started, GPUs: a.o.gpus, Began: a.o.began, Exited: a.o.exitedAt}, false)
 }
 
@@ -435,7 +438,7 @@ func (x *run) finish(b, k int, o outcome) error {
 	// Group-committed: the checkpoint is saved already with this report beside it, so a driver or
 	// machine that dies before this line is durable costs a relaunch that re-reports the result
 	// (trial.LastReportFile), never a lost or changed one.
-	return x.record(Event{Ev: EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
+	return x.record(journal.Event{Ev: journal.EvDone, Bracket: b, Stage: k, Trial: o.trial, Iter: o.iter, Metrics: o.metrics, Metric: metric,
 		GPUs: o.gpus, Began: o.began, Exited: o.exitedAt, Seconds: x.specDuration(o.exitedAt.Sub(o.began)).Seconds()}, false)
 }
 
@@ -448,24 +451,24 @@ func (x *run) progressWith(b, k, done, total, starting int) {
 	}
 	failed := 0
 	x.mu.Lock()
-	for _, id := range x.st.order[b] {
-		if x.st.trials[id].failed[k] {
+	for _, id := range x.st.Order[b] {
+		if x.st.Trials[id].Failed[k] {
 			failed++
 		}
 	}
 	running, iters := x.underWay(b, k)
-	st := x.st.brackets[b].Stages[k]
-	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.start)), x.forecastJCT()
+	st := x.st.Brackets[b].Stages[k]
+	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT()
 	x.mu.Unlock()
-	x.cfg.Progress(Status{Bracket: x.st.brackets[b].Name, Stage: k, Stages: len(x.st.brackets[b].Stages), Done: done, Total: total,
+	x.cfg.Progress(runstate.Status{Bracket: x.st.Brackets[b].Name, Stage: k, Stages: len(x.st.Brackets[b].Stages), Done: done, Total: total,
 		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Starting: starting, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
 }
 
 // starting reports stage k of bracket b while it waits for its nodes (want in all) to start.
 func (x *run) starting(b, k, want int) {
 	x.mu.Lock()
-	held := len(x.st.nodes[b])
-	total := len(x.st.active(b, k))
+	held := len(x.st.Nodes[b])
+	total := len(x.st.Active(b, k))
 	x.mu.Unlock()
 	if held >= want {
 		return
@@ -477,15 +480,15 @@ func (x *run) starting(b, k, want int) {
 // trials reported in that stage so far (each counted to the stage's target at most). Callers
 // hold x.mu.
 func (x *run) underWay(b, k int) (running, iters int) {
-	for trial, i := range x.st.openLaunch {
-		if l := x.st.launchLog[i]; l.Bracket == b && l.Stage == k && x.st.trials[trial] != nil {
+	for trial, i := range x.st.OpenLaunch {
+		if l := x.st.LaunchLog[i]; l.Bracket == b && l.Stage == k && x.st.Trials[trial] != nil {
 			running++
 		}
 	}
-	st := x.st.brackets[b].Stages[k]
-	for _, id := range x.st.order[b] {
-		if t := x.st.trials[id]; t.iter > st.StartIter {
-			iters += min(t.iter, st.StartIter+st.Iters) - st.StartIter
+	st := x.st.Brackets[b].Stages[k]
+	for _, id := range x.st.Order[b] {
+		if t := x.st.Trials[id]; t.Iter > st.StartIter {
+			iters += min(t.Iter, st.StartIter+st.Iters) - st.StartIter
 		}
 	}
 	return running, iters

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
 
@@ -17,35 +18,35 @@ func TestRealizedSchedule(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) } // wall seconds
 	n1, n2 := cloud.Node{ID: "n1", GPUs: 4}, cloud.Node{ID: "n2", GPUs: 4}
-	events := []executor.Event{
-		{Ev: executor.EvStart, At: at(0)},
-		{Ev: executor.EvTrial, At: at(0), Trial: "a"}, {Ev: executor.EvTrial, At: at(0), Trial: "b"},
-		{Ev: executor.EvTrial, At: at(0), Trial: "c"}, {Ev: executor.EvTrial, At: at(0), Trial: "d"},
-		{Ev: executor.EvStage, At: at(2)},
-		{Ev: executor.EvNodeUp, At: at(10), Node: &n1},
-		{Ev: executor.EvNodeUp, At: at(10), Node: &n2},
-		{Ev: executor.EvLaunch, At: at(15), Trial: "a", GPUs: 2, Nodes: []string{"n1"}},
-		{Ev: executor.EvLaunch, At: at(15), Trial: "b", GPUs: 2, Nodes: []string{"n1"}},
-		{Ev: executor.EvLaunch, At: at(16), Trial: "c", GPUs: 8, Nodes: []string{"n2", "n1"}},
-		{Ev: executor.EvReport, At: at(40), Trial: "a"},
-		{Ev: executor.EvDone, At: at(50), Trial: "a"},
-		{Ev: executor.EvLaunch, At: at(52), Trial: "d", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvFail, At: at(60), Trial: "b"},
-		{Ev: executor.EvDone, At: at(64), Trial: "d"},
-		{Ev: executor.EvDone, At: at(70), Trial: "c"},
-		{Ev: executor.EvDone, At: at(80), Trial: "nobody"}, // never launched: no span
-		{Ev: executor.EvSync, At: at(72)},
-		{Ev: executor.EvStage, At: at(72), Stage: 1},
-		{Ev: executor.EvLaunch, At: at(74), Stage: 1, Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
-		{Ev: executor.EvDone, At: at(90), Stage: 1, Trial: "a"},
-		{Ev: executor.EvSync, At: at(92), Stage: 1},
+	events := []journal.Event{
+		{Ev: journal.EvStart, At: at(0)},
+		{Ev: journal.EvTrial, At: at(0), Trial: "a"}, {Ev: journal.EvTrial, At: at(0), Trial: "b"},
+		{Ev: journal.EvTrial, At: at(0), Trial: "c"}, {Ev: journal.EvTrial, At: at(0), Trial: "d"},
+		{Ev: journal.EvStage, At: at(2)},
+		{Ev: journal.EvNodeUp, At: at(10), Node: &n1},
+		{Ev: journal.EvNodeUp, At: at(10), Node: &n2},
+		{Ev: journal.EvLaunch, At: at(15), Trial: "a", GPUs: 2, Nodes: []string{"n1"}},
+		{Ev: journal.EvLaunch, At: at(15), Trial: "b", GPUs: 2, Nodes: []string{"n1"}},
+		{Ev: journal.EvLaunch, At: at(16), Trial: "c", GPUs: 8, Nodes: []string{"n2", "n1"}},
+		{Ev: journal.EvReport, At: at(40), Trial: "a"},
+		{Ev: journal.EvDone, At: at(50), Trial: "a"},
+		{Ev: journal.EvLaunch, At: at(52), Trial: "d", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvFail, At: at(60), Trial: "b"},
+		{Ev: journal.EvDone, At: at(64), Trial: "d"},
+		{Ev: journal.EvDone, At: at(70), Trial: "c"},
+		{Ev: journal.EvDone, At: at(80), Trial: "nobody"}, // never launched: no span
+		{Ev: journal.EvSync, At: at(72)},
+		{Ev: journal.EvStage, At: at(72), Stage: 1},
+		{Ev: journal.EvLaunch, At: at(74), Stage: 1, Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: journal.EvDone, At: at(90), Stage: 1, Trial: "a"},
+		{Ev: journal.EvSync, At: at(92), Stage: 1},
 	}
 	exp := experiment(t, shaSpec)
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 2})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: elastic(t, exp), TimeScale: 2}, events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := executor.RealizedSchedule(snap, time.Time{}, 2, 4) // two wall seconds per spec second
+	got := runstate.RealizedSchedule(snap, time.Time{}, 2, 4) // two wall seconds per spec second
 	want := sim.Schedule{Rows: 2, GPUsPerNode: 4, StageEnds: []float64{36, 46}, Spans: []sim.Span{
 		{Row: 0, Start: 1, End: 7.5, GPUs: 4, Provision: true},
 		{Row: 1, Start: 1, End: 8, GPUs: 4, Provision: true},
@@ -68,23 +69,23 @@ func TestRealizedScheduleZeroLengthLaunch(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	n1 := cloud.Node{ID: "n1", GPUs: 4}
-	events := []executor.Event{
-		{Ev: executor.EvStart, At: at(0)},
-		{Ev: executor.EvTrial, At: at(0), Trial: "a"},
-		{Ev: executor.EvStage, At: at(0)},
-		{Ev: executor.EvNodeUp, At: at(5), Node: &n1},
-		{Ev: executor.EvLaunch, At: at(10), Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
-		{Ev: executor.EvFail, At: at(10), Trial: "a", Error: "launch failed"},
-		{Ev: executor.EvLaunch, At: at(10), Trial: "a", Try: 1, GPUs: 4, Nodes: []string{"n1"}},
-		{Ev: executor.EvDone, At: at(20), Trial: "a"},
-		{Ev: executor.EvSync, At: at(20)},
+	events := []journal.Event{
+		{Ev: journal.EvStart, At: at(0)},
+		{Ev: journal.EvTrial, At: at(0), Trial: "a"},
+		{Ev: journal.EvStage, At: at(0)},
+		{Ev: journal.EvNodeUp, At: at(5), Node: &n1},
+		{Ev: journal.EvLaunch, At: at(10), Trial: "a", GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: journal.EvFail, At: at(10), Trial: "a", Error: "launch failed"},
+		{Ev: journal.EvLaunch, At: at(10), Trial: "a", Try: 1, GPUs: 4, Nodes: []string{"n1"}},
+		{Ev: journal.EvDone, At: at(20), Trial: "a"},
+		{Ev: journal.EvSync, At: at(20)},
 	}
 	exp := experiment(t, shaSpec)
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: elastic(t, exp), TimeScale: 1}, events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := executor.RealizedSchedule(snap, time.Time{}, 1, 4)
+	got := runstate.RealizedSchedule(snap, time.Time{}, 1, 4)
 	var train []sim.Span
 	for _, sp := range got.Spans {
 		if !sp.Provision {
@@ -102,26 +103,26 @@ func TestRealizedScheduleAcrossResume(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	n1 := cloud.Node{ID: "n1", GPUs: 2}
-	events := []executor.Event{
-		{Ev: executor.EvStart, At: at(0)},
-		{Ev: executor.EvTrial, At: at(0), Trial: "a"}, {Ev: executor.EvTrial, At: at(0), Trial: "b"},
-		{Ev: executor.EvStage, At: at(0)},
-		{Ev: executor.EvNodeUp, At: at(5), Node: &n1},
-		{Ev: executor.EvLaunch, At: at(10), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvResume, At: at(20)},
-		{Ev: executor.EvLaunch, At: at(21), Trial: "b", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvLaunch, At: at(21), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
-		{Ev: executor.EvDone, At: at(30), Trial: "b"},
+	events := []journal.Event{
+		{Ev: journal.EvStart, At: at(0)},
+		{Ev: journal.EvTrial, At: at(0), Trial: "a"}, {Ev: journal.EvTrial, At: at(0), Trial: "b"},
+		{Ev: journal.EvStage, At: at(0)},
+		{Ev: journal.EvNodeUp, At: at(5), Node: &n1},
+		{Ev: journal.EvLaunch, At: at(10), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvResume, At: at(20)},
+		{Ev: journal.EvLaunch, At: at(21), Trial: "b", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvLaunch, At: at(21), Trial: "a", GPUs: 1, Nodes: []string{"n1"}},
+		{Ev: journal.EvDone, At: at(30), Trial: "b"},
 	}
 	exp := experiment(t, shaSpec)
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: elastic(t, exp), Past: events, TimeScale: 1})
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: elastic(t, exp), TimeScale: 1}, events)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if open := snap.Open(); len(open) != 1 || open[0].Trial != "a" || open[0].Try != 0 || snap.Launches[0].Outcome != executor.LaunchOrphaned {
+	if open := snap.Open(); len(open) != 1 || open[0].Trial != "a" || open[0].Try != 0 || snap.Launches[0].Outcome != runstate.LaunchOrphaned {
 		t.Fatalf("open launches %+v, records %+v", open, snap.Launches)
 	}
-	got := executor.RealizedSchedule(snap, at(40), 1, 2)
+	got := runstate.RealizedSchedule(snap, at(40), 1, 2)
 	want := []sim.Span{
 		{Row: 0, Start: 0, End: 10, GPUs: 2, Provision: true},
 		{Row: 0, Start: 10, End: 20, GPU: 0, GPUs: 1, Trial: 0}, // a, ended by the resume
@@ -131,7 +132,7 @@ func TestRealizedScheduleAcrossResume(t *testing.T) {
 	if !reflect.DeepEqual(got.Spans, want) {
 		t.Fatalf("spans\n got %+v\nwant %+v", got.Spans, want)
 	}
-	if without := executor.RealizedSchedule(snap, time.Time{}, 1, 2); len(without.Spans) != 3 {
+	if without := runstate.RealizedSchedule(snap, time.Time{}, 1, 2); len(without.Spans) != 3 {
 		t.Fatalf("without a now, the running launch is drawn: %+v", without.Spans)
 	}
 }

@@ -3,7 +3,7 @@ package rundir
 import (
 	"sort"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -18,12 +18,12 @@ type Curve struct {
 // LearningCurves are the objective's values every trial reported, in the order the trials first
 // reported, with each promotion marked at the last point at or before the end of the stage it
 // was promoted from.
-func LearningCurves(exp *spec.Experiment, events []executor.Event) []Curve {
+func LearningCurves(exp *spec.Experiment, events []journal.Event) []Curve {
 	metric := exp.Objective.Metric
 	points := map[string][][2]float64{}
 	var order []string
 	for _, e := range events {
-		if e.Ev != executor.EvReport {
+		if e.Ev != journal.EvReport {
 			continue
 		}
 		v, ok := e.Metrics[metric]
@@ -49,7 +49,7 @@ func LearningCurves(exp *spec.Experiment, events []executor.Event) []Curve {
 		curves = append(curves, cv)
 	}
 	for _, e := range events {
-		if e.Ev != executor.EvSync || e.Bracket >= len(brackets) || e.Stage+1 >= len(brackets[e.Bracket].Stages) {
+		if e.Ev != journal.EvSync || e.Bracket >= len(brackets) || e.Stage+1 >= len(brackets[e.Bracket].Stages) {
 			continue
 		}
 		end := float64(brackets[e.Bracket].Stages[e.Stage].EndIter())

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/process"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -111,10 +111,10 @@ type State struct {
 	ASHA  *sim.ASHAPlan // an ASHA job's plan, instead of Alloc
 }
 
-// Config is what every driver and reader of the run starts its executor.Config from: the spec,
-// the plan, the time scale.
-func (st *State) Config() executor.Config {
-	return executor.Config{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, TimeScale: st.Run.TimeScale}
+// RunPlan is what every driver and reader of the run folds its journal against: the spec, the
+// plan, the time scale.
+func (st *State) RunPlan() runstate.Plan {
+	return runstate.Plan{Experiment: st.Exp, Alloc: st.Alloc, ASHA: st.ASHA, TimeScale: st.Run.TimeScale}
 }
 
 // PlannedSchedule is one sampled run of the run's plan laid out on nodes (its stages', or its

@@ -12,18 +12,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // TrialLog is the log file of a trial the journal's events name; its error matches ErrNoTrial
 // and names some trials that exist. An ID that could leave the logs folder is no trial's.
-func TrialLog(dir string, events []executor.Event, id string) (string, error) {
+func TrialLog(dir string, events []journal.Event, id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
 		return "", userErr(ErrNoTrial, "%q is not a trial ID", id)
 	}
 	var ids []string
 	for _, e := range events {
-		if e.Ev == executor.EvTrial {
+		if e.Ev == journal.EvTrial {
 			if e.Trial == id {
 				return filepath.Join(dir, LogsDir, id+".log"), nil
 			}
@@ -81,7 +81,7 @@ func SeekTail(f *os.File, n int) error {
 func Follow(ctx context.Context, dir string, f *os.File, w io.Writer) error {
 	r := bufio.NewReader(f)
 	for {
-		_, live, err := executor.ReadHolder(dir)
+		_, live, err := ReadHolder(dir)
 		if err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func OpenWhenWritten(ctx context.Context, dir, path string) (*os.File, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
-		if _, live, herr := executor.ReadHolder(dir); herr != nil || !live {
+		if _, live, herr := ReadHolder(dir); herr != nil || !live {
 			return nil, err
 		}
 		select {

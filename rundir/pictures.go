@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/charts"
 )
 
@@ -35,9 +35,7 @@ func (r *Replayed) Pictures() (charts.RunPictures, error) {
 	if p.Planned, err = st.PlannedSchedule(); err != nil {
 		return p, err
 	}
-	cfg := st.Config()
-	cfg.Past = r.Events
-	snap, err := executor.Fold(cfg)
+	snap, err := runstate.Fold(st.RunPlan(), r.Events)
 	if err != nil {
 		return p, err
 	}
@@ -45,14 +43,14 @@ func (r *Replayed) Pictures() (charts.RunPictures, error) {
 	if len(r.Events) > 0 {
 		end = r.Events[len(r.Events)-1].At
 	}
-	p.Realized = executor.RealizedSchedule(snap, end, st.Run.TimeScale, st.Exp.Cluster.GPUsPerNode)
+	p.Realized = runstate.RealizedSchedule(snap, end, st.Run.TimeScale, st.Exp.Cluster.GPUsPerNode)
 	for _, in := range r.Res.Interruptions {
 		p.Marks = append(p.Marks, charts.Mark{At: in.At, Kind: charts.MarkInterruption})
 	}
 	for _, rv := range r.Res.Revisions {
 		p.Marks = append(p.Marks, charts.Mark{At: rv.At, Kind: charts.MarkReplan})
 	}
-	for _, sr := range executor.Compare(st.Plan, r.Res).Stages {
+	for _, sr := range runstate.Compare(st.Plan, r.Res).Stages {
 		p.Stages = append(p.Stages, fmt.Sprintf("%s/%d", sr.Bracket, sr.Stage+1)) // stages from 1, as tables number them
 		p.PredictedCost, p.RealizedCost = append(p.PredictedCost, sr.Predicted.Cost), append(p.RealizedCost, sr.Realized.Cost)
 	}

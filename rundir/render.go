@@ -7,7 +7,9 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"go.yaml.in/yaml/v3"
 )
@@ -23,7 +25,7 @@ type StatusOptions struct {
 
 // StatusJSON is `status -o json`: the run's report, and where the run is.
 type StatusJSON struct {
-	*executor.Report
+	*runstate.Report
 	Status string `json:"status"`
 	Why    string `json:"why,omitempty"`
 	Live   bool   `json:"live"`
@@ -40,14 +42,14 @@ func RenderStatus(v *View, o StatusOptions) ([]byte, error) {
 	}
 	if v.Res == nil {
 		if o.JSON { // one line, as it always was: there is little to show
-			err := json.NewEncoder(&buf).Encode(StatusJSON{Report: &executor.Report{Experiment: st.Exp.Name, RunID: st.Run.RunID}, Status: status, Live: v.Live})
+			err := json.NewEncoder(&buf).Encode(StatusJSON{Report: &runstate.Report{Outcome: runstate.Outcome{Experiment: st.Exp.Name, RunID: st.Run.RunID}}, Status: status, Live: v.Live})
 			return buf.Bytes(), err
 		}
 		fmt.Fprintf(&buf, "%s · run %s · %s · state in %s\n", st.Exp.Name, st.Run.RunID, status, st.Dir)
 		return buf.Bytes(), nil
 	}
 	if o.JSON {
-		rep := executor.Compare(st.Plan, v.Res)
+		rep := runstate.Compare(st.Plan, v.Res)
 		err := enc.Encode(StatusJSON{Report: &rep, Status: status, Why: why, Live: v.Live})
 		return buf.Bytes(), err
 	}
@@ -63,14 +65,14 @@ func RenderStatus(v *View, o StatusOptions) ([]byte, error) {
 }
 
 // EndStatus is the word for how a replayed run stands at its journal's end.
-func EndStatus(res *executor.Result) string {
+func EndStatus(res *runstate.Result) string {
 	switch {
 	case res.Cancelled != "":
 		return "cancelled"
 	case !res.Finished:
 		return "not finished"
 	}
-	if by, missed := executor.MissedDeadline(res); missed {
+	if by, missed := runstate.MissedDeadline(res); missed {
 		return "finished: DEADLINE MISSED by " + format.Clock(by)
 	}
 	return "finished"
@@ -80,20 +82,18 @@ func EndStatus(res *executor.Result) string {
 // it was replayed from, and what its search found.
 type Replayed struct {
 	State  *State
-	Res    *executor.Result
-	Events []executor.Event
+	Res    *runstate.Result
+	Events []journal.Event
 	Search *SearchSummary
 }
 
 // Replay replays the run in st's journal to its end.
 func Replay(st *State) (*Replayed, error) {
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
 		return nil, err
 	}
-	cfg := st.Config()
-	cfg.Past = events
-	res, err := executor.Replay(cfg)
+	res, err := runstate.Replay(st.RunPlan(), events, clock.Wall{}.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func Replay(st *State) (*Replayed, error) {
 
 // ReportJSON is `report -o json`: realized against predicted, and what the search found.
 type ReportJSON struct {
-	*executor.Report
+	*runstate.Report
 	Search *SearchSummary `json:"search"`
 }
 
@@ -110,7 +110,7 @@ type ReportJSON struct {
 // with asJSON its ReportJSON.
 func (r *Replayed) WriteReport(w io.Writer, asJSON bool) error {
 	if asJSON {
-		rep := executor.Compare(r.State.Plan, r.Res)
+		rep := runstate.Compare(r.State.Plan, r.Res)
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(ReportJSON{&rep, r.Search})

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -19,8 +19,8 @@ import (
 // WriteTable writes a run's report as tables a person reads (what `run`, `status` and `report`
 // print): its status, best trial, stages predicted beside realized (numbered from 1, as people
 // count them; JSON keeps the index from 0), interruptions, re-plans and totals.
-func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
-	rep := executor.Compare(st.Plan, res)
+func WriteTable(w io.Writer, st *State, res *runstate.Result, status string) {
+	rep := runstate.Compare(st.Plan, res)
 	fmt.Fprintf(w, "%s · run %s · %s · state in %s\n\n", res.Experiment, res.RunID, status, st.Dir)
 	if res.Best != nil {
 		params, _ := json.Marshal(res.Best.Params)
@@ -74,9 +74,9 @@ func WriteTable(w io.Writer, st *State, res *executor.Result, status string) {
 
 // writeSaving says what elasticity saved, like with like: the plan's predicted cost against the
 // best static cluster's predicted cost, and the run's realized cost against that cluster
-// re-costed on the latencies the run observed (executor.Recost: a profile that was wrong is not
+// re-costed on the latencies the run observed (runstate.Recost: a profile that was wrong is not
 // elasticity). A plan whose cluster never changes saves nothing by elasticity, and says so.
-func writeSaving(w io.Writer, st *State, rep executor.Report) {
+func writeSaving(w io.Writer, st *State, rep runstate.Report) {
 	p := st.Plan
 	if p.Static == nil || p.SavingPct == nil || !rep.Finished || st.ASHA != nil {
 		return
@@ -126,17 +126,15 @@ func sameCluster(a, b sim.Alloc) bool {
 }
 
 // recostStatic is the static plan re-costed on what the run in st observed (its journal).
-func recostStatic(st *State, static sim.Alloc) (executor.Measured, error) {
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+func recostStatic(st *State, static sim.Alloc) (runstate.Measured, error) {
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
-		return executor.Measured{}, err
+		return runstate.Measured{}, err
 	}
 	if len(events) == 0 {
-		return executor.Measured{}, errors.New("re-cost: an empty journal")
+		return runstate.Measured{}, errors.New("re-cost: an empty journal")
 	}
-	cfg := st.Config()
-	cfg.Past, cfg.Clock = events, clock.Frozen{At: events[len(events)-1].At}
-	return executor.Recost(cfg, static)
+	return runstate.Recost(st.RunPlan(), events, events[len(events)-1].At, static)
 }
 
 // RungRow is one rung of an ASHA run, as status and the dashboard show it: how many results it
@@ -149,7 +147,7 @@ type RungRow struct {
 }
 
 // ASHARungs are an ASHA run's rungs that trials reached (the first always).
-func ASHARungs(res *executor.Result) []RungRow {
+func ASHARungs(res *runstate.Result) []RungRow {
 	var rows []RungRow
 	for _, b := range res.Brackets {
 		iter := 0
@@ -167,7 +165,7 @@ func ASHARungs(res *executor.Result) []RungRow {
 
 // writeASHA writes an ASHA run's rungs (results and promotions so far: they overlap in time)
 // and the phases of its GPU schedule, which its cost is split among.
-func writeASHA(w io.Writer, res *executor.Result) {
+func writeASHA(w io.Writer, res *runstate.Result) {
 	var buf bytes.Buffer
 	tw := format.NewTable(&buf, "BRACKET", "RUNG", "TO ITER", "RESULTS", "PROMOTED", "FAILED", "FIRST", "LAST RESULT")
 	for _, r := range ASHARungs(res) {
@@ -185,7 +183,7 @@ func writeASHA(w io.Writer, res *executor.Result) {
 
 // writeRevisions lists the run's re-plans, and, while it runs, its latest forecast against the
 // deadline and the budget.
-func writeRevisions(w io.Writer, st *State, rep executor.Report) {
+func writeRevisions(w io.Writer, st *State, rep runstate.Report) {
 	if len(rep.Revisions) > 0 {
 		fmt.Fprintf(w, "\n%s:\n", format.Plural(len(rep.Revisions), "re-plan"))
 		for _, r := range rep.Revisions {
@@ -207,14 +205,14 @@ func writeRevisions(w io.Writer, st *State, rep executor.Report) {
 			fmt.Fprintf(w, " (%s the budget %s)", word, format.Money(b))
 		}
 		fmt.Fprintln(w)
-		if warn := executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile); warn != "" {
+		if warn := runstate.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile); warn != "" {
 			fmt.Fprintf(w, "DEADLINE: %s\n", warn)
 		}
 	}
 }
 
 // WriteTrials writes one row per trial: how far it got, where it is, its last metric and node.
-func WriteTrials(w io.Writer, st *State, res *executor.Result) {
+func WriteTrials(w io.Writer, st *State, res *runstate.Result) {
 	brackets := st.Exp.Algorithm.Brackets()
 	metric := st.Exp.Objective.Metric
 	tw := format.NewTable(w, "TRIAL", "BRACKET", "STAGES DONE", "STATE", "ITER", strings.ToUpper(metric), "NODE")

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -52,7 +53,7 @@ func parse(t *testing.T, src *spec.Source) *spec.Experiment {
 
 // finishedRun plans the job src says, makes a run of it and runs it in virtual time in a world
 // drawn from truth (nil: src), its plan kept; it returns its state, result and table.
-func finishedRun(t *testing.T, src, truth *spec.Source) (*State, *executor.Result, string) {
+func finishedRun(t *testing.T, src, truth *spec.Source) (*State, *runstate.Result, string) {
 	t.Helper()
 	exp := parse(t, src)
 	var world *spec.Experiment
@@ -146,7 +147,7 @@ func atof(t *testing.T, s string) float64 {
 // of the whole (`status -w` said "realized … (-65.2% time, -41.9% cost)" midway).
 func TestPartialFiguresSaySoFar(t *testing.T) {
 	st, _, _ := finishedRun(t, jobSpec(t, 8, 1, "60s"), nil)
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
 		t.Fatal(err)
 	}

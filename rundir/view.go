@@ -5,11 +5,11 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
@@ -17,19 +17,19 @@ import (
 // replayed.
 type View struct {
 	State  *State
-	Res    *executor.Result // nil until the journal holds the run's start
-	Snap   *executor.Snapshot
-	Events []executor.Event
+	Res    *runstate.Result // nil until the journal holds the run's start
+	Snap   *runstate.Snapshot
+	Events []journal.Event
 	Live   bool // a driver holds the run's lock
 }
 
 // NewView reads the run's journal and replays it.
 func NewView(st *State) (*View, error) {
-	_, live, err := executor.ReadHolder(st.Dir)
+	_, live, err := ReadHolder(st.Dir)
 	if err != nil {
 		return nil, err
 	}
-	events, err := executor.ReadJournal(filepath.Join(st.Dir, Journal))
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -39,19 +39,17 @@ func NewView(st *State) (*View, error) {
 // ViewOf replays events already read (the dashboard follows the journal itself). A run no
 // driver holds is measured up to its last event, so its elapsed time and cost stop growing once
 // it stopped; a live one up to now's time (the wall clock's when nil).
-func ViewOf(st *State, events []executor.Event, live bool, now clock.Clock) (*View, error) {
+func ViewOf(st *State, events []journal.Event, live bool, now clock.Clock) (*View, error) {
 	v := &View{State: st, Events: events, Live: live}
 	if len(events) == 0 {
 		return v, nil
 	}
-	cfg := st.Config()
-	cfg.Past = events
-	cfg.Clock = now
-	if !live {
-		cfg.Clock = clock.Frozen{At: events[len(events)-1].At}
+	at := events[len(events)-1].At
+	if live {
+		at = clock.Or(now).Now()
 	}
 	var err error
-	if v.Res, v.Snap, err = executor.Inspect(cfg); err != nil {
+	if v.Res, v.Snap, err = runstate.Inspect(st.RunPlan(), events, at); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -72,20 +70,20 @@ func (v *View) Status() (word, why string) {
 		return "not started", ""
 	}
 	switch s := v.Snap; {
-	case s.Phase == executor.PhaseCancelled:
+	case s.Phase == runstate.PhaseCancelled:
 		return "cancelled", s.Why
-	case s.Phase == executor.PhaseFinished:
-		if by, missed := executor.MissedDeadline(v.Res); missed { // its result stands: finished, and said
+	case s.Phase == runstate.PhaseFinished:
+		if by, missed := runstate.MissedDeadline(v.Res); missed { // its result stands: finished, and said
 			return "finished", "DEADLINE MISSED by " + format.Clock(by)
 		}
 		return "finished", ""
-	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopInterrupted:
+	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopInterrupted:
 		return "interrupted", ""
-	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopPaused: // an infrastructure fault: resume carries on once it is mended
-		return "paused", strings.TrimPrefix(s.Why, "paused: ")
-	case s.Phase == executor.PhaseStopped && s.Cause == executor.StopBudget: // budget.stop: not a failure, resume carries on
-		return "over budget", strings.TrimPrefix(s.Why, "budget: ")
-	case s.Phase == executor.PhaseStopped:
+	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopPaused: // an infrastructure fault: resume carries on once it is mended
+		return "paused", s.Detail
+	case s.Phase == runstate.PhaseStopped && s.Cause == journal.StopBudget: // budget.stop: not a failure, resume carries on
+		return "over budget", s.Detail
+	case s.Phase == runstate.PhaseStopped:
 		return "failed", s.Why
 	default:
 		return "interrupted", "its driver died" // no stop journaled: killed, or its machine went down
@@ -93,9 +91,9 @@ func (v *View) Status() (word, why string) {
 }
 
 // cancelled says whether the journal holds a cancel.
-func cancelled(events []executor.Event) bool {
+func cancelled(events []journal.Event) bool {
 	for _, e := range events {
-		if e.Ev == executor.EvCancel {
+		if e.Ev == journal.EvCancel {
 			return true
 		}
 	}
@@ -120,7 +118,7 @@ func (v *View) Stages() (synced, total int) {
 		return min(synced, total), total
 	}
 	for _, e := range v.Events {
-		if e.Ev == executor.EvSync {
+		if e.Ev == journal.EvSync {
 			synced++
 		}
 	}
@@ -180,7 +178,7 @@ func (v *View) Summary() Summary {
 	}
 	if v.Res != nil {
 		s.ElapsedS, s.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
-		s.MissedByS, s.DeadlineMissed = executor.MissedDeadline(v.Res)
+		s.MissedByS, s.DeadlineMissed = runstate.MissedDeadline(v.Res)
 	}
 	if id, m, ok := v.Best(); ok {
 		s.Best, s.BestTrial = &m, id

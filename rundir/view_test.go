@@ -3,7 +3,7 @@ package rundir
 import (
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // A run cancelled before any driver started it (a server's run cancelled as its driver came up:
@@ -11,11 +11,11 @@ import (
 // that for a driver that died before starting the run, restarted it three times and failed it.
 func TestStatusOfARunCancelledBeforeItStarted(t *testing.T) {
 	for _, c := range []struct {
-		events    []executor.Event
+		events    []journal.Event
 		word, why string
 	}{
 		{nil, "not started", ""},
-		{[]executor.Event{{Ev: executor.EvCancel, Error: "cancelled by `rubberband cancel`"}}, "cancelled", "before it started"},
+		{[]journal.Event{{Ev: journal.EvCancel, Error: "cancelled by `rubberband cancel`"}}, "cancelled", "before it started"},
 	} {
 		if word, why := (&View{Events: c.events}).Status(); word != c.word || why != c.why {
 			t.Errorf("%v: %q, %q; want %q, %q", c.events, word, why, c.word, c.why)

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -47,7 +47,7 @@ func ResolveWarmStart(root string, exp *spec.Experiment) (*WarmStart, error) {
 		if st.Exp.Objective.Metric != exp.Objective.Metric {
 			return nil, fmt.Errorf("sampler.warm_start: %w: run %s optimised %q, this spec %q", ErrSpec, name, st.Exp.Objective.Metric, exp.Objective.Metric)
 		}
-		events, err := executor.ReadJournal(filepath.Join(dir, Journal))
+		events, err := journal.ReadJournal(filepath.Join(dir, Journal))
 		if err != nil {
 			return nil, fmt.Errorf("sampler.warm_start: %s: %w", name, err)
 		}
@@ -66,7 +66,7 @@ func ResolveWarmStart(root string, exp *spec.Experiment) (*WarmStart, error) {
 // trial's objective at the end of each stage it reached (+Inf where it gave up), as a loss under
 // exp's mode (the same metric, whichever way the run that measured it went); ignored says which
 // parameters exp's space drops.
-func observations(from, exp *spec.Experiment, events []executor.Event) ([]search.Observation, []string) {
+func observations(from, exp *spec.Experiment, events []journal.Event) ([]search.Observation, []string) {
 	brackets := from.Algorithm.Brackets()
 	params := map[string]spec.Config{}
 	dropped := map[string]string{}
@@ -76,18 +76,18 @@ func observations(from, exp *spec.Experiment, events []executor.Event) ([]search
 			continue
 		}
 		switch e.Ev {
-		case executor.EvTrial, executor.EvLaunch:
+		case journal.EvTrial, journal.EvLaunch:
 			if e.Params != nil {
 				params[e.Trial] = shared(e.Params, exp.SearchSpace, dropped)
 			}
-		case executor.EvDone, executor.EvFail:
+		case journal.EvDone, journal.EvFail:
 			c, ok := params[e.Trial]
 			stages := brackets[e.Bracket].Stages
-			if !ok || e.Stage < 0 || e.Stage >= len(stages) || (e.Ev == executor.EvFail && !e.GaveUp) {
+			if !ok || e.Stage < 0 || e.Stage >= len(stages) || (e.Ev == journal.EvFail && !e.GaveUp) {
 				continue
 			}
 			metric := math.NaN()
-			if e.Ev == executor.EvDone && e.Metric != nil {
+			if e.Ev == journal.EvDone && e.Metric != nil {
 				metric = *e.Metric
 			}
 			out = append(out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, exp.Objective.Mode)})

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/safefile"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -130,12 +130,12 @@ func ChangeSpec(st *State, src *spec.Source, exp *spec.Experiment) (old []byte, 
 		return nil, userErr(ErrSpecChange, "the run's plan does not fit %s: %v", src.Path, err)
 	}
 	old, _ = os.ReadFile(filepath.Join(st.Dir, SpecCopy))
-	j, _, err := executor.OpenJournal(filepath.Join(st.Dir, Journal))
+	j, _, err := journal.OpenJournal(filepath.Join(st.Dir, Journal))
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(src.Data)
-	err = j.Append(executor.Event{Ev: executor.EvSpec, Spec: hex.EncodeToString(sum[:]), Error: "resume --spec " + src.Path})
+	err = j.Append(journal.Event{Ev: journal.EvSpec, Spec: hex.EncodeToString(sum[:]), Error: "resume --spec " + src.Path})
 	if cerr := j.Close(); err == nil {
 		err = cerr
 	}

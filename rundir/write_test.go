@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -127,8 +127,8 @@ func TestChangeSpec(t *testing.T) {
 	if err != nil || !bytes.Equal(old, src.Data) {
 		t.Fatalf("change: %v", err)
 	}
-	events, err := executor.ReadJournal(filepath.Join(dir, Journal))
-	if err != nil || len(events) != 1 || events[0].Ev != executor.EvSpec {
+	events, err := journal.ReadJournal(filepath.Join(dir, Journal))
+	if err != nil || len(events) != 1 || events[0].Ev != journal.EvSpec {
 		t.Fatalf("journal %v, %v", events, err)
 	}
 	again, err := Open(dir)

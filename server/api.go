@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -332,7 +333,7 @@ func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User)
 	if !ok {
 		return
 	}
-	trials := []executor.TrialResult{}
+	trials := []runstate.TrialResult{}
 	if v.Res != nil {
 		trials = v.Res.Trials
 	}
@@ -372,7 +373,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, u store.User)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	dir := s.dirOf(r.Context(), run)
-	tail := executor.NewTail(filepath.Join(dir, rundir.Journal), 1<<20)
+	tail := journal.NewTail(filepath.Join(dir, rundir.Journal), 1<<20)
 	for {
 		events, err := tail.Next()
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/process"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -476,4 +476,4 @@ func month(t time.Time) string { return t.UTC().Format("2006-01") }
 func (s *Server) runDir(team, id string) string { return filepath.Join(s.cfg.Root, "teams", team, id) }
 
 // newRunID is a run's ID: when it was submitted, and random bits.
-func (s *Server) newRunID() string { return executor.NewRunID(s.cfg.Now(), rand.Uint32()) }
+func (s *Server) newRunID() string { return journal.NewRunID(s.cfg.Now(), rand.Uint32()) }

@@ -5,7 +5,7 @@
 // table and every planner's cost against the deadline, without running anything).
 //
 // It reads state directories only (package rundir), follows each watched run's journal
-// incrementally (executor.Tail) and pushes the re-rendered sections to pages with Server-Sent
+// incrementally (journal.Tail) and pushes the re-rendered sections to pages with Server-Sent
 // Events. Everything is rendered by html/template on the server, so every string from a run
 // (trial IDs, params, log lines) is escaped in one place; the page's small script only swaps
 // sections in. Assets are embedded: it works offline. What it may do beyond reading (cancel,

@@ -218,7 +218,7 @@ func TestOwnFormsAsABrowserSendsThem(t *testing.T) {
 	root := t.TempDir()
 	handMade(t, root, "c", firstStage())
 	var cancelled int
-	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true}, func(s *Server) {
+	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true, Cancel: func(context.Context, string) error { return nil }}, func(s *Server) {
 		s.cancelRun = func(context.Context, string) error { cancelled++; return nil }
 	})
 	paste := url.Values{"csrf": {s.csrf("plan", "")}, "spec": {testSpec}}

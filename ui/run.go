@@ -3,7 +3,6 @@ package ui
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -20,9 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
-	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/palette"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/search"
@@ -33,7 +31,7 @@ import (
 // sections of the run page that a stream re-renders, each a template "sec-NAME".
 var runSections = []string{"header", "progress", "gantt", "charts", "curves", "search", "trials"}
 
-// hub follows one run's journal for its pages: it reads what was appended (executor.Tail), replays
+// hub follows one run's journal for its pages: it reads what was appended (journal.Tail), replays
 // it (rundir.ViewOf: the same state `status` shows) and re-renders the live sections once for
 // all the pages open on the run.
 type hub struct {
@@ -43,8 +41,8 @@ type hub struct {
 
 	mu       sync.Mutex // serializes refreshes
 	st       *rundir.State
-	tail     *executor.Tail
-	events   []executor.Event
+	tail     *journal.Tail
+	events   []journal.Event
 	live     bool
 	err      error
 	rendered time.Time
@@ -68,7 +66,7 @@ func (s *Server) hub(name string) (*hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hub{s: s, name: name, st: st, tail: executor.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
+	h := &hub{s: s, name: name, st: st, tail: journal.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
 	if sim, err := st.PlannedSchedule(); err == nil {
 		h.planned = &sim
 	}
@@ -87,7 +85,7 @@ func (h *hub) refresh() {
 		h.events = nil
 	}
 	h.events = append(h.events, evs...)
-	_, live, herr := executor.ReadHolder(h.st.Dir)
+	_, live, herr := rundir.ReadHolder(h.st.Dir)
 	if herr == nil && live != h.live {
 		h.live = live
 	} else if len(evs) == 0 && err == nil && h.err == nil && h.page != nil && (!h.live || h.s.cfg.Clock.Now().Sub(h.rendered) < time.Second) {
@@ -148,7 +146,7 @@ type runPage struct {
 	// prediction or of the cost is theirs; the phases have the cost). RungsReached of Rungs.
 	ASHA                     bool
 	Rungs                    []rundir.RungRow
-	Phases                   []executor.PhaseResult
+	Phases                   []runstate.PhaseResult
 	RungsReached, RungsTotal int
 	Planned, Realized        chart
 	Cost, Time, Curves       chart
@@ -280,7 +278,7 @@ func (h *hub) build() *runPage {
 		now = h.events[len(h.events)-1].At
 	}
 	var start time.Time
-	if len(h.events) > 0 && h.events[0].Ev == executor.EvStart {
+	if len(h.events) > 0 && h.events[0].Ev == journal.EvStart {
 		start = h.events[0].At
 	}
 	ts := st.Run.TimeScale
@@ -290,7 +288,7 @@ func (h *hub) build() *runPage {
 	sec := func(t time.Time) float64 { return t.Sub(start).Seconds() / ts }
 	if v.Res != nil {
 		p.ElapsedS, p.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
-		rep := executor.Compare(st.Plan, v.Res)
+		rep := runstate.Compare(st.Plan, v.Res)
 		for _, sr := range rep.Stages {
 			r := sr.Realized
 			row := stageRow{Bracket: sr.Bracket, Stage: sr.Stage + 1, Trials: r.Trials, Iters: r.Iters, GPUs: r.GPUs, Nodes: r.Nodes,
@@ -334,7 +332,7 @@ func (h *hub) build() *runPage {
 			if b := st.Exp.Budget.MaxCostUSD; b > 0 && f.Cost > b {
 				p.Forecast += " — OVER the budget " + money(b)
 			}
-			p.DeadlineWarning = executor.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
+			p.DeadlineWarning = runstate.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
 		}
 		for _, t := range v.Res.Trials {
 			row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
@@ -433,10 +431,10 @@ func trialIndex(names []string, id string) int {
 
 func spanKey(sp sim.Span) [3]float64 { return [3]float64{float64(sp.Row), sp.Start, float64(sp.Trial)} }
 
-// realizedSchedule is the run's schedule (executor.RealizedSchedule of its snapshot), every
+// realizedSchedule is the run's schedule (runstate.RealizedSchedule of its snapshot), every
 // launch still running drawn up to now. It returns which spans are running and the trials' IDs
 // by the schedule's trial numbers.
-func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
+func realizedSchedule(snap *runstate.Snapshot, now time.Time, timeScale float64, gpn int) (sim.Schedule, map[[3]float64]bool, []string) {
 	if snap == nil {
 		return sim.Schedule{}, nil, nil
 	}
@@ -448,7 +446,7 @@ func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64,
 			names = append(names, l.Trial)
 		}
 	}
-	sc := executor.RealizedSchedule(snap, now, timeScale, gpn)
+	sc := runstate.RealizedSchedule(snap, now, timeScale, gpn)
 	running := map[[3]float64]bool{}
 	open := map[string]bool{}
 	for _, l := range snap.Open() {
@@ -466,7 +464,7 @@ func realizedSchedule(snap *executor.Snapshot, now time.Time, timeScale float64,
 // costChart is cost over time: the plan's predicted cumulative cost (each stage's predicted cost
 // accrued over its predicted span) with its p5-p95 band, and the realized cost (the journal
 // replayed up to moments of the run), with the budget and the deadline.
-func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
+func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
 	plan := st.Plan
 	end := plan.Predicted.JCT.Mean
 	var pred series
@@ -495,11 +493,11 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 		pred.Lo, pred.Hi = append(pred.Lo, c*lo), append(pred.Hi, c*hi)
 	}
 	real := series{Name: "realized", Colour: palette.Realized}
-	if len(events) > 0 && events[0].Ev == executor.EvStart {
+	if len(events) > 0 && events[0].Ev == journal.EvStart {
 		// The realized cost at up to 30 moments: each stage's start and sync, and now.
 		var at []time.Time
 		for _, e := range events {
-			if e.Ev == executor.EvStage || e.Ev == executor.EvSync || e.Ev == executor.EvNodeUp || e.Ev == executor.EvNodeOff {
+			if e.Ev == journal.EvStage || e.Ev == journal.EvSync || e.Ev == journal.EvNodeUp || e.Ev == journal.EvNodeOff {
 				at = append(at, e.At)
 			}
 		}
@@ -517,9 +515,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 			for j < len(events) && !events[j].At.After(t) {
 				j++
 			}
-			cfg := st.Config()
-			cfg.Past, cfg.Clock = events[:j], rbclock.Frozen{At: t}
-			if res, err := executor.Replay(cfg); err == nil {
+			if res, err := runstate.Replay(st.RunPlan(), events[:j], t); err == nil {
 				real.X, real.Y = append(real.X, sec(t)), append(real.Y, res.Realized.Cost)
 			}
 		}
@@ -536,7 +532,7 @@ func costChart(st *rundir.State, events []executor.Event, now time.Time, p *runP
 
 // timeChart is time by stage: when each stage was predicted to end (the mean, with a band from
 // the plan's p5 and p95 JCT) and when it did.
-func timeChart(st *rundir.State, res *executor.Result, deadlines []mark) chart {
+func timeChart(st *rundir.State, res *runstate.Result, deadlines []mark) chart {
 	plan := st.Plan
 	mean := plan.Predicted.JCT.Mean
 	lo, hi := 1.0, 1.0
@@ -684,19 +680,6 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/runs/"+name, http.StatusSeeOther)
-}
-
-// cancelWait is how long a cancel waits for a live driver to stop, as `rubberband cancel` does.
-const cancelWait = 2 * time.Minute
-
-// cancelRun does what `rubberband cancel DIR` does.
-func cancelRun(ctx context.Context, dir string) error {
-	st, err := rundir.Open(dir)
-	if err != nil {
-		return err
-	}
-	_, err = driver.Cancel(ctx, st, cancelWait, io.Discard)
-	return err
 }
 
 func hmacEqual(a, b string) bool { return a != "" && len(a) == len(b) && subtleEq(a, b) }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/rundir"
 )
 
@@ -58,7 +57,7 @@ func (h *runsHub) rows() []runRow {
 		if err == nil {
 			size, mod = info.Size(), info.ModTime()
 		}
-		_, live, _ := executor.ReadHolder(dir)
+		_, live, _ := rundir.ReadHolder(dir)
 		e, ok := h.cache[dir]
 		if ok && e.size == size && e.mod.Equal(mod) && e.live == live && !live {
 			rows = append(rows, e.row)

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -37,9 +38,10 @@ type Config struct {
 	// Token, when set, is required on every request (as ?token= once, then a cookie, or as a
 	// bearer token). The caller sets one for any address but loopback.
 	Token string
-	// AllowCancel shows a cancel button on live runs, which does what `rubberband cancel` does
-	// (driver.Cancel).
+	// AllowCancel shows a cancel button on live runs, which does what `rubberband cancel` does:
+	// Cancel, which the caller gives (driver.Cancel: the dashboard reads runs, it drives none).
 	AllowCancel bool
+	Cancel      func(ctx context.Context, dir string) error
 	Log         io.Writer
 	// PlanTimeout bounds the planning one plan page starts (the plan and its deadline sweep);
 	// DefaultPlanTimeout if 0. Its samples are bounded too (MaxPageSamples).
@@ -82,7 +84,7 @@ type Server struct {
 	ctx     context.Context
 	stop    context.CancelFunc
 	// planSpec and cancelRun plan and cancel as `rubberband plan` and `cancel` do
-	// (planner.PlanSpec, driver.Cancel); the tests watch what they are asked.
+	// (planner.PlanSpec, Config.Cancel); the tests watch what they are asked.
 	planSpec  func(ctx context.Context, exp *spec.Experiment) (*planner.Report, error)
 	cancelRun func(ctx context.Context, dir string) error
 
@@ -96,6 +98,9 @@ var _ http.Handler = (*Server)(nil)
 
 // New builds the dashboard; Close stops what it follows.
 func New(cfg Config) (*Server, error) {
+	if cfg.AllowCancel && cfg.Cancel == nil {
+		return nil, errors.New("ui: AllowCancel needs Config.Cancel")
+	}
 	if cfg.MaxStreams <= 0 {
 		cfg.MaxStreams = 64
 	}
@@ -122,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, tmpl: tmpl, key: key, streams: make(chan struct{}, cfg.MaxStreams), plans: make(chan struct{}, 1),
-		ctx: ctx, stop: stop, hubs: map[string]*hub{}, perClient: map[string]int{}, planSpec: planSpec, cancelRun: cancelRun}
+		ctx: ctx, stop: stop, hubs: map[string]*hub{}, perClient: map[string]int{}, planSpec: planSpec, cancelRun: cfg.Cancel}
 	s.runs = newRunsHub(s)
 	static, _ := fs.Sub(staticFS, "static")
 	mux := http.NewServeMux()

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -37,7 +38,7 @@ planner: {samples: 50}
 
 // handMade writes a run's state directory under root: its spec, plan and run.json, a journal
 // of the events given, and a trial log with markup in it. It returns the journal, open.
-func handMade(t *testing.T, root, name string, events []executor.Event) *executor.Journal {
+func handMade(t *testing.T, root, name string, events []journal.Event) *journal.Journal {
 	t.Helper()
 	dir := filepath.Join(root, name)
 	os.MkdirAll(filepath.Join(dir, rundir.LogsDir), 0o755)
@@ -55,7 +56,7 @@ func handMade(t *testing.T, root, name string, events []executor.Event) *executo
 	b, _ = json.Marshal(rundir.RunFile{RunID: "r-" + name, Backend: "local", TimeScale: 1, Samples: 50, Seed: 3})
 	os.WriteFile(filepath.Join(dir, rundir.RunJSON), b, 0o644)
 	os.WriteFile(filepath.Join(dir, rundir.LogsDir, "b0-t0000.log"), []byte("line one\n<script>alert('log')</script>\n"), 0o644)
-	j, _, err := executor.OpenJournal(filepath.Join(dir, rundir.Journal))
+	j, _, err := journal.OpenJournal(filepath.Join(dir, rundir.Journal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,25 +77,25 @@ func score(v float64) *float64 { return &v }
 
 // firstStage is a run's journal through its first stage's sync, with an interruption and a
 // re-plan, and a hostile parameter value.
-func firstStage() []executor.Event {
+func firstStage() []journal.Event {
 	node := &cloud.Node{ID: "local-0", GPUs: 2, RunningAt: at(5)}
-	return []executor.Event{
-		{Ev: executor.EvStart, At: at(0), RunID: "r-x"},
-		{Ev: executor.EvTrial, At: at(0), Trial: "b0-t0000", Params: spec.Config{"x": "<img src=x onerror=alert(1)>"}},
-		{Ev: executor.EvTrial, At: at(0), Trial: "b0-t0001", Params: spec.Config{"x": "b"}},
-		{Ev: executor.EvStage, At: at(0)},
-		{Ev: executor.EvNodeUp, At: at(6), Node: node},
-		{Ev: executor.EvLaunch, At: at(6), Trial: "b0-t0000", Try: 1, GPUs: 1, Nodes: []string{"local-0"}},
-		{Ev: executor.EvLaunch, At: at(6), Trial: "b0-t0001", Try: 1, GPUs: 1, Nodes: []string{"local-0"}},
-		{Ev: executor.EvReport, At: at(10), Trial: "b0-t0000", Iter: 1, Metrics: map[string]float64{"score": 0.7}},
-		{Ev: executor.EvDone, At: at(10), Trial: "b0-t0000", Iter: 1, Metric: score(0.7), Metrics: map[string]float64{"score": 0.7}},
-		{Ev: executor.EvReport, At: at(11), Trial: "b0-t0001", Iter: 1, Metrics: map[string]float64{"score": 0.4}},
-		{Ev: executor.EvDone, At: at(11), Trial: "b0-t0001", Iter: 1, Metric: score(0.4), Metrics: map[string]float64{"score": 0.4}},
-		{Ev: executor.EvSync, At: at(11), Keep: []string{"b0-t0000"}},
-		{Ev: executor.EvReplan, At: at(11.5), Stage: 1, Plan: []sim.StageAlloc{{GPUs: 2, Nodes: 1}}, Reason: "the plan now <b>misses</b>",
+	return []journal.Event{
+		{Ev: journal.EvStart, At: at(0), RunID: "r-x"},
+		{Ev: journal.EvTrial, At: at(0), Trial: "b0-t0000", Params: spec.Config{"x": "<img src=x onerror=alert(1)>"}},
+		{Ev: journal.EvTrial, At: at(0), Trial: "b0-t0001", Params: spec.Config{"x": "b"}},
+		{Ev: journal.EvStage, At: at(0)},
+		{Ev: journal.EvNodeUp, At: at(6), Node: node},
+		{Ev: journal.EvLaunch, At: at(6), Trial: "b0-t0000", Try: 1, GPUs: 1, Nodes: []string{"local-0"}},
+		{Ev: journal.EvLaunch, At: at(6), Trial: "b0-t0001", Try: 1, GPUs: 1, Nodes: []string{"local-0"}},
+		{Ev: journal.EvReport, At: at(10), Trial: "b0-t0000", Iter: 1, Metrics: map[string]float64{"score": 0.7}},
+		{Ev: journal.EvDone, At: at(10), Trial: "b0-t0000", Iter: 1, Metric: score(0.7), Metrics: map[string]float64{"score": 0.7}},
+		{Ev: journal.EvReport, At: at(11), Trial: "b0-t0001", Iter: 1, Metrics: map[string]float64{"score": 0.4}},
+		{Ev: journal.EvDone, At: at(11), Trial: "b0-t0001", Iter: 1, Metric: score(0.4), Metrics: map[string]float64{"score": 0.4}},
+		{Ev: journal.EvSync, At: at(11), Keep: []string{"b0-t0000"}},
+		{Ev: journal.EvReplan, At: at(11.5), Stage: 1, Plan: []sim.StageAlloc{{GPUs: 2, Nodes: 1}}, Reason: "the plan now <b>misses</b>",
 			Before: &planner.Forecast{JCT: 130, MissProb: 0.6, Cost: 0.2}, After: &planner.Forecast{JCT: 100, MissProb: 0.05, Cost: 0.25}},
-		{Ev: executor.EvStage, At: at(12), Stage: 1},
-		{Ev: executor.EvInterrupt, At: at(12.5), Nodes: []string{"local-0"}, Error: "spot notice"},
+		{Ev: journal.EvStage, At: at(12), Stage: 1},
+		{Ev: journal.EvInterrupt, At: at(12.5), Nodes: []string{"local-0"}, Error: "spot notice"},
 	}
 }
 
@@ -269,7 +270,15 @@ func TestCancel(t *testing.T) {
 		status, _ := v.Status()
 		return status == "cancelled"
 	}
-	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true})
+	cancel := func(ctx context.Context, dir string) error { // what `rubberband cancel DIR` does
+		st, err := rundir.Open(dir)
+		if err != nil {
+			return err
+		}
+		_, err = driver.Cancel(ctx, st, 2*time.Minute, io.Discard)
+		return err
+	}
+	s, hs := newTestServer(t, Config{Root: root, AllowCancel: true, Cancel: cancel})
 	_, page := get(t, hs.URL+"/runs/c")
 	if !strings.Contains(page, `id="cancel"`) { // interrupted: a cancel releases what it holds
 		t.Errorf("no cancel button on an interrupted run")

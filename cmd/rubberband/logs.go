@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -46,7 +46,7 @@ func logsAction(c *cli.Context) error {
 	}
 	path := filepath.Join(st.Dir, rundir.DriverLog)
 	if c.NArg() == 2 {
-		events, err := executor.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
+		events, err := journal.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -121,7 +121,7 @@ func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
 	}
 	switch run.State {
 	case store.Finished:
-		var end executor.Report // the exit code says whether the deadline held
+		var end runstate.Report // the exit code says whether the deadline held
 		if err := cl.Get(c.Context, run.ID, "report", &end); err != nil {
 			return err
 		}

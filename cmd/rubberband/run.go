@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -106,7 +107,7 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runID := executor.NewRunID(time.Now(), rand.Uint32())
+	runID := journal.NewRunID(time.Now(), rand.Uint32())
 	var faults *int64
 	if c.IsSet("faults") {
 		if !kind.Simulated {
@@ -180,7 +181,7 @@ func resumeAction(c *cli.Context) error {
 	}
 	defer lock.Close()
 	if c.Bool("repair-journal") {
-		kept, dropped, backup, err := executor.RepairJournal(filepath.Join(st.Dir, rundir.Journal), time.Now())
+		kept, dropped, backup, err := journal.RepairJournal(filepath.Join(st.Dir, rundir.Journal), time.Now())
 		if err != nil {
 			return err
 		}
@@ -250,8 +251,8 @@ func execute(c *cli.Context, dir string, faults *int64) error {
 
 // printRun writes a run's report: as JSON, or as its best trial, its stages predicted beside
 // realized, and the totals.
-func printRun(c *cli.Context, st *rundir.State, res *executor.Result) error {
-	rep := executor.Compare(st.Plan, res)
+func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
+	rep := runstate.Compare(st.Plan, res)
 	if c.String("output") == "json" {
 		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
@@ -264,7 +265,7 @@ func printRun(c *cli.Context, st *rundir.State, res *executor.Result) error {
 
 // deadlineExit is exit code 5 for a run that finished past its deadline (its report said so),
 // nil otherwise.
-func deadlineExit(rep executor.Report) error {
+func deadlineExit(rep runstate.Report) error {
 	if rep.DeadlineMissed {
 		return &exitErr{code: exitDeadlineMissed}
 	}

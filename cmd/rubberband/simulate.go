@@ -1,11 +1,12 @@
 package main
 
 import (
+	"github.com/urfave/cli/v2"
+
 	"github.com/rubberband-hpo/rubberband/internal/charts"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/urfave/cli/v2"
 )
 
 func simulateCommand() *cli.Command {

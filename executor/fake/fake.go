@@ -1,5 +1,5 @@
 // Package fake holds in-memory fakes of the executor's own interfaces, cloud.Provider and
-// executor.Runtime, for unit tests of the control loop: they record every call and inject the
+// gang.Runtime, for unit tests of the control loop: they record every call and inject the
 // faults a test asks for (a partial Create, a lost node, a gang that fails N times, hangs or
 // exits short of its target, a Delete that errs). They stand beside the real backends' tests,
 // never instead of them.
@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -206,9 +206,9 @@ type Runtime struct {
 	// Clock is its time (default the wall clock): gangs run as its actors.
 	Clock clock.Clock
 	// Behave, when set, says what launch number n (from 1, per trial) of g does.
-	Behave func(g executor.Gang, n int) Behavior
+	Behave func(g gang.Gang, n int) Behavior
 	// LaunchFault, when set, fails launch number n (per trial) before anything starts.
-	LaunchFault func(g executor.Gang, n int) error
+	LaunchFault func(g gang.Gang, n int) error
 
 	mu       sync.Mutex
 	kept     map[string]trial.Report
@@ -216,13 +216,13 @@ type Runtime struct {
 	live     map[*handle]bool
 	noticed  map[string]string // nodes given their notice, and why: they take no gang
 	launched int
-	Launches []executor.Gang
+	Launches []gang.Gang
 	running  int
 	peak     int
 }
 
 // InterruptNode gives node its notice: the gangs with a worker on it are stopped, keep what
-// they reached, and end with an *executor.InterruptedError naming it; a gang launched there
+// they reached, and end with an *gang.InterruptedError naming it; a gang launched there
 // later is refused with one.
 func (r *Runtime) InterruptNode(node, why string) {
 	r.mu.Lock()
@@ -233,7 +233,7 @@ func (r *Runtime) InterruptNode(node, why string) {
 	var hit []*handle
 	for h := range r.live {
 		if slices.Contains(h.nodes, node) && h.interrupted == nil {
-			h.interrupted = &executor.InterruptedError{Node: node, Reason: why}
+			h.interrupted = &gang.InterruptedError{Node: node, Reason: why}
 			hit = append(hit, h)
 		}
 	}
@@ -244,7 +244,7 @@ func (r *Runtime) InterruptNode(node, why string) {
 	}
 }
 
-var _ executor.Runtime = (*Runtime)(nil)
+var _ gang.Runtime = (*Runtime)(nil)
 
 // Metric is the deterministic objective value a trial reports at an iteration by default.
 func Metric(trialID string, iter int) float64 {
@@ -254,7 +254,7 @@ func Metric(trialID string, iter int) float64 {
 }
 
 // Launch starts a gang.
-func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) {
 	r.mu.Lock()
 	if r.kept == nil {
 		r.kept, r.tries = map[string]trial.Report{}, map[string]int{}
@@ -262,7 +262,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	for _, w := range g.Workers {
 		if why, ok := r.noticed[w.Node.ID]; ok {
 			r.mu.Unlock()
-			return nil, fmt.Errorf("%w: node %s is going: %w", executor.ErrUnplaceable, w.Node.ID, &executor.InterruptedError{Node: w.Node.ID, Reason: why})
+			return nil, fmt.Errorf("%w: node %s is going: %w", gang.ErrUnplaceable, w.Node.ID, &gang.InterruptedError{Node: w.Node.ID, Reason: why})
 		}
 	}
 	r.tries[g.Trial]++
@@ -277,7 +277,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	target := g.Workers[0].Env.TargetIter
 	if haveKept && kept.Iter >= target {
-		return executor.Reported(kept), nil
+		return gang.Reported(kept), nil
 	}
 	b := Behavior{}
 	if r.Behave != nil {
@@ -340,7 +340,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 		case interrupted != nil:
 			h.err = interrupted
 		case stopped:
-			h.err = executor.ErrStopped
+			h.err = gang.ErrStopped
 		default:
 			h.err = b.Err
 		}
@@ -378,7 +378,7 @@ type handle struct {
 	clk         clock.Clock
 	seq         int // launch number
 	nodes       []string
-	interrupted *executor.InterruptedError // by InterruptNode (under the runtime's lock)
+	interrupted *gang.InterruptedError // by InterruptNode (under the runtime's lock)
 	reports     chan trial.Report
 	exited      chan struct{}
 	stopped     context.Context // cancelled by Stop

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
 
 // Metrics is one run's collectors, in a registry of their own.
@@ -21,7 +21,7 @@ type Metrics struct {
 	predictedJCT, predictedUSD prometheus.Gauge
 
 	mu       sync.Mutex
-	snapshot func() *executor.Snapshot // nil until Follow
+	snapshot func() *runstate.Snapshot // nil until Follow
 }
 
 // New makes the metrics of run runID of an experiment, with the plan's predicted JCT (spec
@@ -47,14 +47,14 @@ func New(runID, experiment string, predictedJCT, predictedCost float64) *Metrics
 }
 
 // Follow makes the metrics read the run through snapshot (executor.Config.Live hands it over).
-func (m *Metrics) Follow(snapshot func() *executor.Snapshot) {
+func (m *Metrics) Follow(snapshot func() *runstate.Snapshot) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.snapshot = snapshot
 }
 
 // Progress sets spec time and cost so far.
-func (m *Metrics) Progress(s executor.Status) {
+func (m *Metrics) Progress(s runstate.Status) {
 	m.elapsed.Set(s.Elapsed.Seconds())
 	m.cost.Set(s.Cost)
 }
@@ -80,15 +80,15 @@ var (
 	descRunning = newDesc("trials_running", "Trials whose gang runs now.")
 	counters    = []struct {
 		desc  *prometheus.Desc
-		count func(executor.Counts) int
+		count func(runstate.Counts) int
 	}{
-		{newDesc("trial_stages_done_total", "Trial-stages that reached their target."), func(c executor.Counts) int { return c.Done }},
-		{newDesc("retries_total", "Failed tries that were relaunched."), func(c executor.Counts) int { return c.Retries }},
-		{newDesc("trials_failed_total", "Trials given up on after their last retry."), func(c executor.Counts) int { return c.GaveUp }},
-		{newDesc("timeouts_total", "Gangs stopped past their time budget."), func(c executor.Counts) int { return c.Timeouts }},
-		{newDesc("nodes_lost_total", "Nodes that went away under the run (crashes, spot interruptions)."), func(c executor.Counts) int { return c.NodesLost }},
-		{newDesc("spot_interruptions_total", "Spot nodes taken away under the run."), func(c executor.Counts) int { return c.Interruptions }},
-		{newDesc("interrupted_tries_total", "Tries that lost their node and were relaunched from their checkpoints."), func(c executor.Counts) int { return c.InterruptedTries }},
+		{newDesc("trial_stages_done_total", "Trial-stages that reached their target."), func(c runstate.Counts) int { return c.Done }},
+		{newDesc("retries_total", "Failed tries that were relaunched."), func(c runstate.Counts) int { return c.Retries }},
+		{newDesc("trials_failed_total", "Trials given up on after their last retry."), func(c runstate.Counts) int { return c.GaveUp }},
+		{newDesc("timeouts_total", "Gangs stopped past their time budget."), func(c runstate.Counts) int { return c.Timeouts }},
+		{newDesc("nodes_lost_total", "Nodes that went away under the run (crashes, spot interruptions)."), func(c runstate.Counts) int { return c.NodesLost }},
+		{newDesc("spot_interruptions_total", "Spot nodes taken away under the run."), func(c runstate.Counts) int { return c.Interruptions }},
+		{newDesc("interrupted_tries_total", "Tries that lost their node and were relaunched from their checkpoints."), func(c runstate.Counts) int { return c.InterruptedTries }},
 	}
 )
 

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -47,7 +48,7 @@ profile: {iter_latency: {1: {mean: 1}}}
 `
 
 // snapshotOf folds events as a run's journal.
-func snapshotOf(t *testing.T, events []executor.Event) *executor.Snapshot {
+func snapshotOf(t *testing.T, events []journal.Event) *runstate.Snapshot {
 	t.Helper()
 	exp, err := spec.Parse("unit.yaml", []byte(unitSpec), nil)
 	if err != nil {
@@ -57,7 +58,11 @@ func snapshotOf(t *testing.T, events []executor.Event) *executor.Snapshot {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := executor.Fold(executor.Config{Experiment: exp, Alloc: m.Elastic([][]int{{4, 2, 1}}), Past: events})
+	read := make([]journal.Event, len(events)) // as the journal reads them back: in today's shape
+	for i, e := range events {
+		read[i] = journal.Upgrade(e)
+	}
+	snap, err := runstate.Fold(runstate.Plan{Experiment: exp, Alloc: m.Elastic([][]int{{4, 2, 1}})}, read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,32 +77,32 @@ func TestMetricsReadTheSnapshot(t *testing.T) {
 	node := func(id string, market cloud.Market) *cloud.Node {
 		return &cloud.Node{ID: id, GPUs: 4, InstanceType: "p3.8xlarge", Market: market}
 	}
-	events := []executor.Event{{Ev: executor.EvStart}}
+	events := []journal.Event{{Ev: journal.EvStart}}
 	for _, id := range []string{"a", "b", "c", "d"} {
-		events = append(events, executor.Event{Ev: executor.EvTrial, Trial: id})
+		events = append(events, journal.Event{Ev: journal.EvTrial, Trial: id})
 	}
-	events = append(events, []executor.Event{
-		{Ev: executor.EvNodeUp, Node: node("n1", cloud.OnDemand)},
-		{Ev: executor.EvNodeUp, Node: node("n2", cloud.Spot)},
-		{Ev: executor.EvNodeUp, Node: node("n3", cloud.Spot)},
-		{Ev: executor.EvNodeUp, Node: node("n3", cloud.Spot)}, // journaled twice: counted once
-		{Ev: executor.EvStage, Bracket: 0, Stage: 1},
-		{Ev: executor.EvLaunch, Trial: "a"}, {Ev: executor.EvLaunch, Trial: "b"}, {Ev: executor.EvLaunch, Trial: "c"},
-		{Ev: executor.EvDone, Trial: "a"},
-		{Ev: executor.EvFail, Trial: "b"},
-		{Ev: executor.EvTimeout, Trial: "c"}, {Ev: executor.EvFail, Trial: "c", GaveUp: true},
-		{Ev: executor.EvNodeOff, Nodes: []string{"n3"}, Error: "lost"}, // a journal of before causes
-		{Ev: executor.EvLaunch, Trial: "b"}, {Ev: executor.EvLaunch, Trial: "d"},
-		{Ev: executor.EvNodeUp, Node: node("n4", cloud.Spot)},
-		{Ev: executor.EvInterrupt, Nodes: []string{"n4"}, Error: "spot interruption notice"},
-		{Ev: executor.EvFail, Trial: "d", Interrupted: true}, {Ev: executor.EvLaunch, Trial: "d"},
+	events = append(events, []journal.Event{
+		{Ev: journal.EvNodeUp, Node: node("n1", cloud.OnDemand)},
+		{Ev: journal.EvNodeUp, Node: node("n2", cloud.Spot)},
+		{Ev: journal.EvNodeUp, Node: node("n3", cloud.Spot)},
+		{Ev: journal.EvNodeUp, Node: node("n3", cloud.Spot)}, // journaled twice: counted once
+		{Ev: journal.EvStage, Bracket: 0, Stage: 1},
+		{Ev: journal.EvLaunch, Trial: "a"}, {Ev: journal.EvLaunch, Trial: "b"}, {Ev: journal.EvLaunch, Trial: "c"},
+		{Ev: journal.EvDone, Trial: "a"},
+		{Ev: journal.EvFail, Trial: "b"},
+		{Ev: journal.EvTimeout, Trial: "c"}, {Ev: journal.EvFail, Trial: "c", GaveUp: true},
+		{Ev: journal.EvNodeOff, Nodes: []string{"n3"}, Error: "lost"}, // a journal of before causes
+		{Ev: journal.EvLaunch, Trial: "b"}, {Ev: journal.EvLaunch, Trial: "d"},
+		{Ev: journal.EvNodeUp, Node: node("n4", cloud.Spot)},
+		{Ev: journal.EvInterrupt, Nodes: []string{"n4"}, Error: "spot interruption notice"},
+		{Ev: journal.EvFail, Trial: "d", Interrupted: true}, {Ev: journal.EvLaunch, Trial: "d"},
 	}...)
 	if got := scrape(t, m); strings.Contains(got, "rubberband_nodes{") {
 		t.Fatalf("metrics of a run not followed yet:\n%s", got)
 	}
 	snap := snapshotOf(t, events)
-	m.Follow(func() *executor.Snapshot { return snap })
-	m.Progress(executor.Status{Elapsed: 42 * time.Second, Cost: 1.25})
+	m.Follow(func() *runstate.Snapshot { return snap })
+	m.Progress(runstate.Status{Elapsed: 42 * time.Second, Cost: 1.25})
 	wantLines(t, scrape(t, m),
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="on-demand",run="r1"} 1`,
 		`rubberband_nodes{experiment="exp",instance_type="p3.8xlarge",market="spot",run="r1"} 1`,
@@ -115,8 +120,8 @@ func TestMetricsReadTheSnapshot(t *testing.T) {
 		`rubberband_predicted_jct_seconds{experiment="exp",run="r1"} 120`,
 		`rubberband_predicted_cost_dollars{experiment="exp",run="r1"} 3.5`,
 	)
-	snap = snapshotOf(t, append(events, executor.Event{Ev: executor.EvResume},
-		executor.Event{Ev: executor.EvNodeOff, Nodes: []string{"n1", "n2", "unknown"}}))
+	snap = snapshotOf(t, append(events, journal.Event{Ev: journal.EvResume},
+		journal.Event{Ev: journal.EvNodeOff, Nodes: []string{"n1", "n2", "unknown"}}))
 	m.Finished(130, 3.75)
 	wantLines(t, scrape(t, m),
 		`rubberband_trials_running{experiment="exp",run="r1"} 0`,

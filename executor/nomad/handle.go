@@ -10,7 +10,7 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -108,9 +108,9 @@ func (h *handle) watch() {
 			why := h.collect(allocs, failed, !stopped && failed == "")
 			switch {
 			case stopped:
-				h.result = executor.ErrStopped
+				h.result = gang.ErrStopped
 			case lostNode >= 0 && lostNode < len(h.nodes):
-				h.result = &executor.InterruptedError{Node: h.nodes[lostNode], Reason: notice(why)}
+				h.result = &gang.InterruptedError{Node: h.nodes[lostNode], Reason: notice(why)}
 			case infraRank >= 0:
 				h.result = infraFault(why, infraRank)
 			case failed != "":
@@ -126,8 +126,8 @@ func (h *handle) watch() {
 
 // infraFault is the infrastructure fault a worker exited worker.ExitInfra for, read from its
 // error output ("infrastructure fault: WHAT at WHERE: ..."): no try of the trial's.
-func infraFault(stderr string, rank int) *executor.InfraError {
-	fault := &executor.InfraError{What: infra.StoreDown, Where: fmt.Sprintf("rank %d's node", rank), Err: fmt.Errorf("gang failed: %s", stderr)}
+func infraFault(stderr string, rank int) *infra.Error {
+	fault := &infra.Error{What: infra.StoreDown, Where: fmt.Sprintf("rank %d's node", rank), Err: fmt.Errorf("gang failed: %s", stderr)}
 	for _, line := range strings.Split(stderr, "\n") {
 		_, said, ok := strings.Cut(line, worker.InfraPrefix)
 		if !ok {

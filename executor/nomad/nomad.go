@@ -19,8 +19,8 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -91,13 +91,13 @@ type Runtime struct {
 }
 
 var (
-	_ executor.Runtime = (*Runtime)(nil)
-	_ executor.Reaper  = (*Runtime)(nil)
+	_ gang.Runtime = (*Runtime)(nil)
+	_ gang.Reaper  = (*Runtime)(nil)
 )
 
 // Launch places the gang's job whole, registers it and waits until Nomad has placed every
-// worker; a gang it cannot place fails with executor.ErrUnplaceable, having started nothing.
-func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+// worker; a gang it cannot place fails with gang.ErrUnplaceable, having started nothing.
+func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) {
 	job, err := r.job(g)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
@@ -129,7 +129,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 
 // job describes the gang as a batch job: one task group per worker, pinned to its node, never
 // restarted or rescheduled (the executor relaunches a failed gang whole, from its checkpoint).
-func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
+func (r *Runtime) job(g gang.Gang) (*nomad.Job, error) {
 	if len(g.Command) == 0 {
 		return nil, fmt.Errorf("trainer.command is empty")
 	}
@@ -201,7 +201,7 @@ func (r *Runtime) job(g executor.Gang) (*nomad.Job, error) {
 	return job, nil
 }
 
-func workerNodes(g executor.Gang) []string {
+func workerNodes(g gang.Gang) []string {
 	out := make([]string, len(g.Workers))
 	for i, w := range g.Workers {
 		out[i] = w.Node.ID
@@ -242,7 +242,7 @@ func (r *Runtime) poll() time.Duration {
 // lives, stops the gang first.
 // workerOptions are what the worker of rank on node runs: the trainer under the gang's
 // watchdogs (the driver's heartbeat, the launch's deadline, a spot node's notice).
-func (r *Runtime) workerOptions(g executor.Gang, grace time.Duration, gang string, rank int, node cloud.Node, trainer []string) worker.Options {
+func (r *Runtime) workerOptions(g gang.Gang, grace time.Duration, gang string, rank int, node cloud.Node, trainer []string) worker.Options {
 	o := worker.Options{Trial: g.Trial, Rank: rank, Gang: gang, Grace: grace, SpotNotices: node.Market == cloud.Spot, Command: trainer, Code: r.Code}
 	if r.RunID != "" {
 		o.RunID, o.HeartbeatTimeout = r.RunID, cmp.Or(r.HeartbeatTimeout, heartbeat.DefaultTimeout)
@@ -302,7 +302,7 @@ func secretsTemplate(jobID string) *nomad.Template {
 }
 
 // writeSecrets writes the secrets of an image gang's job, when there are any.
-func (r *Runtime) writeSecrets(ctx context.Context, g executor.Gang, jobID string) error {
+func (r *Runtime) writeSecrets(ctx context.Context, g gang.Gang, jobID string) error {
 	if g.Image == "" || len(r.Secrets) == 0 {
 		return nil
 	}

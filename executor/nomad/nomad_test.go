@@ -18,9 +18,9 @@ import (
 	nomad "github.com/hashicorp/nomad/api"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
-	"github.com/rubberband-hpo/rubberband/executor/runtimetest"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -89,7 +89,7 @@ func TestNomad(t *testing.T) {
 	nodes := []cloud.Node{{ID: "node-a", GPUs: 2, Addr: "127.0.0.1"}, {ID: "node-b", GPUs: 2, Addr: "127.0.0.1"}}
 	// The Runtime contract, with gangs across both nodes.
 	t.Run("Contract", func(t *testing.T) {
-		runtimetest.Run(t, func(t *testing.T) runtimetest.Env {
+		gangtest.Run(t, func(t *testing.T) gangtest.Env {
 			r, dir := c.runtime(t)
 			store, err := file.New(dir)
 			if err != nil {
@@ -100,7 +100,7 @@ func TestNomad(t *testing.T) {
 					t.Errorf("jobs left behind (finished ones are purged, refused ones never registered): %v", jobs[0].ID)
 				}
 			})
-			return runtimetest.Env{Runtime: r, Store: store, Nodes: nodes, Unplaceable: "node-z", LogDir: r.LogDir, Grace: r.Grace,
+			return gangtest.Env{Runtime: r, Store: store, Nodes: nodes, Unplaceable: "node-z", LogDir: r.LogDir, Grace: r.Grace,
 				Slack: 15 * time.Second}
 		})
 	})
@@ -142,17 +142,17 @@ func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
 	// took longer than that to start on a loaded machine was interrupted before any report.
 	var reported atomic.Bool
 	imds := fakeIMDS(t, reported.Load)
-	gang := func(start, target int) executor.Gang {
-		g := executor.Gang{Trial: "b0-t0007", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile},
+	testGang := func(start, target int) gang.Gang {
+		g := gang.Gang{Trial: "b0-t0007", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile},
 			Env: map[string]string{"AWS_EC2_METADATA_SERVICE_ENDPOINT": imds}}
 		for rank, node := range []cloud.Node{{ID: "node-a", GPUs: 1, Addr: "127.0.0.1"}, {ID: "node-b", GPUs: 1, Addr: "127.0.0.1", Market: cloud.Spot}} {
-			g.Workers = append(g.Workers, executor.Worker{Node: node,
+			g.Workers = append(g.Workers, gang.Worker{Node: node,
 				Env: trial.Env{TrialID: "b0-t0007", Experiment: "nomad-synth", Params: map[string]any{"x": 0.5}, StartIter: start,
 					TargetIter: target, Rank: rank, WorldSize: 2, LocalRank: 0, MasterAddr: "127.0.0.1", GPUs: []int{0}}})
 		}
 		return g
 	}
-	h, err := r.Launch(t.Context(), gang(0, 2000)) // 0.03 s an iteration: a minute, unless stopped
+	h, err := r.Launch(t.Context(), testGang(0, 2000)) // 0.03 s an iteration: a minute, unless stopped
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
 		reported.Store(true)
 	}
 	err = h.Wait()
-	var ie *executor.InterruptedError
+	var ie *gang.InterruptedError
 	if !errors.As(err, &ie) || ie.Node != "node-b" || !strings.Contains(ie.Reason, "spot interruption notice") {
 		t.Fatalf("wait: %v, want the interruption of node-b", err)
 	}
@@ -174,7 +174,7 @@ func spotNoticeStopsTheGangSaving(t *testing.T, c cluster) {
 		t.Fatalf("checkpoints after the interrupted launch: %v", list)
 	}
 	imds = fakeIMDS(t, func() bool { return false })
-	h, err = r.Launch(t.Context(), gang(last, last+2))
+	h, err = r.Launch(t.Context(), testGang(last, last+2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +195,8 @@ func secretsStayOutOfJobs(t *testing.T, c cluster) {
 	r.RunID = "r20260101-000000-5ec7e75a"
 	const secret = "s3cr3t-Key/value+1"
 	r.Secrets = []string{"AWS_ACCESS_KEY_ID=AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY=" + secret}
-	g := executor.Gang{Trial: "t-secret", Image: "trainer:1", Command: []string{"/rubberband", "trainer", "mlp"},
-		Workers: []executor.Worker{{Node: cloud.Node{ID: "node-a", GPUs: 2, Addr: "127.0.0.1"},
+	g := gang.Gang{Trial: "t-secret", Image: "trainer:1", Command: []string{"/rubberband", "trainer", "mlp"},
+		Workers: []gang.Worker{{Node: cloud.Node{ID: "node-a", GPUs: 2, Addr: "127.0.0.1"},
 			Env: trial.Env{TrialID: "t-secret", TargetIter: 1, WorldSize: 1, GPUs: []int{0}}}}}
 	job, err := r.job(g)
 	if err != nil {
@@ -252,17 +252,17 @@ func gangAcrossNodes(t *testing.T, c cluster) {
 	r, store := c.runtime(t)
 	specFile := filepath.Join(t.TempDir(), "spec.yaml")
 	os.WriteFile(specFile, []byte(synthSpec), 0o644)
-	gang := func(start, target int) executor.Gang {
-		g := executor.Gang{Trial: "b0-t0001", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile}}
+	testGang := func(start, target int) gang.Gang {
+		g := gang.Gang{Trial: "b0-t0001", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile}}
 		for rank, node := range []string{"node-a", "node-b"} {
-			g.Workers = append(g.Workers, executor.Worker{Node: cloud.Node{ID: node, GPUs: 1, Addr: "127.0.0.1"},
+			g.Workers = append(g.Workers, gang.Worker{Node: cloud.Node{ID: node, GPUs: 1, Addr: "127.0.0.1"},
 				Env: trial.Env{TrialID: "b0-t0001", Experiment: "nomad-synth", Params: map[string]any{"x": 0.5}, StartIter: start,
 					TargetIter: target, Rank: rank, WorldSize: 2, LocalRank: 0, MasterAddr: "127.0.0.1", GPUs: []int{0}}})
 		}
 		return g
 	}
 	run := func(start, target int) []int {
-		h, err := r.Launch(context.Background(), gang(start, target))
+		h, err := r.Launch(context.Background(), testGang(start, target))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,11 +302,11 @@ func gangAcrossNodes(t *testing.T, c cluster) {
 func unplaceableSaysWhy(t *testing.T, c cluster) {
 	r, _ := c.runtime(t)
 	r.PlaceTimeout = time.Minute // refused by the plan, not by the timeout
-	g := executor.Gang{Trial: "b0-t0003", Command: []string{"/bin/true"}, Workers: []executor.Worker{{
+	g := gang.Gang{Trial: "b0-t0003", Command: []string{"/bin/true"}, Workers: []gang.Worker{{
 		Node: cloud.Node{ID: "node-z", GPUs: 1}, Env: trial.Env{TrialID: "b0-t0003", TargetIter: 1, WorldSize: 1}}}}
 	start := time.Now()
 	_, err := r.Launch(context.Background(), g)
-	if !errors.Is(err, executor.ErrUnplaceable) || !strings.Contains(err.Error(), "rb_node") || !strings.Contains(err.Error(), "rank-0") {
+	if !errors.Is(err, gang.ErrUnplaceable) || !strings.Contains(err.Error(), "rb_node") || !strings.Contains(err.Error(), "rank-0") {
 		t.Fatalf("launch: %v", err)
 	}
 	if took := time.Since(start); took > 10*time.Second {
@@ -321,12 +321,12 @@ func unplaceableSaysWhy(t *testing.T, c cluster) {
 // registered nothing.
 func noRoomIsBounded(t *testing.T, c cluster) {
 	r, _ := c.runtime(t)
-	g := executor.Gang{Trial: "b0-t0004", Command: []string{"/bin/true"}, MemoryMB: 1 << 30, Workers: []executor.Worker{{
+	g := gang.Gang{Trial: "b0-t0004", Command: []string{"/bin/true"}, MemoryMB: 1 << 30, Workers: []gang.Worker{{
 		Node: cloud.Node{ID: "node-a", GPUs: 1}, Env: trial.Env{TrialID: "b0-t0004", TargetIter: 1, WorldSize: 1}}}}
 	start := time.Now()
 	_, err := r.Launch(context.Background(), g)
 	took := time.Since(start)
-	if !errors.Is(err, executor.ErrUnplaceable) || !strings.Contains(err.Error(), "memory") {
+	if !errors.Is(err, gang.ErrUnplaceable) || !strings.Contains(err.Error(), "memory") {
 		t.Fatalf("launch: %v", err)
 	}
 	if took < r.PlaceTimeout || took > r.PlaceTimeout+10*time.Second {

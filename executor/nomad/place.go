@@ -9,7 +9,7 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 )
 
@@ -40,10 +40,10 @@ func (r *Runtime) plan(ctx context.Context, job *nomad.Job) error {
 			busy = busy && m != nil && m.NodesExhausted > 0
 		}
 		if !busy {
-			return fmt.Errorf("%w: %s", executor.ErrUnplaceable, unplaced(resp.FailedTGAllocs))
+			return fmt.Errorf("%w: %s", gang.ErrUnplaceable, unplaced(resp.FailedTGAllocs))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: no room after %v: %s", executor.ErrUnplaceable, r.placeTimeout(), unplaced(resp.FailedTGAllocs))
+			return fmt.Errorf("%w: no room after %v: %s", gang.ErrUnplaceable, r.placeTimeout(), unplaced(resp.FailedTGAllocs))
 		}
 		if err := sleep(ctx, 5*r.poll()); err != nil {
 			return fmt.Errorf("plan job: %w", err)
@@ -68,7 +68,7 @@ func (h *handle) placed(ctx context.Context) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: Nomad placed %d of %d workers in %v: %s", executor.ErrUnplaceable, len(groups), h.workers, timeout,
+			return fmt.Errorf("%w: Nomad placed %d of %d workers in %v: %s", gang.ErrUnplaceable, len(groups), h.workers, timeout,
 				h.placementFailure())
 		}
 		if err := sleep(ctx, h.r.poll()); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 )
 
@@ -37,7 +37,7 @@ type nodeFacts struct {
 // them; and the job runs in its clients' node pool ("all" when they are in several), where the
 // team's autoscaler counts it. A client Nomad does not know is left as it is: the plan refuses
 // the gang with Nomad's reason.
-func (r *Runtime) onClients(ctx context.Context, job *nomad.Job, g executor.Gang) error {
+func (r *Runtime) onClients(ctx context.Context, job *nomad.Job, g gang.Gang) error {
 	if !r.PinNodeID {
 		return nil
 	}

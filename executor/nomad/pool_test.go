@@ -9,8 +9,8 @@ import (
 
 	nomad "github.com/hashicorp/nomad/api"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -19,10 +19,10 @@ import (
 // devices only on clients that have them, and runs in its clients' node pool ("all" across
 // pools); a gang on rubberband's own clients is as before.
 func TestOnClients(t *testing.T) {
-	gang := func(nodes ...string) executor.Gang {
-		g := executor.Gang{Trial: "t1", Command: []string{"/bin/true"}}
+	testGang := func(nodes ...string) gang.Gang {
+		g := gang.Gang{Trial: "t1", Command: []string{"/bin/true"}}
 		for rank, n := range nodes {
-			g.Workers = append(g.Workers, executor.Worker{Node: cloud.Node{ID: n, GPUs: 2},
+			g.Workers = append(g.Workers, gang.Worker{Node: cloud.Node{ID: n, GPUs: 2},
 				Env: trial.Env{TrialID: "t1", TargetIter: 1, Rank: rank, WorldSize: len(nodes), GPUs: []int{rank % 2}}})
 		}
 		return g
@@ -41,7 +41,7 @@ func TestOnClients(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &Runtime{PinNodeID: c.pin, nodes: facts}
-			g := gang(c.nodes...)
+			g := testGang(c.nodes...)
 			job, err := r.job(g)
 			if err != nil {
 				t.Fatal(err)
@@ -100,8 +100,8 @@ func pinnedByNodeID(t *testing.T, c cluster) {
 	r.PinNodeID = true
 	specFile := filepath.Join(t.TempDir(), "spec.yaml")
 	os.WriteFile(specFile, []byte(synthSpec), 0o644)
-	g := executor.Gang{Trial: "b0-t0009", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile},
-		Workers: []executor.Worker{{Node: cloud.Node{ID: id, GPUs: 2, Addr: "127.0.0.1"}, Env: trial.Env{TrialID: "b0-t0009",
+	g := gang.Gang{Trial: "b0-t0009", Command: []string{"rubberband", "trainer", "synthetic", "--spec", specFile},
+		Workers: []gang.Worker{{Node: cloud.Node{ID: id, GPUs: 2, Addr: "127.0.0.1"}, Env: trial.Env{TrialID: "b0-t0009",
 			Experiment: "nomad-synth", Params: map[string]any{"x": 0.5}, TargetIter: 2, WorldSize: 1, MasterAddr: "127.0.0.1", GPUs: []int{0}}}}}
 	h, err := r.Launch(context.Background(), g)
 	if err != nil {

@@ -28,14 +28,14 @@ func TestTrainerOnFullDiskIsInfra(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, 2<<20-600<<10), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := runGang(t, r, gang("t1", 1, `head -c 3000000 /dev/zero > "$RB_CHECKPOINT_DIR/model" || exit 7`))
+	_, err := runGang(t, r, testGang("t1", 1, `head -c 3000000 /dev/zero > "$RB_CHECKPOINT_DIR/model" || exit 7`))
 	e, ok := infra.Is(err)
 	if !ok || e.What != infra.DiskFull || !strings.HasPrefix(e.Where, r.WorkDir) || !strings.Contains(err.Error(), "exit status 7") {
 		t.Fatalf("a trainer failing on a full disk: %v, want a disk-full fault at %s that keeps the trainer's exit", err, r.WorkDir)
 	}
 	os.Remove(filler)
 	os.RemoveAll(filepath.Join(r.WorkDir, "t1", "checkpoint", "model"))
-	_, err = runGang(t, r, gang("t2", 1, `exit 7`))
+	_, err = runGang(t, r, testGang("t2", 1, `exit 7`))
 	if _, ok := infra.Is(err); ok || err == nil {
 		t.Fatalf("a trainer failing with room left: %v, want its own failure", err)
 	}

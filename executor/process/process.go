@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -71,13 +71,13 @@ type Runtime struct {
 }
 
 var (
-	_ executor.Runtime = (*Runtime)(nil)
-	_ executor.Reaper  = (*Runtime)(nil)
-	_ io.Closer        = (*Runtime)(nil)
+	_ gang.Runtime = (*Runtime)(nil)
+	_ gang.Reaper  = (*Runtime)(nil)
+	_ io.Closer    = (*Runtime)(nil)
 )
 
 // Launch restores the trial's checkpoint and starts every worker, or none.
-func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) {
 	if len(g.Command) == 0 {
 		return nil, fmt.Errorf("launch %s: the process runtime runs trainer.command (images need the nomad backend)", g.Trial)
 	}
@@ -99,7 +99,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	} else if ok {
 		r.appendLog(g.Trial, fmt.Sprintf("=== %s: the checkpoint is at iteration %d already (target %d): re-reporting its last report instead of training\n",
 			time.Now().UTC().Format(time.RFC3339), rep.Iter, g.Workers[0].Env.TargetIter))
-		return executor.Reported(rep), nil
+		return gang.Reported(rep), nil
 	}
 	port, err := freePort()
 	if err != nil {
@@ -244,7 +244,7 @@ type handle struct {
 
 	mu          sync.Mutex
 	stopped     bool
-	interrupted *executor.InterruptedError // why the gang was stopped, when its node is going
+	interrupted *gang.InterruptedError // why the gang was stopped, when its node is going
 	failure     error
 	last        *trial.Report // rank 0's last report, kept beside the checkpoint
 	exited      chan struct{}
@@ -365,7 +365,7 @@ func (h *handle) finish() error {
 		return interrupted
 	}
 	if stopped {
-		return executor.ErrStopped
+		return gang.ErrStopped
 	}
 	return nil
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
-	"github.com/rubberband-hpo/rubberband/executor/runtimetest"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -28,19 +28,19 @@ func runtime(t *testing.T) *Runtime {
 
 // The Runtime contract: one node, every worker a process on this machine.
 func TestContract(t *testing.T) {
-	runtimetest.Run(t, func(t *testing.T) runtimetest.Env {
+	gangtest.Run(t, func(t *testing.T) gangtest.Env {
 		r := runtime(t)
-		return runtimetest.Env{Runtime: r, Store: r.Store, Nodes: []cloud.Node{{ID: "local-0001", GPUs: 4, Addr: "127.0.0.1"}, {ID: "local-0002", GPUs: 4, Addr: "127.0.0.1"}},
+		return gangtest.Env{Runtime: r, Store: r.Store, Nodes: []cloud.Node{{ID: "local-0001", GPUs: 4, Addr: "127.0.0.1"}, {ID: "local-0002", GPUs: 4, Addr: "127.0.0.1"}},
 			LogDir: r.LogDir, Grace: r.Grace, Interrupt: r.InterruptNode}
 	})
 }
 
-// gang builds a gang of n workers running a shell script.
-func gang(id string, n int, script string) executor.Gang {
+// testGang builds a gang of n workers running a shell script.
+func testGang(id string, n int, script string) gang.Gang {
 	node := cloud.Node{ID: "n1", GPUs: n, Addr: "127.0.0.1"}
-	g := executor.Gang{Trial: id, Command: []string{"sh", "-c", script}}
+	g := gang.Gang{Trial: id, Command: []string{"sh", "-c", script}}
 	for r := range n {
-		g.Workers = append(g.Workers, executor.Worker{Node: node, Env: trial.Env{TrialID: id, TargetIter: 2, Rank: r, WorldSize: n, GPUs: []int{r}}})
+		g.Workers = append(g.Workers, gang.Worker{Node: node, Env: trial.Env{TrialID: id, TargetIter: 2, Rank: r, WorldSize: n, GPUs: []int{r}}})
 	}
 	return g
 }
@@ -48,7 +48,7 @@ func gang(id string, n int, script string) executor.Gang {
 // A malformed report is noted in the trial's log, beside the trainer's own output.
 func TestMalformedReportNoted(t *testing.T) {
 	r := runtime(t)
-	waitReports(t, r, gang("t1", 1, `echo "epoch log"; echo '@rb broken'; echo '@rb {"iter": 2}'`))
+	waitReports(t, r, testGang("t1", 1, `echo "epoch log"; echo '@rb broken'; echo '@rb {"iter": 2}'`))
 	log, _ := os.ReadFile(filepath.Join(r.LogDir, "t1.log"))
 	if !strings.Contains(string(log), "epoch log") || !strings.Contains(string(log), "ignored a malformed report") {
 		t.Fatalf("log:\n%s", log)
@@ -58,7 +58,7 @@ func TestMalformedReportNoted(t *testing.T) {
 // Images need a container runtime.
 func TestRefusesImages(t *testing.T) {
 	r := runtime(t)
-	if _, err := r.Launch(context.Background(), executor.Gang{Trial: "t5", Image: "trainer:1", Workers: gang("t5", 1, "").Workers}); err == nil {
+	if _, err := r.Launch(context.Background(), gang.Gang{Trial: "t5", Image: "trainer:1", Workers: testGang("t5", 1, "").Workers}); err == nil {
 		t.Fatal("the process runtime accepted an image")
 	}
 }
@@ -66,7 +66,7 @@ func TestRefusesImages(t *testing.T) {
 // Reap ends the gangs a dead driver left behind.
 func TestReap(t *testing.T) {
 	r := runtime(t)
-	h, err := r.Launch(context.Background(), gang("t6", 2, "sleep 30"))
+	h, err := r.Launch(context.Background(), testGang("t6", 2, "sleep 30"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,21 +97,21 @@ func TestFreshWorkDirRestoresFromStore(t *testing.T) {
 	r := runtime(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	script := `[ -e ` + marker + ` ] && exit 7; touch ` + marker + `; echo '@rb {"iter": 2, "acc": 0.75}'; echo 2 > "$RB_CHECKPOINT_DIR/state"`
-	first := waitReports(t, r, gang("t7", 1, script))
+	first := waitReports(t, r, testGang("t7", 1, script))
 	os.RemoveAll(r.WorkDir)
-	again := waitReports(t, r, gang("t7", 1, script))
+	again := waitReports(t, r, testGang("t7", 1, script))
 	if len(again) != 1 || again[0].Iter != 2 || !again[0].At.Equal(first[0].At) {
 		t.Fatalf("relaunch from a fresh work dir reported %+v, want the kept %+v", again, first)
 	}
 	os.RemoveAll(r.WorkDir)
-	g := gang("t7", 1, `echo "@rb {\"iter\": 3, \"state\": $(cat "$RB_CHECKPOINT_DIR/state")}"`)
+	g := testGang("t7", 1, `echo "@rb {\"iter\": 3, \"state\": $(cat "$RB_CHECKPOINT_DIR/state")}"`)
 	g.Workers[0].Env.StartIter, g.Workers[0].Env.TargetIter = 2, 3
 	if reps := waitReports(t, r, g); len(reps) != 1 || reps[0].Iter != 3 || reps[0].Metrics["state"] != 2 {
 		t.Fatalf("next stage reported %+v", reps)
 	}
 }
 
-func waitReports(t *testing.T, r *Runtime, g executor.Gang) []trial.Report {
+func waitReports(t *testing.T, r *Runtime, g gang.Gang) []trial.Report {
 	t.Helper()
 	reps, err := runGang(t, r, g)
 	if err != nil {
@@ -128,7 +128,7 @@ func TestBuiltInTrainersRunFromTheirOwnBinary(t *testing.T) {
 	dir := t.TempDir()
 	r.Trainer = filepath.Join(dir, "trainer.sh")
 	os.WriteFile(r.Trainer, []byte("#!/bin/sh\necho \"small binary: $*\"\n"), 0o755)
-	g := gang("t9", 1, "")
+	g := testGang("t9", 1, "")
 	g.Command = []string{"rubberband", "trainer", "synthetic", "--spec", "x.yaml"}
 	h, err := r.Launch(context.Background(), g)
 	if err != nil {
@@ -149,8 +149,8 @@ func TestBuiltInTrainersRunFromTheirOwnBinary(t *testing.T) {
 func TestInterruptNode(t *testing.T) {
 	r := runtime(t)
 	script := `trap 'echo "@rb {\"iter\": 1}"; mkdir -p "$RB_CHECKPOINT_DIR"; echo 1 > "$RB_CHECKPOINT_DIR/state"; exit 0' TERM; while true; do sleep 0.05; done`
-	hit := gang("t-hit", 1, script)
-	other := gang("t-other", 1, script)
+	hit := testGang("t-hit", 1, script)
+	other := testGang("t-other", 1, script)
 	other.Workers[0].Node.ID = "n2"
 	h, err := r.Launch(t.Context(), hit)
 	if err != nil {
@@ -164,7 +164,7 @@ func TestInterruptNode(t *testing.T) {
 	r.InterruptNode("n1", "spot interruption notice (test)")
 	for range h.Reports() {
 	}
-	var ie *executor.InterruptedError
+	var ie *gang.InterruptedError
 	if err := h.Wait(); !errors.As(err, &ie) || ie.Node != "n1" || ie.Reason != "spot interruption notice (test)" {
 		t.Fatalf("wait: %v, want the interruption of n1", err)
 	}
@@ -180,8 +180,8 @@ func TestInterruptNode(t *testing.T) {
 	o.Wait()
 	// The node's loss, not the gang's failure: the driver replaces the node and does not count
 	// the try (a node interrupted while idle is learnt of so).
-	_, err = r.Launch(t.Context(), gang("t-next", 1, "true"))
-	if !errors.Is(err, executor.ErrUnplaceable) || !errors.As(err, &ie) || ie.Node != "n1" || ie.Reason != "spot interruption notice (test)" {
+	_, err = r.Launch(t.Context(), testGang("t-next", 1, "true"))
+	if !errors.Is(err, gang.ErrUnplaceable) || !errors.As(err, &ie) || ie.Node != "n1" || ie.Reason != "spot interruption notice (test)" {
 		t.Fatalf("a launch on the interrupted node: %v", err)
 	}
 }
@@ -195,7 +195,7 @@ func TestSlowNodeSlowsTheWholeGang(t *testing.T) {
 		slow  float64
 		want  string
 	}{{"t-fast", 0, "slowdown=none"}, {"t-slow", 2.5, "slowdown=2.5"}} {
-		g := gang(tc.trial, 2, `echo "slowdown=${`+trial.NodeSlowdownVar+`:-none}" >&2; echo '@rb {"iter": 2}'`)
+		g := testGang(tc.trial, 2, `echo "slowdown=${`+trial.NodeSlowdownVar+`:-none}" >&2; echo '@rb {"iter": 2}'`)
 		g.Workers[1].Node.ID, g.Workers[1].Node.Slowdown = "n2", tc.slow
 		waitReports(t, r, g)
 		log, _ := os.ReadFile(filepath.Join(r.LogDir, g.Trial+".log"))

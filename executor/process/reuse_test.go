@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
-	"github.com/rubberband-hpo/rubberband/executor/runtimetest"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
+	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/trial"
 	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
 )
@@ -71,14 +71,14 @@ func reuseTrainer(r *rbtrain.Run) error {
 }
 
 // reuseGang is a single-worker gang of the test binary as a reusable trainer on GPU gpu.
-func reuseGang(id string, gpu, target int, params map[string]any) executor.Gang {
-	return executor.Gang{Trial: id, Command: []string{os.Args[0]}, Env: map[string]string{reuseTrainerVar: "1"}, Reuse: true,
-		Workers: []executor.Worker{{Node: cloud.Node{ID: "n1", GPUs: 4, Addr: "127.0.0.1"},
+func reuseGang(id string, gpu, target int, params map[string]any) gang.Gang {
+	return gang.Gang{Trial: id, Command: []string{os.Args[0]}, Env: map[string]string{reuseTrainerVar: "1"}, Reuse: true,
+		Workers: []gang.Worker{{Node: cloud.Node{ID: "n1", GPUs: 4, Addr: "127.0.0.1"},
 			Env: trial.Env{TrialID: id, TargetIter: target, WorldSize: 1, GPUs: []int{gpu}, Params: params}}}}
 }
 
 // runGang launches g and returns its reports and Wait's error, after the GPUs are free.
-func runGang(t *testing.T, r *Runtime, g executor.Gang) ([]trial.Report, error) {
+func runGang(t *testing.T, r *Runtime, g gang.Gang) ([]trial.Report, error) {
 	t.Helper()
 	h, err := r.Launch(context.Background(), g)
 	if err != nil {
@@ -153,17 +153,17 @@ func TestReuseServesTrialAfterTrial(t *testing.T) {
 // A trainer that ignores RB_REUSE serves one trial and exits: every launch still succeeds.
 // This is also the whole Runtime contract with every gang asking for reuse.
 func TestReuseOfTrainerThatExits(t *testing.T) {
-	runtimetest.Run(t, func(t *testing.T) runtimetest.Env {
+	gangtest.Run(t, func(t *testing.T) gangtest.Env {
 		r := runtime(t)
 		t.Cleanup(func() { r.Close() })
-		return runtimetest.Env{Runtime: reusing{r}, Store: r.Store, Nodes: []cloud.Node{{ID: "local-0001", GPUs: 4, Addr: "127.0.0.1"}},
+		return gangtest.Env{Runtime: reusing{r}, Store: r.Store, Nodes: []cloud.Node{{ID: "local-0001", GPUs: 4, Addr: "127.0.0.1"}},
 			LogDir: r.LogDir, Grace: r.Grace}
 	})
 }
 
 type reusing struct{ *Runtime }
 
-func (r reusing) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+func (r reusing) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) {
 	g.Reuse = true
 	return r.Runtime.Launch(ctx, g)
 }
@@ -205,7 +205,7 @@ func TestReuseAfterFailureStopAndDeath(t *testing.T) {
 	h.Stop()
 	for range h.Reports() {
 	}
-	if err := h.Wait(); !errors.Is(err, executor.ErrStopped) {
+	if err := h.Wait(); !errors.Is(err, gang.ErrStopped) {
 		t.Fatalf("a stopped run: Wait = %v", err)
 	}
 	if _, ok := savedIter(t, r, "hangs"); !ok {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
@@ -60,7 +60,7 @@ func writePID(path string) string { return `echo $$ > ` + path + `.tmp; mv ` + p
 
 // finish drains h and waits for it, failing the test if the gang is not over within 5 s (the
 // scripts' leaders exit at once: only what they left behind could hold it).
-func finish(t *testing.T, h executor.Handle) ([]trial.Report, error) {
+func finish(t *testing.T, h gang.Handle) ([]trial.Report, error) {
 	t.Helper()
 	type result struct {
 		reps []trial.Report
@@ -96,7 +96,7 @@ func TestChildHoldingTheOutputDoesNotHoldTheGang(t *testing.T) {
 			r := runtime(t)
 			defer r.Close()
 			child := filepath.Join(t.TempDir(), "child")
-			g := gang("t-held", 1, `sh -c '`+writePID(child)+`; exec sleep 30' &
+			g := testGang("t-held", 1, `sh -c '`+writePID(child)+`; exec sleep 30' &
 while [ ! -e `+child+` ]; do sleep 0.01; done; echo '@rb {"iter": 2}'; exit `+strconv.Itoa(tc.code))
 			g.Reuse = tc.reuse
 			h, err := r.Launch(context.Background(), g)
@@ -129,7 +129,7 @@ func TestSetsidChildEndsWithItsGang(t *testing.T) {
 		t.Run(fmt.Sprintf("reuse=%v", reuse), func(t *testing.T) {
 			r := runtime(t)
 			child := filepath.Join(t.TempDir(), "child")
-			g := gang("t-setsid", 1, `setsid sh -c '`+writePID(child)+`; exec sleep 30' </dev/null >/dev/null 2>&1 &
+			g := testGang("t-setsid", 1, `setsid sh -c '`+writePID(child)+`; exec sleep 30' </dev/null >/dev/null 2>&1 &
 while [ ! -e `+child+` ]; do sleep 0.01; done; echo '@rb {"iter": 2}'`)
 			g.Reuse = reuse
 			h, err := r.Launch(context.Background(), g)
@@ -180,7 +180,7 @@ func TestUnreachableHolderCutOffAfterWaitDelay(t *testing.T) {
 	r.Log = &syncio.Writer{W: &log}
 	r.WaitDelay = 200 * time.Millisecond
 	child := filepath.Join(t.TempDir(), "child")
-	h, err := r.Launch(context.Background(), gang("t-cut", 1, `env -i /usr/bin/setsid /bin/sh -c '`+writePID(child)+`; exec sleep 30' &
+	h, err := r.Launch(context.Background(), testGang("t-cut", 1, `env -i /usr/bin/setsid /bin/sh -c '`+writePID(child)+`; exec sleep 30' &
 while [ ! -e `+child+` ]; do sleep 0.01; done; echo '@rb {"iter": 2}'`))
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestSubreaperAdoptsAndReaps(t *testing.T) {
 	dir := t.TempDir()
 	found, hidden := filepath.Join(dir, "found"), filepath.Join(dir, "hidden")
 	// One child the runtime finds (its token), one it cannot (no environment, its own session).
-	h, err := r.Launch(context.Background(), gang("t-adopt", 1, `setsid sh -c '`+writePID(found)+`; exec sleep 30' </dev/null >/dev/null 2>&1 &
+	h, err := r.Launch(context.Background(), testGang("t-adopt", 1, `setsid sh -c '`+writePID(found)+`; exec sleep 30' </dev/null >/dev/null 2>&1 &
 env -i /usr/bin/setsid /bin/sh -c '`+writePID(hidden)+`; exec sleep 30' </dev/null >/dev/null 2>&1 &
 while [ ! -e `+found+` ] || [ ! -e `+hidden+` ]; do sleep 0.01; done`))
 	if err != nil {

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 )
 
 // gangRun is one measured launch: when rank 0 reported, when the gang was seen to exit, and when
@@ -29,20 +29,20 @@ type gangRun struct {
 // start-ups take beyond the measured rounds' is the first-stage lag. The next rounds are
 // measured: iteration times pooled over them; the start-up and the run path's overhead the
 // median of the rounds'.
-func measure(ctx context.Context, clk clock.Clock, rt executor.Runtime, nodes, cold []cloud.Node, gs executor.GangSpec, g int, scale float64, rounds int) (Point, error) {
+func measure(ctx context.Context, clk clock.Clock, rt gang.Runtime, nodes, cold []cloud.Node, gs gang.GangSpec, g int, scale float64, rounds int) (Point, error) {
 	round := func(tag string, nodes []cloud.Node) (time.Time, []gangRun) {
 		byID := make(map[string]cloud.Node, len(nodes))
 		for _, n := range nodes {
 			byID[n.ID] = n
 		}
-		slots := executor.SpreadSlots(nodes, g)
+		slots := gang.SpreadSlots(nodes, g)
 		side := max(1, nodes[0].GPUs/g)
 		runs := clock.NewQueue[gangRun](clk)
 		start := clk.Now()
 		for k := range side {
 			one := gs
 			one.Trial = fmt.Sprintf("%s-%s%d", gs.Trial, tag, k)
-			gang := executor.BuildGang(one, slots, byID)
+			gang := gang.BuildGang(one, slots, byID)
 			clk.Go("profile gang "+one.Trial, func() { runs.Put(launch(ctx, clk, rt, gang)) })
 		}
 		out := make([]gangRun, 0, side)
@@ -117,7 +117,7 @@ func median(xs []float64) float64 {
 }
 
 // launch runs one gang to its end and collects the times of its reports, as an actor of clk.
-func launch(ctx context.Context, clk clock.Clock, rt executor.Runtime, g executor.Gang) gangRun {
+func launch(ctx context.Context, clk clock.Clock, rt gang.Runtime, g gang.Gang) gangRun {
 	h, err := rt.Launch(ctx, g)
 	if err != nil {
 		return gangRun{err: err}

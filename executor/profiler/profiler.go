@@ -7,9 +7,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -18,7 +18,7 @@ type Config struct {
 	// Experiment gives the trainer (as a run launches it), the search space (the trial measured
 	// sits in its middle) and the nodes' GPU count.
 	Experiment *spec.Experiment
-	Runtime    executor.Runtime
+	Runtime    gang.Runtime
 	// Provider, when set, rents the nodes of each measurement (whole nodes of the experiment's
 	// GPUs per node) and its start-up is measured too; when nil, each measurement runs on one
 	// virtual node of exactly its GPU count on this machine.
@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config) (*Profile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("profile at %d GPUs: %w", g, err)
 		}
-		gs := executor.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, clk.Now().UnixNano()), Experiment: cfg.Experiment,
+		gs := gang.GangSpec{Trial: fmt.Sprintf("profile-%dgpu-%d", g, clk.Now().UnixNano()), Experiment: cfg.Experiment,
 			Params: params, TargetIter: cfg.Iters}
 		cold := nodes
 		if c := cfg.Experiment.Cluster; cfg.Provider == nil && cfg.FirstWave > 1 {

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/fake"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -33,7 +33,7 @@ func experiment() *spec.Experiment {
 }
 
 // reports makes each launch report every iteration up to its target.
-func reports(g executor.Gang, n int) fake.Behavior {
+func reports(g gang.Gang, n int) fake.Behavior {
 	var b fake.Behavior
 	for i := 1; i <= g.Workers[0].Env.TargetIter; i++ {
 		b.Reports = append(b.Reports, trial.Report{Iter: i, Metrics: map[string]float64{"score": 0.5}})
@@ -138,23 +138,23 @@ func TestRunFails(t *testing.T) {
 	boom := errors.New("boom")
 	for _, tc := range []struct {
 		name   string
-		behave func(g executor.Gang, n int) fake.Behavior
+		behave func(g gang.Gang, n int) fake.Behavior
 		create func(call, n int) (int, error)
 		want   string
 	}{
-		{"warm-up gang", func(g executor.Gang, n int) fake.Behavior {
+		{"warm-up gang", func(g gang.Gang, n int) fake.Behavior {
 			if strings.HasSuffix(g.Trial, "-warmup-1") {
 				return fake.Behavior{Err: boom}
 			}
 			return reports(g, n)
 		}, nil, "profile at 2 GPUs: boom"},
-		{"measured gang", func(g executor.Gang, n int) fake.Behavior {
+		{"measured gang", func(g gang.Gang, n int) fake.Behavior {
 			if !strings.Contains(g.Trial, "warmup") {
 				return fake.Behavior{Err: boom}
 			}
 			return reports(g, n)
 		}, nil, "profile at 2 GPUs: boom"},
-		{"one report", func(g executor.Gang, n int) fake.Behavior {
+		{"one report", func(g gang.Gang, n int) fake.Behavior {
 			return fake.Behavior{Reports: []trial.Report{{Iter: 2}}}
 		}, nil, "profile at 2 GPUs: the trainer reported 1 time(s)"},
 		{"partial create", reports, func(call, n int) (int, error) { return n - 1, boom }, "profile at 8 GPUs: boom"},
@@ -187,7 +187,7 @@ func TestRunFails(t *testing.T) {
 // of the rounds'.
 func TestOneSlowRoundDoesNotSkewStartup(t *testing.T) {
 	startup := func(slow bool) float64 {
-		rt := &fake.Runtime{Behave: func(g executor.Gang, n int) fake.Behavior {
+		rt := &fake.Runtime{Behave: func(g gang.Gang, n int) fake.Behavior {
 			b := reports(g, n)
 			b.Duration = 20 * time.Millisecond
 			if slow && strings.Contains(g.Trial, "-r1-") {
@@ -230,7 +230,7 @@ func TestNodeStartSplitsWhereTheBillStarts(t *testing.T) {
 		t.Run(fmt.Sprint("time scale ", scale), func(t *testing.T) {
 			s := clock.NewSim(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
 			sec := func(x float64) time.Duration { return time.Duration(x * scale * float64(time.Second)) }
-			rt := &fake.Runtime{Clock: s, Behave: func(g executor.Gang, n int) fake.Behavior {
+			rt := &fake.Runtime{Clock: s, Behave: func(g gang.Gang, n int) fake.Behavior {
 				return fake.Behavior{Count: true, Duration: sec(3 + 1), Every: sec(1)} // 3 s of start-up, 1 s iterations
 			}}
 			prov := &booting{Provider: &fake.Provider{Clock: s, GPUsPerNode: 4}, clk: s, scale: sec(30), init: sec(12)}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 )
 
@@ -19,7 +21,7 @@ import (
 func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	base := planned(t, "../../examples/asha-replan.yaml")
 	exp := base.Experiment
-	run := func(replan bool) (*executor.Result, []executor.Event) {
+	run := func(replan bool) (*runstate.Result, []journal.Event) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")
 		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, ASHA: base.ASHA, Journal: path, RunID: "asha-replan", Replan: replan})
 		if err != nil || !out.Result.Finished {
@@ -28,16 +30,16 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 		if held := out.World.Held(); len(held) > 0 {
 			t.Fatalf("replan %v: nodes left held: %v", replan, held)
 		}
-		events, err := executor.ReadJournal(path)
+		events, err := journal.ReadJournal(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		best, err := executor.VerifyASHA(exp, events)
+		best, err := runstate.VerifyASHA(exp, events)
 		if err != nil || out.Result.Best == nil || out.Result.Best.Trial != best {
 			t.Fatalf("replan %v: the winner %v, the rule's %q (%v)", replan, out.Result.Best, best, err)
 		}
 		for _, e := range events {
-			if e.Ev == executor.EvFail { // nothing fails here: a gang on a node that shrinks keeps it
+			if e.Ev == journal.EvFail { // nothing fails here: a gang on a node that shrinks keeps it
 				t.Fatalf("replan %v: %s failed in a run without faults: %s", replan, e.Trial, e.Error)
 			}
 		}
@@ -76,12 +78,12 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	journaled, forecasts := 0, 0
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvReplan:
+		case journal.EvReplan:
 			journaled++
 			if e.Reason == "" || e.Before == nil || e.After == nil || len(e.Plan) == 0 {
 				t.Errorf("a revision journaled without why or forecasts: %+v", e)
 			}
-		case executor.EvForecast:
+		case journal.EvForecast:
 			forecasts++
 		}
 	}
@@ -93,7 +95,7 @@ func TestASHAReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 		t.Fatalf("realized %.1f s, $%.4f; the last revision forecast %.1f s, $%.4f", with.Realized.JCT, with.Realized.Cost, last.After.JCT, last.After.Cost)
 	}
 	// A replay of the journal (status, report, resume) sees the same revisions and phases.
-	replayed, _, err := executor.Inspect(executor.Config{Experiment: exp, ASHA: base.ASHA, Past: events})
+	replayed, _, err := runstate.Inspect(runstate.Plan{Experiment: exp, ASHA: base.ASHA}, events, events[len(events)-1].At)
 	if err != nil || len(replayed.Revisions) != len(with.Revisions) || len(replayed.Phases) != len(with.Phases) {
 		t.Fatalf("the replay: %v, %d revisions, %d phases", err, len(replayed.Revisions), len(replayed.Phases))
 	}
@@ -122,9 +124,9 @@ func TestASHABudgetDuringARun(t *testing.T) {
 		if held := out.World.Held(); len(held) > 0 {
 			t.Fatalf("nodes left held after the budget stop: %v", held)
 		}
-		before, _ := executor.ReadJournal(path)
-		snap, err := executor.Fold(executor.Config{Experiment: withBudget("{max_cost_usd: 0.36, stop: true}"), ASHA: base.ASHA, Past: before})
-		if err != nil || snap.Phase != executor.PhaseStopped || snap.Cause != executor.StopBudget {
+		before, _ := journal.ReadJournal(path)
+		snap, err := runstate.Fold(runstate.Plan{Experiment: withBudget("{max_cost_usd: 0.36, stop: true}"), ASHA: base.ASHA}, before)
+		if err != nil || snap.Phase != runstate.PhaseStopped || snap.Cause != journal.StopBudget {
 			t.Fatalf("the journal says %+v (%v), want stopped for the budget", snap, err)
 		}
 		exp := withBudget("{max_cost_usd: 1, stop: true}")
@@ -132,8 +134,8 @@ func TestASHABudgetDuringARun(t *testing.T) {
 		if err != nil || !out.Result.Finished || out.Result.Best == nil {
 			t.Fatalf("resumed with a raised budget: %v", err)
 		}
-		all, _ := executor.ReadJournal(path)
-		if best, err := executor.VerifyASHA(exp, all); err != nil || best != out.Result.Best.Trial {
+		all, _ := journal.ReadJournal(path)
+		if best, err := runstate.VerifyASHA(exp, all); err != nil || best != out.Result.Best.Trial {
 			t.Fatalf("the resumed run's winner %s, the rule's %q: %v", out.Result.Best.Trial, best, err)
 		}
 	})

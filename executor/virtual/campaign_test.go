@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -115,7 +116,7 @@ func TestFaultCampaign(t *testing.T) {
 
 // cleanRun is what the campaign holds every schedule to.
 type cleanRun struct {
-	events []executor.Event
+	events []journal.Event
 	best   string
 	metric float64
 	nodes  int
@@ -150,13 +151,13 @@ func runOnce(t testing.TB, base virtual.Config, f *virtual.Faults, replan bool) 
 	if err != nil || !out.Result.Finished || out.Result.Best == nil {
 		t.Fatalf("clean run: %v", err)
 	}
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := cleanRun{events: events, best: out.Result.Best.Trial, metric: out.Result.Best.Metric}
 	for _, e := range events {
-		if e.Ev == executor.EvNodeUp {
+		if e.Ev == journal.EvNodeUp {
 			c.nodes++
 		}
 	}
@@ -192,13 +193,13 @@ func strike(dir string, base virtual.Config, f *virtual.Faults, clean cleanRun, 
 	if !res.Finished || res.Best == nil {
 		return "the run did not finish"
 	}
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		return err.Error()
 	}
 	if exp.Sampler.Adaptive() {
 		pinned, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: filepath.Join(dir, "pinned.jsonl"),
-			RunID: "campaign", Replan: replan, Configurations: executor.Configurations(events)})
+			RunID: "campaign", Replan: replan, Configurations: journal.Configurations(events)})
 		if err != nil || pinned.Result.Best == nil {
 			return fmt.Sprintf("the clean run of the schedule's configurations: %v", err)
 		}
@@ -209,7 +210,7 @@ func strike(dir string, base virtual.Config, f *virtual.Faults, clean cleanRun, 
 		// promoted. What must hold is the rule (every promotion the rule's, none twice, the
 		// winner the rule's over the results as they came) and the results themselves (a
 		// trial's metric at a rung is the clean run's).
-		best, err := executor.VerifyASHA(exp, events)
+		best, err := runstate.VerifyASHA(exp, events)
 		if err != nil {
 			return err.Error()
 		}
@@ -243,16 +244,16 @@ func strike(dir string, base virtual.Config, f *virtual.Faults, clean cleanRun, 
 }
 
 // sameResults names a trial whose result at a stage differs from the clean run's.
-func sameResults(clean, events []executor.Event) string {
+func sameResults(clean, events []journal.Event) string {
 	want := map[string]float64{}
 	for _, e := range clean {
-		if e.Ev == executor.EvDone && e.Metric != nil {
+		if e.Ev == journal.EvDone && e.Metric != nil {
 			want[fmt.Sprintf("%s stage %d", e.Trial, e.Stage)] = *e.Metric
 		}
 	}
 	for _, e := range events {
 		k := fmt.Sprintf("%s stage %d", e.Trial, e.Stage)
-		if w, ok := want[k]; ok && e.Ev == executor.EvDone && (e.Metric == nil || *e.Metric != w) {
+		if w, ok := want[k]; ok && e.Ev == journal.EvDone && (e.Metric == nil || *e.Metric != w) {
 			return fmt.Sprintf("%s: result %v, the clean run's %v", k, e.Metric, w)
 		}
 	}
@@ -280,26 +281,26 @@ func empty(dir string) {
 // billedAsTheWorld checks every node's billing in the journal against the world's: the same
 // nodes, each from the same start, each to the same end — but for nodes the world took away
 // (lost, interrupted), whose end the driver learns a little before or after.
-func billedAsTheWorld(events []executor.Event, spans []virtual.NodeSpan) string {
+func billedAsTheWorld(events []journal.Event, spans []virtual.NodeSpan) string {
 	type span struct{ start, end time.Time }
-	journal := map[string]*span{}
+	journaled := map[string]*span{}
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvNodeUp:
-			journal[e.Node.ID] = &span{start: e.Node.RunningAt}
-		case executor.EvNodeOff, executor.EvInterrupt:
+		case journal.EvNodeUp:
+			journaled[e.Node.ID] = &span{start: e.Node.RunningAt}
+		case journal.EvNodeOff, journal.EvInterrupt:
 			if e.Draining {
 				continue // held and billing until released
 			}
 			for _, id := range e.Nodes {
-				if s := journal[id]; s != nil && s.end.IsZero() {
+				if s := journaled[id]; s != nil && s.end.IsZero() {
 					s.end = e.At
 				}
 			}
 		}
 	}
 	for _, w := range spans {
-		j := journal[w.Node]
+		j := journaled[w.Node]
 		switch {
 		case j == nil:
 			return fmt.Sprintf("node %s billed by the world (%s to %s) is not in the journal", w.Node, w.RunningAt.Sub(virtual.Epoch), w.End.Sub(virtual.Epoch))
@@ -310,18 +311,18 @@ func billedAsTheWorld(events []executor.Event, spans []virtual.NodeSpan) string 
 		case w.Why == "released" && !j.end.Equal(w.End):
 			return fmt.Sprintf("node %s: the journal bills it to %s, the world to its release at %s", w.Node, j.end.Sub(virtual.Epoch), w.End.Sub(virtual.Epoch))
 		}
-		delete(journal, w.Node)
+		delete(journaled, w.Node)
 	}
-	for id := range journal {
+	for id := range journaled {
 		return fmt.Sprintf("node %s is in the journal but the world never billed it", id)
 	}
 	return ""
 }
 
-func executorLaunches(events []executor.Event) int {
+func executorLaunches(events []journal.Event) int {
 	n := 0
 	for _, e := range events {
-		if e.Ev == executor.EvLaunch {
+		if e.Ev == journal.EvLaunch {
 			n++
 		}
 	}
@@ -329,10 +330,10 @@ func executorLaunches(events []executor.Event) int {
 }
 
 // doneTwice names a trial-stage journaled done more than once.
-func doneTwice(events []executor.Event) string {
+func doneTwice(events []journal.Event) string {
 	seen := map[string]bool{}
 	for _, e := range events {
-		if e.Ev != executor.EvDone {
+		if e.Ev != journal.EvDone {
 			continue
 		}
 		k := fmt.Sprintf("%s stage %d", e.Trial, e.Stage)

@@ -8,7 +8,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
-	"github.com/rubberband-hpo/rubberband/executor/runtimetest"
+	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -89,7 +89,7 @@ func TestProviderContract(t *testing.T) {
 // refused on a node the world does not hold.
 func TestRuntimeContract(t *testing.T) {
 	s := clock.NewSim(virtual.Epoch)
-	runtimetest.Run(t, func(t *testing.T) runtimetest.Env {
+	gangtest.Run(t, func(t *testing.T) gangtest.Env {
 		w := newWorld(t, s)
 		p, r := w.Driver(0)
 		var nodes []cloud.Node
@@ -99,7 +99,7 @@ func TestRuntimeContract(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		return runtimetest.Env{Runtime: r, Nodes: nodes, Unplaceable: "v9999", NoScripts: true, Interrupt: w.Interrupt,
+		return gangtest.Env{Runtime: r, Nodes: nodes, Unplaceable: "v9999", NoScripts: true, Interrupt: w.Interrupt,
 			Clock: s, Within: func(t *testing.T, f func()) { within(s)(t, func(context.Context) { f() }) }}
 	})
 }

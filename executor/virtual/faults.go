@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // Faults is a schedule of what goes wrong in one virtual run. Each fault names what it strikes
@@ -168,7 +168,7 @@ var errLaunch = errors.New("the launch failed to start (injected)")
 // launch applies the launch faults to gang g, the world's w.launches-th launch; w.mu is held.
 // A trial gets at most one injected failure per stage target, so that no schedule exhausts its
 // retries: the run must still find the clean run's winner.
-func (f *Faults) launch(w *World, g *gang) error {
+func (f *Faults) launch(w *World, g *worldGang) error {
 	key := fmt.Sprintf("%s@%d", g.trial, g.target)
 	if w.injected[key] {
 		return nil
@@ -202,8 +202,8 @@ var ErrCrashed = errors.New("virtual: the driver crashed here (injected)")
 // Journal wraps driver epoch's journal file: at a crash record it writes the record whole or
 // half, then dies — severing the driver from the world and calling die (which cancels the
 // driver's context) — and refuses everything from then on, as a dead process does.
-func (f *Faults) Journal(w *World, epoch int, die func()) func(executor.JournalFile) executor.JournalFile {
-	return func(file executor.JournalFile) executor.JournalFile {
+func (f *Faults) Journal(w *World, epoch int, die func()) func(journal.JournalFile) journal.JournalFile {
+	return func(file journal.JournalFile) journal.JournalFile {
 		return &crashingFile{f: f, file: file, die: func() { w.Sever(epoch); die() }, w: w}
 	}
 }
@@ -217,7 +217,7 @@ func (f *Faults) Written(n int) {
 
 type crashingFile struct {
 	f    *Faults
-	file executor.JournalFile
+	file journal.JournalFile
 	w    *World
 	die  func()
 	dead bool

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 )
 
@@ -19,11 +20,11 @@ import (
 // nothing: the journal is the same with it as without it.
 func TestProgressAtLeastEvery10s(t *testing.T) {
 	exp, alloc, _ := plan(t, "../../examples/paper/table2-resnet101.yaml")
-	run := func(every time.Duration) ([]executor.Status, []byte) {
+	run := func(every time.Duration) ([]runstate.Status, []byte) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")
-		var seen []executor.Status
+		var seen []runstate.Status
 		cfg := virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "progress",
-			Progress: func(s executor.Status) { seen = append(seen, s) }, ProgressEvery: every}
+			Progress: func(s runstate.Status) { seen = append(seen, s) }, ProgressEvery: every}
 		out, err := virtual.Run(context.Background(), cfg)
 		if err != nil || !out.Result.Finished {
 			t.Fatalf("%v", err)

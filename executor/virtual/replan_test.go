@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -23,13 +25,13 @@ import (
 // the sync before it, and meets it; the revision is journaled with why and both forecasts.
 func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	exp, alloc, _ := plan(t, "../../examples/replan.yaml")
-	run := func(replan bool) (*executor.Result, []executor.Event) {
+	run := func(replan bool) (*runstate.Result, []journal.Event) {
 		path := filepath.Join(t.TempDir(), "journal.jsonl")
 		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "replan", Replan: replan})
 		if err != nil || !out.Result.Finished {
 			t.Fatalf("replan %v: %v", replan, err)
 		}
-		events, err := executor.ReadJournal(path)
+		events, err := journal.ReadJournal(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +56,7 @@ func TestReplanMeetsTheDeadlineASlowJobMisses(t *testing.T) {
 	}
 	journaled := 0
 	for _, e := range events {
-		if e.Ev == executor.EvReplan {
+		if e.Ev == journal.EvReplan {
 			journaled++
 			if e.Reason == "" || e.Before == nil || e.After == nil || len(e.Plan) == 0 {
 				t.Errorf("a revision journaled without why or forecasts: %+v", e)
@@ -84,9 +86,9 @@ func TestBudgetDuringARun(t *testing.T) {
 		if held := out.World.Held(); len(held) > 0 {
 			t.Fatalf("nodes left held after the budget stop: %v", held)
 		}
-		before, _ := executor.ReadJournal(path)
-		snap, err := executor.Fold(executor.Config{Experiment: withBudget("{max_cost_usd: 0.22, stop: true}"), Alloc: alloc, Past: before})
-		if err != nil || snap.Phase != executor.PhaseStopped || snap.Cause != executor.StopBudget {
+		before, _ := journal.ReadJournal(path)
+		snap, err := runstate.Fold(runstate.Plan{Experiment: withBudget("{max_cost_usd: 0.22, stop: true}"), Alloc: alloc}, before)
+		if err != nil || snap.Phase != runstate.PhaseStopped || snap.Cause != journal.StopBudget {
 			t.Fatalf("the journal says %+v (%v), want stopped for the budget", snap, err)
 		}
 		synced := 0
@@ -103,9 +105,9 @@ func TestBudgetDuringARun(t *testing.T) {
 		if err != nil || !out.Result.Finished || out.Result.Best == nil {
 			t.Fatalf("resumed with a raised budget: %v", err)
 		}
-		all, _ := executor.ReadJournal(path)
+		all, _ := journal.ReadJournal(path)
 		for _, e := range all[len(before):] {
-			if e.Ev == executor.EvLaunch && e.Stage < synced {
+			if e.Ev == journal.EvLaunch && e.Stage < synced {
 				t.Fatalf("resume relaunched %s in stage %d, finished before the stop", e.Trial, e.Stage)
 			}
 		}
@@ -138,7 +140,7 @@ func TestReplanForecastsLaterRounds(t *testing.T) {
 	if err != nil || !out.Result.Finished {
 		t.Fatalf("run: %v", err)
 	}
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,16 +148,16 @@ func TestReplanForecastsLaterRounds(t *testing.T) {
 	res := out.Result
 	var start, firstRoundEnd time.Time
 	for _, e := range events {
-		if e.Ev == executor.EvStart {
+		if e.Ev == journal.EvStart {
 			start = e.At
 		}
-		if e.Ev == executor.EvSync && brackets[e.Bracket].Round == 0 && e.At.After(firstRoundEnd) {
+		if e.Ev == journal.EvSync && brackets[e.Bracket].Round == 0 && e.At.After(firstRoundEnd) {
 			firstRoundEnd = e.At
 		}
 	}
 	checked := 0
 	for _, e := range events {
-		if (e.Ev != executor.EvForecast && e.Ev != executor.EvReplan) || brackets[e.Bracket].Round != 0 {
+		if (e.Ev != journal.EvForecast && e.Ev != journal.EvReplan) || brackets[e.Bracket].Round != 0 {
 			continue
 		}
 		checked++
@@ -224,7 +226,7 @@ func TestReplanSplitsByTheMarketSeen(t *testing.T) {
 		}
 		return n
 	}
-	run := func(t *testing.T, said, truth string) (first []sim.StageAlloc, predicted float64, res *executor.Result, journal []executor.Event) {
+	run := func(t *testing.T, said, truth string) (first []sim.StageAlloc, predicted float64, res *runstate.Result, events []journal.Event) {
 		exp := parse(said)
 		s, err := sim.For(exp)
 		if err != nil {
@@ -240,7 +242,7 @@ func TestReplanSplitsByTheMarketSeen(t *testing.T) {
 		if err != nil || !out.Result.Finished || out.Result.Best == nil {
 			t.Fatalf("run: %v", err)
 		}
-		if journal, err = executor.ReadJournal(path); err != nil {
+		if events, err = journal.ReadJournal(path); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("planned for %s an hour: %s", said, sim.FormatStages(planned.Best.Alloc[0]))
@@ -248,10 +250,10 @@ func TestReplanSplitsByTheMarketSeen(t *testing.T) {
 			t.Logf("re-planned at stage %d: %s: %s", r.Stage+1, r.Reason, sim.FormatStages(r.Plan))
 		}
 		t.Logf("in a market of %s an hour: JCT %.1f s, cost $%.2f", truth, out.Result.Realized.JCT, out.Result.Realized.Cost)
-		return planned.Best.Alloc[0], planned.Best.Cost, out.Result, journal
+		return planned.Best.Alloc[0], planned.Best.Cost, out.Result, events
 	}
 	t.Run("calmer", func(t *testing.T) {
-		first, predicted, res, journal := run(t, "5", "0.1")
+		first, predicted, res, events := run(t, "5", "0.1")
 		if onDemand(first) == 0 {
 			t.Fatalf("the plan for 5 an hour hedges nothing: %s", sim.FormatStages(first))
 		}
@@ -262,20 +264,20 @@ func TestReplanSplitsByTheMarketSeen(t *testing.T) {
 		if !dropped || res.Realized.Cost >= predicted {
 			t.Fatalf("revisions %+v, cost $%.2f (planned $%.2f): no re-plan dropped the hedges for the calm market", res.Revisions, res.Realized.Cost, predicted)
 		}
-		for _, e := range journal {
-			if e.Ev == executor.EvReplan && onDemand(e.Plan) != 0 {
+		for _, e := range events {
+			if e.Ev == journal.EvReplan && onDemand(e.Plan) != 0 {
 				t.Errorf("a revision journaled with on-demand nodes: %+v", e.Plan)
 			}
 		}
 	})
 	t.Run("worse", func(t *testing.T) {
-		first, _, res, journal := run(t, "1", "5")
+		first, _, res, events := run(t, "1", "5")
 		if onDemand(first) != 0 {
 			t.Fatalf("the plan for 1 an hour holds on-demand nodes: %s", sim.FormatStages(first))
 		}
 		hedged := false
-		for _, e := range journal {
-			hedged = hedged || e.Ev == executor.EvReplan && onDemand(e.Plan) > 0
+		for _, e := range events {
+			hedged = hedged || e.Ev == journal.EvReplan && onDemand(e.Plan) > 0
 		}
 		if !hedged || res.Realized.JCT > 20*60 {
 			t.Fatalf("revisions %+v, JCT %.1f s: no re-plan moved nodes on demand in time for the 20-minute deadline", res.Revisions, res.Realized.JCT)
@@ -300,13 +302,13 @@ func TestForecastMissIsSaidOnce(t *testing.T) {
 	if err != nil || !out.Result.Finished {
 		t.Fatalf("%v", err)
 	}
-	events, err := executor.ReadJournal(path)
+	events, err := journal.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	missed := 0
 	for _, e := range events {
-		if e.Ev == executor.EvForecast && executor.DeadlineWarning(e.After, 40, tight.Planner.DeadlineQuantile) != "" {
+		if e.Ev == journal.EvForecast && runstate.DeadlineWarning(e.After, 40, tight.Planner.DeadlineQuantile) != "" {
 			missed++
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 )
 
@@ -33,9 +33,9 @@ func TestReplayOneSeed(t *testing.T) {
 	fmt.Println(log.String())
 	fmt.Println(strings.Join(out.World.Triggered(), "\n"))
 	fmt.Println(strings.Join(out.World.Breaches(), "\n"))
-	ev, _ := executor.ReadJournal(path)
+	ev, _ := journal.ReadJournal(path)
 	for i, e := range ev {
-		if e.Ev == executor.EvReport || e.Ev == executor.EvTrial {
+		if e.Ev == journal.EvReport || e.Ev == journal.EvTrial {
 			continue
 		}
 		n := ""

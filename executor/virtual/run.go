@@ -9,6 +9,8 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -43,11 +45,11 @@ type Config struct {
 	Sync bool
 	// Log, Progress and Observe are the executor's (Log also hears of each crash and resume).
 	Log      io.Writer
-	Progress func(executor.Status)
+	Progress func(runstate.Status)
 	// ProgressEvery is the executor's (0: its default).
 	ProgressEvery time.Duration
-	Observe       func(executor.Event)
-	Live          func(snapshot func() *executor.Snapshot) // handed each driver's snapshot in turn
+	Observe       func(journal.Event)
+	Live          func(snapshot func() *runstate.Snapshot) // handed each driver's snapshot in turn
 	// WarmStart and Configurations are the executor's (an adaptive sampler's results of earlier
 	// runs; configurations replayed instead of drawn).
 	WarmStart      []search.Observation
@@ -60,7 +62,7 @@ type Config struct {
 // Outcome is what a virtual run did: the executor's result, and the world it ran in (its ground
 // truth of billing, breaches and work done twice).
 type Outcome struct {
-	Result  *executor.Result
+	Result  *runstate.Result
 	World   *World
 	Drivers int           // drivers it took: 1 plus the crashes
 	End     time.Duration // virtual time from the start to the end
@@ -78,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	// A run resumed in a new world (a virtual run stopped, then resumed) goes on from its last
 	// event, and the world names no node as one the journal knows.
-	past, err := executor.ReadJournal(cfg.Journal)
+	past, err := journal.ReadJournal(cfg.Journal)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +121,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		for epoch := 0; epoch < maxDrivers; epoch++ {
 			out.Drivers = epoch + 1
 			dctx, die := clock.WithCancel(s, ctx)
-			opts := executor.JournalOptions{Clock: s, NoSync: !cfg.Sync, Log: cfg.Log}
+			opts := journal.JournalOptions{Clock: s, NoSync: !cfg.Sync, Log: cfg.Log}
 			if cfg.Faults != nil {
 				opts.Wrap = cfg.Faults.Journal(w, epoch, die)
 			}
-			journal, past, err := executor.OpenJournalWith(cfg.Journal, opts)
+			jr, past, err := journal.OpenJournalWith(cfg.Journal, opts)
 			if err != nil {
 				die()
 				runErr = err
@@ -133,10 +135,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 				cfg.Faults.Written(len(past))
 			}
 			p, rt := w.Driver(epoch)
-			var observe func(executor.Event)
+			var observe func(journal.Event)
 			if cfg.Observe != nil {
 				n := 0
-				observe = func(e executor.Event) {
+				observe = func(e journal.Event) {
 					if n++; n > seen {
 						seen = n
 						cfg.Observe(e)
@@ -144,10 +146,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 				}
 			}
 			out.Result, runErr = executor.Run(dctx, executor.Config{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, Provider: p, Runtime: rt,
-				Journal: journal, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
+				Journal: jr, Past: past, RunID: cfg.RunID, TimeScale: 1, MaxRetries: cfg.MaxRetries, KeepNodes: cfg.KeepNodes,
 				Replan: cfg.Replan, Clock: s, Log: cfg.Log, Progress: cfg.Progress, ProgressEvery: cfg.ProgressEvery, Observe: observe, Live: cfg.Live, WarmStart: cfg.WarmStart,
 				Configurations: cfg.Configurations})
-			journal.Close()
+			jr.Close()
 			crashed := w.isSevered(epoch)
 			die()
 			if !crashed {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -74,7 +74,7 @@ func TestTable2InVirtualTime(t *testing.T) {
 	if !bytes.Equal(journals[0], journals[1]) {
 		t.Fatalf("two runs of one seed wrote different journals")
 	}
-	if events, err := executor.ReadJournal(filepath.Join(t.TempDir(), "none")); err != nil || len(events) != 0 {
+	if events, err := journal.ReadJournal(filepath.Join(t.TempDir(), "none")); err != nil || len(events) != 0 {
 		t.Fatal(err)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -24,12 +24,12 @@ type Runtime struct {
 }
 
 var (
-	_ executor.Runtime = (*Runtime)(nil)
-	_ executor.Reaper  = (*Runtime)(nil)
+	_ gang.Runtime = (*Runtime)(nil)
+	_ gang.Reaper  = (*Runtime)(nil)
 )
 
-// gang is one launch of a trial, running in the world.
-type gang struct {
+// worldGang is one launch of a trial, running in the world.
+type worldGang struct {
 	id       int
 	epoch    int // the driver that launched it
 	trial    string
@@ -60,7 +60,7 @@ func (i *interrupted) Error() string { return i.why }
 // then one iteration after another, each a fresh draw of the model's latency at the gang's GPU
 // count (times its slowest node's slowdown), each reported with the synthetic learning curve. A
 // checkpoint at the target already is re-reported, nothing trained.
-func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle, error) {
+func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) {
 	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -84,25 +84,25 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	} else if first != string(key) {
 		w.breach("trial %s launched with %s, first with %s", g.Trial, key, first)
 	}
-	gg := &gang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
+	gg := &worldGang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
 		metric: w.exp.Objective.Metric}
 	gg.curve = synthetic.LearningCurve(w.exp, w.bench, env.Params)
 	seen := map[string]int{}
 	for _, wk := range g.Workers {
 		n, held := w.nodes[wk.Node.ID]
 		if !held || n.RunningAt.IsZero() {
-			return nil, fmt.Errorf("launch %s: %w: node %s is not held", g.Trial, executor.ErrUnplaceable, wk.Node.ID)
+			return nil, fmt.Errorf("launch %s: %w: node %s is not held", g.Trial, gang.ErrUnplaceable, wk.Node.ID)
 		}
 		gpu := 0
 		if len(wk.Env.GPUs) > 0 {
 			gpu = wk.Env.GPUs[0]
 		}
 		if gpu < 0 || gpu >= len(n.gpus) {
-			return nil, fmt.Errorf("launch %s: %w: node %s has no GPU %d", g.Trial, executor.ErrUnplaceable, n.ID, gpu)
+			return nil, fmt.Errorf("launch %s: %w: node %s has no GPU %d", g.Trial, gang.ErrUnplaceable, n.ID, gpu)
 		}
 		if other := n.gpus[gpu]; other != 0 {
 			w.breach("trial %s given GPU %d of node %s, which gang %d (trial %s) holds", g.Trial, gpu, n.ID, other, w.gangs[other].trial)
-			return nil, fmt.Errorf("launch %s: %w: GPU %d of node %s is busy", g.Trial, executor.ErrUnplaceable, gpu, n.ID)
+			return nil, fmt.Errorf("launch %s: %w: GPU %d of node %s is busy", g.Trial, gang.ErrUnplaceable, gpu, n.ID)
 		}
 		i, ok := seen[n.ID]
 		if !ok {
@@ -115,7 +115,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 	}
 	if kept, ok := w.kept[g.Trial]; ok {
 		if kept.Iter >= gg.target {
-			return executor.Reported(kept), nil
+			return gang.Reported(kept), nil
 		}
 		gg.from = kept.Iter
 	}
@@ -161,7 +161,7 @@ func (r *Runtime) Launch(ctx context.Context, g executor.Gang) (executor.Handle,
 // (drawn once per world, on the first gang's offer) when it is of the job's first wave, trials
 // starting from scratch before any gang has ended, else 0; w.mu is held. The simulator draws a
 // lag per bracket: the two agree for a job of one bracket, or of brackets with one lag.
-func (w *World) firstStageLag(g *gang, from int) float64 {
+func (w *World) firstStageLag(g *worldGang, from int) float64 {
 	if w.waveEnded || from != 0 || g.offer.FirstLag.Mean() <= 0 {
 		return 0
 	}
@@ -173,12 +173,12 @@ func (w *World) firstStageLag(g *gang, from int) float64 {
 }
 
 // schedule sets the gang's next iteration to end in seconds; w.mu is held.
-func (w *World) schedule(g *gang, seconds float64) {
+func (w *World) schedule(g *worldGang, seconds float64) {
 	g.next = w.clk.AfterFunc(time.Duration(seconds*float64(time.Second)), func() { w.iterate(g) })
 }
 
 // iterate ends one iteration of gang g: it reports, and trains on, or ends at its target.
-func (w *World) iterate(g *gang) {
+func (w *World) iterate(g *worldGang) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gangs[g.id] != g {
@@ -212,7 +212,7 @@ func (w *World) iterate(g *gang) {
 
 // end ends gang g with err (nil: it reached its target), saving its checkpoint when save; w.mu
 // is held.
-func (w *World) end(g *gang, err error, save bool) {
+func (w *World) end(g *worldGang, err error, save bool) {
 	if w.gangs[g.id] != g {
 		return
 	}
@@ -232,7 +232,7 @@ func (w *World) end(g *gang, err error, save bool) {
 	if g.h != nil {
 		var in *interrupted
 		if errors.As(err, &in) {
-			err = &executor.InterruptedError{Node: in.node, Reason: in.why}
+			err = &gang.InterruptedError{Node: in.node, Reason: in.why}
 		}
 		g.h.end(err)
 		g.h = nil
@@ -283,14 +283,14 @@ func (w *World) gangsOn(n *node) []int {
 // handle is a driver's hold on a gang.
 type handle struct {
 	w       *World
-	g       *gang
+	g       *worldGang
 	reports chan trial.Report
 	exited  chan struct{}
 	err     error
 	ended   bool
 }
 
-var _ executor.Handle = (*handle)(nil)
+var _ gang.Handle = (*handle)(nil)
 
 func (h *handle) Reports() <-chan trial.Report { return h.reports }
 func (h *handle) Exited() <-chan struct{}      { return h.exited }
@@ -309,7 +309,7 @@ func (h *handle) Stop() {
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
 	if h.g != nil && h.w.gangs[h.g.id] == h.g {
-		h.w.end(h.g, executor.ErrStopped, true)
+		h.w.end(h.g, gang.ErrStopped, true)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -26,7 +26,7 @@ func TestTPEResumesFromItsJournal(t *testing.T) {
 	// The crash: a record after the tenth draw, mid-stage of the first round.
 	draws, at := 0, 0
 	for i, e := range clean.events {
-		if e.Ev == executor.EvLaunch && e.Params != nil {
+		if e.Ev == journal.EvLaunch && e.Params != nil {
 			if draws++; draws == 10 {
 				at = i + 2
 				break
@@ -44,11 +44,11 @@ func TestTPEResumesFromItsJournal(t *testing.T) {
 			if b := out.World.Breaches(); len(b) > 0 {
 				t.Fatalf("breaches: %v", b) // among them: a trial launched with another configuration
 			}
-			events, err := executor.ReadJournal(path)
+			events, err := journal.ReadJournal(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, before := executor.Configurations(events), executor.Configurations(clean.events[:at-1])
+			got, before := journal.Configurations(events), journal.Configurations(clean.events[:at-1])
 			for id, c := range before {
 				if !reflect.DeepEqual(got[id], c) {
 					t.Fatalf("trial %s: %v before the crash, %v after", id, c, got[id])
@@ -64,7 +64,7 @@ func TestTPEResumesFromItsJournal(t *testing.T) {
 
 // checkDraws replays a journal's results through the sampler at each draw it holds and wants
 // the configuration journaled; each configuration holds exactly its active parameters.
-func checkDraws(t *testing.T, exp *spec.Experiment, events []executor.Event) {
+func checkDraws(t *testing.T, exp *spec.Experiment, events []journal.Event) {
 	t.Helper()
 	brackets := exp.Algorithm.Brackets()
 	tpe := search.NewTPE(exp.SearchSpace, exp.Sampler)
@@ -74,7 +74,7 @@ func checkDraws(t *testing.T, exp *spec.Experiment, events []executor.Event) {
 	n := 0
 	for _, e := range events {
 		switch e.Ev {
-		case executor.EvTrial:
+		case journal.EvTrial:
 			var b, i int
 			if _, err := fmt.Sscanf(e.Trial, "b%d-t%d", &b, &i); err != nil {
 				t.Fatalf("trial %q: %v", e.Trial, err)
@@ -83,7 +83,7 @@ func checkDraws(t *testing.T, exp *spec.Experiment, events []executor.Event) {
 				i += br.Trials()
 			}
 			index[e.Trial] = i
-		case executor.EvLaunch:
+		case journal.EvLaunch:
 			if e.Params == nil {
 				continue
 			}
@@ -99,13 +99,13 @@ func checkDraws(t *testing.T, exp *spec.Experiment, events []executor.Event) {
 			}
 			params[e.Trial] = e.Params
 			n++
-		case executor.EvDone, executor.EvFail:
+		case journal.EvDone, journal.EvFail:
 			c, ok := params[e.Trial]
-			if !ok || (e.Ev == executor.EvFail && !e.GaveUp) {
+			if !ok || (e.Ev == journal.EvFail && !e.GaveUp) {
 				continue
 			}
 			loss := math.Inf(1)
-			if e.Ev == executor.EvDone && e.Metric != nil {
+			if e.Ev == journal.EvDone && e.Metric != nil {
 				loss = *e.Metric
 			}
 			history = append(history, search.Observation{Params: c, Budget: brackets[e.Bracket].Stages[e.Stage].EndIter(), Loss: loss})

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -219,13 +219,13 @@ func (p *Prepared) Run(ctx context.Context, sampler string, seed int, dir string
 	atBudget := map[int]best{}
 	top := 0
 	var iters, dollars float64
-	observe := func(e executor.Event) {
+	observe := func(e journal.Event) {
 		switch e.Ev {
-		case executor.EvTrial, executor.EvLaunch:
+		case journal.EvTrial, journal.EvLaunch:
 			if e.Params != nil {
 				params[e.Trial] = e.Params
 			}
-		case executor.EvDone:
+		case journal.EvDone:
 			st := brackets[e.Bracket].Stages[e.Stage]
 			iters += float64(st.Iters)
 			dollars += e.Seconds * float64(e.GPUs) * pricePerGPUSecond

@@ -2,7 +2,7 @@
 // store that is down or refuses writes, a journal that cannot be written) from a trainer's own
 // failure: the first pauses a run and spends none of its tries, the second is what retries are
 // for. The runtimes and the checkpoint code classify their errors with Classify; the executor
-// (executor.InfraError) acts on them.
+// (infra.Error) acts on them.
 package infra
 
 import (

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -17,93 +18,78 @@ import (
 
 const module = "github.com/rubberband-hpo/rubberband"
 
-// The floors, lowest first. A package may import packages of its own floor or of lower ones,
-// never of a higher one. Tests may import anything (a test of rundir runs executor/virtual).
+// The floors, lowest first, as docs/architecture.md's layers block numbers them. A package may
+// import packages of its own floor or of lower ones, never of a higher one. Tests may import
+// anything (a test of rundir runs executor/virtual).
 const (
 	leaves   = iota // utilities and contracts, on the standard library and outside modules
 	model           // pure: data in, data out, no I/O (spec, sim, planner, placement, ...)
 	parts           // what runs are made of: checkpoints, trainers, stores, pictures
-	seams           // the run's record and contracts, the providers, the worker
-	engine          // the control loop and the runtimes that still import it
+	seams           // the run's record and contracts, the runtimes, the providers, the worker
+	engine          // the control loop, and the world in virtual time that runs it
 	readers         // what reads a run: its folder, metrics
 	driving         // what drives a run: opens its backend, runs it; the search benchmark
 	fronts          // what users talk to: the dashboard, the team server and its client
 	commands        // binaries, examples, end-to-end tests, the test kit
 )
 
+// floorNames are the floors' names, lowest first, as the layers block writes them.
+var floorNames = [...]string{"leaves", "model", "parts", "seams", "engine", "readers", "driving", "fronts", "commands"}
+
 // floorName is a floor's name, for the arrows.
-func floorName(floor int) string {
-	return [...]string{"leaves", "model", "parts", "seams", "engine", "readers", "driving", "fronts", "commands"}[floor]
+func floorName(floor int) string { return floorNames[floor] }
+
+// architectureDoc is the page whose layers block is the table, relative to this package.
+const architectureDoc = "../../docs/architecture.md"
+
+// floors places every package by the layers block of docs/architecture.md: one line per floor,
+// "N name: prefix prefix ...", each prefix a package path relative to the module that places
+// it and everything under it (the longest prefix decides). The page and the test are one table.
+func floors(t *testing.T) map[string]int {
+	t.Helper()
+	doc, err := os.ReadFile(architectureDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := parseLayers(string(doc))
+	if err != nil {
+		t.Fatalf("%s: %v", architectureDoc, err)
+	}
+	return table
 }
 
-// floors places every package: the longest prefix (a package path, relative to the module,
-// and everything under it) decides.
-func floors() map[string]int {
-	return map[string]int{
-		// leaves
-		"internal/format":   leaves,
-		"internal/safefile": leaves,
-		"internal/syncio":   leaves,
-		"internal/term":     leaves,
-		"internal/palette":  leaves,
-		"internal/infra":    leaves,
-		"internal/logcap":   leaves,
-		"executor/clock":    leaves,
-		"executor/cloud":    leaves, // the Provider contract (its providers: seams, below)
-		"sim/meter":         leaves,
-		"trial":             leaves, // the trainer contract (trial/rbtrain, trial/builtin: parts)
-		"trial/codebundle":  leaves,
-		"server/store":      leaves, // the store contract (sqlstore, storetest: parts)
-		"internal/layers":   leaves,
-		// model
-		"spec":      model,
-		"asha":      model,
-		"search":    model,
-		"sim":       model,
-		"planner":   model,
-		"placement": model,
-		// parts
-		"checkpoint":             parts,
-		"trial/rbtrain":          parts,
-		"trial/builtin":          parts, // the built-in trainers and their objectives
-		"rundir/mirror":          parts,
-		"server/store/sqlstore":  parts,
-		"server/store/storetest": parts,
-		"internal/charts":        parts, // pictures of the model's types: it reads no run
-		// seams
-		"executor/journal":            seams, // issue 38: the journal's events, file, tail, upgrade
-		"executor/runstate":           seams, // issue 38: the fold and the views every reader uses
-		"executor/gang":               seams, // issue 38: the Runtime contract (and gang/gangtest)
-		"executor/heartbeat":          seams,
-		"executor/cloud/ec2":          seams,
-		"executor/cloud/local":        seams,
-		"executor/cloud/nomadlocal":   seams,
-		"executor/cloud/nomadpool":    seams,
-		"executor/cloud/providertest": seams,
-		"executor/worker":             seams,
-		// engine
-		"executor":             engine,
-		"executor/process":     engine, // runtimes: seams once they import only executor/gang
-		"executor/nomad":       engine,
-		"executor/fake":        engine,
-		"executor/virtual":     engine,
-		"executor/runtimetest": engine,
-		"executor/profiler":    engine,
-		// readers
-		"rundir":           readers,
-		"executor/metrics": readers,
-		// driving
-		"driver":         driving,
-		"internal/bench": driving, // `rubberband search-bench`: runs executor/virtual's world
-		// fronts
-		"ui":     fronts,
-		"server": fronts,
-		// commands
-		"cmd":              commands,
-		"examples":         commands,
-		"e2e":              commands, // issue 38: the end-to-end suite, building the binary once
-		"internal/testkit": commands, // imported by tests only (TestTestKitIsForTests)
+// parseLayers reads the layers block of a page: every floor once, by its number and its name,
+// and no prefix twice.
+func parseLayers(doc string) (map[string]int, error) {
+	_, rest, ok := strings.Cut(doc, "```layers\n")
+	if !ok {
+		return nil, errors.New("no ```layers block")
 	}
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		return nil, errors.New("the layers block does not end")
+	}
+	table := map[string]int{}
+	seen := map[int]bool{}
+	for i, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		head, prefixes, ok := strings.Cut(line, ":")
+		var floor int
+		var name string
+		if _, err := fmt.Sscanf(head, "%d %s", &floor, &name); !ok || err != nil || floor < 0 || floor >= len(floorNames) || floorNames[floor] != name || seen[floor] {
+			return nil, fmt.Errorf("layers line %d (%q): want \"N name: prefixes\", N a floor of %v, each once", i+1, line, floorNames)
+		}
+		seen[floor] = true
+		for _, p := range strings.Fields(prefixes) {
+			if _, dup := table[p]; dup {
+				return nil, fmt.Errorf("layers line %d: %s is placed twice", i+1, p)
+			}
+			table[p] = floor
+		}
+	}
+	if len(seen) != len(floorNames) {
+		return nil, fmt.Errorf("the layers block has %d floors, want %d", len(seen), len(floorNames))
+	}
+	return table, nil
 }
 
 // floorOf is the floor of the package at path (relative to the module) and the prefix that
@@ -197,12 +183,12 @@ func upward(table map[string]int, pkgs map[string][]string) (arrows, unplaced []
 
 // No package imports one on a higher floor, and every package has a floor.
 func TestNoUpwardImports(t *testing.T) {
-	arrows, unplaced := upward(floors(), listPackages(t))
+	arrows, unplaced := upward(floors(t), listPackages(t))
 	for _, a := range arrows {
 		t.Errorf("upward import: %s", a)
 	}
 	for _, p := range unplaced {
-		t.Errorf("%s has no floor: give it one in floors() (internal/layers)", p)
+		t.Errorf("%s has no floor: give it one in the layers block of docs/architecture.md", p)
 	}
 }
 
@@ -228,16 +214,9 @@ func TestTestKitIsForTests(t *testing.T) {
 	}
 }
 
-// engineSplit says the executor root has been split (executor/journal, executor/runstate,
-// executor/gang): TODO(issue 38): set it once that split is merged.
-const engineSplit = false
-
 // The readers of a run (rundir, ui, server, executor/metrics, charts) do not import the engine
 // package, executor.
 func TestReadersDoNotImportTheEngine(t *testing.T) {
-	if !engineSplit {
-		t.Skip("TODO(issue 38): switched on (engineSplit) once executor/journal, executor/runstate and executor/gang are merged")
-	}
 	// The packages that read a run but do not drive one: once the engine's journal, fold and
 	// gang contract have packages of their own, they import those, never the engine itself.
 	mustNotImportEngine := []string{"rundir", "ui", "server", "executor/metrics", "internal/charts"}
@@ -267,5 +246,29 @@ func TestUpwardFindsTheArrows(t *testing.T) {
 	}
 	if !slices.Equal(unplaced, []string{"d"}) {
 		t.Errorf("unplaced %q, want [d]", unplaced)
+	}
+}
+
+// The page's block is read as it is written, and a block a reader could misread is refused.
+func TestParseLayers(t *testing.T) {
+	ok := "text\n```layers\n"
+	for i := len(floorNames) - 1; i >= 0; i-- {
+		ok += fmt.Sprintf("%d %s: p%d q%d/r\n", i, floorNames[i], i, i)
+	}
+	ok += "```\nmore\n"
+	table, err := parseLayers(ok)
+	if err != nil || table["p3"] != seams || table["q3/r"] != seams || table["p0"] != leaves || len(table) != 2*len(floorNames) {
+		t.Fatalf("parseLayers = %v, %v", table, err)
+	}
+	for name, bad := range map[string]string{
+		"no block":        "text",
+		"a wrong name":    strings.Replace(ok, "3 seams", "3 seam", 1),
+		"a floor twice":   strings.Replace(ok, "2 parts", "3 seams", 1),
+		"a prefix twice":  strings.Replace(ok, "p2", "p1", 1),
+		"a missing floor": strings.Replace(ok, "0 leaves: p0 q0/r\n", "", 1),
+	} {
+		if _, err := parseLayers(bad); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// JournalFile is what a journal writes to (executor.JournalFile's methods).
+// JournalFile is what a journal writes to (journal.JournalFile's methods).
 type JournalFile interface {
 	Write(b []byte) (int, error)
 	Sync() error

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
 
@@ -36,13 +36,13 @@ func local(t *testing.T, path string) string {
 }
 
 // openJournal opens the journal at path, mirrored to s.
-func openJournal(t *testing.T, s mirror.Store, path string) (*executor.Journal, []executor.Event, error) {
+func openJournal(t *testing.T, s mirror.Store, path string) (*journal.Journal, []journal.Event, error) {
 	t.Helper()
 	wrap, err := mirror.JournalWrap(context.Background(), s, run, "journal.jsonl", path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return executor.OpenJournalWith(path, executor.JournalOptions{Wrap: func(f executor.JournalFile) executor.JournalFile { return wrap(f) }})
+	return journal.OpenJournalWith(path, journal.JournalOptions{Wrap: func(f journal.JournalFile) journal.JournalFile { return wrap(f) }})
 }
 
 // A decision is in the mirror when Append returns; a noted result once it is synced; a second
@@ -55,13 +55,13 @@ func TestJournalCopiedAtEachSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Append(executor.Event{Ev: executor.EvStart, RunID: "r1"}); err != nil {
+	if err := j.Append(journal.Event{Ev: journal.EvStart, RunID: "r1"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := remote(t, s, "journal.jsonl"), local(t, path); got != want {
 		t.Fatalf("after Append the mirror holds %q, the journal %q", got, want)
 	}
-	if err := j.Note(executor.Event{Ev: executor.EvLaunch, Trial: "t1"}); err != nil {
+	if err := j.Note(journal.Event{Ev: journal.EvLaunch, Trial: "t1"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := remote(t, s, "journal.jsonl"); strings.Contains(got, "t1") {
@@ -88,14 +88,14 @@ func TestJournalCopiedAtEachSync(t *testing.T) {
 	if err != nil || len(past) != 2 {
 		t.Fatalf("open a copy: %d events, %v", len(past), err)
 	}
-	if err := j.Append(executor.Event{Ev: executor.EvLaunch, Trial: "t2"}); err != nil {
+	if err := j.Append(journal.Event{Ev: journal.EvLaunch, Trial: "t2"}); err != nil {
 		t.Fatal(err)
 	}
-	err = j2.Append(executor.Event{Ev: executor.EvLaunch, Trial: "t9"})
+	err = j2.Append(journal.Event{Ev: journal.EvLaunch, Trial: "t9"})
 	if !errors.Is(err, mirror.ErrConflict) {
 		t.Fatalf("the second driver's Append: %v, want ErrConflict", err)
 	}
-	if err := j2.Append(executor.Event{Ev: executor.EvLaunch, Trial: "t10"}); err == nil {
+	if err := j2.Append(journal.Event{Ev: journal.EvLaunch, Trial: "t10"}); err == nil {
 		t.Fatal("the second driver's journal went on after its copy failed")
 	}
 	if got := remote(t, s, "journal.jsonl"); strings.Contains(got, "t9") || !strings.Contains(got, "t2") {
@@ -108,12 +108,12 @@ func TestJournalCopiedAtEachSync(t *testing.T) {
 func TestJournalWrapCarriesWhatTheMirrorLacks(t *testing.T) {
 	s := &mirror.Dir{Root: t.TempDir()}
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	j, _, err := executor.OpenJournal(path) // not mirrored: a driver that died before copying
+	j, _, err := journal.OpenJournal(path) // not mirrored: a driver that died before copying
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.Append(executor.Event{Ev: executor.EvStart, RunID: "r1"})
-	j.Append(executor.Event{Ev: executor.EvLaunch, Trial: "t1"})
+	j.Append(journal.Event{Ev: journal.EvStart, RunID: "r1"})
+	j.Append(journal.Event{Ev: journal.EvLaunch, Trial: "t1"})
 	j.Close()
 	whole := local(t, path)
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -124,7 +124,7 @@ func TestJournalWrapCarriesWhatTheMirrorLacks(t *testing.T) {
 	if err != nil || len(past) != 2 {
 		t.Fatalf("reopen: %d events, %v", len(past), err)
 	}
-	if err := j.Append(executor.Event{Ev: executor.EvLaunch, Trial: "t2"}); err != nil {
+	if err := j.Append(journal.Event{Ev: journal.EvLaunch, Trial: "t2"}); err != nil {
 		t.Fatal(err)
 	}
 	got := remote(t, s, "journal.jsonl")

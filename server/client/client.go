@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
@@ -162,7 +162,7 @@ func (c *Client) Copy(ctx context.Context, id, what string, q url.Values, w io.W
 
 // Wait follows the run's events until it ends, and returns it.
 func (c *Client) Wait(ctx context.Context, id string) (Run, error) {
-	if err := c.Events(ctx, id, func(executor.Event) bool { return true }); err != nil {
+	if err := c.Events(ctx, id, func(journal.Event) bool { return true }); err != nil {
 		return Run{}, err
 	}
 	return c.Run(ctx, id)
@@ -170,7 +170,7 @@ func (c *Client) Wait(ctx context.Context, id string) (Run, error) {
 
 // Events calls fn with each record of the run's journal as the server streams it (from the
 // run's start), until the run ends, fn returns false, or ctx ends.
-func (c *Client) Events(ctx context.Context, id string, fn func(executor.Event) bool) error {
+func (c *Client) Events(ctx context.Context, id string, fn func(journal.Event) bool) error {
 	resp, err := c.send(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id)+"/events", nil)
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (c *Client) Events(ctx context.Context, id string, fn func(executor.Event) 
 		case strings.HasPrefix(line, "data: ") && kind == "error":
 			return fmt.Errorf("run %s: events: %s", id, strings.TrimPrefix(line, "data: "))
 		case strings.HasPrefix(line, "data: "):
-			var e executor.Event
+			var e journal.Event
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e); err != nil {
 				return fmt.Errorf("run %s: events: %w", id, err)
 			}

@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"cmp"
@@ -64,8 +64,8 @@ func (f *firstEnds) seen(trial string) bool {
 	return false
 }
 
-// broken is the error that stops the run, or nil.
-func (f *firstEnds) broken(runID string) *BrokenTrainerError {
+// Broken is the error that stops the run, or nil.
+func (f *firstEnds) Broken(runID string) *BrokenTrainerError {
 	if len(f.trials) < brokenAfter || f.kinds[0] == "" {
 		return nil
 	}
@@ -75,11 +75,4 @@ func (f *firstEnds) broken(runID string) *BrokenTrainerError {
 		}
 	}
 	return &BrokenTrainerError{Trials: f.trials, Cause: f.cause, RunID: runID}
-}
-
-// brokenTrainer is the failure rule's verdict on the run so far (nil: carry on).
-func (x *run) brokenTrainer() *BrokenTrainerError {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.st.firstEnds.broken(x.st.runID)
 }

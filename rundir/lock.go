@@ -1,6 +1,7 @@
-package executor
+package rundir
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 // Holder is who holds, or last held, a state directory's lock, as recorded in DIR/lock.
@@ -27,6 +30,7 @@ type Holder struct {
 // that a crashed driver never leaves a directory locked.
 type DirLock struct {
 	f      *os.File
+	clk    clock.Clock
 	holder Holder
 	// Previous is the holder recorded by a driver that died holding the lock, nil if the lock was
 	// free and released cleanly: so that the CLI can say whose lock it took over.
@@ -58,8 +62,10 @@ const (
 )
 
 // LockDir takes the lock of state directory dir for run runID and records this process as its
-// holder. It fails with a *LockedError while another live process holds it.
-func LockDir(dir, runID string) (*DirLock, error) {
+// holder, since clk's now (nil: the wall clock). It fails with a *LockedError while another live
+// process holds it.
+func LockDir(dir, runID string, clk clock.Clock) (*DirLock, error) {
+	clk = clock.Or(clk)
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock state directory: %w", err)
@@ -69,7 +75,7 @@ func LockDir(dir, runID string) (*DirLock, error) {
 		if !errors.Is(err, syscall.EWOULDBLOCK) || try == lockTries {
 			break
 		}
-		time.Sleep(lockWait)
+		clk.Sleep(context.Background(), lockWait)
 	}
 	if err != nil {
 		defer f.Close()
@@ -79,7 +85,7 @@ func LockDir(dir, runID string) (*DirLock, error) {
 		}
 		return nil, fmt.Errorf("lock state directory %s: %w", dir, err)
 	}
-	l := &DirLock{f: f}
+	l := &DirLock{f: f, clk: clk}
 	// A record left unreleased is that of a driver that died; a torn one tells nothing.
 	if prev, err := readHolder(f); err == nil && prev.PID != 0 && prev.Released.IsZero() {
 		l.Previous = &prev
@@ -89,7 +95,7 @@ func LockDir(dir, runID string) (*DirLock, error) {
 		f.Close()
 		return nil, fmt.Errorf("lock state directory: %w", err)
 	}
-	l.holder = Holder{PID: os.Getpid(), Host: host, RunID: runID, Since: time.Now().UTC()}
+	l.holder = Holder{PID: os.Getpid(), Host: host, RunID: runID, Since: clk.Now().UTC()}
 	if err := l.write(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock state directory %s: %w", dir, err)
@@ -100,7 +106,7 @@ func LockDir(dir, runID string) (*DirLock, error) {
 // Close records the lock as released, unlocks it and closes its file; the file stays, since
 // removing it would race with a driver opening it.
 func (l *DirLock) Close() error {
-	l.holder.Released = time.Now().UTC()
+	l.holder.Released = l.clk.Now().UTC()
 	err := l.write()
 	if uerr := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN); err == nil && uerr != nil {
 		err = uerr

@@ -1,4 +1,4 @@
-package executor
+package journal
 
 import (
 	"path/filepath"

@@ -1,18 +1,18 @@
-package executor
+package runstate
 
 import (
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
 
 // Snapshot is a run as its journal says at one moment, read-only: the one fold of the journal
-// (state.apply) that every reader derives from — status and the dashboard (Phase, Cause), the
+// (State.Apply) that every reader derives from — status and the dashboard (Phase, Cause), the
 // metrics (Counts, held nodes, open launches), the realized schedule (the launch and node
 // records). A reader never folds events itself, and never reads a reason's words.
 type Snapshot struct {
@@ -21,7 +21,10 @@ type Snapshot struct {
 	Phase Phase
 	// Why says in words why the run is cancelled or stopped; Cause says it as a word.
 	Why   string
-	Cause StopCause
+	Cause journal.StopCause
+	// Detail is what Why says beyond its Cause: a stop's words are its cause, ": ", then the
+	// detail (a pause's fault, a budget stop's forecast), so that no reader cuts words apart.
+	Detail string
 	// Launches are every launch so far, in journal order; a launch under way has no End.
 	Launches []LaunchRecord
 	// Nodes are every node the run held, in the order they came up; a node held now has no End.
@@ -77,8 +80,8 @@ type NodeRecord struct {
 	Stage   int // the stage its bracket was in when it came up
 	Node    cloud.Node
 	Up      time.Time
-	End     time.Time // while held: zero
-	Cause   NodeCause // while held: empty
+	End     time.Time         // while held: zero
+	Cause   journal.NodeCause // while held: empty
 	// Draining: interrupted and no longer used, it bills until it is released.
 	Draining bool
 }
@@ -123,145 +126,111 @@ func (s *Snapshot) Held() []NodeRecord {
 	return out
 }
 
-// record keeps what an event adds to the history (launches, nodes, stages, counts); apply calls it
-// first, for every event.
-func (s *state) record(e Event) {
-	closeLaunch := func(trial string, at time.Time, how LaunchOutcome) {
-		if i, ok := s.openLaunch[trial]; ok {
-			s.launchLog[i].End, s.launchLog[i].Outcome = at, how
-			delete(s.openLaunch, trial)
-		}
+// closeLaunch ends trial's launch under way, if one is, at at as how.
+func (s *State) closeLaunch(trial string, at time.Time, how LaunchOutcome) {
+	if i, ok := s.OpenLaunch[trial]; ok {
+		s.LaunchLog[i].End, s.LaunchLog[i].Outcome = at, how
+		delete(s.OpenLaunch, trial)
 	}
-	endNodes := func(ids []string, at time.Time, cause NodeCause, draining bool) {
-		for _, id := range ids {
-			i, ok := s.nodeAt[id]
-			if !ok || s.nodeLog[i].Cause != "" {
-				continue
-			}
-			rec := &s.nodeLog[i]
-			if draining {
-				rec.Draining = true
-				continue
-			}
-			rec.End, rec.Cause = at, cause
-			if rec.Draining && cause == NodeReleased { // the run's end let go of a node it drained
-				rec.Cause = NodeDrained
-			}
+}
+
+// endNodes ends the records of nodes ids held now at at for cause; draining ones are only marked
+// (they bill on until released).
+func (s *State) endNodes(ids []string, at time.Time, cause journal.NodeCause, draining bool) {
+	for _, id := range ids {
+		i, ok := s.nodeAt[id]
+		if !ok || s.nodeLog[i].Cause != "" {
+			continue
 		}
-	}
-	switch e.Ev {
-	case EvStage:
-		s.current[e.Bracket] = e.Stage
-	case EvNodeUp:
-		if i, ok := s.nodeAt[e.Node.ID]; !ok || s.nodeLog[i].Cause != "" { // new, or claimed again after its release
-			s.nodeAt[e.Node.ID] = len(s.nodeLog)
-			s.nodeLog = append(s.nodeLog, NodeRecord{Bracket: e.Bracket, Stage: s.current[e.Bracket], Node: *e.Node, Up: e.At})
+		rec := &s.nodeLog[i]
+		if draining {
+			rec.Draining = true
+			continue
 		}
-	case EvNodeOff:
-		cause := NodeCause(e.Cause)
-		if cause == "" { // journals of before causes
-			switch {
-			case e.Error == "lost":
-				cause = NodeLost
-			case strings.HasPrefix(e.Error, "orphan"):
-				cause = NodeOrphan
-			default:
-				cause = NodeReleased
-			}
-		}
-		if cause == NodeLost {
-			s.counts.NodesLost += len(e.Nodes)
-		}
-		endNodes(e.Nodes, e.At, cause, false)
-	case EvInterrupt:
-		s.counts.NodesLost += len(e.Nodes)
-		s.counts.Interruptions += len(e.Nodes)
-		endNodes(e.Nodes, e.At, NodeTaken, e.Draining)
-	case EvLaunch:
-		closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
-		s.openLaunch[e.Trial] = len(s.launchLog)
-		s.launchLog = append(s.launchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
-			Nodes: e.Nodes, Start: e.At})
-	case EvDone:
-		s.counts.Done++
-		closeLaunch(e.Trial, e.At, LaunchDone)
-	case EvFail:
-		how := LaunchFailed
-		switch {
-		case e.GaveUp || e.Error == "gave up":
-			how = LaunchGaveUp
-			s.counts.GaveUp++
-		case e.Interrupted:
-			how = LaunchInterrupted
-			s.counts.InterruptedTries++
-		default:
-			s.counts.Retries++
-		}
-		closeLaunch(e.Trial, e.At, how)
-	case EvTimeout:
-		s.counts.Timeouts++
-	case EvResume:
-		for _, t := range slices.Sorted(maps.Keys(s.openLaunch)) {
-			closeLaunch(t, e.At, LaunchOrphaned)
+		rec.End, rec.Cause = at, cause
+		if rec.Draining && cause == journal.NodeReleased { // the run's end let go of a node it drained
+			rec.Cause = journal.NodeDrained
 		}
 	}
 }
 
-// snapshot copies the state's view out; the caller holds whatever guards s.
-func (s *state) snapshot() *Snapshot {
-	snap := &Snapshot{RunID: s.runID, Start: s.start, Counts: s.counts,
-		Launches: slices.Clone(s.launchLog), Nodes: slices.Clone(s.nodeLog), Current: slices.Clone(s.current)}
+// Snapshot copies the state's view out; the caller holds whatever guards s.
+func (s *State) Snapshot() *Snapshot {
+	snap := &Snapshot{RunID: s.RunID, Start: s.Start, Counts: s.counts,
+		Launches: slices.Clone(s.LaunchLog), Nodes: slices.Clone(s.nodeLog), Current: slices.Clone(s.current)}
 	for i := range snap.Launches {
 		snap.Launches[i].Nodes = slices.Clone(snap.Launches[i].Nodes)
 	}
 	switch {
-	case s.start.IsZero():
+	case s.Start.IsZero():
 		snap.Phase = PhaseNew
-	case s.finished:
+	case s.Finished:
 		snap.Phase = PhaseFinished
-	case s.cancelled != "":
-		snap.Phase, snap.Why = PhaseCancelled, s.cancelled
+	case s.Cancelled != "":
+		snap.Phase, snap.Why = PhaseCancelled, s.Cancelled
 	case s.stopped != "":
 		snap.Phase, snap.Why, snap.Cause = PhaseStopped, s.stopped, s.stopCause
+		snap.Detail = strings.TrimPrefix(s.stopped, string(s.stopCause)+": ")
 	default:
 		snap.Phase = PhaseRunning
 	}
-	for b, br := range s.brackets {
+	for b, br := range s.Brackets {
 		for k := range br.Stages {
-			w, ok := s.stageAt[stageKey{b, k}]
-			if !ok || w.start.IsZero() {
+			w, ok := s.StageAt[StageKey{b, k}]
+			if !ok || w.Start.IsZero() {
 				continue
 			}
-			snap.Stages = append(snap.Stages, StageWindow{Bracket: b, Stage: k, GPUs: s.plan[b][k].GPUs, Start: w.start, End: w.end})
+			snap.Stages = append(snap.Stages, StageWindow{Bracket: b, Stage: k, GPUs: s.Plan[b][k].GPUs, Start: w.Start, End: w.end})
 		}
 	}
 	return snap
 }
 
-// Fold replays a journal (cfg.Past) as Replay does, and returns its snapshot.
-func Fold(cfg Config) (*Snapshot, error) {
-	_, snap, err := Inspect(cfg)
-	return snap, err
+// fold is the state a journal's events leave a run of p in; what the fold notices and skips is
+// discarded.
+func fold(p Plan, events []journal.Event) (*State, error) {
+	s, err := New(p, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	for _, e := range events {
+		s.Apply(e)
+	}
+	return s, nil
 }
 
-// Inspect replays a journal (cfg.Past) once and returns both what it realized (Replay's result,
-// nil for a journal that holds no run yet) and its snapshot.
-func Inspect(cfg Config) (*Result, *Snapshot, error) {
-	cfg.Log = io.Discard
-	x, err := newRun(cfg)
+// Replay describes a run of p from its journal's events alone, as of now (the end of the stage
+// under way, of a launch still running): what `status` shows.
+func Replay(p Plan, events []journal.Event, now time.Time) (*Result, error) {
+	s, err := fold(p, events)
 	if err != nil {
-		return nil, nil, fmt.Errorf("replay: %w", err)
+		return nil, err
 	}
-	snap := x.st.snapshot()
-	if x.st.start.IsZero() {
+	if s.Start.IsZero() {
+		return nil, fmt.Errorf("replay: the journal holds no run")
+	}
+	return s.Result(now), nil
+}
+
+// Fold replays a journal as Replay does, and returns its snapshot.
+func Fold(p Plan, events []journal.Event) (*Snapshot, error) {
+	s, err := fold(p, events)
+	if err != nil {
+		return nil, err
+	}
+	return s.Snapshot(), nil
+}
+
+// Inspect replays a journal once and returns both what it realized as of now (Replay's result,
+// nil for a journal that holds no run yet) and its snapshot.
+func Inspect(p Plan, events []journal.Event, now time.Time) (*Result, *Snapshot, error) {
+	s, err := fold(p, events)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap := s.Snapshot()
+	if s.Start.IsZero() {
 		return nil, snap, nil
 	}
-	return x.result(), snap, nil
-}
-
-// Snapshot is the run now.
-func (x *run) snapshot() *Snapshot {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.st.snapshot()
+	return s.Result(now), snap, nil
 }

@@ -1,4 +1,4 @@
-package executor
+package journal
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rubberband-hpo/rubberband/spec"
 	"hash/crc32"
 	"io"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // Journal is the append-only, fsynced record of a run. Decisions are synced before Append
@@ -42,7 +42,7 @@ type Journal struct {
 	// reserve is the file that keeps room for a pause's records (JournalOptions.Reserve), ""
 	// once spent or when none could be kept; full is the fault it was spent on.
 	reserve string
-	full    *InfraError
+	full    *infra.Error
 }
 
 // JournalFile is what the journal needs of its file: an *os.File, or a wrapper that injects
@@ -238,7 +238,7 @@ func (j *Journal) write(line []byte) (int, error) {
 
 // Full is the fault a journal that kept room (JournalOptions.Reserve) met: its disk filled, and
 // the room is what is left for the pause's records. nil while there is room.
-func (j *Journal) Full() *InfraError {
+func (j *Journal) Full() *infra.Error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.full
@@ -292,11 +292,11 @@ func (j *Journal) sync() error {
 	return nil
 }
 
-// broken is the error that fails the journal for good: an infrastructure fault (InfraError,
+// broken is the error that fails the journal for good: an infrastructure fault (infra.Error,
 // infra.JournalBroken, naming the file), so that the driver stops deciding — and says why — rather
 // than count it against a trainer.
 func (j *Journal) broken(err error) error {
-	return &InfraError{What: infra.JournalBroken, Where: j.path, Err: fmt.Errorf("journal: %w", err)}
+	return &infra.Error{What: infra.JournalBroken, Where: j.path, Err: fmt.Errorf("journal: %w", err)}
 }
 
 // Sync makes everything written so far durable.
@@ -540,7 +540,7 @@ func decodeRecord(line []byte) (e Event, reason string) {
 	if err := json.Unmarshal(line, &e); err != nil {
 		return e, fmt.Sprintf("bad JSON: %v", err)
 	}
-	return e, ""
+	return Upgrade(e), ""
 }
 
 // hex8 is c in 8 lowercase hex digits.

@@ -1,4 +1,4 @@
-package runtimetest
+package gangtest
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 )
 
 var cases = []struct {
@@ -112,7 +112,7 @@ touch "$M/up-$RANK"
 sleep 60 & wait`)
 	h := e.launch(t, e.gang("rt-fail", 3, 0, 2, script))
 	_, err := drain(t, h)
-	if err == nil || errors.Is(err, executor.ErrStopped) {
+	if err == nil || errors.Is(err, gang.ErrStopped) {
 		t.Fatalf("wait: %v, want the worker's failure", err)
 	}
 	// From the failure, not from the launch: how long a gang takes to start is the scheduler's
@@ -146,7 +146,7 @@ func launchAllOrNothing(t *testing.T, e Env) {
 	noWorkers := e.gang("rt-none", 0, 0, 1, script)
 	for _, c := range []struct {
 		name string
-		g    executor.Gang
+		g    gang.Gang
 	}{{"unencodable environment of rank 1", badEnv}, {"no command", noCommand}, {"no workers", noWorkers}} {
 		t.Run(c.name, func(t *testing.T) {
 			h, err := e.Runtime.Launch(context.Background(), c.g)
@@ -167,7 +167,7 @@ func launchAllOrNothing(t *testing.T, e Env) {
 }
 
 // A gang with a worker on a node the runtime cannot place it on fails in Launch, promptly, with
-// an error wrapping executor.ErrUnplaceable, and none of its workers runs.
+// an error wrapping gang.ErrUnplaceable, and none of its workers runs.
 func unplaceable(t *testing.T, e Env) {
 	if e.Unplaceable == "" {
 		t.Skip("this runtime never finds a gang unplaceable")
@@ -182,8 +182,8 @@ func unplaceable(t *testing.T, e Env) {
 		drain(t, h)
 		t.Fatal("launch of an unplaceable gang succeeded")
 	}
-	if !errors.Is(err, executor.ErrUnplaceable) {
-		t.Fatalf("launch: %v, want an error wrapping executor.ErrUnplaceable", err)
+	if !errors.Is(err, gang.ErrUnplaceable) {
+		t.Fatalf("launch: %v, want an error wrapping gang.ErrUnplaceable", err)
 	}
 	if took := time.Since(start); took > e.Slack {
 		t.Errorf("refused after %v, want within %v", took, e.Slack)
@@ -226,7 +226,7 @@ sleep 60 & wait`)
 			h.Stop()
 			_, err := drain(t, h)
 			took := time.Since(start)
-			if !errors.Is(err, executor.ErrStopped) {
+			if !errors.Is(err, gang.ErrStopped) {
 				t.Fatalf("wait after stop: %v, want ErrStopped", err)
 			}
 			if took > e.Grace+e.Slack {
@@ -255,7 +255,7 @@ func stoppedGangResumes(t *testing.T, e Env) {
 		t.Fatalf("the gang ended before its first report: %v", h.Wait())
 	}
 	h.Stop()
-	if _, err := drain(t, h); !errors.Is(err, executor.ErrStopped) {
+	if _, err := drain(t, h); !errors.Is(err, gang.ErrStopped) {
 		t.Fatalf("wait after stop: %v", err)
 	}
 	reps := e.run(t, e.gang("rt-resume", 1, 1, 2, `s=$(cat "$RB_CHECKPOINT_DIR/state"); echo "@rb {\"iter\": 2, \"from\": $s}"`))

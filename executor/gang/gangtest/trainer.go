@@ -1,12 +1,12 @@
-package runtimetest
+package gangtest
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -14,7 +14,7 @@ import (
 // every runtime keeps them, whether it runs commands or not.
 
 // launchOn starts g or fails the test.
-func (e Env) launchOn(t *testing.T, g executor.Gang) executor.Handle {
+func (e Env) launchOn(t *testing.T, g gang.Gang) gang.Handle {
 	t.Helper()
 	h, err := e.Runtime.Launch(context.Background(), g)
 	if err != nil {
@@ -25,7 +25,7 @@ func (e Env) launchOn(t *testing.T, g executor.Gang) executor.Handle {
 }
 
 // next is the gang's next report; false once it has ended.
-func (e Env) next(h executor.Handle) (trial.Report, bool) {
+func (e Env) next(h gang.Handle) (trial.Report, bool) {
 	r, ok, _ := clock.Recv(context.Background(), e.clock(), h.Reports())
 	return r, ok
 }
@@ -66,7 +66,7 @@ func stopKeepsWhatItReached(t *testing.T, e Env) {
 	}
 	h.Stop()
 	rest, err := drainOn(t, e.clock(), h)
-	if !errors.Is(err, executor.ErrStopped) {
+	if !errors.Is(err, gang.ErrStopped) {
 		t.Fatalf("wait after stop: %v, want ErrStopped", err)
 	}
 	if len(rest) > 0 {
@@ -81,7 +81,7 @@ func stopKeepsWhatItReached(t *testing.T, e Env) {
 }
 
 // A node's interruption notice stops the gangs on it, which keep what they reached, and their
-// Wait names the node (*executor.InterruptedError); a gang launched there after the notice
+// Wait names the node (*gang.InterruptedError); a gang launched there after the notice
 // trains nothing; a relaunch elsewhere goes on from there.
 func interruptedNamesTheNode(t *testing.T, e Env) {
 	if e.Interrupt == nil {
@@ -95,9 +95,9 @@ func interruptedNamesTheNode(t *testing.T, e Env) {
 	}
 	e.Interrupt(node, "spot interruption notice (runtimetest)")
 	rest, err := drainOn(t, e.clock(), h)
-	var in *executor.InterruptedError
+	var in *gang.InterruptedError
 	if !errors.As(err, &in) || in.Node != node {
-		t.Fatalf("wait after the notice: %v, want an *executor.InterruptedError naming %s", err, node)
+		t.Fatalf("wait after the notice: %v, want an *gang.InterruptedError naming %s", err, node)
 	}
 	if len(rest) > 0 {
 		r = rest[len(rest)-1]
@@ -109,10 +109,10 @@ func interruptedNamesTheNode(t *testing.T, e Env) {
 		t.Cleanup(h.Stop)
 		reports, werr := drainOn(t, e.clock(), h)
 		if !errors.As(werr, &in) || in.Node != node || len(reports) > 0 {
-			t.Fatalf("a gang launched on %s after its notice: %d report(s), wait %v; want none and an *executor.InterruptedError naming it", node, len(reports), werr)
+			t.Fatalf("a gang launched on %s after its notice: %d report(s), wait %v; want none and an *gang.InterruptedError naming it", node, len(reports), werr)
 		}
 	} else if !errors.As(err, &in) || in.Node != node {
-		t.Fatalf("a gang launched on %s after its notice: %v, want an *executor.InterruptedError naming it", node, err)
+		t.Fatalf("a gang launched on %s after its notice: %v, want an *gang.InterruptedError naming it", node, err)
 	}
 	if len(e.Nodes) < 2 {
 		return
@@ -128,7 +128,7 @@ func interruptedNamesTheNode(t *testing.T, e Env) {
 }
 
 // A gang with a worker on a node the runtime cannot place it on fails in Launch with an error
-// wrapping executor.ErrUnplaceable, and trains nothing.
+// wrapping gang.ErrUnplaceable, and trains nothing.
 func unplaceableNode(t *testing.T, e Env) {
 	if e.Unplaceable == "" {
 		t.Skip("this runtime never finds a gang unplaceable")
@@ -141,8 +141,8 @@ func unplaceableNode(t *testing.T, e Env) {
 		drainOn(t, e.clock(), h)
 		t.Fatal("launch of an unplaceable gang succeeded")
 	}
-	if !errors.Is(err, executor.ErrUnplaceable) {
-		t.Fatalf("launch: %v, want an error wrapping executor.ErrUnplaceable", err)
+	if !errors.Is(err, gang.ErrUnplaceable) {
+		t.Fatalf("launch: %v, want an error wrapping gang.ErrUnplaceable", err)
 	}
 	reps, err := drainOn(t, e.clock(), e.launchOn(t, e.counter("rt-nowhere", 1, 0, 1)))
 	if err != nil || len(reps) != 1 || reps[0].Iter != 1 {

@@ -1,4 +1,4 @@
-package executor
+package gang
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type Gang struct {
 	Dir string
 }
 
-// Runtime launches gangs. executor/runtimetest is this contract as a test suite, run over every
+// Runtime launches gangs. gang/gangtest is this contract as a test suite, run over every
 // runtime.
 //
 // Error contract: Launch either starts every worker of the gang and returns a Handle, or starts
@@ -61,6 +61,9 @@ type Gang struct {
 type Runtime interface {
 	Launch(ctx context.Context, g Gang) (Handle, error)
 }
+
+// ErrStopped is what Handle.Wait returns for a gang stopped on purpose.
+var ErrStopped = errors.New("gang stopped")
 
 // ErrUnplaceable is wrapped by the error of a Launch whose gang cannot be placed whole.
 var ErrUnplaceable = errors.New("gang cannot be placed")

@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"io"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -22,29 +23,28 @@ func TestFirstWaveEvidenceIsTheLags(t *testing.T) {
 		"cluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {iter_latency: {1: {value: 1}}, startup_latency: {value: 1s}}\n"
 	exp, m := modelOf(t, src)
 	brackets := exp.Algorithm.Brackets()
-	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), io.Discard)
+	st := newState(exp, brackets, m.Elastic([][]int{{2, 2}}), m, 1, io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	events := []Event{{Ev: EvStart, At: t0}}
+	events := []journal.Event{{Ev: journal.EvStart, At: t0}}
 	for _, id := range []string{"a", "b", "c", "d"} {
-		events = append(events, Event{Ev: EvTrial, At: t0, Trial: id})
+		events = append(events, journal.Event{Ev: journal.EvTrial, At: t0, Trial: id})
 	}
-	launch := func(id string, s float64) Event {
-		return Event{Ev: EvLaunch, At: at(s), Trial: id, Try: 1, GPUs: 1}
+	launch := func(id string, s float64) journal.Event {
+		return journal.Event{Ev: journal.EvLaunch, At: at(s), Trial: id, Try: 1, GPUs: 1}
 	}
-	report := func(id string, s float64) Event {
-		return Event{Ev: EvReport, At: at(s), Trial: id, Iter: 1}
+	report := func(id string, s float64) journal.Event {
+		return journal.Event{Ev: journal.EvReport, At: at(s), Trial: id, Iter: 1}
 	}
-	done := func(id string, s float64) Event {
-		return Event{Ev: EvDone, At: at(s), Trial: id, Iter: 1, GPUs: 1}
+	done := func(id string, s float64) journal.Event {
+		return journal.Event{Ev: journal.EvDone, At: at(s), Trial: id, Iter: 1, GPUs: 1}
 	}
-	events = append(events, Event{Ev: EvStage, At: t0, GPUs: 2}, launch("a", 0), launch("b", 0), report("a", 5), report("b", 5), done("a", 5),
+	events = append(events, journal.Event{Ev: journal.EvStage, At: t0, GPUs: 2}, launch("a", 0), launch("b", 0), report("a", 5), report("b", 5), done("a", 5),
 		launch("c", 5), done("b", 5), launch("d", 5), report("c", 7), report("d", 7), done("c", 7), done("d", 7))
 	for _, e := range events {
-		st.apply(e)
+		st.Apply(e)
 	}
-	x := &run{cfg: Config{TimeScale: 1}, model: m, st: st}
-	ev := x.evidence(func(evidenceKey) float64 { return 1 }, at(7))
+	ev := st.SimEvidence(func(EvidenceKey) float64 { return 1 }, at(7))
 	if got := ev.FirstWave[0]; got != (sim.Observed{Sum: 8, N: 2}) {
 		t.Fatalf("first wave %+v, want 2 start-ups of 4 s", got)
 	}
@@ -69,25 +69,24 @@ func TestInterruptionEvidenceFromTheJournal(t *testing.T) {
 		"cluster: {gpus_per_node: 1, price_per_hour: 1, markets: [on-demand, spot], spot: {discount: 0.5, interruptions_per_hour: 1}}\n" +
 		"profile: {iter_latency: {1: {value: 1}}}\n"
 	exp, m := modelOf(t, src)
-	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), io.Discard)
+	st := newState(exp, exp.Algorithm.Brackets(), m.Elastic([][]int{{4}}), m, 0.5, io.Discard)
 	t0 := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	up := func(id string, market cloud.Market) Event {
-		return Event{Ev: EvNodeUp, At: t0, Node: &cloud.Node{ID: id, GPUs: 1, RunningAt: t0, Market: market}}
+	up := func(id string, market cloud.Market) journal.Event {
+		return journal.Event{Ev: journal.EvNodeUp, At: t0, Node: &cloud.Node{ID: id, GPUs: 1, RunningAt: t0, Market: market}}
 	}
-	for _, e := range []Event{{Ev: EvStart, At: t0}, up("taken", cloud.Spot), up("released", cloud.Spot), up("held", cloud.Spot), up("od", cloud.OnDemand),
-		{Ev: EvInterrupt, At: at(50), Nodes: []string{"taken"}, Draining: true, Error: "notice"},
-		{Ev: EvNodeOff, At: at(25), Nodes: []string{"released"}, Cause: string(NodeReleased)},
-		{Ev: EvNodeOff, At: at(65), Nodes: []string{"taken"}, Cause: string(NodeDrained)},
-		up("again", cloud.Spot), {Ev: EvNodeOff, At: at(10), Nodes: []string{"again"}, Cause: string(NodeReleased)},
-		{Ev: EvNodeUp, At: at(20), Node: &cloud.Node{ID: "again", GPUs: 1, RunningAt: at(20), Market: cloud.Spot}},
-		{Ev: EvInterrupt, At: at(30), Nodes: []string{"again"}, Error: "taken"},
+	for _, e := range []journal.Event{{Ev: journal.EvStart, At: t0}, up("taken", cloud.Spot), up("released", cloud.Spot), up("held", cloud.Spot), up("od", cloud.OnDemand),
+		{Ev: journal.EvInterrupt, At: at(50), Nodes: []string{"taken"}, Draining: true, Error: "notice"},
+		{Ev: journal.EvNodeOff, At: at(25), Nodes: []string{"released"}, Cause: string(journal.NodeReleased)},
+		{Ev: journal.EvNodeOff, At: at(65), Nodes: []string{"taken"}, Cause: string(journal.NodeDrained)},
+		up("again", cloud.Spot), {Ev: journal.EvNodeOff, At: at(10), Nodes: []string{"again"}, Cause: string(journal.NodeReleased)},
+		{Ev: journal.EvNodeUp, At: at(20), Node: &cloud.Node{ID: "again", GPUs: 1, RunningAt: at(20), Market: cloud.Spot}},
+		{Ev: journal.EvInterrupt, At: at(30), Nodes: []string{"again"}, Error: "taken"},
 	} {
-		st.apply(e)
+		st.Apply(e)
 	}
-	x := &run{cfg: Config{TimeScale: 0.5}, model: m, st: st}
 	spot, _ := m.OfferIndex(sim.StageAlloc{Market: spec.MarketSpot})
-	got := x.interruptionEvidence(at(100))
+	got := st.interruptionEvidence(at(100))
 	if len(got) != 1 || got[spot] != (sim.Observed{Sum: 2, N: 390}) {
 		t.Fatalf("evidence %+v, want two interruptions in 390 node-seconds on offer %d", got, spot)
 	}

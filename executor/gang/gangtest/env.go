@@ -1,4 +1,4 @@
-package runtimetest
+package gangtest
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
-	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
 // Env is one runtime under test, fresh for each case: its own checkpoint store and log directory.
 type Env struct {
-	Runtime executor.Runtime
+	Runtime gang.Runtime
 	// Store is where the runtime saves checkpoints.
 	Store checkpoint.Store
 	// Nodes are where workers run: worker i of a gang on Nodes[i % len(Nodes)], with GPU
@@ -41,7 +41,7 @@ type Env struct {
 	// by default, a gang of the suite's own, running a shell loop. A runtime that runs no
 	// commands (a fake, the virtual world) trains its own way whatever the command, and sets
 	// NoScripts, which skips the cases written in shell.
-	Counter   func(trialID string, n, start, target int) executor.Gang
+	Counter   func(trialID string, n, start, target int) gang.Gang
 	NoScripts bool
 	// Interrupt, when set, gives a node its interruption notice (a spot notice), as the
 	// runtime's platform would.
@@ -55,7 +55,7 @@ type Env struct {
 func (e Env) clock() clock.Clock { return clock.Or(e.Clock) }
 
 // counter is the Env's counting gang: its own, or one in shell.
-func (e Env) counter(trialID string, n, start, target int) executor.Gang {
+func (e Env) counter(trialID string, n, start, target int) gang.Gang {
 	if e.Counter != nil {
 		return e.Counter(trialID, n, start, target)
 	}
@@ -103,11 +103,11 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 
 // gang is a gang of n workers running script with /bin/sh, from iteration start to target, with
 // {"lr": 0.1} as its parameters.
-func (e Env) gang(trialID string, n, start, target int, script string) executor.Gang {
-	g := executor.Gang{Trial: trialID, Command: []string{"/bin/sh", "-c", script}}
+func (e Env) gang(trialID string, n, start, target int, script string) gang.Gang {
+	g := gang.Gang{Trial: trialID, Command: []string{"/bin/sh", "-c", script}}
 	for rank := range n {
 		node := e.Nodes[rank%len(e.Nodes)]
-		g.Workers = append(g.Workers, executor.Worker{Node: node, Env: trial.Env{TrialID: trialID, Experiment: "runtimetest",
+		g.Workers = append(g.Workers, gang.Worker{Node: node, Env: trial.Env{TrialID: trialID, Experiment: "runtimetest",
 			Params: map[string]any{"lr": 0.1}, StartIter: start, TargetIter: target, Rank: rank, WorldSize: n,
 			LocalRank: rank / len(e.Nodes), MasterAddr: e.Nodes[0].Addr, GPUs: []int{rank / len(e.Nodes)}}})
 	}
@@ -115,7 +115,7 @@ func (e Env) gang(trialID string, n, start, target int, script string) executor.
 }
 
 // launch starts g or fails the test.
-func (e Env) launch(t *testing.T, g executor.Gang) executor.Handle {
+func (e Env) launch(t *testing.T, g gang.Gang) gang.Handle {
 	t.Helper()
 	h, err := e.Runtime.Launch(context.Background(), g)
 	if err != nil {
@@ -127,12 +127,12 @@ func (e Env) launch(t *testing.T, g executor.Gang) executor.Handle {
 
 // drain reads a handle's reports to the end and returns them with what Wait says, checking that
 // Exited is closed by the time Wait returns.
-func drain(t *testing.T, h executor.Handle) ([]trial.Report, error) {
+func drain(t *testing.T, h gang.Handle) ([]trial.Report, error) {
 	return drainOn(t, clock.Wall{}, h)
 }
 
 // drainOn is drain, receiving as an actor of c.
-func drainOn(t *testing.T, c clock.Clock, h executor.Handle) ([]trial.Report, error) {
+func drainOn(t *testing.T, c clock.Clock, h gang.Handle) ([]trial.Report, error) {
 	t.Helper()
 	var reps []trial.Report
 	for {
@@ -152,7 +152,7 @@ func drainOn(t *testing.T, c clock.Clock, h executor.Handle) ([]trial.Report, er
 }
 
 // run launches g and returns its reports, failing the test unless Wait returns nil.
-func (e Env) run(t *testing.T, g executor.Gang) []trial.Report {
+func (e Env) run(t *testing.T, g gang.Gang) []trial.Report {
 	t.Helper()
 	reps, err := drain(t, e.launch(t, g))
 	if err != nil {

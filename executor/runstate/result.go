@@ -1,4 +1,4 @@
-package executor
+package runstate
 
 import (
 	"fmt"
@@ -14,17 +14,23 @@ import (
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
-// Result is what a run realized.
+// Result is what a run realized: its Outcome, and its brackets' stages as they happened.
 type Result struct {
-	Experiment string          `json:"experiment"`
-	RunID      string          `json:"run_id,omitempty"`
-	Finished   bool            `json:"finished"`
-	Cancelled  string          `json:"cancelled,omitempty"`
-	Stopped    string          `json:"stopped,omitempty"` // why its driver stopped short of the end
-	Best       *BestTrial      `json:"best"`
-	Realized   Measured        `json:"realized"`
-	Brackets   []BracketResult `json:"brackets"`
-	Trials     []TrialResult   `json:"trials"`
+	Outcome
+	Stopped  string          `json:"stopped,omitempty"` // why its driver stopped short of the end
+	Brackets []BracketResult `json:"brackets"`
+}
+
+// Outcome is what a run's Result and its Report share: the run, how it ended, the trial it
+// chose, and what it realized.
+type Outcome struct {
+	Experiment string        `json:"experiment"`
+	RunID      string        `json:"run_id,omitempty"`
+	Finished   bool          `json:"finished"`
+	Cancelled  string        `json:"cancelled,omitempty"`
+	Best       *BestTrial    `json:"best"`
+	Realized   Measured      `json:"realized"`
+	Trials     []TrialResult `json:"trials"`
 	// Interruptions are the spot nodes taken away during the run, in order.
 	Interruptions []Interruption `json:"interruptions,omitempty"`
 	// Revisions are the re-plans made during the run, in order.
@@ -147,15 +153,15 @@ type TrialResult struct {
 	Nodes   []string           `json:"nodes,omitempty"` // where its last launch ran
 }
 
-// bill meters the run until now with the one cost meter the simulator's per-stage breakdown
+// Bill meters the run until now with the one cost meter the simulator's per-stage breakdown
 // uses too (sim/meter: its doc says how cost is split into stages), on spans in spec seconds from
-// the run's start. Callers hold x.mu.
-func (x *run) bill(now time.Time) meter.Breakdown {
-	m, s := x.model, x.st
-	if s.start.IsZero() {
+// the run's start.
+func (s *State) Bill(now time.Time) meter.Breakdown {
+	m := s.Model
+	if s.Start.IsZero() {
 		return meter.Breakdown{}
 	}
-	sec := func(t time.Time) float64 { return t.Sub(s.start).Seconds() / x.cfg.TimeScale }
+	sec := func(t time.Time) float64 { return t.Sub(s.Start).Seconds() / s.timeScale }
 	// Each node at its own price; the spec's for nodes journaled before nodes carried one.
 	price := func(n cloud.Node) float64 {
 		if n.PricePerHour > 0 {
@@ -167,48 +173,48 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	for _, r := range s.released {
 		nodes = append(nodes, meter.NodeSpan{Bracket: r.bracket, RunningFrom: sec(r.node.RunningAt), ReleasedAt: sec(r.released), PricePerSecond: price(r.node)})
 	}
-	for b := range s.nodes {
-		for _, n := range append(append([]cloud.Node(nil), s.nodes[b]...), s.draining[b]...) {
+	for b := range s.Nodes {
+		for _, n := range append(append([]cloud.Node(nil), s.Nodes[b]...), s.Draining[b]...) {
 			nodes = append(nodes, meter.NodeSpan{Bracket: b, RunningFrom: sec(n.RunningAt), ReleasedAt: max(sec(now), sec(n.RunningAt)), PricePerSecond: price(n)})
 		}
 	}
 	var launches []meter.LaunchSpan
 	for _, l := range s.launches {
 		b := l.bracket
-		if s.asha != nil {
+		if s.ASHA != nil {
 			b = 0 // its one cluster's
 		}
 		launches = append(launches, meter.LaunchSpan{Bracket: b, Start: sec(l.start), End: sec(l.end), GPUs: l.gpus, PricePerGPUSecond: m.GPUPricePerSecond()})
 	}
 	var windows []meter.StageWindow
-	if s.asha != nil { // its phases are what it bills by: bracket 0's stages
-		at := s.asha.phaseAt
+	if s.ASHA != nil { // its phases are what it bills by: bracket 0's stages
+		at := s.ASHA.PhaseAt
 		for j := range at {
 			end := s.phaseEnd(j, now)
 			windows = append(windows, meter.StageWindow{Bracket: 0, Stage: j, Start: sec(at[j]), Sync: max(sec(end), sec(at[j]))})
 		}
 	}
-	for b, br := range s.brackets {
-		if s.asha != nil {
+	for b, br := range s.Brackets {
+		if s.ASHA != nil {
 			break
 		}
 		for k := range br.Stages {
-			w, ok := s.stageAt[stageKey{b, k}]
-			if !ok || w.start.IsZero() {
+			w, ok := s.StageAt[StageKey{b, k}]
+			if !ok || w.Start.IsZero() {
 				continue
 			}
 			end := w.end
 			if end.IsZero() {
 				end = now
 			}
-			windows = append(windows, meter.StageWindow{Bracket: b, Stage: k, Start: sec(w.start), Sync: max(sec(end), sec(w.start))})
+			windows = append(windows, meter.StageWindow{Bracket: b, Stage: k, Start: sec(w.Start), Sync: max(sec(end), sec(w.Start))})
 		}
 	}
 	bill, err := meter.Bill(m.Rules, nodes, launches, windows)
 	if err != nil {
 		// Spans the meter cannot place (a node of a bracket with no stage started) would be a
 		// driver bug; bill them whole rather than lose them.
-		fmt.Fprintf(x.log, "cost meter: %v\n", err)
+		fmt.Fprintf(s.log, "cost meter: %v\n", err)
 		bill = meter.Breakdown{Stages: map[meter.StageKey]float64{}}
 		for _, n := range nodes {
 			bill.Total += m.DataCost + m.Bill(n.ReleasedAt-n.RunningFrom, n.PricePerSecond)
@@ -217,32 +223,21 @@ func (x *run) bill(now time.Time) meter.Breakdown {
 	return bill
 }
 
-// cost is what the run has cost until now.
-func (x *run) cost(now time.Time) float64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.bill(now).Total
-}
-
-// result describes the run so far.
-func (x *run) result() *Result {
-	now := x.clk.Now()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	s := x.st
-	bill := x.bill(now)
+// Result describes the run as of now.
+func (s *State) Result(now time.Time) *Result {
+	bill := s.Bill(now)
 	total := bill.Total
-	res := &Result{Experiment: x.cfg.Experiment.Name, RunID: s.runID, Finished: true, Cancelled: s.cancelled, Stopped: s.stopped,
-		DeadlineS: x.cfg.Experiment.Deadline.D().Seconds()}
-	end := s.start
-	for b, br := range s.brackets {
+	res := &Result{Outcome: Outcome{Experiment: s.exp.Name, RunID: s.RunID, Finished: true, Cancelled: s.Cancelled,
+		DeadlineS: s.exp.Deadline.D().Seconds()}, Stopped: s.stopped}
+	end := s.Start
+	for b, br := range s.Brackets {
 		bres := BracketResult{Name: br.Name}
 		for k, st := range br.Stages {
-			key := stageKey{b, k}
-			at := s.stageAt[key]
-			keep, synced := s.synced[key]
-			if a := s.asha; a != nil { // a rung: its GPUs are the phases'
-				keep, synced = a.promoted[key], s.finished
+			key := StageKey{b, k}
+			at := s.StageAt[key]
+			keep, synced := s.Synced[key]
+			if a := s.ASHA; a != nil { // a rung: its GPUs are the phases'
+				keep, synced = a.promoted[key], s.Finished
 				if end := a.rungEnd[key]; !end.IsZero() {
 					at.end = end
 				}
@@ -250,28 +245,28 @@ func (x *run) result() *Result {
 			if !synced {
 				res.Finished = false
 			}
-			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: x.st.plan[b][k].GPUs, Nodes: x.st.plan[b][k].Nodes, Promoted: keep,
+			sr := StageResult{Trials: st.Trials, Iters: st.Iters, GPUs: s.Plan[b][k].GPUs, Nodes: s.Plan[b][k].Nodes, Promoted: keep,
 				Retries: s.retries[key], Timeouts: s.timeouts[key], Interrupted: s.lostTries[key]}
-			if s.asha != nil {
+			if s.ASHA != nil {
 				sr.GPUs, sr.Nodes = 0, 0
 			}
-			for _, id := range s.order[b] {
-				t := s.trials[id]
-				if _, ok := t.done[k]; ok {
+			for _, id := range s.Order[b] {
+				t := s.Trials[id]
+				if _, ok := t.Done[k]; ok {
 					sr.Done++
 				}
-				if t.failed[k] {
+				if t.Failed[k] {
 					sr.Failed++
 				}
 			}
-			if !at.start.IsZero() {
+			if !at.Start.IsZero() {
 				stop := at.end
 				if stop.IsZero() {
 					stop = now
 				}
-				sr.Start = at.start.Sub(s.start).Seconds() / x.cfg.TimeScale
-				sr.Duration = stop.Sub(at.start).Seconds() / x.cfg.TimeScale
-				if s.asha == nil { // an ASHA run's cost is its phases'
+				sr.Start = at.Start.Sub(s.Start).Seconds() / s.timeScale
+				sr.Duration = stop.Sub(at.Start).Seconds() / s.timeScale
+				if s.ASHA == nil { // an ASHA run's cost is its phases'
 					sr.Cost = bill.Stages[meter.StageKey{Bracket: b, Stage: k}]
 				}
 				if stop.After(end) {
@@ -283,65 +278,65 @@ func (x *run) result() *Result {
 		res.Brackets = append(res.Brackets, bres)
 		// The bracket's best: the top of its last stage.
 		last := len(br.Stages) - 1
-		if keep := s.synced[stageKey{b, last}]; len(keep) > 0 && s.asha == nil {
-			t := s.trials[keep[0]]
-			m := t.done[last]
+		if keep := s.Synced[StageKey{b, last}]; len(keep) > 0 && s.ASHA == nil {
+			t := s.Trials[keep[0]]
+			m := t.Done[last]
 			if !math.IsNaN(m) && (res.Best == nil || s.better(m, res.Best.Metric)) {
-				res.Best = &BestTrial{Trial: t.id, Params: t.params, Metric: m}
+				res.Best = &BestTrial{Trial: t.id, Params: t.Params, Metric: m}
 			}
 		}
 	}
-	for b := range s.brackets {
-		for _, id := range s.order[b] {
-			t := s.trials[id]
+	for b := range s.Brackets {
+		for _, id := range s.Order[b] {
+			t := s.Trials[id]
 			failed := false
-			for range t.failed {
+			for range t.Failed {
 				failed = true
 			}
-			res.Trials = append(res.Trials, TrialResult{ID: id, Bracket: b, Params: t.params, Stages: len(t.done), Iter: t.iter, Metrics: t.metrics, State: t.state, Failed: failed, Nodes: t.nodes})
+			res.Trials = append(res.Trials, TrialResult{ID: id, Bracket: b, Params: t.Params, Stages: len(t.Done), Iter: t.Iter, Metrics: t.metrics, State: t.State, Failed: failed, Nodes: t.Nodes})
 		}
 	}
 	sort.Slice(res.Trials, func(i, j int) bool { return res.Trials[i].ID < res.Trials[j].ID })
 	for _, in := range s.interrupted {
-		res.Interruptions = append(res.Interruptions, Interruption{Bracket: s.brackets[in.bracket].Name, Nodes: in.nodes,
-			At: in.at.Sub(s.start).Seconds() / x.cfg.TimeScale, Why: in.why})
+		res.Interruptions = append(res.Interruptions, Interruption{Bracket: s.Brackets[in.bracket].Name, Nodes: in.nodes,
+			At: in.at.Sub(s.Start).Seconds() / s.timeScale, Why: in.why})
 	}
 	for _, r := range s.revisions {
 		e := r.event
-		res.Revisions = append(res.Revisions, Revision{Bracket: s.brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.start).Seconds() / x.cfg.TimeScale,
-			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay, Phase: s.asha != nil})
+		res.Revisions = append(res.Revisions, Revision{Bracket: s.Brackets[r.bracket].Name, Stage: r.stage, At: r.at.Sub(s.Start).Seconds() / s.timeScale,
+			Reason: e.Reason, GPUsBefore: r.gpusBefore, Plan: e.Plan, Before: deref(e.Before), After: deref(e.After), DeadlineGivesWay: e.GivesWay, Phase: s.ASHA != nil})
 	}
-	if s.forecast != nil {
-		f := *s.forecast
+	if s.Forecast != nil {
+		f := *s.Forecast
 		res.Forecast = &f
 	}
-	if a := s.asha; a != nil {
+	if a := s.ASHA; a != nil {
 		res.Best = s.ashaBest()
-		if s.finished {
+		if s.Finished {
 			end = a.end
 		}
-		for j, at := range a.phaseAt {
+		for j, at := range a.PhaseAt {
 			stop := s.phaseEnd(j, now)
-			g := a.plan.GPUs[j]
-			res.Phases = append(res.Phases, PhaseResult{GPUs: g, Nodes: x.model.NodesFor(g), Start: at.Sub(s.start).Seconds() / x.cfg.TimeScale,
-				Duration: max(0, stop.Sub(at).Seconds()/x.cfg.TimeScale), Cost: bill.Stages[meter.StageKey{Bracket: 0, Stage: j}]})
+			g := a.Plan.GPUs[j]
+			res.Phases = append(res.Phases, PhaseResult{GPUs: g, Nodes: s.Model.NodesFor(g), Start: at.Sub(s.Start).Seconds() / s.timeScale,
+				Duration: max(0, stop.Sub(at).Seconds()/s.timeScale), Cost: bill.Stages[meter.StageKey{Bracket: 0, Stage: j}]})
 		}
 	}
 	if !res.Finished {
 		end = now
 	}
-	res.Realized = Measured{JCT: end.Sub(s.start).Seconds() / x.cfg.TimeScale, Cost: total}
+	res.Realized = Measured{JCT: end.Sub(s.Start).Seconds() / s.timeScale, Cost: total}
 	return res
 }
 
 // phaseEnd is when an ASHA run's phase j ended: the next one's start, the run's end, or now for
 // the phase under way.
-func (s *state) phaseEnd(j int, now time.Time) time.Time {
-	a := s.asha
+func (s *State) phaseEnd(j int, now time.Time) time.Time {
+	a := s.ASHA
 	switch {
-	case j+1 < len(a.phaseAt):
-		return a.phaseAt[j+1]
-	case s.finished:
+	case j+1 < len(a.PhaseAt):
+		return a.PhaseAt[j+1]
+	case s.Finished:
 		return a.end
 	}
 	return now
@@ -349,17 +344,17 @@ func (s *state) phaseEnd(j int, now time.Time) time.Time {
 
 // ashaBest is an ASHA run's winner: the best result at the highest rung any trial reached (the
 // ladder's rule), nil before any result.
-func (s *state) ashaBest() *BestTrial {
-	i, _, ok := s.asha.ladder.Best()
+func (s *State) ashaBest() *BestTrial {
+	i, _, ok := s.ASHA.Ladder.Best()
 	if !ok {
 		return nil
 	}
-	t := s.trials[s.asha.byIndex[i]]
+	t := s.Trials[s.ASHA.ByIndex[i]]
 	top := -1
-	for k := range t.done {
+	for k := range t.Done {
 		top = max(top, k)
 	}
-	return &BestTrial{Trial: t.id, Params: t.params, Metric: t.done[top]}
+	return &BestTrial{Trial: t.id, Params: t.Params, Metric: t.Done[top]}
 }
 
 func deref[T any](p *T) T {

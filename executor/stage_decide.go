@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/placement"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -39,7 +40,7 @@ const (
 type stageEvent struct {
 	kind   eventKind
 	launch int
-	handle Handle // evStarted
+	handle gang.Handle // evStarted
 	o      outcome
 	lost   lostSet // evChecked: the nodes gone or going
 	cause  error   // evChecked: why the launch is not done
@@ -104,16 +105,16 @@ type action struct {
 	try         int
 	slots       []placement.Slot
 	o           outcome
-	cause       error             // acFail: why the try failed
-	interrupted bool              // acFail: the try lost its node
-	retry       bool              // acFail
-	lost        lostSet           // acForget
-	nodes       []string          // acRelease, acRetire
-	free        int               // acWant
-	count       int               // acReplace: the nodes to hold
-	doomed      *InterruptedError // acCheckNodes
-	text        string            // acLog
-	err         error             // acEnd
+	cause       error                  // acFail: why the try failed
+	interrupted bool                   // acFail: the try lost its node
+	retry       bool                   // acFail
+	lost        lostSet                // acForget
+	nodes       []string               // acRelease, acRetire
+	free        int                    // acWant
+	count       int                    // acReplace: the nodes to hold
+	doomed      *gang.InterruptedError // acCheckNodes
+	text        string                 // acLog
+	err         error                  // acEnd
 }
 
 // lostSet is nodes gone or going, by ID: why, and whether the provider still holds them (a node
@@ -274,7 +275,7 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		if cause := s.judge(o, timedOut); cause != nil {
 			// A gang may have failed because a node of it is gone or going: the provider says
 			// which, before the try is judged the trial's failure.
-			var doomed *InterruptedError
+			var doomed *gang.InterruptedError
 			errors.As(o.err, &doomed)
 			out = append(out, action{kind: acCheckNodes, trial: t, launch: e.launch, o: o, cause: cause, doomed: doomed})
 			return out // the fill waits for the answer
@@ -689,7 +690,7 @@ func (s *stage) judge(o outcome, timedOut bool) error {
 	case timedOut:
 		spec := time.Duration(float64(j.budget) / s.timeScale)
 		return fmt.Errorf("timed out: still running after its budget of %s (spec time %s); stopped", j.budget.Round(time.Millisecond), spec.Round(time.Second))
-	case errors.Is(o.err, ErrStopped):
+	case errors.Is(o.err, gang.ErrStopped):
 		return fmt.Errorf("stopped at iteration %d, short of the target %d: relaunched from its checkpoint", o.iter, target)
 	case o.err != nil:
 		return o.err

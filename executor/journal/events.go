@@ -1,4 +1,4 @@
-package executor
+package journal
 
 import (
 	"time"
@@ -9,37 +9,40 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
+// Kind is what an event records: one of the Ev constants.
+type Kind string
+
 // Event kinds of the journal. What each one means for the run's state is written once, in
-// (*state).apply, which serves both the live run and the replay of a journal.
+// package runstate's fold, which serves both the live run and the replay of a journal.
 const (
-	EvStart     = "start"       // a run began: its ID and start time
-	EvTrial     = "trial"       // a trial was sampled
-	EvNodeUp    = "node_up"     // a node is held (billing from its RunningAt)
-	EvNodeOff   = "node_down"   // nodes were released (billing stops at At) or lost (Error "lost")
-	EvInterrupt = "interrupted" // nodes are being taken away (a notice: Draining) or are gone (spot): Error says how
-	EvStage     = "stage"       // a bracket's stage began
-	EvLaunch    = "launch"      // a trial's gang is being started (try Try)
-	EvReport    = "report"      // rank 0 reported (At: when it printed the line)
-	EvDone      = "done"        // the trial reached the stage's target
-	EvFail      = "fail"        // a try failed; GaveUp when no retry is left
-	EvTimeout   = "timeout"     // a gang ran past its budget and is being stopped
-	EvSync      = "sync"        // the stage's survivors (Keep)
-	EvResume    = "resume"      // a new driver took over: gangs of the old one are gone
-	EvSpec      = "spec"        // resume --spec changed the run's spec (Spec: its sha256)
-	EvCancel    = "cancel"      // the run was cancelled; resume refuses it without --force
-	EvFinish    = "finish"      // every bracket finished
-	EvStop      = "stop"        // the driver stopped short of the end (Error: why; Cause "paused": an infrastructure fault); resume carries on
-	EvRequest   = "request"     // a bracket asks the provider for Try nodes under Token, before it asks
-	EvAnswer    = "answer"      // the provider answered the request under Token (its nodes are journaled)
-	EvReplan    = "replan"      // bracket Bracket's plan from stage Stage on is Plan now (Reason: why; Before, After: forecasts)
-	EvForecast  = "forecast"    // before bracket Bracket's stage Stage, the run is forecast to end as After (the plan kept)
-	EvPromote   = "promote"     // ASHA handed out Trial's job at bracket Bracket's rung Stage (0: its start), up to Iter
-	EvPhase     = "phase"       // ASHA's plan entered phase Stage: GPUs are held from now on
+	EvStart     Kind = "start"       // a run began: its ID and start time
+	EvTrial     Kind = "trial"       // a trial was sampled
+	EvNodeUp    Kind = "node_up"     // a node is held (billing from its RunningAt)
+	EvNodeOff   Kind = "node_down"   // nodes were released (billing stops at At) or lost (Error "lost")
+	EvInterrupt Kind = "interrupted" // nodes are being taken away (a notice: Draining) or are gone (spot): Error says how
+	EvStage     Kind = "stage"       // a bracket's stage began
+	EvLaunch    Kind = "launch"      // a trial's gang is being started (try Try)
+	EvReport    Kind = "report"      // rank 0 reported (At: when it printed the line)
+	EvDone      Kind = "done"        // the trial reached the stage's target
+	EvFail      Kind = "fail"        // a try failed; GaveUp when no retry is left
+	EvTimeout   Kind = "timeout"     // a gang ran past its budget and is being stopped
+	EvSync      Kind = "sync"        // the stage's survivors (Keep)
+	EvResume    Kind = "resume"      // a new driver took over: gangs of the old one are gone
+	EvSpec      Kind = "spec"        // resume --spec changed the run's spec (Spec: its sha256)
+	EvCancel    Kind = "cancel"      // the run was cancelled; resume refuses it without --force
+	EvFinish    Kind = "finish"      // every bracket finished
+	EvStop      Kind = "stop"        // the driver stopped short of the end (Error: why; Cause "paused": an infrastructure fault); resume carries on
+	EvRequest   Kind = "request"     // a bracket asks the provider for Count nodes under Token, before it asks
+	EvAnswer    Kind = "answer"      // the provider answered the request under Token (its nodes are journaled)
+	EvReplan    Kind = "replan"      // bracket Bracket's plan from stage Stage on is Plan now (Reason: why; Before, After: forecasts)
+	EvForecast  Kind = "forecast"    // before bracket Bracket's stage Stage, the run is forecast to end as After (the plan kept)
+	EvPromote   Kind = "promote"     // ASHA handed out Trial's job at bracket Bracket's rung Stage (0: its start), up to Iter
+	EvPhase     Kind = "phase"       // ASHA's plan entered phase Stage: GPUs are held from now on
 )
 
 // Event is one record of the journal.
 type Event struct {
-	Ev      string             `json:"ev"`
+	Ev      Kind               `json:"ev"`
 	At      time.Time          `json:"at"`
 	RunID   string             `json:"run_id,omitempty"`
 	Bracket int                `json:"bracket,omitempty"`
@@ -71,6 +74,9 @@ type Event struct {
 	Began  time.Time `json:"began,omitzero"`
 	Exited time.Time `json:"exited,omitzero"`
 	Spec   string    `json:"spec,omitempty"`
+	// Count is how many nodes a request asks for. Journals of before it kept the count in Try;
+	// decoding moves it here (upgrade).
+	Count int `json:"count,omitempty"`
 	// Token is a node request's idempotency key: journaled before the request, so that a driver
 	// that died before the answer repeats the request under it and rents nothing twice.
 	Token string `json:"token,omitempty"`
@@ -92,7 +98,10 @@ type Event struct {
 	// Cause says why, as a word a program reads (Error says it for people): a node_down's
 	// NodeCause, a stop's StopCause. Journals written before it have none: the fold infers it.
 	Cause string `json:"cause,omitempty"`
-	// Where is, on a paused stop, the place that failed (a path, an s3:// URL).
+	// Fault is, on a paused stop, what failed (an infra.Error's What: a full disk, a store
+	// down), and Where the place that failed (a path, an s3:// URL). Journals of before Fault
+	// kept it in Reason; decoding moves it here (Upgrade).
+	Fault string `json:"fault,omitempty"`
 	Where string `json:"where,omitempty"`
 }
 
@@ -116,8 +125,8 @@ const (
 	StopFailed      StopCause = "failed"      // an error it could not carry on from (Error says which)
 	StopInterrupted StopCause = "interrupted" // told to stop (a signal, cancel): resume carries on
 	StopBudget      StopCause = "budget"      // the forecast cost is over budget.max_cost_usd under budget.stop
-	// StopPaused is an infrastructure fault (InfraError: a full disk, a store down): no try was
-	// spent; Reason says what failed and Where where; the nodes were released at the pause
+	// StopPaused is an infrastructure fault (infra.Error: a full disk, a store down): no try was
+	// spent; Fault says what failed and Where where; the nodes were released at the pause
 	// (Nodes), unless --keep-nodes kept them. resume carries on once it recovers.
 	StopPaused StopCause = "paused"
 )

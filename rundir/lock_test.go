@@ -1,4 +1,4 @@
-package executor
+package rundir
 
 import (
 	"bufio"
@@ -12,12 +12,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 func TestLockDirExcludesASecondHolder(t *testing.T) {
 	dir := t.TempDir()
 	host, _ := os.Hostname()
-	l, err := LockDir(dir, "r-one")
+	l, err := LockDir(dir, "r-one", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestLockDirExcludesASecondHolder(t *testing.T) {
 		t.Fatalf("ReadHolder while held: %+v live %v %v", h, live, err)
 	}
 	// flock locks belong to the open file, so a second LockDir in this process conflicts.
-	_, err = LockDir(dir, "r-two")
+	_, err = LockDir(dir, "r-two", nil)
 	var le *LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("second LockDir: %v, want a *LockedError", err)
@@ -56,7 +58,7 @@ func TestLockDirExcludesASecondHolder(t *testing.T) {
 		t.Fatalf("ReadHolder after Close: %+v live %v %v", h, live, err)
 	}
 	// A lock released cleanly is taken again with no previous holder to report.
-	l, err = LockDir(dir, "r-two")
+	l, err = LockDir(dir, "r-two", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestLockDirTakesOverALockLeftByTheDead(t *testing.T) {
 			if live || (c.want != nil && (err != nil || h != *c.want)) {
 				t.Fatalf("ReadHolder of a dead lock: %+v live %v %v", h, live, err)
 			}
-			l, err := LockDir(dir, "r-new")
+			l, err := LockDir(dir, "r-new", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +123,7 @@ func TestLockHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("runs only as the helper process of TestLockDirAcrossProcesses")
 	}
-	if _, err := LockDir(dir, "r-helper"); err != nil {
+	if _, err := LockDir(dir, "r-helper", nil); err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
@@ -152,7 +154,7 @@ func TestLockDirAcrossProcesses(t *testing.T) {
 	pid := cmd.Process.Pid
 
 	var le *LockedError
-	if _, err := LockDir(dir, "r-main"); !errors.As(err, &le) || le.PID != pid || le.RunID != "r-helper" {
+	if _, err := LockDir(dir, "r-main", nil); !errors.As(err, &le) || le.PID != pid || le.RunID != "r-helper" {
 		t.Fatalf("LockDir while the helper holds it: %v, want a *LockedError naming PID %d", err, pid)
 	}
 	if h, live, err := ReadHolder(dir); err != nil || !live || h.PID != pid {
@@ -167,7 +169,7 @@ func TestLockDirAcrossProcesses(t *testing.T) {
 	if h, live, err := ReadHolder(dir); err != nil || live || h.PID != pid {
 		t.Fatalf("ReadHolder after the helper died: %+v live %v %v", h, live, err)
 	}
-	l, err := LockDir(dir, "r-main")
+	l, err := LockDir(dir, "r-main", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,4 +186,24 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The holder's record is timed by the clock the lock is given, not the wall clock: since when it
+// holds the lock, and when it let go.
+func TestLockDirTimesTheHolderByItsClock(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	l, err := LockDir(dir, "r-clock", clock.Frozen{At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, live, err := ReadHolder(dir); err != nil || !live || !h.Since.Equal(at) {
+		t.Fatalf("holder %+v live %v (%v), want one since %s", h, live, err, at)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if h, live, err := ReadHolder(dir); err != nil || live || !h.Released.Equal(at) {
+		t.Fatalf("holder %+v live %v (%v), want one released at %s", h, live, err, at)
+	}
 }

@@ -1,4 +1,4 @@
-package executor_test
+package runstate_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
@@ -21,18 +21,18 @@ func TestCompareJoinsStageByStage(t *testing.T) {
 			{Name: "b1", Stages: []sim.StageResult{{Trials: 4, Duration: 300, Cost: 3}}},
 		},
 	}
-	best := &executor.BestTrial{Trial: "t7", Metric: 0.9}
-	res := &executor.Result{Experiment: "x", RunID: "r1", Finished: true, Best: best, Realized: executor.Measured{JCT: 630, Cost: 13},
-		Brackets: []executor.BracketResult{
-			{Name: "b0", Stages: []executor.StageResult{{Trials: 9, Duration: 110, Cost: 1.5}, {Trials: 3, Duration: 190, Cost: 2.5}}},
-			{Name: "b1", Stages: []executor.StageResult{{Trials: 4, Duration: 310, Cost: 3.5}}},
-		},
-		Trials: []executor.TrialResult{{ID: "t7"}}}
-	rep := executor.Compare(plan, res)
+	best := &runstate.BestTrial{Trial: "t7", Metric: 0.9}
+	res := &runstate.Result{Outcome: runstate.Outcome{Experiment: "x", RunID: "r1", Finished: true, Best: best, Realized: runstate.Measured{JCT: 630, Cost: 13},
+		Trials: []runstate.TrialResult{{ID: "t7"}}},
+		Brackets: []runstate.BracketResult{
+			{Name: "b0", Stages: []runstate.StageResult{{Trials: 9, Duration: 110, Cost: 1.5}, {Trials: 3, Duration: 190, Cost: 2.5}}},
+			{Name: "b1", Stages: []runstate.StageResult{{Trials: 4, Duration: 310, Cost: 3.5}}},
+		}}
+	rep := runstate.Compare(plan, res)
 	if rep.Experiment != "x" || rep.RunID != "r1" || !rep.Finished || rep.Best != best || len(rep.Trials) != 1 {
 		t.Fatalf("header %+v", rep)
 	}
-	if rep.Predicted != (executor.Measured{JCT: 600, Cost: 12}) || rep.Realized != (executor.Measured{JCT: 630, Cost: 13}) {
+	if rep.Predicted != (runstate.Measured{JCT: 600, Cost: 12}) || rep.Realized != (runstate.Measured{JCT: 630, Cost: 13}) {
 		t.Fatalf("predicted %+v, realized %+v", rep.Predicted, rep.Realized)
 	}
 	type row struct {
@@ -52,17 +52,17 @@ func TestCompareJoinsStageByStage(t *testing.T) {
 		t.Fatalf("a run that kept its plan has a re-planned prediction %+v", rep.Replanned)
 	}
 	// A run that re-planned is held to its last revision's forecast of the whole job.
-	res.Revisions = []executor.Revision{
+	res.Revisions = []runstate.Revision{
 		{Bracket: "b0", Stage: 1, After: planner.Forecast{JCT: 640, Cost: 14}},
 		{Bracket: "b1", Stage: 0, After: planner.Forecast{JCT: 620, Cost: 13.2}},
 	}
-	if rep := executor.Compare(plan, res); rep.Replanned == nil || *rep.Replanned != (executor.Measured{JCT: 620, Cost: 13.2}) || rep.Predicted.Cost != 12 {
+	if rep := runstate.Compare(plan, res); rep.Replanned == nil || *rep.Replanned != (runstate.Measured{JCT: 620, Cost: 13.2}) || rep.Predicted.Cost != 12 {
 		t.Fatalf("re-planned %+v, predicted %+v", rep.Replanned, rep.Predicted)
 	}
 	res.Revisions = nil
 	// A plan short of the run's stages predicts nothing for them rather than failing.
 	plan.Brackets = plan.Brackets[:1]
-	if rep := executor.Compare(plan, res); len(rep.Stages) != 3 || rep.Stages[2].Predicted != (sim.StageResult{}) || rep.Stages[2].Realized.Duration != 310 {
+	if rep := runstate.Compare(plan, res); len(rep.Stages) != 3 || rep.Stages[2].Predicted != (sim.StageResult{}) || rep.Stages[2].Realized.Duration != 310 {
 		t.Fatalf("short plan: %+v", rep.Stages)
 	}
 }
@@ -71,7 +71,7 @@ func TestCompareJoinsStageByStage(t *testing.T) {
 // stage without a prediction of its own (an ASHA run's rung) leaves "predicted" out rather than
 // claim zeros.
 func TestReportJSONKeys(t *testing.T) {
-	b, err := json.Marshal(executor.Report{Stages: []executor.StageReport{{Predicted: sim.StageResult{Trials: 8}}, {}}})
+	b, err := json.Marshal(runstate.Report{Stages: []runstate.StageReport{{Predicted: sim.StageResult{Trials: 8}}, {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

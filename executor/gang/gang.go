@@ -1,4 +1,4 @@
-package executor
+package gang
 
 import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
