@@ -37,6 +37,16 @@ func TrialLog(dir string, events []journal.Event, id string) (string, error) {
 	return "", userErr(ErrNoTrial, "the run has no trial %q (its trials: %s)", id, strings.Join(ids, ", "))
 }
 
+// TrialLogOf is TrialLog of the run in dir, from its journal as far as it is written (none
+// yet: no trial is named).
+func TrialLogOf(dir, id string) (string, error) {
+	events, err := journal.ReadJournal(filepath.Join(dir, Journal))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return TrialLog(dir, events, id)
+}
+
 // SeekTail positions f at the start of its last n lines: just after the n-th newline before the
 // file's final one, reading backwards in chunks so that a long log is not read whole.
 func SeekTail(f *os.File, n int) error {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -46,11 +45,7 @@ func logsAction(c *cli.Context) error {
 	}
 	path := filepath.Join(st.Dir, rundir.DriverLog)
 	if c.NArg() == 2 {
-		events, err := journal.ReadJournal(filepath.Join(st.Dir, rundir.Journal))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if path, err = rundir.TrialLog(st.Dir, events, c.Args().Get(1)); err != nil {
+		if path, err = rundir.TrialLogOf(st.Dir, c.Args().Get(1)); err != nil {
 			return err
 		}
 	}
