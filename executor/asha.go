@@ -59,7 +59,7 @@ func (x *run) runASHA(ctx context.Context) error {
 	began := len(a.PhaseAt) > 0
 	x.mu.Unlock()
 	if !began {
-		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: 0, GPUs: a.Plan.GPUs[0]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Phase: 0, GPUs: a.Plan.GPUs[0]}, true); err != nil {
 			return err
 		}
 	}
@@ -112,7 +112,7 @@ func (x *run) enterPhases() (bool, error) {
 	x.mu.Unlock()
 	for p := phase + 1; p <= next; p++ {
 		fmt.Fprintf(x.log, "asha: phase %d of %d: %d GPUs\n", p+1, len(gpus), gpus[p])
-		if err := x.record(journal.Event{Ev: journal.EvPhase, Stage: p, GPUs: gpus[p]}, true); err != nil {
+		if err := x.record(journal.Event{Ev: journal.EvPhase, Phase: p, GPUs: gpus[p]}, true); err != nil {
 			return false, err
 		}
 	}

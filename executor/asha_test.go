@@ -103,10 +103,10 @@ func TestASHARun(t *testing.T) {
 	for _, e := range events {
 		switch e.Ev {
 		case journal.EvPhase:
-			if e.Stage != phase+1 || e.GPUs != ashaPlan.GPUs[e.Stage] {
-				t.Fatalf("phase %d (%d GPUs) after phase %d", e.Stage, e.GPUs, phase)
+			if e.Phase != phase+1 || e.GPUs != ashaPlan.GPUs[e.Phase] {
+				t.Fatalf("phase %d (%d GPUs) after phase %d", e.Phase, e.GPUs, phase)
 			}
-			phase = e.Stage
+			phase = e.Phase
 		case journal.EvNodeUp:
 			held[e.Node.ID] = true
 		case journal.EvNodeOff:

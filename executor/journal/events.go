@@ -37,7 +37,7 @@ const (
 	EvReplan    Kind = "replan"      // bracket Bracket's plan from stage Stage on is Plan now (Reason: why; Before, After: forecasts)
 	EvForecast  Kind = "forecast"    // before bracket Bracket's stage Stage, the run is forecast to end as After (the plan kept)
 	EvPromote   Kind = "promote"     // ASHA handed out Trial's job at bracket Bracket's rung Stage (0: its start), up to Iter
-	EvPhase     Kind = "phase"       // ASHA's plan entered phase Stage: GPUs are held from now on
+	EvPhase     Kind = "phase"       // ASHA's plan entered phase Phase: GPUs are held from now on
 )
 
 // Event is one record of the journal.
@@ -47,6 +47,7 @@ type Event struct {
 	RunID   string             `json:"run_id,omitempty"`
 	Bracket int                `json:"bracket,omitempty"`
 	Stage   int                `json:"stage,omitempty"`
+	Phase   int                `json:"phase,omitempty"` // EvPhase: the phase of ASHA's plan entered
 	Trial   string             `json:"trial,omitempty"`
 	Try     int                `json:"try,omitempty"`
 	GPUs    int                `json:"gpus,omitempty"`

@@ -28,6 +28,10 @@ func Upgrade(e Event) Event {
 		if e.Cause == string(StopPaused) && e.Fault == "" && e.Reason != "" {
 			e.Fault, e.Reason = e.Reason, ""
 		}
+	case EvPhase:
+		if e.Phase == 0 && e.Stage > 0 {
+			e.Phase, e.Stage = e.Stage, 0
+		}
 	case EvRequest:
 		if e.Count == 0 && e.Try > 0 {
 			e.Count, e.Try = e.Try, 0

@@ -24,6 +24,8 @@ func TestUpgradeReadsOldRecordsInTodaysShape(t *testing.T) {
 		{"failed stop", `{"ev":"stop","error":"boom"}`, Event{Ev: EvStop, Error: "boom", Cause: string(StopFailed)}},
 		{"request count in Try", `{"ev":"request","try":3,"token":"b0-r1"}`, Event{Ev: EvRequest, Count: 3, Token: "b0-r1"}},
 		{"request count", `{"ev":"request","count":2,"token":"b0-r1"}`, Event{Ev: EvRequest, Count: 2, Token: "b0-r1"}},
+		{"phase in Stage", `{"ev":"phase","stage":2,"gpus":4}`, Event{Ev: EvPhase, Phase: 2, GPUs: 4}},
+		{"phase", `{"ev":"phase","phase":1,"gpus":8}`, Event{Ev: EvPhase, Phase: 1, GPUs: 8}},
 		{"pause's fault in Reason", `{"ev":"stop","error":"paused: disk full","cause":"paused","reason":"disk full","where":"/ckpt"}`, Event{Ev: EvStop, Error: "paused: disk full", Cause: string(StopPaused), Fault: "disk full", Where: "/ckpt"}},
 		{"pause's fault", `{"ev":"stop","error":"paused: disk full","cause":"paused","fault":"disk full","where":"/ckpt"}`, Event{Ev: EvStop, Error: "paused: disk full", Cause: string(StopPaused), Fault: "disk full", Where: "/ckpt"}},
 	}
@@ -38,7 +40,7 @@ func TestUpgradeReadsOldRecordsInTodaysShape(t *testing.T) {
 				t.Fatalf("read: %v %v", got, err)
 			}
 			g, w := got[0], c.want
-			if g.Ev != w.Ev || g.Error != w.Error || g.GaveUp != w.GaveUp || g.Cause != w.Cause || g.Count != w.Count || g.Try != w.Try || g.Token != w.Token ||
+			if g.Ev != w.Ev || g.Error != w.Error || g.GaveUp != w.GaveUp || g.Cause != w.Cause || g.Count != w.Count || g.Phase != w.Phase || g.Stage != w.Stage || g.GPUs != w.GPUs || g.Try != w.Try || g.Token != w.Token ||
 				g.Fault != w.Fault || g.Reason != w.Reason || g.Where != w.Where {
 				t.Errorf("got %+v, want %+v", g, w)
 			}

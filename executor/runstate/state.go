@@ -427,10 +427,10 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvPromote:
 		s.promote(e)
 	case journal.EvPhase:
-		if a := s.ASHA; a != nil && e.Stage == len(a.PhaseAt) && e.Stage < len(a.Plan.GPUs) {
+		if a := s.ASHA; a != nil && e.Phase == len(a.PhaseAt) && e.Phase < len(a.Plan.GPUs) {
 			a.PhaseAt = append(a.PhaseAt, e.At)
 		} else {
-			fmt.Fprintf(s.log, "journal: phase %d does not follow the phases so far: skipped\n", e.Stage+1)
+			fmt.Fprintf(s.log, "journal: phase %d does not follow the phases so far: skipped\n", e.Phase+1)
 		}
 	case journal.EvStop:
 		s.stopped = e.Error
