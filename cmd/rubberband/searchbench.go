@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/bench"
@@ -71,38 +70,18 @@ func searchBenchAction(c *cli.Context) error {
 			return usageErr("--plots: %v", err)
 		}
 	}
-	samplers := bench.SplitSamplers(c.String("samplers"))
-	var results []bench.Result
-	// A chart that cannot be written is said at the end: the tables are printed first, never
-	// lost to it.
-	var plotErrs []error
-	for _, name := range strings.Split(c.String("objectives"), ",") {
-		if _, err := objective.Lookup(name); err != nil {
-			return usageErr("%v", err)
-		}
-		var optuna *bench.OptunaSource
-		if dir := c.String("optuna"); dir != "" {
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			optuna = &bench.OptunaSource{Dir: dir, Script: c.String("optuna-script"), Evaluator: self, Seeds: c.Int("seeds")}
-		}
-		cs := bench.Case{Objective: name, Algorithm: alg, Rounds: c.Int("rounds")}
-		r, trajs, err := bench.Measure(c.Context, cs, samplers, c.Int("seeds"), optuna, c.App.ErrWriter)
-		if err != nil {
-			return err
-		}
-		results = append(results, r)
+	suite := bench.Suite{Objectives: strings.Split(c.String("objectives"), ","), Samplers: bench.SplitSamplers(c.String("samplers")),
+		Algorithm: alg, Rounds: c.Int("rounds"), Seeds: c.Int("seeds"), OptunaDir: c.String("optuna"), OptunaScript: c.String("optuna-script"), Plots: c.String("plots")}
+	results, plotErrs, err := suite.Run(c.Context, c.App.ErrWriter, func(r bench.Result) {
 		if c.String("output") != "json" {
 			r.WriteTable(c.App.Writer)
 			fmt.Fprintln(c.App.Writer)
 		}
-		if dir := c.String("plots"); dir != "" {
-			if err := bench.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
-				plotErrs = append(plotErrs, fmt.Errorf("--plots: %w", err))
-			}
-		}
+	})
+	if oe := (*bench.ObjectiveError)(nil); errors.As(err, &oe) {
+		return usageErr("%v", oe)
+	} else if err != nil {
+		return err
 	}
 	if c.String("output") == "json" {
 		if err := writeJSON(c.App.Writer, results); err != nil {
