@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -53,26 +51,12 @@ func profileAction(c *cli.Context) error {
 			return usageErr("--instance-type: %v", err)
 		}
 	}
-	iters, scale := c.Int("iters"), c.Float64("time-scale")
-	if iters < 2 || scale <= 0 {
-		return usageErr("--iters must be at least 2 and --time-scale above 0")
+	p, err := driver.ProfilingOf(driver.Profiling{Backend: c.String("backend"), Spec: exp, Iters: c.Int("iters"), Rounds: c.Int("rounds"),
+		TimeScale: c.Float64("time-scale"), FirstWave: c.Int("first-wave")}, c.String("gpus"), c.IsSet("first-wave"))
+	if err != nil {
+		return err
 	}
-	var counts []int
-	for _, f := range strings.Split(c.String("gpus"), ",") {
-		g, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || g < 1 {
-			return usageErr("--gpus: %q is not a GPU count", f)
-		}
-		counts = append(counts, g)
-	}
-	if c.Int("rounds") < 1 {
-		return usageErr("--rounds must be at least 1")
-	}
-	if c.IsSet("first-wave") && c.Int("first-wave") < 1 {
-		return usageErr("--first-wave must be at least 1")
-	}
-	prof, err := driver.Profile(c.Context, driver.Profiling{Backend: c.String("backend"), Spec: exp, GPUs: counts, Iters: iters, Rounds: c.Int("rounds"),
-		TimeScale: scale, FirstWave: c.Int("first-wave")}, c.App.ErrWriter)
+	prof, err := driver.Profile(c.Context, p, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
