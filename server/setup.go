@@ -100,13 +100,18 @@ func SaveTeam(ctx context.Context, st store.Store, name string, ch TeamChange, c
 }
 
 // Setup is how `rubberband server` makes its server, from its flags: Config's fields that the
-// flags set directly are in Config; Start fills in the rest.
+// flags set directly are in Config; Start checks them and fills in the rest.
 type Setup struct {
 	Config
 	// DB is --db ("" for sqlite:ROOT/server.db); Mirror is --mirror.
 	DB, Mirror string
-	// Kind is Backend's driver.Kind.
-	Kind driver.Kind
+	// TLSCert and TLSKey serve HTTPS, both or neither.
+	TLSCert, TLSKey string
+	// Limits bound what a client may hold of the server.
+	Limits HTTPLimits
+	// PublicURL and AllowHosts are the host names the dashboard answers on (HostsOf).
+	PublicURL  string
+	AllowHosts []string
 	// Catalog reads the command's instance catalog once the database is open.
 	Catalog func() (spec.InstanceCatalog, error)
 }
@@ -115,6 +120,9 @@ type Setup struct {
 type Started struct {
 	*Server
 	Store *sqlstore.Store
+	// Kind is the backend's; Limits what Serve is to bound clients to.
+	Kind   driver.Kind
+	Limits HTTPLimits
 	// Root is the runs' folder, absolute.
 	Root string
 	// Trainers says where the local backend's trainers run; Mirrored whether runs are mirrored.
@@ -131,7 +139,22 @@ func (s *Started) Close() {
 // Start opens the database and makes the server that drives its runs from this binary's child
 // processes; a flag value the user must change is a *FlagError.
 func Start(ctx context.Context, s Setup) (*Started, error) {
-	var err error
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return nil, flagErr("--tls-cert and --tls-key go together")
+	}
+	if s.QueueLimits.PerTeam < 0 || s.QueueLimits.PerUser < 0 {
+		return nil, flagErr("--max-queued-per-team and --max-queued-per-user must not be negative (0: no bound)")
+	}
+	kind, err := driver.Lookup(s.Backend)
+	if err != nil {
+		return nil, flagErr("--backend %q: %s", s.Backend, driver.Names(nil))
+	}
+	if err := CheckLimits(s.Limits, s.MaxStreams, s.MaxStreamsPerUser); err != nil {
+		return nil, err
+	}
+	if s.Hosts, err = HostsOf(s.PublicURL, s.AllowHosts); err != nil {
+		return nil, flagErr("--public-url, --allow-host: %v", err)
+	}
 	if s.Root, err = filepath.Abs(s.Root); err != nil {
 		return nil, err
 	}
@@ -139,14 +162,14 @@ func Start(ctx context.Context, s Setup) (*Started, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := start(ctx, s, st, url)
+	srv, err := start(ctx, s, kind, st, url)
 	if err != nil {
 		st.Close()
 	}
 	return srv, err
 }
 
-func start(ctx context.Context, s Setup, st *sqlstore.Store, url string) (*Started, error) {
+func start(ctx context.Context, s Setup, kind driver.Kind, st *sqlstore.Store, url string) (*Started, error) {
 	cat, err := s.Catalog()
 	if err != nil {
 		return nil, err
@@ -163,7 +186,7 @@ func start(ctx context.Context, s Setup, st *sqlstore.Store, url string) (*Start
 	} else if err != nil {
 		return nil, err
 	}
-	if mirrored != nil && s.Kind.Simulated {
+	if mirrored != nil && kind.Simulated {
 		return nil, flagErr("--mirror: a %s run is not mirrored; use %s", s.Backend, driver.Names(func(k driver.Kind) bool { return !k.Simulated }))
 	}
 	trainers, err := PlaceTrainers(s.Backend, s.Root, s.SingleTenant)
@@ -183,5 +206,5 @@ func start(ctx context.Context, s Setup, st *sqlstore.Store, url string) (*Start
 		srv.Close()
 		return nil, err
 	}
-	return &Started{Server: srv, Store: st, Root: s.Root, Trainers: trainers, Mirrored: mirrored != nil}, nil
+	return &Started{Server: srv, Store: st, Kind: kind, Limits: s.Limits, Root: s.Root, Trainers: trainers, Mirrored: mirrored != nil}, nil
 }

@@ -83,29 +83,38 @@ func TestSaveTeamAddsThenChanges(t *testing.T) {
 	}
 }
 
-// A --mirror that names nothing, or one a simulated backend cannot have, is a FlagError, and
-// the database is closed again.
+// A flag the server cannot start with (a --mirror that names nothing, or one a simulated backend
+// cannot have, a TLS key without its certificate, ...) is a FlagError.
 func TestStartRefusesABadMirror(t *testing.T) {
 	t.Parallel()
-	kind, err := driver.Lookup("local")
-	if err != nil {
-		t.Fatal(err)
-	}
+	limits := HTTPLimits{ReadHeaderTimeout: time.Second, BodyTimeout: time.Second, IdleTimeout: time.Second, MaxConnsPerIP: 1, MaxConns: 1}
 	builtin := func() (spec.InstanceCatalog, error) { return spec.BuiltinCatalog(), nil }
 	for _, mirror := range []string{"nfs", "dir:"} {
-		_, err := Start(context.Background(), Setup{Config: Config{Root: t.TempDir(), Backend: "local"}, Kind: kind, Mirror: mirror, Catalog: builtin})
+		_, err := Start(context.Background(), Setup{Config: Config{Root: t.TempDir(), Backend: "local", MaxStreams: 1, MaxStreamsPerUser: 1}, Limits: limits, Mirror: mirror, Catalog: builtin})
 		var fe *FlagError
 		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), "--mirror: ") {
 			t.Errorf("--mirror %q: %v, want a FlagError", mirror, err)
 		}
 	}
-	virtual, err := driver.Lookup(driver.Virtual)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Start(context.Background(), Setup{Config: Config{Root: t.TempDir(), Backend: driver.Virtual}, Kind: virtual, Mirror: "db", Catalog: builtin})
-	var fe *FlagError
-	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "run is not mirrored") {
-		t.Errorf("a virtual run mirrored: %v, want a FlagError", err)
+	for _, tc := range []struct {
+		setup Setup
+		want  string
+	}{
+		{Setup{Config: Config{Backend: driver.Virtual}, Mirror: "db"}, "--mirror: a virtual run is not mirrored"},
+		{Setup{Config: Config{Backend: "local"}, TLSCert: "cert.pem"}, "--tls-cert and --tls-key go together"},
+		{Setup{Config: Config{Backend: "local", QueueLimits: QueueLimits{PerUser: -1}}}, "--max-queued-per-team and --max-queued-per-user"},
+		{Setup{Config: Config{Backend: "gce"}}, `--backend "gce"`},
+		{Setup{Config: Config{Backend: "local", MaxStreams: 0, MaxStreamsPerUser: 1}}, "--max-streams 0"},
+		{Setup{Config: Config{Backend: "local"}, PublicURL: "::bad"}, "--public-url, --allow-host: "},
+	} {
+		tc.setup.Root, tc.setup.Catalog, tc.setup.Limits = t.TempDir(), builtin, limits
+		if tc.setup.MaxStreams == 0 && !strings.HasPrefix(tc.want, "--max-streams") {
+			tc.setup.MaxStreams, tc.setup.MaxStreamsPerUser = 1, 1
+		}
+		_, err := Start(context.Background(), tc.setup)
+		var fe *FlagError
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want a FlagError %q", tc.setup, err, tc.want)
+		}
 	}
 }

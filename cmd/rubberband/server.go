@@ -88,31 +88,14 @@ func serverAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("server takes no arguments; `rubberband server users add` and `teams add` manage it")
 	}
-	if (c.String("tls-cert") == "") != (c.String("tls-key") == "") {
-		return usageErr("--tls-cert and --tls-key go together")
-	}
-	if c.Int("max-queued-per-team") < 0 || c.Int("max-queued-per-user") < 0 {
-		return usageErr("--max-queued-per-team and --max-queued-per-user must not be negative (0: no bound)")
-	}
-	backend := c.String("backend")
-	kind, err := driver.Lookup(backend)
-	if err != nil {
-		return usageErr("--backend %q: %s", backend, driver.Names(nil))
-	}
-	limits := server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
-		IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip"), MaxConns: c.Int("max-conns")}
-	if err := server.CheckLimits(limits, c.Int("max-streams"), c.Int("max-streams-per-user")); err != nil {
-		return usageErr("%v", err)
-	}
-	hosts, err := server.HostsOf(c.String("public-url"), c.StringSlice("allow-host"))
-	if err != nil {
-		return usageErr("--public-url, --allow-host: %v", err)
-	}
-	srv, err := server.Start(c.Context, server.Setup{DB: c.String("db"), Mirror: c.String("mirror"), Kind: kind,
+	srv, err := server.Start(c.Context, server.Setup{DB: c.String("db"), Mirror: c.String("mirror"), TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
+		Limits: server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
+			IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip"), MaxConns: c.Int("max-conns")},
+		PublicURL: c.String("public-url"), AllowHosts: c.StringSlice("allow-host"),
 		Catalog: func() (spec.InstanceCatalog, error) { return effectiveCatalog(c) },
-		Config: server.Config{Root: c.String("root"), Backend: backend, TimeScale: c.Float64("time-scale"), LeaseTTL: c.Duration("lease"),
+		Config: server.Config{Root: c.String("root"), Backend: c.String("backend"), TimeScale: c.Float64("time-scale"), LeaseTTL: c.Duration("lease"),
 			Log: c.App.ErrWriter, SingleTenant: c.Bool("single-tenant"), MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"),
-			Hosts: hosts, QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")}}})
+			QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")}}})
 	if fe := (*server.FlagError)(nil); errors.As(err, &fe) {
 		return usageErr("%v", fe)
 	} else if err != nil {
@@ -130,13 +113,13 @@ func serverAction(c *cli.Context) error {
 	if srv.Mirrored {
 		copies = ", mirrored to " + c.String("mirror")
 	}
-	if kind.LocalTrainers {
+	if srv.Kind.LocalTrainers {
 		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", srv.Trainers.Where)
 	}
-	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), srv.Root, copies, backend, srv.Store.Describe())
+	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), srv.Root, copies, c.String("backend"), srv.Store.Describe())
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return srv.Serve(ctx, ln, limits, c.String("tls-cert"), c.String("tls-key"))
+	return srv.Serve(ctx, ln, srv.Limits, c.String("tls-cert"), c.String("tls-key"))
 }
 
 // onStore runs fn on the command's database with its one NAME argument; what the user must
