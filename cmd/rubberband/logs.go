@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -51,30 +50,12 @@ func logsAction(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) && c.Bool("follow") {
-		f, err = rundir.OpenWhenWritten(ctx, st.Dir, path)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(c.App.ErrWriter, "rubberband: %s has no output yet\n", filepath.Base(path))
-		return nil
-	}
-	if err != nil || f == nil {
-		return err
-	}
-	defer f.Close()
-	if n := c.Int("tail"); n >= 0 {
-		if err := rundir.SeekTail(f, n); err != nil {
-			return err
-		}
-	}
 	w, done := logWriter(c, filepath.Base(path))
 	defer done()
-	if _, err := io.Copy(w, f); err != nil {
+	if err := rundir.PrintLog(ctx, st.Dir, path, c.Int("tail"), c.Bool("follow"), w); errors.Is(err, rundir.ErrNoOutput) {
+		fmt.Fprintf(c.App.ErrWriter, "rubberband: %s has no output yet\n", filepath.Base(path))
+	} else if err != nil {
 		return err
-	}
-	if c.Bool("follow") {
-		return rundir.Follow(ctx, st.Dir, f, w)
 	}
 	return nil
 }
