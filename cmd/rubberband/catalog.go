@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -9,8 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -119,27 +117,11 @@ func catalogRefreshCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := rbec2.RefreshCatalog(c.Context, cfg, cfg.Region, time.Now())
+			r, err := driver.RefreshCatalog(c.Context, cfg, spec.LocalCatalogPath(c.String("catalog"), catalogRoot(c)), time.Now())
 			if err != nil {
 				return err
 			}
-			path := spec.LocalCatalogPath(c.String("catalog"), catalogRoot(c))
-			if err := spec.WriteCatalogFile(path, r.File); err != nil {
-				return fmt.Errorf("catalog refresh: %w", err)
-			}
-			if c.String("output") == "json" {
-				return writeJSON(c.App.Writer, struct {
-					Path    string   `json:"path"`
-					Region  string   `json:"region"`
-					Types   int      `json:"types"`
-					Skipped []string `json:"skipped"`
-				}{path, r.File.Region, len(r.File.InstanceTypes), append([]string{}, r.Skipped...)})
-			}
-			fmt.Fprintf(c.App.Writer, "wrote %s: %s with GPUs in %s\n", path, format.Plural(len(r.File.InstanceTypes), "instance type"), r.File.Region)
-			for _, s := range r.Skipped {
-				fmt.Fprintf(c.App.Writer, "left out %s\n", s)
-			}
-			return nil
+			return printOutput(c, r, r.WriteText)
 		},
 	}
 }
