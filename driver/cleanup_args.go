@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -39,6 +41,17 @@ func CleanupWhat(f ec2.Filter) string {
 func CleanupCount(insts []ec2.Instance, groups []ec2.Group) string {
 	return strings.Join(slices.DeleteFunc([]string{plural(len(insts), "instance"), plural(len(groups), "security group")},
 		func(s string) bool { return s == "" }), " and ")
+}
+
+// WriteFound writes what cleanup found in region and would terminate and delete, asking first.
+func WriteFound(w io.Writer, region string, insts []ec2.Instance, groups []ec2.Group) {
+	fmt.Fprintf(w, "would terminate and delete, in %s:\n", region)
+	if len(insts) > 0 {
+		WriteInstances(w, insts, "STATE")
+	}
+	if len(groups) > 0 {
+		WriteGroups(w, groups)
+	}
 }
 
 // plural is n things, or "" for none.

@@ -38,3 +38,18 @@ func TestCheckCleanup(t *testing.T) {
 		t.Errorf("CleanupCount: %q", got)
 	}
 }
+
+// What cleanup would do is said with its region, and a table only for what there is.
+func TestWriteFound(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	WriteFound(&out, "us-east-1", nil, nil)
+	if out.String() != "would terminate and delete, in us-east-1:\n" {
+		t.Errorf("nothing found: %q", out.String())
+	}
+	out.Reset()
+	WriteFound(&out, "us-east-1", []ec2.Instance{{ID: "i-0abc"}}, nil)
+	if !strings.Contains(out.String(), "i-0abc") || !strings.Contains(out.String(), "STATE") {
+		t.Errorf("an instance found: %q", out.String())
+	}
+}

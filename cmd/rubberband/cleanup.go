@@ -58,13 +58,7 @@ func cleanupCommand() *cli.Command {
 					return printCleanup(c, driver.CleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}, Groups: []rbec2.Group{}}, what)
 				}
 				these := driver.CleanupCount(found, groups)
-				fmt.Fprintf(c.App.ErrWriter, "would terminate and delete, in %s:\n", cfg.Region)
-				if len(found) > 0 {
-					driver.WriteInstances(c.App.ErrWriter, found, "STATE")
-				}
-				if len(groups) > 0 {
-					driver.WriteGroups(c.App.ErrWriter, groups)
-				}
+				driver.WriteFound(c.App.ErrWriter, cfg.Region, found, groups)
 				if !term.IsTTY(os.Stdin) {
 					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", these, what)
 				}

@@ -19,10 +19,8 @@ func completionCommand() *cli.Command {
 				return usageErr("completion needs one SHELL argument: bash, zsh or fish")
 			}
 			switch sh := c.Args().First(); sh {
-			case "bash":
-				fmt.Fprint(c.App.Writer, term.BashCompletion)
-			case "zsh":
-				fmt.Fprint(c.App.Writer, term.ZshCompletion)
+			case "bash", "zsh":
+				fmt.Fprint(c.App.Writer, map[string]string{"bash": term.BashCompletion, "zsh": term.ZshCompletion}[sh])
 			case "fish":
 				script, err := c.App.ToFishCompletion()
 				if err != nil {

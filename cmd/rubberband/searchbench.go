@@ -57,12 +57,10 @@ func searchBenchAction(c *cli.Context) error {
 	if err := checkOutput(c); err != nil {
 		return err
 	}
-	if c.Int("seeds") < 1 || c.Int("rounds") < 1 {
-		return usageErr("--seeds and --rounds must be at least 1")
-	}
-	alg := c.String("algorithm")
-	if alg != "hyperband" && alg != "sha" {
-		return usageErr("--algorithm %q: hyperband or sha", alg)
+	suite := bench.Suite{Objectives: strings.Split(c.String("objectives"), ","), Samplers: bench.SplitSamplers(c.String("samplers")),
+		Algorithm: c.String("algorithm"), Rounds: c.Int("rounds"), Seeds: c.Int("seeds"), OptunaDir: c.String("optuna"), OptunaScript: c.String("optuna-script"), Plots: c.String("plots")}
+	if err := suite.Check(); err != nil {
+		return usageErr("%v", err)
 	}
 	// The plots' folder is made before the work, not found missing after it (like mkdir -p).
 	if dir := c.String("plots"); dir != "" {
@@ -70,16 +68,14 @@ func searchBenchAction(c *cli.Context) error {
 			return usageErr("--plots: %v", err)
 		}
 	}
-	suite := bench.Suite{Objectives: strings.Split(c.String("objectives"), ","), Samplers: bench.SplitSamplers(c.String("samplers")),
-		Algorithm: alg, Rounds: c.Int("rounds"), Seeds: c.Int("seeds"), OptunaDir: c.String("optuna"), OptunaScript: c.String("optuna-script"), Plots: c.String("plots")}
 	results, plotErrs, err := suite.Run(c.Context, c.App.ErrWriter, func(r bench.Result) {
 		if c.String("output") != "json" {
 			r.WriteTable(c.App.Writer)
 			fmt.Fprintln(c.App.Writer)
 		}
 	})
-	if oe := (*bench.ObjectiveError)(nil); errors.As(err, &oe) {
-		return usageErr("%v", oe)
+	if in := (*bench.InputError)(nil); errors.As(err, &in) {
+		return usageErr("%v", in)
 	} else if err != nil {
 		return err
 	}

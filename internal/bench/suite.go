@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,11 +22,23 @@ type Suite struct {
 	Plots                   string
 }
 
-// ObjectiveError is an objective name that is none: the user's to fix.
-type ObjectiveError struct{ Err error }
+// InputError is a suite the user must change: a count below 1, an algorithm or an objective
+// that is none.
+type InputError struct{ Err error }
 
-func (e *ObjectiveError) Error() string { return e.Err.Error() }
-func (e *ObjectiveError) Unwrap() error { return e.Err }
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Check says what is wrong with the suite's seeds, rounds and algorithm, as an *InputError.
+func (s Suite) Check() error {
+	if s.Seeds < 1 || s.Rounds < 1 {
+		return &InputError{Err: errors.New("--seeds and --rounds must be at least 1")}
+	}
+	if s.Algorithm != "hyperband" && s.Algorithm != "sha" {
+		return &InputError{Err: fmt.Errorf("--algorithm %q: hyperband or sha", s.Algorithm)}
+	}
+	return nil
+}
 
 // Run measures the objectives in turn, giving done each one's result as it comes. A chart that
 // cannot be written is returned apart (plotErrs), once every objective is measured: the results
@@ -33,7 +46,7 @@ func (e *ObjectiveError) Unwrap() error { return e.Err }
 func (s Suite) Run(ctx context.Context, log io.Writer, done func(Result)) (results []Result, plotErrs []error, err error) {
 	for _, name := range s.Objectives {
 		if _, err := objective.Lookup(name); err != nil {
-			return nil, nil, &ObjectiveError{Err: err}
+			return nil, nil, &InputError{Err: err}
 		}
 		var optuna *OptunaSource
 		if s.OptunaDir != "" {

@@ -27,8 +27,23 @@ func TestSuiteRun(t *testing.T) {
 		t.Fatalf("a chart into a file, not a folder: %v, want one error", plotErrs)
 	}
 	s.Objectives = []string{"nonesuch"}
-	var oe *ObjectiveError
+	var oe *InputError
 	if _, _, err := s.Run(context.Background(), io.Discard, func(Result) { t.Error("a result for no objective") }); !errors.As(err, &oe) {
-		t.Fatalf("an unknown objective: %v, want an ObjectiveError", err)
+		t.Fatalf("an unknown objective: %v, want an InputError", err)
+	}
+}
+
+// A suite with no seeds or rounds, or an algorithm that is none, is the user's to change.
+func TestSuiteCheck(t *testing.T) {
+	t.Parallel()
+	good := Suite{Algorithm: "sha", Rounds: 1, Seeds: 1}
+	if err := good.Check(); err != nil {
+		t.Fatalf("a good suite: %v", err)
+	}
+	for _, s := range []Suite{{Algorithm: "sha", Rounds: 1}, {Algorithm: "sha", Seeds: 1}, {Algorithm: "asha", Rounds: 1, Seeds: 1}} {
+		var in *InputError
+		if err := s.Check(); !errors.As(err, &in) {
+			t.Errorf("%+v: %v, want an InputError", s, err)
+		}
 	}
 }
