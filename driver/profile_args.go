@@ -1,8 +1,14 @@
 package driver
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/spec/starter"
 )
 
 // ProfilingOf checks `profile`'s numbers in p and reads its comma-separated --gpus list into
@@ -27,4 +33,22 @@ func ProfilingOf(p Profiling, gpus string, firstWaveSet bool) (Profiling, error)
 		return p, inputErr("--first-wave must be at least 1")
 	}
 	return p, nil
+}
+
+// SaveProfile writes the profile measured for exp to out and, where exp had none, names it in
+// exp's file (starter.NameProfile: relative to it unless keepAbs; the spec must still parse
+// with opts), so that plan and run use it as they are. It says the name the spec now gives, ""
+// when it had a profile already.
+func SaveProfile(exp *spec.Experiment, out string, prof []byte, keepAbs bool, opts ...spec.Option) (string, error) {
+	if err := os.WriteFile(out, prof, 0o644); err != nil {
+		return "", fmt.Errorf("write profile: %w", err)
+	}
+	if !exp.MissingProfile() {
+		return "", nil
+	}
+	rel, err := starter.NameProfile(exp, out, keepAbs, opts...)
+	if err != nil {
+		return "", fmt.Errorf("wrote %s, but: %w", out, err)
+	}
+	return filepath.ToSlash(rel), nil
 }

@@ -2,9 +2,13 @@ package driver
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // profile's numbers are checked in its flags' order, and --gpus is read as counts.
@@ -32,5 +36,24 @@ func TestProfilingOf(t *testing.T) {
 		if !errors.Is(err, ErrInput) || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v %q %v: %v, want ErrInput %q", tc.p, tc.gpus, tc.firstWave, err, tc.want)
 		}
+	}
+}
+
+// A spec that names its profile already keeps it: the profile is written and nothing is named.
+func TestSaveProfileKeepsANamedOne(t *testing.T) {
+	t.Parallel()
+	exp, err := spec.Load("../examples/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "p.yaml")
+	if rel, err := SaveProfile(exp, out, []byte("x"), false); err != nil || rel != "" {
+		t.Fatalf("SaveProfile: %q, %v", rel, err)
+	}
+	if data, err := os.ReadFile(out); err != nil || string(data) != "x" {
+		t.Fatalf("the profile written: %q, %v", data, err)
+	}
+	if _, err := SaveProfile(exp, filepath.Join(out, "under-a-file"), nil, false); err == nil || !strings.HasPrefix(err.Error(), "write profile: ") {
+		t.Fatalf("a profile that cannot be written: %v", err)
 	}
 }

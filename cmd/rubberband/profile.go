@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/rubberband-hpo/rubberband/driver"
@@ -60,22 +59,17 @@ func profileAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, prof, 0o644); err != nil {
-		return fmt.Errorf("write profile: %w", err)
-	}
-	if !exp.MissingProfile() {
-		fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
-		return nil
-	}
-	// The spec had none: name this one in it, so that plan and run use it as they are.
 	opts, err := specOptions(c)
 	if err != nil {
 		return err
 	}
-	rel, err := starter.NameProfile(exp, out, filepath.IsAbs(c.String("out")), opts...)
+	rel, err := driver.SaveProfile(exp, out, prof, filepath.IsAbs(c.String("out")), opts...)
 	if err != nil {
-		return fmt.Errorf("wrote %s, but: %w", out, err)
+		return err
+	} else if rel == "" {
+		fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
+		return nil
 	}
-	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, filepath.ToSlash(rel), exp.File)
+	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, rel, exp.File)
 	return nil
 }
