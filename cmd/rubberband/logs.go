@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -66,10 +65,5 @@ func logWriter(c *cli.Context, what string) (w io.Writer, done func()) {
 	if c.Bool("raw") {
 		return c.App.Writer, func() {}
 	}
-	clean := term.NewSanitizer(c.App.Writer)
-	return clean, func() {
-		if clean.Removed > 0 {
-			fmt.Fprintf(c.App.ErrWriter, "rubberband: removed %s from %s; --raw prints them\n", format.Plural(clean.Removed, "terminal control code"), what)
-		}
-	}
+	return term.CleanTo(c.App.Writer, c.App.ErrWriter, what)
 }
