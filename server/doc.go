@@ -10,5 +10,6 @@
 // takes its drivers with it; the next server to hold the database's lease resumes every run from
 // its journal. Serve answers the API and drives the runs until the process is told to stop. A
 // submitted run is planned and made as `rubberband run` makes one (planner.PlanRun,
-// driver.Create).
+// driver.Create). Start makes a server from `rubberband server`'s flags (its database, mirror
+// and trainers' place), and the admin commands' work (AddUser, SaveTeam) is here too.
 package server

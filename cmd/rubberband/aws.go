@@ -1,8 +1,6 @@
 package main
 
 import (
-	"regexp"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/urfave/cli/v2"
 
@@ -15,13 +13,11 @@ func regionFlag() cli.Flag {
 		Usage: "the AWS region"}
 }
 
-var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
-
 // loadAWS is the AWS SDK's default configuration chain in --region. Credentials are the SDK's
 // to find (environment, shared files, SSO, instance profile); nothing is asked of AWS yet.
 func loadAWS(c *cli.Context) (aws.Config, error) {
 	region := c.String("region")
-	if region != "" && !regionRE.MatchString(region) {
+	if region != "" && !rbec2.IsRegion(region) {
 		return aws.Config{}, usageErr("--region %q is not an AWS region such as us-east-1", region)
 	}
 	return rbec2.LoadConfig(c.Context, region)

@@ -1,33 +1,26 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/format"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // defaultRoot is --root's default: the folder of runs, and of the local catalog file.
 const defaultRoot = ".rubberband"
 
-// catalogFileName is the local catalog's name under the root.
-const catalogFileName = "catalog.json"
-
 // catalogFlag names a local catalog file; the commands that take it use it over the built-in
 // catalog. run does not take it: a run's spec is parsed again on resume, with the built-in
 // catalog.
 func catalogFlag() cli.Flag {
 	return &cli.StringFlag{Name: "catalog", EnvVars: []string{"RUBBERBAND_CATALOG"},
-		DefaultText: "ROOT/" + catalogFileName + " when there is one",
+		DefaultText: "ROOT/" + spec.LocalCatalogName + " when there is one",
 		Usage:       "a local instance catalog `FILE` (written by rubberband catalog refresh), whose rows add to or replace the built-in ones"}
 }
 
@@ -38,14 +31,7 @@ func localCatalog(c *cli.Context) (string, *spec.CatalogFile, error) {
 	if !takesFlag(c, "catalog") {
 		return "", nil, nil
 	}
-	path := c.String("catalog")
-	if path == "" {
-		path = filepath.Join(catalogRoot(c), catalogFileName)
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return "", nil, nil
-		}
-	}
-	f, err := spec.ReadCatalogFile(path)
+	path, f, err := spec.ReadLocalCatalog(c.String("catalog"), catalogRoot(c))
 	if err != nil {
 		return path, nil, usageErr("%v", err)
 	}
@@ -108,11 +94,7 @@ func catalogCommand() *cli.Command {
 				return err
 			}
 			rows := spec.EffectiveCatalog(f)
-			if c.String("output") == "json" {
-				return writeJSON(c.App.Writer, rows)
-			}
-			spec.WriteCatalog(c.App.Writer, path, f, rows)
-			return nil
+			return printOutput(c, rows, func(w io.Writer) { spec.WriteCatalog(w, path, f, rows) })
 		},
 		Subcommands: []*cli.Command{catalogRefreshCommand()},
 	}
@@ -135,30 +117,11 @@ func catalogRefreshCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := rbec2.RefreshCatalog(c.Context, cfg, cfg.Region, time.Now())
+			r, err := driver.RefreshCatalog(c.Context, cfg, spec.LocalCatalogPath(c.String("catalog"), catalogRoot(c)), time.Now())
 			if err != nil {
 				return err
 			}
-			path := c.String("catalog")
-			if path == "" {
-				path = filepath.Join(catalogRoot(c), catalogFileName)
-			}
-			if err := spec.WriteCatalogFile(path, r.File); err != nil {
-				return fmt.Errorf("catalog refresh: %w", err)
-			}
-			if c.String("output") == "json" {
-				return writeJSON(c.App.Writer, struct {
-					Path    string   `json:"path"`
-					Region  string   `json:"region"`
-					Types   int      `json:"types"`
-					Skipped []string `json:"skipped"`
-				}{path, r.File.Region, len(r.File.InstanceTypes), append([]string{}, r.Skipped...)})
-			}
-			fmt.Fprintf(c.App.Writer, "wrote %s: %s with GPUs in %s\n", path, format.Plural(len(r.File.InstanceTypes), "instance type"), r.File.Region)
-			for _, s := range r.Skipped {
-				fmt.Fprintf(c.App.Writer, "left out %s\n", s)
-			}
-			return nil
+			return printOutput(c, r, r.WriteText)
 		},
 	}
 }

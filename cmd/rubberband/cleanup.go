@@ -3,15 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 )
 
@@ -42,29 +40,15 @@ func cleanupCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageErr("cleanup takes no arguments (--experiment NAME or --all says what to terminate)")
 			}
-			outlives := func(k driver.Kind) bool { return k.OutlivesRun }
-			b := c.String("backend")
-			switch kind, err := driver.Lookup(b); {
-			case b == "":
-				return usageErr("cleanup needs --backend %s, the only backend whose machines can outlive a run", driver.Names(outlives))
-			case err != nil:
-				return usageErr("--backend %q is not a backend cleanup knows (%s)", b, driver.Names(outlives))
-			case !kind.OutlivesRun:
-				return usageErr("cleanup is for --backend %s: %s runs release their nodes themselves when they stop "+
-					"(`rubberband cancel RUN` stops one and releases its nodes)", driver.Names(outlives), b)
-			}
 			f := rbec2.Filter{Experiment: c.String("experiment"), All: c.Bool("all")}
-			if (f.Experiment == "") == !f.All {
-				return usageErr("cleanup needs exactly one of --experiment NAME and --all")
+			if err := driver.CheckCleanup(c.String("backend"), f); err != nil {
+				return err
 			}
 			cfg, err := loadAWS(c)
 			if err != nil {
 				return err
 			}
-			what := "experiment " + f.Experiment
-			if f.All {
-				what = "every experiment"
-			}
+			what := driver.CleanupWhat(f)
 			if !c.Bool("yes") {
 				found, groups, err := driver.CleanupFound(c.Context, cfg, f)
 				if err != nil {
@@ -73,15 +57,8 @@ func cleanupCommand() *cli.Command {
 				if len(found)+len(groups) == 0 {
 					return printCleanup(c, driver.CleanupResult{Region: cfg.Region, Experiment: f.Experiment, All: f.All, Terminated: []rbec2.Instance{}, Groups: []rbec2.Group{}}, what)
 				}
-				these := strings.Join(slices.DeleteFunc([]string{plural(len(found), "instance"), plural(len(groups), "security group")},
-					func(s string) bool { return s == "" }), " and ")
-				fmt.Fprintf(c.App.ErrWriter, "would terminate and delete, in %s:\n", cfg.Region)
-				if len(found) > 0 {
-					driver.WriteInstances(c.App.ErrWriter, found, "STATE")
-				}
-				if len(groups) > 0 {
-					driver.WriteGroups(c.App.ErrWriter, groups)
-				}
+				these := driver.CleanupCount(found, groups)
+				driver.WriteFound(c.App.ErrWriter, cfg.Region, found, groups)
 				if !term.IsTTY(os.Stdin) {
 					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", these, what)
 				}
@@ -102,18 +79,6 @@ func cleanupCommand() *cli.Command {
 	}
 }
 
-// plural is n things, or "" for none.
-func plural(n int, thing string) string {
-	if n == 0 {
-		return ""
-	}
-	return format.Plural(n, thing)
-}
-
 func printCleanup(c *cli.Context, res driver.CleanupResult, what string) error {
-	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, res)
-	}
-	driver.WriteCleanup(c.App.Writer, res, what)
-	return nil
+	return printOutput(c, res, func(w io.Writer) { driver.WriteCleanup(w, res, what) })
 }

@@ -46,11 +46,7 @@ func iamPolicyCommand() *cli.Command {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			if c.String("output") == "json" {
-				return writeJSON(c.App.Writer, doc)
-			}
-			doc.WriteText(c.App.Writer)
-			return nil
+			return printOutput(c, doc, doc.WriteText)
 		},
 	}
 }

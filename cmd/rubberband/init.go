@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,21 +36,13 @@ func initAction(c *cli.Context) error {
 		return usageErr("init takes no arguments (got %q): it writes --out in the current folder", c.Args().First())
 	}
 	out := c.String("out")
-	dir, err := filepath.Abs(filepath.Dir(out))
-	if err != nil {
-		return err
-	}
 	cat, err := effectiveCatalog(c)
 	if err != nil {
 		return err
 	}
-	o := starter.Options{Type: c.String("type"), Catalog: cat, File: filepath.Base(out), Now: time.Now(), Name: c.String("name")}
-	if o.Name == "" {
-		o.Name = filepath.Base(dir)
-	}
-	o.Command = strings.Fields(c.String("command"))
+	o := starter.Options{Type: c.String("type"), Catalog: cat, Now: time.Now(), Name: c.String("name"), Command: strings.Fields(c.String("command"))}
 	var input *starter.InputError
-	if o, err = starter.Write(o, dir, out, c.Bool("force")); errors.As(err, &input) {
+	if o, err = starter.Init(o, out, c.Bool("force")); errors.As(err, &input) {
 		return usageErr("%v", input)
 	} else if err != nil {
 		return err

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -51,30 +49,12 @@ func logsAction(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) && c.Bool("follow") {
-		f, err = rundir.OpenWhenWritten(ctx, st.Dir, path)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(c.App.ErrWriter, "rubberband: %s has no output yet\n", filepath.Base(path))
-		return nil
-	}
-	if err != nil || f == nil {
-		return err
-	}
-	defer f.Close()
-	if n := c.Int("tail"); n >= 0 {
-		if err := rundir.SeekTail(f, n); err != nil {
-			return err
-		}
-	}
 	w, done := logWriter(c, filepath.Base(path))
 	defer done()
-	if _, err := io.Copy(w, f); err != nil {
+	if err := rundir.PrintLog(ctx, st.Dir, path, c.Int("tail"), c.Bool("follow"), w); errors.Is(err, rundir.ErrNoOutput) {
+		fmt.Fprintf(c.App.ErrWriter, "rubberband: %s has no output yet\n", filepath.Base(path))
+	} else if err != nil {
 		return err
-	}
-	if c.Bool("follow") {
-		return rundir.Follow(ctx, st.Dir, f, w)
 	}
 	return nil
 }
@@ -85,10 +65,5 @@ func logWriter(c *cli.Context, what string) (w io.Writer, done func()) {
 	if c.Bool("raw") {
 		return c.App.Writer, func() {}
 	}
-	clean := term.NewSanitizer(c.App.Writer)
-	return clean, func() {
-		if clean.Removed > 0 {
-			fmt.Fprintf(c.App.ErrWriter, "rubberband: removed %s from %s; --raw prints them\n", format.Plural(clean.Removed, "terminal control code"), what)
-		}
-	}
+	return term.CleanTo(c.App.Writer, c.App.ErrWriter, what)
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/urfave/cli/v2"
@@ -33,16 +31,9 @@ func nodeAgentCommand() *cli.Command {
 				DataDir: c.String("data-dir"), IMDSEndpoint: os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT"),
 				RunID: c.String("run"), Watchdog: c.Duration("watchdog"), Shutdown: strings.Fields(c.String("shutdown-command")),
 				Driver: c.String("driver"), Credentials: nodeagent.CredentialsFromEnv(os.Getenv, c.Bool("acl"))}
-			if o.RunID != "" && o.Watchdog > 0 {
-				work := filepath.Join(o.DataDir, "agent")
-				if err := os.MkdirAll(work, 0o755); err != nil {
-					return err
-				}
-				store, err := open.FromEnv(c.Context, work)
-				if err != nil {
-					return err
-				}
-				o.Heartbeat = store
+			o, err := nodeagent.WatchFromEnv(c.Context, o)
+			if err != nil {
+				return err
 			}
 			return nodeagent.Run(c.Context, o)
 		},

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"io"
-	"os"
 	"sync/atomic"
 
-	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
-	"github.com/rubberband-hpo/rubberband/planner"
-	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -34,36 +29,24 @@ func planAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if exp.Algorithm.IsASHA() {
-		return planASHA(c, exp, s.Model())
+	progress, stop := func(int) {}, func() {}
+	if !exp.Algorithm.IsASHA() { // an ASHA job's plans are few
+		progress, stop = planTicker(c)
 	}
-	progress, stop := planTicker(c)
-	rep, res, err := planner.Plan(c.Context, exp, s, progress)
+	p, err := driver.PlanJob(c.Context, exp, s, c.String("gantt"), c.String("out"), progress)
 	stop()
 	if err != nil {
 		return err
 	}
-	if g := c.String("gantt"); g != "" {
-		if err := charts.PlanSchedule(g, s, res.Best.Alloc, fmt.Sprintf("%s: %s plan, one sampled run", exp.Name, exp.Planner.Name)); err != nil {
-			return err
-		}
-	}
-	if out := c.String("out"); out != "" && res.Feasible {
-		if err := writePlanFile(out, rep); err != nil {
-			return err
-		}
-	}
-	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, rep); err != nil {
-			return err
-		}
-	} else {
-		rep.WriteTable(c.App.Writer)
-	}
-	if err := res.Check(exp); err != nil {
+	return printPredicted(c, p)
+}
+
+// printPredicted prints what plan or simulate predicted, then exits as it says (3: infeasible).
+func printPredicted(c *cli.Context, p *driver.Predicted) error {
+	if err := printOutput(c, p.JSON, p.Table); err != nil {
 		return err
 	}
-	return planner.CheckBudget(exp, rep)
+	return p.Check
 }
 
 // planTicker shows a planner's progress on standard error after the first second: the
@@ -76,48 +59,4 @@ func planTicker(c *cli.Context) (progress func(evaluated int), stop func()) {
 	var evaluated atomic.Int64
 	stop = term.Ticker(w, "planning", func() string { return format.Plural(int(evaluated.Load()), "plan") + " simulated" })
 	return func(n int) { evaluated.Store(int64(n)) }, stop
-}
-
-// planASHA plans an ASHA job: its GPU schedule beside the best fixed-slot ASHA and synchronous
-// SHA. A feasible one is written with --out, for `run --plan`.
-func planASHA(c *cli.Context, exp *spec.Experiment, m *sim.Model) error {
-	res, err := planner.PlanASHA(c.Context, exp, m)
-	if err != nil {
-		return err
-	}
-	rep := res.Report(exp)
-	if g := c.String("gantt"); g != "" {
-		sc, err := m.ScheduleASHA(*exp.Algorithm.ASHA, res.Elastic.Plan, uint64(exp.Seed))
-		if err != nil {
-			return err
-		}
-		if err := charts.Schedule(g, fmt.Sprintf("%s: asha schedule %s GPUs, one sampled run", exp.Name, res.Elastic.Plan), sc, func(sp sim.Span) int { return sp.Trial }); err != nil {
-			return err
-		}
-	}
-	if out := c.String("out"); out != "" && res.Elastic.Feasible {
-		if err := writePlanFile(out, rep); err != nil {
-			return err
-		}
-	}
-	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, res); err != nil {
-			return err
-		}
-	} else {
-		res.WriteTable(c.App.Writer)
-	}
-	return res.Check(exp)
-}
-
-// writePlanFile writes a plan file (`plan --out`), as rundir.ReadPlanFile reads it.
-func writePlanFile(path string, rep *planner.Report) error {
-	data, err := planner.EncodeReport(rep)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("write plan: %w", err)
-	}
-	return nil
 }

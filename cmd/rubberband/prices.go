@@ -6,15 +6,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 )
-
-// priceList is `prices -o json`: prices are per region, so the region is said.
-type priceList struct {
-	Region string        `json:"region"`
-	Prices []rbec2.Price `json:"prices"`
-}
 
 func pricesCommand() *cli.Command {
 	return &cli.Command{
@@ -38,13 +31,9 @@ func pricesCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return usageErr("prices needs at least one instance TYPE, such as p3.2xlarge")
 			}
-			var market cloud.Market // both
-			switch m := c.String("market"); m {
-			case "all":
-			case string(cloud.OnDemand), string(cloud.Spot):
-				market = cloud.Market(m)
-			default:
-				return usageErr("--market %q is not a market (on-demand, spot or all)", m)
+			market, err := driver.MarketOf(c.String("market"))
+			if err != nil {
+				return err
 			}
 			cfg, err := loadAWS(c)
 			if err != nil {
@@ -61,15 +50,10 @@ func pricesCommand() *cli.Command {
 			}
 			// Otherwise err, if any, is a type and market with no price at all: what was found is
 			// shown first.
-			if c.String("output") == "json" {
-				if ps == nil {
-					ps = []rbec2.Price{}
-				}
-				if werr := writeJSON(c.App.Writer, priceList{Region: cfg.Region, Prices: ps}); werr != nil {
+			if list := (driver.PriceList{Region: cfg.Region, Prices: append([]rbec2.Price{}, ps...)}); c.String("output") == "json" || len(ps) > 0 {
+				if werr := printOutput(c, list, list.WriteTable); werr != nil {
 					return werr
 				}
-			} else if len(ps) > 0 {
-				driver.WritePrices(c.App.Writer, cfg.Region, ps)
 			}
 			return err
 		},

@@ -3,10 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -53,45 +50,26 @@ func profileAction(c *cli.Context) error {
 			return usageErr("--instance-type: %v", err)
 		}
 	}
-	iters, scale := c.Int("iters"), c.Float64("time-scale")
-	if iters < 2 || scale <= 0 {
-		return usageErr("--iters must be at least 2 and --time-scale above 0")
-	}
-	var counts []int
-	for _, f := range strings.Split(c.String("gpus"), ",") {
-		g, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || g < 1 {
-			return usageErr("--gpus: %q is not a GPU count", f)
-		}
-		counts = append(counts, g)
-	}
-	if c.Int("rounds") < 1 {
-		return usageErr("--rounds must be at least 1")
-	}
-	if c.IsSet("first-wave") && c.Int("first-wave") < 1 {
-		return usageErr("--first-wave must be at least 1")
-	}
-	prof, err := driver.Profile(c.Context, driver.Profiling{Backend: c.String("backend"), Spec: exp, GPUs: counts, Iters: iters, Rounds: c.Int("rounds"),
-		TimeScale: scale, FirstWave: c.Int("first-wave")}, c.App.ErrWriter)
+	p, err := driver.ProfilingOf(driver.Profiling{Backend: c.String("backend"), Spec: exp, Iters: c.Int("iters"), Rounds: c.Int("rounds"),
+		TimeScale: c.Float64("time-scale"), FirstWave: c.Int("first-wave")}, c.String("gpus"), c.IsSet("first-wave"))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(out, prof, 0o644); err != nil {
-		return fmt.Errorf("write profile: %w", err)
+	prof, err := driver.Profile(c.Context, p, c.App.ErrWriter)
+	if err != nil {
+		return err
 	}
-	if !exp.MissingProfile() {
-		fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
-		return nil
-	}
-	// The spec had none: name this one in it, so that plan and run use it as they are.
 	opts, err := specOptions(c)
 	if err != nil {
 		return err
 	}
-	rel, err := starter.NameProfile(exp, out, filepath.IsAbs(c.String("out")), opts...)
+	rel, err := driver.SaveProfile(exp, out, prof, filepath.IsAbs(c.String("out")), opts...)
 	if err != nil {
-		return fmt.Errorf("wrote %s, but: %w", out, err)
+		return err
+	} else if rel == "" {
+		fmt.Fprintf(c.App.ErrWriter, "wrote %s\n", out)
+		return nil
 	}
-	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, filepath.ToSlash(rel), exp.File)
+	fmt.Fprintf(c.App.ErrWriter, "wrote %s and named it in %s (profile: {file: %s}); next: rubberband plan %s\n", out, exp.File, rel, exp.File)
 	return nil
 }

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -23,13 +20,7 @@ func schemaCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			enc := json.NewEncoder(c.App.Writer)
-			enc.SetIndent("", "  ")
-			enc.SetEscapeHTML(false) // descriptions are read by people, not pasted into HTML
-			if err := enc.Encode(spec.SchemaFor(cat)); err != nil {
-				return fmt.Errorf("write the schema: %w", err)
-			}
-			return nil
+			return spec.WriteSchema(c.App.Writer, cat)
 		},
 	}
 }

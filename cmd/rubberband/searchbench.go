@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/bench"
@@ -58,12 +57,10 @@ func searchBenchAction(c *cli.Context) error {
 	if err := checkOutput(c); err != nil {
 		return err
 	}
-	if c.Int("seeds") < 1 || c.Int("rounds") < 1 {
-		return usageErr("--seeds and --rounds must be at least 1")
-	}
-	alg := c.String("algorithm")
-	if alg != "hyperband" && alg != "sha" {
-		return usageErr("--algorithm %q: hyperband or sha", alg)
+	suite := bench.Suite{Objectives: strings.Split(c.String("objectives"), ","), Samplers: bench.SplitSamplers(c.String("samplers")),
+		Algorithm: c.String("algorithm"), Rounds: c.Int("rounds"), Seeds: c.Int("seeds"), OptunaDir: c.String("optuna"), OptunaScript: c.String("optuna-script"), Plots: c.String("plots")}
+	if err := suite.Check(); err != nil {
+		return usageErr("%v", err)
 	}
 	// The plots' folder is made before the work, not found missing after it (like mkdir -p).
 	if dir := c.String("plots"); dir != "" {
@@ -71,38 +68,16 @@ func searchBenchAction(c *cli.Context) error {
 			return usageErr("--plots: %v", err)
 		}
 	}
-	samplers := bench.SplitSamplers(c.String("samplers"))
-	var results []bench.Result
-	// A chart that cannot be written is said at the end: the tables are printed first, never
-	// lost to it.
-	var plotErrs []error
-	for _, name := range strings.Split(c.String("objectives"), ",") {
-		if _, err := objective.Lookup(name); err != nil {
-			return usageErr("%v", err)
-		}
-		var optuna *bench.OptunaSource
-		if dir := c.String("optuna"); dir != "" {
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			optuna = &bench.OptunaSource{Dir: dir, Script: c.String("optuna-script"), Evaluator: self, Seeds: c.Int("seeds")}
-		}
-		cs := bench.Case{Objective: name, Algorithm: alg, Rounds: c.Int("rounds")}
-		r, trajs, err := bench.Measure(c.Context, cs, samplers, c.Int("seeds"), optuna, c.App.ErrWriter)
-		if err != nil {
-			return err
-		}
-		results = append(results, r)
+	results, plotErrs, err := suite.Run(c.Context, c.App.ErrWriter, func(r bench.Result) {
 		if c.String("output") != "json" {
 			r.WriteTable(c.App.Writer)
 			fmt.Fprintln(c.App.Writer)
 		}
-		if dir := c.String("plots"); dir != "" {
-			if err := bench.Regret(filepath.Join(dir, "search-"+name+".png"), r, trajs); err != nil {
-				plotErrs = append(plotErrs, fmt.Errorf("--plots: %w", err))
-			}
-		}
+	})
+	if in := (*bench.InputError)(nil); errors.As(err, &in) {
+		return usageErr("%v", in)
+	} else if err != nil {
+		return err
 	}
 	if c.String("output") == "json" {
 		if err := writeJSON(c.App.Writer, results); err != nil {

@@ -6,8 +6,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"os/user"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -15,7 +13,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/server"
 	"github.com/rubberband-hpo/rubberband/server/store"
-	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -76,28 +74,6 @@ func httpFlags() []cli.Flag {
 	}
 }
 
-// httpLimits reads httpFlags' bounds; a bad one exits 2 naming its flag.
-func httpLimits(c *cli.Context) (server.HTTPLimits, error) {
-	l := server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
-		IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip"), MaxConns: c.Int("max-conns")}
-	for _, f := range []string{"read-header-timeout", "body-timeout", "idle-timeout"} {
-		if c.Duration(f) <= 0 {
-			return l, usageErr("--%s %v: a positive duration", f, c.Duration(f))
-		}
-	}
-	switch {
-	case l.MaxConnsPerIP == 0 || l.MaxConnsPerIP < -1:
-		return l, usageErr("--max-conns-per-ip %d: at least 1, or -1 for no bound", l.MaxConnsPerIP)
-	case l.MaxConns == 0 || l.MaxConns < -1:
-		return l, usageErr("--max-conns %d: at least 1, or -1 for no bound", l.MaxConns)
-	case c.Int("max-streams") < 1:
-		return l, usageErr("--max-streams %d: at least 1", c.Int("max-streams"))
-	case c.Int("max-streams-per-user") < 1:
-		return l, usageErr("--max-streams-per-user %d: at least 1", c.Int("max-streams-per-user"))
-	}
-	return l, nil
-}
-
 func teamFlags() []cli.Flag {
 	return []cli.Flag{rootFlag(), dbFlag(),
 		&cli.IntFlag{Name: "max-gpus", Usage: "GPUs the team's running runs may hold at once (0: no bound)"},
@@ -108,137 +84,42 @@ func teamFlags() []cli.Flag {
 	}
 }
 
-// cliActor is who the audit log says acted for a command run on the database directly.
-func cliActor() string {
-	name := "unknown"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	return "cli:" + name + "@" + host
-}
-
-// openStore opens the command's database, making the root folder for the default one.
-func openStore(c *cli.Context) (*sqlstore.Store, error) {
-	url, err := dbURL(c)
-	if err != nil {
-		return nil, err
-	}
-	return sqlstore.Open(c.Context, url)
-}
-
-// dbURL is the command's database, sqlite:ROOT/server.db by default (its folder made); a SQLite
-// path is made absolute, so that the server's drivers open the same file.
-func dbURL(c *cli.Context) (string, error) {
-	url := c.String("db")
-	if url == "" {
-		root := c.String("root")
-		if err := os.MkdirAll(root, 0o700); err != nil {
-			return "", err
-		}
-		url = "sqlite:" + filepath.Join(root, "server.db")
-	}
-	return sqlstore.AbsURL(url)
-}
-
-// serverMirror is the server's --mirror: nil without one.
-func serverMirror(c *cli.Context, st *sqlstore.Store) (*server.Mirror, error) {
-	url, err := dbURL(c)
-	if err != nil {
-		return nil, err
-	}
-	m, err := server.MirrorFor(c.String("mirror"), url, st)
-	if errors.Is(err, server.ErrMirrorFlag) {
-		return nil, usageErr("--mirror: %v", err)
-	}
-	return m, err
-}
-
 func serverAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("server takes no arguments; `rubberband server users add` and `teams add` manage it")
 	}
-	if (c.String("tls-cert") == "") != (c.String("tls-key") == "") {
-		return usageErr("--tls-cert and --tls-key go together")
-	}
-	if c.Int("max-queued-per-team") < 0 || c.Int("max-queued-per-user") < 0 {
-		return usageErr("--max-queued-per-team and --max-queued-per-user must not be negative (0: no bound)")
-	}
-	backend := c.String("backend")
-	kind, err := driver.Lookup(backend)
-	if err != nil {
-		return usageErr("--backend %q: %s", backend, driver.Names(nil))
-	}
-	limits, err := httpLimits(c)
-	if err != nil {
-		return err
-	}
-	hosts, err := server.HostsOf(c.String("public-url"), c.StringSlice("allow-host"))
-	if err != nil {
-		return usageErr("--public-url, --allow-host: %v", err)
-	}
-	root, err := filepath.Abs(c.String("root"))
-	if err != nil {
-		return err
-	}
-	st, err := openStore(c)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	cat, err := effectiveCatalog(c)
-	if err != nil {
-		return err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	wd, _ := os.Getwd()
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s:%d:%x", host, os.Getpid(), time.Now().UnixNano()&0xffffff)
-	mirrored, err := serverMirror(c, st)
-	if err != nil {
-		return err
-	}
-	if mirrored != nil && kind.Simulated {
-		return usageErr("--mirror: a %s run is not mirrored; use %s", backend, driver.Names(func(k driver.Kind) bool { return !k.Simulated }))
-	}
-	env := []string{"RUBBERBAND_BACKEND=" + backend, "RUBBERBAND_ROOT=" + root}
-	trainers, err := server.PlaceTrainers(backend, root, c.Bool("single-tenant"))
-	if err != nil {
-		return usageErr("--root: %v", err)
-	}
-	srv := server.New(server.Config{Store: st, Root: root, Backend: backend, TimeScale: c.Float64("time-scale"), Catalog: cat,
-		Holder: holder, LeaseTTL: c.Duration("lease"), Log: c.App.ErrWriter, Sandbox: trainers.Sandbox, SingleTenant: c.Bool("single-tenant"),
-		MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"), Hosts: hosts,
-		QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")},
-		Supervisor:  &server.Supervisor{Binary: self, Dir: wd, Env: env, Mirror: mirrored, Log: c.App.ErrWriter}})
-	defer srv.Close()
-	if err := srv.CheckTenancy(c.Context); errors.Is(err, server.ErrUnsandboxed) {
-		return usageErr("%v (here %v)", err, trainers.WhyNot)
+	srv, err := server.Start(c.Context, server.Setup{DB: c.String("db"), Mirror: c.String("mirror"), TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
+		Limits: server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
+			IdleTimeout: c.Duration("idle-timeout"), MaxConnsPerIP: c.Int("max-conns-per-ip"), MaxConns: c.Int("max-conns")},
+		PublicURL: c.String("public-url"), AllowHosts: c.StringSlice("allow-host"),
+		Catalog: func() (spec.InstanceCatalog, error) { return effectiveCatalog(c) },
+		Config: server.Config{Root: c.String("root"), Backend: c.String("backend"), TimeScale: c.Float64("time-scale"), LeaseTTL: c.Duration("lease"),
+			Log: c.App.ErrWriter, SingleTenant: c.Bool("single-tenant"), MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"),
+			QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")}}})
+	if fe := (*server.FlagError)(nil); errors.As(err, &fe) {
+		return usageErr("%v", fe)
 	} else if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
 		return usageErr("listen on %s: %v", c.String("addr"), err)
 	}
-	scheme := "http"
+	scheme, copies := "http", ""
 	if c.String("tls-cert") != "" {
 		scheme = "https"
 	}
-	copies := ""
-	if mirrored != nil {
+	if srv.Mirrored {
 		copies = ", mirrored to " + c.String("mirror")
 	}
-	if kind.LocalTrainers {
-		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", trainers.Where)
+	if srv.Kind.LocalTrainers {
+		fmt.Fprintf(c.App.ErrWriter, "rubberband server: trainers %s\n", srv.Trainers.Where)
 	}
-	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), root, copies, backend, st.Describe())
+	fmt.Fprintf(c.App.ErrWriter, "rubberband server: %s://%s, runs under %s%s, backend %s, database %s\n", scheme, ln.Addr(), srv.Root, copies, c.String("backend"), srv.Store.Describe())
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return srv.Serve(ctx, ln, limits, c.String("tls-cert"), c.String("tls-key"))
+	return srv.Serve(ctx, ln, srv.Limits, c.String("tls-cert"), c.String("tls-key"))
 }
 
 // onStore runs fn on the command's database with its one NAME argument; what the user must
@@ -247,14 +128,12 @@ func onStore(c *cli.Context, fn func(st store.Store, name string) error) error {
 	if c.NArg() != 1 {
 		return usageErr("%s needs exactly one NAME", c.Command.HelpName)
 	}
-	st, err := openStore(c)
+	st, _, err := server.OpenStore(c.Context, c.String("db"), c.String("root"))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	err = fn(st, c.Args().First())
-	var in *server.InputError
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrInvalid) || errors.As(err, &in) {
+	if err = fn(st, c.Args().First()); server.IsUserError(err) {
 		return usageErr("%v", err)
 	}
 	return err
@@ -262,7 +141,7 @@ func onStore(c *cli.Context, fn func(st store.Store, name string) error) error {
 
 func usersAddAction(c *cli.Context) error {
 	return onStore(c, func(st store.Store, name string) error {
-		token, err := server.AddUser(c.Context, st, name, c.String("team"), c.Bool("admin"), time.Now(), cliActor())
+		token, err := server.AddUser(c.Context, st, name, c.String("team"), c.Bool("admin"), time.Now(), server.CLIActor())
 		if err != nil {
 			return err
 		}
@@ -276,33 +155,13 @@ func usersAddAction(c *cli.Context) error {
 func teamsAction(create bool) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		return onStore(c, func(st store.Store, name string) error {
-			var ch server.TeamChange
-			if c.IsSet("max-gpus") {
-				ch.MaxGPUs = ptr(c.Int("max-gpus"))
-			}
-			if c.IsSet("max-nodes") {
-				ch.MaxNodes = ptr(c.Int("max-nodes"))
-			}
-			if c.IsSet("budget") {
-				ch.MonthlyBudgetUSD = ptr(c.Float64("budget"))
-			}
-			if c.IsSet("max-queued-runs") {
-				ch.MaxQueuedRuns = ptr(c.Int("max-queued-runs"))
-			}
+			ch := server.TeamChange{MaxGPUs: ifSet(c, "max-gpus", c.Int), MaxNodes: ifSet(c, "max-nodes", c.Int),
+				MonthlyBudgetUSD: ifSet(c, "budget", c.Float64), MaxQueuedRuns: ifSet(c, "max-queued-runs", c.Int)}
 			if c.IsSet("storage-prefix") {
 				prefixes := slices.DeleteFunc(c.StringSlice("storage-prefix"), func(p string) bool { return p == "" })
 				ch.StoragePrefixes = &prefixes
 			}
-			var (
-				t   store.Team
-				err error
-			)
-			if create {
-				t = ch.Apply(store.Team{Name: name, CreatedAt: time.Now()})
-				err = server.CreateTeam(c.Context, st, t, cliActor())
-			} else {
-				t, err = server.UpdateTeam(c.Context, st, name, ch, cliActor())
-			}
+			t, err := server.SaveTeam(c.Context, st, name, ch, create, time.Now(), server.CLIActor())
 			if err == nil {
 				fmt.Fprintf(c.App.ErrWriter, "team %s: %s\n", t.Name, server.TeamDetail(t))
 			}
@@ -311,4 +170,11 @@ func teamsAction(create bool) cli.ActionFunc {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
+// ifSet is the flag's value when it was given, else nil.
+func ifSet[T any](c *cli.Context, name string, value func(string) T) *T {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v := value(name)
+	return &v
+}

@@ -3,10 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/rubberband-hpo/rubberband/internal/charts"
-	"github.com/rubberband-hpo/rubberband/planner"
-	"github.com/rubberband-hpo/rubberband/rundir"
-	"github.com/rubberband-hpo/rubberband/sim"
+	"github.com/rubberband-hpo/rubberband/driver"
 )
 
 func simulateCommand() *cli.Command {
@@ -29,52 +26,16 @@ func simulateAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var alloc sim.Alloc
-	name := "given"
-	switch {
-	case c.IsSet("plan") == c.IsSet("alloc"):
+	if c.IsSet("plan") == c.IsSet("alloc") {
 		return usageErr("give exactly one of --plan FILE or --alloc LIST")
-	case c.IsSet("plan"):
-		rep, err := rundir.ReadPlanFile(c.String("plan"))
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		if alloc, err = rep.Alloc(s.Brackets()); err != nil {
-			return usageErr("%s: %v", c.String("plan"), err)
-		}
-		name = rep.Planner
-	default:
-		if alloc, err = sim.ParseAlloc(s.Model(), c.String("alloc")); err != nil {
-			return usageErr("--alloc: %v", err)
-		}
 	}
-	if err := s.Model().Check(s.Brackets(), alloc); err != nil {
-		return usageErr("%v", err)
+	given := c.String("alloc")
+	if c.IsSet("plan") {
+		given = c.String("plan")
 	}
-	res, err := s.Simulate(alloc)
+	p, err := driver.Simulate(exp, s, c.IsSet("plan"), given, c.String("gantt"), c.String("hist"))
 	if err != nil {
 		return err
 	}
-	deadline := exp.Deadline.Seconds()
-	feasible := deadline == 0 || sim.Quantile(res.Outcome.JCT, exp.Planner.DeadlineQuantile) <= deadline
-	if g := c.String("gantt"); g != "" {
-		if err := charts.PlanSchedule(g, s, alloc, exp.Name+": cluster schedule, one sampled run"); err != nil {
-			return err
-		}
-	}
-	if h := c.String("hist"); h != "" {
-		if err := charts.Predictions(h, res, deadline, exp.Name); err != nil {
-			return err
-		}
-	}
-	rep := planner.NewReport(exp, name, deadline, feasible, res)
-	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, rep); err != nil {
-			return err
-		}
-	} else {
-		rep.WriteTable(c.App.Writer)
-	}
-	return planner.CheckOutcome(exp, res.Outcome) // exit 3, as plan's
-
+	return printPredicted(c, p) // exit 3, as plan's
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -40,22 +39,9 @@ func whatifAction(c *cli.Context) error {
 	if exp.Algorithm.IsASHA() && c.IsSet("planners") {
 		return usageErr("--planners: an asha job compares its elastic schedule, fixed slots and synchronous sha, not planners")
 	}
-	var sweeps []spec.Sweep
-	for _, s := range c.StringSlice("sweep") {
-		sw, err := spec.ParseSweep(s)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		sweeps = append(sweeps, sw)
-	}
-	if len(sweeps) == 0 {
-		return usageErr("give at least one --sweep NAME=VALUES")
-	}
-	names := strings.Split(c.String("planners"), ",")
-	for _, n := range names {
-		if !slices.Contains(spec.PlannerNames(), n) {
-			return usageErr("--planners: %q is not a planner (%s)", n, strings.Join(spec.PlannerNames(), ", "))
-		}
+	sweeps, names, err := planner.ParseWhatIf(c.StringSlice("sweep"), c.String("planners"))
+	if err != nil {
+		return err
 	}
 	if o := c.String("output"); o != "table" && o != "json" && o != "csv" {
 		return usageErr("--output %q is not a format (table, json or csv)", o)

@@ -1,5 +1,5 @@
 // Package format writes the numbers people read in rubberband's tables, progress lines, logs
-// and dashboard the same way everywhere: money, durations and counted nouns.
+// and dashboard the same way everywhere: money, durations, counted nouns and the binary's version.
 //
 // Money (Money) has cents from one dollar up and four decimals below it: a plan of $12.40 needs
 // no tenths of a cent, and a small run's $0.0042 would read $0.00 with cents. JSON keeps the

@@ -1,4 +1,4 @@
-package main
+package format
 
 import (
 	"runtime/debug"
@@ -22,7 +22,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		{"", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
 		{"", nil, "dev"},
 	} {
-		if got := versionOf(tc.stamped, tc.bi); got != tc.want {
+		if got := Version(tc.stamped, tc.bi); got != tc.want {
 			t.Errorf("%q %+v: %q, want %q", tc.stamped, tc.bi, got, tc.want)
 		}
 	}
