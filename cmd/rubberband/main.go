@@ -10,23 +10,13 @@ import (
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/planner"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes.
+// The exit codes most commands return (driver.ExitCode says which, with the others).
 const (
-	exitError      = 1
-	exitInvalid    = 2
-	exitInfeasible = 3
-	// exitPaused is a run an infrastructure fault paused (a full disk, a store down): resume
-	// carries it on once that is mended (executor.PausedError).
-	exitPaused = driver.ExitPaused
-	// exitDeadlineMissed is a run that finished past its deadline: its result stands (the best
-	// trial is reported), the promise it was planned for did not.
-	exitDeadlineMissed = 5
+	exitError   = driver.ExitError
+	exitInvalid = driver.ExitInvalid
 )
 
 // exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
@@ -95,33 +85,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var ee *exitErr
-	if errors.As(err, &ee) && ee.err == nil {
+	coded := errors.As(err, &ee)
+	if coded && ee.err == nil {
 		return ee.code // said already
 	}
 	fmt.Fprintln(stderr, "rubberband:", err)
-	return exitCode(err)
-}
-
-// exitCode is the exit code of an error: its own (exitErr), 3 when no plan meets the deadline
-// or the budget (before or during a run), 2 for input the user must change, else 1.
-func exitCode(err error) int {
-	var ee *exitErr
-	var problem *planner.ProblemError
-	var overBudget *executor.BudgetError
-	var paused *executor.PausedError
-	switch {
-	case errors.As(err, &ee):
+	if coded {
 		return ee.code
-	case errors.As(err, &paused):
-		return exitPaused
-	case errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoPlan), errors.As(err, &overBudget):
-		return exitInfeasible
-	case errors.As(err, &problem), errors.Is(err, driver.ErrInput),
-		errors.Is(err, rundir.ErrNotRun), errors.Is(err, rundir.ErrSpec), errors.Is(err, rundir.ErrAmbiguous),
-		errors.Is(err, rundir.ErrNoTrial), errors.Is(err, rundir.ErrHasRun), errors.Is(err, rundir.ErrSpecChange):
-		return exitInvalid
 	}
-	return exitError
+	return driver.ExitCode(err)
 }
 
 // commands are the CLI's commands, in the order help lists them.

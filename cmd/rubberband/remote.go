@@ -2,17 +2,14 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
-	"github.com/rubberband-hpo/rubberband/executor/runstate"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/rubberband-hpo/rubberband/server/store"
-	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,19 +40,10 @@ func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) e
 	return cmd
 }
 
-// remoteErr gives a server's answers the CLI's exit codes: 2 for what the user must change (a
-// spec's problems, a refusal, a full queue, an unknown run), 3 for a plan that misses its
-// deadline.
+// remoteErr gives a server's answers the CLI's exit codes (client.ExitCode).
 func remoteErr(err error) error {
-	ce, ok := err.(*client.Error)
-	if !ok {
-		return err
-	}
-	switch {
-	case ce.Status == 422 && strings.Contains(ce.Message, "deadline"):
-		return &exitErr{code: exitInfeasible, err: ce}
-	case ce.Status == 422 || ce.Status == 403 || ce.Status == 404 || ce.Status == 429 || ce.Status == 409:
-		return &exitErr{code: exitInvalid, err: ce}
+	if code := client.ExitCode(err); code != 0 {
+		return &exitErr{code: code, err: err}
 	}
 	return err
 }
@@ -74,14 +62,10 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err != nil {
 		return err
 	}
-	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
+	if err := driver.ResolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 		return err
 	}
 	run, plan, err := cl.SubmitSpec(c.Context, src, exp, c.Int("priority"), c.App.ErrWriter)
-	var tooLarge *codebundle.TooLargeError
-	if errors.As(err, &tooLarge) { // the user's to fix: an .rbignore, another workdir
-		return &exitErr{code: exitInvalid, err: err}
-	}
 	if err != nil {
 		return err
 	}
@@ -89,47 +73,24 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 		plan.WriteTable(c.App.ErrWriter)
 	}
 	fmt.Fprintln(c.App.ErrWriter, client.Submitted(run, cl.Base))
-	if c.Bool("detach") {
-		if c.String("output") == "json" {
-			return writeJSON(c.App.Writer, run)
-		}
-		fmt.Fprintln(c.App.Writer, run.ID)
-		return nil
+	if !c.Bool("detach") {
+		return followToEnd(c, cl, run.ID)
 	}
-	if run, err = cl.Follow(c.Context, run.ID, c.App.ErrWriter); err != nil {
-		return err
+	if c.String("output") == "json" {
+		return writeJSON(c.App.Writer, run)
 	}
-	return printRemoteEnd(c, cl, run)
+	fmt.Fprintln(c.App.Writer, run.ID)
+	return nil
 }
 
-// printRemoteEnd prints how a run ended: what report prints of it (rendered by the server as
-// here: its tables, or its JSON), after its state and why on standard error.
-func printRemoteEnd(c *cli.Context, cl *client.Client, run client.Run) error {
-	end := fmt.Sprintf("%s %s: %s", run.ID, run.Name, run.State)
-	if run.Message != "" {
-		end += " (" + run.Message + ")"
+// followToEnd follows the run on the server until it ends and prints how it ended
+// (client.FollowToEnd), with its exit code.
+func followToEnd(c *cli.Context, cl *client.Client, id string) error {
+	code, err := cl.FollowToEnd(c.Context, id, c.String("output"), c.App.Writer, c.App.ErrWriter)
+	if err == nil && code != 0 {
+		err = &exitErr{code: code}
 	}
-	fmt.Fprintln(c.App.ErrWriter, end)
-	var rep bytes.Buffer
-	switch err := cl.Copy(c.Context, run.ID, "report", url.Values{"output": {c.String("output")}}, &rep); {
-	case err == nil:
-		c.App.Writer.Write(rep.Bytes())
-	case c.String("output") == "json": // it never started: the run is all there is
-		if err := writeJSON(c.App.Writer, run); err != nil {
-			return err
-		}
-	}
-	switch run.State {
-	case store.Finished:
-		var end runstate.Report // the exit code says whether the deadline held
-		if err := cl.Get(c.Context, run.ID, "report", &end); err != nil {
-			return err
-		}
-		return deadlineExit(end)
-	case store.Paused:
-		return &exitErr{code: exitPaused}
-	}
-	return &exitErr{code: exitError}
+	return err
 }
 
 // resumeRemote queues a paused run of the server again and follows it as run does.
@@ -143,10 +104,7 @@ func resumeRemote(c *cli.Context, cl *client.Client) error {
 		return err
 	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband: %s: queued to resume\n", run.ID)
-	if run, err = cl.Follow(c.Context, run.ID, c.App.ErrWriter); err != nil {
-		return err
-	}
-	return printRemoteEnd(c, cl, run)
+	return followToEnd(c, cl, run.ID)
 }
 
 func listRemote(c *cli.Context, cl *client.Client) error {

@@ -1,23 +1,14 @@
 package main
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
-	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
-	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
-	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -95,76 +86,22 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir := c.String("state")
-	if dir == "" {
-		dir = rundir.Free(c.String("root"), exp.Name)
-	}
-	if err := rundir.Mkdir(dir); err != nil {
-		return err
-	}
-	backend, timeScale := c.String("backend"), c.Float64("time-scale")
-	kind, err := driver.Lookup(backend)
-	if err != nil {
-		return err
-	}
-	runID := journal.NewRunID(time.Now(), rand.Uint32())
-	var faults *int64
-	if c.IsSet("faults") {
-		if !kind.Simulated {
-			return usageErr("--faults needs --backend %s", driver.Names(func(k driver.Kind) bool { return k.Simulated }))
-		}
-		seed := c.Int64("faults")
-		faults = &seed
-	}
-	if kind.Simulated { // its journal is a function of the spec, its seed and the faults
-		runID, timeScale = driver.VirtualRunID(exp, c.Int64("faults")), 1
-	}
-	lock, err := driver.Lock(dir, runID, c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := rundir.CheckFree(dir); err != nil {
-		return err
-	}
-	if err := driver.Check(backend, exp); err != nil { // before planning: it may take a while
-		return err
-	}
-	if !kind.Simulated { // the trainer runs in its folder, wherever run started
-		if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
-			return err
-		}
-	}
-	if timeScale <= 0 {
-		return usageErr("--time-scale must be above 0")
-	}
-	// The plan: given, or made now with the spec's planner.
-	var rep *planner.Report
-	if p := c.String("plan"); p != "" {
-		if rep, err = rundir.ReadPlanFile(p); err != nil {
-			return usageErr("%v", err)
-		}
-	} else {
-		progress, stop := func(int) {}, func() {}
-		if !exp.Algorithm.IsASHA() { // an ASHA schedule's search says nothing as it goes
-			progress, stop = planTicker(c)
-		}
-		rep, err = planner.PlanRun(c.Context, exp, s, progress)
-		stop()
-		if err != nil {
-			return err
-		}
-	}
 	_, local, err := localCatalog(c)
 	if err != nil {
 		return err
 	}
-	// The spec's snapshot is the bytes planned from, not the file now: it may have changed.
-	if err := driver.Create(driver.NewRun{Dir: dir, Source: src, Spec: exp, Plan: rep, Catalog: local,
-		Run: rundir.RunFile{RunID: runID, Backend: backend, TimeScale: timeScale, NoReplan: c.Bool("no-replan"), Workdir: exp.Trainer.Workdir}}); err != nil {
+	var faults *int64
+	if c.IsSet("faults") {
+		seed := c.Int64("faults")
+		faults = &seed
+	}
+	st, res, err := driver.StartRun(c.Context, driver.Start{Spec: exp, Source: src, Sim: s, Catalog: local,
+		Dir: c.String("state"), Root: c.String("root"), Backend: c.String("backend"), TimeScale: c.Float64("time-scale"),
+		Faults: faults, PlanFile: c.String("plan"), PlanTicker: func() (func(int), func()) { return planTicker(c) }, Exec: execOptions(c)})
+	if err != nil {
 		return err
 	}
-	return execute(c, dir, faults)
+	return printRun(c, st, res)
 }
 
 func resumeAction(c *cli.Context) error {
@@ -175,91 +112,35 @@ func resumeAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	lock, err := driver.Lock(st.Dir, st.Run.RunID, c.App.ErrWriter)
-	if err != nil {
-		return err
+	load := func(path string, opts ...spec.Option) (*spec.Experiment, *spec.Source, error) {
+		return loadSpecFile(path, c.App.ErrWriter, opts...)
 	}
-	defer lock.Close()
-	if c.Bool("repair-journal") {
-		kept, dropped, backup, err := journal.RepairJournal(filepath.Join(st.Dir, rundir.Journal), time.Now())
-		if err != nil {
-			return err
-		}
-		if backup != "" {
-			fmt.Fprintf(c.App.ErrWriter, "rubberband: kept the journal's first %s, cut %s; the whole file is in %s\n", format.Plural(kept, "record"), format.Plural(dropped, "line"), backup)
-		}
-	}
-	if p := c.String("spec"); p != "" {
-		if err := changeSpec(c, st, p); err != nil {
-			return err
-		}
-	} else if diff := st.OriginalDiff(); diff != "" {
-		fmt.Fprintf(c.App.ErrWriter, "rubberband: warning: %s changed since the run started; the run goes on with its own copy (%s). `resume --spec %s` would change it:\n%s",
-			st.Run.Spec, filepath.Join(st.Dir, rundir.SpecCopy), st.Run.Spec, diff)
-	}
-	return execute(c, st.Dir, nil)
-}
-
-// changeSpec makes the spec at path the run's spec (rundir.ChangeSpec), when its backend can
-// run it.
-func changeSpec(c *cli.Context, st *rundir.State, path string) error {
-	opts, err := rundir.SpecOptions(st.Dir) // the catalog the run was started with
-	if err != nil {
-		return err
-	}
-	exp, src, err := loadSpecFile(path, c.App.ErrWriter, opts...)
-	if err != nil {
-		return err
-	}
-	if err := driver.Check(st.Run.Backend, exp); err != nil {
-		return err
-	}
-	old, err := rundir.ChangeSpec(st, src, exp)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.App.ErrWriter, "rubberband: the run's spec is now %s:\n%s", path, rundir.LineDiff(old, src.Data))
-	return nil
-}
-
-// execute runs (or resumes) the run in dir (driver.Execute) until it finishes, the user
-// interrupts it (SIGINT, SIGTERM: `rubberband cancel` too), or it fails, and prints its report.
-// The caller holds the state directory's lock.
-func execute(c *cli.Context, dir string, faults *int64) error {
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if c.Int("trainer-log-mb") <= 0 {
-		return usageErr("--trainer-log-mb must be at least 1 (MiB), not %d", c.Int("trainer-log-mb"))
-	}
-	o := driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json", LogMax: int64(c.Int("trainer-log-mb")) << 20,
-		KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"), NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), Faults: faults}
-	// A server's driver copies its journal where the next server finds it (mirror.EnvAt).
-	if loc := os.Getenv(mirror.EnvAt); loc != "" {
-		m, closeMirror, err := mirror.Open(ctx, loc, sqlstore.OpenRunFiles)
-		if err != nil {
-			return err
-		}
-		defer closeMirror()
-		o.Mirror, o.MirrorRun = m, os.Getenv(mirror.EnvRun)
-	}
-	st, res, err := driver.Execute(ctx, dir, o)
+	st, res, err := driver.ResumeRun(c.Context, driver.Resume{State: st, RepairJournal: c.Bool("repair-journal"),
+		SpecPath: c.String("spec"), LoadSpec: load, Exec: execOptions(c)})
 	if err != nil {
 		return err
 	}
 	return printRun(c, st, res)
 }
 
+// execOptions are run's and resume's flags as the driver executes a run.
+func execOptions(c *cli.Context) driver.Exec {
+	return driver.Exec{TrainerLogMB: c.Int("trainer-log-mb"), MirrorAt: os.Getenv(mirror.EnvAt),
+		Options: driver.Options{Log: c.App.ErrWriter, JSONLog: c.String("log-format") == "json", KeepNodes: c.Bool("keep-nodes"), Force: c.Bool("force"),
+			NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), MirrorRun: os.Getenv(mirror.EnvRun)}}
+}
+
 // printRun writes a run's report: as JSON, or as its best trial, its stages predicted beside
-// realized, and the totals.
+// realized, and the totals; a run that finished past its deadline exits 5.
 func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
 	rep := runstate.Compare(st.Plan, res)
 	if c.String("output") == "json" {
 		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
-		return deadlineExit(rep)
+	} else {
+		rundir.WriteTable(c.App.Writer, st, res, rundir.EndStatus(res))
 	}
-	rundir.WriteTable(c.App.Writer, st, res, rundir.EndStatus(res))
 	return deadlineExit(rep)
 }
 
@@ -267,7 +148,7 @@ func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
 // nil otherwise.
 func deadlineExit(rep runstate.Report) error {
 	if rep.DeadlineMissed {
-		return &exitErr{code: exitDeadlineMissed}
+		return &exitErr{code: driver.ExitDeadlineMissed}
 	}
 	return nil
 }
