@@ -17,9 +17,9 @@ func bestCommand() *cli.Command {
 		},
 		BashComplete: completeRun,
 		Action: func(c *cli.Context) error {
-			out := c.String("output")
-			if out != "yaml" && out != "json" {
-				return usageErr("--output %q: yaml or json", out)
+			out, err := bestOutput(c)
+			if err != nil {
+				return err
 			}
 			if c.NArg() != 1 {
 				return usageErr("best needs exactly one RUN argument")
@@ -39,4 +39,12 @@ func bestCommand() *cli.Command {
 			return rundir.WriteBest(c.App.Writer, best, out == "json")
 		},
 	}
+}
+
+// bestOutput is best's --output: yaml or json.
+func bestOutput(c *cli.Context) (string, error) {
+	if out := c.String("output"); out != "yaml" && out != "json" {
+		return "", usageErr("--output %q: yaml or json", out)
+	}
+	return c.String("output"), nil
 }

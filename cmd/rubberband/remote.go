@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"net/url"
 	"time"
@@ -48,8 +47,16 @@ func remoteErr(err error) error {
 	return err
 }
 
+// exited is what an action returns for a call's exit code and error.
+func exited(code int, err error) error {
+	if err == nil && code != 0 {
+		return &exitErr{code: code}
+	}
+	return err
+}
+
 // runRemote submits the spec and, unless --detach, follows its driver log until the run ends,
-// then prints its report.
+// then prints its report (client.RunSpec).
 func runRemote(c *cli.Context, cl *client.Client) error {
 	if c.NArg() != 1 {
 		return usageErr("run needs exactly one SPEC argument")
@@ -65,61 +72,20 @@ func runRemote(c *cli.Context, cl *client.Client) error {
 	if err := driver.ResolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 		return err
 	}
-	run, plan, err := cl.SubmitSpec(c.Context, src, exp, c.Int("priority"), c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
-	if c.String("output") != "json" && plan != nil {
-		plan.WriteTable(c.App.ErrWriter)
-	}
-	fmt.Fprintln(c.App.ErrWriter, client.Submitted(run, cl.Base))
-	if !c.Bool("detach") {
-		return followToEnd(c, cl, run.ID)
-	}
-	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, run)
-	}
-	fmt.Fprintln(c.App.Writer, run.ID)
-	return nil
+	o := client.RunOptions{Priority: c.Int("priority"), Detach: c.Bool("detach"), Output: c.String("output")}
+	return exited(cl.RunSpec(c.Context, src, exp, o, c.App.Writer, c.App.ErrWriter))
 }
 
-// followToEnd follows the run on the server until it ends and prints how it ended
-// (client.FollowToEnd), with its exit code.
-func followToEnd(c *cli.Context, cl *client.Client, id string) error {
-	code, err := cl.FollowToEnd(c.Context, id, c.String("output"), c.App.Writer, c.App.ErrWriter)
-	if err == nil && code != 0 {
-		err = &exitErr{code: code}
-	}
-	return err
-}
-
-// resumeRemote queues a paused run of the server again and follows it as run does.
 func resumeRemote(c *cli.Context, cl *client.Client) error {
 	id, err := oneRun(c)
 	if err != nil {
 		return err
 	}
-	run, err := cl.Resume(c.Context, id)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.App.ErrWriter, "rubberband: %s: queued to resume\n", run.ID)
-	return followToEnd(c, cl, run.ID)
+	return exited(cl.ResumeAndFollow(c.Context, id, c.String("output"), c.App.Writer, c.App.ErrWriter))
 }
 
 func listRemote(c *cli.Context, cl *client.Client) error {
-	runs, err := cl.Runs(c.Context)
-	if err != nil {
-		return err
-	}
-	if c.String("output") == "json" {
-		return writeJSON(c.App.Writer, runs)
-	}
-	if len(runs) == 0 {
-		fmt.Fprintf(c.App.Writer, "no runs on %s\n", cl.Base)
-		return nil
-	}
-	return client.WriteRuns(c.App.Writer, runs, time.Now())
+	return cl.PrintRuns(c.Context, c.App.Writer, c.String("output") == "json", time.Now())
 }
 
 // oneRun is the single RUN argument of a command that speaks to a server.
@@ -139,8 +105,8 @@ func namedRun(c *cli.Context, cl *client.Client) (client.Run, error) {
 	return cl.Run(c.Context, id)
 }
 
-// statusRemote prints what status prints of a run here, rendered by the server from the run's
-// state (rundir.RenderStatus); a run still queued there shows where it stands in the queue.
+// statusRemote prints what status prints of a run here; a run still queued there shows where
+// it stands in the queue.
 func statusRemote(c *cli.Context, cl *client.Client) error {
 	if err := checkOutput(c); err != nil {
 		return err
@@ -153,15 +119,7 @@ func statusRemote(c *cli.Context, cl *client.Client) error {
 		client.WriteStatus(c.App.Writer, run) // no driver has opened it: its queue is all there is
 		return nil
 	}
-	q := client.StatusQuery(statusOptions(c))
-	return showStatus(c, func() ([]byte, bool, error) {
-		var buf bytes.Buffer
-		if err := cl.Copy(c.Context, run.ID, "status", q, &buf); err != nil {
-			return nil, false, err
-		}
-		now, err := cl.Run(c.Context, run.ID)
-		return buf.Bytes(), err == nil && !now.State.Settled(), err
-	})
+	return showStatus(c, func() ([]byte, bool, error) { return cl.RenderStatus(c.Context, run.ID, statusOptions(c)) })
 }
 
 // logsRemote prints RUN's driver log or TRIAL's output, cleaned of terminal control codes as
@@ -188,8 +146,7 @@ func cancelRemote(c *cli.Context, cl *client.Client) error {
 	return nil
 }
 
-// reportRemote prints what report prints of a run here, rendered by the server from the run's
-// journal.
+// reportRemote prints what report prints of a run here, rendered by the server.
 func reportRemote(c *cli.Context, cl *client.Client) error {
 	if err := checkOutput(c); err != nil {
 		return err
@@ -206,17 +163,17 @@ func reportRemote(c *cli.Context, cl *client.Client) error {
 
 // bestRemote prints what best prints of a run here.
 func bestRemote(c *cli.Context, cl *client.Client) error {
-	out := c.String("output")
-	if out != "yaml" && out != "json" {
-		return usageErr("--output %q: yaml or json", out)
+	out, err := bestOutput(c)
+	if err != nil {
+		return err
 	}
 	id, err := oneRun(c)
 	if err != nil {
 		return err
 	}
-	var b rundir.BestTrial
-	if err := cl.Get(c.Context, id, "best", &b); err != nil {
+	b, err := cl.Best(c.Context, id)
+	if err != nil {
 		return err
 	}
-	return rundir.WriteBest(c.App.Writer, &b, out == "json")
+	return rundir.WriteBest(c.App.Writer, b, out == "json")
 }

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/ui"
 	"github.com/urfave/cli/v2"
 )
@@ -50,7 +46,7 @@ func uiAction(c *cli.Context) error {
 			return err
 		}
 	}
-	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: cancelDir, Log: c.App.ErrWriter})
+	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: driver.CancelDir, Log: c.App.ErrWriter})
 	if err != nil {
 		ln.Close()
 		return err
@@ -64,18 +60,4 @@ func uiAction(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return srv.Serve(ctx, ln)
-}
-
-// dashboardCancelWait is how long the dashboard's cancel waits for a live driver to stop, as
-// `rubberband cancel` does.
-const dashboardCancelWait = 2 * time.Minute
-
-// cancelDir does what `rubberband cancel DIR` does: the dashboard's cancel button.
-func cancelDir(ctx context.Context, dir string) error {
-	st, err := rundir.Open(dir)
-	if err != nil {
-		return err
-	}
-	_, err = driver.Cancel(ctx, st, dashboardCancelWait, io.Discard)
-	return err
 }

@@ -9,9 +9,12 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )
@@ -57,9 +60,7 @@ func (c *Client) FollowToEnd(ctx context.Context, id, output string, out, log io
 	case err == nil:
 		out.Write(rep.Bytes())
 	case output == "json": // it never started: the run is all there is
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(run); err != nil {
+		if err := writeJSON(out, run); err != nil {
 			return 0, err
 		}
 	}
@@ -77,4 +78,90 @@ func (c *Client) FollowToEnd(ctx context.Context, id, output string, out, log io
 		return driver.ExitPaused, nil
 	}
 	return driver.ExitError, nil
+}
+
+// RunOptions are how RunSpec submits a spec and shows it: its priority in its team's queue,
+// whether to leave it once queued (Detach) rather than follow it, and the output (table or
+// json).
+type RunOptions struct {
+	Priority int
+	Detach   bool
+	Output   string
+}
+
+// RunSpec submits the spec exp was parsed from (SubmitSpec), shows on log its plan (not with
+// json) and where it stands in the queue, then prints it (its ID, or its JSON) when o.Detach,
+// else follows it to its end (FollowToEnd, whose exit code it returns).
+func (c *Client) RunSpec(ctx context.Context, src *spec.Source, exp *spec.Experiment, o RunOptions, out, log io.Writer) (int, error) {
+	run, plan, err := c.SubmitSpec(ctx, src, exp, o.Priority, log)
+	if err != nil {
+		return 0, err
+	}
+	if o.Output != "json" && plan != nil {
+		plan.WriteTable(log)
+	}
+	fmt.Fprintln(log, Submitted(run, c.Base))
+	switch {
+	case !o.Detach:
+		return c.FollowToEnd(ctx, run.ID, o.Output, out, log)
+	case o.Output == "json":
+		return 0, writeJSON(out, run)
+	}
+	fmt.Fprintln(out, run.ID)
+	return 0, nil
+}
+
+// ResumeAndFollow queues the paused run id again, says so on log, and follows it to its end
+// (FollowToEnd, whose exit code it returns).
+func (c *Client) ResumeAndFollow(ctx context.Context, id, output string, out, log io.Writer) (int, error) {
+	run, err := c.Resume(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(log, "rubberband: %s: queued to resume\n", run.ID)
+	return c.FollowToEnd(ctx, run.ID, output, out, log)
+}
+
+// PrintRuns writes the server's runs on w as `rubberband list` does: as JSON, or as a table
+// (WriteRuns at now), or says there are none.
+func (c *Client) PrintRuns(ctx context.Context, w io.Writer, asJSON bool, now time.Time) error {
+	runs, err := c.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(w, runs)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(w, "no runs on %s\n", c.Base)
+		return nil
+	}
+	return WriteRuns(w, runs, now)
+}
+
+// RenderStatus is run id's status as `rubberband status` draws it here (rundir.RenderStatus,
+// on the server), and whether the run is still live there.
+func (c *Client) RenderStatus(ctx context.Context, id string, o rundir.StatusOptions) ([]byte, bool, error) {
+	var buf bytes.Buffer
+	if err := c.Copy(ctx, id, "status", StatusQuery(o), &buf); err != nil {
+		return nil, false, err
+	}
+	now, err := c.Run(ctx, id)
+	return buf.Bytes(), err == nil && !now.State.Settled(), err
+}
+
+// Best is run id's best trial, as `rubberband best` finds it here (rundir.Best).
+func (c *Client) Best(ctx context.Context, id string) (*rundir.BestTrial, error) {
+	var b rundir.BestTrial
+	if err := c.Get(ctx, id, "best", &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// writeJSON writes v as the CLI writes JSON: indented, one document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
