@@ -5,7 +5,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
-	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -17,18 +16,17 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "execute a plan (local processes, Nomad or EC2) and report realized vs predicted time and cost",
 		ArgsUsage: "SPEC",
-		Flags: append(predictionFlags(),
+		Flags: append(append(predictionFlags(),
 			&cli.StringFlag{Name: "planner", DefaultText: "from the spec", Usage: "planner to use when no --plan is given (overrides planner.name)"},
 			rootFlag(), catalogFlag(),
 			&cli.StringFlag{Name: "state", DefaultText: "ROOT/NAME, or NAME-2, NAME-3… when taken", Usage: "the run's state directory (journal, checkpoints, logs)"},
 			&cli.StringFlag{Name: "plan", Usage: "run this plan file instead of planning now"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "wall seconds per spec second for emulated latencies (tests)"},
 			backendFlag(driver.Usage()),
-			&cli.Int64Flag{Name: "faults", Usage: "with --backend virtual: run through the fault schedule this seed draws (driver crashes, torn journal writes, lost nodes, spot notices, failed launches, crashed and hung trainers), resuming after each crash; it must end with the clean run's winner"},
-			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag, trainerLogFlag,
-			&cli.IntFlag{Name: "priority", Usage: "with --server: the run's place in its team's queue, higher sooner (-1000 to 1000)"},
-			&cli.BoolFlag{Name: "detach", Usage: "with --server: print the run's ID once it is queued instead of following it"},
-		),
+			&cli.Int64Flag{Name: "faults", Usage: "with --backend virtual: run through the fault schedule this seed draws (driver crashes, torn journal writes, lost nodes, spot notices, failed launches, crashed and hung trainers), resuming after each crash; it must end with the clean run's winner"}),
+			driverFlags(
+				&cli.IntFlag{Name: "priority", Usage: "with --server: the run's place in its team's queue, higher sooner (-1000 to 1000)"},
+				&cli.BoolFlag{Name: "detach", Usage: "with --server: print the run's ID once it is queued instead of following it"})...),
 		Before: checkLogFormat,
 		Action: runAction,
 	}
@@ -39,47 +37,15 @@ func resumeCommand() *cli.Command {
 		Name:      "resume",
 		Usage:     "finish a run whose driver died: finished trial-stages are kept, running ones restart from their checkpoints",
 		ArgsUsage: "RUN",
-		Flags: []cli.Flag{rootFlag(), outputFlag(),
-			keepNodesFlag, logFormatFlag, metricsAddrFlag, noReplanFlag, trainerLogFlag,
+		Flags: append([]cli.Flag{rootFlag(), outputFlag()}, driverFlags(
 			&cli.BoolFlag{Name: "force", Usage: "resume a cancelled run"},
 			&cli.BoolFlag{Name: "repair-journal", Usage: "cut a damaged journal at its first damaged record (the whole file is kept beside it) and rerun what came after"},
-			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"},
-		},
+			&cli.StringFlag{Name: "spec", Usage: "change the run's spec to this file (journaled); the stages must stay the same"})...),
 		BashComplete: completeRun,
 		Before:       checkLogFormat,
 		Action:       resumeAction,
 	}
 }
-
-// backendFlag chooses where runs go; RUBBERBAND_BACKEND sets its default for a shell or a team.
-func backendFlag(usage string) cli.Flag {
-	return &cli.StringFlag{Name: "backend", Value: driver.Local, EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: usage}
-}
-
-// metricsAddrFlag serves the run's Prometheus metrics while it runs (opt-in).
-var metricsAddrFlag = &cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://ADDR/metrics while the run goes (127.0.0.1:9464, say)"}
-
-// logFormatFlag says how the driver's messages and progress reach standard error: text for a
-// terminal, or JSON lines (log/slog's) for a log shipper. The driver log in the state directory
-// stays text either way.
-var logFormatFlag = &cli.StringFlag{Name: "log-format", Value: "text", Usage: "driver messages on standard error: text, or json (one object per line)"}
-
-func checkLogFormat(c *cli.Context) error {
-	if f := c.String("log-format"); f != "text" && f != "json" {
-		return usageErr("--log-format %q: text or json", f)
-	}
-	return nil
-}
-
-// noReplanFlag keeps the plan a run began with; a run made with it keeps it when resumed.
-var noReplanFlag = &cli.BoolFlag{Name: "no-replan", Usage: "keep the plan as it is: do not re-plan the stages not yet started, or an ASHA schedule from its phase on, from what the run observes (a budget is still watched)"}
-
-var keepNodesFlag = &cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails, pauses or is interrupted (they are released otherwise)"}
-
-// trainerLogFlag bounds each trial's log and the driver log: a trainer that writes without end
-// cannot fill the disk (one rotation to .log.1, with a line saying so).
-var trainerLogFlag = &cli.IntFlag{Name: "trainer-log-mb", Value: logcap.DefaultMax >> 20, EnvVars: []string{"RUBBERBAND_TRAINER_LOG_MB"},
-	Usage: "bound each trial's log (LOGS/TRIAL.log) and the driver log at this many MiB; past it the file is rotated once (.log.1) and says so"}
 
 func runAction(c *cli.Context) error {
 	exp, src, s, err := prepare(c)
