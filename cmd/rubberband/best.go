@@ -21,18 +21,11 @@ func bestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.NArg() != 1 {
-				return usageErr("best needs exactly one RUN argument")
-			}
-			st, err := openRun(c)
+			st, err := openOneRun(c)
 			if err != nil {
 				return err
 			}
-			v, err := rundir.NewView(st)
-			if err != nil {
-				return err
-			}
-			best, err := rundir.Best(v)
+			best, err := rundir.BestNow(st)
 			if err != nil {
 				return err
 			}

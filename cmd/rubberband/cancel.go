@@ -18,10 +18,7 @@ func cancelCommand() *cli.Command {
 		Flags:        []cli.Flag{rootFlag(), &cli.DurationFlag{Name: "wait", Value: driver.CancelWait, Usage: "how long to wait for the driver to stop"}},
 		BashComplete: completeRun,
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("cancel needs exactly one RUN argument")
-			}
-			st, err := openRun(c)
+			st, err := openOneRun(c)
 			if err != nil {
 				return err
 			}

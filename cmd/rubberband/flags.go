@@ -6,6 +6,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
@@ -79,6 +80,14 @@ func prepare(c *cli.Context) (*spec.Experiment, *spec.Source, *sim.Simulator, er
 	}
 	s, err := sim.For(exp)
 	return exp, src, s, err
+}
+
+// openOneRun opens the run the command's single RUN argument names (openRun).
+func openOneRun(c *cli.Context) (*rundir.State, error) {
+	if c.NArg() != 1 {
+		return nil, usageErr("%s needs exactly one RUN argument", c.Command.Name)
+	}
+	return openRun(c)
 }
 
 func writeJSON(w io.Writer, v any) error {

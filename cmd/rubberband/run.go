@@ -56,14 +56,9 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var faults *int64
-	if c.IsSet("faults") {
-		seed := c.Int64("faults")
-		faults = &seed
-	}
 	st, res, err := driver.StartRun(c.Context, driver.Start{Spec: exp, Source: src, Sim: s, Catalog: local,
 		Dir: c.String("state"), Root: c.String("root"), Backend: c.String("backend"), TimeScale: c.Float64("time-scale"),
-		Faults: faults, PlanFile: c.String("plan"), PlanTicker: func() (func(int), func()) { return planTicker(c) }, Exec: execOptions(c)})
+		Faults: setFlag(c, "faults", c.Int64), PlanFile: c.String("plan"), PlanTicker: func() (func(int), func()) { return planTicker(c) }, Exec: execOptions(c)})
 	if err != nil {
 		return err
 	}
@@ -71,10 +66,7 @@ func runAction(c *cli.Context) error {
 }
 
 func resumeAction(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("resume needs exactly one RUN argument")
-	}
-	st, err := openRun(c)
+	st, err := openOneRun(c)
 	if err != nil {
 		return err
 	}
@@ -107,12 +99,6 @@ func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
 	} else {
 		rundir.WriteTable(c.App.Writer, st, res, rundir.EndStatus(res))
 	}
-	return deadlineExit(rep)
-}
-
-// deadlineExit is exit code 5 for a run that finished past its deadline (its report said so),
-// nil otherwise.
-func deadlineExit(rep runstate.Report) error {
 	if rep.DeadlineMissed {
 		return &exitErr{code: driver.ExitDeadlineMissed}
 	}

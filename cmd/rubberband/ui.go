@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -35,16 +34,9 @@ func uiAction(c *cli.Context) error {
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
 		return usageErr("--root %s is not a folder (it holds the runs: `rubberband run SPEC --root %s` makes one)", root, root)
 	}
-	ln, err := net.Listen("tcp", c.String("addr"))
+	ln, token, url, err := ui.Listen(c.String("addr"), c.String("token"))
 	if err != nil {
-		return usageErr("listen on %s: %v", c.String("addr"), err)
-	}
-	token := c.String("token")
-	if !ui.Loopback(ln.Addr()) && token == "" {
-		if token, err = ui.NewToken(); err != nil {
-			ln.Close()
-			return err
-		}
+		return usageErr("%v", err)
 	}
 	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: driver.CancelDir, Log: c.App.ErrWriter})
 	if err != nil {
@@ -52,10 +44,6 @@ func uiAction(c *cli.Context) error {
 		return err
 	}
 	defer srv.Close()
-	url := "http://" + ln.Addr().String() + "/"
-	if token != "" {
-		url += "?token=" + token
-	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband ui: serving the runs under %s on %s\n", root, url)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

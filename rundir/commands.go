@@ -1,0 +1,44 @@
+package rundir
+
+import (
+	"io"
+	"os"
+)
+
+// StatusNow draws the run's status once (RenderStatus of a fresh View), and says whether a
+// driver holds the run now: what `status` prints, and redraws with --watch until it does not.
+func StatusNow(st *State, o StatusOptions) ([]byte, bool, error) {
+	v, err := NewView(st)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := RenderStatus(v, o)
+	return out, v.Live, err
+}
+
+// BestNow is the run's winner as its journal says now (Best of a fresh View).
+func BestNow(st *State) (*BestTrial, error) {
+	v, err := NewView(st)
+	if err != nil {
+		return nil, err
+	}
+	return Best(v)
+}
+
+// Report writes the run's report to w, as JSON or as tables (`rubberband report`), after
+// drawing its pictures into the folder plots (made when missing; none when empty).
+func Report(st *State, w io.Writer, asJSON bool, plots string) error {
+	r, err := Replay(st)
+	if err != nil {
+		return err
+	}
+	if plots != "" {
+		if err := os.MkdirAll(plots, 0o755); err != nil {
+			return err
+		}
+		if err := r.Plot(plots); err != nil {
+			return err
+		}
+	}
+	return r.WriteReport(w, asJSON)
+}
