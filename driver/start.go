@@ -47,8 +47,8 @@ type Resume struct {
 	State         *rundir.State
 	RepairJournal bool   // cut a damaged journal at its first damaged record
 	SpecPath      string // make this file the run's spec (rundir.ChangeSpec)
-	// LoadSpec reads the spec at SpecPath, saying its problems.
-	LoadSpec func(path string, opts ...spec.Option) (*spec.Experiment, *spec.Source, error)
+	// LoadSpec reads the spec at SpecPath, saying its problems on w.
+	LoadSpec func(path string, w io.Writer, opts ...spec.Option) (*spec.Experiment, *spec.Source, error)
 	Exec     Exec
 }
 
@@ -168,12 +168,12 @@ func ResumeRun(ctx context.Context, r Resume) (*rundir.State, *runstate.Result, 
 
 // changeSpec makes the spec at path the run's spec (rundir.ChangeSpec), when its backend can
 // run it.
-func changeSpec(st *rundir.State, path string, load func(string, ...spec.Option) (*spec.Experiment, *spec.Source, error), log io.Writer) error {
+func changeSpec(st *rundir.State, path string, load func(string, io.Writer, ...spec.Option) (*spec.Experiment, *spec.Source, error), log io.Writer) error {
 	opts, err := rundir.SpecOptions(st.Dir) // the catalog the run was started with
 	if err != nil {
 		return err
 	}
-	exp, src, err := load(path, opts...)
+	exp, src, err := load(path, log, opts...)
 	if err != nil {
 		return err
 	}

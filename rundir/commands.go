@@ -1,9 +1,26 @@
 package rundir
 
 import (
+	"encoding/json"
 	"io"
 	"os"
+
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 )
+
+// WriteEnd writes how a run ended as `run` and `resume` print it: its report (runstate.Compare)
+// as JSON, or its tables (WriteTable: its best trial, its stages predicted beside realized, the
+// totals); the report says whether it missed its deadline.
+func WriteEnd(w io.Writer, st *State, res *runstate.Result, asJSON bool) (runstate.Report, error) {
+	rep := runstate.Compare(st.Plan, res)
+	if !asJSON {
+		WriteTable(w, st, res, EndStatus(res))
+		return rep, nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return rep, enc.Encode(rep)
+}
 
 // StatusNow draws the run's status once (RenderStatus of a fresh View), and says whether a
 // driver holds the run now: what `status` prints, and redraws with --watch until it does not.

@@ -5,13 +5,22 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
-// A finished run's status is drawn with no driver holding it, its best is its result's, and its
+// A finished run's end is written as run prints it, its status is drawn with no driver holding it, its best is its result's, and its
 // report is written with its pictures in a folder made for them.
 func TestStatusBestReportNow(t *testing.T) {
-	st, res, _ := finishedRun(t, quickstart(t, 1), nil)
+	st, res, table := finishedRun(t, quickstart(t, 1), nil)
+	var end bytes.Buffer
+	if rep, err := WriteEnd(&end, st, res, false); err != nil || rep.DeadlineMissed || end.String() != table {
+		t.Errorf("end: missed %v, %v\n%s", rep.DeadlineMissed, err, end.String())
+	}
+	end.Reset()
+	if rep, err := WriteEnd(&end, st, res, true); err != nil || !json.Valid(end.Bytes()) || !strings.Contains(end.String(), "\n  \"") || rep.Realized.JCT != res.Realized.JCT {
+		t.Errorf("end as JSON: %v\n%s", err, end.String())
+	}
 	out, live, err := StatusNow(st, StatusOptions{JSON: true})
 	if err != nil || live || !json.Valid(out) {
 		t.Errorf("status: live %v, %v\n%s", live, err, out)

@@ -12,19 +12,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// serverFlags say which rubberband server a command speaks to; without them it works on this
-// machine's runs as before.
-func serverFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "server", EnvVars: []string{"RUBBERBAND_SERVER"}, Usage: "a rubberband server's URL: submit to it and read its runs instead of this machine's (docs/server.md)"},
-		&cli.StringFlag{Name: "token", EnvVars: []string{"RUBBERBAND_TOKEN"}, Usage: "with --server: the TOKEN that rubberband server users add printed"},
-	}
-}
-
-// onServer gives cmd the server flags and, when they name a server, runs remote instead of its
-// own action.
+// onServer gives cmd the flags that name a rubberband server and, when they do, runs remote
+// instead of its own action, a server's answers with the CLI's exit codes (client.ExitCode);
+// without them it works on this machine's runs.
 func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) error) *cli.Command {
-	cmd.Flags = append(cmd.Flags, serverFlags()...)
+	cmd.Flags = append(cmd.Flags,
+		&cli.StringFlag{Name: "server", EnvVars: []string{"RUBBERBAND_SERVER"}, Usage: "a rubberband server's URL: submit to it and read its runs instead of this machine's (docs/server.md)"},
+		&cli.StringFlag{Name: "token", EnvVars: []string{"RUBBERBAND_TOKEN"}, Usage: "with --server: the TOKEN that rubberband server users add printed"})
 	local := cmd.Action
 	cmd.Action = func(c *cli.Context) error {
 		if c.String("server") == "" {
@@ -34,17 +28,12 @@ func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) e
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		return remoteErr(remote(c, cl))
+		if err = remote(c, cl); client.ExitCode(err) != 0 {
+			return &exitErr{code: client.ExitCode(err), err: err}
+		}
+		return err
 	}
 	return cmd
-}
-
-// remoteErr gives a server's answers the CLI's exit codes (client.ExitCode).
-func remoteErr(err error) error {
-	if code := client.ExitCode(err); code != 0 {
-		return &exitErr{code: code, err: err}
-	}
-	return err
 }
 
 // exited is what an action returns for a call's exit code and error.

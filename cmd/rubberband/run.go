@@ -7,7 +7,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
-	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -70,11 +69,8 @@ func resumeAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	load := func(path string, opts ...spec.Option) (*spec.Experiment, *spec.Source, error) {
-		return loadSpecFile(path, c.App.ErrWriter, opts...)
-	}
 	st, res, err := driver.ResumeRun(c.Context, driver.Resume{State: st, RepairJournal: c.Bool("repair-journal"),
-		SpecPath: c.String("spec"), LoadSpec: load, Exec: execOptions(c)})
+		SpecPath: c.String("spec"), LoadSpec: loadSpecFile, Exec: execOptions(c)})
 	if err != nil {
 		return err
 	}
@@ -88,19 +84,11 @@ func execOptions(c *cli.Context) driver.Exec {
 			NoReplan: c.Bool("no-replan"), MetricsAddr: c.String("metrics-addr"), MirrorRun: os.Getenv(mirror.EnvRun)}}
 }
 
-// printRun writes a run's report: as JSON, or as its best trial, its stages predicted beside
-// realized, and the totals; a run that finished past its deadline exits 5.
+// printRun prints how a run ended (rundir.WriteEnd); one that finished past its deadline exits 5.
 func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
-	rep := runstate.Compare(st.Plan, res)
-	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, rep); err != nil {
-			return err
-		}
-	} else {
-		rundir.WriteTable(c.App.Writer, st, res, rundir.EndStatus(res))
-	}
-	if rep.DeadlineMissed {
+	rep, err := rundir.WriteEnd(c.App.Writer, st, res, c.String("output") == "json")
+	if err == nil && rep.DeadlineMissed {
 		return &exitErr{code: driver.ExitDeadlineMissed}
 	}
-	return nil
+	return err
 }
