@@ -20,3 +20,11 @@ func CancelDir(ctx context.Context, dir string) error {
 	_, err = Cancel(ctx, st, CancelWait, io.Discard)
 	return err
 }
+
+// Said is what `rubberband cancel` says of the run in dir that Cancel found so.
+func (c Cancelled) Said(dir string) string {
+	if c == HadFinished {
+		return dir + " had finished: nothing to cancel"
+	}
+	return dir + " is cancelled"
+}

@@ -17,8 +17,7 @@ func bestCommand() *cli.Command {
 		},
 		BashComplete: completeRun,
 		Action: func(c *cli.Context) error {
-			out, err := bestOutput(c)
-			if err != nil {
+			if err := checkBestOutput(c); err != nil {
 				return err
 			}
 			st, err := openOneRun(c)
@@ -29,15 +28,15 @@ func bestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return rundir.WriteBest(c.App.Writer, best, out == "json")
+			return rundir.WriteBest(c.App.Writer, best, c.String("output") == "json")
 		},
 	}
 }
 
-// bestOutput is best's --output: yaml or json.
-func bestOutput(c *cli.Context) (string, error) {
+// checkBestOutput checks best's --output: yaml or json.
+func checkBestOutput(c *cli.Context) error {
 	if out := c.String("output"); out != "yaml" && out != "json" {
-		return "", usageErr("--output %q: yaml or json", out)
+		return usageErr("--output %q: yaml or json", out)
 	}
-	return c.String("output"), nil
+	return nil
 }

@@ -26,11 +26,7 @@ func cancelCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if what == driver.HadFinished {
-				fmt.Fprintf(c.App.Writer, "%s had finished: nothing to cancel\n", st.Dir)
-			} else {
-				fmt.Fprintf(c.App.Writer, "%s is cancelled\n", st.Dir)
-			}
+			fmt.Fprintln(c.App.Writer, what.Said(st.Dir))
 			return nil
 		},
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
-	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/urfave/cli/v2"
 )
 
@@ -104,11 +103,7 @@ func statusRemote(c *cli.Context, cl *client.Client) error {
 	if err != nil {
 		return err
 	}
-	if run.State == store.Queued && c.String("output") != "json" && !c.Bool("watch") {
-		client.WriteStatus(c.App.Writer, run) // no driver has opened it: its queue is all there is
-		return nil
-	}
-	return showStatus(c, func() ([]byte, bool, error) { return cl.RenderStatus(c.Context, run.ID, statusOptions(c)) })
+	return showStatus(c, func() ([]byte, bool, error) { return cl.RenderStatus(c.Context, run, statusOptions(c)) })
 }
 
 // logsRemote prints RUN's driver log or TRIAL's output, cleaned of terminal control codes as
@@ -152,8 +147,7 @@ func reportRemote(c *cli.Context, cl *client.Client) error {
 
 // bestRemote prints what best prints of a run here.
 func bestRemote(c *cli.Context, cl *client.Client) error {
-	out, err := bestOutput(c)
-	if err != nil {
+	if err := checkBestOutput(c); err != nil {
 		return err
 	}
 	id, err := oneRun(c)
@@ -164,5 +158,5 @@ func bestRemote(c *cli.Context, cl *client.Client) error {
 	if err != nil {
 		return err
 	}
-	return rundir.WriteBest(c.App.Writer, b, out == "json")
+	return rundir.WriteBest(c.App.Writer, b, c.String("output") == "json")
 }

@@ -139,14 +139,19 @@ func (c *Client) PrintRuns(ctx context.Context, w io.Writer, asJSON bool, now ti
 	return WriteRuns(w, runs, now)
 }
 
-// RenderStatus is run id's status as `rubberband status` draws it here (rundir.RenderStatus,
-// on the server), and whether the run is still live there.
-func (c *Client) RenderStatus(ctx context.Context, id string, o rundir.StatusOptions) ([]byte, bool, error) {
+// RenderStatus is run's status as `rubberband status` draws it here (rundir.RenderStatus, on
+// the server), and whether the run is still live there; a run still queued, drawn once as a
+// table, is where it stands in the queue (WriteStatus): no driver has opened it.
+func (c *Client) RenderStatus(ctx context.Context, run Run, o rundir.StatusOptions) ([]byte, bool, error) {
 	var buf bytes.Buffer
-	if err := c.Copy(ctx, id, "status", StatusQuery(o), &buf); err != nil {
+	if run.State == store.Queued && !o.JSON && !o.Compact { // Compact: a watch's redraw
+		WriteStatus(&buf, run)
+		return buf.Bytes(), false, nil
+	}
+	if err := c.Copy(ctx, run.ID, "status", StatusQuery(o), &buf); err != nil {
 		return nil, false, err
 	}
-	now, err := c.Run(ctx, id)
+	now, err := c.Run(ctx, run.ID)
 	return buf.Bytes(), err == nil && !now.State.Settled(), err
 }
 

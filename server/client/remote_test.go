@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/trial/codebundle"
 )
@@ -95,5 +96,21 @@ func TestPrintRuns(t *testing.T) {
 	var runs []Run
 	if err := c.PrintRuns(context.Background(), &out, true, time.Unix(0, 0)); err != nil || json.Unmarshal(out.Bytes(), &runs) != nil || len(runs) != 1 {
 		t.Errorf("json: %q, %v", out.String(), err)
+	}
+}
+
+// A queued run's status, drawn once as a table, is where it stands in the queue (no request
+// for a status no driver has drawn); as JSON it is the server's.
+func TestRenderStatusQueued(t *testing.T) {
+	run := Run{Run: store.Run{ID: "r1", Name: "job", Team: "ml", User: "ana", State: store.Queued}}
+	c := fakeServer(t, []Run{run})
+	out, live, err := c.RenderStatus(context.Background(), run, rundir.StatusOptions{})
+	var want bytes.Buffer
+	WriteStatus(&want, run)
+	if err != nil || live || string(out) != want.String() {
+		t.Errorf("queued: %q, live %v, %v", out, live, err)
+	}
+	if _, _, err := c.RenderStatus(context.Background(), run, rundir.StatusOptions{JSON: true}); err == nil {
+		t.Errorf("as JSON: asked the server, which has no status endpoint here: no error")
 	}
 }
