@@ -7,7 +7,9 @@
 // (Execute), writing the driver log (Log) and serving its metrics, and cancels a run (Cancel: a
 // live driver is signalled and waited for, a stale run's gangs are reaped and its nodes released
 // here); it measures a trainer's profile (Profile) and ends what EC2 runs left behind (Cleanup).
-// Every backend is one row of one registry (Kinds): its name, help, capabilities, checks and
-// set-up; callers ask a Kind, never compare a backend's name. Errors a user must fix match
-// ErrInput.
+// StartRun and ResumeRun are `run` and `resume` beyond their flags: the state directory made and
+// locked, the checks, the plan read or made, Create, and Execute under SIGINT and SIGTERM.
+// ExitCode gives an error the CLI's exit code. Every backend is one row of one registry (Kinds):
+// its name, help, capabilities, checks and set-up; callers ask a Kind, never compare a backend's
+// name. Errors a user must fix match ErrInput.
 package driver
