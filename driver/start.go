@@ -52,9 +52,9 @@ type Resume struct {
 	Exec     Exec
 }
 
-// Exec is how Start and Resume execute their run: Options (Log is where messages go), the
-// trainers' log bound in MiB, and where a server's driver copies its journal (mirror.EnvAt,
-// with Options.MirrorRun its key there; empty: nowhere).
+// Exec is how Start and Resume execute their run: Options (Log is where messages go; nil:
+// nowhere), the trainers' log bound in MiB, and where a server's driver copies its journal
+// (mirror.EnvAt, with Options.MirrorRun its key there; empty: nowhere).
 type Exec struct {
 	Options
 	TrainerLogMB int
@@ -66,6 +66,9 @@ type Exec struct {
 // ends, SIGINT or SIGTERM stops it, or it fails (Execute). Errors a user must fix match ErrInput.
 func StartRun(ctx context.Context, s Start) (*rundir.State, *runstate.Result, error) {
 	exp := s.Spec
+	if s.Exec.Log == nil {
+		s.Exec.Log = io.Discard
+	}
 	dir := s.Dir
 	if dir == "" {
 		dir = rundir.Free(s.Root, exp.Name)
@@ -140,6 +143,9 @@ func planOf(ctx context.Context, s Start) (*planner.Report, error) {
 // ResumeRun locks the run in r.State, repairs its journal or changes its spec when asked (or
 // warns that its spec file changed since it started), and executes it as StartRun does.
 func ResumeRun(ctx context.Context, r Resume) (*rundir.State, *runstate.Result, error) {
+	if r.Exec.Log == nil {
+		r.Exec.Log = io.Discard
+	}
 	st, log := r.State, r.Exec.Log
 	lock, err := Lock(st.Dir, st.Run.RunID, log)
 	if err != nil {
