@@ -8,8 +8,9 @@
 // live driver is signalled and waited for, a stale run's gangs are reaped and its nodes released
 // here); it measures a trainer's profile (Profile), ends what EC2 runs left behind (Cleanup),
 // plans and simulates a job with its pictures and plan file (PlanJob, Simulate) and refreshes the
-// local catalog from AWS (RefreshCatalog).
-// Every backend is one row of one registry (Kinds): its name, help, capabilities, checks and
-// set-up; callers ask a Kind, never compare a backend's name. Errors a user must fix match
-// ErrInput.
+// local catalog from AWS (RefreshCatalog). StartRun and ResumeRun are `run` and `resume` beyond
+// their flags: the state directory made and locked, the checks, the plan read or made, Create,
+// and Execute under SIGINT and SIGTERM. ExitCode gives an error the CLI's exit code. Every
+// backend is one row of one registry (Kinds): its name, help, capabilities, checks and set-up;
+// callers ask a Kind, never compare a backend's name. Errors a user must fix match ErrInput.
 package driver

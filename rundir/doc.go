@@ -6,7 +6,8 @@
 // charts draws: charts reads no run), its plan file (ReadPlanFile), and its logs (a tail,
 // followed while the driver lives); and every run under a root, a row each (List, WriteList).
 // What `status`, `report` and `best` print is rendered here once (RenderStatus,
-// Replayed.WriteReport, WriteBest): by the CLI for this machine's runs, and by a server for its
+// Replayed.WriteReport, WriteBest; StatusNow, Report and BestNow in one call, and WriteEnd for
+// `run`): by the CLI for this machine's runs, and by a server for its
 // own, which sends the CLI the bytes, so that both print the same. And it writes what is not
 // the executor's: a new run's directory with the snapshot of the spec as it was parsed and the
 // plan (Create), a changed spec (ChangeSpec), a cancel request; every file atomically and

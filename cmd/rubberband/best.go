@@ -17,26 +17,26 @@ func bestCommand() *cli.Command {
 		},
 		BashComplete: completeRun,
 		Action: func(c *cli.Context) error {
-			out := c.String("output")
-			if out != "yaml" && out != "json" {
-				return usageErr("--output %q: yaml or json", out)
+			if err := checkBestOutput(c); err != nil {
+				return err
 			}
-			if c.NArg() != 1 {
-				return usageErr("best needs exactly one RUN argument")
-			}
-			st, err := openRun(c)
+			st, err := openOneRun(c)
 			if err != nil {
 				return err
 			}
-			v, err := rundir.NewView(st)
+			best, err := rundir.BestNow(st)
 			if err != nil {
 				return err
 			}
-			best, err := rundir.Best(v)
-			if err != nil {
-				return err
-			}
-			return rundir.WriteBest(c.App.Writer, best, out == "json")
+			return rundir.WriteBest(c.App.Writer, best, c.String("output") == "json")
 		},
 	}
+}
+
+// checkBestOutput checks best's --output: yaml or json.
+func checkBestOutput(c *cli.Context) error {
+	if out := c.String("output"); out != "yaml" && out != "json" {
+		return usageErr("--output %q: yaml or json", out)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/urfave/cli/v2"
@@ -16,13 +15,10 @@ func cancelCommand() *cli.Command {
 		Description: "A live driver on this host is asked to stop (SIGTERM) and waited for. When no driver is alive,\n" +
 			"cancel ends the run's gangs and releases its nodes itself. A driver on another host is refused:\n" +
 			"cancel it there. `resume` refuses a cancelled run unless --force.",
-		Flags:        []cli.Flag{rootFlag(), &cli.DurationFlag{Name: "wait", Value: 2 * time.Minute, Usage: "how long to wait for the driver to stop"}},
+		Flags:        []cli.Flag{rootFlag(), &cli.DurationFlag{Name: "wait", Value: driver.CancelWait, Usage: "how long to wait for the driver to stop"}},
 		BashComplete: completeRun,
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usageErr("cancel needs exactly one RUN argument")
-			}
-			st, err := openRun(c)
+			st, err := openOneRun(c)
 			if err != nil {
 				return err
 			}
@@ -30,11 +26,7 @@ func cancelCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if what == driver.HadFinished {
-				fmt.Fprintf(c.App.Writer, "%s had finished: nothing to cancel\n", st.Dir)
-			} else {
-				fmt.Fprintf(c.App.Writer, "%s is cancelled\n", st.Dir)
-			}
+			fmt.Fprintln(c.App.Writer, what.Said(st.Dir))
 			return nil
 		},
 	}

@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"slices"
-	"strings"
-	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/internal/logcap"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
@@ -23,43 +23,49 @@ func predictionFlags() []cli.Flag {
 	}
 }
 
-// applyOverrides puts the command line's settings over the spec's.
-func applyOverrides(c *cli.Context, exp *spec.Experiment) error {
-	if c.IsSet("deadline") {
-		d, err := time.ParseDuration(c.String("deadline"))
-		if err != nil || d <= 0 {
-			return usageErr("--deadline %q is not a positive Go duration such as 30m", c.String("deadline"))
-		}
-		exp.Deadline = spec.Duration(d)
-	}
-	if c.IsSet("quantile") {
-		q := c.Float64("quantile")
-		if !(q > 0 && q <= 1) {
-			return usageErr("--quantile %v is not in (0, 1]", q)
-		}
-		exp.Planner.DeadlineQuantile = q
-	}
-	if c.IsSet("samples") {
-		n := c.Int("samples")
-		if n < 1 || n > spec.MaxSamples {
-			return usageErr("--samples %d is out of range (1 to %d)", n, spec.MaxSamples)
-		}
-		exp.Planner.Samples = n
-	}
-	if c.IsSet("seed") {
-		exp.Seed = c.Int64("seed")
-	}
-	if c.IsSet("planner") {
-		name := c.String("planner")
-		if !slices.Contains(spec.PlannerNames(), name) {
-			return usageErr("--planner %q is not a planner (%s)", name, strings.Join(spec.PlannerNames(), ", "))
-		}
-		exp.Planner.Name = name
-	}
-	if o := c.String("output"); o != "table" && o != "json" {
-		return usageErr("--output %q is not a format (table or json)", o)
+// backendFlag chooses where runs go; RUBBERBAND_BACKEND sets its default for a shell or a team.
+func backendFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "backend", Value: driver.Local, EnvVars: []string{"RUBBERBAND_BACKEND"}, Usage: usage}
+}
+
+// driverFlags are the flags of the commands that drive a run (run, resume), then more. The
+// driver log in the state directory stays text whatever --log-format; --trainer-log-mb keeps a
+// trainer that writes without end from filling the disk.
+func driverFlags(more ...cli.Flag) []cli.Flag {
+	return append([]cli.Flag{
+		&cli.BoolFlag{Name: "keep-nodes", Usage: "keep the nodes of a run that fails, pauses or is interrupted (they are released otherwise)"},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "driver messages on standard error: text, or json (one object per line)"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics at http://ADDR/metrics while the run goes (127.0.0.1:9464, say)"},
+		&cli.BoolFlag{Name: "no-replan", Usage: "keep the plan as it is: do not re-plan the stages not yet started, or an ASHA schedule from its phase on, from what the run observes (a budget is still watched)"},
+		&cli.IntFlag{Name: "trainer-log-mb", Value: logcap.DefaultMax >> 20, EnvVars: []string{"RUBBERBAND_TRAINER_LOG_MB"},
+			Usage: "bound each trial's log (LOGS/TRIAL.log) and the driver log at this many MiB; past it the file is rotated once (.log.1) and says so"},
+	}, more...)
+}
+
+func checkLogFormat(c *cli.Context) error {
+	if f := c.String("log-format"); f != "text" && f != "json" {
+		return usageErr("--log-format %q: text or json", f)
 	}
 	return nil
+}
+
+// applyOverrides puts the command line's settings over the spec's (Experiment.Override).
+func applyOverrides(c *cli.Context, exp *spec.Experiment) error {
+	o := spec.Overrides{Deadline: setFlag(c, "deadline", c.String), Quantile: setFlag(c, "quantile", c.Float64),
+		Samples: setFlag(c, "samples", c.Int), Seed: setFlag(c, "seed", c.Int64), Planner: setFlag(c, "planner", c.String)}
+	if err := exp.Override(o); err != nil {
+		return usageErr("%v", err)
+	}
+	return checkOutput(c)
+}
+
+// setFlag is the named flag's value when the command line sets it, nil otherwise.
+func setFlag[T any](c *cli.Context, name string, value func(string) T) *T {
+	if !c.IsSet(name) {
+		return nil
+	}
+	v := value(name)
+	return &v
 }
 
 // prepare loads the spec named on the command line (and the bytes it parsed), puts the flags
@@ -74,6 +80,14 @@ func prepare(c *cli.Context) (*spec.Experiment, *spec.Source, *sim.Simulator, er
 	}
 	s, err := sim.For(exp)
 	return exp, src, s, err
+}
+
+// openOneRun opens the run the command's single RUN argument names (openRun).
+func openOneRun(c *cli.Context) (*rundir.State, error) {
+	if c.NArg() != 1 {
+		return nil, usageErr("%s needs exactly one RUN argument", c.Command.Name)
+	}
+	return openRun(c)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -7,26 +7,16 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/executor"
-	"github.com/rubberband-hpo/rubberband/planner"
-	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/internal/cliargs"
 	"github.com/urfave/cli/v2"
 )
 
-// Exit codes.
+// The exit codes most commands return (driver.ExitCode says which, with the others).
 const (
-	exitError      = 1
-	exitInvalid    = 2
-	exitInfeasible = 3
-	// exitPaused is a run an infrastructure fault paused (a full disk, a store down): resume
-	// carries it on once that is mended (executor.PausedError).
-	exitPaused = driver.ExitPaused
-	// exitDeadlineMissed is a run that finished past its deadline: its result stands (the best
-	// trial is reported), the promise it was planned for did not.
-	exitDeadlineMissed = 5
+	exitError   = driver.ExitError
+	exitInvalid = driver.ExitInvalid
 )
 
 // exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
@@ -90,38 +80,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rubberband: %q is not a command; `rubberband help` lists them\n", args[2])
 		return exitInvalid
 	}
-	err := app.RunContext(ctx, flagsFirst(app.Commands, args))
+	err := app.RunContext(ctx, cliargs.FlagsFirst(app.Commands, args))
 	if err == nil {
 		return 0
 	}
 	var ee *exitErr
-	if errors.As(err, &ee) && ee.err == nil {
+	coded := errors.As(err, &ee)
+	if coded && ee.err == nil {
 		return ee.code // said already
 	}
 	fmt.Fprintln(stderr, "rubberband:", err)
-	return exitCode(err)
-}
-
-// exitCode is the exit code of an error: its own (exitErr), 3 when no plan meets the deadline
-// or the budget (before or during a run), 2 for input the user must change, else 1.
-func exitCode(err error) int {
-	var ee *exitErr
-	var problem *planner.ProblemError
-	var overBudget *executor.BudgetError
-	var paused *executor.PausedError
-	switch {
-	case errors.As(err, &ee):
+	if coded {
 		return ee.code
-	case errors.As(err, &paused):
-		return exitPaused
-	case errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoPlan), errors.As(err, &overBudget):
-		return exitInfeasible
-	case errors.As(err, &problem), errors.Is(err, driver.ErrInput),
-		errors.Is(err, rundir.ErrNotRun), errors.Is(err, rundir.ErrSpec), errors.Is(err, rundir.ErrAmbiguous),
-		errors.Is(err, rundir.ErrNoTrial), errors.Is(err, rundir.ErrHasRun), errors.Is(err, rundir.ErrSpecChange):
-		return exitInvalid
 	}
-	return exitError
+	return driver.ExitCode(err)
 }
 
 // commands are the CLI's commands, in the order help lists them.
@@ -144,62 +116,4 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 // usageErr reports bad arguments with exit code 2.
 func usageErr(format string, args ...any) error {
 	return &exitErr{code: exitInvalid, err: fmt.Errorf(format, args...)}
-}
-
-// flagsFirst moves a subcommand's flags before its arguments, because urfave/cli stops reading
-// flags at the first argument and the usage `rubberband plan SPEC --planner optimal` puts them
-// after it. "--" still ends the flags.
-func flagsFirst(cmds []*cli.Command, args []string) []string {
-	if len(args) < 3 || args[len(args)-1] == "--generate-bash-completion" { // completion reads its flag last
-		return args
-	}
-	// The command, or the subcommand (server teams add) the leading arguments name.
-	var cmd *cli.Command
-	at := 1
-	for at < len(args) {
-		var next *cli.Command
-		for _, c := range cmds {
-			if c.HasName(args[at]) {
-				next = c
-			}
-		}
-		if next == nil {
-			break
-		}
-		cmd, cmds, at = next, next.Subcommands, at+1
-	}
-	if cmd == nil || cmd.SkipFlagParsing || (len(cmd.Subcommands) > 0 && at < len(args) && !strings.HasPrefix(args[at], "-")) {
-		return args // commands that pass their arguments on parse their own flags
-	}
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
-	flags, positional := []string{}, []string{}
-	rest := args[at:]
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		switch {
-		case a == "--":
-			positional = append(positional, rest[i+1:]...)
-			i = len(rest)
-		case len(a) > 1 && a[0] == '-':
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
-				flags = append(flags, rest[i+1])
-				i++
-			}
-		default:
-			positional = append(positional, a)
-		}
-	}
-	out := append(append([]string(nil), args[:at]...), flags...)
-	if len(positional) > 0 {
-		out = append(append(out, "--"), positional...)
-	}
-	return out
 }

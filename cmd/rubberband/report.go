@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
@@ -21,24 +19,9 @@ func reportCommand() *cli.Command {
 }
 
 func reportAction(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErr("%s needs exactly one RUN argument", c.Command.Name)
-	}
-	st, err := openRun(c)
+	st, err := openOneRun(c)
 	if err != nil {
 		return err
 	}
-	r, err := rundir.Replay(st)
-	if err != nil {
-		return err
-	}
-	if dir := c.String("plots"); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if err := r.Plot(dir); err != nil {
-			return err
-		}
-	}
-	return r.WriteReport(c.App.Writer, c.String("output") == "json")
+	return rundir.Report(st, c.App.Writer, c.String("output") == "json", c.String("plots"))
 }

@@ -32,14 +32,11 @@ func statusAction(c *cli.Context) error {
 	if err := checkOutput(c); err != nil {
 		return err
 	}
-	if c.NArg() != 1 {
-		return usageErr("status needs exactly one RUN argument")
-	}
-	st, err := openRun(c)
+	st, err := openOneRun(c)
 	if err != nil {
 		return err
 	}
-	return showStatus(c, func() ([]byte, bool, error) { return renderStatus(c, st) })
+	return showStatus(c, func() ([]byte, bool, error) { return rundir.StatusNow(st, statusOptions(c)) })
 }
 
 // showStatus prints what render draws once, or with --watch redraws it every --interval until
@@ -58,16 +55,6 @@ func showStatus(c *cli.Context, render func() (out []byte, live bool, err error)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return term.Watch(ctx, c.App.Writer, c.Duration("interval"), c.String("output") == "table", render)
-}
-
-// renderStatus draws the run's status once, and says whether a driver holds it now.
-func renderStatus(c *cli.Context, st *rundir.State) ([]byte, bool, error) {
-	v, err := rundir.NewView(st)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := rundir.RenderStatus(v, statusOptions(c))
-	return out, v.Live, err
 }
 
 // statusOptions are status's flags as rundir.RenderStatus takes them (here and on a server).

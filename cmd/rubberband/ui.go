@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/ui"
 	"github.com/urfave/cli/v2"
 )
@@ -39,43 +34,18 @@ func uiAction(c *cli.Context) error {
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
 		return usageErr("--root %s is not a folder (it holds the runs: `rubberband run SPEC --root %s` makes one)", root, root)
 	}
-	ln, err := net.Listen("tcp", c.String("addr"))
+	ln, token, url, err := ui.Listen(c.String("addr"), c.String("token"))
 	if err != nil {
-		return usageErr("listen on %s: %v", c.String("addr"), err)
+		return usageErr("%v", err)
 	}
-	token := c.String("token")
-	if !ui.Loopback(ln.Addr()) && token == "" {
-		if token, err = ui.NewToken(); err != nil {
-			ln.Close()
-			return err
-		}
-	}
-	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: cancelDir, Log: c.App.ErrWriter})
+	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: driver.CancelDir, Log: c.App.ErrWriter})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer srv.Close()
-	url := "http://" + ln.Addr().String() + "/"
-	if token != "" {
-		url += "?token=" + token
-	}
 	fmt.Fprintf(c.App.ErrWriter, "rubberband ui: serving the runs under %s on %s\n", root, url)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return srv.Serve(ctx, ln)
-}
-
-// dashboardCancelWait is how long the dashboard's cancel waits for a live driver to stop, as
-// `rubberband cancel` does.
-const dashboardCancelWait = 2 * time.Minute
-
-// cancelDir does what `rubberband cancel DIR` does: the dashboard's cancel button.
-func cancelDir(ctx context.Context, dir string) error {
-	st, err := rundir.Open(dir)
-	if err != nil {
-		return err
-	}
-	_, err = driver.Cancel(ctx, st, dashboardCancelWait, io.Discard)
-	return err
 }

@@ -1,0 +1,61 @@
+package rundir
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
+)
+
+// WriteEnd writes how a run ended as `run` and `resume` print it: its report (runstate.Compare)
+// as JSON, or its tables (WriteTable: its best trial, its stages predicted beside realized, the
+// totals); the report says whether it missed its deadline.
+func WriteEnd(w io.Writer, st *State, res *runstate.Result, asJSON bool) (runstate.Report, error) {
+	rep := runstate.Compare(st.Plan, res)
+	if !asJSON {
+		WriteTable(w, st, res, EndStatus(res))
+		return rep, nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return rep, enc.Encode(rep)
+}
+
+// StatusNow draws the run's status once (RenderStatus of a fresh View), and says whether a
+// driver holds the run now: what `status` prints, and redraws with --watch until it does not.
+func StatusNow(st *State, o StatusOptions) ([]byte, bool, error) {
+	v, err := NewView(st)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := RenderStatus(v, o)
+	return out, v.Live, err
+}
+
+// BestNow is the run's winner as its journal says now (Best of a fresh View).
+func BestNow(st *State) (*BestTrial, error) {
+	v, err := NewView(st)
+	if err != nil {
+		return nil, err
+	}
+	return Best(v)
+}
+
+// Report writes the run's report to w, as JSON or as tables (`rubberband report`), after
+// drawing its pictures into the folder plots (made when missing; none when empty).
+func Report(st *State, w io.Writer, asJSON bool, plots string) error {
+	r, err := Replay(st)
+	if err != nil {
+		return err
+	}
+	if plots != "" {
+		if err := os.MkdirAll(plots, 0o755); err != nil {
+			return err
+		}
+		if err := r.Plot(plots); err != nil {
+			return err
+		}
+	}
+	return r.WriteReport(w, asJSON)
+}
