@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -18,13 +19,16 @@ const (
 	ExitDeadlineMissed = 5
 )
 
-// ExitCode is the exit code of err: ExitPaused for a run an infrastructure fault paused, ExitInfeasible when no plan meets the deadline or
+// ExitCode is the exit code of err: its own (CodedError), ExitPaused for a run an infrastructure fault paused, ExitInfeasible when no plan meets the deadline or
 // the budget, ExitInvalid for input the user must change, else ExitError.
 func ExitCode(err error) int {
+	var coded *CodedError
 	var problem *planner.ProblemError
 	var overBudget *executor.BudgetError
 	var paused *executor.PausedError
 	switch {
+	case errors.As(err, &coded):
+		return coded.Code
 	case errors.As(err, &paused):
 		return ExitPaused
 	case errors.Is(err, planner.ErrInfeasible), errors.Is(err, planner.ErrNoPlan), errors.As(err, &overBudget):
@@ -35,4 +39,24 @@ func ExitCode(err error) int {
 		return ExitInvalid
 	}
 	return ExitError
+}
+
+// CodedError is an error that carries its exit code; with no Err its words were said already.
+type CodedError struct {
+	Code int
+	Err  error
+}
+
+func (e *CodedError) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *CodedError) Unwrap() error { return e.Err }
+
+// UsageError says what is wrong with a command's arguments: ExitInvalid.
+func UsageError(format string, args ...any) error {
+	return &CodedError{Code: ExitInvalid, Err: fmt.Errorf(format, args...)}
 }

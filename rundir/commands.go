@@ -1,11 +1,11 @@
 package rundir
 
 import (
-	"encoding/json"
 	"io"
 	"os"
 
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
 // WriteEnd writes how a run ended as `run` and `resume` print it: its report (runstate.Compare)
@@ -17,9 +17,7 @@ func WriteEnd(w io.Writer, st *State, res *runstate.Result, asJSON bool) (runsta
 		WriteTable(w, st, res, EndStatus(res))
 		return rep, nil
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return rep, enc.Encode(rep)
+	return rep, format.JSON(w, rep)
 }
 
 // StatusNow draws the run's status once (RenderStatus of a fresh View), and says whether a

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -31,9 +32,16 @@ func List(root string) []Summary {
 	return rows
 }
 
-// WriteList writes rows as `rubberband list`'s table, each run's start as long before now.
-func WriteList(w io.Writer, rows []Summary, now time.Time) {
-	tw := format.NewTable(w, "NAME", "RUN ID", "BACKEND", "STATUS", "STAGES", "STARTED", "ELAPSED", "COST", "BEST")
+// WriteList writes rows of the runs under root as `rubberband list`'s table, each run's start as
+// long before now, in one write (a line that says there are none, when there are none).
+func WriteList(w io.Writer, root string, rows []Summary, now time.Time) {
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "no runs under %s\n", root)
+		return
+	}
+	var buf bytes.Buffer
+	defer func() { w.Write(buf.Bytes()) }()
+	tw := format.NewTable(&buf, "NAME", "RUN ID", "BACKEND", "STATUS", "STAGES", "STARTED", "ELAPSED", "COST", "BEST")
 	for _, r := range rows {
 		best := "-"
 		if r.Best != nil {

@@ -36,12 +36,16 @@ func TestList(t *testing.T) {
 		t.Errorf("the run: %+v (rows %+v)", r, rows)
 	}
 	var out bytes.Buffer
-	WriteList(&out, rows, time.Now())
+	WriteList(&out, root, rows, time.Now())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(out.String(), "unreadable: ") || !strings.Contains(out.String(), "r1") {
 		t.Errorf("the table:\n%s", out.String())
 	}
 	if got := List(filepath.Join(root, "none")); got == nil || len(got) != 0 {
 		t.Errorf("no root: %#v, want no rows (not nil: JSON's [])", got)
+	}
+	out.Reset()
+	if WriteList(&out, "elsewhere", nil, time.Now()); out.String() != "no runs under elsewhere\n" {
+		t.Errorf("no rows: %q", out.String())
 	}
 }

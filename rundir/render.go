@@ -111,9 +111,7 @@ type ReportJSON struct {
 func (r *Replayed) WriteReport(w io.Writer, asJSON bool) error {
 	if asJSON {
 		rep := runstate.Compare(r.State.Plan, r.Res)
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ReportJSON{&rep, r.Search})
+		return format.JSON(w, ReportJSON{&rep, r.Search})
 	}
 	var buf bytes.Buffer
 	WriteTable(&buf, r.State, r.Res, EndStatus(r.Res))
@@ -127,9 +125,7 @@ func (r *Replayed) WriteReport(w io.Writer, asJSON bool) error {
 // comment that says whose it is, or with asJSON the trial with its metric and learning curve.
 func WriteBest(w io.Writer, best *BestTrial, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(best)
+		return format.JSON(w, best)
 	}
 	fmt.Fprintf(w, "# %s, run %s: trial %s, %s %g at iteration %d\n", best.Experiment, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
 	b, err := yaml.Marshal(best.Params)

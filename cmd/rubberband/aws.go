@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/urfave/cli/v2"
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
@@ -18,7 +19,7 @@ func regionFlag() cli.Flag {
 func loadAWS(c *cli.Context) (aws.Config, error) {
 	region := c.String("region")
 	if region != "" && !rbec2.IsRegion(region) {
-		return aws.Config{}, usageErr("--region %q is not an AWS region such as us-east-1", region)
+		return aws.Config{}, driver.UsageError("--region %q is not an AWS region such as us-east-1", region)
 	}
 	return rbec2.LoadConfig(c.Context, region)
 }

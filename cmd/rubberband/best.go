@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
@@ -36,7 +37,7 @@ func bestCommand() *cli.Command {
 // checkBestOutput checks best's --output: yaml or json.
 func checkBestOutput(c *cli.Context) error {
 	if out := c.String("output"); out != "yaml" && out != "json" {
-		return usageErr("--output %q: yaml or json", out)
+		return driver.UsageError("--output %q: yaml or json", out)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func localCatalog(c *cli.Context) (string, *spec.CatalogFile, error) {
 	}
 	path, f, err := spec.ReadLocalCatalog(c.String("catalog"), catalogRoot(c))
 	if err != nil {
-		return path, nil, usageErr("%v", err)
+		return path, nil, driver.UsageError("%v", err)
 	}
 	return path, f, nil
 }
@@ -87,7 +87,7 @@ func catalogCommand() *cli.Command {
 				return err
 			}
 			if c.NArg() > 0 {
-				return usageErr("catalog takes no arguments (got %q); `catalog refresh` reads AWS", c.Args().First())
+				return driver.UsageError("catalog takes no arguments (got %q); `catalog refresh` reads AWS", c.Args().First())
 			}
 			path, f, err := localCatalog(c)
 			if err != nil {

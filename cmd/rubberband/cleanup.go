@@ -38,7 +38,7 @@ func cleanupCommand() *cli.Command {
 				return err
 			}
 			if c.NArg() > 0 {
-				return usageErr("cleanup takes no arguments (--experiment NAME or --all says what to terminate)")
+				return driver.UsageError("cleanup takes no arguments (--experiment NAME or --all says what to terminate)")
 			}
 			f := rbec2.Filter{Experiment: c.String("experiment"), All: c.Bool("all")}
 			if err := driver.CheckCleanup(c.String("backend"), f); err != nil {
@@ -60,10 +60,10 @@ func cleanupCommand() *cli.Command {
 				these := driver.CleanupCount(found, groups)
 				driver.WriteFound(c.App.ErrWriter, cfg.Region, found, groups)
 				if !term.IsTTY(os.Stdin) {
-					return usageErr("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", these, what)
+					return driver.UsageError("add --yes to terminate these %s of %s (stdin is not a terminal to ask on)", these, what)
 				}
 				if !term.Confirm(os.Stdin, c.App.ErrWriter, fmt.Sprintf("terminate these %s?", these)) {
-					return &exitErr{code: exitError, err: errors.New("cleanup: nothing terminated")}
+					return &driver.CodedError{Code: driver.ExitError, Err: errors.New("cleanup: nothing terminated")}
 				}
 				f = driver.Confirmed(f, found, groups)
 			}

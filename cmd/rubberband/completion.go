@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/urfave/cli/v2"
 )
@@ -16,7 +17,7 @@ func completionCommand() *cli.Command {
 			"or for good: `rubberband completion fish > ~/.config/fish/completions/rubberband.fish`.",
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return usageErr("completion needs one SHELL argument: bash, zsh or fish")
+				return driver.UsageError("completion needs one SHELL argument: bash, zsh or fish")
 			}
 			switch sh := c.Args().First(); sh {
 			case "bash", "zsh":
@@ -28,7 +29,7 @@ func completionCommand() *cli.Command {
 				}
 				fmt.Fprint(c.App.Writer, script)
 			default:
-				return usageErr("%q is not a shell this prints completion for (bash, zsh or fish)", sh)
+				return driver.UsageError("%q is not a shell this prints completion for (bash, zsh or fish)", sh)
 			}
 			return nil
 		},

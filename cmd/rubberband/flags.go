@@ -1,10 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/rubberband-hpo/rubberband/driver"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/sim"
@@ -44,7 +44,7 @@ func driverFlags(more ...cli.Flag) []cli.Flag {
 
 func checkLogFormat(c *cli.Context) error {
 	if f := c.String("log-format"); f != "text" && f != "json" {
-		return usageErr("--log-format %q: text or json", f)
+		return driver.UsageError("--log-format %q: text or json", f)
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func applyOverrides(c *cli.Context, exp *spec.Experiment) error {
 	o := spec.Overrides{Deadline: setFlag(c, "deadline", c.String), Quantile: setFlag(c, "quantile", c.Float64),
 		Samples: setFlag(c, "samples", c.Int), Seed: setFlag(c, "seed", c.Int64), Planner: setFlag(c, "planner", c.String)}
 	if err := exp.Override(o); err != nil {
-		return usageErr("%v", err)
+		return driver.UsageError("%v", err)
 	}
 	return checkOutput(c)
 }
@@ -85,13 +85,16 @@ func prepare(c *cli.Context) (*spec.Experiment, *spec.Source, *sim.Simulator, er
 // openOneRun opens the run the command's single RUN argument names (openRun).
 func openOneRun(c *cli.Context) (*rundir.State, error) {
 	if c.NArg() != 1 {
-		return nil, usageErr("%s needs exactly one RUN argument", c.Command.Name)
+		return nil, driver.UsageError("%s needs exactly one RUN argument", c.Command.Name)
 	}
 	return openRun(c)
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// printOutput writes v as JSON under -o json, else as table writes it.
+func printOutput(c *cli.Context, v any, table func(io.Writer)) error {
+	if c.String("output") == "json" {
+		return format.JSON(c.App.Writer, v)
+	}
+	table(c.App.Writer)
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/urfave/cli/v2"
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
@@ -29,11 +30,11 @@ func iamPolicyCommand() *cli.Command {
 				return err
 			}
 			if c.NArg() > 1 {
-				return usageErr("iam-policy takes at most one SPEC argument (got %d)", c.NArg())
+				return driver.UsageError("iam-policy takes at most one SPEC argument (got %d)", c.NArg())
 			}
 			who := c.String("for")
 			if who != rbec2.ForDriver && who != rbec2.ForInstance {
-				return usageErr("--for %q is neither %s nor %s", who, rbec2.ForDriver, rbec2.ForInstance)
+				return driver.UsageError("--for %q is neither %s nor %s", who, rbec2.ForDriver, rbec2.ForInstance)
 			}
 			var exp *spec.Experiment
 			if c.NArg() == 1 {
@@ -44,7 +45,7 @@ func iamPolicyCommand() *cli.Command {
 			}
 			doc, err := rbec2.Policy(who, exp)
 			if err != nil {
-				return usageErr("%v", err)
+				return driver.UsageError("%v", err)
 			}
 			return printOutput(c, doc, doc.WriteText)
 		},

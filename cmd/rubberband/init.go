@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/spec/starter"
 	"github.com/urfave/cli/v2"
 )
@@ -33,7 +34,7 @@ func initCommand() *cli.Command {
 
 func initAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr("init takes no arguments (got %q): it writes --out in the current folder", c.Args().First())
+		return driver.UsageError("init takes no arguments (got %q): it writes --out in the current folder", c.Args().First())
 	}
 	out := c.String("out")
 	cat, err := effectiveCatalog(c)
@@ -43,7 +44,7 @@ func initAction(c *cli.Context) error {
 	o := starter.Options{Type: c.String("type"), Catalog: cat, Now: time.Now(), Name: c.String("name"), Command: strings.Fields(c.String("command"))}
 	var input *starter.InputError
 	if o, err = starter.Init(o, out, c.Bool("force")); errors.As(err, &input) {
-		return usageErr("%v", input)
+		return driver.UsageError("%v", input)
 	} else if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -35,7 +36,7 @@ func logsCommand() *cli.Command {
 
 func logsAction(c *cli.Context) error {
 	if c.NArg() < 1 || c.NArg() > 2 {
-		return usageErr("logs needs RUN and at most one TRIAL")
+		return driver.UsageError("logs needs RUN and at most one TRIAL")
 	}
 	st, err := openRun(c)
 	if err != nil {

@@ -13,26 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// The exit codes most commands return (driver.ExitCode says which, with the others).
-const (
-	exitError   = driver.ExitError
-	exitInvalid = driver.ExitInvalid
-)
-
-// exitErr carries an exit code; its message, if any, has been printed already or is printed by run.
-type exitErr struct {
-	code int
-	err  error
-}
-
-func (e *exitErr) Error() string {
-	if e.err == nil {
-		return ""
-	}
-	return e.err.Error()
-}
-func (e *exitErr) Unwrap() error { return e.err }
-
 func main() {
 	if path := os.Getenv("RB_CPUPROFILE"); path != "" { // for developers: where does the driver's time go?
 		if f, err := os.Create(path); err == nil {
@@ -67,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Without a command: the help; with one that does not exist: a usage error.
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usageErr("%q is not a command; `rubberband help` lists them", c.Args().First())
+				return driver.UsageError("%q is not a command; `rubberband help` lists them", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -78,20 +58,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(args) > 2 && (args[1] == "help" || args[1] == "h") && args[2] != "help" && app.Command(args[2]) == nil { // urfave/cli exits 3: ours is infeasible
 		fmt.Fprintf(stderr, "rubberband: %q is not a command; `rubberband help` lists them\n", args[2])
-		return exitInvalid
+		return driver.ExitInvalid
 	}
 	err := app.RunContext(ctx, cliargs.FlagsFirst(app.Commands, args))
 	if err == nil {
 		return 0
 	}
-	var ee *exitErr
-	coded := errors.As(err, &ee)
-	if coded && ee.err == nil {
-		return ee.code // said already
-	}
-	fmt.Fprintln(stderr, "rubberband:", err)
-	if coded {
-		return ee.code
+	if coded := (*driver.CodedError)(nil); !errors.As(err, &coded) || coded.Err != nil { // else said already
+		fmt.Fprintln(stderr, "rubberband:", err)
 	}
 	return driver.ExitCode(err)
 }
@@ -110,10 +84,5 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	if isSubcommand {
 		name = c.Command.HelpName
 	}
-	return usageErr("%v; `%s --help` lists the flags", err, name)
-}
-
-// usageErr reports bad arguments with exit code 2.
-func usageErr(format string, args ...any) error {
-	return &exitErr{code: exitInvalid, err: fmt.Errorf(format, args...)}
+	return driver.UsageError("%v; `%s --help` lists the flags", err, name)
 }

@@ -29,7 +29,7 @@ func pricesCommand() *cli.Command {
 				return err
 			}
 			if c.NArg() == 0 {
-				return usageErr("prices needs at least one instance TYPE, such as p3.2xlarge")
+				return driver.UsageError("prices needs at least one instance TYPE, such as p3.2xlarge")
 			}
 			market, err := driver.MarketOf(c.String("market"))
 			if err != nil {
@@ -46,7 +46,7 @@ func pricesCommand() *cli.Command {
 			ps, err := rbec2.Prices(c.Context, cfg, cfg.Region, c.Args().Slice(), market, cat)
 			var unknown *rbec2.UnknownTypesError
 			if errors.As(err, &unknown) {
-				return usageErr("%v", unknown)
+				return driver.UsageError("%v", unknown)
 			}
 			// Otherwise err, if any, is a type and market with no price at all: what was found is
 			// shown first.

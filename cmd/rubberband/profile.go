@@ -38,16 +38,16 @@ func profileAction(c *cli.Context) error {
 	}
 	out, err := starter.ProfileFile(exp, c.String("out"), c.String("instance-type"))
 	if errors.Is(err, starter.ErrNeedOut) {
-		return usageErr("%v", err)
+		return driver.UsageError("%v", err)
 	} else if err != nil {
 		return err
 	}
-	if err := resolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
+	if err := driver.ResolveWorkdir(c.App.ErrWriter, exp, src.Path); err != nil {
 		return err
 	}
 	if typ := c.String("instance-type"); typ != "" {
 		if exp, err = exp.OnType(typ); err != nil {
-			return usageErr("--instance-type: %v", err)
+			return driver.UsageError("--instance-type: %v", err)
 		}
 	}
 	p, err := driver.ProfilingOf(driver.Profiling{Backend: c.String("backend"), Spec: exp, Iters: c.Int("iters"), Rounds: c.Int("rounds"),

@@ -25,10 +25,10 @@ func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) e
 		}
 		cl, err := client.New(c.String("server"), c.String("token"))
 		if err != nil {
-			return usageErr("%v", err)
+			return driver.UsageError("%v", err)
 		}
 		if err = remote(c, cl); client.ExitCode(err) != 0 {
-			return &exitErr{code: client.ExitCode(err), err: err}
+			return &driver.CodedError{Code: client.ExitCode(err), Err: err}
 		}
 		return err
 	}
@@ -38,7 +38,7 @@ func onServer(cmd *cli.Command, remote func(c *cli.Context, cl *client.Client) e
 // exited is what an action returns for a call's exit code and error.
 func exited(code int, err error) error {
 	if err == nil && code != 0 {
-		return &exitErr{code: code}
+		return &driver.CodedError{Code: code}
 	}
 	return err
 }
@@ -47,7 +47,7 @@ func exited(code int, err error) error {
 // then prints its report (client.RunSpec).
 func runRemote(c *cli.Context, cl *client.Client) error {
 	if c.NArg() != 1 {
-		return usageErr("run needs exactly one SPEC argument")
+		return driver.UsageError("run needs exactly one SPEC argument")
 	}
 	opts, err := specOptions(c)
 	if err != nil {
@@ -79,7 +79,7 @@ func listRemote(c *cli.Context, cl *client.Client) error {
 // oneRun is the single RUN argument of a command that speaks to a server.
 func oneRun(c *cli.Context) (string, error) {
 	if c.NArg() != 1 {
-		return "", usageErr("%s needs exactly one RUN argument (its name or ID, as `rubberband list` shows)", c.Command.Name)
+		return "", driver.UsageError("%s needs exactly one RUN argument (its name or ID, as `rubberband list` shows)", c.Command.Name)
 	}
 	return c.Args().First(), nil
 }
@@ -110,7 +110,7 @@ func statusRemote(c *cli.Context, cl *client.Client) error {
 // logs does here.
 func logsRemote(c *cli.Context, cl *client.Client) error {
 	if c.NArg() < 1 || c.NArg() > 2 {
-		return usageErr("logs needs RUN and at most one TRIAL")
+		return driver.UsageError("logs needs RUN and at most one TRIAL")
 	}
 	w, done := logWriter(c, "the log")
 	defer done()
@@ -136,7 +136,7 @@ func reportRemote(c *cli.Context, cl *client.Client) error {
 		return err
 	}
 	if c.String("plots") != "" {
-		return usageErr("--plots draws from the run's state directory, on this machine only: not with --server")
+		return driver.UsageError("--plots draws from the run's state directory, on this machine only: not with --server")
 	}
 	run, err := namedRun(c, cl)
 	if err != nil {

@@ -88,7 +88,7 @@ func execOptions(c *cli.Context) driver.Exec {
 func printRun(c *cli.Context, st *rundir.State, res *runstate.Result) error {
 	rep, err := rundir.WriteEnd(c.App.Writer, st, res, c.String("output") == "json")
 	if err == nil && rep.DeadlineMissed {
-		return &exitErr{code: driver.ExitDeadlineMissed}
+		return &driver.CodedError{Code: driver.ExitDeadlineMissed}
 	}
 	return err
 }

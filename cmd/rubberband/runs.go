@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
 )
@@ -22,7 +23,7 @@ func rootFlag() cli.Flag {
 // openRun resolves the command's RUN argument and loads its state.
 func openRun(c *cli.Context) (*rundir.State, error) {
 	if c.NArg() < 1 {
-		return nil, usageErr("%s needs a RUN argument: a run's name or ID under %s, or its directory", c.Command.Name, c.String("root"))
+		return nil, driver.UsageError("%s needs a RUN argument: a run's name or ID under %s, or its directory", c.Command.Name, c.String("root"))
 	}
 	dir, err := rundir.Resolve(c.String("root"), c.Args().First())
 	if err != nil {
@@ -42,20 +43,10 @@ func listCommand() *cli.Command {
 				return err
 			}
 			if c.NArg() > 0 {
-				return usageErr("list takes no arguments (--root chooses the folder)")
+				return driver.UsageError("list takes no arguments (--root chooses the folder)")
 			}
 			rows := rundir.List(c.String("root"))
-			if c.String("output") == "json" {
-				return writeJSON(c.App.Writer, rows)
-			}
-			if len(rows) == 0 {
-				fmt.Fprintf(c.App.Writer, "no runs under %s\n", c.String("root"))
-				return nil
-			}
-			var buf bytes.Buffer // the table is written whole
-			rundir.WriteList(&buf, rows, time.Now())
-			_, err := c.App.Writer.Write(buf.Bytes())
-			return err
+			return printOutput(c, rows, func(w io.Writer) { rundir.WriteList(w, c.String("root"), rows, time.Now()) })
 		},
 	}
 }
@@ -66,7 +57,7 @@ func outputFlag() cli.Flag {
 
 func checkOutput(c *cli.Context) error {
 	if o := c.String("output"); o != "table" && o != "json" {
-		return usageErr("--output %q is not a format (table or json)", o)
+		return driver.UsageError("--output %q is not a format (table or json)", o)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -14,7 +15,7 @@ func schemaCommand() *cli.Command {
 		Flags: []cli.Flag{rootFlag(), catalogFlag()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
-				return usageErr("schema takes no arguments (got %d)", c.NArg())
+				return driver.UsageError("schema takes no arguments (got %d)", c.NArg())
 			}
 			cat, err := effectiveCatalog(c)
 			if err != nil {

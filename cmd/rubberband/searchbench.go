@@ -6,7 +6,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/bench"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 	"github.com/urfave/cli/v2"
 )
@@ -41,11 +43,11 @@ func searchBenchCommand() *cli.Command {
 				"and writes one reply a line, {\"value\": LOSS} or {\"error\": \"...\"}, until standard input ends.",
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
-					return usageErr("search-bench objective takes one benchmark name (%s)", strings.Join(objective.Names(), ", "))
+					return driver.UsageError("search-bench objective takes one benchmark name (%s)", strings.Join(objective.Names(), ", "))
 				}
 				o, err := objective.Lookup(c.Args().First())
 				if err != nil {
-					return usageErr("%v", err)
+					return driver.UsageError("%v", err)
 				}
 				return bench.ServeObjective(c.Context, o, os.Stdin, c.App.Writer)
 			},
@@ -60,12 +62,12 @@ func searchBenchAction(c *cli.Context) error {
 	suite := bench.Suite{Objectives: strings.Split(c.String("objectives"), ","), Samplers: bench.SplitSamplers(c.String("samplers")),
 		Algorithm: c.String("algorithm"), Rounds: c.Int("rounds"), Seeds: c.Int("seeds"), OptunaDir: c.String("optuna"), OptunaScript: c.String("optuna-script"), Plots: c.String("plots")}
 	if err := suite.Check(); err != nil {
-		return usageErr("%v", err)
+		return driver.UsageError("%v", err)
 	}
 	// The plots' folder is made before the work, not found missing after it (like mkdir -p).
 	if dir := c.String("plots"); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return usageErr("--plots: %v", err)
+			return driver.UsageError("--plots: %v", err)
 		}
 	}
 	results, plotErrs, err := suite.Run(c.Context, c.App.ErrWriter, func(r bench.Result) {
@@ -75,12 +77,12 @@ func searchBenchAction(c *cli.Context) error {
 		}
 	})
 	if in := (*bench.InputError)(nil); errors.As(err, &in) {
-		return usageErr("%v", in)
+		return driver.UsageError("%v", in)
 	} else if err != nil {
 		return err
 	}
 	if c.String("output") == "json" {
-		if err := writeJSON(c.App.Writer, results); err != nil {
+		if err := format.JSON(c.App.Writer, results); err != nil {
 			return err
 		}
 	}

@@ -86,7 +86,7 @@ func teamFlags() []cli.Flag {
 
 func serverAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr("server takes no arguments; `rubberband server users add` and `teams add` manage it")
+		return driver.UsageError("server takes no arguments; `rubberband server users add` and `teams add` manage it")
 	}
 	srv, err := server.Start(c.Context, server.Setup{DB: c.String("db"), Mirror: c.String("mirror"), TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
 		Limits: server.HTTPLimits{ReadHeaderTimeout: c.Duration("read-header-timeout"), BodyTimeout: c.Duration("body-timeout"),
@@ -97,14 +97,14 @@ func serverAction(c *cli.Context) error {
 			Log: c.App.ErrWriter, SingleTenant: c.Bool("single-tenant"), MaxStreams: c.Int("max-streams"), MaxStreamsPerUser: c.Int("max-streams-per-user"),
 			QueueLimits: server.QueueLimits{PerTeam: c.Int("max-queued-per-team"), PerUser: c.Int("max-queued-per-user")}}})
 	if fe := (*server.FlagError)(nil); errors.As(err, &fe) {
-		return usageErr("%v", fe)
+		return driver.UsageError("%v", fe)
 	} else if err != nil {
 		return err
 	}
 	defer srv.Close()
 	ln, err := net.Listen("tcp", c.String("addr"))
 	if err != nil {
-		return usageErr("listen on %s: %v", c.String("addr"), err)
+		return driver.UsageError("listen on %s: %v", c.String("addr"), err)
 	}
 	scheme, copies := "http", ""
 	if c.String("tls-cert") != "" {
@@ -126,7 +126,7 @@ func serverAction(c *cli.Context) error {
 // change (an unknown team, a name taken or malformed) exits 2.
 func onStore(c *cli.Context, fn func(st store.Store, name string) error) error {
 	if c.NArg() != 1 {
-		return usageErr("%s needs exactly one NAME", c.Command.HelpName)
+		return driver.UsageError("%s needs exactly one NAME", c.Command.HelpName)
 	}
 	st, _, err := server.OpenStore(c.Context, c.String("db"), c.String("root"))
 	if err != nil {
@@ -134,7 +134,7 @@ func onStore(c *cli.Context, fn func(st store.Store, name string) error) error {
 	}
 	defer st.Close()
 	if err = fn(st, c.Args().First()); server.IsUserError(err) {
-		return usageErr("%v", err)
+		return driver.UsageError("%v", err)
 	}
 	return err
 }
@@ -155,8 +155,8 @@ func usersAddAction(c *cli.Context) error {
 func teamsAction(create bool) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		return onStore(c, func(st store.Store, name string) error {
-			ch := server.TeamChange{MaxGPUs: ifSet(c, "max-gpus", c.Int), MaxNodes: ifSet(c, "max-nodes", c.Int),
-				MonthlyBudgetUSD: ifSet(c, "budget", c.Float64), MaxQueuedRuns: ifSet(c, "max-queued-runs", c.Int)}
+			ch := server.TeamChange{MaxGPUs: setFlag(c, "max-gpus", c.Int), MaxNodes: setFlag(c, "max-nodes", c.Int),
+				MonthlyBudgetUSD: setFlag(c, "budget", c.Float64), MaxQueuedRuns: setFlag(c, "max-queued-runs", c.Int)}
 			if c.IsSet("storage-prefix") {
 				prefixes := slices.DeleteFunc(c.StringSlice("storage-prefix"), func(p string) bool { return p == "" })
 				ch.StoragePrefixes = &prefixes
@@ -168,13 +168,4 @@ func teamsAction(create bool) cli.ActionFunc {
 			return err
 		})
 	}
-}
-
-// ifSet is the flag's value when it was given, else nil.
-func ifSet[T any](c *cli.Context, name string, value func(string) T) *T {
-	if !c.IsSet(name) {
-		return nil
-	}
-	v := value(name)
-	return &v
 }

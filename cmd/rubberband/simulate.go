@@ -27,7 +27,7 @@ func simulateAction(c *cli.Context) error {
 		return err
 	}
 	if c.IsSet("plan") == c.IsSet("alloc") {
-		return usageErr("give exactly one of --plan FILE or --alloc LIST")
+		return driver.UsageError("give exactly one of --plan FILE or --alloc LIST")
 	}
 	given := c.String("alloc")
 	if c.IsSet("plan") {

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/urfave/cli/v2"
@@ -50,7 +51,7 @@ func showStatus(c *cli.Context, render func() (out []byte, live bool, err error)
 		return err
 	}
 	if c.Duration("interval") < 10*time.Millisecond {
-		return usageErr("--interval %s is too short (at least 10ms)", c.Duration("interval"))
+		return driver.UsageError("--interval %s is too short (at least 10ms)", c.Duration("interval"))
 	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/trial/builtin"
 	"github.com/urfave/cli/v2"
 )
@@ -21,7 +22,7 @@ func trainerCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			err := builtin.Main(c.Context, c.Args().Slice(), c.App.ErrWriter)
 			if errors.Is(err, builtin.ErrUsage) {
-				return usageErr("%v", err)
+				return driver.UsageError("%v", err)
 			}
 			return err
 		},

@@ -28,15 +28,15 @@ func uiCommand() *cli.Command {
 
 func uiAction(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr("ui takes no arguments (--root chooses the folder)")
+		return driver.UsageError("ui takes no arguments (--root chooses the folder)")
 	}
 	root := c.String("root")
 	if info, err := os.Stat(root); err != nil || !info.IsDir() {
-		return usageErr("--root %s is not a folder (it holds the runs: `rubberband run SPEC --root %s` makes one)", root, root)
+		return driver.UsageError("--root %s is not a folder (it holds the runs: `rubberband run SPEC --root %s` makes one)", root, root)
 	}
 	ln, token, url, err := ui.Listen(c.String("addr"), c.String("token"))
 	if err != nil {
-		return usageErr("%v", err)
+		return driver.UsageError("%v", err)
 	}
 	srv, err := ui.New(ui.Config{Root: root, Token: token, AllowCancel: c.Bool("allow-cancel"), Cancel: driver.CancelDir, Log: c.App.ErrWriter})
 	if err != nil {

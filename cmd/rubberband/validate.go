@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -28,7 +29,7 @@ func validateCommand() *cli.Command {
 			ws, err := rundir.ResolveWarmStart(c.String("root"), exp) // no runs to read without sampler.warm_start
 			if err != nil {
 				fmt.Fprintf(c.App.ErrWriter, "%s:%d: %v\n", exp.File, exp.Line("sampler.warm_start"), err)
-				return &exitErr{code: exitInvalid}
+				return &driver.CodedError{Code: driver.ExitInvalid}
 			}
 			for _, note := range ws.Notes {
 				fmt.Fprintln(c.App.Writer, note)
@@ -47,7 +48,7 @@ func validateCommand() *cli.Command {
 // on w and returned as exit code 2.
 func loadSpec(c *cli.Context, w io.Writer, extra ...spec.Option) (*spec.Experiment, *spec.Source, error) {
 	if c.NArg() != 1 {
-		return nil, nil, usageErr("%s needs exactly one SPEC argument (got %d)", c.Command.Name, c.NArg())
+		return nil, nil, driver.UsageError("%s needs exactly one SPEC argument (got %d)", c.Command.Name, c.NArg())
 	}
 	opts, err := specOptions(c)
 	if err != nil {
@@ -64,21 +65,10 @@ func loadSpecFile(path string, w io.Writer, opts ...spec.Option) (*spec.Experime
 		for _, p := range probs {
 			fmt.Fprintln(w, p)
 		}
-		return nil, nil, &exitErr{code: exitInvalid, err: fmt.Errorf("%s: %s", path, format.Plural(len(probs), "problem"))}
+		return nil, nil, &driver.CodedError{Code: driver.ExitInvalid, Err: fmt.Errorf("%s: %s", path, format.Plural(len(probs), "problem"))}
 	}
 	if err != nil {
-		return nil, nil, &exitErr{code: exitInvalid, err: err}
+		return nil, nil, &driver.CodedError{Code: driver.ExitInvalid, Err: err}
 	}
 	return exp, src, nil
-}
-
-// resolveWorkdir makes exp's trainer.workdir the absolute folder its trainer runs in
-// (spec.WorkdirFor the spec at path), or prints why there is none as a spec problem (exit 2).
-func resolveWorkdir(w io.Writer, exp *spec.Experiment, path string) error {
-	if err := exp.CheckWorkdir(path); err != nil {
-		fmt.Fprintln(w, err)
-		return &exitErr{code: exitInvalid, err: fmt.Errorf("%s: 1 problem", path)}
-	}
-	exp.Trainer.Workdir = exp.WorkdirFor(path)
-	return nil
 }

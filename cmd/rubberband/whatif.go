@@ -5,7 +5,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/charts"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -30,21 +32,21 @@ func whatifCommand() *cli.Command {
 
 func whatifAction(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usageErr("whatif needs exactly one SPEC argument")
+		return driver.UsageError("whatif needs exactly one SPEC argument")
 	}
 	exp, src, err := loadSpec(c, c.App.ErrWriter) // the spec itself must be valid
 	if err != nil {
 		return err
 	}
 	if exp.Algorithm.IsASHA() && c.IsSet("planners") {
-		return usageErr("--planners: an asha job compares its elastic schedule, fixed slots and synchronous sha, not planners")
+		return driver.UsageError("--planners: an asha job compares its elastic schedule, fixed slots and synchronous sha, not planners")
 	}
 	sweeps, names, err := planner.ParseWhatIf(c.StringSlice("sweep"), c.String("planners"))
 	if err != nil {
 		return err
 	}
 	if o := c.String("output"); o != "table" && o != "json" && o != "csv" {
-		return usageErr("--output %q is not a format (table, json or csv)", o)
+		return driver.UsageError("--output %q is not a format (table, json or csv)", o)
 	}
 	var done, total atomic.Int64
 	stop := term.Ticker(c.App.ErrWriter, "whatif", func() string { return fmt.Sprintf("%d/%d points", done.Load(), total.Load()) })
@@ -60,7 +62,7 @@ func whatifAction(c *cli.Context) error {
 	}
 	switch c.String("output") {
 	case "json":
-		return writeJSON(c.App.Writer, out)
+		return format.JSON(c.App.Writer, out)
 	case "csv":
 		return out.WriteCSV(c.App.Writer)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/urfave/cli/v2"
 )
@@ -20,12 +21,12 @@ func workerCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			o, err := worker.ParseArgs(c.Args().Slice(), c.App.ErrWriter)
 			if errors.Is(err, worker.ErrUsage) {
-				return usageErr("%v", errors.Unwrap(err))
+				return driver.UsageError("%v", errors.Unwrap(err))
 			}
 			o.WorkDir, o.IMDSEndpoint = os.Getenv("NOMAD_TASK_DIR"), os.Getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT")
 			o.Stdin, o.Stdout, o.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 			if code := worker.Run(c.Context, o); code != 0 {
-				return &exitErr{code: code}
+				return &driver.CodedError{Code: code}
 			}
 			return nil
 		},

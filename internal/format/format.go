@@ -1,7 +1,9 @@
 package format
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -63,4 +65,12 @@ func Pct(real, pred float64) float64 {
 		return 0
 	}
 	return 100 * (real - pred) / pred
+}
+
+// JSON writes v as every command and the server write JSON: indented by two spaces, one
+// document and a newline.
+func JSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

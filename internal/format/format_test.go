@@ -87,3 +87,18 @@ func TestTable(t *testing.T) {
 		t.Fatalf("%q\nwant %q", b.String(), want)
 	}
 }
+
+// JSON is indented by two spaces, one document and a newline, HTML characters escaped as
+// encoding/json does.
+func TestJSON(t *testing.T) {
+	var b strings.Builder
+	if err := JSON(&b, map[string]any{"a": []int{1}, "b": "<x>"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"a\": [\n    1\n  ],\n  \"b\": \"\\u003cx\\u003e\"\n}\n"; b.String() != want {
+		t.Fatalf("JSON = %q, want %q", b.String(), want)
+	}
+	if err := JSON(&b, func() {}); err == nil {
+		t.Fatal("a value JSON cannot hold was written")
+	}
+}

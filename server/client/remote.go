@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/store"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -60,7 +60,7 @@ func (c *Client) FollowToEnd(ctx context.Context, id, output string, out, log io
 	case err == nil:
 		out.Write(rep.Bytes())
 	case output == "json": // it never started: the run is all there is
-		if err := writeJSON(out, run); err != nil {
+		if err := format.JSON(out, run); err != nil {
 			return 0, err
 		}
 	}
@@ -105,7 +105,7 @@ func (c *Client) RunSpec(ctx context.Context, src *spec.Source, exp *spec.Experi
 	case !o.Detach:
 		return c.FollowToEnd(ctx, run.ID, o.Output, out, log)
 	case o.Output == "json":
-		return 0, writeJSON(out, run)
+		return 0, format.JSON(out, run)
 	}
 	fmt.Fprintln(out, run.ID)
 	return 0, nil
@@ -130,7 +130,7 @@ func (c *Client) PrintRuns(ctx context.Context, w io.Writer, asJSON bool, now ti
 		return err
 	}
 	if asJSON {
-		return writeJSON(w, runs)
+		return format.JSON(w, runs)
 	}
 	if len(runs) == 0 {
 		fmt.Fprintf(w, "no runs on %s\n", c.Base)
@@ -162,11 +162,4 @@ func (c *Client) Best(ctx context.Context, id string) (*rundir.BestTrial, error)
 		return nil, err
 	}
 	return &b, nil
-}
-
-// writeJSON writes v as the CLI writes JSON: indented, one document.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
