@@ -194,7 +194,7 @@ func TestNoUpwardImports(t *testing.T) {
 
 // forTests says whether the package at path is for tests only: the test kit (test doubles,
 // real servers for tests, make test's reader) and the contract suites every implementation of
-// a contract runs (checkpoint/storetest, executor/runtimetest, providertest, mirrortest, ...).
+// a contract runs (checkpoint/storetest, executor/gang/gangtest, providertest, mirrortest, ...).
 func forTests(path string) bool {
 	return strings.HasPrefix(path, "internal/testkit/") || strings.HasSuffix(filepath.Base(path), "test")
 }

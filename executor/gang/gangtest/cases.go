@@ -44,7 +44,7 @@ func reportsInOrder(t *testing.T, e Env) {
 	script := `if [ "$RANK" = 0 ]; then
   ok=1
   [ "$RB_TRIAL_ID" = rt-reports ] || ok=0
-  [ "$RB_EXPERIMENT" = runtimetest ] || ok=0
+  [ "$RB_EXPERIMENT" = gangtest ] || ok=0
   [ "$RB_PARAMS" = '{"lr":0.1}' ] || ok=0
   [ -d "$RB_CHECKPOINT_DIR" ] || ok=0
   [ "$MASTER_ADDR" = "` + e.Nodes[0].Addr + `" ] || ok=0

@@ -87,7 +87,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 				e.Slack = 5 * time.Second
 			}
 			if len(e.Nodes) == 0 {
-				t.Fatal("runtimetest: the Env has no nodes")
+				t.Fatal("gangtest: the Env has no nodes")
 			}
 			if c.script && e.NoScripts {
 				t.Skip("a case in shell, and this runtime runs no commands")
@@ -107,7 +107,7 @@ func (e Env) gang(trialID string, n, start, target int, script string) gang.Gang
 	g := gang.Gang{Trial: trialID, Command: []string{"/bin/sh", "-c", script}}
 	for rank := range n {
 		node := e.Nodes[rank%len(e.Nodes)]
-		g.Workers = append(g.Workers, gang.Worker{Node: node, Env: trial.Env{TrialID: trialID, Experiment: "runtimetest",
+		g.Workers = append(g.Workers, gang.Worker{Node: node, Env: trial.Env{TrialID: trialID, Experiment: "gangtest",
 			Params: map[string]any{"lr": 0.1}, StartIter: start, TargetIter: target, Rank: rank, WorldSize: n,
 			LocalRank: rank / len(e.Nodes), MasterAddr: e.Nodes[0].Addr, GPUs: []int{rank / len(e.Nodes)}}})
 	}

@@ -93,7 +93,7 @@ func interruptedNamesTheNode(t *testing.T, e Env) {
 	if !ok {
 		t.Fatalf("the gang ended before its first report: %v", h.Wait())
 	}
-	e.Interrupt(node, "spot interruption notice (runtimetest)")
+	e.Interrupt(node, "spot interruption notice (gangtest)")
 	rest, err := drainOn(t, e.clock(), h)
 	var in *gang.InterruptedError
 	if !errors.As(err, &in) || in.Node != node {
