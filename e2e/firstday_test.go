@@ -192,3 +192,32 @@ func TestProfileWithoutAProfile(t *testing.T) {
 		t.Error("the profile was not measured again")
 	}
 }
+
+// `init SCRIPT`, as a user types it first: from the folder above, among two scripts, the spec
+// goes beside the named one and runs it, and validates; a missing script or two arguments exit 2.
+func TestInitNamesItsScript(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	dir := filepath.Join(top, "proj")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"prep.py", "train.py"} {
+		if err := os.WriteFile(filepath.Join(dir, f), trainerFromDocs(t), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, errOut, code := rbIn(t, top, "init", "proj/train.py")
+	spec := filepath.Join("proj", "rubberband.yaml")
+	if code != 0 || !strings.Contains(out, "wrote "+spec+": python3 train.py") || !strings.Contains(out, "rubberband profile "+spec) {
+		t.Fatalf("init proj/train.py: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := rbIn(t, top, "validate", spec); code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"init", "--force", "proj/nope.py"}, {"init", "--force", "proj/train.py", "proj/prep.py"}} {
+		if out, errOut, code := rbIn(t, top, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s%s", args, code, out, errOut)
+		}
+	}
+}

@@ -15,11 +15,12 @@ func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "init",
 		Usage:     "write a starting spec for the training script in this folder",
-		ArgsUsage: " ",
-		Description: "Writes rubberband.yaml (or --out FILE) beside the folder's one Python script: its command, an\n" +
-			"instance type with the catalog's GPUs, price and typical start-up latencies (marked as catalog\n" +
-			"defaults), a search space skeleton, Successive Halving, and a deadline to edit. It has no profile:\n" +
-			"`rubberband profile SPEC` measures one next. An existing file is left alone unless --force.",
+		ArgsUsage: "[SCRIPT]",
+		Description: "Writes rubberband.yaml (or --out FILE) beside the folder's one Python script, or beside\n" +
+			"SCRIPT when named: its command, an instance type with the catalog's GPUs, price and typical\n" +
+			"start-up latencies (marked as catalog defaults), a search space skeleton, Successive Halving, and a\n" +
+			"deadline to edit. It has no profile: `rubberband profile SPEC` measures one next. An existing file\n" +
+			"is left alone unless --force.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: starter.DefaultFile, Usage: "the spec `FILE` to write; its folder is where the script is looked for"},
 			&cli.StringFlag{Name: "command", Usage: "the trainer's command, words split at spaces (default: python3 and the folder's one *.py script)"},
@@ -33,17 +34,20 @@ func initCommand() *cli.Command {
 }
 
 func initAction(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return driver.UsageError("init takes no arguments (got %q): it writes --out in the current folder", c.Args().First())
+	if c.NArg() > 1 {
+		return driver.UsageError("init takes at most one SCRIPT (got %d arguments)", c.NArg())
 	}
 	out := c.String("out")
+	if !c.IsSet("out") && c.NArg() == 1 {
+		out = "" // beside the script
+	}
 	cat, err := effectiveCatalog(c)
 	if err != nil {
 		return err
 	}
-	o := starter.Options{Type: c.String("type"), Catalog: cat, Now: time.Now(), Name: c.String("name"), Command: strings.Fields(c.String("command"))}
+	o := starter.Options{Type: c.String("type"), Catalog: cat, Now: time.Now(), Name: c.String("name"), Command: strings.Fields(c.String("command")), Script: c.Args().First()}
 	var input *starter.InputError
-	if o, err = starter.Init(o, out, c.Bool("force")); errors.As(err, &input) {
+	if o, out, err = starter.Init(o, out, c.Bool("force")); errors.As(err, &input) {
 		return driver.UsageError("%v", input)
 	} else if err != nil {
 		return err

@@ -38,7 +38,9 @@ type Options struct {
 	Name string
 	// Command is the trainer's command, its words as they are passed to exec.
 	Command []string
-	// Script is the file the command was found for ("" when given): named in comments.
+	// Script is the file the command was found for ("" when given): named in comments. Given
+	// without a Command (init SCRIPT), it is the script in the spec's folder to run with python3,
+	// rather than the folder's one *.py.
 	Script string
 	// Found is what Scan read in the script: the search space and objective start from it.
 	Found Found
@@ -352,7 +354,12 @@ func (e *InputError) Unwrap() error { return e.Err }
 // adds). It returns the options it wrote with; an error the user must act on is an *InputError.
 func Write(o Options, dir, out string, force bool) (Options, error) {
 	if len(o.Command) == 0 {
-		script, err := FindScript(dir)
+		script, err := o.Script, error(nil)
+		if script == "" {
+			script, err = FindScript(dir)
+		} else if st, serr := os.Stat(filepath.Join(dir, script)); serr != nil || !st.Mode().IsRegular() {
+			err = fmt.Errorf("no script %s in %s", script, dir)
+		}
 		if err != nil {
 			return o, &InputError{err}
 		}
