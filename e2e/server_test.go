@@ -313,7 +313,11 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 		t.Fatalf("users add: %s", errOut)
 	}
 	token := strings.TrimSpace(out)
-	first := startServer(t, "--root", t.TempDir(), "--db", pg.URL, "--mirror", "db")
+	// At five times startServer's time scale (the synthetic trainer's winner does not depend on
+	// it): the run goes on for seconds after its first sync, so the kill there comes before the
+	// first server could finish it, on a loaded machine too.
+	const slower = "0.1"
+	first := startServer(t, "--root", t.TempDir(), "--db", pg.URL, "--mirror", "db", "--time-scale", slower)
 	driving := func(p *serverProc) bool {
 		resp, err := http.Get(p.base + "/api/v1/health")
 		if err != nil {
@@ -326,7 +330,7 @@ func TestServerStandbyTakesOverOnPostgres(t *testing.T) {
 	}
 	first.waitSaid(t, "holds the lease")
 	standbyRoot := t.TempDir()
-	standby := startServer(t, "--root", standbyRoot, "--db", pg.URL, "--mirror", "db")
+	standby := startServer(t, "--root", standbyRoot, "--db", pg.URL, "--mirror", "db", "--time-scale", slower)
 	if driving(standby) {
 		t.Fatal("both servers drive")
 	}
