@@ -28,7 +28,10 @@ func TestTrainerOnFullDiskIsInfra(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, 2<<20-600<<10), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := runGang(t, r, testGang("t1", 1, `head -c 3000000 /dev/zero > "$RB_CHECKPOINT_DIR/model" || exit 7`))
+	// The trainer fills the disk only once the runtime has written the gang's pids file (after
+	// the workers start): filled sooner, that write fails and the launch itself is the disk's.
+	_, err := runGang(t, r, testGang("t1", 1, `until [ -e "$RB_CHECKPOINT_DIR/../pids" ]; do sleep 0.01; done
+head -c 3000000 /dev/zero > "$RB_CHECKPOINT_DIR/model" || exit 7`))
 	e, ok := infra.Is(err)
 	if !ok || e.What != infra.DiskFull || !strings.HasPrefix(e.Where, r.WorkDir) || !strings.Contains(err.Error(), "exit status 7") {
 		t.Fatalf("a trainer failing on a full disk: %v, want a disk-full fault at %s that keeps the trainer's exit", err, r.WorkDir)
