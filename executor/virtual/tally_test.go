@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
@@ -18,8 +19,16 @@ import (
 // runs struck by faults: crashed and resumed drivers, lost and interrupted nodes, failed and hung
 // trainers, give-ups.
 func TestTalliesAreTheWalks(t *testing.T) {
-	for _, file := range []string{"testdata/campaign-sha.yaml", "testdata/campaign-spot.yaml"} {
-		base := planned(t, file)
+	for _, job := range []struct {
+		file        string
+		perFunction bool
+	}{{"testdata/campaign-sha.yaml", false}, {"testdata/campaign-spot.yaml", false}, {"testdata/campaign-sha.yaml", true}} {
+		file, base := job.file, planned(t, job.file)
+		if job.perFunction { // billed per launch, rounded up to minutes
+			exp := *base.Experiment
+			exp.Cluster.Billing = spec.Billing{Model: spec.PerFunction, Increment: spec.Duration(time.Minute), Minimum: spec.Duration(time.Minute)}
+			base.Experiment = &exp
+		}
 		clean, jct := runOnce(t, base, nil, false)
 		scale := virtual.Scale{Records: len(clean.events), Nodes: clean.nodes, Launches: executorLaunches(clean.events),
 			Duration: jct, Spot: base.Experiment.Cluster.Market == spec.MarketSpot}
