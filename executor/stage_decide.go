@@ -130,6 +130,8 @@ type lostNode struct {
 type stageView interface {
 	// nodes is what the bracket holds now.
 	nodes() []cloud.Node
+	// nodesGen changes whenever nodes would answer otherwise.
+	nodesGen() uint64
 	// tries counts trial's launches, failed tries and tries that lost a node, in stage k.
 	tries(trial string, k int) (launches, fails, interrupts int)
 }
@@ -167,6 +169,10 @@ type stage struct {
 	replacing   bool         // a replacement request is out
 	again       bool         // more nodes were lost while it was: ask again after it
 	over        bool
+	// fresh says nodes are what refresh made of the view's nodes at generation seenGen: a step
+	// need not ask for them again (a walk of every node and every placement, at every event).
+	fresh   bool
+	seenGen uint64
 
 	// tiers is a hedged stage's (sim.StageAlloc.OnDemand, Proteus' reliability tiers); nil for
 	// one market.
@@ -213,7 +219,7 @@ func (s *stage) add(jobs []job) {
 
 // begin is the stage's first decision: launch what fits.
 func (s *stage) begin(v stageView) []action {
-	s.refresh(v.nodes(), nil)
+	s.sync(v)
 	return s.fill(v, nil)
 }
 
@@ -222,7 +228,7 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 	if s.over {
 		return nil
 	}
-	s.refresh(v.nodes(), nil)
+	s.sync(v)
 	var out []action
 	switch e.kind {
 	case evCancel:
@@ -718,9 +724,18 @@ func (s *stage) drainAll() []string {
 	return nil
 }
 
-// refresh places on the nodes the bracket holds now (less gone, just lost): a trial that is not
-// running forgets slots on nodes that are no longer there.
+// sync refreshes the stage's nodes from the view when they changed since it last did.
+func (s *stage) sync(v stageView) {
+	if gen := v.nodesGen(); !s.fresh || gen != s.seenGen {
+		s.refresh(v.nodes(), nil)
+		s.fresh, s.seenGen = true, gen
+	}
+}
+
+// refresh places on the nodes the bracket holds now (less gone, just lost, and those retiring): a
+// trial that is not running forgets slots on nodes that are no longer there.
 func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
+	s.fresh = false // refreshed from other nodes than the view's, or from them: sync says
 	held := map[string]bool{}
 	s.nodes = s.nodes[:0]
 	if s.tiers != nil {
