@@ -157,8 +157,8 @@ type stage struct {
 	// ghosts says whether a gang may hold slots on a node neither held nor retiring (lost, not
 	// yet released), known while ghostsKnown: such a stage places as withGhosts says.
 	ghosts, ghostsKnown bool
-	launches map[int]string // launch -> trial, while in flight
-	started  map[int]bool   // launches whose handle the loop holds
+	launches            map[int]string // launch -> trial, while in flight
+	started             map[int]bool   // launches whose handle the loop holds
 	// stopOnStart holds launches still starting when a node of theirs was lost: each is stopped
 	// as soon as it starts (it cannot run on a node going away, and its GPUs must come free).
 	stopOnStart map[int]bool
