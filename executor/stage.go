@@ -358,9 +358,11 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 	k, st, budget := a.job.k, a.job.st, a.job.budget
 	x.mu.Lock()
 	t := x.st.Trials[a.trial]
-	nodes := map[string]cloud.Node{}
-	for _, n := range x.st.Nodes[b] {
-		nodes[n.ID] = n
+	nodes := map[string]cloud.Node{} // the gang's, of those the bracket holds
+	for _, sl := range a.slots {
+		if n, ok := x.st.HeldNode(b, sl.Node); ok {
+			nodes[n.ID] = n
+		}
 	}
 	params, drawn := t.Params, false
 	if params == nil && x.cfg.Experiment.Sampler.Adaptive() {
