@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
 	"github.com/rubberband-hpo/rubberband/planner"
@@ -96,6 +97,55 @@ func BenchmarkRunScale(b *testing.B) {
 				b.Errorf("%d trials took %.1f µs per trial, %.1fx the %d-trial run's %.1f: the cost per event grows with the job",
 					n, perTrial, perTrial/first, sizes[0], first)
 			}
+		}
+	}
+}
+
+// BenchmarkDriverEvents runs 10,000 trials at once: issue 39's job (30,000 trials, 1 to 729
+// iterations) on a static cluster of 2,500 four-GPU nodes, one GPU per trial, and reports the
+// journal records the driver wrote per second of wall time (issue 39: at least 20,000 at
+// 10,000 concurrent trials).
+func BenchmarkDriverEvents(b *testing.B) {
+	const trials, concurrent = 30_000, 10_000
+	cfg := scaleJob(b, 1024) // the planner's at a small size: only its experiment is kept
+	data, err := os.ReadFile("testdata/scale-sha.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.NewReplacer("trials: 4096", "trials: "+strconv.Itoa(trials), "max_nodes: 256", "max_nodes: 2500").Replace(string(data))
+	exp, err := spec.Parse("scale-sha.yaml", []byte(text), func(rel string) ([]byte, error) {
+		return os.ReadFile(filepath.Join("testdata", rel))
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Experiment = exp
+	cfg.Alloc = sim.Alloc{nil}
+	for _, st := range exp.Algorithm.Brackets()[0].Stages { // one GPU per trial, 10,000 at most
+		gpus := min(st.Trials, concurrent)
+		cfg.Alloc[0] = append(cfg.Alloc[0], sim.StageAlloc{GPUs: gpus, Nodes: (gpus + 3) / 4})
+	}
+	for range b.N {
+		cfg.Journal = filepath.Join(b.TempDir(), "journal.jsonl")
+		cfg.RunID = "events"
+		runtime.GC()
+		start := time.Now()
+		out, err := virtual.Run(context.Background(), cfg)
+		wall := time.Since(start)
+		if err != nil || !out.Result.Finished {
+			b.Fatalf("%v", err)
+		}
+		events, err := journal.ReadJournal(cfg.Journal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		perSec := float64(len(events)) / wall.Seconds()
+		b.Logf("%d trials, %d at once: %d journal records in %.2f s: %.0f records/s, heap %d MB", trials, concurrent, len(events), wall.Seconds(), perSec, mem.HeapAlloc>>20)
+		b.ReportMetric(perSec, "records/s")
+		if perSec < 20_000 {
+			b.Errorf("%.0f journal records per second at %d concurrent trials: under issue 39's 20,000", perSec, concurrent)
 		}
 	}
 }
