@@ -30,7 +30,7 @@ type Sim struct {
 	// of them all at each wake), ordered by when they blocked at notify.
 	waiters map[any]map[*actor]struct{}
 	blocks  uint64 // block calls so far: each actor's blockedAt
-	events  int                 // timers fired
+	events  int    // timers fired
 	// foreground counts the timers that are not background ones (SleepBackground): only they
 	// move time on when nothing else would.
 	foreground int
@@ -51,7 +51,7 @@ type actor struct {
 	why   string
 	// blockedAt orders the actors blocked on one key: notify wakes them in the order they blocked.
 	blockedAt uint64
-	ready bool
+	ready     bool
 }
 
 type simTimer struct {
