@@ -59,6 +59,7 @@ const maxPolishPasses = 50
 //     for a stage or two, and pay their minimum billing and datasets);
 //   - every pair of stages traded, one an option down and the other an option up (under a
 //     tight deadline a stage can only get cheaper if another gets faster);
+//
 // and takes the cheapest feasible plan, until nothing saves.
 func (p *Problem) polish(cur Candidate) Candidate {
 	m := p.model()
