@@ -82,9 +82,9 @@ func open(ctx context.Context, rawURL string, ms []migration) (*Store, error) {
 	return s, nil
 }
 
-// ping connects, waiting up to busyTimeout while another connection holds the lock: a new
-// connection sets its journal mode before its busy timeout applies, so two processes opening a
-// new database at once could see "database is locked" at once (seen under load in
+// ping connects, waiting up to busyTimeout while another connection holds the lock: a
+// connection's set-up (its pragmas, WAL mode on a new database) can be answered "database is
+// locked" at once rather than after the busy timeout (seen under load in
 // TestSQLite/ConcurrentOpensMigrateOnce).
 func ping(ctx context.Context, db *sql.DB) error {
 	deadline := time.Now().Add(busyTimeout)
