@@ -187,7 +187,7 @@ func Job(trials, maxIters int) (*spec.Experiment, []byte, SHAShape, error) {
 	br := exp.Algorithm.Brackets()[0]
 	plan := make([]sim.StageAlloc, len(br.Stages))
 	for k, st := range br.Stages {
-		gpus := 1024 // fewer GPUs than trials: the trials run in waves
+		gpus := 1024           // fewer GPUs than trials: the trials run in waves
 		if st.Trials <= gpus { // as many GPUs to each trial (a plan's rule), a power of two
 			per := 1
 			for per < 4 && 2*per*st.Trials <= gpus {
