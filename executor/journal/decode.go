@@ -13,8 +13,9 @@ import (
 // does not read itself (an object field but metrics — a node, params, a plan, a forecast —, an
 // escaped string, an unknown key, JSON it does not expect), and the caller decodes the line
 // with encoding/json: the two agree on every line decodeFast takes (TestDecodeFastAgrees).
-func decodeFast(line []byte, e *Event) bool {
-	d := fastDecoder{b: line}
+// key keeps the metric name last read from one line to the next.
+func decodeFast(line []byte, e *Event, key *string) bool {
+	d := fastDecoder{b: line, key: key}
 	if !d.byte('{') {
 		return false
 	}
@@ -36,6 +37,17 @@ func decodeFast(line []byte, e *Event) bool {
 type fastDecoder struct {
 	b []byte
 	i int
+	// key is the metric name last read: a run reports the same few, so that a million reports
+	// share one string rather than allocate one each.
+	key *string
+}
+
+// intern returns k as a string, *d.key when it is the same.
+func (d *fastDecoder) intern(k []byte) string {
+	if string(k) != *d.key {
+		*d.key = string(k)
+	}
+	return *d.key
 }
 
 // byte consumes c if it comes next (no white space: the journal writes none).
@@ -144,8 +156,52 @@ func (d *fastDecoder) time() (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
+	if t, ok := parseUTC(s); ok {
+		return t, true
+	}
 	t, err := time.Parse(time.RFC3339Nano, string(s))
 	return t, err == nil
+}
+
+// parseUTC reads the times a driver writes, 2006-01-02T15:04:05[.fraction]Z, ten times faster
+// than time.Parse; false for any other shape (time.Parse reads those).
+func parseUTC(s []byte) (time.Time, bool) {
+	if len(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(b []byte) int {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(s[0:4]), num(s[5:7]), num(s[8:10])
+	hour, minute, sec := num(s[11:13]), num(s[14:16]), num(s[17:19])
+	nsec := 0
+	switch frac := s[19 : len(s)-1]; {
+	case len(frac) == 0:
+	case len(frac) < 2 || len(frac) > 10 || frac[0] != '.':
+		return time.Time{}, false
+	default:
+		if nsec = num(frac[1:]); nsec < 0 {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+	if t.Day() != day { // the 31st of a 30-day month: time.Parse refuses it
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 func (d *fastDecoder) strings() ([]string, bool) {
@@ -186,7 +242,7 @@ func (d *fastDecoder) metrics() (map[string]float64, bool) {
 		if !ok {
 			return nil, false
 		}
-		out[string(k)] = v
+		out[d.intern(k)] = v
 		if d.byte(',') {
 			continue
 		}

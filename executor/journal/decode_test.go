@@ -19,7 +19,8 @@ func agree(t *testing.T, line []byte) {
 	var want Event
 	jsonErr := json.Unmarshal(line, &want)
 	var got Event
-	if !decodeFast(line, &got) {
+	var key string
+	if !decodeFast(line, &got, &key) {
 		return
 	}
 	if jsonErr != nil {
@@ -64,7 +65,7 @@ func TestDecodeFastAgrees(t *testing.T) {
 		}
 		line = line[:len(line)-1]
 		agree(t, line)
-		if got, reason := decodeRecord(line); reason != "" || got.Ev != e.Ev || !got.At.Equal(e.At) {
+		if got, reason := decodeRecord(line, new(string)); reason != "" || got.Ev != e.Ev || !got.At.Equal(e.At) {
 			t.Errorf("%s: decoded %v at %v (%s)", line, got.Ev, got.At, reason)
 		}
 	}
@@ -75,6 +76,9 @@ func TestDecodeFastAgrees(t *testing.T) {
 		`{"ev":"report","metrics":{"a":1,"a":2}}`, `{"ev":"report","metrics":{"a":"1"}}`, `{"ev":"report","nodes":["a",]}`,
 		`{"ev":"report","at":"2000-01-01T00:00:00+02:00"}`, `{"ev":"report","at":"2000-01-01"}`, `{"ev":"r\u00e9port"}`,
 		`{"ev":"report","trial":"a` + "\x01" + `"}`, `{"ev":"report","gave_up":true,"gave_up":false}`, `{"ev":"report","gave_up":tru}`,
+		`{"at":"2000-02-30T00:00:00Z"}`, `{"at":"2000-01-01T24:00:00Z"}`, `{"at":"2000-01-01T00:00:00.1234567891Z"}`,
+		`{"at":"2000-01-01T00:00:00.Z"}`, `{"at":"2000-01-01T00:00:60Z"}`, `{"at":"2000-01-01T00:00:00.5Z"}`, `{"at":"-200-01-01T00:00:00Z"}`,
+		`{"at":"2000-01-01T00:00:00.000000001Z"}`, `{"at":"2000-01-01t00:00:00Z"}`, `{"at":"2024-02-29T23:59:59.999999999Z"}`,
 		`{}`, `{"ev":"report",}`, `{"ev":"report","iter":99999999999999999999}`, `{"ev":"report","trial":"b0","trial":"b1"}`,
 	} {
 		agree(t, []byte(line))

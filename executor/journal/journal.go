@@ -538,10 +538,13 @@ func encodeRecord(e Event) ([]byte, error) {
 // recordOrder decodes a journal's lines in order: a line without a checksum is a record only
 // before the first one with a checksum (a journal written before there were any, then carried
 // on), never after it.
-type recordOrder struct{ checksummed bool }
+type recordOrder struct {
+	checksummed bool
+	key         string // the metric name last decoded (decodeFast shares it)
+}
 
 func (o *recordOrder) decode(line []byte) (Event, string) {
-	e, reason := decodeRecord(line)
+	e, reason := decodeRecord(line, &o.key)
 	switch {
 	case reason != "":
 		return e, reason
@@ -556,7 +559,7 @@ func (o *recordOrder) decode(line []byte) (Event, string) {
 // decodeRecord reads one line (without its newline); reason is why it is damaged, "" if it is
 // not. A line without a checksum was written before there were any; it starts with {"ev":, so
 // that damage to a checksummed line's prefix cannot pass it off as one.
-func decodeRecord(line []byte) (e Event, reason string) {
+func decodeRecord(line []byte, key *string) (e Event, reason string) {
 	switch {
 	case bytes.HasPrefix(line, []byte(crcPrefix)):
 		n := len(crcPrefix) + 8
@@ -572,7 +575,7 @@ func decodeRecord(line []byte) (e Event, reason string) {
 	default:
 		return e, "not a journal record"
 	}
-	if !decodeFast(line, &e) {
+	if !decodeFast(line, &e, key) {
 		e = Event{}
 		if err := json.Unmarshal(line, &e); err != nil {
 			return e, fmt.Sprintf("bad JSON: %v", err)
