@@ -429,7 +429,12 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		if !ok {
 			return
 		}
-		p, err := rundir.TrialLog(dir, v.Events, id)
+		events, err := v.AllEvents()
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		p, err := rundir.TrialLog(dir, events, id)
 		if err != nil {
 			writeError(w, http.StatusNotFound, err)
 			return

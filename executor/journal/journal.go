@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -440,64 +439,23 @@ type journalScan struct {
 }
 
 // scanJournal reads a journal through to its end, so that it can tell a torn last record from
-// damage followed by more records. A missing file is an empty journal.
+// damage followed by more records, and keeps the records before the first damaged one. A
+// missing file is an empty journal.
 func scanJournal(path string) (journalScan, error) {
-	var s journalScan
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
-		return s, fmt.Errorf("open journal: %w", err)
-	}
-	defer f.Close()
 	// The events are counted first, so that they are kept in one allocation: growing a slice of
 	// a million events copies each several times, which cost more than decoding them.
-	lines, err := countLines(f)
-	if err != nil {
-		return s, fmt.Errorf("read journal: %w", err)
+	var events []Event
+	if f, err := os.Open(path); err == nil {
+		lines, err := countLines(f)
+		f.Close()
+		if err != nil {
+			return journalScan{}, fmt.Errorf("read journal: %w", err)
+		}
+		events = make([]Event, 0, lines+1)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return s, fmt.Errorf("read journal: %w", err)
-	}
-	s.events = make([]Event, 0, lines+1)
-	r := bufio.NewReaderSize(f, 1<<20)
-	var order recordOrder
-	var long []byte // a line longer than r's buffer, put together
-	for {
-		line, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for err == bufio.ErrBufferFull {
-				line, err = r.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if len(line) == 0 && err == io.EOF {
-			break
-		}
-		if err != nil && err != io.EOF {
-			return s, fmt.Errorf("read journal: %w", err)
-		}
-		s.lines++
-		if s.bad == nil {
-			reason := "torn record (no newline)"
-			var e Event
-			if err == nil {
-				e, reason = order.decode(line[:len(line)-1])
-			}
-			if reason == "" {
-				s.events = append(s.events, e)
-				s.good += int64(len(line))
-			} else {
-				s.bad = &CorruptError{Path: path, Line: s.lines, Offset: s.size, Reason: reason}
-			}
-		}
-		s.size += int64(len(line))
-	}
-	s.tail = s.bad != nil && s.bad.Line == s.lines
-	return s, nil
+	s, err := scanRecords(path, func(e Event) { events = append(events, e) })
+	s.events = events
+	return s, err
 }
 
 // countLines counts the newlines from r's position to its end.
@@ -545,15 +503,25 @@ type recordOrder struct {
 
 func (o *recordOrder) decode(line []byte) (Event, string) {
 	e, reason := decodeRecord(line, &o.key)
-	switch {
-	case reason != "":
+	if reason != "" {
 		return e, reason
-	case bytes.HasPrefix(line, []byte(crcPrefix)):
-		o.checksummed = true
-	case o.checksummed:
-		return Event{}, "a record without its checksum after records with one"
+	}
+	if reason := o.take(bytes.HasPrefix(line, []byte(crcPrefix))); reason != "" {
+		return Event{}, reason
 	}
 	return e, ""
+}
+
+// take notes the next sound record, checksummed or not, and says why it is out of place ("" if
+// it is not).
+func (o *recordOrder) take(checksummed bool) string {
+	switch {
+	case checksummed:
+		o.checksummed = true
+	case o.checksummed:
+		return "a record without its checksum after records with one"
+	}
+	return ""
 }
 
 // decodeRecord reads one line (without its newline); reason is why it is damaged, "" if it is
