@@ -56,20 +56,14 @@ func NewView(st *State) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &View{State: st, Live: live}
-	s, err := runstate.New(st.RunPlan(), io.Discard)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	err = journal.Scan(filepath.Join(st.Dir, Journal), func(e journal.Event) {
-		s.Apply(e)
-		v.seen.note(e)
-	})
+	f, err := NewFold(st)
 	if err != nil {
 		return nil, err
 	}
-	v.inspect(s, nil)
-	return v, nil
+	if err := journal.Scan(filepath.Join(st.Dir, Journal), func(e journal.Event) { f.Apply(e) }); err != nil {
+		return nil, err
+	}
+	return f.View(live, nil), nil
 }
 
 // AllEvents are the run's events: the view's, or its journal's read again when the view kept
@@ -85,17 +79,46 @@ func (v *View) AllEvents() ([]journal.Event, error) {
 // driver holds is measured up to its last event, so its elapsed time and cost stop growing once
 // it stopped; a live one up to now's time (the wall clock's when nil).
 func ViewOf(st *State, events []journal.Event, live bool, now clock.Clock) (*View, error) {
-	v := &View{State: st, Events: events, Live: live}
+	f, err := NewFold(st)
+	if err != nil {
+		return nil, err
+	}
+	f.Apply(events...)
+	v := f.View(live, now)
+	v.Events = events
+	return v, nil
+}
+
+// Fold is a run's journal folded as it is read: a reader that follows the journal (the
+// dashboard) applies what was appended since, not the whole journal again.
+type Fold struct {
+	st   *State
+	s    *runstate.State
+	seen journalSeen
+}
+
+// NewFold is the fold of st's run before any event.
+func NewFold(st *State) (*Fold, error) {
 	s, err := runstate.New(st.RunPlan(), io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	return &Fold{st: st, s: s}, nil
+}
+
+// Apply folds the events that follow those already applied.
+func (f *Fold) Apply(events ...journal.Event) {
 	for _, e := range events {
-		s.Apply(e)
-		v.seen.note(e)
+		f.s.Apply(e)
+		f.seen.note(e)
 	}
-	v.inspect(s, now)
-	return v, nil
+}
+
+// View is the run as the events applied so far say (as ViewOf says, without Events).
+func (f *Fold) View(live bool, now clock.Clock) *View {
+	v := &View{State: f.st, Live: live, seen: f.seen}
+	v.inspect(f.s, now)
+	return v
 }
 
 // inspect takes the views of the fold s of the view's journal (runstate.Inspect's): a run no

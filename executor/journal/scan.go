@@ -185,3 +185,30 @@ func (c *scanChunk) decodeLines() {
 		data = data[i+1:]
 	}
 }
+
+// decodeWhole decodes buf's whole lines (buf ends with a newline), cut into parts of about a
+// chunk decoded side by side.
+func decodeWhole(buf []byte) []scanLine {
+	var parts []*scanChunk
+	for len(buf) > 0 {
+		n := len(buf)
+		if n > chunkBytes {
+			n = chunkBytes + bytes.IndexByte(buf[chunkBytes:], '\n') + 1
+		}
+		parts = append(parts, &scanChunk{data: buf[:n]})
+		buf = buf[n:]
+	}
+	var wg sync.WaitGroup
+	for _, c := range parts[min(1, len(parts)):] {
+		wg.Go(c.decodeLines)
+	}
+	if len(parts) > 0 {
+		parts[0].decodeLines()
+	}
+	wg.Wait()
+	var lines []scanLine
+	for _, c := range parts {
+		lines = append(lines, c.lines...)
+	}
+	return lines
+}
