@@ -305,8 +305,7 @@ func (p *runPage) setTrials(res *runstate.Result, brackets []spec.Bracket, offse
 		return
 	}
 	p.TrialsTotal = len(res.Trials)
-	offset = min(max(offset, 0), p.TrialsTotal)
-	end := min(offset+limit, p.TrialsTotal)
+	offset, end := rundir.PageBounds(p.TrialsTotal, offset, limit)
 	p.TrialOffset, p.TrialEnd = offset, end
 	if offset > 0 {
 		p.PrevOffset = max(0, offset-limit)
@@ -723,18 +722,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 // (default TrialPage, at most MaxTrialPage).
 func trialPage(r *http.Request) (offset, limit int, err error) {
 	q := r.URL.Query()
-	offset, limit = 0, TrialPage
-	if v := q.Get("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return 0, 0, fmt.Errorf("offset %q: want a count of trials, 0 or more", v)
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > MaxTrialPage {
-			return 0, 0, fmt.Errorf("limit %q: want 1 to %d trials", v, MaxTrialPage)
-		}
-	}
-	return offset, limit, nil
+	return rundir.ParsePage(q.Get("offset"), q.Get("limit"), TrialPage, MaxTrialPage)
 }
 
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
