@@ -49,6 +49,18 @@ func BenchmarkLargeReplay(b *testing.B) {
 			}
 		}
 	})
+	b.Run("resume", func(b *testing.B) { // what a driver's resume does: open the journal, fold it
+		for b.Loop() {
+			j, events, err := journal.OpenJournalWith(path, journal.JournalOptions{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := runstate.Fold(plan, events); err != nil {
+				b.Fatal(err)
+			}
+			j.Close()
+		}
+	})
 	b.Run("fold", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := runstate.Fold(plan, events); err != nil {
