@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"fmt"
 	"io"
 	"os"
 
@@ -23,12 +24,14 @@ func WriteEnd(w io.Writer, st *State, res *runstate.Result, asJSON bool) (runsta
 // StatusNow draws the run's status once (RenderStatus of a fresh View), and says whether a
 // driver holds the run now: what `status` prints, and redraws with --watch until it does not.
 func StatusNow(st *State, o StatusOptions) ([]byte, bool, error) {
-	v, err := NewView(st)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := RenderStatus(v, o)
-	return out, v.Live, err
+	return cachedDraw(st, fmt.Sprintf("status %+v", o), func() ([]byte, bool, error) {
+		v, err := NewView(st)
+		if err != nil {
+			return nil, false, err
+		}
+		out, err := RenderStatus(v, o)
+		return out, v.Live, err
+	})
 }
 
 // BestNow is the run's winner as its journal says now (Best of a fresh View).
