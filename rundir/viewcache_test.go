@@ -1,6 +1,7 @@
 package rundir_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -64,6 +65,10 @@ func TestViewCacheKeepsAFinishedRunsDrawing(t *testing.T) {
 	if err != nil || live || !strings.Contains(string(status), "finished") {
 		t.Fatalf("status %q, live %v, %v", status, live, err)
 	}
+	var report bytes.Buffer
+	if err := rundir.Report(st, &report, false, ""); err != nil || !strings.Contains(report.String(), "finished") {
+		t.Fatalf("report %q, %v", report.String(), err)
+	}
 	// What is changed in the cache is what they show: the cache is read, not the journal.
 	editCache(t, dir, "summary", func(b []byte) []byte {
 		var s map[string]any
@@ -73,6 +78,11 @@ func TestViewCacheKeepsAFinishedRunsDrawing(t *testing.T) {
 		return b
 	})
 	editCache(t, dir, "status", func([]byte) []byte { return []byte("from the cache\n") })
+	editCache(t, dir, "report", func([]byte) []byte { return []byte("report from the cache\n") })
+	var cached bytes.Buffer
+	if err := rundir.Report(st, &cached, false, ""); err != nil || cached.String() != "report from the cache\n" {
+		t.Fatalf("report %q, %v; want the cached one", cached.String(), err)
+	}
 	if got := rundir.List(root)[0].CostUSD; got != 12345 {
 		t.Fatalf("cost %v; want the cached 12345", got)
 	}
