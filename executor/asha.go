@@ -220,8 +220,8 @@ func (x *run) ashaHeartbeat() {
 	x.cfg.Progress(s)
 }
 
-// ashaStatus is the run's status at rung k, with the iterations reported in all when iters (a
-// walk over every trial: the heartbeat's, not each result's). Callers hold x.mu.
+// ashaStatus is the run's status at rung k, with the iterations reported in all when iters (the
+// heartbeat's, not each result's). Callers hold x.mu.
 func (x *run) ashaStatus(k int, withIters bool) runstate.Status {
 	a := x.st.ASHA
 	done, least := 0, 0
@@ -233,15 +233,11 @@ func (x *run) ashaStatus(k int, withIters bool) runstate.Status {
 	}
 	iters := 0
 	if withIters {
-		for _, ids := range x.st.Order {
-			for _, id := range ids {
-				iters += x.st.Trials[id].Iter
-			}
-		}
+		iters = x.st.ItersReported()
 	}
 	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT()
 	return runstate.Status{Bracket: "asha", Stage: k, Stages: len(x.st.Brackets[0].Stages), Done: done, Total: least, Rungs: true,
-		Running: len(x.st.OpenLaunch), Iters: iters, Elapsed: elapsed, Cost: x.st.Bill(x.clk.Now()).Total, Forecast: forecast}
+		Running: len(x.st.OpenLaunch), Iters: iters, Elapsed: elapsed, Cost: x.st.Spent(x.clk.Now()), Forecast: forecast}
 }
 
 // reviewASHA weighs a revision of the schedule from phase p, the one the run is in, on: from what

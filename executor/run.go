@@ -501,13 +501,6 @@ func (x *run) result() *runstate.Result {
 	return x.st.Result(now)
 }
 
-// cost is what the run has cost until now.
-func (x *run) cost(now time.Time) float64 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.st.Bill(now).Total
-}
-
 // snapshot is the run now.
 func (x *run) snapshot() *runstate.Snapshot {
 	x.mu.Lock()

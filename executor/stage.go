@@ -314,6 +314,12 @@ func (v *bracketView) nodes() []cloud.Node {
 	return append([]cloud.Node(nil), v.x.st.Nodes[v.b]...)
 }
 
+func (v *bracketView) nodesGen() uint64 {
+	v.x.mu.Lock()
+	defer v.x.mu.Unlock()
+	return v.x.st.NodesGen(v.b)
+}
+
 func (v *bracketView) tries(trial string, k int) (launches, fails, interrupts int) {
 	v.x.mu.Lock()
 	defer v.x.mu.Unlock()
@@ -352,9 +358,11 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 	k, st, budget := a.job.k, a.job.st, a.job.budget
 	x.mu.Lock()
 	t := x.st.Trials[a.trial]
-	nodes := map[string]cloud.Node{}
-	for _, n := range x.st.Nodes[b] {
-		nodes[n.ID] = n
+	nodes := map[string]cloud.Node{} // the gang's, of those the bracket holds
+	for _, sl := range a.slots {
+		if n, ok := x.st.HeldNode(b, sl.Node); ok {
+			nodes[n.ID] = n
+		}
 	}
 	params, drawn := t.Params, false
 	if params == nil && x.cfg.Experiment.Sampler.Adaptive() {
@@ -449,19 +457,14 @@ func (x *run) progressWith(b, k, done, total, starting int) {
 	if x.cfg.Progress == nil {
 		return
 	}
-	failed := 0
 	x.mu.Lock()
-	for _, id := range x.st.Order[b] {
-		if x.st.Trials[id].Failed[k] {
-			failed++
-		}
-	}
-	running, iters := x.underWay(b, k)
+	failed := x.st.FailedIn(b, k)
+	running, iters := x.st.Underway(b, k)
 	st := x.st.Brackets[b].Stages[k]
-	elapsed, forecast := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT()
+	elapsed, forecast, cost := x.specDuration(x.clk.Now().Sub(x.st.Start)), x.forecastJCT(), x.st.Spent(x.clk.Now())
 	x.mu.Unlock()
 	x.cfg.Progress(runstate.Status{Bracket: x.st.Brackets[b].Name, Stage: k, Stages: len(x.st.Brackets[b].Stages), Done: done, Total: total,
-		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Starting: starting, Elapsed: elapsed, Cost: x.cost(x.clk.Now()), Forecast: forecast})
+		Failed: failed, Running: running, Iters: iters, ItersTotal: total * st.Iters, Starting: starting, Elapsed: elapsed, Cost: cost, Forecast: forecast})
 }
 
 // starting reports stage k of bracket b while it waits for its nodes (want in all) to start.
@@ -474,22 +477,4 @@ func (x *run) starting(b, k, want int) {
 		return
 	}
 	x.progressWith(b, k, 0, total, want-held)
-}
-
-// underWay is how many of bracket b's trials train in its stage k now, and the iterations its
-// trials reported in that stage so far (each counted to the stage's target at most). Callers
-// hold x.mu.
-func (x *run) underWay(b, k int) (running, iters int) {
-	for trial, i := range x.st.OpenLaunch {
-		if l := x.st.LaunchLog[i]; l.Bracket == b && l.Stage == k && x.st.Trials[trial] != nil {
-			running++
-		}
-	}
-	st := x.st.Brackets[b].Stages[k]
-	for _, id := range x.st.Order[b] {
-		if t := x.st.Trials[id]; t.Iter > st.StartIter {
-			iters += min(t.Iter, st.StartIter+st.Iters) - st.StartIter
-		}
-	}
-	return running, iters
 }

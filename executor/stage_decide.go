@@ -130,6 +130,8 @@ type lostNode struct {
 type stageView interface {
 	// nodes is what the bracket holds now.
 	nodes() []cloud.Node
+	// nodesGen changes whenever nodes would answer otherwise.
+	nodesGen() uint64
 	// tries counts trial's launches, failed tries and tries that lost a node, in stage k.
 	tries(trial string, k int) (launches, fails, interrupts int)
 }
@@ -149,8 +151,14 @@ type stage struct {
 	last     placement.Placement
 	nodes    []placement.Node
 	occupied map[string]int // trial -> its launch holding GPUs (launching or running)
-	launches map[int]string // launch -> trial, while in flight
-	started  map[int]bool   // launches whose handle the loop holds
+	// use is the GPUs the occupied trials hold (their slots in last), kept as gangs start and
+	// end: placing the next gang and finding idle nodes read it instead of walking every gang.
+	use *placement.Occupancy
+	// ghosts says whether a gang may hold slots on a node neither held nor retiring (lost, not
+	// yet released), known while ghostsKnown: such a stage places as withGhosts says.
+	ghosts, ghostsKnown bool
+	launches            map[int]string // launch -> trial, while in flight
+	started             map[int]bool   // launches whose handle the loop holds
 	// stopOnStart holds launches still starting when a node of theirs was lost: each is stopped
 	// as soon as it starts (it cannot run on a node going away, and its GPUs must come free).
 	stopOnStart map[int]bool
@@ -167,6 +175,10 @@ type stage struct {
 	replacing   bool         // a replacement request is out
 	again       bool         // more nodes were lost while it was: ask again after it
 	over        bool
+	// fresh says nodes are what refresh made of the view's nodes at generation seenGen: a step
+	// need not ask for them again (a walk of every node and every placement, at every event).
+	fresh   bool
+	seenGen uint64
 
 	// tiers is a hedged stage's (sim.StageAlloc.OnDemand, Proteus' reliability tiers); nil for
 	// one market.
@@ -196,7 +208,7 @@ func newStage(b, gpt, parallel, keep int, timeScale float64, maxRetries int, job
 		last = placement.Placement{}
 	}
 	s := &stage{b: b, gpt: gpt, parallel: parallel, keep: keep, timeScale: timeScale, maxRetries: maxRetries,
-		jobs: map[string]job{}, last: last, occupied: map[string]int{}, launches: map[int]string{}, started: map[int]bool{}, stopOnStart: map[int]bool{},
+		jobs: map[string]job{}, last: last, occupied: map[string]int{}, use: placement.NewOccupancy(), launches: map[int]string{}, started: map[int]bool{}, stopOnStart: map[int]bool{},
 		timedOut: map[int]bool{}, trialNode: map[string][]string{}, draining: map[string]bool{}, retiring: map[string]bool{},
 		more: more, ask: more}
 	s.add(jobs)
@@ -213,7 +225,7 @@ func (s *stage) add(jobs []job) {
 
 // begin is the stage's first decision: launch what fits.
 func (s *stage) begin(v stageView) []action {
-	s.refresh(v.nodes(), nil)
+	s.sync(v)
 	return s.fill(v, nil)
 }
 
@@ -222,7 +234,7 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 	if s.over {
 		return nil
 	}
-	s.refresh(v.nodes(), nil)
+	s.sync(v)
 	var out []action
 	switch e.kind {
 	case evCancel:
@@ -414,19 +426,8 @@ func (s *stage) fill(v stageView, out []action) []action {
 	}
 	for !s.cancelled && len(s.queue) > 0 && len(s.occupied) < s.parallel {
 		id := s.queue[0]
-		var reqs []placement.Request
-		pinned := map[string]bool{}
-		for _, t := range s.sortedOccupied() { // running gangs keep their GPUs, first
-			if s.onRetiring(t) {
-				continue // its GPUs are not among the nodes placed on; its slots stay as they are
-			}
-			reqs = append(reqs, placement.Request{Trial: t, GPUs: s.gpt})
-			pinned[t] = true
-		}
-		reqs = append(reqs, placement.Request{Trial: id, GPUs: s.gpt})
-		nodes, ghosts := s.withGhosts(pinned)
-		p, unplaced, moved := s.place(id, nodes, reqs, pinned)
-		if len(unplaced) > 0 || onGhost(p[id], ghosts) {
+		slots, placed, moved := s.placeNext(id)
+		if !placed {
 			if s.tiers != nil && s.tiers.short {
 				s.tiers.short = false // a gang finds no room: the lost nodes are replaced now
 				out = append(out, s.restore()...)
@@ -435,20 +436,21 @@ func (s *stage) fill(v stageView, out []action) []action {
 		}
 		if moved {
 			s.tiers.moved = append(s.tiers.moved, id)
-			out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: its spot node was lost: moving its gang to free on-demand room %v rather than wait for a replacement\n", id, slotNodes(p[id]))})
+			out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: its spot node was lost: moving its gang to free on-demand room %v rather than wait for a replacement\n", id, slotNodes(slots))})
 		}
 		if s.tiers != nil {
 			delete(s.tiers.lostNode, id)
 		}
-		s.last[id] = p[id]
+		s.last[id] = slots
 		s.queue = s.queue[1:]
 		s.next++
 		s.occupied[id] = s.next
+		s.use.Hold(id, slots)
 		s.launches[s.next] = id
-		s.trialNode[id] = slotNodes(p[id])
+		s.trialNode[id] = slotNodes(slots)
 		j := s.jobs[id]
 		launches, _, _ := v.tries(id, j.k)
-		out = append(out, action{kind: acLaunch, trial: id, k: j.k, bracket: j.bracket, job: j, launch: s.next, try: launches + 1, slots: p[id]})
+		out = append(out, action{kind: acLaunch, trial: id, k: j.k, bracket: j.bracket, job: j, launch: s.next, try: launches + 1, slots: slots})
 	}
 	if s.more && s.ask && !s.asking && !s.cancelled {
 		s.asking = true
@@ -468,6 +470,54 @@ func (s *stage) fill(v stageView, out []action) []action {
 		return append(out, s.end(nil))
 	}
 	return out
+}
+
+// placeNext places trial id's gang beside the running ones, and says whether it could (moved:
+// to free on-demand room). A stage of one market with no gang on a lost node places it on the
+// occupancy kept (placement.Occupancy: what PlacePinned says, without walking every gang); the
+// others as place says.
+func (s *stage) placeNext(id string) (slots []placement.Slot, placed, moved bool) {
+	if (s.tiers == nil || len(s.tiers.od) == 0) && !s.mayHaveGhosts() {
+		slots, placed = s.use.Place(s.nodes, placement.Request{Trial: id, GPUs: s.gpt}, s.last[id])
+		return slots, placed, false
+	}
+	var reqs []placement.Request
+	pinned := map[string]bool{}
+	for _, t := range s.sortedOccupied() { // running gangs keep their GPUs, first
+		if s.onRetiring(t) {
+			continue // its GPUs are not among the nodes placed on; its slots stay as they are
+		}
+		reqs = append(reqs, placement.Request{Trial: t, GPUs: s.gpt})
+		pinned[t] = true
+	}
+	reqs = append(reqs, placement.Request{Trial: id, GPUs: s.gpt})
+	nodes, ghosts := s.withGhosts(pinned)
+	p, unplaced, moved := s.place(id, nodes, reqs, pinned)
+	if len(unplaced) > 0 || onGhost(p[id], ghosts) {
+		return nil, false, false
+	}
+	return p[id], true, moved
+}
+
+// mayHaveGhosts says whether a gang holds slots on a node that is neither held nor retiring: one
+// lost, whose gangs withGhosts keeps their slots on.
+func (s *stage) mayHaveGhosts() bool {
+	if s.ghostsKnown {
+		return s.ghosts
+	}
+	listed := map[string]bool{}
+	for _, n := range s.nodes {
+		listed[n.ID] = true
+	}
+	s.ghosts = false
+	for id := range s.use.Gangs() {
+		if !listed[id] && !s.retiring[id] {
+			s.ghosts = true
+			break
+		}
+	}
+	s.ghostsKnown = true
+	return s.ghosts
 }
 
 // place places trial id beside the running gangs (pinned; reqs asks for them all, id last). A
@@ -610,6 +660,7 @@ func (s *stage) resize(v stageView, parallel, keep int) []action {
 		s.retiring[n.ID] = true
 	}
 	s.nodes = slices.DeleteFunc(s.nodes, func(n placement.Node) bool { return s.retiring[n.ID] })
+	s.ghostsKnown = false
 	return s.retire()
 }
 
@@ -628,19 +679,15 @@ func (s *stage) onRetiring(t string) bool {
 func (s *stage) retire() []action { return s.letGo(s.retiring, false, acRetire) }
 
 // gangsOn counts the stage's gangs (launching or running) on each node.
-func (s *stage) gangsOn() map[string]int {
-	busy := map[string]int{}
-	for t := range s.occupied {
-		for _, sl := range s.last[t] {
-			busy[sl.Node]++
-		}
-	}
-	return busy
-}
+func (s *stage) gangsOn() map[string]int { return s.use.Gangs() }
 
 // letGo takes the nodes of set that no gang runs on (all of them, with all) out of it, and asks
 // the loop to release them (kind).
 func (s *stage) letGo(set map[string]bool, all bool, kind actionKind) []action {
+	if len(set) == 0 {
+		return nil
+	}
+	s.ghostsKnown = false // retiring nodes let go are neither held nor retiring now
 	busy := map[string]int{}
 	if !all {
 		busy = s.gangsOn()
@@ -705,6 +752,10 @@ func (s *stage) judge(o outcome, timedOut bool) error {
 func (s *stage) free(n int) {
 	if t, ok := s.launches[n]; ok && s.occupied[t] == n {
 		delete(s.occupied, t)
+		s.use.Release(t, s.last[t])
+		if s.ghosts {
+			s.ghostsKnown = false // it may have been the gang on a lost node
+		}
 	}
 }
 
@@ -718,9 +769,19 @@ func (s *stage) drainAll() []string {
 	return nil
 }
 
-// refresh places on the nodes the bracket holds now (less gone, just lost): a trial that is not
-// running forgets slots on nodes that are no longer there.
+// sync refreshes the stage's nodes from the view when they changed since it last did.
+func (s *stage) sync(v stageView) {
+	if gen := v.nodesGen(); !s.fresh || gen != s.seenGen {
+		s.refresh(v.nodes(), nil)
+		s.fresh, s.seenGen = true, gen
+	}
+}
+
+// refresh places on the nodes the bracket holds now (less gone, just lost, and those retiring): a
+// trial that is not running forgets slots on nodes that are no longer there.
 func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
+	s.fresh = false // refreshed from other nodes than the view's, or from them: sync says
+	s.ghostsKnown = false
 	held := map[string]bool{}
 	s.nodes = s.nodes[:0]
 	if s.tiers != nil {

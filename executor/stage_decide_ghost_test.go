@@ -12,6 +12,7 @@ import (
 type ghostView struct{ held []cloud.Node }
 
 func (v *ghostView) nodes() []cloud.Node { return v.held }
+func (v *ghostView) nodesGen() uint64    { return uint64(len(v.held)) }
 func (v *ghostView) tries(string, int) (int, int, int) {
 	return 0, 0, 0
 }

@@ -40,7 +40,130 @@ func (p *Problem) greedy() Candidate {
 	if len(p.brackets()) > 1 && best.Feasible {
 		best = p.rebracket(best, p.allowed())
 	}
+	if best.Feasible {
+		best = p.polish(best)
+	}
 	return best
+}
+
+// maxPolishPasses bounds polish's passes; each pass that changes anything makes the plan
+// cheaper, so it ends anyway.
+const maxPolishPasses = 50
+
+// polish is local search on cost from a feasible plan, past where the greedy steps stop: in
+// each pass it weighs, the rest of the plan held,
+//   - every stage at every other option of its offer (greedy only steps down, one option at a
+//     time, and not at all from a stage whose GPUs are no option: a static cluster's);
+//   - every run of consecutive stages on the same nodes moved together to another node count,
+//     each stage at its largest option there (moved alone, each would start or release nodes
+//     for a stage or two, and pay their minimum billing and datasets);
+//   - every pair of stages traded, one an option down and the other an option up (under a
+//     tight deadline a stage can only get cheaper if another gets faster);
+//
+// and takes the cheapest feasible plan, until nothing saves.
+func (p *Problem) polish(cur Candidate) Candidate {
+	m := p.model()
+	for range maxPolishPasses {
+		best := cur
+		consider := func(a sim.Alloc) {
+			if c, ok := p.valid(a); ok && c.Feasible && c.Cost < best.Cost-1e-12 {
+				best = c
+			}
+		}
+		for b := range cur.Alloc {
+			stages := cur.Alloc[b]
+			offer := make([]int, len(stages))
+			for k, sa := range stages {
+				offer[k], _ = m.OfferIndex(sa)
+				for _, g := range p.options(offer[k])[b][k] {
+					if next := p.reshape(sa, g, offer[k]); next != sa {
+						a := cur.Alloc.Clone()
+						a[b][k] = next
+						consider(a)
+					}
+				}
+			}
+			for k := 0; k < len(stages); {
+				j := k + 1
+				for j < len(stages) && stages[j].Nodes == stages[k].Nodes && offer[j] == offer[k] {
+					j++
+				}
+				if j-k > 1 {
+					p.moveRun(cur.Alloc, b, k, j, offer[k], consider)
+				}
+				k = j
+			}
+			for k, sa := range stages {
+				down := stepDown(p.options(offer[k])[b][k], sa.GPUs)
+				if down == 0 {
+					continue
+				}
+				for j, sb := range stages {
+					if up := stepUp(p.options(offer[j])[b][j], sb.GPUs); j != k && up > 0 {
+						a := cur.Alloc.Clone()
+						a[b][k] = p.reshape(sa, down, offer[k])
+						a[b][j] = p.reshape(sb, up, offer[j])
+						consider(a)
+					}
+				}
+			}
+		}
+		if sameSplit(best.Alloc, cur.Alloc) {
+			return cur
+		}
+		cur = best
+	}
+	return cur
+}
+
+// moveRun weighs stages k..j-1 of bracket b, on the same nodes of offer o in a, moved together to
+// each other node count their options have, each stage at its largest option within it.
+func (p *Problem) moveRun(a sim.Alloc, b, k, j, o int, consider func(sim.Alloc)) {
+	offer := p.model().Offers[o]
+	var counts []int
+	for s := k; s < j; s++ {
+		for _, g := range p.options(o)[b][s] {
+			if n := offer.NodesFor(g); n != a[b][k].Nodes && !slices.Contains(counts, n) {
+				counts = append(counts, n)
+			}
+		}
+	}
+	for _, n := range counts {
+		next, fits := a.Clone(), true
+		for s := k; s < j && fits; s++ {
+			g := 0
+			for _, x := range p.options(o)[b][s] {
+				if offer.NodesFor(x) <= n {
+					g = x
+				}
+			}
+			fits = g > 0
+			next[b][s] = p.reshape(a[b][s], max(g, 1), o)
+		}
+		if fits {
+			consider(next)
+		}
+	}
+}
+
+// stepDown is the largest option below g (0: none); stepUp the smallest above it.
+func stepDown(opts []int, g int) int {
+	down := 0
+	for _, x := range opts {
+		if x < g {
+			down = x
+		}
+	}
+	return down
+}
+
+func stepUp(opts []int, g int) int {
+	for _, x := range opts {
+		if x > g {
+			return x
+		}
+	}
+	return 0
 }
 
 // maxBracketPasses bounds rebracket's passes over the brackets; each pass that changes anything

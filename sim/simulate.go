@@ -91,6 +91,7 @@ type group struct {
 	billed float64
 	price  float64
 	offer  int
+	paid   float64 // what each node was billed before the prediction (held nodes: their minimum)
 }
 
 // New returns a simulator that draws samples per stage with the given seed.
@@ -705,7 +706,10 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 	if len(plans) > 0 && !m.PerFunction {
 		for _, p := range plans[0].held {
 			live += p.nodes
-			groups = append(groups, group{count: p.nodes, price: m.Offers[p.offer].NodePricePerSecond, offer: p.offer})
+			// The run's meter has billed a node still up at least its minimum: from here on it
+			// costs its time alone, not a minimum again.
+			price := m.Offers[p.offer].NodePricePerSecond
+			groups = append(groups, group{count: p.nodes, billed: m.Minimum, price: price, offer: p.offer, paid: m.Bill(m.Minimum, price)})
 		}
 	}
 	t, total := 0.0, 0.0
@@ -713,7 +717,7 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 		for n > 0 {
 			g := &groups[len(groups)-1]
 			rel := min(g.count, n)
-			total += float64(rel) * m.Bill(g.billed, g.price)
+			total += float64(rel) * (m.Bill(g.billed, g.price) - g.paid)
 			g.count -= rel
 			n -= rel
 			live -= rel
@@ -749,7 +753,7 @@ func (s *Simulator) sampleBracket(plans []stagePlan, i int) (float64, float64) {
 			}
 			if rel := groups[j].count - max(keep, 0); rel > 0 {
 				g := &groups[j]
-				total += float64(rel) * m.Bill(g.billed, g.price)
+				total += float64(rel) * (m.Bill(g.billed, g.price) - g.paid)
 				g.count -= rel
 				live -= rel
 			}
@@ -847,7 +851,7 @@ func (s *Simulator) layout(b int, plans []stagePlan, launches []stageLaunches, i
 		for _, p := range plans[0].held {
 			for range p.nodes {
 				tl.held, tl.heldAt = append(tl.held, len(tl.nodes)), append(tl.heldAt, p.offer)
-				tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: s.m.Offers[p.offer].NodePricePerSecond})
+				tl.nodes = append(tl.nodes, meter.NodeSpan{Bracket: b, PricePerSecond: s.m.Offers[p.offer].NodePricePerSecond, Paid: s.m.Minimum})
 			}
 		}
 	}

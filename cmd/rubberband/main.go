@@ -23,6 +23,14 @@ func main() {
 			os.Exit(code)
 		}
 	}
+	if path := os.Getenv("RB_MEMPROFILE"); path != "" { // for developers: what does the driver hold?
+		code := run(context.Background(), os.Args, os.Stdout, os.Stderr)
+		if f, err := os.Create(path); err == nil {
+			pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+		os.Exit(code)
+	}
 	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
 }
 

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -24,8 +25,12 @@ type Sim struct {
 	ready   []*actor
 	running *actor
 	actors  map[*actor]struct{} // alive
-	waiters map[any][]*actor    // key -> actors blocked on it, in the order they blocked
-	events  int                 // timers fired
+	// waiters holds, per key, the actors blocked on it: a set, since an actor woken by one of its
+	// keys leaves all of them (a run's context is a key of every gang's actor: a list took a walk
+	// of them all at each wake), ordered by when they blocked at notify.
+	waiters map[any]map[*actor]struct{}
+	blocks  uint64 // block calls so far: each actor's blockedAt
+	events  int    // timers fired
 	// foreground counts the timers that are not background ones (SleepBackground): only they
 	// move time on when nothing else would.
 	foreground int
@@ -44,7 +49,9 @@ type actor struct {
 	keys  []any     // what it is blocked on
 	timer *simTimer // its Sleep, while it sleeps
 	why   string
-	ready bool
+	// blockedAt orders the actors blocked on one key: notify wakes them in the order they blocked.
+	blockedAt uint64
+	ready     bool
 }
 
 type simTimer struct {
@@ -60,7 +67,7 @@ type simTimer struct {
 
 // NewSim returns a clock that starts at start and moves only as its actors wait.
 func NewSim(start time.Time) *Sim {
-	return &Sim{now: start, actors: map[*actor]struct{}{}, waiters: map[any][]*actor{}}
+	return &Sim{now: start, actors: map[*actor]struct{}{}, waiters: map[any]map[*actor]struct{}{}}
 }
 
 // Now is the virtual time.
@@ -195,7 +202,12 @@ func (s *Sim) wait(ctx context.Context, key any, why string) error {
 func (s *Sim) notify(key any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, a := range slices.Clone(s.waiters[key]) { // makeReady edits the list
+	woken := make([]*actor, 0, len(s.waiters[key]))
+	for a := range s.waiters[key] {
+		woken = append(woken, a)
+	}
+	slices.SortFunc(woken, func(a, b *actor) int { return cmp.Compare(a.blockedAt, b.blockedAt) })
+	for _, a := range woken { // makeReady edits the set
 		s.makeReady(a)
 	}
 	if s.running == nil {
@@ -217,6 +229,8 @@ func (s *Sim) self() *actor {
 // released.
 func (s *Sim) block(a *actor, ctx context.Context, key any, why string) {
 	a.ready, a.why = false, why
+	s.blocks++
+	a.blockedAt = s.blocks
 	if key != nil {
 		a.keys = append(a.keys, key)
 	}
@@ -224,7 +238,12 @@ func (s *Sim) block(a *actor, ctx context.Context, key any, why string) {
 		a.keys = append(a.keys, rec)
 	}
 	for _, k := range a.keys {
-		s.waiters[k] = append(s.waiters[k], a)
+		w := s.waiters[k]
+		if w == nil {
+			w = map[*actor]struct{}{}
+			s.waiters[k] = w
+		}
+		w[a] = struct{}{}
 	}
 	s.running = nil
 	s.dispatch()
@@ -238,7 +257,7 @@ func (s *Sim) makeReady(a *actor) {
 		return
 	}
 	for _, k := range a.keys {
-		s.waiters[k] = slices.DeleteFunc(s.waiters[k], func(w *actor) bool { return w == a })
+		delete(s.waiters[k], a)
 		if len(s.waiters[k]) == 0 {
 			delete(s.waiters, k)
 		}

@@ -161,14 +161,7 @@ func (s *State) Bill(now time.Time) meter.Breakdown {
 	if s.Start.IsZero() {
 		return meter.Breakdown{}
 	}
-	sec := func(t time.Time) float64 { return t.Sub(s.Start).Seconds() / s.timeScale }
-	// Each node at its own price; the spec's for nodes journaled before nodes carried one.
-	price := func(n cloud.Node) float64 {
-		if n.PricePerHour > 0 {
-			return n.PricePerHour / 3600
-		}
-		return m.NodePricePerSecond
-	}
+	sec, price := s.sec, s.nodePrice
 	var nodes []meter.NodeSpan
 	for _, r := range s.released {
 		nodes = append(nodes, meter.NodeSpan{Bracket: r.bracket, RunningFrom: sec(r.node.RunningAt), ReleasedAt: sec(r.released), PricePerSecond: price(r.node)})

@@ -129,6 +129,8 @@ func (s *Snapshot) Held() []NodeRecord {
 // closeLaunch ends trial's launch under way, if one is, at at as how.
 func (s *State) closeLaunch(trial string, at time.Time, how LaunchOutcome) {
 	if i, ok := s.OpenLaunch[trial]; ok {
+		l := &s.LaunchLog[i]
+		s.tallyOf(StageKey{l.Bracket, l.Stage}).running--
 		s.LaunchLog[i].End, s.LaunchLog[i].Outcome = at, how
 		delete(s.OpenLaunch, trial)
 	}

@@ -75,6 +75,13 @@ type State struct {
 	ASHA      *ashaState // an ASHA run's; nil for stages
 	// FirstEnds holds the first trials' ends of their first stage: the failure rule's evidence.
 	FirstEnds firstEnds
+
+	// Kept as events come, for readers that must not walk the whole run (tally.go).
+	tallies     map[StageKey]*tally
+	itersAll    int
+	nodesGen    []uint64
+	heldBy      map[string]heldNode // the nodes brackets use now (draining and released ones absent)
+	spentClosed float64             // what released nodes and ended launches cost
 }
 
 // OpenTokens are bracket b's requests no answer was journaled for, by market asked, in order.
@@ -261,7 +268,7 @@ func newState(exp *spec.Experiment, brackets []spec.Bracket, plan sim.Alloc, mod
 		Fails: map[TrialStage]int{}, timeouts: map[StageKey]int{}, retries: map[StageKey]int{},
 		Interrupts: map[TrialStage]int{}, lostTries: map[StageKey]int{}, waveEnded: map[StageKey]bool{},
 		Requests: map[int]int{}, Open: map[int]map[string]string{}, ODTier: map[string]bool{}, OpenLaunch: map[string]int{}, nodeAt: map[string]int{},
-		current: make([]int, len(brackets))}
+		current: make([]int, len(brackets)), tallies: map[StageKey]*tally{}, nodesGen: make([]uint64, len(brackets)), heldBy: map[string]heldNode{}}
 }
 
 // Apply folds one event into the state. It is the only place that says what an event means.
@@ -299,6 +306,8 @@ func (s *State) Apply(e journal.Event) {
 			s.ODTier[e.Node.ID] = true
 		}
 		s.Nodes[e.Bracket] = append(s.Nodes[e.Bracket], *e.Node)
+		s.heldBy[e.Node.ID] = heldNode{e.Bracket, *e.Node}
+		s.nodesGen[e.Bracket]++
 	case journal.EvNodeOff:
 		if journal.NodeCause(e.Cause) == journal.NodeLost {
 			s.counts.NodesLost += len(e.Nodes)
@@ -323,6 +332,7 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvLaunch:
 		s.closeLaunch(e.Trial, e.At, LaunchOrphaned) // a launch with no end journaled: its driver died
 		s.OpenLaunch[e.Trial] = len(s.LaunchLog)
+		s.tallyOf(key).running++
 		s.LaunchLog = append(s.LaunchLog, LaunchRecord{Bracket: e.Bracket, Stage: e.Stage, Trial: e.Trial, Try: e.Try, GPUs: e.GPUs,
 			Nodes: e.Nodes, Start: e.At})
 		ts := TrialStage{e.Trial, e.Stage}
@@ -338,7 +348,8 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvReport:
 		t := s.Trials[e.Trial]
 		s.observe(t, e)
-		t.metrics, t.Iter = e.Metrics, e.Iter
+		t.metrics = e.Metrics
+		s.setIter(t, e.Iter)
 	case journal.EvDone:
 		s.counts.Done++
 		s.closeLaunch(e.Trial, e.At, LaunchDone)
@@ -347,7 +358,8 @@ func (s *State) Apply(e journal.Event) {
 			s.FirstEnds.note(e.Trial, "", "")
 		}
 		t.Done[e.Stage] = metricOrNaN(e.Metric)
-		t.metrics, t.Iter = e.Metrics, e.Iter
+		t.metrics = e.Metrics
+		s.setIter(t, e.Iter)
 		s.move(t, trial.Reached)
 		s.launched(e)
 		s.waveEnded[key] = true
@@ -368,6 +380,9 @@ func (s *State) Apply(e journal.Event) {
 		case e.GaveUp:
 			s.counts.GaveUp++
 			s.closeLaunch(e.Trial, e.At, LaunchGaveUp)
+			if !t.Failed[e.Stage] {
+				s.tallyOf(StageKey{t.bracket, e.Stage}).failed++
+			}
 			t.Failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
 			if a := s.ASHA; a != nil {
@@ -555,7 +570,9 @@ func (s *State) observe(t *trialRun, e journal.Event) {
 // launched records a launch's span from a done or fail event, for per-function billing.
 func (s *State) launched(e journal.Event) {
 	if !e.Began.IsZero() && !e.Exited.IsZero() {
-		s.launches = append(s.launches, launchSpan{bracket: e.Bracket, gpus: e.GPUs, start: e.Began, end: e.Exited})
+		l := launchSpan{bracket: e.Bracket, gpus: e.GPUs, start: e.Began, end: e.Exited}
+		s.launches = append(s.launches, l)
+		s.spentClosed += s.launchCharge(l)
 	}
 }
 
@@ -597,11 +614,14 @@ func (s *State) dropNodes(b int, ids []string, at time.Time) {
 	for _, id := range ids {
 		drop[id] = true
 	}
+	s.nodesGen[b]++
 	for _, list := range []*[]cloud.Node{&s.Nodes[b], &s.Draining[b]} {
 		var keep []cloud.Node
 		for _, n := range *list {
 			if drop[n.ID] {
 				s.released = append(s.released, nodeSpan{bracket: b, node: n, released: at})
+				s.spentClosed += s.nodeCharge(n, s.sec(at))
+				delete(s.heldBy, n.ID)
 			} else {
 				keep = append(keep, n)
 			}
@@ -612,9 +632,11 @@ func (s *State) dropNodes(b int, ids []string, at time.Time) {
 
 // drainNodes moves bracket b's nodes ids out of use: they bill on until released.
 func (s *State) drainNodes(b int, ids []string) {
+	s.nodesGen[b]++
 	var keep []cloud.Node
 	for _, n := range s.Nodes[b] {
 		if slices.Contains(ids, n.ID) {
+			delete(s.heldBy, n.ID)
 			s.Draining[b] = append(s.Draining[b], n)
 		} else {
 			keep = append(keep, n)

@@ -3,6 +3,7 @@ package virtual_test
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func plan(t testing.TB, path string) (*spec.Experiment, sim.Alloc, *sim.Simulato
 }
 
 // The paper's Table 2 job runs through the unchanged executor in virtual time: it finishes, its
-// JCT and cost fall within the plan's p5-p95, every node is released and billed as the world
+// JCT and cost over several worlds average what the plan predicts, every node is released and billed as the world
 // billed it, and two runs write byte-identical journals.
 func TestTable2InVirtualTime(t *testing.T) {
 	exp, alloc, s := plan(t, "../../examples/paper/table2-resnet101.yaml")
@@ -53,10 +54,6 @@ func TestTable2InVirtualTime(t *testing.T) {
 		if !res.Finished || res.Best == nil {
 			t.Fatalf("run %d: not finished: %+v", i, res)
 		}
-		if jct, cost := res.Realized.JCT, res.Realized.Cost; jct < pred.JCT.P5 || jct > pred.JCT.P95 || cost < pred.Cost.P5 || cost > pred.Cost.P95 {
-			t.Errorf("run %d: realized JCT %.0f s, cost $%.2f; predicted p5-p95 %.0f-%.0f s, $%.2f-%.2f", i, jct, cost,
-				pred.JCT.P5, pred.JCT.P95, pred.Cost.P5, pred.Cost.P95)
-		}
 		if held := out.World.Held(); len(held) > 0 {
 			t.Errorf("run %d: %d nodes left held", i, len(held))
 		}
@@ -73,6 +70,22 @@ func TestTable2InVirtualTime(t *testing.T) {
 	}
 	if !bytes.Equal(journals[0], journals[1]) {
 		t.Fatalf("two runs of one seed wrote different journals")
+	}
+	// Runs in worlds of other seeds realize what was predicted, on average: one run may fall in
+	// the prediction's tail (seed 1's plan, re-planned greedy's, realizes $23.34 against p95
+	// $23.33), its mean over eight may not stray.
+	var jct, cost float64
+	const worlds = 8
+	for seed := int64(1); seed <= worlds; seed++ {
+		out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: filepath.Join(t.TempDir(), "journal.jsonl"), RunID: "virtual-test", Seed: seed})
+		if err != nil || !out.Result.Finished {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		jct += out.Result.Realized.JCT / worlds
+		cost += out.Result.Realized.Cost / worlds
+	}
+	if math.Abs(jct/pred.JCT.Mean-1) > 0.02 || math.Abs(cost/pred.Cost.Mean-1) > 0.02 {
+		t.Errorf("realized over %d worlds: JCT %.0f s, cost $%.2f on average; predicted %.0f s, $%.2f (more than 2%% off)", worlds, jct, cost, pred.JCT.Mean, pred.Cost.Mean)
 	}
 	if events, err := journal.ReadJournal(filepath.Join(t.TempDir(), "none")); err != nil || len(events) != 0 {
 		t.Fatal(err)

@@ -70,10 +70,8 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	if len(g.Workers) == 0 {
 		return nil, fmt.Errorf("launch %s: the gang has no workers", g.Trial)
 	}
-	for _, id := range w.gangIDs() {
-		if w.gangs[id].trial == g.Trial && w.gangs[id].epoch == r.epoch {
-			w.breach("trial %s launched while its gang %d still runs", g.Trial, id)
-		}
+	if n := w.gangsOf[gangKey{g.Trial, r.epoch}]; n > 0 {
+		w.breach("trial %s launched while %d gangs of it still run", g.Trial, n)
 	}
 	env := g.Workers[0].Env
 	// A trial keeps the configuration it was first launched with: a checkpoint resumed under
@@ -141,6 +139,7 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	gg.h = &handle{w: w, reports: make(chan trial.Report, gg.target-gg.from+1), exited: make(chan struct{})}
 	gg.h.g = gg
 	w.gangs[gg.id] = gg
+	w.gangsOf[gangKey{gg.trial, gg.epoch}]++
 	for _, n := range gg.nodes {
 		if n.notice != "" {
 			// Its workers see the node's notice as they start (the metadata the node agent
@@ -217,6 +216,11 @@ func (w *World) end(g *worldGang, err error, save bool) {
 		return
 	}
 	delete(w.gangs, g.id)
+	if k := (gangKey{g.trial, g.epoch}); w.gangsOf[k] > 1 {
+		w.gangsOf[k]--
+	} else {
+		delete(w.gangsOf, k)
+	}
 	w.waveEnded = true
 	if g.next != nil {
 		g.next.Stop()
@@ -254,6 +258,12 @@ func (r *Runtime) Reap(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// gangKey is a trial's gangs launched by one driver (epoch).
+type gangKey struct {
+	trial string
+	epoch int
 }
 
 // gangIDs are the running gangs, in launch order; w.mu is held.

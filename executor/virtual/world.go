@@ -51,6 +51,7 @@ type World struct {
 	requests  int              // Create calls
 	tokens    map[string]*request
 	gangs     map[int]*worldGang // running
+	gangsOf   map[gangKey]int    // running gangs per trial and driver: a launch checks its own in O(1)
 	nextGang  int
 	tries     map[string]int // launches per trial, for the draws' streams
 	launches  int            // every launch, for the faults
@@ -103,7 +104,7 @@ func NewWorld(c *clock.Sim, exp *spec.Experiment, seed int64, faults *Faults) (*
 		return nil, fmt.Errorf("virtual world: %w", err)
 	}
 	w := &World{clk: c, exp: exp, model: m, seed: uint64(seed), notice: exp.Cluster.Spot.Notice.D(), faults: faults,
-		nodes: map[string]*node{}, rented: map[string]*node{}, tokens: map[string]*request{}, gangs: map[int]*worldGang{}, tries: map[string]int{},
+		nodes: map[string]*node{}, rented: map[string]*node{}, tokens: map[string]*request{}, gangs: map[int]*worldGang{}, gangsOf: map[gangKey]int{}, tries: map[string]int{},
 		kept: map[string]trial.Report{}, injected: map[string]bool{}, severed: map[int]bool{}, trained: map[string]int{},
 		params: map[string]string{}}
 	env := func(k string) string { return exp.Trainer.Env[k] }

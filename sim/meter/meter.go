@@ -34,6 +34,19 @@ type NodeSpan struct {
 	// ReleasedAt when it was released, or now for a node still held.
 	RunningFrom, ReleasedAt float64
 	PricePerSecond          float64
+	// Paid is how many seconds of the node's time another bill has charged already: a node a
+	// prediction finds held was billed by the run's meter up to now, its minimum included. The
+	// node then costs what its Paid seconds and its span cost together, less what Paid alone did.
+	Paid float64
+}
+
+// chargeSpan is what n's span costs under r, less what was Paid for it already.
+func (r Rules) chargeSpan(n NodeSpan) float64 {
+	c := r.Charge(n.Paid+n.ReleasedAt-n.RunningFrom, n.PricePerSecond)
+	if n.Paid > 0 {
+		c -= r.Charge(n.Paid, n.PricePerSecond)
+	}
+	return c
 }
 
 // LaunchSpan is one TRAIN launch of a bracket's trial, billed per function.
@@ -82,7 +95,7 @@ func Bill(r Rules, nodes []NodeSpan, launches []LaunchSpan, stages []StageWindow
 			continue
 		}
 		t := n.ReleasedAt - n.RunningFrom
-		billed := r.Charge(t, n.PricePerSecond)
+		billed := r.chargeSpan(n)
 		total += billed
 		c.spread(n.RunningFrom, n.ReleasedAt, n.PricePerSecond)
 		c.cost[c.ending(n.ReleasedAt)] += billed - t*n.PricePerSecond
