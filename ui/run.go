@@ -335,10 +335,7 @@ func (p *runPage) setTrials(res *runstate.Result, brackets []spec.Bracket, offse
 // bestCurves are at most n of curves: those whose last value is best (highest when max), in
 // their order.
 func bestCurves(curves []rundir.Curve, max bool, n int) []rundir.Curve {
-	if len(curves) <= n {
-		return curves
-	}
-	last := func(c rundir.Curve) float64 {
+	return topN(curves, n, func(c rundir.Curve) float64 {
 		if len(c.Y) == 0 || math.IsNaN(c.Y[len(c.Y)-1]) {
 			return math.Inf(-1)
 		}
@@ -346,19 +343,7 @@ func bestCurves(curves []rundir.Curve, max bool, n int) []rundir.Curve {
 			return c.Y[len(c.Y)-1]
 		}
 		return -c.Y[len(c.Y)-1]
-	}
-	idx := make([]int, len(curves))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(last(curves[b]), last(curves[a])) })
-	idx = idx[:n]
-	slices.Sort(idx)
-	out := make([]rundir.Curve, n)
-	for i, j := range idx {
-		out[i] = curves[j]
-	}
-	return out
+	})
 }
 
 type trialRow struct {

@@ -323,18 +323,24 @@ const maxGanttSpans = 4000
 
 // longestSpans are the n longest of spans, in their order.
 func longestSpans(spans []sim.Span, n int) []sim.Span {
-	idx := make([]int, len(spans))
+	return topN(spans, n, func(sp sim.Span) float64 { return sp.End - sp.Start })
+}
+
+// topN are the n of xs that score highest (all of them when fewer), in their order.
+func topN[T any](xs []T, n int, score func(T) float64) []T {
+	if len(xs) <= n {
+		return xs
+	}
+	idx := make([]int, len(xs))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		return cmp.Compare(spans[b].End-spans[b].Start, spans[a].End-spans[a].Start)
-	})
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(score(xs[b]), score(xs[a])) })
 	idx = idx[:n]
 	slices.Sort(idx)
-	out := make([]sim.Span, n)
+	out := make([]T, n)
 	for i, j := range idx {
-		out[i] = spans[j]
+		out[i] = xs[j]
 	}
 	return out
 }

@@ -20,14 +20,7 @@ func largeJournal(b *testing.B, trials int) (string, runstate.Plan) {
 		b.Fatal(err)
 	}
 	path := filepath.Join(b.TempDir(), "journal.jsonl")
-	w, _, err := journal.OpenJournalWith(path, journal.JournalOptions{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := journaltest.SHA(w, shape); err != nil {
-		b.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
+	if _, err := journaltest.WriteSHA(path, shape); err != nil {
 		b.Fatal(err)
 	}
 	return path, runstate.Plan{Experiment: exp, Alloc: sim.Alloc{shape.Plan}}

@@ -108,6 +108,20 @@ func SHA(w *journal.Journal, s SHAShape) (int, error) {
 	return g.n, g.err
 }
 
+// WriteSHA writes the journal SHA writes to a new journal file at path (not synced), and returns
+// the number of events written.
+func WriteSHA(path string, s SHAShape) (int, error) {
+	w, _, err := journal.OpenJournalWith(path, journal.JournalOptions{NoSync: true})
+	if err != nil {
+		return 0, fmt.Errorf("synthesize journal: %w", err)
+	}
+	n, err := SHA(w, s)
+	if cerr := w.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("synthesize journal: %w", cerr)
+	}
+	return n, err
+}
+
 // gen is SHA's writer: the clock it moves, the nodes held, the first error.
 type gen struct {
 	w      *journal.Journal

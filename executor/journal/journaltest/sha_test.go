@@ -20,15 +20,8 @@ func TestSHAJournalFoldsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "journal.jsonl")
-	w, _, err := journal.OpenJournalWith(path, journal.JournalOptions{NoSync: true})
+	n, err := journaltest.WriteSHA(path, shape)
 	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := journaltest.SHA(w, shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	events, err := journal.ReadJournal(path)
