@@ -4,8 +4,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/rundirtest"
 )
 
@@ -39,3 +42,40 @@ func benchRunPage(b *testing.B, trials int) {
 
 func BenchmarkRunPage10k(b *testing.B)  { benchRunPage(b, 10_000) }
 func BenchmarkRunPage100k(b *testing.B) { benchRunPage(b, 100_000) }
+
+// BenchmarkRunPageUpdate100k times what one more event costs a followed 100,000-trial run's
+// page: the journal's new record read and folded, the page rebuilt and its sections rendered
+// for the stream.
+func BenchmarkRunPageUpdate100k(b *testing.B) {
+	root := b.TempDir()
+	dir, err := rundirtest.Large(root, "large", 100_000, 729, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{Root: root, Log: io.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := s.hub("large")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.current() // caught up
+	j, _, err := journal.OpenJournalWith(filepath.Join(dir, rundir.Journal), journal.JournalOptions{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer j.Close()
+	var sent int
+	for b.Loop() {
+		if err := j.Note(journal.Event{Ev: journal.EvForecast, Stage: 6, Reason: "the plan holds"}); err != nil {
+			b.Fatal(err)
+		}
+		h.refresh()
+		sent = 0
+		for _, sec := range h.last {
+			sent += len(sec)
+		}
+	}
+	b.ReportMetric(float64(sent), "update-bytes")
+}

@@ -319,7 +319,7 @@ func dollars(x float64) string { return fmt.Sprintf("$%.3g", x) }
 
 // maxGanttSpans is the most spans a schedule chart draws: a 100,000-trial run's launches are
 // mostly narrower than a pixel, and drawn whole they made a page of tens of megabytes.
-const maxGanttSpans = 4000
+const maxGanttSpans = 1500
 
 // longestSpans are the n longest of spans, in their order.
 func longestSpans(spans []sim.Span, n int) []sim.Span {
