@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -440,45 +439,39 @@ type journalScan struct {
 }
 
 // scanJournal reads a journal through to its end, so that it can tell a torn last record from
-// damage followed by more records. A missing file is an empty journal.
+// damage followed by more records, and keeps the records before the first damaged one. A
+// missing file is an empty journal.
 func scanJournal(path string) (journalScan, error) {
-	var s journalScan
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+	// The events are counted first, so that they are kept in one allocation: growing a slice of
+	// a million events copies each several times, which cost more than decoding them.
+	var events []Event
+	if f, err := os.Open(path); err == nil {
+		lines, err := countLines(f)
+		f.Close()
+		if err != nil {
+			return journalScan{}, fmt.Errorf("read journal: %w", err)
+		}
+		events = make([]Event, 0, lines+1)
 	}
-	if err != nil {
-		return s, fmt.Errorf("open journal: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<16)
-	var order recordOrder
+	s, err := scanRecords(path, func(e Event) { events = append(events, e) })
+	s.events = events
+	return s, err
+}
+
+// countLines counts the newlines from r's position to its end.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 1<<20)
+	n := 0
 	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			break
+		k, err := r.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
 		}
-		if err != nil && err != io.EOF {
-			return s, fmt.Errorf("read journal: %w", err)
+		if err != nil {
+			return n, err
 		}
-		s.lines++
-		if s.bad == nil {
-			reason := "torn record (no newline)"
-			var e Event
-			if err == nil {
-				e, reason = order.decode(line[:len(line)-1])
-			}
-			if reason == "" {
-				s.events = append(s.events, e)
-				s.good += int64(len(line))
-			} else {
-				s.bad = &CorruptError{Path: path, Line: s.lines, Offset: s.size, Reason: reason}
-			}
-		}
-		s.size += int64(len(line))
 	}
-	s.tail = s.bad != nil && s.bad.Line == s.lines
-	return s, nil
 }
 
 // crcPrefix opens every checksummed record: {"crc":"xxxxxxxx", then the event's fields.
@@ -503,25 +496,38 @@ func encodeRecord(e Event) ([]byte, error) {
 // recordOrder decodes a journal's lines in order: a line without a checksum is a record only
 // before the first one with a checksum (a journal written before there were any, then carried
 // on), never after it.
-type recordOrder struct{ checksummed bool }
+type recordOrder struct {
+	checksummed bool
+	key         string // the metric name last decoded (decodeFast shares it)
+}
 
 func (o *recordOrder) decode(line []byte) (Event, string) {
-	e, reason := decodeRecord(line)
-	switch {
-	case reason != "":
+	e, reason := decodeRecord(line, &o.key)
+	if reason != "" {
 		return e, reason
-	case bytes.HasPrefix(line, []byte(crcPrefix)):
-		o.checksummed = true
-	case o.checksummed:
-		return Event{}, "a record without its checksum after records with one"
+	}
+	if reason := o.take(bytes.HasPrefix(line, []byte(crcPrefix))); reason != "" {
+		return Event{}, reason
 	}
 	return e, ""
+}
+
+// take notes the next sound record, checksummed or not, and says why it is out of place ("" if
+// it is not).
+func (o *recordOrder) take(checksummed bool) string {
+	switch {
+	case checksummed:
+		o.checksummed = true
+	case o.checksummed:
+		return "a record without its checksum after records with one"
+	}
+	return ""
 }
 
 // decodeRecord reads one line (without its newline); reason is why it is damaged, "" if it is
 // not. A line without a checksum was written before there were any; it starts with {"ev":, so
 // that damage to a checksummed line's prefix cannot pass it off as one.
-func decodeRecord(line []byte) (e Event, reason string) {
+func decodeRecord(line []byte, key *string) (e Event, reason string) {
 	switch {
 	case bytes.HasPrefix(line, []byte(crcPrefix)):
 		n := len(crcPrefix) + 8
@@ -537,8 +543,11 @@ func decodeRecord(line []byte) (e Event, reason string) {
 	default:
 		return e, "not a journal record"
 	}
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, fmt.Sprintf("bad JSON: %v", err)
+	if !decodeFast(line, &e, key) {
+		e = Event{}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return e, fmt.Sprintf("bad JSON: %v", err)
+		}
 	}
 	return Upgrade(e), ""
 }

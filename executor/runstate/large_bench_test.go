@@ -1,0 +1,71 @@
+package runstate_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/journal/journaltest"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
+	"github.com/rubberband-hpo/rubberband/sim"
+)
+
+// largeJournal writes a finished run of trials trials' journal (journaltest.SHA) and returns its
+// path and the plan to fold it against.
+func largeJournal(b *testing.B, trials int) (string, runstate.Plan) {
+	b.Helper()
+	exp, _, shape, err := journaltest.Job(trials, 729)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "journal.jsonl")
+	if _, err := journaltest.WriteSHA(path, shape); err != nil {
+		b.Fatal(err)
+	}
+	return path, runstate.Plan{Experiment: exp, Alloc: sim.Alloc{shape.Plan}}
+}
+
+// Where a 100,000-trial journal's replay goes: reading (decoding and checking) its records,
+// folding them, and the views status draws.
+func BenchmarkLargeReplay(b *testing.B) {
+	path, plan := largeJournal(b, 100_000)
+	events, err := journal.ReadJournal(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d events", len(events))
+	b.Run("read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := journal.ReadJournal(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("resume", func(b *testing.B) { // what a driver's resume does: open the journal, fold it
+		for b.Loop() {
+			j, events, err := journal.OpenJournalWith(path, journal.JournalOptions{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := runstate.Fold(plan, events); err != nil {
+				b.Fatal(err)
+			}
+			j.Close()
+		}
+	})
+	b.Run("fold", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := runstate.Fold(plan, events); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("inspect", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := runstate.Inspect(plan, events, events[len(events)-1].At.Add(time.Second)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
