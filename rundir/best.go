@@ -36,18 +36,28 @@ func Best(v *View) (*BestTrial, error) {
 	if v.Res == nil || v.Res.Best == nil {
 		return nil, fmt.Errorf("%s: %w (no bracket has finished)", v.State.Exp.Name, ErrNoBest)
 	}
-	obj := v.State.Exp.Objective
-	b := &BestTrial{Experiment: v.State.Exp.Name, RunID: v.Res.RunID, Trial: v.Res.Best.Trial, Metric: obj.Metric, Mode: obj.Mode,
-		Value: v.Res.Best.Metric, Params: v.Res.Best.Params}
 	events, err := v.AllEvents()
 	if err != nil {
 		return nil, err
 	}
-	for _, cv := range LearningCurves(v.State.Exp, events) {
-		if cv.Trial == b.Trial {
-			for i := range cv.X {
-				b.Curve = append(b.Curve, CurvePoint{Iter: int(cv.X[i]), Value: cv.Y[i]})
-			}
+	curves := NewCurveFold(v.State.Exp)
+	for _, e := range events {
+		curves.Apply(e)
+	}
+	return bestOf(v, curves)
+}
+
+// bestOf is Best with the run's learning curves already folded.
+func bestOf(v *View, curves *CurveFold) (*BestTrial, error) {
+	if v.Res == nil || v.Res.Best == nil {
+		return nil, fmt.Errorf("%s: %w (no bracket has finished)", v.State.Exp.Name, ErrNoBest)
+	}
+	obj := v.State.Exp.Objective
+	b := &BestTrial{Experiment: v.State.Exp.Name, RunID: v.Res.RunID, Trial: v.Res.Best.Trial, Metric: obj.Metric, Mode: obj.Mode,
+		Value: v.Res.Best.Metric, Params: v.Res.Best.Params}
+	if cv, ok := curves.Curve(b.Trial); ok {
+		for i := range cv.X {
+			b.Curve = append(b.Curve, CurvePoint{Iter: int(cv.X[i]), Value: cv.Y[i]})
 		}
 	}
 	if n := len(b.Curve); n > 0 {

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,19 +19,25 @@ import (
 // TrialLog is the log file of a trial the journal's events name; its error matches ErrNoTrial
 // and names some trials that exist. An ID that could leave the logs folder is no trial's.
 func TrialLog(dir string, events []journal.Event, id string) (string, error) {
+	trials := map[string]bool{}
+	for _, e := range events {
+		if e.Ev == journal.EvTrial {
+			trials[e.Trial] = true
+		}
+	}
+	return TrialLogIn(dir, trials, id)
+}
+
+// TrialLogIn is TrialLog of a run whose trials (those its journal declares) are known already:
+// a reader that follows the journal keeps their IDs, not its events.
+func TrialLogIn(dir string, trials map[string]bool, id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, `/\`) || id == "." || id == ".." {
 		return "", userErr(ErrNoTrial, "%q is not a trial ID", id)
 	}
-	var ids []string
-	for _, e := range events {
-		if e.Ev == journal.EvTrial {
-			if e.Trial == id {
-				return filepath.Join(dir, LogsDir, id+".log"), nil
-			}
-			ids = append(ids, e.Trial)
-		}
+	if trials[id] {
+		return filepath.Join(dir, LogsDir, id+".log"), nil
 	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(trials))
 	if len(ids) > 5 {
 		ids = append(ids[:5], "…")
 	}

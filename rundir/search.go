@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 
 	"github.com/rubberband-hpo/rubberband/search"
@@ -31,15 +32,57 @@ type SearchPoint struct {
 
 // Search summarizes the run in v's search.
 func Search(v *View) *SearchSummary {
-	exp := v.State.Exp
-	s := &SearchSummary{}
-	if best, err := Best(v); err == nil {
+	f, curves := NewSearchFold(v.State.Exp), NewCurveFold(v.State.Exp)
+	events, err := v.AllEvents()
+	for _, e := range events {
+		f.Apply(e)
+		curves.Apply(e)
+	}
+	s := f.Summary(v, curves)
+	if err != nil { // a journal that cannot be read again has nothing to summarize
+		s.Best = nil
+	}
+	return s
+}
+
+// SearchFold keeps what Search summarizes as a run's journal is read, one event at a time: a
+// reader that follows the journal (the dashboard) summarizes without keeping the events.
+type SearchFold struct {
+	exp *spec.Experiment
+	obs *obsFold
+	// at is the summary of obs's first n observations (they are only appended): a summary asked
+	// again with none new is not measured again.
+	at *SearchSummary
+	n  int
+}
+
+// NewSearchFold is the search of exp's run before any event.
+func NewSearchFold(exp *spec.Experiment) *SearchFold {
+	return &SearchFold{exp: exp, obs: newObsFold(exp, exp)}
+}
+
+// Apply folds the event that follows those already applied.
+func (f *SearchFold) Apply(e journal.Event) { f.obs.apply(e) }
+
+// Summary is what the search found as of the events applied: v is the same run's view (its
+// best trial), curves its learning curves (the best trial's curve). Its Points and Importances
+// are shared with the fold's later summaries: read them, do not change them.
+func (f *SearchFold) Summary(v *View, curves *CurveFold) *SearchSummary {
+	if f.at == nil || f.n != len(f.obs.out) {
+		f.at, f.n = f.measure(), len(f.obs.out)
+	}
+	s := *f.at
+	if best, err := bestOf(v, curves); err == nil {
 		s.Best = best
 	}
-	events, _ := v.AllEvents() // a journal that cannot be read again has nothing to summarize
-	obs, _ := observations(exp, exp, events)
+	return &s
+}
+
+// measure finds the budget most results reached, and each parameter's importance there.
+func (f *SearchFold) measure() *SearchSummary {
+	s := &SearchSummary{}
 	counts := map[int]int{}
-	for _, o := range obs {
+	for _, o := range f.obs.out {
 		if !math.IsInf(o.Loss, 0) {
 			counts[o.Budget]++
 		}
@@ -50,17 +93,17 @@ func Search(v *View) *SearchSummary {
 		}
 	}
 	var at []search.Observation
-	for _, o := range obs {
+	for _, o := range f.obs.out {
 		if o.Budget == s.Budget && !math.IsInf(o.Loss, 0) {
 			at = append(at, o)
 			value := o.Loss
-			if exp.Objective.Mode == "max" {
+			if f.exp.Objective.Mode == "max" {
 				value = -value
 			}
 			s.Points = append(s.Points, SearchPoint{Params: o.Params, Value: value})
 		}
 	}
-	s.Importances = search.Importances(exp.SearchSpace, at)
+	s.Importances = search.Importances(f.exp.SearchSpace, at)
 	return s
 }
 

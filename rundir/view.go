@@ -250,3 +250,12 @@ func (v *View) Summary() Summary {
 	}
 	return s
 }
+
+// Spent is what the run has cost up to at as the events applied so far say (Bill(at).Total);
+// false before the run's start.
+func (f *Fold) Spent(at time.Time) (float64, bool) {
+	if f.s.Start.IsZero() {
+		return 0, false
+	}
+	return f.s.Spent(at), true
+}

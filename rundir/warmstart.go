@@ -67,37 +67,59 @@ func ResolveWarmStart(root string, exp *spec.Experiment) (*WarmStart, error) {
 // exp's mode (the same metric, whichever way the run that measured it went); ignored says which
 // parameters exp's space drops.
 func observations(from, exp *spec.Experiment, events []journal.Event) ([]search.Observation, []string) {
-	brackets := from.Algorithm.Brackets()
-	params := map[string]spec.Config{}
-	dropped := map[string]string{}
-	var out []search.Observation
+	f := newObsFold(from, exp)
 	for _, e := range events {
-		if e.Bracket < 0 || e.Bracket >= len(brackets) {
-			continue
-		}
-		switch e.Ev {
-		case journal.EvTrial, journal.EvLaunch:
-			if e.Params != nil {
-				params[e.Trial] = shared(e.Params, exp.SearchSpace, dropped)
-			}
-		case journal.EvDone, journal.EvFail:
-			c, ok := params[e.Trial]
-			stages := brackets[e.Bracket].Stages
-			if !ok || e.Stage < 0 || e.Stage >= len(stages) || (e.Ev == journal.EvFail && !e.GaveUp) {
-				continue
-			}
-			metric := math.NaN()
-			if e.Ev == journal.EvDone && e.Metric != nil {
-				metric = *e.Metric
-			}
-			out = append(out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, exp.Objective.Mode)})
-		}
+		f.apply(e)
 	}
+	return f.out, f.ignored()
+}
+
+// obsFold gathers observations as a journal is read, one event at a time.
+type obsFold struct {
+	brackets []spec.Bracket
+	exp      *spec.Experiment
+	params   map[string]spec.Config
+	dropped  map[string]string
+	out      []search.Observation
+}
+
+func newObsFold(from, exp *spec.Experiment) *obsFold {
+	return &obsFold{brackets: from.Algorithm.Brackets(), exp: exp, params: map[string]spec.Config{}, dropped: map[string]string{}}
+}
+
+// apply folds one event; it says whether an observation was added.
+func (f *obsFold) apply(e journal.Event) bool {
+	if e.Bracket < 0 || e.Bracket >= len(f.brackets) {
+		return false
+	}
+	switch e.Ev {
+	case journal.EvTrial, journal.EvLaunch:
+		if e.Params != nil {
+			f.params[e.Trial] = shared(e.Params, f.exp.SearchSpace, f.dropped)
+		}
+	case journal.EvDone, journal.EvFail:
+		c, ok := f.params[e.Trial]
+		stages := f.brackets[e.Bracket].Stages
+		if !ok || e.Stage < 0 || e.Stage >= len(stages) || (e.Ev == journal.EvFail && !e.GaveUp) {
+			return false
+		}
+		metric := math.NaN()
+		if e.Ev == journal.EvDone && e.Metric != nil {
+			metric = *e.Metric
+		}
+		f.out = append(f.out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, f.exp.Objective.Mode)})
+		return true
+	}
+	return false
+}
+
+// ignored says which parameters the fold's space dropped, and why.
+func (f *obsFold) ignored() []string {
 	var ignored []string
-	for _, name := range slices.Sorted(mapKeys(dropped)) {
-		ignored = append(ignored, name+" ("+dropped[name]+")")
+	for _, name := range slices.Sorted(mapKeys(f.dropped)) {
+		ignored = append(ignored, name+" ("+f.dropped[name]+")")
 	}
-	return out, ignored
+	return ignored
 }
 
 // shared keeps the parameters of c that space has, with values it takes; dropped learns why
