@@ -42,8 +42,8 @@ type hub struct {
 	mu       sync.Mutex // serializes refreshes
 	st       *rundir.State
 	tail     *journal.Tail
-	events   []journal.Event
-	fold     *rundir.Fold // h.events folded, as they were read
+	fold     *rundir.Fold // the journal folded, as it was read
+	pf       *pageFold    // what the page draws of it besides
 	live     bool
 	err      error
 	rendered time.Time
@@ -89,25 +89,16 @@ func (h *hub) refresh() {
 	for {
 		before := h.tail.Line()
 		more, nerr := h.tail.Next()
-		if h.tail.Line() < before+len(more) { // the journal was cut back and is read anew
-			h.events, h.fold = nil, nil
-		}
-		if h.fold == nil {
+		if h.pf == nil || h.tail.Line() < before+len(more) { // new, or the journal was cut back and is read anew
 			f, ferr := rundir.NewFold(h.st)
 			if ferr != nil && nerr == nil {
 				nerr = ferr
 			}
-			h.fold = f
+			h.fold, h.pf = f, newPageFold(h.st.Exp)
 		}
-		if h.fold != nil {
-			h.fold.Apply(more...)
+		for _, e := range more {
+			h.pf.apply(h.fold, e)
 		}
-		if len(h.events) == 0 && h.tail.Line() > 0 { // room for the whole journal as it is now, at the first read's bytes an event
-			if info, serr := os.Stat(filepath.Join(h.st.Dir, rundir.Journal)); serr == nil {
-				h.events = slices.Grow(h.events, int(info.Size()/max(1, h.tail.Offset()/int64(h.tail.Line())))*11/10)
-			}
-		}
-		h.events = append(h.events, more...)
 		if len(more) > 0 {
 			evs = more
 		}
@@ -145,7 +136,7 @@ func (h *hub) refresh() {
 	h.version++
 	page.Version = h.version
 	h.page, h.last = page, sections
-	h.feed.publish(&update{Version: h.version, Seq: len(h.events), Sections: sections})
+	h.feed.publish(&update{Version: h.version, Seq: h.pf.events, Sections: sections})
 }
 
 // current is the latest rendering, refreshed first.
@@ -220,8 +211,7 @@ type paramValue struct{ Name, Value string }
 // maxScatters is how many parameters get a scatter on the page: the most important.
 const maxScatters = 3
 
-func buildSearch(v *rundir.View, metric string) searchSection {
-	found := rundir.Search(v)
+func buildSearch(v *rundir.View, found *rundir.SearchSummary, metric string) searchSection {
 	sec := searchSection{Budget: found.Budget, Importances: found.Importances}
 	if b := found.Best; b != nil {
 		sec.BestTrial = b.Trial
@@ -353,7 +343,7 @@ type trialRow struct {
 
 func (h *hub) build() *runPage {
 	st := h.st
-	p := &runPage{Name: h.name, RunID: st.Run.RunID, Backend: st.Run.Backend, Live: h.live, Seq: len(h.events),
+	p := &runPage{Name: h.name, RunID: st.Run.RunID, Backend: st.Run.Backend, Live: h.live, Seq: h.pf.events,
 		Metric: st.Exp.Objective.Metric, Mode: st.Exp.Objective.Mode, DeadlineS: st.Exp.Deadline.Seconds(),
 		PredCostUSD: st.Plan.Predicted.Cost.Mean, PredCostP5: st.Plan.Predicted.Cost.P5, PredCostP95: st.Plan.Predicted.Cost.P95,
 		PredJCT: st.Plan.Predicted.JCT.Mean, BudgetUSD: st.Exp.Budget.MaxCostUSD}
@@ -363,7 +353,6 @@ func (h *hub) build() *runPage {
 	v := &rundir.View{State: st, Live: h.live}
 	if h.fold != nil {
 		v = h.fold.View(h.live, h.s.cfg.Clock)
-		v.Events = h.events
 	}
 	p.Status, p.Why = v.Status()
 	if id, m, ok := v.Best(); ok {
@@ -371,13 +360,10 @@ func (h *hub) build() *runPage {
 	}
 	brackets := st.Exp.Algorithm.Brackets()
 	now := h.s.cfg.Clock.Now()
-	if !h.live && len(h.events) > 0 {
-		now = h.events[len(h.events)-1].At
+	if !h.live && h.pf.events > 0 {
+		now = h.pf.last
 	}
-	var start time.Time
-	if len(h.events) > 0 && h.events[0].Ev == journal.EvStart {
-		start = h.events[0].At
-	}
+	start := h.pf.start()
 	ts := st.Run.TimeScale
 	if ts <= 0 {
 		ts = 1
@@ -473,21 +459,20 @@ func (h *hub) build() *runPage {
 			}
 			return sp.Trial, "trial"
 		}, func(sp sim.Span) bool { return running[spanKey(sp)] }, append(marks, deadlines...))
-	p.Cost = costChart(st, h.events, now, p, sec, deadlines)
+	p.Cost = costChart(st, h.pf.realized(h.fold, now), p, sec, deadlines)
 	if !p.ASHA { // an ASHA run has no stage ends; its phases' times are in the progress section
 		p.Time = timeChart(st, v.Res, deadlines)
 	}
 	var curves []series
-	all := rundir.LearningCurves(st.Exp, h.events)
+	all := h.pf.curves.Unmarked()
 	shown := bestCurves(all, st.Exp.Objective.Mode == "max", maxCurves)
 	for _, cv := range shown {
+		cv = h.pf.curves.Marked(cv)
 		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})
 	}
-	p.Search = buildSearch(v, p.Metric)
-	for _, cv := range all {
-		if cv.Trial == p.Search.BestTrial { // drawn again on top, thick: the winner
-			curves = append(curves, series{Name: "best: " + cv.Trial, X: cv.X, Y: cv.Y, Colour: "#d62728", Title: cv.Trial + " (best)"})
-		}
+	p.Search = buildSearch(v, h.pf.search.Summary(v, h.pf.curves), p.Metric)
+	if cv, ok := h.pf.curves.Curve(p.Search.BestTrial); ok { // drawn again on top, thick: the winner
+		curves = append(curves, series{Name: "best: " + cv.Trial, X: cv.X, Y: cv.Y, Colour: "#d62728", Title: cv.Trial + " (best)"})
 	}
 	title := "learning curves (" + p.Metric + " by iteration; dots: promoted)"
 	if len(shown) < len(all) {
@@ -552,7 +537,7 @@ func realizedSchedule(snap *runstate.Snapshot, now time.Time, timeScale float64,
 // costChart is cost over time: the plan's predicted cumulative cost (each stage's predicted cost
 // accrued over its predicted span) with its p5-p95 band, and the realized cost (the journal
 // replayed up to moments of the run), with the budget and the deadline.
-func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
+func costChart(st *rundir.State, moments []costPoint, p *runPage, sec func(time.Time) float64, deadlines []mark) chart {
 	plan := st.Plan
 	end := plan.Predicted.JCT.Mean
 	var pred series
@@ -581,40 +566,13 @@ func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPa
 		pred.Lo, pred.Hi = append(pred.Lo, c*lo), append(pred.Hi, c*hi)
 	}
 	real := series{Name: "realized", Colour: palette.Realized}
-	if len(events) > 0 && events[0].Ev == journal.EvStart {
-		// The realized cost at up to 30 moments: each stage's start and sync, and now.
-		var at []time.Time
-		for _, e := range events {
-			if e.Ev == journal.EvStage || e.Ev == journal.EvSync || e.Ev == journal.EvNodeUp || e.Ev == journal.EvNodeOff {
-				at = append(at, e.At)
-			}
+	for _, m := range moments {
+		if m.ok {
+			real.X, real.Y = append(real.X, sec(m.at)), append(real.Y, m.cost)
 		}
-		at = append(at, now)
-		if len(at) > 30 {
-			step := float64(len(at)-1) / 29
-			var keep []time.Time
-			for i := 0; i < 30; i++ {
-				keep = append(keep, at[int(math.Round(float64(i)*step))])
-			}
-			at = keep
-		}
-		// One fold, billed at each moment (what Result's realized cost is): replaying the journal
-		// up to each of them cost 30 replays of a run.
-		if s, err := runstate.New(st.RunPlan(), io.Discard); err == nil {
-			j := 0
-			for _, t := range at {
-				for j < len(events) && !events[j].At.After(t) {
-					s.Apply(events[j])
-					j++
-				}
-				if !s.Start.IsZero() {
-					real.X, real.Y = append(real.X, sec(t)), append(real.Y, s.Bill(t).Total)
-				}
-			}
-		}
-		if len(real.X) > 0 { // the last point is the run's figure itself
-			real.X[len(real.X)-1], real.Y[len(real.Y)-1] = p.ElapsedS, p.CostUSD
-		}
+	}
+	if len(real.X) > 0 { // the last point is the run's figure itself
+		real.X[len(real.X)-1], real.Y[len(real.Y)-1] = p.ElapsedS, p.CostUSD
 	}
 	var hm []mark
 	if p.BudgetUSD > 0 && p.BudgetUSD <= 2*math.Max(p.PredCostP95, p.CostUSD) {
@@ -735,7 +693,7 @@ func (s *Server) trialLog(w http.ResponseWriter, r *http.Request) {
 	}
 	h.refresh()
 	h.mu.Lock()
-	path, err := rundir.TrialLog(h.st.Dir, h.events, r.PathValue("trial"))
+	path, err := rundir.TrialLogIn(h.st.Dir, h.pf.trials, r.PathValue("trial"))
 	h.mu.Unlock()
 	if err != nil {
 		s.fail(w, statusOf(err), err.Error())
