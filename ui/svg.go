@@ -326,21 +326,65 @@ func longestSpans(spans []sim.Span, n int) []sim.Span {
 	return topN(spans, n, func(sp sim.Span) float64 { return sp.End - sp.Start })
 }
 
-// topN are the n of xs that score highest (all of them when fewer), in their order.
+// topN are the n of xs that score highest (all of them when fewer; the first among equals), in
+// their order. It keeps the n best in a heap as it walks xs once: choosing 50 curves of 100,000
+// trials sorted all of them for each rendering.
 func topN[T any](xs []T, n int, score func(T) float64) []T {
 	if len(xs) <= n {
 		return xs
 	}
-	idx := make([]int, len(xs))
-	for i := range idx {
-		idx[i] = i
+	if n <= 0 {
+		return nil
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(score(xs[b]), score(xs[a])) })
-	idx = idx[:n]
+	type scored struct {
+		s float64
+		i int
+	}
+	// worse orders the heap: its root is the worst kept, a lower score or a later one of equals.
+	worse := func(a, b scored) bool {
+		if c := cmp.Compare(a.s, b.s); c != 0 {
+			return c < 0
+		}
+		return a.i > b.i
+	}
+	h := make([]scored, 0, n)
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if r := l + 1; r < len(h) && worse(h[r], h[m]) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i, x := range xs {
+		c := scored{score(x), i}
+		switch {
+		case len(h) < n:
+			h = append(h, c)
+			for j := len(h) - 1; j > 0 && worse(h[j], h[(j-1)/2]); j = (j - 1) / 2 {
+				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
+			}
+		case worse(h[0], c):
+			h[0] = c
+			down(0)
+		}
+	}
+	idx := make([]int, len(h))
+	for k, c := range h {
+		idx[k] = c.i
+	}
 	slices.Sort(idx)
-	out := make([]T, n)
-	for i, j := range idx {
-		out[i] = xs[j]
+	out := make([]T, len(idx))
+	for k, j := range idx {
+		out[k] = xs[j]
 	}
 	return out
 }

@@ -1,0 +1,201 @@
+package ui
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
+	"github.com/rubberband-hpo/rubberband/rundir"
+	"github.com/rubberband-hpo/rubberband/rundir/rundirtest"
+	"github.com/rubberband-hpo/rubberband/spec"
+)
+
+// A page that followed its run's journal as it grew, folding each piece as it came, shows what
+// a page drawn from the whole journal at once shows; and its charts are what a replay of the
+// events draws: the learning curves of every report, the cost billed at each moment.
+func TestFollowedPageIsTheWholeJournalsPage(t *testing.T) {
+	root := t.TempDir()
+	dir, err := rundirtest.Large(root, "grown", 40, 27, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, rundir.Journal)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := journal.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(whole, []byte("\n"))
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Root: root, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	followed, err := s.hub("grown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := 0, len(lines)/5+1; i < len(lines); i += n { // five pieces, each folded as it is appended
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write(bytes.Join(lines[i:min(i+n, len(lines))], nil))
+		f.Close()
+		followed.refresh()
+	}
+	page := followed.current()
+	if page.Seq != len(events) {
+		t.Fatalf("the followed page read %d events of %d", page.Seq, len(events))
+	}
+
+	fresh, err := New(Config{Root: root, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fresh.Close)
+	h, err := fresh.hub("grown")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.current()
+	for _, sec := range runSections {
+		if followed.last[sec] != h.last[sec] {
+			t.Errorf("section %s of the followed page differs from the whole journal's", sec)
+		}
+	}
+
+	st, err := rundir.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := followed.pf.curves.Curves(), replayedCurves(st.Exp, events); !reflect.DeepEqual(got, want) {
+		t.Errorf("the folded learning curves differ from the events' (%d curves, want %d)", len(got), len(want))
+	}
+	last := events[len(events)-1].At
+	got := followed.pf.realized(followed.fold, last)
+	want := replayedCosts(t, st, events, last)
+	if len(got) != len(want) || len(got) < 2 {
+		t.Fatalf("%d cost readings, want %d (more than one)", len(got), len(want))
+	}
+	for i := range got {
+		if !got[i].at.Equal(want[i].at) || got[i].ok != want[i].ok || (got[i].ok && got[i].cost != want[i].cost) {
+			t.Errorf("cost reading %d: %v %v %v, a replay up to it says %v %v %v", i, got[i].at, got[i].ok, got[i].cost, want[i].at, want[i].ok, want[i].cost)
+		}
+	}
+
+	id := events[len(events)-1].Trial
+	for _, e := range events {
+		if e.Ev == journal.EvTrial {
+			id = e.Trial
+		}
+	}
+	if p, err := rundir.TrialLogIn(dir, followed.pf.trials, id); err != nil || p != filepath.Join(dir, rundir.LogsDir, id+".log") {
+		t.Errorf("trial %s's log: %q, %v", id, p, err)
+	}
+	if _, err := rundir.TrialLogIn(dir, followed.pf.trials, "no-such-trial"); !errors.Is(err, rundir.ErrNoTrial) {
+		t.Errorf("an unknown trial's log: %v, want ErrNoTrial", err)
+	}
+}
+
+// replayedCurves are the learning curves as the events say them, gathered after the fact: each
+// trial's reports sorted by iteration, each promotion marked at its stage's last report.
+func replayedCurves(exp *spec.Experiment, events []journal.Event) []rundir.Curve {
+	var out []rundir.Curve
+	index := map[string]int{}
+	for _, e := range events {
+		v, ok := e.Metrics[exp.Objective.Metric]
+		if e.Ev != journal.EvReport || !ok {
+			continue
+		}
+		i, seen := index[e.Trial]
+		if !seen {
+			i = len(out)
+			index[e.Trial] = i
+			out = append(out, rundir.Curve{Trial: e.Trial})
+		}
+		out[i].X, out[i].Y = append(out[i].X, float64(e.Iter)), append(out[i].Y, v)
+	}
+	for i := range out {
+		c := &out[i]
+		idx := make([]int, len(c.X))
+		for j := range idx {
+			idx[j] = j
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return c.X[idx[a]] < c.X[idx[b]] })
+		x, y := make([]float64, len(idx)), make([]float64, len(idx))
+		for j, k := range idx {
+			x[j], y[j] = c.X[k], c.Y[k]
+		}
+		c.X, c.Y = x, y
+	}
+	brackets := exp.Algorithm.Brackets()
+	for _, e := range events {
+		if e.Ev != journal.EvSync || e.Stage+1 >= len(brackets[e.Bracket].Stages) {
+			continue
+		}
+		end := float64(brackets[e.Bracket].Stages[e.Stage].EndIter())
+		for _, id := range e.Keep {
+			if i, ok := index[id]; ok {
+				for j := len(out[i].X) - 1; j >= 0; j-- {
+					if out[i].X[j] <= end {
+						out[i].Marks = append(out[i].Marks, j)
+						break
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// replayedCosts bill a fresh replay of the events up to each moment the cost chart reads
+// (each stage's start and sync, each node's coming up and release, and now), 30 at most.
+func replayedCosts(t *testing.T, st *rundir.State, events []journal.Event, now time.Time) []costPoint {
+	var at []time.Time
+	for _, e := range events {
+		switch e.Ev {
+		case journal.EvStage, journal.EvSync, journal.EvNodeUp, journal.EvNodeOff:
+			at = append(at, e.At)
+		}
+	}
+	at = append(at, now)
+	var picked []time.Time
+	for i := 0; i < min(30, len(at)); i++ {
+		if len(at) <= 30 {
+			picked = append(picked, at[i])
+			continue
+		}
+		step := float64(len(at)-1) / 29
+		picked = append(picked, at[int(float64(i)*step+0.5)])
+	}
+	var out []costPoint
+	for _, m := range picked {
+		s, err := runstate.New(st.RunPlan(), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if e.At.After(m) {
+				break
+			}
+			s.Apply(e)
+		}
+		out = append(out, costPoint{at: m, cost: s.Bill(m).Total, ok: !s.Start.IsZero()})
+	}
+	return out
+}
