@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -198,4 +199,53 @@ func replayedCosts(t *testing.T, st *rundir.State, events []journal.Event, now t
 		out = append(out, costPoint{at: m, cost: s.Bill(m).Total, ok: !s.Start.IsZero()})
 	}
 	return out
+}
+
+// A stream that holds the previous version is sent the sections that changed, and they make the
+// latest page of it; one further behind is sent every section.
+func TestStreamIsSentWhatChanged(t *testing.T) {
+	root := t.TempDir()
+	events := firstStage()
+	j := handMade(t, root, "diff", events[:11])
+	s, err := New(Config{Root: root, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	h, err := s.hub("diff")
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := func() *update {
+		h.refresh()
+		h.feed.mu.Lock()
+		defer h.feed.mu.Unlock()
+		return h.feed.latest
+	}
+	first := latest()
+	if got := first.to(0); len(got.Sections) != len(runSections) {
+		t.Fatalf("the first update holds %d sections, want all %d", len(got.Sections), len(runSections))
+	}
+	j.Append(events[11]) // the sync: the progress changes, the spec does not
+	next := latest()
+	if next.Version != first.Version+1 {
+		t.Fatalf("version %d after %d", next.Version, first.Version)
+	}
+	diff := next.to(first.Version)
+	if len(diff.Sections) == 0 || len(diff.Sections) == len(runSections) {
+		t.Fatalf("the update after one event sends %d sections of %d: want those that changed", len(diff.Sections), len(runSections))
+	}
+	have := maps.Clone(first.Sections)
+	maps.Copy(have, diff.Sections)
+	if !maps.Equal(have, next.Sections) {
+		t.Errorf("the sections sent, put over the previous version's, are not the latest page")
+	}
+	for sec, html := range diff.Sections {
+		if first.Sections[sec] == html {
+			t.Errorf("section %s is sent though it did not change", sec)
+		}
+	}
+	if behind := next.to(first.Version - 1); len(behind.Sections) != len(runSections) {
+		t.Errorf("a stream two versions behind is sent %d sections, want all %d", len(behind.Sections), len(runSections))
+	}
 }

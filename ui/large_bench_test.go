@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -45,7 +46,7 @@ func BenchmarkRunPage100k(b *testing.B) { benchRunPage(b, 100_000) }
 
 // BenchmarkRunPageUpdate100k times what one more event costs a followed 100,000-trial run's
 // page: the journal's new record read and folded, the page rebuilt and its sections rendered
-// for the stream.
+// for the stream; update-bytes is what a stream that held the version before is sent.
 func BenchmarkRunPageUpdate100k(b *testing.B) {
 	root := b.TempDir()
 	dir, err := rundirtest.Large(root, "large", 100_000, 729, 0)
@@ -72,10 +73,17 @@ func BenchmarkRunPageUpdate100k(b *testing.B) {
 			b.Fatal(err)
 		}
 		h.refresh()
-		sent = 0
-		for _, sec := range h.last {
-			sent += len(sec)
+		h.feed.mu.Lock()
+		u := h.feed.latest
+		h.feed.mu.Unlock()
+		msg, err := json.Marshal(u.to(u.Version - 1)) // what a stream that held the version before is sent
+		if err != nil {
+			b.Fatal(err)
 		}
+		sent = len(msg)
 	}
 	b.ReportMetric(float64(sent), "update-bytes")
+	for sec, html := range h.last {
+		b.ReportMetric(float64(len(html)), sec+"-bytes")
+	}
 }

@@ -116,8 +116,7 @@ func (h *hub) refresh() {
 	h.err = err
 	h.rendered = h.s.cfg.Clock.Now()
 	page := h.build()
-	sections := map[string]template.HTML{}
-	changed := false
+	sections, changed := map[string]template.HTML{}, map[string]template.HTML{}
 	for _, sec := range runSections {
 		var buf bytes.Buffer
 		if err := h.s.tmpl.ExecuteTemplate(&buf, "sec-"+sec, page); err != nil {
@@ -127,16 +126,19 @@ func (h *hub) refresh() {
 		html := template.HTML(buf.String()) // html/template's own output, escaped
 		sections[sec] = html
 		if h.last[sec] != html {
-			changed = true
+			changed[sec] = html
 		}
 	}
-	if !changed && h.page != nil {
+	if len(changed) == 0 && h.page != nil {
 		return
+	}
+	if h.page == nil {
+		changed = nil
 	}
 	h.version++
 	page.Version = h.version
 	h.page, h.last = page, sections
-	h.feed.publish(&update{Version: h.version, Seq: h.pf.events, Sections: sections})
+	h.feed.publish(&update{Version: h.version, Seq: h.pf.events, Sections: sections, changed: changed})
 }
 
 // current is the latest rendering, refreshed first.

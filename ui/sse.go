@@ -16,6 +16,18 @@ type update struct {
 	Version  int                      `json:"version"` // counts renderings that changed something
 	Seq      int                      `json:"seq"`     // journal records read so far (0 on the runs page)
 	Sections map[string]template.HTML `json:"sections"`
+	// changed are the sections that differ from version Version-1's: all a stream that holds
+	// that version is sent (nil: send all of them). A page's script replaces the sections it is
+	// sent and keeps the others.
+	changed map[string]template.HTML
+}
+
+// to is what a stream that holds version have is sent of u.
+func (u *update) to(have int) *update {
+	if u.changed != nil && have == u.Version-1 {
+		return &update{Version: u.Version, Seq: u.Seq, Sections: u.changed}
+	}
+	return u
 }
 
 // feed holds a page's latest update and hands it to its streams. A slow stream skips to the
@@ -135,7 +147,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f *feed, period 
 		if u == nil || u.Version == have {
 			return true
 		}
-		b, err := json.Marshal(u)
+		b, err := json.Marshal(u.to(have))
 		if err != nil {
 			return false
 		}
