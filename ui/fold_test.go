@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	rbclock "github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -247,5 +248,98 @@ func TestStreamIsSentWhatChanged(t *testing.T) {
 	}
 	if behind := next.to(first.Version - 1); len(behind.Sections) != len(runSections) {
 		t.Errorf("a stream two versions behind is sent %d sections, want all %d", len(behind.Sections), len(runSections))
+	}
+}
+
+// A live run's large sections are held back and sent once in a few renderings, not with each;
+// what was held is sent at once when the run stops.
+func TestLargeSectionsAreSentEveryFewRenderings(t *testing.T) {
+	for _, stops := range []bool{false, true} {
+		root := t.TempDir()
+		events := firstStage()
+		j := handMade(t, root, "big", events[:11])
+		lock, err := rundir.LockDir(filepath.Join(root, "big"), "r-x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Config{Root: root, Log: io.Discard, Clock: rbclock.Frozen{At: at(20)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		h, err := s.hub("big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.big = 0 // every section is large
+		latest := func() *update {
+			h.refresh()
+			h.feed.mu.Lock()
+			defer h.feed.mu.Unlock()
+			return h.feed.latest
+		}
+		first := latest()
+		j.Append(events[11]) // the sync: the progress changes
+		if u := latest(); u.Version != first.Version {
+			t.Fatalf("a live run's large sections were sent at once (version %d after %d)", u.Version, first.Version)
+		}
+		if stops {
+			lock.Close()
+			u := latest()
+			if u.Version != first.Version+1 || u.to(first.Version).Sections["progress"] == "" {
+				t.Fatalf("a stopped run's held sections: version %d after %d, progress sent: %v", u.Version, first.Version, u.Sections["progress"] != "")
+			}
+			continue
+		}
+		for i := 1; i < bigEvery; i++ {
+			j.Append(journal.Event{Ev: journal.EvForecast, At: at(13), Reason: "the plan holds"})
+			if u := latest(); u.Version != first.Version {
+				t.Fatalf("rendering %d sent the held sections (version %d)", i+1, u.Version)
+			}
+		}
+		j.Append(journal.Event{Ev: journal.EvForecast, At: at(13), Reason: "the plan holds"})
+		u := latest()
+		if u.Version != first.Version+1 {
+			t.Fatalf("after %d renderings the held sections are not sent (version %d)", bigEvery+1, u.Version)
+		}
+		var buf bytes.Buffer
+		if err := s.tmpl.ExecuteTemplate(&buf, "sec-progress", h.page); err != nil {
+			t.Fatal(err)
+		}
+		if got := u.to(first.Version).Sections["progress"]; string(got) != buf.String() {
+			t.Errorf("the progress sent is not the page's now")
+		}
+		lock.Close()
+	}
+}
+
+// The stream's poller does not rebuild a page before the pause its last build earned.
+func TestPollerWaitsOutTheBuildsPause(t *testing.T) {
+	root := t.TempDir()
+	events := firstStage()
+	j := handMade(t, root, "paced", events[:11])
+	s, err := New(Config{Root: root, Log: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	h, err := s.hub("paced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.refresh()
+	seq := h.page.Seq
+	j.Append(events[11])
+	h.mu.Lock()
+	h.pollAfter = time.Now().Add(time.Hour)
+	h.mu.Unlock()
+	if h.pollRefresh(); h.page.Seq != seq {
+		t.Errorf("the poller rebuilt the page before its pause ended")
+	}
+	h.mu.Lock()
+	h.pollAfter = time.Time{}
+	h.mu.Unlock()
+	if h.pollRefresh(); h.page.Seq != seq+1 {
+		t.Errorf("the poller did not rebuild the page after its pause: seq %d", h.page.Seq)
 	}
 }

@@ -47,6 +47,15 @@ type hub struct {
 	live     bool
 	err      error
 	rendered time.Time
+	// pollAfter is when the stream's poller may rebuild the page next (wall time): a page that
+	// takes long to build (a 100,000-trial run's) is rebuilt at most once every few builds'
+	// time, so that following a busy run costs the server part of a core, and a stream a few
+	// updates a second at most.
+	pollAfter time.Time
+	// big is the size over which a live run's section is held back (bigSection), held how many
+	// renderings each was held back since it was last sent.
+	big  int
+	held map[string]int
 	version  int
 	last     map[string]template.HTML
 	page     *runPage
@@ -68,7 +77,7 @@ func (s *Server) hub(name string) (*hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hub{s: s, name: name, st: st, tail: journal.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
+	h := &hub{s: s, name: name, st: st, big: bigSection, held: map[string]int{}, tail: journal.NewTail(filepath.Join(st.Dir, rundir.Journal), 4<<20)}
 	if sim, err := st.PlannedSchedule(); err == nil {
 		h.planned = &sim
 	}
@@ -115,6 +124,8 @@ func (h *hub) refresh() {
 	}
 	h.err = err
 	h.rendered = h.s.cfg.Clock.Now()
+	began := time.Now()
+	defer func() { h.pollAfter = time.Now().Add(pollSpacing * time.Since(began)) }()
 	page := h.build()
 	sections, changed := map[string]template.HTML{}, map[string]template.HTML{}
 	for _, sec := range runSections {
@@ -125,11 +136,21 @@ func (h *hub) refresh() {
 		}
 		html := template.HTML(buf.String()) // html/template's own output, escaped
 		sections[sec] = html
-		if h.last[sec] != html {
-			changed[sec] = html
+		if h.last[sec] == html {
+			continue
 		}
+		// A large section of a live run is sent every few versions, not with each: its latest
+		// state is on the page a reload shows, and once the run stops it is sent at once.
+		if old, ok := h.last[sec]; ok && h.live && len(html) > h.big && h.held[sec] < bigEvery {
+			sections[sec] = old
+			h.held[sec]++
+			continue
+		}
+		changed[sec] = html
+		delete(h.held, sec)
 	}
 	if len(changed) == 0 && h.page != nil {
+		page.Version, h.page = h.version, page // what was held back is on a page opened now
 		return
 	}
 	if h.page == nil {
@@ -139,6 +160,25 @@ func (h *hub) refresh() {
 	page.Version = h.version
 	h.page, h.last = page, sections
 	h.feed.publish(&update{Version: h.version, Seq: h.pf.events, Sections: sections, changed: changed})
+}
+
+// Pacing of a large run's stream: the poller waits pollSpacing times the last build's time
+// between builds, and a live run's section over bigSection bytes that changes is sent once in
+// bigEvery+1 renderings.
+const (
+	pollSpacing = 3
+	bigSection  = 64 << 10
+	bigEvery    = 5
+)
+
+// pollRefresh is refresh as the stream's poller calls it: not before pollAfter.
+func (h *hub) pollRefresh() {
+	h.mu.Lock()
+	wait := time.Now().Before(h.pollAfter)
+	h.mu.Unlock()
+	if !wait {
+		h.refresh()
+	}
 }
 
 // current is the latest rendering, refreshed first.
@@ -676,7 +716,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), statusOf(err))
 		return
 	}
-	s.stream(w, r, &h.feed, s.cfg.Poll, h.refresh)
+	s.stream(w, r, &h.feed, s.cfg.Poll, h.pollRefresh)
 }
 
 func statusOf(err error) int {
