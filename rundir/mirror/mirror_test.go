@@ -3,6 +3,7 @@ package mirror_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,5 +259,61 @@ func TestRestore(t *testing.T) {
 	aside := filepath.Join(dir, "journal.jsonl.diverged-20261126T230000Z")
 	if local(t, aside) != "a\nX\n" || len(notes) != 1 || !strings.Contains(notes[0], aside) {
 		t.Errorf("the diverged copy: notes %v", notes)
+	}
+}
+
+// readCounter is a Store that counts the bytes read from it.
+type readCounter struct {
+	mirror.Store
+	read int
+}
+
+func (r *readCounter) Read(ctx context.Context, run, name string, offset int64) ([]byte, error) {
+	b, err := r.Store.Read(ctx, run, name, offset)
+	r.read += len(b)
+	return b, err
+}
+
+// A long journal is restored by its ends: what the mirror gained is copied here, what it lacks
+// is copied to it, reading its last bytes, not the whole; ends that differ are a divergence
+// (the mirror's copy wins, this one is kept beside), as for a short one.
+func TestRestoreLongJournalByItsEnds(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 23, 0, 0, 0, time.UTC)
+	s := &readCounter{Store: &mirror.Dir{Root: t.TempDir()}}
+	dir := filepath.Join(t.TempDir(), "r1")
+	var base strings.Builder
+	for i := 0; base.Len() < 400<<10; i++ {
+		fmt.Fprintf(&base, "record %07d\n", i)
+	}
+	s.Append(ctx, run, "journal.jsonl", 0, []byte(base.String()))
+	if _, err := mirror.Restore(ctx, s, run, dir, layout, now); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "journal.jsonl")
+	want := base.String() + "more\n"
+	s.Append(ctx, run, "journal.jsonl", int64(base.Len()), []byte("more\n"))
+	s.read = 0
+	if _, err := mirror.Restore(ctx, s, run, dir, layout, now); err != nil || local(t, path) != want {
+		t.Fatalf("a long journal behind here: %d bytes, want %d; %v", len(local(t, path)), len(want), err)
+	}
+	if s.read > 100<<10 {
+		t.Errorf("restoring 5 bytes read %d bytes of the mirror's 400 KB journal", s.read)
+	}
+
+	want += "extra\n"
+	write(t, dir, "journal.jsonl", want)
+	notes, err := mirror.Restore(ctx, s, run, dir, layout, now)
+	if err != nil || remote(t, s, "journal.jsonl") != want || len(notes) != 1 {
+		t.Fatalf("a long journal ahead here: mirror %d bytes, want %d; notes %v, %v", len(remote(t, s, "journal.jsonl")), len(want), notes, err)
+	}
+
+	diverged := want[:len(want)-100] + "X" + want[len(want)-99:]
+	write(t, dir, "journal.jsonl", diverged)
+	if _, err := mirror.Restore(ctx, s, run, dir, layout, now); err != nil || local(t, path) != want {
+		t.Fatalf("a long diverged journal is not the mirror's copy: %v", err)
+	}
+	if local(t, filepath.Join(dir, "journal.jsonl.diverged-20261126T230000Z")) != diverged {
+		t.Errorf("the diverged copy is not kept beside")
 	}
 }

@@ -106,8 +106,10 @@ func (p *Pusher) push(ctx context.Context, name string, info fs.FileInfo) error 
 // server reads it: it fetches what the store holds beyond this directory's copy. Where this
 // directory is ahead (a journal a driver here wrote before its copy was made) it copies that to
 // the store instead; where the two differ, the store's wins and the directory's file is kept
-// beside as NAME.diverged-TIME. It returns what it did that is worth saying, and nothing at all
-// for a run the store does not hold.
+// beside as NAME.diverged-TIME. A grown file (the journal, logs) is compared by the 64 KiB
+// before the shorter copy's end, not whole: copies that differ only before that are taken to
+// agree. It returns what it did that is worth saying, and nothing at all for a run the store
+// does not hold.
 func Restore(ctx context.Context, s Store, run, dir string, l Layout, now time.Time) (notes []string, err error) {
 	files, err := s.List(ctx, run)
 	if err != nil || len(files) == 0 {
@@ -128,6 +130,19 @@ func Restore(ctx context.Context, s Store, run, dir string, l Layout, now time.T
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return notes, err
 		}
+		if l.grown(f.Name) {
+			done, behind, note, err := restoreGrown(ctx, s, run, f, path, f.Name == l.Journal)
+			if err != nil {
+				return notes, err
+			}
+			if note != "" {
+				notes = append(notes, note)
+			}
+			journalBehind = journalBehind || (behind && f.Name == l.Journal)
+			if done {
+				continue
+			}
+		}
 		theirs, err := s.Read(ctx, run, f.Name, 0)
 		if err != nil {
 			return notes, err
@@ -147,7 +162,7 @@ func Restore(ctx context.Context, s Store, run, dir string, l Layout, now time.T
 			}
 		case l.grown(f.Name) && bytes.HasPrefix(theirs, ours): // behind here
 			journalBehind = journalBehind || f.Name == l.Journal
-			if err := appendFile(path, ours, theirs[len(ours):]); err != nil {
+			if err := appendFile(path, int64(len(ours)), theirs[len(ours):]); err != nil {
 				return notes, err
 			}
 		default:
@@ -220,15 +235,56 @@ func readFrom(path string, offset int64) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// appendFile grows the file at path (holding ours) by more, fsynced.
-func appendFile(path string, ours, more []byte) error {
+// appendFile writes more into the file at path at offset at (its length), fsynced.
+func appendFile(path string, at int64, more []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if _, err := f.WriteAt(more, int64(len(ours))); err != nil {
+	if _, err := f.WriteAt(more, at); err != nil {
 		return err
 	}
 	return f.Sync()
+}
+
+// overlap is how many bytes before the shorter copy's end restoreGrown compares.
+const overlap = 64 << 10
+
+// restoreGrown brings a grown file (only ever appended to) up to date by its ends: where the
+// copy here and the store's agree on the overlap bytes before the shorter one's end, the longer
+// one's further bytes are copied, and nothing else is read. A server that reads a 100,000-trial
+// run it does not drive read its 170 MB journal twice, here and from the store, to answer each
+// request. done is false where the ends disagree (or the file is not here): the caller compares
+// the whole copies then. behind says the copy here grew; note says what was copied to the store
+// (the journal only: what Push copies is left to it).
+func restoreGrown(ctx context.Context, s Store, run string, f File, path string, journal bool) (done, behind bool, note string, err error) {
+	info, err := os.Stat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return false, false, "", nil
+	}
+	n := info.Size()
+	at := max(0, min(n, f.Size)-overlap)
+	theirs, err := s.Read(ctx, run, f.Name, at)
+	if err != nil {
+		return false, false, "", err
+	}
+	ours, err := readFrom(path, at)
+	if err != nil {
+		return false, false, "", err
+	}
+	k := min(int64(len(ours)), int64(len(theirs)), min(n, f.Size)-at) // the store may have grown since List
+	if k < min(n, f.Size)-at || !bytes.Equal(ours[:k], theirs[:k]) {
+		return false, false, "", nil
+	}
+	switch {
+	case len(theirs) > len(ours): // behind here
+		return true, true, "", appendFile(path, at+int64(len(ours)), theirs[len(ours):])
+	case len(ours) > len(theirs) && journal: // ahead here
+		if err := s.Append(ctx, run, f.Name, at+int64(len(theirs)), ours[len(theirs):]); err != nil {
+			return false, false, "", err
+		}
+		return true, false, fmt.Sprintf("%s: copied %d bytes the mirror lacked", f.Name, len(ours)-len(theirs)), nil
+	}
+	return true, false, "", nil
 }
