@@ -54,13 +54,13 @@ type hub struct {
 	pollAfter time.Time
 	// big is the size over which a live run's section is held back (bigSection), held how many
 	// renderings each was held back since it was last sent.
-	big  int
-	held map[string]int
-	version  int
-	last     map[string]template.HTML
-	page     *runPage
-	res      *runstate.Result // the run as page shows it: what other pages of its trial table are cut from
-	planned  *sim.Schedule
+	big     int
+	held    map[string]int
+	version int
+	last    map[string]template.HTML
+	page    *runPage
+	res     *runstate.Result // the run as page shows it: what other pages of its trial table are cut from
+	planned *sim.Schedule
 }
 
 func (s *Server) hub(name string) (*hub, error) {
