@@ -2,6 +2,7 @@ package rundir_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,4 +93,44 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A followed view, which keeps no events, finds a trial's log as the journal's events do.
+func TestFollowedViewFindsTrialLogs(t *testing.T) {
+	dir, err := rundirtest.Large(t.TempDir(), "logs", 27, 27, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := rundir.FollowRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := journal.ReadJournal(filepath.Join(dir, rundir.Journal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, e := range events {
+		if e.Ev != journal.EvTrial {
+			continue
+		}
+		found++
+		got, err := v.TrialLog(e.Trial)
+		want, werr := rundir.TrialLog(dir, events, e.Trial)
+		if err != nil || werr != nil || got != want {
+			t.Errorf("trial %s's log: %q, %v; from the events %q, %v", e.Trial, got, err, want, werr)
+		}
+	}
+	if found == 0 {
+		t.Fatal("the run declares no trials")
+	}
+	_, err = v.TrialLog("b9-t9999")
+	_, werr := rundir.TrialLog(dir, events, "b9-t9999")
+	if !errors.Is(err, rundir.ErrNoTrial) || werr == nil || err.Error() != werr.Error() {
+		t.Errorf("an unknown trial: %v; from the events: %v", err, werr)
+	}
 }

@@ -135,3 +135,20 @@ func OpenWhenWritten(ctx context.Context, dir, path string) (*os.File, error) {
 		}
 	}
 }
+
+// TrialLog is TrialLog of the view's run, told by its trials (the journal's declared trials
+// are its result's) rather than by its events: a followed view keeps none.
+func (v *View) TrialLog(id string) (string, error) {
+	if v.Res == nil {
+		events, err := v.AllEvents()
+		if err != nil {
+			return "", err
+		}
+		return TrialLog(v.State.Dir, events, id)
+	}
+	trials := make(map[string]bool, len(v.Res.Trials))
+	for _, t := range v.Res.Trials {
+		trials[t.ID] = true
+	}
+	return TrialLogIn(v.State.Dir, trials, id)
+}

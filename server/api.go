@@ -478,14 +478,13 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		if !ok {
 			return
 		}
-		events, err := v.AllEvents()
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, err)
+		p, err := v.TrialLog(id)
+		if errors.Is(err, rundir.ErrNoTrial) {
+			writeError(w, http.StatusNotFound, err)
 			return
 		}
-		p, err := rundir.TrialLog(dir, events, id)
 		if err != nil {
-			writeError(w, http.StatusNotFound, err)
+			writeError(w, http.StatusInternalServerError, err)
 			return
 		}
 		path = p
