@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 )
@@ -19,6 +20,14 @@ type Follower struct {
 	st    *State
 	tail  *journal.Tail
 	fold  *Fold
+	// found keeps the run's learning curves and results once Report or Best was asked for
+	// (nil before): what they need of the whole journal, folded as it grows.
+	found *foundFold
+}
+
+type foundFold struct {
+	curves *CurveFold
+	search *SearchFold
 }
 
 // FollowRun loads the run in dir to follow its journal.
@@ -51,6 +60,10 @@ func folderStamp(dir string) string {
 func (f *Follower) View() (*View, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.view()
+}
+
+func (f *Follower) view() (*View, error) {
 	_, live, err := ReadHolder(f.st.Dir)
 	if err != nil {
 		return nil, err
@@ -65,11 +78,63 @@ func (f *Follower) View() (*View, error) {
 			if f.fold, err = NewFold(f.st); err != nil {
 				return nil, err
 			}
+			if f.found != nil {
+				f.found = newFoundFold(f.st)
+			}
 		}
 		f.fold.Apply(more...)
+		if f.found != nil {
+			for _, e := range more {
+				f.found.curves.Apply(e)
+				f.found.search.Apply(e)
+			}
+		}
 		if len(more) == 0 {
 			break
 		}
 	}
 	return f.fold.View(live, nil), nil
+}
+
+func newFoundFold(st *State) *foundFold {
+	return &foundFold{curves: NewCurveFold(st.Exp), search: NewSearchFold(st.Exp)}
+}
+
+// withFound is the view, with the curves and results folded: the first call reads the journal
+// again from its start to fold them, later ones what was appended.
+func (f *Follower) withFound() (*View, *foundFold, error) {
+	if f.found == nil {
+		f.found = newFoundFold(f.st)
+		f.fold, f.tail = nil, journal.NewTail(filepath.Join(f.st.Dir, Journal), 16<<20)
+	}
+	v, err := f.view()
+	return v, f.found, err
+}
+
+// Best is the run's winner as Best says it, of the journal as it is now.
+func (f *Follower) Best() (*BestTrial, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, found, err := f.withFound()
+	if err != nil {
+		return nil, err
+	}
+	return bestOf(v, found.curves)
+}
+
+// Report is the run as Replay says it as of now, of the journal as it is now, without its
+// Events.
+func (f *Follower) Report(now time.Time) (*Replayed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, found, err := f.withFound()
+	if err != nil {
+		return nil, err
+	}
+	res := f.fold.result(now)
+	if res == nil {
+		return nil, fmt.Errorf("replay: the journal holds no run")
+	}
+	v.Res = res
+	return &Replayed{State: f.st, Res: res, Search: found.search.Summary(v, found.curves)}, nil
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/rundirtest"
 )
@@ -132,5 +135,71 @@ func TestFollowedViewFindsTrialLogs(t *testing.T) {
 	_, werr := rundir.TrialLog(dir, events, "b9-t9999")
 	if !errors.Is(err, rundir.ErrNoTrial) || werr == nil || err.Error() != werr.Error() {
 		t.Errorf("an unknown trial: %v; from the events: %v", err, werr)
+	}
+}
+
+// A follower's report and best trial are what a replay of the whole journal says, before and
+// after the journal grows.
+func TestFollowerReportsAsAReplay(t *testing.T) {
+	dir, err := rundirtest.Large(t.TempDir(), "rep", 81, 81, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, rundir.Journal)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(whole, []byte("\n"))
+	half := bytes.Join(lines[:len(lines)*2/3], nil)
+	if err := os.WriteFile(path, half, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := rundir.FollowRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.View(); err != nil { // followed before the report is asked for
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		now := time.Now()
+		rep, err := f.Report(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, err := journal.ReadJournal(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := runstate.Replay(rep.State.RunPlan(), events, now) // rundir.Replay's, at the same now
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &rundir.Replayed{State: rep.State, Res: res, Search: rundir.Search(&rundir.View{State: rep.State, Res: res, Events: events})}
+		var got, replayed bytes.Buffer
+		rep.WriteReport(&got, true)
+		want.WriteReport(&replayed, true)
+		if got.String() != replayed.String() {
+			t.Errorf("%s: the follower's report differs from a replay's:\n%s\nreplayed:\n%s", when, got.String(), replayed.String())
+		}
+		best, berr := f.Best()
+		v, err := rundir.NewView(rep.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantBest, werr := rundir.Best(v)
+		if (berr == nil) != (werr == nil) || (berr == nil && (best.Trial != wantBest.Trial || !reflect.DeepEqual(best.Curve, wantBest.Curve))) {
+			t.Errorf("%s: the follower's best %+v, %v; a replay's %+v, %v", when, best, berr, wantBest, werr)
+		}
+	}
+	check("two thirds in")
+	if err := os.WriteFile(path, whole, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("at the end")
+	if b, err := f.Best(); err != nil || len(b.Curve) == 0 {
+		t.Errorf("the finished run's best: %+v, %v", b, err)
 	}
 }

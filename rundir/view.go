@@ -259,3 +259,11 @@ func (f *Fold) Spent(at time.Time) (float64, bool) {
 	}
 	return f.s.Spent(at), true
 }
+
+// result is the run's result as of now (runstate's Result), nil before its start.
+func (f *Fold) result(now time.Time) *runstate.Result {
+	if f.s.Start.IsZero() {
+		return nil
+	}
+	return f.s.Result(now)
+}

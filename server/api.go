@@ -250,19 +250,25 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, u store.User)
 // view reads the state directory of the run the path names, when u may see it (409 while its
 // driver has not made it).
 func (s *Server) view(w http.ResponseWriter, r *http.Request, u store.User) (*rundir.View, bool) {
+	v, _, ok := s.followedView(w, r, u)
+	return v, ok
+}
+
+// followedView is view with the follower it came from (what /best and /report ask further).
+func (s *Server) followedView(w http.ResponseWriter, r *http.Request, u store.User) (*rundir.View, *rundir.Follower, bool) {
 	run, ok := s.run(w, r, u)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
 	f, err := s.follower(s.dirOf(r.Context(), run))
 	if err == nil {
 		var v *rundir.View
 		if v, err = f.View(); err == nil {
-			return v, true
+			return v, f, true
 		}
 	}
 	writeError(w, http.StatusConflict, fmt.Errorf("run %s: %w", run.ID, err))
-	return nil, false
+	return nil, nil, false
 }
 
 // maxFollowed is how many runs' folds the server keeps between requests.
@@ -314,7 +320,7 @@ func (s *Server) runStatus(w http.ResponseWriter, r *http.Request, u store.User)
 // runReport answers what `rubberband report` prints: realized against predicted and what the
 // search found, as JSON (rundir.ReportJSON), or with ?output=table as its tables.
 func (s *Server) runReport(w http.ResponseWriter, r *http.Request, u store.User) {
-	v, ok := s.view(w, r, u)
+	v, f, ok := s.followedView(w, r, u)
 	if !ok {
 		return
 	}
@@ -322,7 +328,7 @@ func (s *Server) runReport(w http.ResponseWriter, r *http.Request, u store.User)
 		writeError(w, http.StatusConflict, fmt.Errorf("run %s has not started", v.State.Run.RunID))
 		return
 	}
-	rep, err := rundir.Replay(v.State)
+	rep, err := f.Report(time.Now()) // as `report` replays it: as of the wall clock's now
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -390,11 +396,11 @@ func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User)
 }
 
 func (s *Server) runBest(w http.ResponseWriter, r *http.Request, u store.User) {
-	v, ok := s.view(w, r, u)
+	_, f, ok := s.followedView(w, r, u)
 	if !ok {
 		return
 	}
-	b, err := rundir.Best(v)
+	b, err := f.Best()
 	if errors.Is(err, rundir.ErrNoBest) {
 		writeError(w, http.StatusConflict, err)
 		return
