@@ -68,15 +68,23 @@ func (f *Follower) view() (*View, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.catchUp(); err != nil {
+		return nil, err
+	}
+	return f.fold.View(live, nil), nil
+}
+
+// catchUp folds what the journal gained.
+func (f *Follower) catchUp() error {
 	for {
 		before := f.tail.Line()
 		more, err := f.tail.Next()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if f.fold == nil || f.tail.Line() < before+len(more) { // new, or the journal was cut back and is read anew
 			if f.fold, err = NewFold(f.st); err != nil {
-				return nil, err
+				return err
 			}
 			if f.found != nil {
 				f.found = newFoundFold(f.st)
@@ -90,32 +98,34 @@ func (f *Follower) view() (*View, error) {
 			}
 		}
 		if len(more) == 0 {
-			break
+			return nil
 		}
 	}
-	return f.fold.View(live, nil), nil
 }
 
 func newFoundFold(st *State) *foundFold {
 	return &foundFold{curves: NewCurveFold(st.Exp), search: NewSearchFold(st.Exp)}
 }
 
-// withFound is the view, with the curves and results folded: the first call reads the journal
-// again from its start to fold them, later ones what was appended.
-func (f *Follower) withFound() (*View, *foundFold, error) {
+// withFound catches up with the journal, the curves and results folded too: the first call
+// reads the journal again from its start to fold them, later ones what was appended. v is the
+// run's result as of now (not a whole View: its snapshot is not needed).
+func (f *Follower) withFound(now time.Time) (*View, *foundFold, error) {
 	if f.found == nil {
 		f.found = newFoundFold(f.st)
 		f.fold, f.tail = nil, journal.NewTail(filepath.Join(f.st.Dir, Journal), 16<<20)
 	}
-	v, err := f.view()
-	return v, f.found, err
+	if err := f.catchUp(); err != nil {
+		return nil, nil, err
+	}
+	return &View{State: f.st, Res: f.fold.result(now)}, f.found, nil
 }
 
 // Best is the run's winner as Best says it, of the journal as it is now.
 func (f *Follower) Best() (*BestTrial, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v, found, err := f.withFound()
+	v, found, err := f.withFound(time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -127,14 +137,12 @@ func (f *Follower) Best() (*BestTrial, error) {
 func (f *Follower) Report(now time.Time) (*Replayed, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v, found, err := f.withFound()
+	v, found, err := f.withFound(now)
 	if err != nil {
 		return nil, err
 	}
-	res := f.fold.result(now)
-	if res == nil {
+	if v.Res == nil {
 		return nil, fmt.Errorf("replay: the journal holds no run")
 	}
-	v.Res = res
-	return &Replayed{State: f.st, Res: res, Search: found.search.Summary(v, found.curves)}, nil
+	return &Replayed{State: f.st, Res: v.Res, Search: found.search.Summary(v, found.curves)}, nil
 }
