@@ -437,3 +437,25 @@ func TestCloneGoesOnApart(t *testing.T) {
 		t.Fatalf("the ladder changed with its clone: started %d (was %d), next %+v (was %+v)", l.Started(), started, peek(l), want)
 	}
 }
+
+// The blocked sorted list ranks and orders as one sorted slice does, across many block splits
+// (ties in loss broken by order).
+func TestSortedAgainstASlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var s sorted
+	var plain []result
+	for i := range 2000 {
+		x := result{loss: float64(r.IntN(300)), order: i, trial: i}
+		probe := result{loss: float64(r.IntN(300)), order: r.IntN(2000)}
+		want, _ := slices.BinarySearchFunc(plain, probe, less)
+		if got := s.rank(probe); got != want {
+			t.Fatalf("after %d: rank %d, a sorted slice's %d", i, got, want)
+		}
+		s.insert(x)
+		j, _ := slices.BinarySearchFunc(plain, x, less)
+		plain = slices.Insert(plain, j, x)
+	}
+	if !slices.Equal(s.all(), plain) || s.len() != len(plain) || s.first() != plain[0] || len(s.blocks) < 2000/(2*sortedBlock) {
+		t.Fatalf("%d results in %d blocks: not the sorted slice's", s.len(), len(s.blocks))
+	}
+}
