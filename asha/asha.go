@@ -73,6 +73,19 @@ func New(cfg spec.ASHA) *Ladder {
 	return l
 }
 
+// Reset starts the ladder over, as New would, keeping its memory (the simulator runs thousands
+// of ladders of one job).
+func (l *Ladder) Reset() {
+	l.started, l.reported = 0, 0
+	l.inFlight = flights{jobs: l.inFlight.jobs[:0], on: l.inFlight.on[:0]}
+	for b := range l.levels {
+		for k := range l.levels[b] {
+			lv := &l.levels[b][k]
+			*lv = rung{unpromoted: lv.unpromoted[:0]}
+		}
+	}
+}
+
 // Rungs is bracket b's rungs, as iterations.
 func (l *Ladder) Rungs(b int) []int { return l.rungs[b] }
 

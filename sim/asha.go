@@ -125,9 +125,9 @@ func (m *Model) SimulateASHAFrom(cfg spec.ASHA, start *ASHAStart, p ASHAPlan, sa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var s ashaRun // one a worker: its samples reuse its memory (garbage collection was a third of the time)
 			for i := w; i < samples; i += workers {
-				r := rand.New(rand.NewPCG(seed, uint64(i)))
-				s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter}
+				s.reuse(ashaRun{m: m, cfg: cfg, plan: p, r: rand.New(rand.NewPCG(seed, uint64(i))), iter: iter})
 				s.run(start)
 				out.JCT[i], out.Cost[i], idle[i], interrupted[i] = s.end, s.cost, s.idle, s.interruptions
 				promotions[i] = make([][]int, len(out.Promotions))
@@ -286,8 +286,20 @@ func (s *ashaRun) pop() ashaEvent {
 	return e
 }
 
+// reuse makes s the fresh sample next, keeping the memory of the sample s was.
+func (s *ashaRun) reuse(next ashaRun) {
+	jobs, events, nodes, pending, free, ladder := s.jobs[:0], s.events[:0], s.nodes[:0], s.pending[:0], s.free, s.ladder
+	for _, set := range free {
+		clear(set)
+	}
+	*s = next
+	s.jobs, s.events, s.nodes, s.pending, s.free, s.ladder = jobs, events, nodes, pending, free, ladder
+}
+
 func (s *ashaRun) run(start *ASHAStart) {
-	s.jobs = make([]ashaLaunch, 0, 2*s.cfg.Trials)
+	if s.jobs == nil {
+		s.jobs = make([]ashaLaunch, 0, 2*s.cfg.Trials)
+	}
 	s.pace = 1
 	if s.m.Uncertainty > 0 {
 		s.pace = max(0.5, 1+s.m.Uncertainty*s.r.NormFloat64())
@@ -295,7 +307,11 @@ func (s *ashaRun) run(start *ASHAStart) {
 	if start != nil {
 		s.resumeFrom(start)
 	} else {
-		s.ladder = asha.New(s.cfg)
+		if s.ladder == nil {
+			s.ladder = asha.New(s.cfg)
+		} else {
+			s.ladder.Reset()
+		}
 		// The jobs that start before any has ended, the run's first wave, get going late by
 		// one draw of the first-stage lag (a Constant 0 draws nothing).
 		s.lag = s.m.FirstLag.Sample(s.r)
