@@ -207,8 +207,15 @@ func schedules(most, phases int) int {
 func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 	cfg := p.cfg
 	step, most, _ := p.bounds()
+	floor, err := p.fixedFloor(most)
+	if err != nil {
+		return best, fixed, err
+	}
 	var feasibleFixed []ASHACandidate
 	for n := 1; n <= most && !p.stop(); n++ {
+		if len(feasibleFixed) >= 4 && float64(n)*floor > cheapest(feasibleFixed, 4) {
+			break // this count and every larger one cost more than the four cheapest found
+		}
 		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{n * step}})
 		if err != nil {
 			return best, fixed, err
@@ -245,6 +252,36 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 		}
 	}
 	return best, fixed, nil
+}
+
+// fixedFloor is what each node of a fixed schedule costs at least, the mean over the samples
+// (0 where there is no such bound: spot nodes are replaced, per-function billing follows the
+// jobs). Every node of a fixed schedule is held, at its price, from its start (a draw of
+// SCALE) to the end, and the run takes no less on fewer nodes than on the most: cost(n) >=
+// n * price * (JCT(most) - mean SCALE), JCT(most) given a tenth's slack for the sampling noise
+// and for the promotions, which do not always come sooner with more slots. The sweep of fixed
+// counts stops where that bound passes the four cheapest found (the descents' starts, the best
+// fixed among them): past a few nodes the bound grows by the price of the winner's whole run
+// per node, and sweeping every count to max_nodes was most of an ASHA plan's time.
+func (p *ashaProblem) fixedFloor(most int) (float64, error) {
+	if p.m.Spot != nil || p.m.PerFunction || most < 8 {
+		return 0, nil
+	}
+	c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{most * p.m.GPUsPerNode}})
+	if err != nil {
+		return 0, err
+	}
+	return max(0, p.m.NodePricePerSecond*(0.9*c.JCT.Mean-p.m.Scale.Mean())), nil
+}
+
+// cheapest is the k-th lowest mean cost of cs (len(cs) >= k).
+func cheapest(cs []ASHACandidate, k int) float64 {
+	costs := make([]float64, len(cs))
+	for i, c := range cs {
+		costs[i] = c.Cost.Mean
+	}
+	slices.Sort(costs)
+	return costs[k-1]
 }
 
 // descend is the greedy descent from a schedule. One that misses the deadline is kept as it is:
