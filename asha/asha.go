@@ -281,54 +281,59 @@ func (h results) down(i int) bool {
 
 // sorted is a list of results, best first, in blocks of at most 2*sortedBlock: an insertion
 // moves one block, not the whole list (a rung of 10,000 promoted trials made a simulated ASHA
-// run quadratic in its trials), and a rank takes a walk over the blocks and a binary search.
+// run quadratic in its trials), and a rank is two binary searches (the blocks' last results,
+// then one block) and a count of the results before the block.
 type sorted struct {
 	blocks [][]result
+	lasts  []result // lasts[k]: blocks[k]'s last (worst) result
+	before []int    // before[k]: how many results the blocks before k hold
 	n      int
 }
 
-const sortedBlock = 64
+const sortedBlock = 128
 
 func (s *sorted) len() int { return s.n }
 
 // first is the best result; the list must not be empty.
 func (s *sorted) first() result { return s.blocks[0][0] }
 
+// block is the first block whose last result does not rank before r (len(blocks): none).
+func (s *sorted) block(r result) int {
+	k, _ := slices.BinarySearchFunc(s.lasts, r, less)
+	return k
+}
+
 // rank is how many results rank before r.
 func (s *sorted) rank(r result) int {
-	n := 0
-	for _, b := range s.blocks {
-		if less(b[len(b)-1], r) < 0 {
-			n += len(b)
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(b, r, less)
-		return n + i
+	k := s.block(r)
+	if k == len(s.blocks) {
+		return s.n
 	}
-	return n
+	i, _ := slices.BinarySearchFunc(s.blocks[k], r, less)
+	return s.before[k] + i
 }
 
 func (s *sorted) insert(r result) {
 	s.n++
-	k := len(s.blocks) - 1
-	for i, b := range s.blocks {
-		if less(b[len(b)-1], r) >= 0 {
-			k = i
-			break
-		}
-	}
-	if k < 0 {
-		s.blocks = append(s.blocks, []result{r})
+	if len(s.blocks) == 0 {
+		s.blocks, s.lasts, s.before = append(s.blocks, []result{r}), append(s.lasts, r), append(s.before, 0)
 		return
 	}
+	k := min(s.block(r), len(s.blocks)-1)
 	b := s.blocks[k]
 	i, _ := slices.BinarySearchFunc(b, r, less)
 	b = slices.Insert(b, i, r)
+	for j := k + 1; j < len(s.before); j++ {
+		s.before[j]++
+	}
 	if len(b) > 2*sortedBlock {
-		s.blocks = slices.Insert(s.blocks, k+1, slices.Clone(b[sortedBlock:]))
+		tail := slices.Clone(b[sortedBlock:])
+		s.blocks = slices.Insert(s.blocks, k+1, tail)
+		s.lasts = slices.Insert(s.lasts, k+1, tail[len(tail)-1])
+		s.before = slices.Insert(s.before, k+1, s.before[k]+sortedBlock)
 		b = b[:sortedBlock:sortedBlock]
 	}
-	s.blocks[k] = b
+	s.blocks[k], s.lasts[k] = b, b[len(b)-1]
 }
 
 // all is every result, best first.

@@ -56,6 +56,9 @@ type ashaProblem struct {
 	jcts      map[string][]float64 // each cached schedule's JCT by sample
 	stop      func() bool
 	evaluated int
+	// grid puts node counts past 8 on a grid an eighth apart (the fixed sweep's, a descent
+	// step's): a large job's (PlanASHA).
+	grid bool
 }
 
 func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
@@ -120,12 +123,21 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 	if exp.Planner.Name == spec.PlannerOptimal {
 		search = p.exhaust
 	}
+	large := cfg.Trials > LargeASHATrials && exp.Planner.Name != spec.PlannerOptimal
+	if large {
+		p.samples, p.grid = screenSamples(p.samples, cfg.Trials), true
+	}
 	best, fixed, err := search()
 	if err != nil {
 		return nil, err
 	}
 	if p.stop() {
 		return nil, ctx.Err()
+	}
+	if large {
+		if best, fixed, err = p.onAllSamples(exp.Planner.Samples, best, fixed); err != nil {
+			return nil, err
+		}
 	}
 	res := &ASHAResult{Experiment: exp.Name, Trials: cfg.Trials, Rungs: cfg.Rungs(0), Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
 	// Synchronous SHA of the same trials and rungs, planned as any SHA job is.
@@ -137,6 +149,51 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 		}
 	}
 	return res, nil
+}
+
+// LargeASHATrials is the most trials PlanASHA plans as it does any job. A larger job's
+// simulations cost in proportion to its trials, and its schedules hold more nodes, so more of
+// them: the search sees fewer samples (screenSamples: the first of the same streams, so that
+// schedules are still compared on common random numbers) and node counts past 8 an eighth apart,
+// and the schedules it picks, elastic and fixed, are priced again on every sample. What that
+// loses against the plain search is bounded by the grid (a phase's nodes within an eighth of the
+// count the plain descent would stop at) and by the screen's sampling error, a few percent of
+// the cost (TestLargeASHAAgainstPlain, BenchmarkPlanASHAScale).
+const LargeASHATrials = 2048
+
+// screenSamples is how many samples a large job's search sees: as many trials simulated as
+// LargeASHATrials/2 trials' full samples would be, at least 8, at most all of them.
+func screenSamples(samples, trials int) int {
+	return min(samples, max(8, samples*LargeASHATrials/2/trials))
+}
+
+// onAllSamples prices a large job's picks again on every sample (the search saw a screen of
+// them): what the plan predicts is then the whole simulation's. Should the fixed schedule come
+// out ahead of the elastic one on all samples, it is the plan (a descent from it found it best
+// on the screen).
+func (p *ashaProblem) onAllSamples(samples int, best, fixed ASHACandidate) (ASHACandidate, ASHACandidate, error) {
+	all := *p
+	all.samples, all.cache, all.jcts, all.evaluated = samples, map[string]ASHACandidate{}, map[string][]float64{}, 0
+	var err error
+	if best, err = all.evaluate(best.Plan); err != nil {
+		return best, fixed, err
+	}
+	if fixed, err = all.evaluate(fixed.Plan); err != nil {
+		return best, fixed, err
+	}
+	p.evaluated += all.evaluated
+	if betterASHA(fixed, best) {
+		best = fixed
+	}
+	return best, fixed, nil
+}
+
+// nodeStep is how many nodes a count of n steps by: 1, or an eighth of n on the grid.
+func (p *ashaProblem) nodeStep(n int) int {
+	if !p.grid {
+		return 1
+	}
+	return max(1, n/8)
 }
 
 // MaxExactASHA is how many schedules the exact ASHA planner may enumerate: past it, planner
@@ -212,7 +269,7 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 		return best, fixed, err
 	}
 	var feasibleFixed []ASHACandidate
-	for n := 1; n <= most && !p.stop(); n++ {
+	for n := 1; n <= most && !p.stop(); n += p.nodeStep(n) {
 		if len(feasibleFixed) >= 4 && float64(n)*floor > cheapest(feasibleFixed, 4) {
 			break // this count and every larger one cost more than the four cheapest found
 		}
@@ -300,7 +357,7 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 				continue
 			}
 			cand := slices.Clone(gpus)
-			cand[j] -= step
+			cand[j] -= step * p.nodeStep(gpus[j]/step)
 			for k := j + 1; k < len(cand); k++ {
 				cand[k] = min(cand[k], cand[j])
 			}
