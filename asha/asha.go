@@ -299,8 +299,22 @@ func (s *sorted) first() result { return s.blocks[0][0] }
 
 // block is the first block whose last result does not rank before r (len(blocks): none).
 func (s *sorted) block(r result) int {
-	k, _ := slices.BinarySearchFunc(s.lasts, r, less)
-	return k
+	return lowerBound(s.lasts, r)
+}
+
+// lowerBound is how many of rs (sorted) rank before r: slices.BinarySearchFunc with less
+// written out, which the simulator's ranks spent a fifth of their time calling through.
+func lowerBound(rs []result, r result) int {
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if x := rs[m]; x.loss < r.loss || (!(x.loss > r.loss) && x.order < r.order) { // less(x, r) < 0
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // rank is how many results rank before r.
@@ -309,8 +323,7 @@ func (s *sorted) rank(r result) int {
 	if k == len(s.blocks) {
 		return s.n
 	}
-	i, _ := slices.BinarySearchFunc(s.blocks[k], r, less)
-	return s.before[k] + i
+	return s.before[k] + lowerBound(s.blocks[k], r)
 }
 
 func (s *sorted) insert(r result) {
@@ -321,8 +334,7 @@ func (s *sorted) insert(r result) {
 	}
 	k := min(s.block(r), len(s.blocks)-1)
 	b := s.blocks[k]
-	i, _ := slices.BinarySearchFunc(b, r, less)
-	b = slices.Insert(b, i, r)
+	b = slices.Insert(b, lowerBound(b, r), r)
 	for j := k + 1; j < len(s.before); j++ {
 		s.before[j]++
 	}
