@@ -154,8 +154,9 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 // LargeASHATrials is the most trials PlanASHA plans as it does any job. A larger job's
 // simulations cost in proportion to its trials, and its schedules hold more nodes, so more of
 // them: the search sees fewer samples (screenSamples: the first of the same streams, so that
-// schedules are still compared on common random numbers), node counts past 8 an eighth apart
-// and one descent (from the cheapest fixed count), and the schedules it picks, elastic and fixed, are priced again on every sample. What that
+// schedules are still compared on common random numbers), node counts past 8 an eighth apart,
+// fixed counts from the fewest that meet the deadline (a bisection) and one descent (from the
+// cheapest fixed count), and the schedules it picks, elastic and fixed, are priced again on every sample. What that
 // loses against the plain search is bounded by the grid (a phase's nodes within an eighth of the
 // count the plain descent would stop at) and by the screen's sampling error, a few percent of
 // the cost (TestLargeASHAAgainstPlain, BenchmarkPlanASHAScale).
@@ -278,8 +279,14 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 	if err != nil {
 		return best, fixed, err
 	}
+	first := 1
+	if p.grid {
+		if first, err = p.firstFeasible(step, most); err != nil {
+			return best, fixed, err
+		}
+	}
 	var feasibleFixed []ASHACandidate
-	for n := 1; n <= most && !p.stop(); n += p.nodeStep(n) {
+	for n := first; n <= most && !p.stop(); n += p.nodeStep(n) {
 		if len(feasibleFixed) >= 4 && float64(n)*floor > cheapest(feasibleFixed, 4) {
 			break // this count and every larger one cost more than the four cheapest found
 		}
@@ -339,6 +346,52 @@ func (p *ashaProblem) fixedFloor(most int) (float64, error) {
 		return 0, err
 	}
 	return max(0, p.m.NodePricePerSecond*(0.9*c.JCT.Mean-p.m.Scale.Mean())), nil
+}
+
+// firstFeasible is, for a large job's search, the fewest nodes on the grid whose fixed schedule
+// meets the deadline, by a galloping search, then a bisection (fewer nodes never finish sooner,
+// but for the noise), or 1 when even the most nodes miss it (the sweep then looks for the
+// fastest). The sweep starts
+// there: the counts below it are no descent's start and not the best fixed schedule.
+func (p *ashaProblem) firstFeasible(step, most int) (int, error) {
+	var grid []int
+	for n := 1; n <= most; n += p.nodeStep(n) {
+		grid = append(grid, n)
+	}
+	feasible := func(i int) (bool, error) {
+		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{grid[i] * step}})
+		return c.Feasible, err
+	}
+	lo, hi := 0, len(grid)-1
+	for i := 0; i < hi; i = 2*i + 1 { // 1, 2, 4, 8, ... nodes below 9: a small job's is found at once
+		ok, err := feasible(i)
+		if err != nil {
+			return 1, err
+		}
+		if ok {
+			hi = i
+			break
+		}
+		lo = i + 1
+	}
+	if hi == len(grid)-1 {
+		if ok, err := feasible(hi); err != nil || !ok {
+			return 1, err
+		}
+	}
+	for lo < hi && !p.stop() {
+		mid := (lo + hi) / 2
+		ok, err := feasible(mid)
+		if err != nil {
+			return 1, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return grid[lo], nil
 }
 
 // cheapest is the k-th lowest mean cost of cs (len(cs) >= k).
