@@ -59,6 +59,8 @@ type ashaProblem struct {
 	// grid puts node counts past 8 on a grid an eighth apart (the fixed sweep's, a descent
 	// step's): a large job's (PlanASHA).
 	grid bool
+	// everyCount sweeps every fixed count, with no floor (fixedFloor): the plain way, for tests.
+	everyCount bool
 }
 
 func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
@@ -114,30 +116,10 @@ func betterASHA(c, best ASHACandidate) bool {
 // its busy ones.
 func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHAResult, error) {
 	cfg := *exp.Algorithm.ASHA
-	p := &ashaProblem{m: m, cfg: cfg, samples: exp.Planner.Samples, seed: uint64(exp.Seed), deadline: exp.Deadline.Seconds(),
-		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return ctx.Err() != nil }}
-	if p.deadline <= 0 {
-		p.deadline = math.Inf(1)
-	}
-	search := p.search
-	if exp.Planner.Name == spec.PlannerOptimal {
-		search = p.exhaust
-	}
 	large := cfg.Trials > LargeASHATrials && exp.Planner.Name != spec.PlannerOptimal
-	if large {
-		p.samples, p.grid = screenSamples(p.samples, cfg.Trials), true
-	}
-	best, fixed, err := search()
+	p, best, fixed, err := searchASHA(ctx, exp, m, large)
 	if err != nil {
 		return nil, err
-	}
-	if p.stop() {
-		return nil, ctx.Err()
-	}
-	if large {
-		if best, fixed, err = p.onAllSamples(exp.Planner.Samples, best, fixed); err != nil {
-			return nil, err
-		}
 	}
 	res := &ASHAResult{Experiment: exp.Name, Trials: cfg.Trials, Rungs: cfg.Rungs(0), Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
 	// Synchronous SHA of the same trials and rungs, planned as any SHA job is.
@@ -205,6 +187,44 @@ func (p *ashaProblem) nodeStep(n int) int {
 		return 1
 	}
 	return max(1, n/8)
+}
+
+// searchASHA is PlanASHA's search of exp's schedules: the plain one, or a large job's (large:
+// a screen of the samples, the picks priced on all of them).
+func searchASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model, large bool) (p *ashaProblem, best, fixed ASHACandidate, err error) {
+	p = &ashaProblem{m: m, cfg: *exp.Algorithm.ASHA, samples: exp.Planner.Samples, seed: uint64(exp.Seed), deadline: exp.Deadline.Seconds(),
+		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return ctx.Err() != nil }}
+	if p.deadline <= 0 {
+		p.deadline = math.Inf(1)
+	}
+	search := p.search
+	if exp.Planner.Name == spec.PlannerOptimal {
+		search = p.exhaust
+	}
+	if large {
+		p.samples, p.grid = screenSamples(p.samples, p.cfg.Trials), true
+	}
+	if best, fixed, err = search(); err != nil {
+		return p, best, fixed, err
+	}
+	if p.stop() {
+		return p, best, fixed, ctx.Err()
+	}
+	if large {
+		best, fixed, err = p.onAllSamples(exp.Planner.Samples, best, fixed)
+	}
+	return p, best, fixed, err
+}
+
+// nextCount is the fixed count after n nodes in the sweep: the next on the grid, or most where
+// the grid would pass it (the most nodes are the fastest fixed schedule, the one kept when none
+// meets the deadline).
+func (p *ashaProblem) nextCount(n, most int) int {
+	next := n + p.nodeStep(n)
+	if n < most && next > most {
+		return most
+	}
+	return next
 }
 
 // MaxExactASHA is how many schedules the exact ASHA planner may enumerate: past it, planner
@@ -286,7 +306,7 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 		}
 	}
 	var feasibleFixed []ASHACandidate
-	for n := first; n <= most && !p.stop(); n += p.nodeStep(n) {
+	for n := first; n <= most && !p.stop(); n = p.nextCount(n, most) {
 		if len(feasibleFixed) >= 4 && float64(n)*floor > cheapest(feasibleFixed, 4) {
 			break // this count and every larger one cost more than the four cheapest found
 		}
@@ -338,7 +358,7 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 // fixed among them): past a few nodes the bound grows by the price of the winner's whole run
 // per node, and sweeping every count to max_nodes was most of an ASHA plan's time.
 func (p *ashaProblem) fixedFloor(most int) (float64, error) {
-	if p.m.Spot != nil || p.m.PerFunction || most < 8 {
+	if p.m.Spot != nil || p.m.PerFunction || most < 8 || p.everyCount {
 		return 0, nil
 	}
 	c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{most * p.m.GPUsPerNode}})
@@ -355,7 +375,7 @@ func (p *ashaProblem) fixedFloor(most int) (float64, error) {
 // there: the counts below it are no descent's start and not the best fixed schedule.
 func (p *ashaProblem) firstFeasible(step, most int) (int, error) {
 	var grid []int
-	for n := 1; n <= most; n += p.nodeStep(n) {
+	for n := 1; n <= most; n = p.nextCount(n, most) {
 		grid = append(grid, n)
 	}
 	feasible := func(i int) (bool, error) {
