@@ -179,3 +179,94 @@ func TestSnapshotAtEverySyncResumesAsTheWholeFold(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot that does not match its journal or cannot be read is ignored, said to the log, and
+// the journal is replayed whole: a journal cut back (repaired) or of another run, a snapshot of
+// another plan, torn, damaged, of another format, or garbage.
+func TestSnapshotThatDoesNotMatchIsIgnored(t *testing.T) {
+	path, p := virtualJournal(t, "campaign-sha.yaml", 0, false)
+	events, err := journal.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := marks(t, path)
+	at := 0
+	for i, e := range events {
+		if e.Ev == journal.EvSync {
+			at = i + 1
+			break
+		}
+	}
+	good, err := fold(t, p, events[:at]).EncodeSnapshot(ms[at-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := virtualJournal(t, "campaign-sha.yaml", 7, false)
+	otherJournal, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(b []byte, i int) []byte { b = bytes.Clone(b); b[i] ^= 0x10; return b }
+	for _, c := range []struct {
+		name     string
+		snapshot []byte
+		journal  []byte // nil: the run's own
+		plan     func(runstate.Plan) runstate.Plan
+		says     string
+	}{
+		{"sound", good, nil, nil, ""},
+		{"journal cut back before it", good, whole[:ms[at-2].Size], nil, "no longer begins"},
+		{"journal of another run", good, otherJournal, nil, "no longer begins"},
+		{"another plan", good, nil, func(p runstate.Plan) runstate.Plan { p.TimeScale = 2; return p }, "of another plan"},
+		{"torn", good[:len(good)/2], nil, nil, "checksum mismatch"},
+		{"damaged", flip(good, len(good)-3), nil, nil, "checksum mismatch"},
+		{"another format", flip(good, 5), nil, nil, "not of this format"},
+		{"garbage", bytes.Repeat([]byte("x"), 4096), nil, nil, "not of this format"},
+		{"empty", []byte{}, nil, nil, "not of this format"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			jpath := filepath.Join(dir, "journal.jsonl")
+			body := whole
+			if c.journal != nil {
+				body = c.journal
+			}
+			if err := os.WriteFile(jpath, body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(runstate.SnapshotPath(jpath), c.snapshot, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			want, err := journal.ReadJournal(jpath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := p
+			if c.plan != nil {
+				plan = c.plan(p)
+			}
+			var log strings.Builder
+			j, st, rest, err := runstate.Resume(jpath, plan, journal.JournalOptions{NoSync: true}, &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			if c.says == "" {
+				if st == nil || len(rest) != len(want)-at || log.Len() > 0 {
+					t.Fatalf("a sound snapshot: used %v, %d events after it (want %d), log %q", st != nil, len(rest), len(want)-at, log.String())
+				}
+				return
+			}
+			if st != nil || len(rest) != len(want) {
+				t.Fatalf("used the snapshot: %v; %d events of the journal's %d", st != nil, len(rest), len(want))
+			}
+			if !strings.Contains(log.String(), c.says) || !strings.Contains(log.String(), "replayed whole") {
+				t.Fatalf("log %q does not say %q and that the journal is replayed whole", log.String(), c.says)
+			}
+		})
+	}
+}
