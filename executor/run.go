@@ -112,6 +112,8 @@ type run struct {
 	sampler *search.TPE
 	// pausing is set once the run pauses: its records may use the room the journal kept.
 	pausing atomic.Bool
+	// saved is where the journal stood at the last snapshot written, and that snapshot's size.
+	saved struct{ at, size int64 }
 }
 
 func (cfg *Config) defaults() {

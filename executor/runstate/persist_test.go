@@ -69,7 +69,7 @@ func virtualJournal(t *testing.T, file string, seed int64, replan bool) (string,
 }
 
 // marks are the journal's Mark after each of its records.
-func marks(t *testing.T, path string) []journal.Mark {
+func marks(t testing.TB, path string) []journal.Mark {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -88,7 +88,7 @@ func marks(t *testing.T, path string) []journal.Mark {
 	return out
 }
 
-func fold(t *testing.T, p runstate.Plan, events []journal.Event) *runstate.State {
+func fold(t testing.TB, p runstate.Plan, events []journal.Event) *runstate.State {
 	t.Helper()
 	st, err := runstate.New(p, nil)
 	if err != nil {
