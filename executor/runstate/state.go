@@ -83,6 +83,8 @@ type State struct {
 	nodesGen    []uint64
 	heldBy      map[string]heldNode // the nodes brackets use now (draining and released ones absent)
 	spentClosed float64             // what released nodes and ended launches cost
+	drawn       int                 // trials with a configuration
+	results     int                 // trial-stages done or given up, of trials with a configuration
 }
 
 // OpenTokens are bracket b's requests no answer was journaled for, by market asked, in order.
@@ -145,6 +147,7 @@ type window struct{ Start, end time.Time }
 type trialRun struct {
 	id      string
 	bracket int
+	pos     int // its place in its bracket's Order
 	Params  spec.Config
 	State   trial.State
 	Done    map[int]float64 // stage -> objective metric (NaN when the trainer never reported it)
@@ -293,8 +296,11 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvStart:
 		s.Start, s.RunID = e.At, e.RunID
 	case journal.EvTrial:
-		s.Trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, Params: e.Params, State: trial.Pending,
+		s.Trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, pos: len(s.Order[e.Bracket]), Params: e.Params, State: trial.Pending,
 			Done: map[int]float64{}, Failed: map[int]bool{}}
+		if e.Params != nil {
+			s.drawn++
+		}
 		s.Order[e.Bracket] = append(s.Order[e.Bracket], e.Trial)
 		if a := s.ASHA; a != nil {
 			a.Index[e.Trial] = len(a.ByIndex)
@@ -344,6 +350,7 @@ func (s *State) Apply(e journal.Event) {
 		t := s.Trials[e.Trial]
 		if t.Params == nil && e.Params != nil { // drawn at its first launch (an adaptive sampler)
 			t.Params = e.Params
+			s.drawn++
 		}
 		t.Nodes = e.Nodes
 		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.Iter, e.GPUs, true
@@ -361,6 +368,7 @@ func (s *State) Apply(e journal.Event) {
 		if e.Stage == 0 {
 			s.FirstEnds.note(e.Trial, "", "")
 		}
+		s.noteResult(t, e.Stage)
 		t.Done[e.Stage] = metricOrNaN(e.Metric)
 		t.metrics = e.Metrics
 		s.setIter(t, e.Iter)
@@ -386,6 +394,7 @@ func (s *State) Apply(e journal.Event) {
 			s.closeLaunch(e.Trial, e.At, LaunchGaveUp)
 			if !t.Failed[e.Stage] {
 				s.tallyOf(StageKey{t.bracket, e.Stage}).failed++
+				s.noteResult(t, e.Stage)
 			}
 			t.Failed[e.Stage] = true
 			s.move(t, trial.GaveUp)
