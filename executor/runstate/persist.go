@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/asha"
@@ -29,12 +30,42 @@ import (
 // journal still begins with that prefix and it was written for the same plan by this format:
 // otherwise the journal is replayed whole, for the journal is the truth.
 //
-// The file is the magic line, the CRC-32C of the rest (4 bytes, big-endian), then the gob of a
+// The file is the magic line (snapMagic), the CRC-32C of the rest (4 bytes, big-endian), then the gob of a
 // savedSnapshot.
 
-// snapMagic opens a snapshot file; its digit is the format's version, raised whenever what a
-// snapshot holds, or what a field of the State means, changes.
-const snapMagic = "rubberband state snapshot 1\n"
+// snapVersion is the snapshot format's version, raised whenever what a field of the State means
+// changes; a change of the fields themselves changes the snapshot's schema print.
+const snapVersion = 1
+
+// snapMagic is the line a snapshot file opens with: the format's version and a print of its
+// schema (every field's name and type), so that a snapshot a binary with other fields wrote is
+// told apart before it is decoded (a gob would leave a field it lacks at zero, silently).
+func snapMagic() string {
+	h := sha256.New()
+	schemaPrint(h, reflect.TypeFor[savedSnapshot](), map[reflect.Type]bool{})
+	return fmt.Sprintf("rubberband state snapshot %d %x\n", snapVersion, h.Sum(nil)[:8])
+}
+
+// schemaPrint writes t's shape to w: its kind, and its fields', elements' and keys' shapes.
+func schemaPrint(w io.Writer, t reflect.Type, seen map[reflect.Type]bool) {
+	fmt.Fprintf(w, "%s:%s(", t.String(), t.Kind())
+	if !seen[t] {
+		seen[t] = true
+		switch t.Kind() {
+		case reflect.Struct:
+			for i := range t.NumField() {
+				fmt.Fprintf(w, "%s ", t.Field(i).Name)
+				schemaPrint(w, t.Field(i).Type, seen)
+			}
+		case reflect.Map:
+			schemaPrint(w, t.Key(), seen)
+			schemaPrint(w, t.Elem(), seen)
+		case reflect.Slice, reflect.Array, reflect.Pointer:
+			schemaPrint(w, t.Elem(), seen)
+		}
+	}
+	fmt.Fprint(w, ")")
+}
 
 // SnapshotPath is where the snapshot of the journal at journalPath is kept.
 func SnapshotPath(journalPath string) string { return journalPath + ".snapshot" }
@@ -94,11 +125,13 @@ type savedState struct {
 	NodesGen        []uint64
 	HeldBy          map[string]savedHeld
 	SpentClosed     float64
+	Drawn, Results  int
 }
 
 type savedTrial struct {
 	ID       string
 	Bracket  int
+	Pos      int
 	Params   []byte // JSON, as journaled: a fold of the journal holds what JSON decodes to
 	State    trial.State
 	Done     map[int]float64
@@ -201,14 +234,15 @@ func (s *State) EncodeSnapshot(m journal.Mark) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
+	magic := snapMagic()
 	var body bytes.Buffer
-	body.WriteString(snapMagic)
+	body.WriteString(magic)
 	body.Write(make([]byte, 4)) // the CRC, once the rest is written
 	if err := gob.NewEncoder(&body).Encode(savedSnapshot{Mark: m, Plan: print, State: saved}); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	b := body.Bytes()
-	at := len(snapMagic)
+	at := len(magic)
 	binary.BigEndian.PutUint32(b[at:], crc32.Checksum(b[at+4:], crc32.MakeTable(crc32.Castagnoli)))
 	return b, nil
 }
@@ -243,9 +277,10 @@ func LoadSnapshot(path string, p Plan, log io.Writer) (*State, journal.Mark, err
 	if err != nil {
 		return nil, journal.Mark{}, fmt.Errorf("read snapshot: %w", err)
 	}
-	at := len(snapMagic)
+	magic := snapMagic()
+	at := len(magic)
 	switch {
-	case len(b) < at+4 || string(b[:at]) != snapMagic:
+	case len(b) < at+4 || string(b[:at]) != magic:
 		return nil, journal.Mark{}, fmt.Errorf("snapshot %s: not of this format: %w", path, ErrSnapshot)
 	case binary.BigEndian.Uint32(b[at:]) != crc32.Checksum(b[at+4:], crc32.MakeTable(crc32.Castagnoli)):
 		return nil, journal.Mark{}, fmt.Errorf("snapshot %s: checksum mismatch: %w", path, ErrSnapshot)
@@ -302,7 +337,7 @@ func (s *State) save() (savedState, error) {
 		LaunchLog: s.LaunchLog, OpenLaunch: s.OpenLaunch, NodeLog: s.nodeLog, NodeAt: s.nodeAt, Current: s.current,
 		Counts: s.counts, Requests: s.Requests, Open: s.Open, ODTier: s.ODTier, Plan: s.Plan, WaveEnded: s.waveEnded,
 		FirstEnds: savedFirstEnds{Trials: s.FirstEnds.trials, Kinds: s.FirstEnds.kinds, Cause: s.FirstEnds.cause},
-		ItersAll:  s.itersAll, NodesGen: s.nodesGen, SpentClosed: s.spentClosed,
+		ItersAll:  s.itersAll, NodesGen: s.nodesGen, SpentClosed: s.spentClosed, Drawn: s.drawn, Results: s.results,
 		Trials: make([]savedTrial, 0, len(s.Trials)), StageAt: make(map[StageKey]savedWindow, len(s.StageAt)),
 		Tallies: make(map[StageKey]savedTally, len(s.tallies)), HeldBy: make(map[string]savedHeld, len(s.heldBy))}
 	for _, t := range s.Trials {
@@ -310,7 +345,7 @@ func (s *State) save() (savedState, error) {
 		if err != nil {
 			return v, fmt.Errorf("trial %s: %w", t.id, err)
 		}
-		v.Trials = append(v.Trials, savedTrial{ID: t.id, Bracket: t.bracket, Params: params, State: t.State, Done: t.Done,
+		v.Trials = append(v.Trials, savedTrial{ID: t.id, Bracket: t.bracket, Pos: t.pos, Params: params, State: t.State, Done: t.Done,
 			Metrics: t.metrics, Iter: t.Iter, Failed: t.Failed, Nodes: t.Nodes, Seen: t.seen, SeenIter: t.seenIter,
 			GPUs: t.gpus, Fresh: t.fresh, Cold: t.cold})
 	}
@@ -368,10 +403,11 @@ func (s *State) restore(v savedState) error {
 	s.timeouts, s.retries, s.Interrupts, s.lostTries = orMap(v.Timeouts), orMap(v.Retries), orMap(v.Interrupts), orMap(v.LostTries)
 	s.OpenLaunch, s.nodeAt, s.Requests, s.Open, s.ODTier = orMap(v.OpenLaunch), orMap(v.NodeAt), orMap(v.Requests), orMap(v.Open), orMap(v.ODTier)
 	s.waveEnded = orMap(v.WaveEnded)
+	s.drawn, s.results = v.Drawn, v.Results
 	s.FirstEnds = firstEnds{trials: v.FirstEnds.Trials, kinds: v.FirstEnds.Kinds, cause: v.FirstEnds.Cause}
 	s.Trials = make(map[string]*trialRun, len(v.Trials))
 	for _, t := range v.Trials {
-		r := &trialRun{id: t.ID, bracket: t.Bracket, State: t.State, Done: orMap(t.Done), metrics: t.Metrics, Iter: t.Iter,
+		r := &trialRun{id: t.ID, bracket: t.Bracket, pos: t.Pos, State: t.State, Done: orMap(t.Done), metrics: t.Metrics, Iter: t.Iter,
 			Failed: orMap(t.Failed), Nodes: t.Nodes, seen: t.Seen, seenIter: t.SeenIter, gpus: t.GPUs, fresh: t.Fresh, cold: t.Cold}
 		if t.Params != nil {
 			if err := json.Unmarshal(t.Params, &r.Params); err != nil {
