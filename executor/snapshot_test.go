@@ -110,19 +110,7 @@ func TestResumeFromSnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if runErr != nil || !res.Finished {
-				t.Fatalf("%s: resume: %v", where, runErr)
-			}
-			gotBest, gotSurv := outcome(t, events)
-			if gotBest != wantBest || fmt.Sprint(gotSurv) != fmt.Sprint(wantSurv) {
-				t.Fatalf("%s: best %s survivors %v; clean run: %s %v", where, gotBest, gotSurv, wantBest, wantSurv)
-			}
-			if twice := doneTwice(events); twice != "" {
-				t.Fatalf("%s: %s done twice", where, twice)
-			}
-			if h.provider.Held() != 0 {
-				t.Fatalf("%s: %d nodes held after the run", where, h.provider.Held())
-			}
+			endsAsClean(t, where, h, res, runErr, events, wantBest, wantSurv)
 		}
 		if resumes < 3 {
 			t.Fatalf("job %d: %d resumes", job, resumes)
@@ -137,4 +125,23 @@ func crcOf(lines [][]byte) uint32 {
 		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), l)
 	}
 	return c
+}
+
+// endsAsClean fails t unless a resumed run ended as its clean run did: finished, with the same
+// winner and survivors, no trial-stage done twice, and no node left held.
+func endsAsClean(t *testing.T, where string, h *harness, res *runstate.Result, err error, events []journal.Event, wantBest string, wantSurv map[[2]int]string) {
+	t.Helper()
+	if err != nil || !res.Finished {
+		t.Fatalf("%s: resume: %v", where, err)
+	}
+	gotBest, gotSurv := outcome(t, events)
+	if gotBest != wantBest || fmt.Sprint(gotSurv) != fmt.Sprint(wantSurv) {
+		t.Fatalf("%s: best %s survivors %v; clean run: %s %v", where, gotBest, gotSurv, wantBest, wantSurv)
+	}
+	if twice := doneTwice(events); twice != "" {
+		t.Fatalf("%s: %s done twice", where, twice)
+	}
+	if h.provider.Held() != 0 {
+		t.Fatalf("%s: %d nodes held after the run", where, h.provider.Held())
+	}
 }
