@@ -17,10 +17,11 @@ func (x *run) saveState() {
 	}
 	x.mu.Lock()
 	m := x.cfg.Journal.Mark()
-	// Encoding a 100,000-trial state takes about half a second: a snapshot is taken only once the
-	// journal has grown by as much as the last one weighed since it was, so that snapshots never
-	// write more than the journal does, and a resume decodes at most that much after one.
-	if m.Size-x.saved.at < x.saved.size {
+	// Encoding a 100,000-trial state takes about half a second (its snapshot is 28 MB): one is
+	// skipped while the journal has grown by less than a quarter of the last one's size since it,
+	// so that brackets syncing together write one, and snapshots write at most four times what
+	// the journal does; a resume then decodes at most that much more.
+	if 4*(m.Size-x.saved.at) < x.saved.size {
 		x.mu.Unlock()
 		return
 	}
