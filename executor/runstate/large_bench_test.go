@@ -73,16 +73,7 @@ func BenchmarkLargeReplay(b *testing.B) {
 	}
 	b.Logf("snapshot at record %d of %d: %d bytes", last, len(events), len(snap))
 	b.Run("resume-snapshot", func(b *testing.B) {
-		for b.Loop() {
-			j, st, rest, err := runstate.Resume(path, plan, journal.JournalOptions{NoSync: true}, nil)
-			if err != nil || st == nil {
-				b.Fatal("snapshot not used", err)
-			}
-			for _, e := range rest {
-				st.Apply(e)
-			}
-			j.Close()
-		}
+		resumeFromSnapshot(b, path, plan)
 	})
 	// The same from the first sync's snapshot (the end of stage 0, about two thirds of the
 	// records): what a driver dying at the run's end pays when the last snapshot was skipped.
@@ -96,16 +87,7 @@ func BenchmarkLargeReplay(b *testing.B) {
 		if err := runstate.WriteSnapshot(runstate.SnapshotPath(path), early); err != nil {
 			b.Fatal(err)
 		}
-		for b.Loop() {
-			j, st, rest, err := runstate.Resume(path, plan, journal.JournalOptions{NoSync: true}, nil)
-			if err != nil || st == nil {
-				b.Fatal("snapshot not used", err)
-			}
-			for _, e := range rest {
-				st.Apply(e)
-			}
-			j.Close()
-		}
+		resumeFromSnapshot(b, path, plan)
 	})
 	b.Run("snapshot-write", func(b *testing.B) { // what a sync costs the driver: encoded under its lock, then written
 		for b.Loop() {
@@ -132,4 +114,19 @@ func BenchmarkLargeReplay(b *testing.B) {
 			}
 		}
 	})
+}
+
+// resumeFromSnapshot resumes the journal at path from its snapshot, b.N times: Resume, then the
+// records after the snapshot folded.
+func resumeFromSnapshot(b *testing.B, path string, plan runstate.Plan) {
+	for b.Loop() {
+		j, st, rest, err := runstate.Resume(path, plan, journal.JournalOptions{NoSync: true}, nil)
+		if err != nil || st == nil {
+			b.Fatal("snapshot not used", err)
+		}
+		for _, e := range rest {
+			st.Apply(e)
+		}
+		j.Close()
+	}
 }
