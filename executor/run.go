@@ -37,6 +37,12 @@ type Config struct {
 	Journal  *journal.Journal
 	// Past holds the journal of an earlier driver of this run; Run resumes from it.
 	Past []journal.Event
+	// State, when set, is the state the journal's records before Past fold to (a snapshot's,
+	// runstate.Resume): Past is then the records after them.
+	State *runstate.State
+	// Snapshot, when set, is where the run's state is written at each sync (runstate.SnapshotPath
+	// of its journal), so that a driver resuming it folds only the records after.
+	Snapshot string
 	// RunID names a new run (journaled in its start event); a resumed run keeps its own.
 	RunID string
 	// TimeScale is wall seconds per spec second: 1 for real trainers, less when the local
@@ -107,6 +113,8 @@ type run struct {
 	fitted  *search.Fitted // the sampler's model, as of fitted.Observations() results
 	// pausing is set once the run pauses: its records may use the room the journal kept.
 	pausing atomic.Bool
+	// saved is where the journal stood at the last snapshot written, and that snapshot's size.
+	saved struct{ at, size int64 }
 }
 
 func (cfg *Config) defaults() {
@@ -137,9 +145,12 @@ func (cfg *Config) plan() runstate.Plan {
 
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
-	st, err := runstate.New(cfg.plan(), cfg.Log)
-	if err != nil {
-		return nil, err
+	st := cfg.State
+	if st == nil {
+		var err error
+		if st, err = runstate.New(cfg.plan(), cfg.Log); err != nil {
+			return nil, err
+		}
 	}
 	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log}
 	for _, e := range cfg.Past {

@@ -25,6 +25,7 @@ import (
 // decides from (exported for it) and never writes them; readers use the views (Snapshot, Result
 // and the package's functions).
 type State struct {
+	origin   Plan // what New was given: what a snapshot names the plan by
 	exp      *spec.Experiment
 	Brackets []spec.Bracket
 	Model    *sim.Model // the spec's: prices, offers, node sizes
@@ -225,7 +226,9 @@ func New(p Plan, log io.Writer) (*State, error) {
 				return nil, fmt.Errorf("plan does not fit the spec: %w", err)
 			}
 		}
-		return newState(p.Experiment, brackets, p.Alloc, m, p.TimeScale, log), nil
+		st := newState(p.Experiment, brackets, p.Alloc, m, p.TimeScale, log)
+		st.origin = p
+		return st, nil
 	}
 	// ASHA's plan is phases of one cluster, never hedged: its re-plans keep one market.
 	m.Hedge = false
@@ -248,6 +251,7 @@ func New(p Plan, log io.Writer) (*State, error) {
 	}
 	st := newState(p.Experiment, brackets, plan, m, p.TimeScale, log)
 	st.ASHA = &ashaState{Plan: ap, Ladder: asha.New(*a), Index: map[string]int{}, rungEnd: map[StageKey]time.Time{}, promoted: map[StageKey][]string{}}
+	st.origin = p
 	return st, nil
 }
 
