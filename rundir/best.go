@@ -39,7 +39,11 @@ func Best(v *View) (*BestTrial, error) {
 	obj := v.State.Exp.Objective
 	b := &BestTrial{Experiment: v.State.Exp.Name, RunID: v.Res.RunID, Trial: v.Res.Best.Trial, Metric: obj.Metric, Mode: obj.Mode,
 		Value: v.Res.Best.Metric, Params: v.Res.Best.Params}
-	for _, cv := range LearningCurves(v.State.Exp, v.Events) {
+	events, err := v.AllEvents()
+	if err != nil {
+		return nil, err
+	}
+	for _, cv := range LearningCurves(v.State.Exp, events) {
 		if cv.Trial == b.Trial {
 			for i := range cv.X {
 				b.Curve = append(b.Curve, CurvePoint{Iter: int(cv.X[i]), Value: cv.Y[i]})

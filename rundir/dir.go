@@ -286,6 +286,6 @@ func MirrorLayout() mirror.Layout {
 	return mirror.Layout{
 		Journal: Journal,
 		Grown:   []string{LogsDir + "/", DriverLog},
-		Skip:    []string{WorkDir + "/", CheckpointsDir + "/", TmpDir + "/", NomadDir + "/", "lock"},
+		Skip:    []string{WorkDir + "/", CheckpointsDir + "/", TmpDir + "/", NomadDir + "/", "lock", ViewCache},
 	}
 }

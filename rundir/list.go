@@ -18,15 +18,15 @@ func List(root string) []Summary {
 	rows := []Summary{}
 	for _, dir := range Dirs(root) {
 		st, err := Open(dir)
-		var v *View
+		var s Summary
 		if err == nil {
-			v, err = NewView(st)
+			s, err = summaryOf(st)
 		}
 		if err != nil {
 			rows = append(rows, Summary{Name: filepath.Base(dir), Dir: dir, Status: "unreadable", Why: err.Error()})
 			continue
 		}
-		rows = append(rows, v.Summary())
+		rows = append(rows, s)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Started.Before(rows[j].Started) })
 	return rows

@@ -36,7 +36,8 @@ func Search(v *View) *SearchSummary {
 	if best, err := Best(v); err == nil {
 		s.Best = best
 	}
-	obs, _ := observations(exp, exp, v.Events)
+	events, _ := v.AllEvents() // a journal that cannot be read again has nothing to summarize
+	obs, _ := observations(exp, exp, events)
 	counts := map[int]int{}
 	for _, o := range obs {
 		if !math.IsInf(o.Loss, 0) {

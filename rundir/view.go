@@ -1,8 +1,8 @@
 package rundir
 
 import (
-	"errors"
-	"io/fs"
+	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"time"
@@ -16,43 +16,125 @@ import (
 // View is a run as list, status and the dashboard show it: its state directory's journal
 // replayed.
 type View struct {
-	State  *State
-	Res    *runstate.Result // nil until the journal holds the run's start
-	Snap   *runstate.Snapshot
+	State *State
+	Res   *runstate.Result // nil until the journal holds the run's start
+	Snap  *runstate.Snapshot
+	// Events are the journal's events when the view was made of them (ViewOf); NewView folds
+	// the journal as it reads it and keeps none (AllEvents reads them).
 	Events []journal.Event
 	Live   bool // a driver holds the run's lock
+	seen   journalSeen
 }
 
-// NewView reads the run's journal and replays it.
+// journalSeen is what the views read off the journal besides its fold.
+type journalSeen struct {
+	events  int
+	started time.Time // the first event's time
+	last    time.Time // the last event's
+	syncs   int
+	cancel  bool // a cancel is journaled
+}
+
+func (j *journalSeen) note(e journal.Event) {
+	if j.events == 0 {
+		j.started = e.At
+	}
+	j.events++
+	j.last = e.At
+	switch e.Ev {
+	case journal.EvSync:
+		j.syncs++
+	case journal.EvCancel:
+		j.cancel = true
+	}
+}
+
+// NewView reads the run's journal and replays it as it reads it: a 100,000-trial run's million
+// events are folded without being kept (journal.Scan).
 func NewView(st *State) (*View, error) {
 	_, live, err := ReadHolder(st.Dir)
 	if err != nil {
 		return nil, err
 	}
-	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	f, err := NewFold(st)
+	if err != nil {
 		return nil, err
 	}
-	return ViewOf(st, events, live, nil)
+	if err := journal.Scan(filepath.Join(st.Dir, Journal), func(e journal.Event) { f.Apply(e) }); err != nil {
+		return nil, err
+	}
+	return f.View(live, nil), nil
+}
+
+// AllEvents are the run's events: the view's, or its journal's read again when the view kept
+// none.
+func (v *View) AllEvents() ([]journal.Event, error) {
+	if v.Events != nil || v.seen.events == 0 {
+		return v.Events, nil
+	}
+	return journal.ReadJournal(filepath.Join(v.State.Dir, Journal))
 }
 
 // ViewOf replays events already read (the dashboard follows the journal itself). A run no
 // driver holds is measured up to its last event, so its elapsed time and cost stop growing once
 // it stopped; a live one up to now's time (the wall clock's when nil).
 func ViewOf(st *State, events []journal.Event, live bool, now clock.Clock) (*View, error) {
-	v := &View{State: st, Events: events, Live: live}
-	if len(events) == 0 {
-		return v, nil
-	}
-	at := events[len(events)-1].At
-	if live {
-		at = clock.Or(now).Now()
-	}
-	var err error
-	if v.Res, v.Snap, err = runstate.Inspect(st.RunPlan(), events, at); err != nil {
+	f, err := NewFold(st)
+	if err != nil {
 		return nil, err
 	}
+	f.Apply(events...)
+	v := f.View(live, now)
+	v.Events = events
 	return v, nil
+}
+
+// Fold is a run's journal folded as it is read: a reader that follows the journal (the
+// dashboard) applies what was appended since, not the whole journal again.
+type Fold struct {
+	st   *State
+	s    *runstate.State
+	seen journalSeen
+}
+
+// NewFold is the fold of st's run before any event.
+func NewFold(st *State) (*Fold, error) {
+	s, err := runstate.New(st.RunPlan(), io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return &Fold{st: st, s: s}, nil
+}
+
+// Apply folds the events that follow those already applied.
+func (f *Fold) Apply(events ...journal.Event) {
+	for _, e := range events {
+		f.s.Apply(e)
+		f.seen.note(e)
+	}
+}
+
+// View is the run as the events applied so far say (as ViewOf says, without Events).
+func (f *Fold) View(live bool, now clock.Clock) *View {
+	v := &View{State: f.st, Live: live, seen: f.seen}
+	v.inspect(f.s, now)
+	return v
+}
+
+// inspect takes the views of the fold s of the view's journal (runstate.Inspect's): a run no
+// driver holds as of its last event, a live one as of now.
+func (v *View) inspect(s *runstate.State, now clock.Clock) {
+	if v.seen.events == 0 {
+		return
+	}
+	at := v.seen.last
+	if v.Live {
+		at = clock.Or(now).Now()
+	}
+	v.Snap = s.Snapshot()
+	if !s.Start.IsZero() {
+		v.Res = s.Result(at)
+	}
 }
 
 // Status is one word for where a run is, with why when it stopped short.
@@ -62,7 +144,7 @@ func (v *View) Status() (word, why string) {
 		return "starting", ""
 	case v.Live:
 		return "running", ""
-	case v.Res == nil && cancelled(v.Events):
+	case v.Res == nil && v.seen.cancel:
 		// Cancelled before any driver started it (a server's run cancelled as its driver
 		// came up): it is over, not waiting to start.
 		return "cancelled", "before it started"
@@ -90,16 +172,6 @@ func (v *View) Status() (word, why string) {
 	}
 }
 
-// cancelled says whether the journal holds a cancel.
-func cancelled(events []journal.Event) bool {
-	for _, e := range events {
-		if e.Ev == journal.EvCancel {
-			return true
-		}
-	}
-	return false
-}
-
 // Stages is how many stages have synced, of how many; for ASHA, how many rungs hold a result.
 func (v *View) Stages() (synced, total int) {
 	for _, b := range v.State.Exp.Algorithm.Brackets() {
@@ -117,12 +189,7 @@ func (v *View) Stages() (synced, total int) {
 		}
 		return min(synced, total), total
 	}
-	for _, e := range v.Events {
-		if e.Ev == journal.EvSync {
-			synced++
-		}
-	}
-	return min(synced, total), total
+	return min(v.seen.syncs, total), total
 }
 
 // Best is the chosen trial's metric once the run finished, else the best reported so far.
@@ -173,9 +240,7 @@ func (v *View) Summary() Summary {
 	s := Summary{Name: filepath.Base(st.Dir), RunID: st.Run.RunID, Dir: st.Dir, Backend: st.Run.Backend, Metric: st.Exp.Objective.Metric}
 	s.Status, s.Why = v.Status()
 	s.Stages, s.Of = v.Stages()
-	if len(v.Events) > 0 {
-		s.Started = v.Events[0].At
-	}
+	s.Started = v.seen.started
 	if v.Res != nil {
 		s.ElapsedS, s.CostUSD = v.Res.Realized.JCT, v.Res.Realized.Cost
 		s.MissedByS, s.DeadlineMissed = runstate.MissedDeadline(v.Res)

@@ -17,7 +17,11 @@ func TestStatusOfARunCancelledBeforeItStarted(t *testing.T) {
 		{nil, "not started", ""},
 		{[]journal.Event{{Ev: journal.EvCancel, Error: "cancelled by `rubberband cancel`"}}, "cancelled", "before it started"},
 	} {
-		if word, why := (&View{Events: c.events}).Status(); word != c.word || why != c.why {
+		v := &View{Events: c.events}
+		for _, e := range c.events {
+			v.seen.note(e)
+		}
+		if word, why := v.Status(); word != c.word || why != c.why {
 			t.Errorf("%v: %q, %q; want %q, %q", c.events, word, why, c.word, c.why)
 		}
 	}

@@ -254,15 +254,43 @@ func (s *Server) view(w http.ResponseWriter, r *http.Request, u store.User) (*ru
 	if !ok {
 		return nil, false
 	}
-	st, err := rundir.Open(s.dirOf(r.Context(), run))
+	f, err := s.follower(s.dirOf(r.Context(), run))
 	if err == nil {
 		var v *rundir.View
-		if v, err = rundir.NewView(st); err == nil {
+		if v, err = f.View(); err == nil {
 			return v, true
 		}
 	}
 	writeError(w, http.StatusConflict, fmt.Errorf("run %s: %w", run.ID, err))
 	return nil, false
+}
+
+// maxFollowed is how many runs' folds the server keeps between requests.
+const maxFollowed = 8
+
+// follower is the run in dir followed (rundir.Follower), kept for the next request; one made
+// anew when its folder changed what it loaded.
+func (s *Server) follower(dir string) (*rundir.Follower, error) {
+	s.mu.Lock()
+	f := s.followed[dir]
+	s.mu.Unlock()
+	if f != nil && !f.Stale() {
+		return f, nil
+	}
+	f, err := rundir.FollowRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.followed) >= maxFollowed {
+		for d := range s.followed { // any one: a run asked for again is followed anew
+			delete(s.followed, d)
+			break
+		}
+	}
+	s.followed[dir] = f
+	return f, nil
 }
 
 // runStatus answers what `rubberband status` prints of the run, rendered as it is on the
@@ -328,7 +356,23 @@ func writeRendered(w http.ResponseWriter, asJSON bool, out []byte) {
 	w.Write(out)
 }
 
+// TrialsPage is how many trials /trials answers at once unless ?limit= says; MaxTrialsPage is
+// the most it answers.
+const (
+	TrialsPage    = 1000
+	MaxTrialsPage = 10000
+)
+
+// runTrials answers a page of the run's trials (?offset=, ?limit=: TrialsPage from the first),
+// a JSON array; X-Total-Count says how many there are, and a Link header (rel="next") where
+// the next page is, while there is one.
 func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User) {
+	q := r.URL.Query()
+	offset, limit, err := rundir.ParsePage(q.Get("offset"), q.Get("limit"), TrialsPage, MaxTrialsPage)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	v, ok := s.view(w, r, u)
 	if !ok {
 		return
@@ -337,7 +381,12 @@ func (s *Server) runTrials(w http.ResponseWriter, r *http.Request, u store.User)
 	if v.Res != nil {
 		trials = v.Res.Trials
 	}
-	writeJSON(w, http.StatusOK, trials)
+	from, to := rundir.PageBounds(len(trials), offset, limit)
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(trials)))
+	if to < len(trials) {
+		w.Header().Set("Link", fmt.Sprintf(`<%s?offset=%d&limit=%d>; rel="next"`, r.URL.Path, to, limit))
+	}
+	writeJSON(w, http.StatusOK, trials[from:to])
 }
 
 func (s *Server) runBest(w http.ResponseWriter, r *http.Request, u store.User) {
@@ -429,7 +478,12 @@ func (s *Server) runLogs(w http.ResponseWriter, r *http.Request, u store.User) {
 		if !ok {
 			return
 		}
-		p, err := rundir.TrialLog(dir, v.Events, id)
+		events, err := v.AllEvents()
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		}
+		p, err := rundir.TrialLog(dir, events, id)
 		if err != nil {
 			writeError(w, http.StatusNotFound, err)
 			return

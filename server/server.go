@@ -93,6 +93,9 @@ type Server struct {
 	elsewhere map[string]bool
 	// dashboards are each team's dashboard, made on first use.
 	dashboards map[string]*ui.Server
+	// followed are the runs whose views the API answered lately, by folder (at most
+	// maxFollowed): a request reads what their journals gained since, not the whole journal.
+	followed map[string]*rundir.Follower
 
 	// sandboxMu makes sandboxFor one at a time: two submissions never get one uid.
 	sandboxMu sync.Mutex
@@ -134,7 +137,7 @@ func New(cfg Config) *Server {
 		cfg.Root = abs // CheckStorage compares absolute paths
 	}
 	s := &Server{cfg: cfg, wake: make(chan struct{}, 1), drivers: map[string]*driving{}, starts: map[string]time.Time{}, refreshed: map[string]time.Time{},
-		streamsBy: map[string]int{}, elsewhere: map[string]bool{}, dashboards: map[string]*ui.Server{}}
+		streamsBy: map[string]int{}, elsewhere: map[string]bool{}, dashboards: map[string]*ui.Server{}, followed: map[string]*rundir.Follower{}}
 	s.backend, _ = driver.Lookup(cfg.Backend)
 	s.mux = http.NewServeMux()
 	for _, r := range s.routes() {

@@ -43,12 +43,14 @@ type hub struct {
 	st       *rundir.State
 	tail     *journal.Tail
 	events   []journal.Event
+	fold     *rundir.Fold // h.events folded, as they were read
 	live     bool
 	err      error
 	rendered time.Time
 	version  int
 	last     map[string]template.HTML
 	page     *runPage
+	res      *runstate.Result // the run as page shows it: what other pages of its trial table are cut from
 	planned  *sim.Schedule
 }
 
@@ -79,12 +81,41 @@ func (s *Server) hub(name string) (*hub, error) {
 func (h *hub) refresh() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	before := h.tail.Line()
-	evs, err := h.tail.Next()
-	if h.tail.Line() < before+len(evs) { // the journal was cut back and is read anew
-		h.events = nil
+	// Read up to the journal's end as it is now (a large run's journal is many of the tail's
+	// reads; a page drawn from the first of them would show the run's start as the run), and
+	// fold only what was appended.
+	var evs []journal.Event // the last read's: whether anything was appended
+	var err error
+	for {
+		before := h.tail.Line()
+		more, nerr := h.tail.Next()
+		if h.tail.Line() < before+len(more) { // the journal was cut back and is read anew
+			h.events, h.fold = nil, nil
+		}
+		if h.fold == nil {
+			f, ferr := rundir.NewFold(h.st)
+			if ferr != nil && nerr == nil {
+				nerr = ferr
+			}
+			h.fold = f
+		}
+		if h.fold != nil {
+			h.fold.Apply(more...)
+		}
+		if len(h.events) == 0 && h.tail.Line() > 0 { // room for the whole journal as it is now, at the first read's bytes an event
+			if info, serr := os.Stat(filepath.Join(h.st.Dir, rundir.Journal)); serr == nil {
+				h.events = slices.Grow(h.events, int(info.Size()/max(1, h.tail.Offset()/int64(h.tail.Line())))*11/10)
+			}
+		}
+		h.events = append(h.events, more...)
+		if len(more) > 0 {
+			evs = more
+		}
+		err = nerr
+		if len(more) == 0 || err != nil {
+			break
+		}
 	}
-	h.events = append(h.events, evs...)
 	_, live, herr := rundir.ReadHolder(h.st.Dir)
 	if herr == nil && live != h.live {
 		h.live = live
@@ -151,14 +182,19 @@ type runPage struct {
 	Planned, Realized        chart
 	Cost, Time, Curves       chart
 	Search                   searchSection
-	Trials                   []trialRow
-	Revisions                []revisionRow
-	Forecast                 string // the latest forecast of the whole run, while it runs
-	DeadlineWarning          string // how that forecast misses the deadline ("" when it meets it)
-	Spec                     string
-	Plan                     string
-	CanCancel                bool
-	CSRF                     string
+	// Trials are one page of the trial table: TrialOffset to TrialEnd of TrialsTotal;
+	// PrevOffset and NextOffset are the pages beside it (-1: none).
+	Trials                             []trialRow
+	TrialsTotal, TrialOffset, TrialEnd int
+	TrialLimit, PrevOffset, NextOffset int
+	OtherPage                          bool // not the stream's page (the first, TrialPage long)
+	Revisions                          []revisionRow
+	Forecast                           string // the latest forecast of the whole run, while it runs
+	DeadlineWarning                    string // how that forecast misses the deadline ("" when it meets it)
+	Spec                               string
+	Plan                               string
+	CanCancel                          bool
+	CSRF                               string
 }
 
 type stageRow struct {
@@ -249,6 +285,67 @@ type revisionRow struct {
 	Reason, Before, After, Said string
 }
 
+// TrialPage is how many trials the run page's table shows at once: a 100,000-trial run's
+// table is paged (?offset=&limit=), not sent whole, nor with each update of the stream.
+const TrialPage = 100
+
+// MaxTrialPage is the most trials one page of the table may ask for.
+const MaxTrialPage = 1000
+
+// maxCurves is how many trials' learning curves the page draws: the best ones (the winner's is
+// drawn besides); thousands of curves are a blur that costs megabytes.
+const maxCurves = 50
+
+// setTrials fills the trial table with trials [offset, offset+limit) of res, and the counts and
+// offsets the table's pager shows.
+func (p *runPage) setTrials(res *runstate.Result, brackets []spec.Bracket, offset, limit int) {
+	p.Trials, p.TrialsTotal, p.TrialOffset, p.TrialEnd, p.TrialLimit = nil, 0, 0, 0, limit
+	p.PrevOffset, p.NextOffset = -1, -1
+	if res == nil {
+		return
+	}
+	p.TrialsTotal = len(res.Trials)
+	offset, end := rundir.PageBounds(p.TrialsTotal, offset, limit)
+	p.TrialOffset, p.TrialEnd = offset, end
+	if offset > 0 {
+		p.PrevOffset = max(0, offset-limit)
+	}
+	if end < p.TrialsTotal {
+		p.NextOffset = end
+	}
+	for _, t := range res.Trials[offset:end] {
+		row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
+		if t.Bracket < len(brackets) {
+			row.Bracket = brackets[t.Bracket].Name
+			row.Stages = fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages))
+		}
+		if m, ok := t.Metrics[p.Metric]; ok {
+			row.Metric = strconv.FormatFloat(m, 'g', 5, 64)
+		}
+		if t.Failed {
+			row.State += " (failed)"
+		}
+		if len(t.Nodes) > 0 {
+			row.Node = strings.Join(t.Nodes, ",")
+		}
+		p.Trials = append(p.Trials, row)
+	}
+}
+
+// bestCurves are at most n of curves: those whose last value is best (highest when max), in
+// their order.
+func bestCurves(curves []rundir.Curve, max bool, n int) []rundir.Curve {
+	return topN(curves, n, func(c rundir.Curve) float64 {
+		if len(c.Y) == 0 || math.IsNaN(c.Y[len(c.Y)-1]) {
+			return math.Inf(-1)
+		}
+		if max {
+			return c.Y[len(c.Y)-1]
+		}
+		return -c.Y[len(c.Y)-1]
+	})
+}
+
 type trialRow struct {
 	ID, Bracket, Params, Stages, State, Metric, Node string
 	Iter                                             int
@@ -263,10 +360,10 @@ func (h *hub) build() *runPage {
 	if h.err != nil {
 		p.Error = h.err.Error()
 	}
-	v, err := rundir.ViewOf(st, h.events, h.live, h.s.cfg.Clock)
-	if err != nil {
-		p.Error = err.Error()
-		v = &rundir.View{State: st, Live: h.live}
+	v := &rundir.View{State: st, Live: h.live}
+	if h.fold != nil {
+		v = h.fold.View(h.live, h.s.cfg.Clock)
+		v.Events = h.events
 	}
 	p.Status, p.Why = v.Status()
 	if id, m, ok := v.Best(); ok {
@@ -334,24 +431,9 @@ func (h *hub) build() *runPage {
 			}
 			p.DeadlineWarning = runstate.DeadlineWarning(f, st.Exp.Deadline.D().Seconds(), st.Exp.Planner.DeadlineQuantile)
 		}
-		for _, t := range v.Res.Trials {
-			row := trialRow{ID: t.ID, Params: paramsText(t.Params), State: string(t.State), Iter: t.Iter, Metric: "-", Node: "-"}
-			if t.Bracket < len(brackets) {
-				row.Bracket = brackets[t.Bracket].Name
-				row.Stages = fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages))
-			}
-			if m, ok := t.Metrics[p.Metric]; ok {
-				row.Metric = strconv.FormatFloat(m, 'g', 5, 64)
-			}
-			if t.Failed {
-				row.State += " (failed)"
-			}
-			if len(t.Nodes) > 0 {
-				row.Node = strings.Join(t.Nodes, ",")
-			}
-			p.Trials = append(p.Trials, row)
-		}
 	}
+	p.setTrials(v.Res, brackets, 0, TrialPage)
+	h.res = v.Res
 	// The schedules side by side on one time axis.
 	realized, running, names := realizedSchedule(v.Snap, now, ts, st.Exp.Cluster.GPUsPerNode)
 	realized.Rungs = st.ASHA != nil
@@ -396,16 +478,22 @@ func (h *hub) build() *runPage {
 		p.Time = timeChart(st, v.Res, deadlines)
 	}
 	var curves []series
-	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
+	all := rundir.LearningCurves(st.Exp, h.events)
+	shown := bestCurves(all, st.Exp.Objective.Mode == "max", maxCurves)
+	for _, cv := range shown {
 		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})
 	}
 	p.Search = buildSearch(v, p.Metric)
-	for _, cv := range rundir.LearningCurves(st.Exp, h.events) {
+	for _, cv := range all {
 		if cv.Trial == p.Search.BestTrial { // drawn again on top, thick: the winner
 			curves = append(curves, series{Name: "best: " + cv.Trial, X: cv.X, Y: cv.Y, Colour: "#d62728", Title: cv.Trial + " (best)"})
 		}
 	}
-	p.Curves = lineChart("curves", "learning curves ("+p.Metric+" by iteration; dots: promoted)", curves, nil, nil,
+	title := "learning curves (" + p.Metric + " by iteration; dots: promoted)"
+	if len(shown) < len(all) {
+		title = fmt.Sprintf("learning curves of the best %d of %d trials (%s by iteration; dots: promoted)", len(shown), len(all), p.Metric)
+	}
+	p.Curves = lineChart("curves", title, curves, nil, nil,
 		func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }, func(y float64) string { return strconv.FormatFloat(y, 'g', 3, 64) })
 	if data, err := os.ReadFile(filepath.Join(st.Dir, rundir.SpecCopy)); err == nil {
 		p.Spec = string(data) // as in the spec file: trainer.env values are shown as written there, nothing from the environment
@@ -510,13 +598,18 @@ func costChart(st *rundir.State, events []journal.Event, now time.Time, p *runPa
 			}
 			at = keep
 		}
-		j := 0
-		for _, t := range at {
-			for j < len(events) && !events[j].At.After(t) {
-				j++
-			}
-			if res, err := runstate.Replay(st.RunPlan(), events[:j], t); err == nil {
-				real.X, real.Y = append(real.X, sec(t)), append(real.Y, res.Realized.Cost)
+		// One fold, billed at each moment (what Result's realized cost is): replaying the journal
+		// up to each of them cost 30 replays of a run.
+		if s, err := runstate.New(st.RunPlan(), io.Discard); err == nil {
+			j := 0
+			for _, t := range at {
+				for j < len(events) && !events[j].At.After(t) {
+					s.Apply(events[j])
+					j++
+				}
+				if !s.Start.IsZero() {
+					real.X, real.Y = append(real.X, sec(t)), append(real.Y, s.Bill(t).Total)
+				}
 			}
 		}
 		if len(real.X) > 0 { // the last point is the run's figure itself
@@ -593,7 +686,28 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, statusOf(err), err.Error())
 		return
 	}
-	s.render(w, http.StatusOK, "run.html", h.current())
+	page := h.current()
+	offset, limit, err := trialPage(r)
+	if err != nil {
+		s.fail(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if offset != 0 || limit != TrialPage { // another page of the trial table than the stream's
+		h.mu.Lock()
+		other := *page
+		other.setTrials(h.res, h.st.Exp.Algorithm.Brackets(), offset, limit)
+		other.OtherPage = true
+		h.mu.Unlock()
+		page = &other
+	}
+	s.render(w, http.StatusOK, "run.html", page)
+}
+
+// trialPage reads a page of the trial table from a request: ?offset= (default 0) and ?limit=
+// (default TrialPage, at most MaxTrialPage).
+func trialPage(r *http.Request) (offset, limit int, err error) {
+	q := r.URL.Query()
+	return rundir.ParsePage(q.Get("offset"), q.Get("limit"), TrialPage, MaxTrialPage)
 }
 
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {

@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/internal/format"
@@ -142,6 +144,10 @@ type mark struct {
 // held), SCALE/INIT shaded, a dashed line at each stage's end, and the marks. xmax is shared by
 // the planned and the realized chart so that they line up.
 func gantt(id, title string, sc sim.Schedule, xmax float64, name func(sim.Span) (colour int, title string), running func(sim.Span) bool, marks []mark) chart {
+	if n := len(sc.Spans); n > maxGanttSpans {
+		sc.Spans = longestSpans(sc.Spans, maxGanttSpans)
+		title += fmt.Sprintf(" — the %d longest of %d spans", maxGanttSpans, n)
+	}
 	rows := max(sc.Rows, 1)
 	rowH := math.Min(18, maxGanttH/float64(rows))
 	a := axis{x0: 0, x1: xmax, top: marginT, h: rowH * float64(rows)}
@@ -310,3 +316,31 @@ func clock(s float64) string { return format.Clock(s) }
 func money(x float64) string { return format.Money(x) }
 
 func dollars(x float64) string { return fmt.Sprintf("$%.3g", x) }
+
+// maxGanttSpans is the most spans a schedule chart draws: a 100,000-trial run's launches are
+// mostly narrower than a pixel, and drawn whole they made a page of tens of megabytes.
+const maxGanttSpans = 1500
+
+// longestSpans are the n longest of spans, in their order.
+func longestSpans(spans []sim.Span, n int) []sim.Span {
+	return topN(spans, n, func(sp sim.Span) float64 { return sp.End - sp.Start })
+}
+
+// topN are the n of xs that score highest (all of them when fewer), in their order.
+func topN[T any](xs []T, n int, score func(T) float64) []T {
+	if len(xs) <= n {
+		return xs
+	}
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(score(xs[b]), score(xs[a])) })
+	idx = idx[:n]
+	slices.Sort(idx)
+	out := make([]T, n)
+	for i, j := range idx {
+		out[i] = xs[j]
+	}
+	return out
+}

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -32,7 +31,9 @@ type Journal struct {
 	clk     clock.Clock
 	f       JournalFile
 	noSync  bool
-	size    int64 // length of the whole records in the file
+	size    int64  // length of the whole records in the file
+	records int    // the records in those bytes
+	crc     uint32 // CRC-32C of those bytes: what a snapshot of the state they fold to is checked by
 	dirty   bool
 	err     error       // the first write or sync error, returned from then on
 	flush   clock.Timer // the pending group commit, while dirty
@@ -89,8 +90,14 @@ func OpenJournal(path string) (*Journal, []Event, error) {
 
 // OpenJournalWith is OpenJournal with options.
 func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
+	return openJournal(path, o, Mark{})
+}
+
+// openJournal opens a journal and returns its events after the prefix from (a verified Mark),
+// all of them for the zero Mark.
+func openJournal(path string, o JournalOptions, from Mark) (*Journal, []Event, error) {
 	clk := clock.Or(o.Clock)
-	s, err := scanJournal(path)
+	s, err := scanJournal(path, from)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -112,7 +119,7 @@ func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
 	if o.Wrap != nil {
 		f = o.Wrap(f)
 	}
-	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good, path: path}
+	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good, records: from.Records + len(s.events), crc: s.crc, path: path}
 	if o.Reserve > 0 {
 		if err := keepRoom(path+".reserve", o.Reserve); err != nil {
 			if o.Log != nil {
@@ -217,6 +224,8 @@ func (j *Journal) append(e Event, sync bool) error {
 		return j.err
 	}
 	j.size += int64(n)
+	j.records++
+	j.crc = crc32.Update(j.crc, castagnoli(), line)
 	j.dirty = true
 	if !sync {
 		if j.flush == nil && !j.noSync {
@@ -332,7 +341,7 @@ func (j *Journal) Close() error {
 // `report` read while a driver may still be writing. A torn last record is left out; a damaged
 // record before the end is a *CorruptError.
 func ReadJournal(path string) ([]Event, error) {
-	s, err := scanJournal(path)
+	s, err := scanJournal(path, Mark{})
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +374,7 @@ func (e *CorruptError) Error() string {
 // the whole file to backup (path.damaged-TIME), so that a run can resume from what is sound. It
 // returns the lines kept and dropped; a journal with nothing damaged is left alone (backup "").
 func RepairJournal(path string, now time.Time) (kept, dropped int, backup string, err error) {
-	s, err := scanJournal(path)
+	s, err := scanJournal(path, Mark{})
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("repair journal: %w", err)
 	}
@@ -437,48 +446,47 @@ type journalScan struct {
 	lines  int           // the file's lines, a last one without its newline included
 	bad    *CorruptError // the first damaged record, nil if none
 	tail   bool          // the damaged record is the last line: a torn write, to drop
+	crc    uint32        // CRC-32C of the good bytes
 }
 
 // scanJournal reads a journal through to its end, so that it can tell a torn last record from
-// damage followed by more records. A missing file is an empty journal.
-func scanJournal(path string) (journalScan, error) {
-	var s journalScan
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return s, nil
+// damage followed by more records, and keeps the records before the first damaged one (after the
+// prefix from: see scanRecords). A missing file is an empty journal.
+func scanJournal(path string, from Mark) (journalScan, error) {
+	// The events are counted first, so that they are kept in one allocation: growing a slice of
+	// a million events copies each several times, which cost more than decoding them.
+	var events []Event
+	if f, err := os.Open(path); err == nil {
+		_, err := f.Seek(from.Size, io.SeekStart)
+		lines := 0
+		if err == nil {
+			lines, err = countLines(f)
+		}
+		f.Close()
+		if err != nil {
+			return journalScan{}, fmt.Errorf("read journal: %w", err)
+		}
+		events = make([]Event, 0, lines+1)
 	}
-	if err != nil {
-		return s, fmt.Errorf("open journal: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<16)
-	var order recordOrder
+	s, err := scanRecords(path, from, func(e Event) { events = append(events, e) })
+	s.events = events
+	return s, err
+}
+
+// countLines counts the newlines from r's position to its end.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 1<<20)
+	n := 0
 	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			break
+		k, err := r.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
 		}
-		if err != nil && err != io.EOF {
-			return s, fmt.Errorf("read journal: %w", err)
+		if err != nil {
+			return n, err
 		}
-		s.lines++
-		if s.bad == nil {
-			reason := "torn record (no newline)"
-			var e Event
-			if err == nil {
-				e, reason = order.decode(line[:len(line)-1])
-			}
-			if reason == "" {
-				s.events = append(s.events, e)
-				s.good += int64(len(line))
-			} else {
-				s.bad = &CorruptError{Path: path, Line: s.lines, Offset: s.size, Reason: reason}
-			}
-		}
-		s.size += int64(len(line))
 	}
-	s.tail = s.bad != nil && s.bad.Line == s.lines
-	return s, nil
 }
 
 // crcPrefix opens every checksummed record: {"crc":"xxxxxxxx", then the event's fields.
@@ -491,7 +499,7 @@ func encodeRecord(e Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := hex8(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	sum := hex8(crc32.Checksum(b, castagnoli()))
 	line := make([]byte, 0, len(crcPrefix)+len(sum)+len(b)+2)
 	line = append(line, crcPrefix...)
 	line = append(line, sum[:]...)
@@ -503,33 +511,45 @@ func encodeRecord(e Event) ([]byte, error) {
 // recordOrder decodes a journal's lines in order: a line without a checksum is a record only
 // before the first one with a checksum (a journal written before there were any, then carried
 // on), never after it.
-type recordOrder struct{ checksummed bool }
+type recordOrder struct {
+	checksummed bool
+	key         string // the metric name last decoded (decodeFast shares it)
+}
 
 func (o *recordOrder) decode(line []byte) (Event, string) {
-	e, reason := decodeRecord(line)
-	switch {
-	case reason != "":
+	e, reason := decodeRecord(line, &o.key)
+	if reason != "" {
 		return e, reason
-	case bytes.HasPrefix(line, []byte(crcPrefix)):
-		o.checksummed = true
-	case o.checksummed:
-		return Event{}, "a record without its checksum after records with one"
+	}
+	if reason := o.take(bytes.HasPrefix(line, []byte(crcPrefix))); reason != "" {
+		return Event{}, reason
 	}
 	return e, ""
+}
+
+// take notes the next sound record, checksummed or not, and says why it is out of place ("" if
+// it is not).
+func (o *recordOrder) take(checksummed bool) string {
+	switch {
+	case checksummed:
+		o.checksummed = true
+	case o.checksummed:
+		return "a record without its checksum after records with one"
+	}
+	return ""
 }
 
 // decodeRecord reads one line (without its newline); reason is why it is damaged, "" if it is
 // not. A line without a checksum was written before there were any; it starts with {"ev":, so
 // that damage to a checksummed line's prefix cannot pass it off as one.
-func decodeRecord(line []byte) (e Event, reason string) {
+func decodeRecord(line []byte, key *string) (e Event, reason string) {
 	switch {
 	case bytes.HasPrefix(line, []byte(crcPrefix)):
 		n := len(crcPrefix) + 8
 		if len(line) < n+2 || line[n] != '"' || line[n+1] != ',' {
 			return e, "malformed checksum"
 		}
-		tab := crc32.MakeTable(crc32.Castagnoli)
-		sum := hex8(crc32.Update(crc32.Update(0, tab, []byte{'{'}), tab, line[n+2:]))
+		sum := hex8(crc32.Update(crc32.Update(0, castagnoli(), []byte{'{'}), castagnoli(), line[n+2:]))
 		if !bytes.Equal(sum[:], line[len(crcPrefix):n]) {
 			return e, "checksum mismatch"
 		}
@@ -537,8 +557,11 @@ func decodeRecord(line []byte) (e Event, reason string) {
 	default:
 		return e, "not a journal record"
 	}
-	if err := json.Unmarshal(line, &e); err != nil {
-		return e, fmt.Sprintf("bad JSON: %v", err)
+	if !decodeFast(line, &e, key) {
+		e = Event{}
+		if err := json.Unmarshal(line, &e); err != nil {
+			return e, fmt.Sprintf("bad JSON: %v", err)
+		}
 	}
 	return Upgrade(e), ""
 }

@@ -62,19 +62,21 @@ func (t *Tail) Next() ([]Event, error) {
 		return nil, fmt.Errorf("follow journal: %w", err)
 	}
 	var events []Event
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			break
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+		lines := decodeWhole(buf[:i+1])
+		events = make([]Event, 0, len(lines))
+		for _, l := range lines {
+			reason := l.reason
+			if reason == "" {
+				reason = t.order.take(l.crc)
+			}
+			if reason != "" {
+				return events, &CorruptError{Path: t.path, Line: t.line + 1, Offset: t.off, Reason: reason}
+			}
+			events = append(events, l.e)
+			t.off += int64(l.n)
+			t.line++
 		}
-		e, reason := t.order.decode(buf[:i])
-		if reason != "" {
-			return events, &CorruptError{Path: t.path, Line: t.line + 1, Offset: t.off, Reason: reason}
-		}
-		events = append(events, e)
-		t.off += int64(i + 1)
-		t.line++
-		buf = buf[i+1:]
 	}
 	if len(events) == 0 && n == t.max && n < info.Size()-t.off { // one record longer than max
 		t.max *= 2

@@ -406,12 +406,16 @@ class Run:
     def trials(self):
         """Every trial so far: a pandas DataFrame (one row a trial, its parameters and last
         metrics as columns) when pandas is installed, else a list of dicts."""
-        rows = []
-        for t in self._client._request("GET", self._path("/trials")):
-            row = {k: v for k, v in t.items() if k not in ("params", "config", "metrics")}
-            row.update(t.get("params") or t.get("config") or {})
-            row.update(t.get("metrics") or {})
-            rows.append(row)
+        rows, limit = [], 1000  # the server answers a page at a time
+        while True:
+            page = self._client._request("GET", self._path("/trials?offset=%d&limit=%d" % (len(rows), limit)))
+            for t in page:
+                row = {k: v for k, v in t.items() if k not in ("params", "config", "metrics")}
+                row.update(t.get("params") or t.get("config") or {})
+                row.update(t.get("metrics") or {})
+                rows.append(row)
+            if len(page) < limit:
+                break
         try:
             import pandas
         except ImportError:

@@ -71,7 +71,7 @@ func open(ctx context.Context, rawURL string, ms []migration) (*Store, error) {
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(4)
 	s := &Store{db: db, d: d, now: time.Now, name: redact(rawURL)}
-	if err := db.PingContext(ctx); err != nil {
+	if err := ping(ctx, db); err != nil {
 		db.Close()
 		return nil, s.fail("open "+redact(rawURL), err)
 	}
@@ -80,6 +80,25 @@ func open(ctx context.Context, rawURL string, ms []migration) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", redact(rawURL), err)
 	}
 	return s, nil
+}
+
+// ping connects, waiting up to busyTimeout while another connection holds the lock: a
+// connection's set-up (its pragmas, WAL mode on a new database) can be answered "database is
+// locked" at once rather than after the busy timeout (seen under load in
+// TestSQLite/ConcurrentOpensMigrateOnce).
+func ping(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(busyTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := db.PingContext(ctx)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // sqliteDSN makes the file (0600, in a directory made 0700) before SQLite would make it with
