@@ -348,6 +348,28 @@ func (s *sorted) insert(r result) {
 	s.blocks[k], s.lasts[k] = b, b[len(b)-1]
 }
 
+// restore lays rs (sorted, best first) out in blocks of the lengths given, and says false,
+// changing nothing, when they do not add up to rs.
+func (s *sorted) restore(rs []result, lengths []int) bool {
+	n := 0
+	for _, k := range lengths {
+		if k <= 0 {
+			return false
+		}
+		n += k
+	}
+	if n != len(rs) || n == 0 {
+		return false
+	}
+	for _, k := range lengths {
+		b := slices.Clone(rs[:k])
+		s.blocks, s.lasts, s.before = append(s.blocks, b), append(s.lasts, b[k-1]), append(s.before, s.n)
+		s.n += k
+		rs = rs[k:]
+	}
+	return true
+}
+
 // all is every result, best first.
 func (s *sorted) all() []result {
 	out := make([]result, 0, s.n)
@@ -531,10 +553,15 @@ func (f *flights) get(trial int) (Job, bool) {
 	return f.jobs[trial], true
 }
 
-func (f *flights) set(j Job) {
-	for len(f.on) <= j.Trial {
+// grow makes room for trials below n.
+func (f *flights) grow(n int) {
+	for len(f.on) < n {
 		f.jobs, f.on = append(f.jobs, Job{}), append(f.on, false)
 	}
+}
+
+func (f *flights) set(j Job) {
+	f.grow(j.Trial + 1)
 	if !f.on[j.Trial] {
 		f.n++
 	}
@@ -543,7 +570,7 @@ func (f *flights) set(j Job) {
 
 func (f *flights) del(trial int) {
 	if f.on[trial] {
-		f.on[trial] = false
+		f.jobs[trial], f.on[trial] = Job{}, false // as a restored ladder has it
 		f.n--
 	}
 }

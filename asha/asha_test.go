@@ -2,6 +2,7 @@ package asha
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -457,5 +458,42 @@ func TestSortedAgainstASlice(t *testing.T) {
 	}
 	if !slices.Equal(s.all(), plain) || s.len() != len(plain) || s.first() != plain[0] || len(s.blocks) < 2000/(2*sortedBlock) {
 		t.Fatalf("%d results in %d blocks: not the sorted slice's", s.len(), len(s.blocks))
+	}
+}
+
+// A ladder of thousands of trials (its promoted results over many blocks, jobs in flight)
+// saved and restored is the same ladder, laid out alike, and decides alike from there.
+func TestSaveRestoreLargeLadder(t *testing.T) {
+	cfg := spec.ASHA{Trials: 3000, MinIters: 1, MaxIters: 81, Eta: 3}
+	l := New(cfg)
+	r := rand.New(rand.NewPCG(5, 6))
+	var running []int
+	for range 4000 {
+		for len(running) < 16 {
+			j, ok := l.Next()
+			if !ok {
+				break
+			}
+			running = append(running, j.Trial)
+		}
+		k := r.IntN(len(running))
+		l.Report(running[k], r.Float64())
+		running = slices.Delete(running, k, k+1)
+	}
+	if l.Promotions(0, 0) <= 2*sortedBlock {
+		t.Fatalf("only %d promoted at rung 0: one block", l.Promotions(0, 0))
+	}
+	back, ok := Restore(cfg, l.Save())
+	if !ok || !reflect.DeepEqual(back, l) {
+		t.Fatalf("restored %v: not the ladder saved", ok)
+	}
+	for range 50 {
+		a, okA := l.Next()
+		b, okB := back.Next()
+		if a != b || okA != okB {
+			t.Fatalf("the ladder hands out %+v, the restored one %+v", a, b)
+		}
+		l.Report(a.Trial, 0.5)
+		back.Report(b.Trial, 0.5)
 	}
 }

@@ -1,8 +1,6 @@
 package asha
 
 import (
-	"maps"
-
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -21,8 +19,12 @@ type SavedRung struct {
 	N          int
 	Unpromoted []SavedResult
 	Promoted   []SavedResult
-	Rank       int
-	Ranked     bool
+	// PromotedBlocks are the lengths of the blocks Promoted is kept in (absent in a snapshot
+	// from before it was: Restore then blocks them anew), so that the restored ladder is laid
+	// out as the saved one was.
+	PromotedBlocks []int
+	Rank           int
+	Ranked         bool
 }
 
 // SavedResult is one result at a rung.
@@ -33,18 +35,29 @@ type SavedResult struct {
 
 // Save is the ladder's state.
 func (l *Ladder) Save() Saved {
-	s := Saved{Started: l.started, InFlight: maps.Clone(l.inFlight), Reported: l.reported, Levels: make([][]SavedRung, len(l.levels))}
+	s := Saved{Started: l.started, InFlight: map[int]Job{}, Reported: l.reported, Levels: make([][]SavedRung, len(l.levels))}
+	for _, j := range l.Jobs() {
+		s.InFlight[j.Trial] = j
+	}
 	for b, rs := range l.levels {
 		s.Levels[b] = make([]SavedRung, len(rs))
 		for k, r := range rs {
-			s.Levels[b][k] = SavedRung{N: r.n, Unpromoted: saveResults(r.unpromoted), Promoted: saveResults(r.promoted), Rank: r.rank, Ranked: r.ranked}
+			var promoted []SavedResult // nil when none, as a rung that never promoted had
+			var blocks []int
+			if r.promoted.len() > 0 {
+				promoted = saveResults(r.promoted.all())
+				for _, b := range r.promoted.blocks {
+					blocks = append(blocks, len(b))
+				}
+			}
+			s.Levels[b][k] = SavedRung{N: r.n, Unpromoted: saveResults(r.unpromoted), Promoted: promoted, PromotedBlocks: blocks, Rank: r.rank, Ranked: r.ranked}
 		}
 	}
 	return s
 }
 
 // Restore is the ladder of cfg in the state s (Save's); false when s has not cfg's brackets and
-// rungs (a snapshot of another spec).
+// rungs or trials (a snapshot of another spec).
 func Restore(cfg spec.ASHA, s Saved) (*Ladder, bool) {
 	l := New(cfg)
 	if len(s.Levels) != len(l.levels) {
@@ -55,12 +68,23 @@ func Restore(cfg spec.ASHA, s Saved) (*Ladder, bool) {
 			return nil, false
 		}
 		for k, r := range s.Levels[b] {
-			l.levels[b][k] = rung{n: r.N, unpromoted: restoreResults(r.Unpromoted), promoted: restoreResults(r.Promoted), rank: r.Rank, ranked: r.Ranked}
+			lv := rung{n: r.N, unpromoted: restoreResults(r.Unpromoted), rank: r.Rank, ranked: r.Ranked}
+			promoted := restoreResults(r.Promoted)
+			if !lv.promoted.restore(promoted, r.PromotedBlocks) {
+				for _, p := range promoted {
+					lv.promoted.insert(p)
+				}
+			}
+			l.levels[b][k] = lv
 		}
 	}
 	l.started, l.reported = s.Started, s.Reported
-	if s.InFlight != nil {
-		l.inFlight = s.InFlight
+	l.inFlight.grow(s.Started)
+	for t, j := range s.InFlight {
+		if t != j.Trial || t < 0 || t >= cfg.Trials {
+			return nil, false
+		}
+		l.inFlight.set(j)
 	}
 	return l, true
 }

@@ -3,41 +3,20 @@ package planner
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// fig11ASHA is ASHA(trials, 1 to maxIters iterations, eta 3) of ResNet-50 (batch 512) on
-// p3.8xlarge, nodes ready at once (the profile of fig11Job): issue 39's ASHA scale job.
+// fig11ASHA is fig11Job's job as ASHA, planned at a deadline (p50) on samples: issue 39's ASHA
+// scale job.
 func fig11ASHA(t testing.TB, trials, maxIters, maxNodes, samples int, deadline string) (*spec.Experiment, *sim.Model) {
 	t.Helper()
-	src := fmt.Sprintf(`name: fig11-asha
-deadline: %s
-seed: 1
-objective: {metric: val_accuracy}
-algorithm: {asha: {trials: %d, min_iters: 1, max_iters: %d, eta: 3}}
-cluster: {instance_type: p3.8xlarge, max_nodes: %d, scale_latency: {value: 0s}, init_latency: {value: 0s}}
-profile:
-  iter_latency:
-    1: {mean: 4.000, std: 0.128}
-    2: {mean: 2.026, std: 0.208}
-    4: {mean: 1.081, std: 0.136}
-    8: {mean: 1.020, std: 0.129}
-    16: {mean: 0.990, std: 0.125}
-  startup_latency: {value: 0s}
-planner: {samples: %d, deadline_quantile: 0.5}
-`, deadline, trials, maxIters, maxNodes, samples)
-	exp, err := spec.Parse("fig11-asha.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exp, m
+	src := strings.Replace(fig11Job(trials, maxIters, maxNodes), "{sha:", "{asha:", 1) +
+		fmt.Sprintf("deadline: %s\nplanner: {samples: %d, deadline_quantile: 0.5}\n", deadline, samples)
+	return parseModel(t, src)
 }
 
 // The fixed-count sweep's floor (fixedFloor) changes no plan: against the sweep of every
