@@ -156,21 +156,39 @@ func screenSamples(samples, trials int) int {
 // them): what the plan predicts is then the whole simulation's. Should the fixed schedule come
 // out ahead of the elastic one on all samples, it is the plan (a descent from it found it best
 // on the screen).
+// p prices on every sample from then on (its cache the picks').
 func (p *ashaProblem) onAllSamples(samples int, best, fixed ASHACandidate) (ASHACandidate, ASHACandidate, error) {
-	all := *p
-	all.samples, all.cache, all.jcts, all.evaluated = samples, map[string]ASHACandidate{}, map[string][]float64{}, 0
+	p.samples, p.cache, p.jcts = samples, map[string]ASHACandidate{}, map[string][]float64{}
 	var err error
-	if best, err = all.evaluate(best.Plan); err != nil {
+	if best, err = p.evaluate(best.Plan); err != nil {
 		return best, fixed, err
 	}
-	if fixed, err = all.evaluate(fixed.Plan); err != nil {
+	if fixed, err = p.evaluate(fixed.Plan); err != nil {
 		return best, fixed, err
 	}
-	p.evaluated += all.evaluated
 	if betterASHA(fixed, best) {
 		best = fixed
 	}
 	return best, fixed, nil
+}
+
+// trialsLeft is the work left to a run from start, in trials: the job's trials times the share of
+// its rungs' results (each rung's as RungStages counts them, at the least) not yet in. A
+// re-plan's simulations cost in proportion to it.
+func trialsLeft(cfg spec.ASHA, start *sim.ASHAStart) int {
+	total, done := 0, 0
+	for b, br := range cfg.RungStages() {
+		for k, st := range br.Stages {
+			total += st.Trials
+			if start != nil && start.Ladder != nil {
+				done += min(st.Trials, start.Ladder.Results(b, k))
+			}
+		}
+	}
+	if total == 0 {
+		return cfg.Trials
+	}
+	return int(math.Ceil(float64(cfg.Trials) * float64(total-done) / float64(total)))
 }
 
 // starts is how many of the cheapest fixed counts the greedy descends from: 4, or for a large
@@ -611,16 +629,33 @@ type ASHAPresent struct {
 // current schedule's forecast from where the run stands (sim.SimulateASHAFrom), against the
 // cheapest one PlanASHA's search finds for the time left on the cautious model. The new
 // schedule may hold more GPUs now than the current one (a run fallen behind), fewer later.
+// A job of over LargeASHATrials trials is searched as PlanASHA searches it, on a screen of the
+// samples sized by the work left (trialsLeft): a review at 32,768 trials would otherwise
+// simulate the rest of the run some hundreds of times on every sample.
 // It is a pure function of its arguments.
 func ReplanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules) (Revision, error) {
+	screen := 0
+	if cfg.Trials > LargeASHATrials {
+		screen = screenSamples(rules.Samples, trialsLeft(cfg, &now.Start))
+	}
+	return replanASHA(m, cfg, now, rules, screen)
+}
+
+// replanASHA is ReplanASHA, its search the plain one (screen 0) or a large job's, as PlanASHA's:
+// on the grid, on the first screen samples, the pick priced on all of them.
+func replanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules, screen int) (Revision, error) {
 	if err := m.CheckASHA(now.Plan); err != nil {
 		return Revision{}, fmt.Errorf("replan: %w", err)
 	}
 	cautious := *m
 	cautious.Uncertainty = rules.Uncertainty
+	large := screen > 0
+	if !large {
+		screen = rules.Samples
+	}
 	problem := func(m *sim.Model, left float64) *ashaProblem {
 		return &ashaProblem{m: m, cfg: cfg, start: &now.Start, samples: rules.Samples, seed: uint64(rules.Seed), deadline: max(left, 1e-9),
-			quantile: rules.Quantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return false }}
+			quantile: rules.Quantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return false }, grid: large}
 	}
 	rest := func(c ASHACandidate, jcts []float64) restPlan[sim.ASHAPlan] {
 		return restPlan[sim.ASHAPlan]{plan: c.Plan, feasible: c.Feasible, jct: c.quantile, jcts: jcts, cost: c.Cost.Mean}
@@ -636,7 +671,11 @@ func ReplanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules)
 		},
 		cheapest: func(left float64) (restPlan[sim.ASHAPlan], error) {
 			q := problem(&cautious, left)
-			best, _, err := q.search()
+			q.samples = screen
+			best, fixed, err := q.search()
+			if err == nil && screen < rules.Samples {
+				best, _, err = q.onAllSamples(rules.Samples, best, fixed)
+			}
 			if err != nil {
 				return restPlan[sim.ASHAPlan]{}, err
 			}
