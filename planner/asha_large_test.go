@@ -105,3 +105,47 @@ func BenchmarkPlanASHAScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplanASHAScale re-plans issue 39's ASHA job (BenchmarkPlanASHAScale's) at 4,096 and
+// 32,768 trials where the executor's first-phase reviews see it: a quarter and three quarters of
+// its trials started on its plan's first phase, as far into the deadline as into the plan's
+// time, and reports the milliseconds a review takes. plain=1 is the plain search's (what
+// ReplanASHA did at every size before large jobs got PlanASHA's search), at 4,096 trials only.
+func BenchmarkReplanASHAScale(b *testing.B) {
+	for _, trials := range []int{4096, 32768} {
+		b.Run(fmt.Sprintf("trials=%d", trials), func(b *testing.B) { benchmarkReplanASHA(b, trials) })
+	}
+}
+
+func benchmarkReplanASHA(b *testing.B, trials int) {
+	exp, m := fig11ASHA(b, trials, 729, 256, 100, "6h")
+	cfg, rules := *exp.Algorithm.ASHA, DefaultReplanRules(exp)
+	_, plan, _, err := searchASHA(context.Background(), exp, m, trials > LargeASHATrials)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, quarters := range []int{1, 3} {
+		for _, plain := range []bool{false, true} {
+			if plain && trials > 4096 {
+				continue
+			}
+			b.Run(fmt.Sprintf("started=%d-4/plain=%v", quarters, plain), func(b *testing.B) {
+				frac := float64(quarters) / 4
+				now := ASHAPresent{Start: playLadder(b, m, cfg, plan.Plan.GPUs[0], trials*quarters/4), Plan: plan.Plan,
+					Elapsed: frac * plan.quantile, Spent: frac * plan.Cost.Mean}
+				screen := screenSamples(rules.Samples, trialsLeft(cfg, &now.Start))
+				if plain {
+					screen = 0
+				}
+				for b.Loop() {
+					rev, err := replanASHA(m, cfg, now, rules, screen)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(rev.After.Cost, "usd")
+				}
+				b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
+			})
+		}
+	}
+}
