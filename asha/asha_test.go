@@ -2,6 +2,7 @@ package asha
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -435,5 +436,64 @@ func TestCloneGoesOnApart(t *testing.T) {
 	}
 	if l.Started() != started || peek(l) != want || !c.Done() || l.Done() {
 		t.Fatalf("the ladder changed with its clone: started %d (was %d), next %+v (was %+v)", l.Started(), started, peek(l), want)
+	}
+}
+
+// The blocked sorted list ranks and orders as one sorted slice does, across many block splits
+// (ties in loss broken by order).
+func TestSortedAgainstASlice(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var s sorted
+	var plain []result
+	for i := range 2000 {
+		x := result{loss: float64(r.IntN(300)), order: i, trial: i}
+		probe := result{loss: float64(r.IntN(300)), order: r.IntN(2000)}
+		want, _ := slices.BinarySearchFunc(plain, probe, less)
+		if got := s.rank(probe); got != want {
+			t.Fatalf("after %d: rank %d, a sorted slice's %d", i, got, want)
+		}
+		s.insert(x)
+		j, _ := slices.BinarySearchFunc(plain, x, less)
+		plain = slices.Insert(plain, j, x)
+	}
+	if !slices.Equal(s.all(), plain) || s.len() != len(plain) || s.first() != plain[0] || len(s.blocks) < 2000/(2*sortedBlock) {
+		t.Fatalf("%d results in %d blocks: not the sorted slice's", s.len(), len(s.blocks))
+	}
+}
+
+// A ladder of thousands of trials (its promoted results over many blocks, jobs in flight)
+// saved and restored is the same ladder, laid out alike, and decides alike from there.
+func TestSaveRestoreLargeLadder(t *testing.T) {
+	cfg := spec.ASHA{Trials: 3000, MinIters: 1, MaxIters: 81, Eta: 3}
+	l := New(cfg)
+	r := rand.New(rand.NewPCG(5, 6))
+	var running []int
+	for range 4000 {
+		for len(running) < 16 {
+			j, ok := l.Next()
+			if !ok {
+				break
+			}
+			running = append(running, j.Trial)
+		}
+		k := r.IntN(len(running))
+		l.Report(running[k], r.Float64())
+		running = slices.Delete(running, k, k+1)
+	}
+	if l.Promotions(0, 0) <= 2*sortedBlock {
+		t.Fatalf("only %d promoted at rung 0: one block", l.Promotions(0, 0))
+	}
+	back, ok := Restore(cfg, l.Save())
+	if !ok || !reflect.DeepEqual(back, l) {
+		t.Fatalf("restored %v: not the ladder saved", ok)
+	}
+	for range 50 {
+		a, okA := l.Next()
+		b, okB := back.Next()
+		if a != b || okA != okB {
+			t.Fatalf("the ladder hands out %+v, the restored one %+v", a, b)
+		}
+		l.Report(a.Trial, 0.5)
+		back.Report(b.Trial, 0.5)
 	}
 }

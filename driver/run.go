@@ -161,7 +161,9 @@ func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Confi
 		}
 		jo.Wrap = func(f journal.JournalFile) journal.JournalFile { return wrap(f) }
 	}
-	journal, past, err := journal.OpenJournalWith(path, jo)
+	// From the snapshot beside the journal, when it still matches it: a large run's resume then
+	// folds only the records after its last sync.
+	journal, resumed, past, err := runstate.Resume(path, runstate.Plan{Experiment: cfg.Experiment, Alloc: cfg.Alloc, ASHA: cfg.ASHA, TimeScale: cfg.TimeScale}, jo, log)
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +173,13 @@ func execute(ctx context.Context, st *rundir.State, log *Log, cfg executor.Confi
 		return nil, err
 	}
 	defer backend.Close()
-	log.Note("driver PID %d took the run: %s backend, %s in the journal", os.Getpid(), st.Run.Backend, format.Plural(len(past), "event"))
-	cfg.Provider, cfg.Runtime, cfg.Journal, cfg.Past = backend.Provider, backend.Runtime, journal, past
+	if resumed != nil {
+		log.Note("driver PID %d took the run: %s backend, from its snapshot and %s after it in the journal", os.Getpid(), st.Run.Backend, format.Plural(len(past), "event"))
+	} else {
+		log.Note("driver PID %d took the run: %s backend, %s in the journal", os.Getpid(), st.Run.Backend, format.Plural(len(past), "event"))
+	}
+	cfg.Provider, cfg.Runtime, cfg.Journal, cfg.Past, cfg.State = backend.Provider, backend.Runtime, journal, past, resumed
+	cfg.Snapshot = runstate.SnapshotPath(path)
 	return executor.Run(ctx, cfg)
 }
 

@@ -97,19 +97,7 @@ func TestReplayEveryPrefix(t *testing.T) {
 				seedWorld(t, h, cleanEvents, p)
 				res, events, err := h.run(t, context.Background())
 				where := fmt.Sprintf("job %d (%s), prefix %d/%d (%s)", job, strings.Join(strings.Fields(text[strings.Index(text, "algorithm"):strings.Index(text, "search_space")]), " "), p, len(lines), variant)
-				if err != nil || !res.Finished {
-					t.Fatalf("%s: resume: %v", where, err)
-				}
-				gotBest, gotSurv := outcome(t, events)
-				if gotBest != wantBest || fmt.Sprint(gotSurv) != fmt.Sprint(wantSurv) {
-					t.Fatalf("%s: best %s survivors %v; clean run: %s %v", where, gotBest, gotSurv, wantBest, wantSurv)
-				}
-				if twice := doneTwice(events); twice != "" {
-					t.Fatalf("%s: %s done twice", where, twice)
-				}
-				if h.provider.Held() != 0 {
-					t.Fatalf("%s: %d nodes held after the run", where, h.provider.Held())
-				}
+				endsAsClean(t, where, h, res, err, events, wantBest, wantSurv)
 			}
 		}
 		t.Logf("job %d (%s): %d journal records, %d resumes", job, strings.Fields(text[strings.Index(text, "algorithm"):])[1], len(lines), resumes)

@@ -37,6 +37,12 @@ type Config struct {
 	Journal  *journal.Journal
 	// Past holds the journal of an earlier driver of this run; Run resumes from it.
 	Past []journal.Event
+	// State, when set, is the state the journal's records before Past fold to (a snapshot's,
+	// runstate.Resume): Past is then the records after them.
+	State *runstate.State
+	// Snapshot, when set, is where the run's state is written at each sync (runstate.SnapshotPath
+	// of its journal), so that a driver resuming it folds only the records after.
+	Snapshot string
 	// RunID names a new run (journaled in its start event); a resumed run keeps its own.
 	RunID string
 	// TimeScale is wall seconds per spec second: 1 for real trainers, less when the local
@@ -104,8 +110,11 @@ type run struct {
 	// sampler is the run's adaptive sampler, kept from draw to draw so that each trial's
 	// configuration is encoded once (made at the first draw).
 	sampler *search.TPE
+	fitted  *search.Fitted // the sampler's model, as of fitted.Observations() results
 	// pausing is set once the run pauses: its records may use the room the journal kept.
 	pausing atomic.Bool
+	// saved is where the journal stood at the last snapshot written, and that snapshot's size.
+	saved struct{ at, size int64 }
 }
 
 func (cfg *Config) defaults() {
@@ -136,9 +145,12 @@ func (cfg *Config) plan() runstate.Plan {
 
 func newRun(cfg Config) (*run, error) {
 	cfg.defaults()
-	st, err := runstate.New(cfg.plan(), cfg.Log)
-	if err != nil {
-		return nil, err
+	st := cfg.State
+	if st == nil {
+		var err error
+		if st, err = runstate.New(cfg.plan(), cfg.Log); err != nil {
+			return nil, err
+		}
 	}
 	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log}
 	for _, e := range cfg.Past {
@@ -434,31 +446,39 @@ func (x *run) sample() error {
 }
 
 // drawParams draws the configuration of a trial an adaptive sampler has not drawn yet, from
-// every result journaled so far (each trial's objective at the end of each stage it reached,
-// or +Inf where it gave up), with the generator of the trial's index in the run: a resumed run
-// that finds the draw journaled (with the launch) uses it and never draws again. Called with
-// x.mu held.
+// the results journaled (each trial's objective at the end of each stage it reached, or +Inf
+// where it gave up), with the generator of the trial's index in the run: a resumed run that
+// finds the draw journaled (with the launch) uses it and never draws again. The model is fitted
+// again as search.Refit says (at every new result in a small job; past that, as results grow
+// by a share): a refit per draw over every result made a job of 10^4 trials quadratic. Called
+// with x.mu held.
 func (x *run) drawParams(id string) spec.Config {
 	if c, ok := x.cfg.Configurations[id]; ok {
 		return c
 	}
 	exp := x.cfg.Experiment
-	var history []search.Observation
-	index, drawn := 0, 0
+	if x.sampler == nil {
+		x.sampler = search.NewTPE(exp.SearchSpace, exp.Sampler)
+	}
+	if n := x.st.Results() + len(x.cfg.WarmStart); search.Refit(x.fitted, n) {
+		x.fitted = x.sampler.Fit(x.history())
+	}
+	index, _ := x.st.IndexOf(id)
+	return x.fitted.Draw(x.st.Drawn(), search.TrialRand(exp.SamplerSeed(), index))
+}
+
+// history is every result journaled, as drawParams learns from them, in sampling order, and the
+// warm start's. Called with x.mu held.
+func (x *run) history() []search.Observation {
+	exp := x.cfg.Experiment
+	history := make([]search.Observation, 0, x.st.Results()+len(x.cfg.WarmStart))
 	for b, order := range x.st.Order {
 		stages := x.st.Brackets[b].Stages
-		for i, tid := range order {
+		for _, tid := range order {
 			t := x.st.Trials[tid]
-			if tid == id {
-				index = x.st.TrialIndex(b, i)
-				if a := x.st.ASHA; a != nil {
-					index = a.Index[id]
-				}
-			}
 			if t.Params == nil {
 				continue
 			}
-			drawn++
 			for k := range stages {
 				metric, done := t.Done[k]
 				if !done && !t.Failed[k] {
@@ -476,10 +496,7 @@ func (x *run) drawParams(id string) spec.Config {
 		o.Trial = "warm start " + strconv.Itoa(i) // no trial ID of this run has a space
 		history = append(history, o)
 	}
-	if x.sampler == nil {
-		x.sampler = search.NewTPE(exp.SearchSpace, exp.Sampler)
-	}
-	return x.sampler.Draw(drawn, history, search.TrialRand(exp.SamplerSeed(), index))
+	return history
 }
 
 func (x *run) specDuration(d time.Duration) time.Duration {

@@ -74,6 +74,7 @@ func (x *run) runBracket(ctx context.Context, b int) error {
 		if err := x.record(journal.Event{Ev: journal.EvSync, Bracket: b, Stage: k, Keep: keep}, true); err != nil {
 			return err
 		}
+		x.saveState()
 	}
 	_, err := x.scaleTo(ctx, b, 0, nil)
 	return err

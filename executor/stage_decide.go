@@ -478,7 +478,7 @@ func (s *stage) fill(v stageView, out []action) []action {
 // others as place says.
 func (s *stage) placeNext(id string) (slots []placement.Slot, placed, moved bool) {
 	if (s.tiers == nil || len(s.tiers.od) == 0) && !s.mayHaveGhosts() {
-		slots, placed = s.use.Place(s.nodes, placement.Request{Trial: id, GPUs: s.gpt}, s.last[id])
+		slots, placed = s.use.Place(placement.Request{Trial: id, GPUs: s.gpt}, s.last[id])
 		return slots, placed, false
 	}
 	var reqs []placement.Request
@@ -660,6 +660,7 @@ func (s *stage) resize(v stageView, parallel, keep int) []action {
 		s.retiring[n.ID] = true
 	}
 	s.nodes = slices.DeleteFunc(s.nodes, func(n placement.Node) bool { return s.retiring[n.ID] })
+	s.use.SetNodes(s.nodes)
 	s.ghostsKnown = false
 	return s.retire()
 }
@@ -808,6 +809,7 @@ func (s *stage) refresh(nodes []cloud.Node, gone lostSet) {
 			}
 		}
 	}
+	s.use.SetNodes(s.nodes)
 }
 
 func (s *stage) holds(id string) bool {

@@ -56,6 +56,11 @@ type ashaProblem struct {
 	jcts      map[string][]float64 // each cached schedule's JCT by sample
 	stop      func() bool
 	evaluated int
+	// grid puts node counts past 8 on a grid an eighth apart (the fixed sweep's, a descent
+	// step's): a large job's (PlanASHA).
+	grid bool
+	// everyCount sweeps every fixed count, with no floor (fixedFloor): the plain way, for tests.
+	everyCount bool
 }
 
 func (p *ashaProblem) evaluate(plan sim.ASHAPlan) (ASHACandidate, error) {
@@ -111,21 +116,10 @@ func betterASHA(c, best ASHACandidate) bool {
 // its busy ones.
 func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHAResult, error) {
 	cfg := *exp.Algorithm.ASHA
-	p := &ashaProblem{m: m, cfg: cfg, samples: exp.Planner.Samples, seed: uint64(exp.Seed), deadline: exp.Deadline.Seconds(),
-		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return ctx.Err() != nil }}
-	if p.deadline <= 0 {
-		p.deadline = math.Inf(1)
-	}
-	search := p.search
-	if exp.Planner.Name == spec.PlannerOptimal {
-		search = p.exhaust
-	}
-	best, fixed, err := search()
+	large := cfg.Trials > LargeASHATrials && exp.Planner.Name != spec.PlannerOptimal
+	p, best, fixed, err := searchASHA(ctx, exp, m, large)
 	if err != nil {
 		return nil, err
-	}
-	if p.stop() {
-		return nil, ctx.Err()
 	}
 	res := &ASHAResult{Experiment: exp.Name, Trials: cfg.Trials, Rungs: cfg.Rungs(0), Deadline: p.deadline, Quantile: p.quantile, Elastic: best, Fixed: fixed, Evaluated: p.evaluated}
 	// Synchronous SHA of the same trials and rungs, planned as any SHA job is.
@@ -137,6 +131,120 @@ func PlanASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model) (*ASHARes
 		}
 	}
 	return res, nil
+}
+
+// LargeASHATrials is the most trials PlanASHA plans as it does any job. A larger job's
+// simulations cost in proportion to its trials, and its schedules hold more nodes, so more of
+// them: the search sees fewer samples (screenSamples: the first of the same streams, so that
+// schedules are still compared on common random numbers), node counts past 8 an eighth apart,
+// fixed counts from the fewest that meet the deadline (firstFeasible) and one descent (from the
+// cheapest fixed count), and the schedules it picks, elastic and fixed, are priced again on
+// every sample: what the plan predicts is the whole simulation's. What the shortcuts lose
+// against the plain search is bounded by the grid (a phase's nodes within an eighth of the count
+// the plain descent would stop at) and by the screen's sampling error: within 5% of the plain
+// search's cost on small jobs forced through it (TestLargeASHAAgainstPlain), the same cost at
+// 4,096 and 8,192 trials of issue 39's job.
+const LargeASHATrials = 2048
+
+// screenSamples is how many samples a large job's search sees: as many trials simulated as
+// LargeASHATrials/2 trials' full samples would be, at least 8, at most all of them.
+func screenSamples(samples, trials int) int {
+	return min(samples, max(8, samples*LargeASHATrials/2/trials))
+}
+
+// onAllSamples prices a large job's picks again on every sample (the search saw a screen of
+// them): what the plan predicts is then the whole simulation's. Should the fixed schedule come
+// out ahead of the elastic one on all samples, it is the plan (a descent from it found it best
+// on the screen).
+// p prices on every sample from then on (its cache the picks').
+func (p *ashaProblem) onAllSamples(samples int, best, fixed ASHACandidate) (ASHACandidate, ASHACandidate, error) {
+	p.samples, p.cache, p.jcts = samples, map[string]ASHACandidate{}, map[string][]float64{}
+	var err error
+	if best, err = p.evaluate(best.Plan); err != nil {
+		return best, fixed, err
+	}
+	if fixed, err = p.evaluate(fixed.Plan); err != nil {
+		return best, fixed, err
+	}
+	if betterASHA(fixed, best) {
+		best = fixed
+	}
+	return best, fixed, nil
+}
+
+// trialsLeft is the work left to a run from start, in trials: the job's trials times the share of
+// its rungs' results (each rung's as RungStages counts them, at the least) not yet in. A
+// re-plan's simulations cost in proportion to it.
+func trialsLeft(cfg spec.ASHA, start *sim.ASHAStart) int {
+	total, done := 0, 0
+	for b, br := range cfg.RungStages() {
+		for k, st := range br.Stages {
+			total += st.Trials
+			if start != nil && start.Ladder != nil {
+				done += min(st.Trials, start.Ladder.Results(b, k))
+			}
+		}
+	}
+	if total == 0 {
+		return cfg.Trials
+	}
+	return int(math.Ceil(float64(cfg.Trials) * float64(total-done) / float64(total)))
+}
+
+// starts is how many of the cheapest fixed counts the greedy descends from: 4, or for a large
+// job's search 1 (each descent there costs some 70 simulations, and on the Fig. 11 job of
+// 32,768 trials the four ended within 1% of each other).
+func (p *ashaProblem) starts() int {
+	if p.grid {
+		return 1
+	}
+	return 4
+}
+
+// nodeStep is how many nodes a count of n steps by: 1, or an eighth of n on the grid.
+func (p *ashaProblem) nodeStep(n int) int {
+	if !p.grid {
+		return 1
+	}
+	return max(1, n/8)
+}
+
+// searchASHA is PlanASHA's search of exp's schedules: the plain one, or a large job's (large:
+// a screen of the samples, the picks priced on all of them).
+func searchASHA(ctx context.Context, exp *spec.Experiment, m *sim.Model, large bool) (p *ashaProblem, best, fixed ASHACandidate, err error) {
+	p = &ashaProblem{m: m, cfg: *exp.Algorithm.ASHA, samples: exp.Planner.Samples, seed: uint64(exp.Seed), deadline: exp.Deadline.Seconds(),
+		quantile: exp.Planner.DeadlineQuantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return ctx.Err() != nil }}
+	if p.deadline <= 0 {
+		p.deadline = math.Inf(1)
+	}
+	search := p.search
+	if exp.Planner.Name == spec.PlannerOptimal {
+		search = p.exhaust
+	}
+	if large {
+		p.samples, p.grid = screenSamples(p.samples, p.cfg.Trials), true
+	}
+	if best, fixed, err = search(); err != nil {
+		return p, best, fixed, err
+	}
+	if p.stop() {
+		return p, best, fixed, ctx.Err()
+	}
+	if large {
+		best, fixed, err = p.onAllSamples(exp.Planner.Samples, best, fixed)
+	}
+	return p, best, fixed, err
+}
+
+// nextCount is the fixed count after n nodes in the sweep: the next on the grid, or most where
+// the grid would pass it (the most nodes are the fastest fixed schedule, the one kept when none
+// meets the deadline).
+func (p *ashaProblem) nextCount(n, most int) int {
+	next := n + p.nodeStep(n)
+	if n < most && next > most {
+		return most
+	}
+	return next
 }
 
 // MaxExactASHA is how many schedules the exact ASHA planner may enumerate: past it, planner
@@ -207,8 +315,21 @@ func schedules(most, phases int) int {
 func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 	cfg := p.cfg
 	step, most, _ := p.bounds()
+	floor, err := p.fixedFloor(most)
+	if err != nil {
+		return best, fixed, err
+	}
+	first := 1
+	if p.grid {
+		if first, err = p.firstFeasible(step, most); err != nil {
+			return best, fixed, err
+		}
+	}
 	var feasibleFixed []ASHACandidate
-	for n := 1; n <= most && !p.stop(); n++ {
+	for n := first; n <= most && !p.stop(); n = p.nextCount(n, most) {
+		if k := p.starts(); len(feasibleFixed) >= k && float64(n)*floor > cheapest(feasibleFixed, k) {
+			break // this count and every larger one cost more than the descents' starts found
+		}
 		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{n * step}})
 		if err != nil {
 			return best, fixed, err
@@ -227,7 +348,7 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 	// does): holding more at the start can end cheaper once the drain is elastic.
 	starts := feasibleFixed
 	slices.SortStableFunc(starts, func(a, b ASHACandidate) int { return cmp.Compare(a.Cost.Mean, b.Cost.Mean) })
-	starts = starts[:min(len(starts), 4)]
+	starts = starts[:min(len(starts), p.starts())]
 	if len(starts) == 0 {
 		starts = []ASHACandidate{fixed}
 	}
@@ -247,6 +368,82 @@ func (p *ashaProblem) search() (best, fixed ASHACandidate, err error) {
 	return best, fixed, nil
 }
 
+// fixedFloor is what each node of a fixed schedule costs at least, the mean over the samples
+// (0 where there is no such bound: spot nodes are replaced, per-function billing follows the
+// jobs). Every node of a fixed schedule is held, at its price, from its start (a draw of
+// SCALE) to the end, and the run takes no less on fewer nodes than on the most: cost(n) >=
+// n * price * (JCT(most) - mean SCALE), JCT(most) given a tenth's slack for the sampling noise
+// and for the promotions, which do not always come sooner with more slots. The sweep of fixed
+// counts stops where that bound passes the cheapest found that the descents start from (the
+// best fixed among them): past a few nodes the bound grows by the price of the winner's whole run
+// per node, and sweeping every count to max_nodes was most of an ASHA plan's time.
+func (p *ashaProblem) fixedFloor(most int) (float64, error) {
+	if p.m.Spot != nil || p.m.PerFunction || most < 8 || p.everyCount {
+		return 0, nil
+	}
+	c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{most * p.m.GPUsPerNode}})
+	if err != nil {
+		return 0, err
+	}
+	return max(0, p.m.NodePricePerSecond*(0.9*c.JCT.Mean-p.m.Scale.Mean())), nil
+}
+
+// firstFeasible is, for a large job's search, the fewest nodes on the grid whose fixed schedule
+// meets the deadline, by a galloping search, then a bisection (fewer nodes never finish sooner,
+// but for the noise), or 1 when even the most nodes miss it (the sweep then looks for the
+// fastest). The sweep starts there: the counts below it are no descent's start and not the best
+// fixed schedule.
+func (p *ashaProblem) firstFeasible(step, most int) (int, error) {
+	var grid []int
+	for n := 1; n <= most; n = p.nextCount(n, most) {
+		grid = append(grid, n)
+	}
+	feasible := func(i int) (bool, error) {
+		c, err := p.evaluate(sim.ASHAPlan{GPUs: []int{grid[i] * step}})
+		return c.Feasible, err
+	}
+	lo, hi := 0, len(grid)-1
+	for i := 0; i < hi; i = 2*i + 1 { // 1, 2, 4, 8, ... nodes below 9: a small job's is found at once
+		ok, err := feasible(i)
+		if err != nil {
+			return 1, err
+		}
+		if ok {
+			hi = i
+			break
+		}
+		lo = i + 1
+	}
+	if hi == len(grid)-1 {
+		if ok, err := feasible(hi); err != nil || !ok {
+			return 1, err
+		}
+	}
+	for lo < hi && !p.stop() {
+		mid := (lo + hi) / 2
+		ok, err := feasible(mid)
+		if err != nil {
+			return 1, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return grid[lo], nil
+}
+
+// cheapest is the k-th lowest mean cost of cs (len(cs) >= k).
+func cheapest(cs []ASHACandidate, k int) float64 {
+	costs := make([]float64, len(cs))
+	for i, c := range cs {
+		costs[i] = c.Cost.Mean
+	}
+	slices.Sort(costs)
+	return costs[k-1]
+}
+
 // descend is the greedy descent from a schedule. One that misses the deadline is kept as it is:
 // cheaper steps from it would only miss by more, and a plan that misses is the fastest found.
 func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
@@ -263,7 +460,7 @@ func (p *ashaProblem) descend(gpus []int, step int) (ASHACandidate, error) {
 				continue
 			}
 			cand := slices.Clone(gpus)
-			cand[j] -= step
+			cand[j] -= step * p.nodeStep(gpus[j]/step)
 			for k := j + 1; k < len(cand); k++ {
 				cand[k] = min(cand[k], cand[j])
 			}
@@ -432,16 +629,33 @@ type ASHAPresent struct {
 // current schedule's forecast from where the run stands (sim.SimulateASHAFrom), against the
 // cheapest one PlanASHA's search finds for the time left on the cautious model. The new
 // schedule may hold more GPUs now than the current one (a run fallen behind), fewer later.
+// A job of over LargeASHATrials trials is searched as PlanASHA searches it, on a screen of the
+// samples sized by the work left (trialsLeft): a review at 32,768 trials would otherwise
+// simulate the rest of the run some hundreds of times on every sample.
 // It is a pure function of its arguments.
 func ReplanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules) (Revision, error) {
+	screen := 0
+	if cfg.Trials > LargeASHATrials {
+		screen = screenSamples(rules.Samples, trialsLeft(cfg, &now.Start))
+	}
+	return replanASHA(m, cfg, now, rules, screen)
+}
+
+// replanASHA is ReplanASHA, its search the plain one (screen 0) or a large job's, as PlanASHA's:
+// on the grid, on the first screen samples, the pick priced on all of them.
+func replanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules, screen int) (Revision, error) {
 	if err := m.CheckASHA(now.Plan); err != nil {
 		return Revision{}, fmt.Errorf("replan: %w", err)
 	}
 	cautious := *m
 	cautious.Uncertainty = rules.Uncertainty
+	large := screen > 0
+	if !large {
+		screen = rules.Samples
+	}
 	problem := func(m *sim.Model, left float64) *ashaProblem {
 		return &ashaProblem{m: m, cfg: cfg, start: &now.Start, samples: rules.Samples, seed: uint64(rules.Seed), deadline: max(left, 1e-9),
-			quantile: rules.Quantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return false }}
+			quantile: rules.Quantile, cache: map[string]ASHACandidate{}, jcts: map[string][]float64{}, stop: func() bool { return false }, grid: large}
 	}
 	rest := func(c ASHACandidate, jcts []float64) restPlan[sim.ASHAPlan] {
 		return restPlan[sim.ASHAPlan]{plan: c.Plan, feasible: c.Feasible, jct: c.quantile, jcts: jcts, cost: c.Cost.Mean}
@@ -457,7 +671,11 @@ func ReplanASHA(m *sim.Model, cfg spec.ASHA, now ASHAPresent, rules ReplanRules)
 		},
 		cheapest: func(left float64) (restPlan[sim.ASHAPlan], error) {
 			q := problem(&cautious, left)
-			best, _, err := q.search()
+			q.samples = screen
+			best, fixed, err := q.search()
+			if err == nil && screen < rules.Samples {
+				best, _, err = q.onAllSamples(rules.Samples, best, fixed)
+			}
 			if err != nil {
 				return restPlan[sim.ASHAPlan]{}, err
 			}

@@ -12,6 +12,17 @@ import (
 
 func problem(t testing.TB, src string, deadline, q float64, samples int) *Problem {
 	t.Helper()
+	exp, m := parseModel(t, src)
+	p, err := NewProblem(sim.New(m, exp.Algorithm.Brackets(), samples, exp.Seed), deadline, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// parseModel parses a spec and builds its model.
+func parseModel(t testing.TB, src string) (*spec.Experiment, *sim.Model) {
+	t.Helper()
 	exp, err := spec.Parse("t.yaml", []byte(src), nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, src)
@@ -20,11 +31,7 @@ func problem(t testing.TB, src string, deadline, q float64, samples int) *Proble
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewProblem(sim.New(m, exp.Algorithm.Brackets(), samples, exp.Seed), deadline, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return exp, m
 }
 
 // randomJob draws a small random tuning job: SHA or explicit stages or Hyperband, a random

@@ -28,24 +28,23 @@ planner: {samples: 200, deadline_quantile: 0.9}
 `
 
 // ashaReplanSetup plans a job and plays its ladder on the plan's first GPUs until started
-// trials have started (the oldest job reporting first, losses by trial): where the run stands,
-// every slot running a job begun at its rung's start, the nodes of the first phase held.
+// trials have started (playLadder).
 func ashaReplanSetup(t *testing.T, job string, started int) (*spec.Experiment, *sim.Model, *ASHAResult, sim.ASHAStart) {
 	t.Helper()
-	exp, err := spec.Parse("t.yaml", []byte(job), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, m := parseModel(t, job)
 	res, err := PlanASHA(context.Background(), exp, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := asha.New(*exp.Algorithm.ASHA)
-	slots := res.Elastic.Plan.GPUs[0]
+	return exp, m, res, playLadder(t, m, *exp.Algorithm.ASHA, res.Elastic.Plan.GPUs[0], started)
+}
+
+// playLadder plays cfg's ladder on slots GPUs until started trials have started (the oldest
+// job reporting first, losses by trial): where the run stands, every slot running a job begun
+// at its rung's start, the nodes of the slots held.
+func playLadder(t testing.TB, m *sim.Model, cfg spec.ASHA, slots, started int) sim.ASHAStart {
+	t.Helper()
+	l := asha.New(cfg)
 	var running []asha.Job
 	for {
 		for len(running) < slots && l.Started() < started {
@@ -67,7 +66,7 @@ func ashaReplanSetup(t *testing.T, job string, started int) (*spec.Experiment, *
 	for _, j := range running {
 		start.Running[j.Trial] = true
 	}
-	return exp, m, res, start
+	return start
 }
 
 // paced is the model as a run that observed iterations f times the profile's sees it.
@@ -151,5 +150,75 @@ func TestReplanASHAKeepsAPlanNothingBeats(t *testing.T) {
 	}
 	if rev.Change || !strings.Contains(rev.Reason, "none is 5% faster") || rev.Before.MissProb < 0.5 || math.IsNaN(rev.Before.Cost) {
 		t.Fatalf("%+v", rev)
+	}
+}
+
+// A large job's re-plan (a screen of a quarter of the samples, the grid, one descent, the pick
+// priced on all samples), forced on the slow job of TestReplanASHACatchesUpOnASlowJob, against
+// the plain one: it holds the plan on course; on a slow pace it too changes it for one forecast
+// to meet the deadline, within 5% of the plain re-plan's forecast cost, its forecast on all
+// the samples.
+func TestLargeReplanASHAAgainstPlain(t *testing.T) {
+	exp, m, res, start := ashaReplanSetup(t, ashaReplanJob, 40)
+	cfg, rules := *exp.Algorithm.ASHA, DefaultReplanRules(exp)
+	now := ASHAPresent{Start: start, Plan: res.Elastic.Plan, Elapsed: 20, Spent: 0.08}
+	rev, err := replanASHA(m, cfg, now, rules, rules.Samples/4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Change || rev.Reason != "the plan holds" {
+		t.Fatalf("on course: %+v", rev)
+	}
+	slow := paced(m, 1.4)
+	plain, err := replanASHA(slow, cfg, now, rules, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := replanASHA(slow, cfg, now, rules, rules.Samples/4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("plain %s $%.4f P(miss) %.2f; large %s $%.4f P(miss) %.2f", plain.ASHA, plain.After.Cost, plain.After.MissProb, large.ASHA, large.After.Cost, large.After.MissProb)
+	if !large.Change || !strings.Contains(large.Reason, "misses the deadline") || large.After.MissProb > 0.1 || large.After.Cost > 1.05*plain.After.Cost {
+		t.Fatalf("slow, large re-plan: %+v; plain: %+v", large, plain)
+	}
+	// Its forecast is the whole simulation's: the same as the plain re-plan's for the same schedule.
+	forecast, err := replanASHA(slow, cfg, ASHAPresent{Start: start, Plan: large.ASHA, Elapsed: now.Elapsed, Spent: now.Spent}, rules, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forecast.Before != large.After {
+		t.Fatalf("the large re-plan forecasts %s at %+v, the plain one at %+v", large.ASHA, large.After, forecast.Before)
+	}
+}
+
+// trialsLeft is the job's trials before any result, none once every rung holds its results,
+// and in between as the results come in.
+func TestTrialsLeft(t *testing.T) {
+	exp, m := parseModel(t, ashaReplanJob)
+	cfg := *exp.Algorithm.ASHA
+	if n := trialsLeft(cfg, &sim.ASHAStart{Ladder: asha.New(cfg)}); n != cfg.Trials {
+		t.Fatalf("before any result: %d trials left, want %d", n, cfg.Trials)
+	}
+	prev := cfg.Trials
+	for _, started := range []int{24, 48, 96} {
+		n := trialsLeft(cfg, new(playLadder(t, m, cfg, 4, started)))
+		if n >= prev || n <= 0 {
+			t.Fatalf("%d started: %d trials left (%d at fewer)", started, n, prev)
+		}
+		prev = n
+	}
+	l := asha.New(cfg)
+	for !l.Done() {
+		j, ok := l.Next()
+		if !ok {
+			t.Fatal("the ladder stalled")
+		}
+		if err := l.Report(j.Trial, float64(j.Trial%7)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := trialsLeft(cfg, &sim.ASHAStart{Ladder: l}); n != 0 {
+		t.Fatalf("every result in: %d trials left", n)
 	}
 }

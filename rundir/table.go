@@ -127,14 +127,17 @@ func sameCluster(a, b sim.Alloc) bool {
 
 // recostStatic is the static plan re-costed on what the run in st observed (its journal).
 func recostStatic(st *State, static sim.Alloc) (runstate.Measured, error) {
-	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
+	f, err := NewFold(st) // folded as read: a 100,000-trial journal's events are not kept
 	if err != nil {
 		return runstate.Measured{}, err
 	}
-	if len(events) == 0 {
+	if err := journal.Scan(filepath.Join(st.Dir, Journal), func(e journal.Event) { f.Apply(e) }); err != nil {
+		return runstate.Measured{}, err
+	}
+	if f.seen.events == 0 {
 		return runstate.Measured{}, errors.New("re-cost: an empty journal")
 	}
-	return runstate.Recost(st.RunPlan(), events, events[len(events)-1].At, static)
+	return f.s.Recost(f.seen.last, static)
 }
 
 // RungRow is one rung of an ASHA run, as status and the dashboard show it: how many results it

@@ -80,11 +80,7 @@ func NewTPE(space map[string]spec.Param, opt spec.Sampler) *TPE {
 // Draw returns the configuration of a trial with drawn trials drawn before it, given every
 // result so far.
 func (t *TPE) Draw(drawn int, history []Observation, r *rand.Rand) spec.Config {
-	randomFraction := 0.1 // see spec.Sampler
-	if t.opt.RandomFraction != nil {
-		randomFraction = *t.opt.RandomFraction
-	}
-	if coin := r.Float64(); drawn < t.opt.StartupTrials || coin < randomFraction {
+	if t.random(drawn, r) {
 		return spec.SampleConfig(t.space, r)
 	}
 	m := t.fit(history)
@@ -93,6 +89,63 @@ func (t *TPE) Draw(drawn int, history []Observation, r *rand.Rand) spec.Config {
 	}
 	return m.propose(t, r)
 }
+
+// Fitted is the model a TPE fitted on a history: its draws are Draw's on that history.
+type Fitted struct {
+	t *TPE
+	m *model // nil: too few results, draws are random
+	n int    // the observations it was fitted on
+}
+
+// Fit fits the model once, for draws that share a history (Fitted.Draw): a driver of 10^5 trials
+// cannot refit on every result at every draw.
+func (t *TPE) Fit(history []Observation) *Fitted {
+	return &Fitted{t: t, m: t.fit(history), n: len(history)}
+}
+
+// Observations is how many observations f was fitted on.
+func (f *Fitted) Observations() int { return f.n }
+
+// Draw is TPE.Draw on the history f was fitted on: the same configuration from the same r.
+func (f *Fitted) Draw(drawn int, r *rand.Rand) spec.Config {
+	t := f.t
+	if t.random(drawn, r) || f.m == nil {
+		return spec.SampleConfig(t.space, r)
+	}
+	return f.m.propose(t, r)
+}
+
+// random says whether the draw after drawn others is a random one: during start-up, and a share
+// of the draws after it. It takes one number from r whatever it says.
+func (t *TPE) random(drawn int, r *rand.Rand) bool {
+	randomFraction := 0.1 // see spec.Sampler
+	if t.opt.RandomFraction != nil {
+		randomFraction = *t.opt.RandomFraction
+	}
+	coin := r.Float64()
+	return drawn < t.opt.StartupTrials || coin < randomFraction
+}
+
+// Refit says whether a model fitted on fitted observations is to be fitted again now that
+// there are n: at every new one while it was fitted on fewer than exactRefits (the model of
+// every draw is the model of all results, as Draw's), past that once they grew by a refitShare — a model of 10,000 results
+// barely moves with the next one, and a refit per draw made a large job quadratic.
+func Refit(fitted *Fitted, n int) bool {
+	switch {
+	case fitted == nil:
+		return true
+	case fitted.n < exactRefits:
+		return n != fitted.n
+	default:
+		return float64(n-fitted.n) >= refitShare*float64(fitted.n)
+	}
+}
+
+// exactRefits and refitShare: see Refit.
+const (
+	exactRefits = 512
+	refitShare  = 1.0 / 32
+)
 
 // Budget is the budget the model is fitted at, and how many results it has: the largest with
 // enough of them (0, 0 when none has). The model pools the trials of the budgets from a third

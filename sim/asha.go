@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -124,9 +125,9 @@ func (m *Model) SimulateASHAFrom(cfg spec.ASHA, start *ASHAStart, p ASHAPlan, sa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var s ashaRun // one a worker: its samples reuse its memory (garbage collection was a third of the time)
 			for i := w; i < samples; i += workers {
-				r := rand.New(rand.NewPCG(seed, uint64(i)))
-				s := ashaRun{m: m, cfg: cfg, plan: p, r: r, iter: iter}
+				s.reuse(ashaRun{m: m, cfg: cfg, plan: p, r: rand.New(rand.NewPCG(seed, uint64(i))), iter: iter})
 				s.run(start)
 				out.JCT[i], out.Cost[i], idle[i], interrupted[i] = s.end, s.cost, s.idle, s.interruptions
 				promotions[i] = make([][]int, len(out.Promotions))
@@ -187,9 +188,20 @@ type ashaRun struct {
 	pace                 float64   // the model's own error this sample (Uncertainty): training takes pace times as long
 	lag                  float64   // the first-stage lag of this sample's first wave; 0 once a job has ended
 	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
+
+	// Indexes that keep each event's cost from growing with the nodes: an event changes one
+	// node, yet a scan of them all on every event made planning quadratic in the trials.
+	free    [][]uint64 // free[b]: a bitset of the nodes up, not draining, with b of their GPUs busy and one free
+	live    int        // nodes neither released nor draining
+	held    int        // GPUs on nodes counted as billed: not released and running before the clock
+	pending []int      // nodes not released and not yet counted in held
 }
 
 type ashaNode struct {
+	id       int     // index in ashaRun.nodes
+	freeAt   int     // the free set it is in (its busy GPUs), -1: none
+	counted  bool    // its GPUs are in ashaRun.held
+	jobs     []int   // its jobs in flight, as indexes in ashaRun.jobs, oldest first
 	ready    float64 // when its GPUs can take jobs (running + init + data)
 	running  float64 // when billing starts
 	slow     float64 // how many times longer its jobs take (a straggler's SlowFactor, else 1)
@@ -274,8 +286,20 @@ func (s *ashaRun) pop() ashaEvent {
 	return e
 }
 
+// reuse makes s the fresh sample next, keeping the memory of the sample s was.
+func (s *ashaRun) reuse(next ashaRun) {
+	jobs, events, nodes, pending, free, ladder := s.jobs[:0], s.events[:0], s.nodes[:0], s.pending[:0], s.free, s.ladder
+	for _, set := range free {
+		clear(set)
+	}
+	*s = next
+	s.jobs, s.events, s.nodes, s.pending, s.free, s.ladder = jobs, events, nodes, pending, free, ladder
+}
+
 func (s *ashaRun) run(start *ASHAStart) {
-	s.jobs = make([]ashaLaunch, 0, 2*s.cfg.Trials)
+	if s.jobs == nil {
+		s.jobs = make([]ashaLaunch, 0, 2*s.cfg.Trials)
+	}
 	s.pace = 1
 	if s.m.Uncertainty > 0 {
 		s.pace = max(0.5, 1+s.m.Uncertainty*s.r.NormFloat64())
@@ -283,7 +307,11 @@ func (s *ashaRun) run(start *ASHAStart) {
 	if start != nil {
 		s.resumeFrom(start)
 	} else {
-		s.ladder = asha.New(s.cfg)
+		if s.ladder == nil {
+			s.ladder = asha.New(s.cfg)
+		} else {
+			s.ladder.Reset()
+		}
 		// The jobs that start before any has ended, the run's first wave, get going late by
 		// one draw of the first-stage lag (a Constant 0 draws nothing).
 		s.lag = s.m.FirstLag.Sample(s.r)
@@ -299,14 +327,16 @@ func (s *ashaRun) run(start *ASHAStart) {
 		switch e.kind {
 		case ashaReady:
 			n.up = !n.released
+			s.index(n)
 		case ashaDone:
 			j := &s.jobs[e.job]
 			if j.ended {
 				continue
 			}
-			s.stop(j)
+			s.stop(e.job)
 			n.busy--
 			s.busy--
+			s.index(n)
 			s.lag = 0
 			s.ladder.Report(j.trial, s.r.Float64())
 			if n.draining && n.busy == 0 {
@@ -366,9 +396,12 @@ func (s *ashaRun) resumeFrom(start *ASHAStart) {
 	s.fill()
 }
 
-// stop ends job j now (done or interrupted), its span recorded when recording.
-func (s *ashaRun) stop(j *ashaLaunch) {
+// stop ends job k now (done or interrupted), its span recorded when recording.
+func (s *ashaRun) stop(k int) {
+	j := &s.jobs[k]
 	j.ended = true
+	n := s.nodes[j.node]
+	n.jobs = slices.Delete(n.jobs, slices.Index(n.jobs, k), slices.Index(n.jobs, k)+1)
 	if s.rec != nil {
 		s.nodes[j.node].gpus[j.gpu] = false
 		s.rec.Spans = append(s.rec.Spans, Span{Row: j.node, Start: j.began, End: s.now, GPU: j.gpu, GPUs: 1, Bracket: j.bracket, Stage: j.rung, Trial: j.trial})
@@ -399,6 +432,10 @@ func (s *ashaRun) addNode(n *ashaNode) {
 	}
 	s.nodes = append(s.nodes, n)
 	i := len(s.nodes) - 1
+	n.id, n.freeAt = i, -1
+	s.live++
+	s.pending = append(s.pending, i)
+	s.index(n)
 	if !n.up {
 		s.push(n.ready, ashaReady, i, -1)
 	}
@@ -415,12 +452,9 @@ func (s *ashaRun) addNode(n *ashaNode) {
 func (s *ashaRun) interrupt(i int) {
 	s.interruptions++
 	n := s.nodes[i]
-	for k := range s.jobs {
+	for _, k := range slices.Clone(n.jobs) { // oldest first, as a scan of every job met them
 		j := &s.jobs[k]
-		if j.node != i || j.ended {
-			continue
-		}
-		s.stop(j)
+		s.stop(k)
 		n.busy--
 		s.busy--
 		trained := max(0, (s.now-j.began-j.lag)/n.slow-j.startup)
@@ -431,32 +465,55 @@ func (s *ashaRun) interrupt(i int) {
 		s.resume = append(s.resume, ashaLaunch{trial: j.trial, bracket: j.bracket, rung: j.rung, work: left})
 	}
 	s.release(n)
-	if s.live() < s.m.NodesFor(s.cap()) {
+	if s.live < s.m.NodesFor(s.cap()) {
 		s.rent(s.now, s.m.Scale.Sample(s.r))
 	}
 }
 
-// live counts the nodes held and not draining.
-func (s *ashaRun) live() int {
-	c := 0
-	for _, n := range s.nodes {
-		if !n.released && !n.draining {
-			c++
+// advance moves the clock, counting the GPU time held idle: a node's GPUs count over the whole
+// step to t once it is billed before t (and not released).
+func (s *ashaRun) advance(t float64) {
+	for k := 0; k < len(s.pending); {
+		n := s.nodes[s.pending[k]]
+		switch {
+		case n.released:
+		case t > n.running:
+			n.counted = true
+			s.held += s.m.GPUsPerNode
+		default:
+			k++
+			continue
 		}
+		s.pending[k] = s.pending[len(s.pending)-1]
+		s.pending = s.pending[:len(s.pending)-1]
 	}
-	return c
+	s.idle += float64(s.held-s.busy) * (t - s.now)
+	s.now = t
 }
 
-// advance moves the clock, counting the GPU time held idle.
-func (s *ashaRun) advance(t float64) {
-	held := 0
-	for _, n := range s.nodes {
-		if !n.released && t > n.running {
-			held += s.m.GPUsPerNode
-		}
+// index puts node n in the free set of its load, or in none when it cannot take a job.
+func (s *ashaRun) index(n *ashaNode) {
+	b := n.busy
+	if !n.up || n.draining || n.released || b >= s.m.GPUsPerNode {
+		b = -1
 	}
-	s.idle += float64(held-s.busy) * (t - s.now)
-	s.now = t
+	if b == n.freeAt {
+		return
+	}
+	word, bit := n.id/64, uint64(1)<<(n.id%64)
+	if n.freeAt >= 0 {
+		s.free[n.freeAt][word] &^= bit
+	}
+	if b >= 0 {
+		if s.free == nil {
+			s.free = make([][]uint64, s.m.GPUsPerNode)
+		}
+		for len(s.free[b]) <= word {
+			s.free[b] = append(s.free[b], 0)
+		}
+		s.free[b][word] |= bit
+	}
+	n.freeAt = b
 }
 
 // cap is how many jobs may run at once in the current phase.
@@ -507,20 +564,22 @@ func (s *ashaRun) launch(j ashaLaunch, n int) {
 	node.busy++
 	s.busy++
 	s.jobs = append(s.jobs, j)
+	node.jobs = append(node.jobs, len(s.jobs)-1)
+	s.index(node)
 	s.push(s.now+d, ashaDone, n, len(s.jobs)-1)
 }
 
+// pick is the node a job goes to: of those with a free GPU, the busiest, the first rented at
+// equal load; -1 when none has one.
 func (s *ashaRun) pick() int {
-	best := -1
-	for i, n := range s.nodes {
-		if !n.up || n.draining || n.released || n.busy >= s.m.GPUsPerNode {
-			continue
-		}
-		if best < 0 || n.busy > s.nodes[best].busy {
-			best = i
+	for b := len(s.free) - 1; b >= 0; b-- {
+		for w, set := range s.free[b] {
+			if set != 0 {
+				return 64*w + bits.TrailingZeros64(set)
+			}
 		}
 	}
-	return best
+	return -1
 }
 
 // shrink enters the next phases once every trial has started and the work that can run now
@@ -537,6 +596,9 @@ func (s *ashaRun) shrink() {
 		}
 	}
 	keep := s.m.NodesFor(s.cap())
+	if s.live <= keep {
+		return // what follows would release none: spare the sort on every event
+	}
 	var live []*ashaNode
 	for _, n := range s.nodes {
 		if !n.released && !n.draining {
@@ -549,6 +611,8 @@ func (s *ashaRun) shrink() {
 			s.release(n)
 		} else {
 			n.draining = true
+			s.live--
+			s.index(n)
 		}
 	}
 }
@@ -557,7 +621,14 @@ func (s *ashaRun) release(n *ashaNode) {
 	if n.released {
 		return
 	}
+	if !n.draining {
+		s.live--
+	}
+	if n.counted {
+		s.held -= s.m.GPUsPerNode
+	}
 	n.released, n.up = true, false
+	s.index(n)
 	if !s.m.PerFunction && s.now > n.running {
 		s.cost += s.m.Bill(s.now-n.running, s.m.NodePricePerSecond)
 	}

@@ -31,7 +31,9 @@ type Journal struct {
 	clk     clock.Clock
 	f       JournalFile
 	noSync  bool
-	size    int64 // length of the whole records in the file
+	size    int64  // length of the whole records in the file
+	records int    // the records in those bytes
+	crc     uint32 // CRC-32C of those bytes: what a snapshot of the state they fold to is checked by
 	dirty   bool
 	err     error       // the first write or sync error, returned from then on
 	flush   clock.Timer // the pending group commit, while dirty
@@ -88,8 +90,14 @@ func OpenJournal(path string) (*Journal, []Event, error) {
 
 // OpenJournalWith is OpenJournal with options.
 func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
+	return openJournal(path, o, Mark{})
+}
+
+// openJournal opens a journal and returns its events after the prefix from (a verified Mark),
+// all of them for the zero Mark.
+func openJournal(path string, o JournalOptions, from Mark) (*Journal, []Event, error) {
 	clk := clock.Or(o.Clock)
-	s, err := scanJournal(path)
+	s, err := scanJournal(path, from)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,7 +119,7 @@ func OpenJournalWith(path string, o JournalOptions) (*Journal, []Event, error) {
 	if o.Wrap != nil {
 		f = o.Wrap(f)
 	}
-	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good, path: path}
+	j := &Journal{clk: clk, f: f, noSync: o.NoSync, size: s.good, records: from.Records + len(s.events), crc: s.crc, path: path}
 	if o.Reserve > 0 {
 		if err := keepRoom(path+".reserve", o.Reserve); err != nil {
 			if o.Log != nil {
@@ -216,6 +224,8 @@ func (j *Journal) append(e Event, sync bool) error {
 		return j.err
 	}
 	j.size += int64(n)
+	j.records++
+	j.crc = crc32.Update(j.crc, castagnoli(), line)
 	j.dirty = true
 	if !sync {
 		if j.flush == nil && !j.noSync {
@@ -331,7 +341,7 @@ func (j *Journal) Close() error {
 // `report` read while a driver may still be writing. A torn last record is left out; a damaged
 // record before the end is a *CorruptError.
 func ReadJournal(path string) ([]Event, error) {
-	s, err := scanJournal(path)
+	s, err := scanJournal(path, Mark{})
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +374,7 @@ func (e *CorruptError) Error() string {
 // the whole file to backup (path.damaged-TIME), so that a run can resume from what is sound. It
 // returns the lines kept and dropped; a journal with nothing damaged is left alone (backup "").
 func RepairJournal(path string, now time.Time) (kept, dropped int, backup string, err error) {
-	s, err := scanJournal(path)
+	s, err := scanJournal(path, Mark{})
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("repair journal: %w", err)
 	}
@@ -436,24 +446,29 @@ type journalScan struct {
 	lines  int           // the file's lines, a last one without its newline included
 	bad    *CorruptError // the first damaged record, nil if none
 	tail   bool          // the damaged record is the last line: a torn write, to drop
+	crc    uint32        // CRC-32C of the good bytes
 }
 
 // scanJournal reads a journal through to its end, so that it can tell a torn last record from
-// damage followed by more records, and keeps the records before the first damaged one. A
-// missing file is an empty journal.
-func scanJournal(path string) (journalScan, error) {
+// damage followed by more records, and keeps the records before the first damaged one (after the
+// prefix from: see scanRecords). A missing file is an empty journal.
+func scanJournal(path string, from Mark) (journalScan, error) {
 	// The events are counted first, so that they are kept in one allocation: growing a slice of
 	// a million events copies each several times, which cost more than decoding them.
 	var events []Event
 	if f, err := os.Open(path); err == nil {
-		lines, err := countLines(f)
+		_, err := f.Seek(from.Size, io.SeekStart)
+		lines := 0
+		if err == nil {
+			lines, err = countLines(f)
+		}
 		f.Close()
 		if err != nil {
 			return journalScan{}, fmt.Errorf("read journal: %w", err)
 		}
 		events = make([]Event, 0, lines+1)
 	}
-	s, err := scanRecords(path, func(e Event) { events = append(events, e) })
+	s, err := scanRecords(path, from, func(e Event) { events = append(events, e) })
 	s.events = events
 	return s, err
 }
@@ -484,7 +499,7 @@ func encodeRecord(e Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := hex8(crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
+	sum := hex8(crc32.Checksum(b, castagnoli()))
 	line := make([]byte, 0, len(crcPrefix)+len(sum)+len(b)+2)
 	line = append(line, crcPrefix...)
 	line = append(line, sum[:]...)
@@ -534,8 +549,7 @@ func decodeRecord(line []byte, key *string) (e Event, reason string) {
 		if len(line) < n+2 || line[n] != '"' || line[n+1] != ',' {
 			return e, "malformed checksum"
 		}
-		tab := crc32.MakeTable(crc32.Castagnoli)
-		sum := hex8(crc32.Update(crc32.Update(0, tab, []byte{'{'}), tab, line[n+2:]))
+		sum := hex8(crc32.Update(crc32.Update(0, castagnoli(), []byte{'{'}), castagnoli(), line[n+2:]))
 		if !bytes.Equal(sum[:], line[len(crcPrefix):n]) {
 			return e, "checksum mismatch"
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -17,7 +18,7 @@ import (
 // not a gigabyte. A damaged record before the end is a *CorruptError, returned once fn has had
 // every record before it; a torn last record is left out.
 func Scan(path string, fn func(Event)) error {
-	s, err := scanRecords(path, fn)
+	s, err := scanRecords(path, Mark{}, fn)
 	if err != nil {
 		return err
 	}
@@ -49,11 +50,11 @@ type scanLine struct {
 const chunkBytes = 1 << 20
 
 // scanRecords reads a journal through to its end (to tell a torn last record from damage
-// followed by more records), handing fn each record before the first damaged one. Lines are
-// decoded on as many workers as there are CPUs, and taken in order. A missing file is an empty
-// journal.
-func scanRecords(path string, fn func(Event)) (journalScan, error) {
-	var s journalScan
+// followed by more records), handing fn each record before the first damaged one, from the end
+// of the prefix from on (a verified Mark; the zero Mark: the whole file). Lines are decoded on as
+// many workers as there are CPUs, and taken in order. A missing file is an empty journal.
+func scanRecords(path string, from Mark, fn func(Event)) (journalScan, error) {
+	s := journalScan{good: from.Size, size: from.Size, lines: from.Records, crc: from.CRC}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
@@ -62,6 +63,9 @@ func scanRecords(path string, fn func(Event)) (journalScan, error) {
 		return s, fmt.Errorf("open journal: %w", err)
 	}
 	defer f.Close()
+	if _, err := f.Seek(from.Size, io.SeekStart); err != nil {
+		return s, fmt.Errorf("read journal: %w", err)
+	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), 4))
 	work := make(chan *scanChunk, workers)
 	ordered := make(chan *scanChunk, 2*workers) // bounds what is in flight
@@ -90,7 +94,7 @@ func scanRecords(path string, fn func(Event)) (journalScan, error) {
 			ordered <- c
 		})
 	}()
-	var order recordOrder
+	order := recordOrder{checksummed: from.checksummed}
 	var readErr error
 	for c := range ordered { // drained to the end, so that the reader and the workers finish
 		c.decode.Wait()
@@ -98,6 +102,7 @@ func scanRecords(path string, fn func(Event)) (journalScan, error) {
 			readErr = c.err
 			continue
 		}
+		at := 0 // the line's first byte in c.data
 		for _, l := range c.lines {
 			s.lines++
 			if s.bad == nil && readErr == nil {
@@ -108,11 +113,13 @@ func scanRecords(path string, fn func(Event)) (journalScan, error) {
 				if reason == "" {
 					fn(l.e)
 					s.good += int64(l.n)
+					s.crc = crc32.Update(s.crc, castagnoli(), c.data[at:at+l.n])
 				} else {
 					s.bad = &CorruptError{Path: path, Line: s.lines, Offset: s.size, Reason: reason}
 				}
 			}
 			s.size += int64(l.n)
+			at += l.n
 		}
 		select {
 		case free <- c:

@@ -20,6 +20,12 @@ func Recost(p Plan, events []journal.Event, now time.Time, alloc sim.Alloc) (Mea
 	if err != nil {
 		return Measured{}, fmt.Errorf("re-cost: %w", err)
 	}
+	return s.Recost(now, alloc)
+}
+
+// Recost is Recost of the run s folded: for a reader that folds the journal as it reads it.
+func (s *State) Recost(now time.Time, alloc sim.Alloc) (Measured, error) {
+	p := s.origin
 	if s.ASHA != nil {
 		return Measured{}, errors.New("re-cost: an ASHA run's schedule is not stages")
 	}

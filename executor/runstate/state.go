@@ -25,6 +25,7 @@ import (
 // decides from (exported for it) and never writes them; readers use the views (Snapshot, Result
 // and the package's functions).
 type State struct {
+	origin   Plan // what New was given: what a snapshot names the plan by
 	exp      *spec.Experiment
 	Brackets []spec.Bracket
 	Model    *sim.Model // the spec's: prices, offers, node sizes
@@ -82,6 +83,8 @@ type State struct {
 	nodesGen    []uint64
 	heldBy      map[string]heldNode // the nodes brackets use now (draining and released ones absent)
 	spentClosed float64             // what released nodes and ended launches cost
+	drawn       int                 // trials with a configuration
+	results     int                 // trial-stages done or given up, of trials with a configuration
 }
 
 // OpenTokens are bracket b's requests no answer was journaled for, by market asked, in order.
@@ -144,6 +147,7 @@ type window struct{ Start, end time.Time }
 type trialRun struct {
 	id      string
 	bracket int
+	pos     int // its place in its bracket's Order
 	Params  spec.Config
 	State   trial.State
 	Done    map[int]float64 // stage -> objective metric (NaN when the trainer never reported it)
@@ -222,7 +226,9 @@ func New(p Plan, log io.Writer) (*State, error) {
 				return nil, fmt.Errorf("plan does not fit the spec: %w", err)
 			}
 		}
-		return newState(p.Experiment, brackets, p.Alloc, m, p.TimeScale, log), nil
+		st := newState(p.Experiment, brackets, p.Alloc, m, p.TimeScale, log)
+		st.origin = p
+		return st, nil
 	}
 	// ASHA's plan is phases of one cluster, never hedged: its re-plans keep one market.
 	m.Hedge = false
@@ -245,6 +251,7 @@ func New(p Plan, log io.Writer) (*State, error) {
 	}
 	st := newState(p.Experiment, brackets, plan, m, p.TimeScale, log)
 	st.ASHA = &ashaState{Plan: ap, Ladder: asha.New(*a), Index: map[string]int{}, rungEnd: map[StageKey]time.Time{}, promoted: map[StageKey][]string{}}
+	st.origin = p
 	return st, nil
 }
 
@@ -289,8 +296,11 @@ func (s *State) Apply(e journal.Event) {
 	case journal.EvStart:
 		s.Start, s.RunID = e.At, e.RunID
 	case journal.EvTrial:
-		s.Trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, Params: e.Params, State: trial.Pending,
+		s.Trials[e.Trial] = &trialRun{id: e.Trial, bracket: e.Bracket, pos: len(s.Order[e.Bracket]), Params: e.Params, State: trial.Pending,
 			Done: map[int]float64{}, Failed: map[int]bool{}}
+		if e.Params != nil {
+			s.drawn++
+		}
 		s.Order[e.Bracket] = append(s.Order[e.Bracket], e.Trial)
 		if a := s.ASHA; a != nil {
 			a.Index[e.Trial] = len(a.ByIndex)
@@ -340,6 +350,7 @@ func (s *State) Apply(e journal.Event) {
 		t := s.Trials[e.Trial]
 		if t.Params == nil && e.Params != nil { // drawn at its first launch (an adaptive sampler)
 			t.Params = e.Params
+			s.drawn++
 		}
 		t.Nodes = e.Nodes
 		t.seen, t.seenIter, t.gpus, t.fresh = e.At, t.Iter, e.GPUs, true
@@ -357,6 +368,7 @@ func (s *State) Apply(e journal.Event) {
 		if e.Stage == 0 {
 			s.FirstEnds.note(e.Trial, "", "")
 		}
+		s.noteResult(t, e.Stage)
 		t.Done[e.Stage] = metricOrNaN(e.Metric)
 		t.metrics = e.Metrics
 		s.setIter(t, e.Iter)
@@ -382,6 +394,7 @@ func (s *State) Apply(e journal.Event) {
 			s.closeLaunch(e.Trial, e.At, LaunchGaveUp)
 			if !t.Failed[e.Stage] {
 				s.tallyOf(StageKey{t.bracket, e.Stage}).failed++
+				s.noteResult(t, e.Stage)
 			}
 			t.Failed[e.Stage] = true
 			s.move(t, trial.GaveUp)

@@ -129,3 +129,32 @@ func (s *State) launchCharge(l launchSpan) float64 {
 	}
 	return float64(l.gpus) * r.Charge(s.sec(l.end)-s.sec(l.start), s.Model.GPUPricePerSecond())
 }
+
+// noteResult counts trial t's end of stage k (done or given up), once, before it is marked.
+func (s *State) noteResult(t *trialRun, k int) {
+	if _, done := t.Done[k]; done || t.Failed[k] || t.Params == nil {
+		return
+	}
+	s.results++
+}
+
+// Drawn is how many trials have a configuration (drawn at sampling, or at an adaptive sampler's
+// first launch).
+func (s *State) Drawn() int { return s.drawn }
+
+// Results is how many trial-stages of trials with a configuration ended, done or given up: the
+// observations an adaptive sampler learns from.
+func (s *State) Results() int { return s.results }
+
+// IndexOf is trial id's index in the run (an ASHA run's: in its ladder), and whether the run has
+// it.
+func (s *State) IndexOf(id string) (int, bool) {
+	t := s.Trials[id]
+	if t == nil {
+		return 0, false
+	}
+	if a := s.ASHA; a != nil {
+		return a.Index[id], true
+	}
+	return s.TrialIndex(t.bracket, t.pos), true
+}

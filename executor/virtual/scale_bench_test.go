@@ -19,14 +19,15 @@ import (
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
-// scaleJob is issue 39's job (testdata/scale-sha.yaml) at n trials, planned by greedy.
-func scaleJob(tb testing.TB, n int) virtual.Config {
+// scaleJob is issue 39's job (testdata/scale-sha.yaml) at n trials, its sampler's (sampler:
+// random or tpe), planned by greedy.
+func scaleJob(tb testing.TB, n int, sampler string) virtual.Config {
 	tb.Helper()
 	data, err := os.ReadFile("testdata/scale-sha.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	text := strings.Replace(string(data), "trials: 4096", "trials: "+strconv.Itoa(n), 1)
+	text := strings.Replace(string(data), "trials: 4096", "trials: "+strconv.Itoa(n), 1) + "sampler: {name: " + sampler + "}\n"
 	exp, err := spec.Parse("scale-sha.yaml", []byte(text), func(rel string) ([]byte, error) {
 		return os.ReadFile(filepath.Join("testdata", rel))
 	})
@@ -47,9 +48,9 @@ func scaleJob(tb testing.TB, n int) virtual.Config {
 // runScale runs the job of n trials whole in virtual time as `rubberband run --backend virtual`
 // does (re-planning at syncs, a progress line per stage event), and returns its wall time and
 // the events (timers fired) it took.
-func runScale(b *testing.B, n int) (time.Duration, int) {
+func runScale(b *testing.B, n int, sampler string) (time.Duration, int) {
 	b.Helper()
-	cfg := scaleJob(b, n)
+	cfg := scaleJob(b, n, sampler)
 	cfg.Journal = filepath.Join(b.TempDir(), "journal.jsonl")
 	cfg.RunID = "scale"
 	cfg.Replan = true
@@ -69,8 +70,13 @@ func runScale(b *testing.B, n int) (time.Duration, int) {
 // wall time per trial grows by more than 1.5x from the smallest size to any larger one: the
 // driver's cost per event must not grow with the job. RB_SCALE_SIZES (comma-separated) overrides
 // the sizes: `RB_SCALE_SIZES=100000 go test -run '^$' -bench RunScale -benchtime 1x ./executor/virtual`.
-func BenchmarkRunScale(b *testing.B) {
-	sizes := []int{1024, 4096, 16384, 65536}
+func BenchmarkRunScale(b *testing.B) { benchScale(b, "random", []int{1024, 4096, 16384, 65536}) }
+
+// BenchmarkRunScaleTPE is BenchmarkRunScale with the TPE sampler: each trial's configuration is
+// drawn at its first launch from the results so far.
+func BenchmarkRunScaleTPE(b *testing.B) { benchScale(b, "tpe", []int{1024, 4096, 16384}) }
+
+func benchScale(b *testing.B, sampler string, sizes []int) {
 	if env := os.Getenv("RB_SCALE_SIZES"); env != "" {
 		sizes = nil
 		for _, f := range strings.Split(env, ",") {
@@ -84,7 +90,7 @@ func BenchmarkRunScale(b *testing.B) {
 	for range b.N {
 		var first float64
 		for i, n := range sizes {
-			wall, events := runScale(b, n)
+			wall, events := runScale(b, n, sampler)
 			perTrial := float64(wall.Microseconds()) / float64(n)
 			var mem runtime.MemStats
 			runtime.ReadMemStats(&mem)
@@ -107,7 +113,7 @@ func BenchmarkRunScale(b *testing.B) {
 // 10,000 concurrent trials).
 func BenchmarkDriverEvents(b *testing.B) {
 	const trials, concurrent = 30_000, 10_000
-	cfg := scaleJob(b, 1024) // the planner's at a small size: only its experiment is kept
+	cfg := scaleJob(b, 1024, "random") // the planner's at a small size: only its experiment is kept
 	data, err := os.ReadFile("testdata/scale-sha.yaml")
 	if err != nil {
 		b.Fatal(err)

@@ -22,7 +22,7 @@ func TestTalliesAreTheWalks(t *testing.T) {
 	for _, job := range []struct {
 		file        string
 		perFunction bool
-	}{{"testdata/campaign-sha.yaml", false}, {"testdata/campaign-spot.yaml", false}, {"testdata/campaign-sha.yaml", true}} {
+	}{{"testdata/campaign-sha.yaml", false}, {"testdata/campaign-spot.yaml", false}, {"testdata/campaign-sha.yaml", true}, {"testdata/campaign-tpe.yaml", false}} {
 		file, base := job.file, planned(t, job.file)
 		if job.perFunction { // billed per launch, rounded up to minutes
 			exp := *base.Experiment
@@ -113,6 +113,27 @@ func tallyMismatch(st *runstate.State, e journal.Event) string {
 				return "draining node " + n.ID + " found held"
 			}
 		}
+	}
+	drawn, results := 0, 0
+	for b, order := range st.Order {
+		for i, id := range order {
+			tr := st.Trials[id]
+			if got, ok := st.IndexOf(id); !ok || got != st.TrialIndex(b, i) {
+				return fmt.Sprintf("trial %s: index %d, walked %d", id, got, st.TrialIndex(b, i))
+			}
+			if tr.Params == nil {
+				continue
+			}
+			drawn++
+			for k := range st.Brackets[b].Stages {
+				if _, done := tr.Done[k]; done || tr.Failed[k] {
+					results++
+				}
+			}
+		}
+	}
+	if st.Drawn() != drawn || st.Results() != results {
+		return fmt.Sprintf("drawn/results kept %d/%d, walked %d/%d", st.Drawn(), st.Results(), drawn, results)
 	}
 	if st.ItersReported() != all {
 		return fmt.Sprintf("iterations in all: kept %d, walked %d", st.ItersReported(), all)
