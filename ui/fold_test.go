@@ -42,15 +42,7 @@ func TestFollowedPageIsTheWholeJournalsPage(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Root: root, Log: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	followed, err := s.hub("grown")
-	if err != nil {
-		t.Fatal(err)
-	}
+	followed := testHub(t, root, "grown", Config{})
 	for i, n := 0, len(lines)/5+1; i < len(lines); i += n { // five pieces, each folded as it is appended
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -65,15 +57,7 @@ func TestFollowedPageIsTheWholeJournalsPage(t *testing.T) {
 		t.Fatalf("the followed page read %d events of %d", page.Seq, len(events))
 	}
 
-	fresh, err := New(Config{Root: root, Log: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fresh.Close)
-	h, err := fresh.hub("grown")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testHub(t, root, "grown", Config{})
 	h.current()
 	for _, sec := range runSections {
 		if followed.last[sec] != h.last[sec] {
@@ -208,21 +192,8 @@ func TestStreamIsSentWhatChanged(t *testing.T) {
 	root := t.TempDir()
 	events := firstStage()
 	j := handMade(t, root, "diff", events[:11])
-	s, err := New(Config{Root: root, Log: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	h, err := s.hub("diff")
-	if err != nil {
-		t.Fatal(err)
-	}
-	latest := func() *update {
-		h.refresh()
-		h.feed.mu.Lock()
-		defer h.feed.mu.Unlock()
-		return h.feed.latest
-	}
+	h := testHub(t, root, "diff", Config{})
+	latest := func() *update { return latestUpdate(h) }
 	first := latest()
 	if got := first.to(0); len(got.Sections) != len(runSections) {
 		t.Fatalf("the first update holds %d sections, want all %d", len(got.Sections), len(runSections))
@@ -262,22 +233,9 @@ func TestLargeSectionsAreSentEveryFewRenderings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := New(Config{Root: root, Log: io.Discard, Clock: rbclock.Frozen{At: at(20)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		h, err := s.hub("big")
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := testHub(t, root, "big", Config{Clock: rbclock.Frozen{At: at(20)}})
 		h.big = 0 // every section is large
-		latest := func() *update {
-			h.refresh()
-			h.feed.mu.Lock()
-			defer h.feed.mu.Unlock()
-			return h.feed.latest
-		}
+		latest := func() *update { return latestUpdate(h) }
 		first := latest()
 		j.Append(events[11]) // the sync: the progress changes
 		if u := latest(); u.Version != first.Version {
@@ -303,7 +261,7 @@ func TestLargeSectionsAreSentEveryFewRenderings(t *testing.T) {
 			t.Fatalf("after %d renderings the held sections are not sent (version %d)", bigEvery+1, u.Version)
 		}
 		var buf bytes.Buffer
-		if err := s.tmpl.ExecuteTemplate(&buf, "sec-progress", h.page); err != nil {
+		if err := h.s.tmpl.ExecuteTemplate(&buf, "sec-progress", h.page); err != nil {
 			t.Fatal(err)
 		}
 		if got := u.to(first.Version).Sections["progress"]; string(got) != buf.String() {
@@ -318,15 +276,7 @@ func TestPollerWaitsOutTheBuildsPause(t *testing.T) {
 	root := t.TempDir()
 	events := firstStage()
 	j := handMade(t, root, "paced", events[:11])
-	s, err := New(Config{Root: root, Log: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	h, err := s.hub("paced")
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testHub(t, root, "paced", Config{})
 	h.refresh()
 	seq := h.page.Seq
 	j.Append(events[11])
@@ -342,4 +292,28 @@ func TestPollerWaitsOutTheBuildsPause(t *testing.T) {
 	if h.pollRefresh(); h.page.Seq != seq+1 {
 		t.Errorf("the poller did not rebuild the page after its pause: seq %d", h.page.Seq)
 	}
+}
+
+// testHub is the hub of run name under root, of a new server with cfg (its Root and Log set).
+func testHub(t *testing.T, root, name string, cfg Config) *hub {
+	t.Helper()
+	cfg.Root, cfg.Log = root, io.Discard
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	h, err := s.hub(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// latestUpdate refreshes h and returns what its feed holds last.
+func latestUpdate(h *hub) *update {
+	h.refresh()
+	h.feed.mu.Lock()
+	defer h.feed.mu.Unlock()
+	return h.feed.latest
 }
