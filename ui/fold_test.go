@@ -29,8 +29,7 @@ func TestFollowedPageIsTheWholeJournalsPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, rundir.Journal)
-	whole, err := os.ReadFile(path)
+	path, lines, err := rundirtest.JournalLines(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +37,6 @@ func TestFollowedPageIsTheWholeJournalsPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := bytes.SplitAfter(whole, []byte("\n"))
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

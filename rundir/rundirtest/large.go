@@ -3,7 +3,9 @@
 package rundirtest
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal/journaltest"
@@ -46,4 +48,15 @@ func Large(root, name string, trials, maxIters, unfinished int) (string, error) 
 		return "", err
 	}
 	return dir, nil
+}
+
+// JournalLines are the records of the journal of the run in dir, each line with its newline,
+// and the journal's path: what a test appends piece by piece to follow a run as it grows.
+func JournalLines(dir string) (path string, lines [][]byte, err error) {
+	path = filepath.Join(dir, rundir.Journal)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("journal lines: %w", err)
+	}
+	return path, bytes.SplitAfter(whole, []byte("\n")), nil
 }
