@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
@@ -68,6 +69,10 @@ func BenchmarkRunPageUpdate100k(b *testing.B) {
 		b.Fatal(err)
 	}
 	page := h.current() // caught up
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "held-MiB") // what following the run keeps
 	first, metric, iter := page.Trials[0].ID, page.Metric, 10_000
 	j, _, err := journal.OpenJournalWith(filepath.Join(dir, rundir.Journal), journal.JournalOptions{NoSync: true})
 	if err != nil {
