@@ -56,14 +56,42 @@ func NewView(st *State) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
+	path := filepath.Join(st.Dir, Journal)
+	if f := snapshotFold(st, path); f != nil {
+		// From the driver's snapshot at its last sync, the records after it alone: a live
+		// 100,000-trial run's status without folding its million records. Used when records
+		// follow it (their last one says when the run stands) and the journal still begins with
+		// what it folded; otherwise the journal is folded whole.
+		tail := 0
+		after, err := journal.ScanAfter(path, f.mark, func(e journal.Event) { f.Apply(e); tail++ })
+		if err != nil {
+			return nil, err
+		}
+		if after && tail > 0 {
+			return f.View(live, nil), nil
+		}
+	}
 	f, err := NewFold(st)
 	if err != nil {
 		return nil, err
 	}
-	if err := journal.Scan(filepath.Join(st.Dir, Journal), func(e journal.Event) { f.Apply(e) }); err != nil {
+	if err := journal.Scan(path, func(e journal.Event) { f.Apply(e) }); err != nil {
 		return nil, err
 	}
 	return f.View(live, nil), nil
+}
+
+// snapshotFold is the fold the snapshot beside the journal at path holds (runstate.Snapshot-
+// Path: the driver's, at its last sync), or nil when there is none it can use.
+func snapshotFold(st *State, path string) *Fold {
+	s, m, err := runstate.LoadSnapshot(runstate.SnapshotPath(path), st.RunPlan(), io.Discard)
+	if err != nil || m.Records == 0 {
+		return nil
+	}
+	// What the views read off the journal beside the fold, as of the snapshot: the records it
+	// folded (note counts on from there), the run's start, its syncs and a cancel.
+	seen := journalSeen{events: m.Records, started: s.Start, syncs: s.SyncedStages(), cancel: s.Cancelled != ""}
+	return &Fold{st: st, s: s, seen: seen, mark: m}
 }
 
 // AllEvents are the run's events: the view's, or its journal's read again when the view kept
@@ -95,6 +123,7 @@ type Fold struct {
 	st   *State
 	s    *runstate.State
 	seen journalSeen
+	mark journal.Mark // the journal prefix a snapshot folded, for a fold begun from one
 }
 
 // NewFold is the fold of st's run before any event.

@@ -28,6 +28,25 @@ func Scan(path string, fn func(Event)) error {
 	return nil
 }
 
+// ScanAfter is Scan of the records after m, for a reader that holds what the records up to m
+// fold to (a snapshot's state): when the file still begins with m's prefix (by its CRC-32C, read
+// but not decoded) fn has the records after it and after is true; otherwise fn has nothing and
+// after is false, and the reader scans the journal whole (it is the truth).
+func ScanAfter(path string, m Mark, fn func(Event)) (after bool, err error) {
+	v, err := verifyPrefix(path, m)
+	if err != nil || v.Size == 0 {
+		return false, err
+	}
+	s, err := scanRecords(path, v, fn)
+	if err != nil {
+		return true, err
+	}
+	if s.bad != nil && !s.tail {
+		return true, s.bad
+	}
+	return true, nil
+}
+
 // scanChunk is a run of whole lines of the file (the last one may lack its newline: a torn
 // record), decoded by a worker while the reader reads on and the caller takes earlier chunks.
 type scanChunk struct {

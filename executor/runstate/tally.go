@@ -158,3 +158,6 @@ func (s *State) IndexOf(id string) (int, bool) {
 	}
 	return s.TrialIndex(t.bracket, t.pos), true
 }
+
+// SyncedStages is how many stages synced.
+func (s *State) SyncedStages() int { return len(s.Synced) }
