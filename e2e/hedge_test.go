@@ -77,7 +77,7 @@ func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 	for _, seed := range []int{11, 12} {
 		state := filepath.Join(dir, fmt.Sprint("state-", seed))
 		_, errOut, code := rb(t, "run", spec, "--plan", planned, "--backend", "virtual", "--seed", fmt.Sprint(seed), "--state", state, "--no-replan")
-		if code != 0 {
+		if !finishedCode(code) { // a plan that meets the deadline at p50 may miss it in one world
 			t.Fatalf("seed %d: exit %d\n%s", seed, code, errOut)
 		}
 		moved += strings.Count(errOut, "moving its gang to free on-demand room")
