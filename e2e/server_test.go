@@ -209,6 +209,12 @@ func TestServerStory(t *testing.T) {
 	}
 	alice, _ := client.New(srv.base, token["alice"])
 	waitRun(t, alice, first, "started", func(r client.Run) bool { return r.State == store.Running })
+	// The server predicts a queued run's start at its next queue pass, which may follow alice's
+	// start: her run's events pace the look (no wall-clock wait).
+	waitRun(t, alice, first, "bob's run given a predicted start", func(client.Run) bool {
+		runs, err := alice.Runs(context.Background())
+		return err == nil && len(runs) == 2 && !runs[1].PredictedStart.IsZero()
+	})
 	runs, err := alice.Runs(context.Background())
 	if err != nil || len(runs) != 2 {
 		t.Fatalf("alice sees %d runs: %v", len(runs), err)
