@@ -6,32 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/internal/cliargs"
+	"github.com/rubberband-hpo/rubberband/internal/devprof"
 	"github.com/urfave/cli/v2"
 )
 
 func main() {
-	if path := os.Getenv("RB_CPUPROFILE"); path != "" { // for developers: where does the driver's time go?
-		if f, err := os.Create(path); err == nil {
-			pprof.StartCPUProfile(f)
-			code := run(context.Background(), os.Args, os.Stdout, os.Stderr)
-			pprof.StopCPUProfile()
-			f.Close()
-			os.Exit(code)
-		}
-	}
-	if path := os.Getenv("RB_MEMPROFILE"); path != "" { // for developers: what does the driver hold?
-		code := run(context.Background(), os.Args, os.Stdout, os.Stderr)
-		if f, err := os.Create(path); err == nil {
-			pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
-		os.Exit(code)
-	}
-	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
+	os.Exit(devprof.Run(func() int { return run(context.Background(), os.Args, os.Stdout, os.Stderr) }))
 }
 
 // run is the whole CLI with its streams passed in, so tests can drive it in process.
