@@ -144,6 +144,9 @@ type Cluster struct {
 	EC2 *EC2 `yaml:"ec2"`
 	// Nomad selects a team's existing Nomad clients (--backend nomad); nil when not given.
 	Nomad *NomadPool `yaml:"nomad"`
+	// Kubernetes says where on a Kubernetes cluster the run's pods and nodes are (--backend
+	// kube); nil when not given.
+	Kubernetes *Kubernetes `yaml:"kubernetes"`
 	// InstanceTypes are the candidate types a planner may give each stage (instance.go); empty:
 	// the cluster's own type only.
 	InstanceTypes []InstanceChoice `yaml:"instance_types"`

@@ -405,6 +405,7 @@ func (v *validator) cluster() {
 	v.candidates()
 	v.ec2()
 	v.nomadPool()
+	v.kubernetes()
 }
 
 // maxLatency bounds any latency a distribution may produce: a year, far beyond any deadline.
