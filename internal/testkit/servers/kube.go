@@ -57,6 +57,7 @@ type Kube struct {
 	caCert         *x509.Certificate
 	caKey          *ecdsa.PrivateKey
 	etcd, apiserve *exec.Cmd
+	apiExited      chan struct{} // closed when the API server has exited
 	logs           []*os.File
 }
 
@@ -124,22 +125,25 @@ func binaryPath(name, env string) string {
 
 // RunKube starts etcd and the API server and waits until the API server is ready; Stop ends both
 // and removes their data.
-func RunKube(etcdBin, apiBin string) (k *Kube, err error) {
-	k = &Kube{}
-	if k.dir, err = os.MkdirTemp("", "rb-kube-"); err != nil {
+func RunKube(etcdBin, apiBin string) (*Kube, error) {
+	k := &Kube{}
+	if err := k.run(etcdBin, apiBin); err != nil {
+		k.Stop()
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			k.Stop()
-		}
-	}()
+	return k, nil
+}
+
+func (k *Kube) run(etcdBin, apiBin string) (err error) {
+	if k.dir, err = os.MkdirTemp("", "rb-kube-"); err != nil {
+		return err
+	}
 	if err := k.certificates(); err != nil {
-		return nil, fmt.Errorf("kube certificates: %w", err)
+		return fmt.Errorf("kube certificates: %w", err)
 	}
 	ports, err := freePorts(3)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
@@ -150,10 +154,10 @@ func RunKube(etcdBin, apiBin string) (k *Kube, err error) {
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "rb="+peerURL, "--unsafe-no-fsync", "--log-level", "warn")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := waitTCP(fmt.Sprintf("127.0.0.1:%d", etcdClient), 30*time.Second); err != nil {
-		return nil, fmt.Errorf("etcd: %w\n%s", err, k.logTail(0))
+		return fmt.Errorf("etcd: %w\n%s", err, k.logTail(0))
 	}
 	f := func(name string) string { return filepath.Join(k.dir, name) }
 	k.apiserve, err = k.start("kube-apiserver", apiBin,
@@ -168,18 +172,23 @@ func RunKube(etcdBin, apiBin string) (k *Kube, err error) {
 		// Logs and exec go to the node agents' kubelet API, whose certificates this CA signs.
 		"--kubelet-client-certificate", f("kubelet-client.crt"), "--kubelet-client-key", f("kubelet-client.key"),
 		"--kubelet-certificate-authority", f("ca.crt"), "--kubelet-preferred-address-types", "InternalIP",
+		// The kubernetes Service's endpoints would be this loopback address, which the reconciler
+		// refuses; nothing here reaches the API server through the Service.
+		"--endpoint-reconciler-type", "none",
 		"--profiling=false", "--v", "0")
 	if err != nil {
-		return nil, err
+		return err
 	}
+	k.apiExited = make(chan struct{})
+	go func(cmd *exec.Cmd) { cmd.Wait(); close(k.apiExited) }(k.apiserve)
 	k.URL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	if err := k.admin(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := k.waitReady(90 * time.Second); err != nil {
-		return nil, fmt.Errorf("kube-apiserver: %w\n%s", err, k.logTail(1))
+		return fmt.Errorf("kube-apiserver: %w\n%s", err, k.logTail(1))
 	}
-	return k, nil
+	return nil
 }
 
 func freePorts(n int) ([]int, error) {
@@ -251,10 +260,9 @@ func (k *Kube) waitReady(timeout time.Duration) error {
 		if err != nil {
 			last = err
 		}
-		if k.apiserve.ProcessState != nil {
-			return fmt.Errorf("exited: %v", k.apiserve.ProcessState)
-		}
 		select {
+		case <-k.apiExited:
+			return fmt.Errorf("exited")
 		case <-ctx.Done():
 			return fmt.Errorf("not ready after %v: %v", timeout, last)
 		case <-time.After(100 * time.Millisecond):
@@ -264,7 +272,16 @@ func (k *Kube) waitReady(timeout time.Duration) error {
 
 // Stop ends the API server and etcd and removes their data.
 func (k *Kube) Stop() {
-	stopGroup(k.apiserve, 10*time.Second)
+	if k.apiserve != nil {
+		// Its Wait is the goroutine's, which closes apiExited.
+		syscall.Kill(-k.apiserve.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-k.apiExited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-k.apiserve.Process.Pid, syscall.SIGKILL)
+			<-k.apiExited
+		}
+	}
 	stopGroup(k.etcd, 10*time.Second)
 	k.apiserve, k.etcd = nil, nil
 	for _, l := range k.logs {
