@@ -64,4 +64,3 @@ func CheckQuotas(quotas []corev1.ResourceQuota, peak Peak) error {
 	}
 	return fmt.Errorf("%w; also short: %s", errs[0], strings.Join(more, ", "))
 }
-
