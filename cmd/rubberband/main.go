@@ -66,7 +66,7 @@ func commands() []*cli.Command {
 	return []*cli.Command{initCommand(), validateCommand(), planCommand(), simulateCommand(), whatifCommand(), onServer(runCommand(), runRemote), onServer(resumeCommand(), resumeRemote),
 		onServer(listCommand(), listRemote), onServer(statusCommand(), statusRemote), onServer(bestCommand(), bestRemote), uiCommand(),
 		onServer(logsCommand(), logsRemote), onServer(cancelCommand(), cancelRemote), onServer(reportCommand(), reportRemote), profileCommand(),
-		pricesCommand(), catalogCommand(), serverCommand(), searchBenchCommand(), cleanupCommand(), iamPolicyCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
+		pricesCommand(), catalogCommand(), serverCommand(), searchBenchCommand(), cleanupCommand(), iamPolicyCommand(), kubeRBACCommand(), schemaCommand(), completionCommand(), trainerCommand(), workerCommand(), nodeAgentCommand()}
 }
 
 // onUsageError makes every unknown or malformed flag exit 2, pointing at the command's help.

@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,7 +58,7 @@ func rule(group, resource string, verbs ...string) rbacv1.PolicyRule {
 	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
 }
 
-// Objects are the Roles, ClusterRole and their bindings that grant a.ServiceAccount the rules,
+// Objects are the ServiceAccount, the Roles, ClusterRole and their bindings that grant a.ServiceAccount the rules,
 // less any rule drop names (by index into Rules; the tests' way to remove one), in the order
 // they should be applied.
 func Objects(a Access, drop ...int) []runtime.Object {
@@ -84,7 +85,8 @@ func Objects(a Access, drop ...int) []runtime.Object {
 		}
 	}
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.ServiceAccount, Namespace: a.Namespace}}
-	var objs []runtime.Object
+	objs := []runtime.Object{&corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta: metav1.ObjectMeta{Name: a.ServiceAccount, Namespace: a.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "rubberband"}}}}
 	role := func(namespace string, rules []rbacv1.PolicyRule) {
 		if len(rules) == 0 {
 			return
