@@ -18,15 +18,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -506,4 +509,57 @@ func (k *Kube) InstallCRD(ctx context.Context, path string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// KubeOnce is a control plane a test package starts for its first test that needs one and
+// stops in its TestMain (Stop), for packages whose TestMain does more than KubeMain.
+type KubeOnce struct {
+	once sync.Once
+	k    *Kube
+	err  error
+}
+
+// Get starts the control plane the first time (skipping the test without the binaries, failing
+// it under CI) and returns it.
+func (o *KubeOnce) Get(t testing.TB) *Kube {
+	t.Helper()
+	etcd, api := Binary(t, "etcd", "RB_ETCD_BIN"), Binary(t, "kube-apiserver", "RB_KUBE_APISERVER_BIN")
+	o.once.Do(func() { o.k, o.err = RunKube(etcd, api) })
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.k
+}
+
+// Stop stops the control plane, if one was started.
+func (o *KubeOnce) Stop() {
+	if o.k != nil {
+		o.k.Stop()
+	}
+}
+
+// Apply creates the objects (ServiceAccounts and RBAC objects, as `rubberband kube-rbac` prints
+// them), as `kubectl create` would.
+func (k *Kube) Apply(ctx context.Context, objs []runtime.Object) error {
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *corev1.ServiceAccount:
+			_, err = k.Client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = k.Client.RbacV1().Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			_, err = k.Client.RbacV1().RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRole:
+			_, err = k.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.ClusterRoleBinding:
+			_, err = k.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		default:
+			err = fmt.Errorf("Apply does not know %T", o)
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("apply: %w", err)
+		}
+	}
+	return nil
 }
