@@ -25,7 +25,7 @@ if [ ! -x "$bin/nomad" ] || [ "$(cat "$bin/nomad.version" 2>/dev/null)" != "$NOM
   echo "$NOMAD_VERSION" > "$bin/nomad.version"
 fi
 
-# Kubernetes: kube-apiserver and etcd for the kube backend's tests, pinned in the nested tool module
+# Kubernetes: kube-apiserver, etcd, kube-controller-manager and kube-scheduler for the kube backend's tests, pinned in the nested tool module
 # tools/kube (k8s.io/kubernetes with its staging modules replaced by their published versions;
 # etcd at the version Kubernetes itself requires). Pure Go, no cgo. About ten minutes from cold
 # caches on 2 cores.
@@ -40,6 +40,9 @@ build_kube() { # name package version
 }
 build_kube etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
 build_kube kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_VERSION"
+# The Deployment controller and the scheduler, for the test of the server deployed on Kubernetes.
+build_kube kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_VERSION"
+build_kube kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$KUBE_VERSION"
 
 # Karpenter's NodeClaim CRD (karpenter.sh/v1), from the sigs.k8s.io/karpenter module: the kube
 # backend's elastic provider creates NodeClaims, and its tests install the CRD into the test API

@@ -61,6 +61,9 @@ type Kube struct {
 	caKey          *ecdsa.PrivateKey
 	etcd, apiserve *exec.Cmd
 	apiExited      chan struct{} // closed when the API server has exited
+	extra          []*exec.Cmd   // the controller manager and the scheduler, when started
+	controllers    sync.Once
+	controllersErr error
 	logs           []*os.File
 }
 
@@ -275,6 +278,10 @@ func (k *Kube) waitReady(timeout time.Duration) error {
 
 // Stop ends the API server and etcd and removes their data.
 func (k *Kube) Stop() {
+	for _, c := range k.extra {
+		stopGroup(c, 10*time.Second)
+	}
+	k.extra = nil
 	if k.apiserve != nil {
 		// Its Wait is the goroutine's, which closes apiExited.
 		syscall.Kill(-k.apiserve.Process.Pid, syscall.SIGTERM)
@@ -561,5 +568,36 @@ func (k *Kube) Apply(ctx context.Context, objs []runtime.Object) error {
 			return fmt.Errorf("apply: %w", err)
 		}
 	}
+	return nil
+}
+
+// StartControllers starts kube-controller-manager (the Deployment and ReplicaSet controllers
+// only) and kube-scheduler against the control plane, for tests of workloads a controller owns
+// (the server's Deployment); they stop with the control plane. Without their binaries the test
+// skips (fails under CI).
+func (k *Kube) StartControllers(t testing.TB) {
+	t.Helper()
+	kcm, sched := Binary(t, "kube-controller-manager", "RB_KUBE_CONTROLLER_MANAGER_BIN"), Binary(t, "kube-scheduler", "RB_KUBE_SCHEDULER_BIN")
+	k.controllers.Do(func() { k.controllersErr = k.startControllers(kcm, sched) })
+	if k.controllersErr != nil {
+		t.Fatal(k.controllersErr)
+	}
+}
+
+func (k *Kube) startControllers(kcm, sched string) error {
+	kubeconfig, err := k.Kubeconfig(k.dir, k.Admin, "default")
+	if err != nil {
+		return err
+	}
+	c, err := k.start("kube-controller-manager", kcm, "--kubeconfig", kubeconfig, "--controllers", "deployment-controller,replicaset-controller",
+		"--leader-elect=false", "--use-service-account-credentials=false", "--secure-port", "0", "--v", "0")
+	if err != nil {
+		return err
+	}
+	s, err := k.start("kube-scheduler", sched, "--kubeconfig", kubeconfig, "--leader-elect=false", "--secure-port", "0", "--v", "0")
+	if err != nil {
+		return err
+	}
+	k.extra = append(k.extra, c, s)
 	return nil
 }
