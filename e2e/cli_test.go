@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	code := m.Run()
+	kubeCP.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
