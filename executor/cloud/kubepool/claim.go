@@ -21,7 +21,7 @@ func (p *Provider) claim(ctx context.Context, node, token string) (lease, error)
 	holder := p.cfg.RunID
 	obj := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(node), Namespace: p.cfg.LeaseNamespace,
-			Labels:      map[string]string{LabelRun: p.cfg.RunID, LabelToken: tokenLabel(token)},
+			Labels:      map[string]string{LabelRun: p.cfg.RunID, LabelToken: TokenLabel(token)},
 			Annotations: map[string]string{LabelToken: token, annotationNode: node}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, AcquireTime: &now},
 	}

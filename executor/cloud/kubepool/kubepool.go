@@ -89,7 +89,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 	}
 	token := req.Token
 	if token == "" {
-		token = newToken()
+		token = NewToken()
 	}
 	leases, err := p.leases(ctx)
 	if err != nil {
@@ -275,17 +275,17 @@ func (p *Provider) node(l lease, n *corev1.Node) cloud.Node {
 		PricePerHour: price, Token: l.token}
 }
 
-// newToken is a request token for a caller that gave none: its request is claimed anew when
+// NewToken is a request token for a caller that gave none: its request is claimed anew when
 // repeated.
-func newToken() string {
+func NewToken() string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return "auto-" + hex.EncodeToString(b)
 }
 
-// tokenLabel is a token as a label value: itself when it is one, else a digest of it (the
-// annotation keeps it whole).
-func tokenLabel(token string) string {
+// TokenLabel is a token as a label value: itself when it is one, else a digest of it (an
+// annotation LabelToken keeps it whole).
+func TokenLabel(token string) string {
 	if len(validation.IsValidLabelValue(token)) == 0 {
 		return token
 	}

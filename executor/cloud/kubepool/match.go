@@ -64,10 +64,10 @@ type candidate struct {
 // describe says what a node is, and why it cannot be claimed now ("" when it can): used is the
 // GPUs other runs' pods request on it, need the least it must have free.
 func describe(n *corev1.Node, used int64, need int) (candidate, string) {
-	c := candidate{name: n.Name, addr: internalIP(n), instanceType: n.Labels[LabelInstanceType], market: Market(n.Labels),
-		gpus: int(gpusOf(n.Status.Allocatable))}
+	c := candidate{name: n.Name, addr: InternalIP(n), instanceType: n.Labels[LabelInstanceType], market: Market(n.Labels),
+		gpus: GPUs(n)}
 	switch {
-	case !ready(n):
+	case !Ready(n):
 		return c, whyNotReady
 	case n.Spec.Unschedulable:
 		return c, whyCordoned
@@ -81,7 +81,8 @@ func describe(n *corev1.Node, used int64, need int) (candidate, string) {
 	return c, ""
 }
 
-func ready(n *corev1.Node) bool {
+// Ready says whether a node's Ready condition is True.
+func Ready(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
@@ -101,7 +102,8 @@ func tainted(n *corev1.Node) bool {
 	return false
 }
 
-func internalIP(n *corev1.Node) string {
+// InternalIP is a node's InternalIP address ("" when it has none): where its pods are reached.
+func InternalIP(n *corev1.Node) string {
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
 			return a.Address
@@ -110,12 +112,13 @@ func internalIP(n *corev1.Node) string {
 	return ""
 }
 
-func gpusOf(rl corev1.ResourceList) int64 {
-	q, ok := rl[ResourceGPU]
+// GPUs is a node's allocatable nvidia.com/gpu.
+func GPUs(n *corev1.Node) int {
+	q, ok := n.Status.Allocatable[ResourceGPU]
 	if !ok {
 		return 0
 	}
-	return q.Value()
+	return int(q.Value())
 }
 
 // podGPUs is what a pod holds of a node's GPUs: the larger of its containers' sum and its
