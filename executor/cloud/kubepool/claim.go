@@ -3,6 +3,7 @@ package kubepool
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -16,13 +17,13 @@ func LeaseName(node string) string { return LeasePrefix + node }
 
 // claim creates the Lease of a node for this run: the API server refuses a second create of a
 // name (AlreadyExists), so of two runs claiming one node at once exactly one succeeds.
-func (p *Provider) claim(ctx context.Context, node, token string) (lease, error) {
+func (p *Provider) claim(ctx context.Context, node, token string, gpus int) (lease, error) {
 	now := metav1.NowMicro()
 	holder := p.cfg.RunID
 	obj := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(node), Namespace: p.cfg.LeaseNamespace,
 			Labels:      map[string]string{LabelRun: p.cfg.RunID, LabelToken: TokenLabel(token)},
-			Annotations: map[string]string{LabelToken: token, annotationNode: node}},
+			Annotations: map[string]string{LabelToken: token, annotationNode: node, annotationGPUs: strconv.Itoa(gpus)}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, AcquireTime: &now},
 	}
 	got, err := p.cfg.Client.CoordinationV1().Leases(p.cfg.LeaseNamespace).Create(ctx, obj, metav1.CreateOptions{})
@@ -36,10 +37,15 @@ func (p *Provider) claim(ctx context.Context, node, token string) (lease, error)
 // of the Lease's name.
 const annotationNode = "rubberband.dev/node"
 
+// annotationGPUs is the GPUs of the node free of other runs' pods when it was claimed: what the
+// run may use of it, kept so that List says the same as Create.
+const annotationGPUs = "rubberband.dev/gpus"
+
 // parseLease reads a claim Lease; one without an acquire time bills from its creation.
 func parseLease(l *coordinationv1.Lease) lease {
 	out := lease{node: l.Annotations[annotationNode], run: l.Labels[LabelRun], token: l.Annotations[LabelToken],
 		at: l.CreationTimestamp.Time}
+	out.gpus, _ = strconv.Atoi(l.Annotations[annotationGPUs])
 	if out.node == "" {
 		out.node = strings.TrimPrefix(l.Name, LeasePrefix)
 	}

@@ -11,7 +11,8 @@
 //     allocatable nvidia.com/gpu free of the requests of other runs' non-terminated pods (pods
 //     labelled rubberband.dev/run with this run's ID are its own and do not make a node busy).
 //   - Claims: a claimed node is the coordination.k8s.io/v1 Lease rb-node-<node> in the lease
-//     namespace, holderIdentity the run's ID, labels rubberband.dev/run and rubberband.dev/token.
+//     namespace, holderIdentity the run's ID, labels rubberband.dev/run and rubberband.dev/token
+//     (annotations keep the whole token, the node name and its GPUs).
 //     The API server lets exactly one writer create a name, so two runs never hold one node; a
 //     create refused with AlreadyExists is another's claim and is skipped. Release deletes the
 //     Lease with preconditions on the UID and resourceVersion just read, and only the holder's.
@@ -19,7 +20,8 @@
 //     claimed. A Lease whose node is gone is not listed and is deleted.
 //   - Idempotency: a Lease carries the request's Token; a request repeated under the same Token
 //     gives back what the first one claimed and claims only the rest.
-//   - Node.ID is the node name; Addr its InternalIP; GPUs its allocatable nvidia.com/gpu;
+//   - Node.ID is the node name; Addr its InternalIP; GPUs its allocatable nvidia.com/gpu less
+//     other runs' requests when claimed (annotation rubberband.dev/gpus of the Lease);
 //     RunningAt the claim (the Lease's acquireTime), where billing starts; the market is read from
 //     the node's capacity-type label (Market) and priced at the configured on-demand or spot rate.
 //   - Capacity: when too few nodes are free, Create returns those it claimed and a

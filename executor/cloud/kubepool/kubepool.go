@@ -149,7 +149,7 @@ func (p *Provider) Create(ctx context.Context, req cloud.Request) ([]cloud.Node,
 		}
 		// Claimed whatever ctx does: a create cut off half way may have claimed the node without
 		// our knowing, and a Lease the caller does not know of would hold it for ever.
-		l, err := p.claim(context.WithoutCancel(ctx), name, token)
+		l, err := p.claim(context.WithoutCancel(ctx), name, token, c.gpus-int(used[name]))
 		if apierrors.IsAlreadyExists(err) {
 			free--
 			left[whyHeld]++
@@ -271,7 +271,11 @@ func (p *Provider) node(l lease, n *corev1.Node) cloud.Node {
 	if c.market == cloud.Spot {
 		price = p.cfg.SpotPrice
 	}
-	return cloud.Node{ID: n.Name, GPUs: c.gpus, Addr: c.addr, RunningAt: l.at, InstanceType: c.instanceType, Market: c.market,
+	gpus := c.gpus
+	if l.gpus > 0 {
+		gpus = l.gpus
+	}
+	return cloud.Node{ID: n.Name, GPUs: gpus, Addr: c.addr, RunningAt: l.at, InstanceType: c.instanceType, Market: c.market,
 		PricePerHour: price, Token: l.token}
 }
 
@@ -297,4 +301,5 @@ func TokenLabel(token string) string {
 type lease struct {
 	node, run, token string
 	at               time.Time
+	gpus             int // free of other runs' pods when claimed (0: unknown)
 }
