@@ -14,12 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter/karpentertest"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
+	"github.com/rubberband-hpo/rubberband/executor/kube/admit"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/kubeaccess"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 var kube *servers.Kube
@@ -72,8 +76,12 @@ func newEnv(t *testing.T, opts karpentertest.Options) env {
 }
 
 func (e env) provider(t *testing.T, run string) *karpenter.Provider {
+	return e.providerAs(t, run, e.dyn, e.k.Client)
+}
+
+func (e env) providerAs(t *testing.T, run string, dyn dynamic.Interface, client kubernetes.Interface) *karpenter.Provider {
 	t.Helper()
-	p, err := karpenter.New(karpenter.Config{Dynamic: e.dyn, Client: e.k.Client, RunID: run, GPUsPerNode: 8,
+	p, err := karpenter.New(karpenter.Config{Dynamic: dyn, Client: client, RunID: run, GPUsPerNode: 8,
 		NodeClass: karpenter.NodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
 		Offers:    []cloud.Offer{onDemand, spot, g5}, Poll: 50 * time.Millisecond})
 	if err != nil {
@@ -114,15 +122,25 @@ func held(t *testing.T, p cloud.Provider) []string {
 	return ids(nodes)
 }
 
-// The Provider contract, a fresh run ID per case, cancelling a Create while its machines start.
+// The Provider contract, a fresh run ID per case, cancelling a Create while its machines start,
+// as a ServiceAccount with exactly the driver's RBAC rules.
 func TestContract(t *testing.T) {
 	e := newEnv(t, karpentertest.Options{})
+	cfg := kubeaccess.Bind(t, e.k, e.run, "driver", admit.Objects(admit.Access{Namespace: e.run, ServiceAccount: "driver", Nodes: spec.KubeNodesKarpenter}))
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	runs := 0
 	providertest.Run(t, providertest.Harness{
 		New: func(t *testing.T) (cloud.Provider, func(t *testing.T) cloud.Provider) {
 			runs++
 			run := fmt.Sprintf("%s-%d", e.run, runs)
-			open := func(t *testing.T) cloud.Provider { return e.provider(t, run) }
+			open := func(t *testing.T) cloud.Provider { return e.providerAs(t, run, dyn, client) }
 			return open(t), open
 		},
 		GPUsPerNode: 8,

@@ -16,11 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/kubepool"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/providertest"
+	"github.com/rubberband-hpo/rubberband/executor/kube/admit"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/kubeaccess"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 var kube *servers.Kube
@@ -41,8 +45,8 @@ func newPool(t *testing.T) pool {
 	return pool{k: k, ns: ns, selector: labels.SelectorFromSet(labels.Set{"pool": ns})}
 }
 
-// spec is a node to add: each field left zero is a matching node's.
-type spec struct {
+// node is a node to add: each field left zero is a matching node's.
+type node struct {
 	name         string
 	gpus         int64
 	instanceType string
@@ -55,7 +59,7 @@ type spec struct {
 
 // add creates a node as a kubelet would register it: Ready, with an InternalIP and allocatable
 // GPUs. It returns the node's name.
-func (pl pool) add(t *testing.T, s spec) string {
+func (pl pool) add(t *testing.T, s node) string {
 	t.Helper()
 	ctx := context.Background()
 	if s.gpus == 0 {
@@ -159,13 +163,19 @@ func ids(nodes []cloud.Node) []string {
 	return out
 }
 
-// The Provider contract over three matching nodes, a fresh run ID per case.
+// The Provider contract over three matching nodes, a fresh run ID per case, as a ServiceAccount
+// with exactly the driver's RBAC rules.
 func TestContract(t *testing.T) {
 	pl := newPool(t)
-	for i := range 3 {
-		pl.add(t, spec{name: fmt.Sprintf("gpu-%d", i)})
+	driver, err := kubernetes.NewForConfig(kubeaccess.Bind(t, pl.k, pl.ns, "driver",
+		admit.Objects(admit.Access{Namespace: pl.ns, ServiceAccount: "driver", Nodes: spec.KubeNodesPool})))
+	if err != nil {
+		t.Fatal(err)
 	}
-	pl.add(t, spec{name: "spot", labels: map[string]string{kubepool.LabelKarpenterCapacity: "spot"}})
+	for i := range 3 {
+		pl.add(t, node{name: fmt.Sprintf("gpu-%d", i)})
+	}
+	pl.add(t, node{name: "spot", labels: map[string]string{kubepool.LabelKarpenterCapacity: "spot"}})
 	offer := cloud.Offer{InstanceType: "a100x2", Market: cloud.OnDemand, PricePerHour: 3}
 	runs := 0
 	providertest.Run(t, providertest.Harness{
@@ -173,7 +183,9 @@ func TestContract(t *testing.T) {
 			runs++
 			run := fmt.Sprintf("contract-%d", runs)
 			open := func(t *testing.T) cloud.Provider {
-				return pl.provider(t, run, func(c *kubepool.Config) { c.InstanceType, c.Market = offer.InstanceType, offer.Market })
+				return pl.provider(t, run, func(c *kubepool.Config) {
+					c.Client, c.InstanceType, c.Market = driver, offer.InstanceType, offer.Market
+				})
 			}
 			return open(t), open
 		},
@@ -194,24 +206,24 @@ func TestSelection(t *testing.T) {
 	pl := newPool(t)
 	ctx := context.Background()
 	good := []string{
-		pl.add(t, spec{name: "plain"}),
-		pl.add(t, spec{name: "gpu-taint", taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}}),
-		pl.add(t, spec{name: "own-pods"}),
-		pl.add(t, spec{name: "half-used", gpus: 4}),
-		pl.add(t, spec{name: "prefer", taints: []corev1.Taint{{Key: "x", Effect: corev1.TaintEffectPreferNoSchedule}}}),
+		pl.add(t, node{name: "plain"}),
+		pl.add(t, node{name: "gpu-taint", taints: []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}}),
+		pl.add(t, node{name: "own-pods"}),
+		pl.add(t, node{name: "half-used", gpus: 4}),
+		pl.add(t, node{name: "prefer", taints: []corev1.Taint{{Key: "x", Effect: corev1.TaintEffectPreferNoSchedule}}}),
 	}
 	pl.pod(t, pl.ns+"-own-pods", "run-a", 2)
 	pl.pod(t, pl.ns+"-half-used", "someone", 2)
-	pl.add(t, spec{name: "not-ready", notReady: true})
-	pl.add(t, spec{name: "cordoned", cordoned: true})
-	pl.add(t, spec{name: "tainted", taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}})
-	pl.add(t, spec{name: "evicting", taints: []corev1.Taint{{Key: "karpenter.sh/disruption", Value: "disrupted", Effect: corev1.TaintEffectNoExecute}}})
-	busy := pl.add(t, spec{name: "busy"})
+	pl.add(t, node{name: "not-ready", notReady: true})
+	pl.add(t, node{name: "cordoned", cordoned: true})
+	pl.add(t, node{name: "tainted", taints: []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}})
+	pl.add(t, node{name: "evicting", taints: []corev1.Taint{{Key: "karpenter.sh/disruption", Value: "disrupted", Effect: corev1.TaintEffectNoExecute}}})
+	busy := pl.add(t, node{name: "busy"})
 	pl.pod(t, busy, "", 1)
-	pl.add(t, spec{name: "small", gpus: 1})
-	pl.add(t, spec{name: "outside", outside: true})
-	pl.add(t, spec{name: "other-type", instanceType: "t4x2"})
-	held := pl.add(t, spec{name: "held"})
+	pl.add(t, node{name: "small", gpus: 1})
+	pl.add(t, node{name: "outside", outside: true})
+	pl.add(t, node{name: "other-type", instanceType: "t4x2"})
+	held := pl.add(t, node{name: "held"})
 	if _, err := pl.provider(t, "run-b").Create(ctx, cloud.Request{Count: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -258,14 +270,14 @@ func TestMarkets(t *testing.T) {
 	pl := newPool(t)
 	ctx := context.Background()
 	markets := map[string]cloud.Market{
-		pl.add(t, spec{name: "karpenter-spot", labels: map[string]string{kubepool.LabelKarpenterCapacity: "spot"}}):    cloud.Spot,
-		pl.add(t, spec{name: "karpenter-od", labels: map[string]string{kubepool.LabelKarpenterCapacity: "on-demand"}}): cloud.OnDemand,
-		pl.add(t, spec{name: "eks-spot", labels: map[string]string{kubepool.LabelEKSCapacity: "SPOT"}}):                cloud.Spot,
-		pl.add(t, spec{name: "eks-od", labels: map[string]string{kubepool.LabelEKSCapacity: "ON_DEMAND"}}):             cloud.OnDemand,
-		pl.add(t, spec{name: "gke-spot", labels: map[string]string{kubepool.LabelGKESpot: "true"}}):                    cloud.Spot,
-		pl.add(t, spec{name: "aks-spot", labels: map[string]string{kubepool.LabelAKSPriority: "spot"}}):                cloud.Spot,
-		pl.add(t, spec{name: "aks-regular", labels: map[string]string{kubepool.LabelAKSPriority: "regular"}}):          cloud.OnDemand,
-		pl.add(t, spec{name: "unlabelled"}): cloud.OnDemand,
+		pl.add(t, node{name: "karpenter-spot", labels: map[string]string{kubepool.LabelKarpenterCapacity: "spot"}}):    cloud.Spot,
+		pl.add(t, node{name: "karpenter-od", labels: map[string]string{kubepool.LabelKarpenterCapacity: "on-demand"}}): cloud.OnDemand,
+		pl.add(t, node{name: "eks-spot", labels: map[string]string{kubepool.LabelEKSCapacity: "SPOT"}}):                cloud.Spot,
+		pl.add(t, node{name: "eks-od", labels: map[string]string{kubepool.LabelEKSCapacity: "ON_DEMAND"}}):             cloud.OnDemand,
+		pl.add(t, node{name: "gke-spot", labels: map[string]string{kubepool.LabelGKESpot: "true"}}):                    cloud.Spot,
+		pl.add(t, node{name: "aks-spot", labels: map[string]string{kubepool.LabelAKSPriority: "spot"}}):                cloud.Spot,
+		pl.add(t, node{name: "aks-regular", labels: map[string]string{kubepool.LabelAKSPriority: "regular"}}):          cloud.OnDemand,
+		pl.add(t, node{name: "unlabelled"}): cloud.OnDemand,
 	}
 	p := pl.provider(t, "run-m")
 	spot, err := p.Create(ctx, cloud.Request{Count: 4, Market: cloud.Spot})
@@ -299,7 +311,7 @@ func TestConcurrentRunsNeverShare(t *testing.T) {
 	ctx := context.Background()
 	var all []string
 	for i := range 6 {
-		all = append(all, pl.add(t, spec{name: fmt.Sprintf("n%d", i)}))
+		all = append(all, pl.add(t, node{name: fmt.Sprintf("n%d", i)}))
 	}
 	slices.Sort(all)
 	for round := range 5 {
@@ -341,7 +353,7 @@ func TestConcurrentRunsNeverShare(t *testing.T) {
 func TestReleaseAndLostNode(t *testing.T) {
 	pl := newPool(t)
 	ctx := context.Background()
-	x, y := pl.add(t, spec{name: "x"}), pl.add(t, spec{name: "y"})
+	x, y := pl.add(t, node{name: "x"}), pl.add(t, node{name: "y"})
 	a, b := pl.provider(t, "run-a"), pl.provider(t, "run-b")
 	before := time.Now()
 	got, err := a.Create(ctx, cloud.Request{Count: 2, Token: "t1"})
