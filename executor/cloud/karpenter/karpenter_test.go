@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -242,8 +244,8 @@ func TestLaunchFailure(t *testing.T) {
 	}
 }
 
-// A spot reclaim taints the node and deletes its NodeClaim: the node goes away and List stops
-// naming it; the other node stays.
+// A spot reclaim taints the node, then deletes its NodeClaim: the node goes away and List stops
+// naming it; the other node stays. Another run's Delete of a node touches nothing.
 func TestReclaim(t *testing.T) {
 	e := newEnv(t, karpentertest.Options{})
 	ctx := context.Background()
@@ -252,29 +254,64 @@ func TestReclaim(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("create: %v, %v", got, err)
 	}
+	if err := e.provider(t, e.run+"-other").Delete(ctx, ids(got)); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(t, p); !slices.Equal(h, ids(got)) {
+		t.Fatalf("held %v after another run's delete, want %v", h, ids(got))
+	}
 	var victim string
 	for name, c := range e.claims(t, e.run) {
 		if karpenter.NodeName(c) == got[0].ID {
 			victim = name
 		}
 	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w, err := e.k.Client.CoreV1().Nodes().Watch(wctx, metav1.ListOptions{FieldSelector: "metadata.name=" + got[0].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	if err := e.fill.Reclaim(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	tainted := false
+	for ev := range w.ResultChan() {
+		if n, ok := ev.Object.(*corev1.Node); ok && ev.Type == watch.Modified {
+			for _, taint := range n.Spec.Taints {
+				tainted = tainted || (taint.Key == "karpenter.sh/disruption" && taint.Effect == corev1.TaintEffectNoSchedule)
+			}
+		}
+		if ev.Type == watch.Deleted {
+			break
+		}
+	}
+	if wctx.Err() != nil {
+		t.Fatalf("node %s still there after its reclaim", got[0].ID)
+	}
+	if !tainted {
+		t.Errorf("node %s was deleted without the disruption taint first", got[0].ID)
+	}
+	if h := held(t, p); !slices.Equal(h, []string{got[1].ID}) {
+		t.Fatalf("held %v after reclaiming %s, want [%s]", h, got[0].ID, got[1].ID)
+	}
+	// Delete terminates the machine: the node goes away with its NodeClaim.
+	if err := p.Delete(ctx, []string{got[1].ID}); err != nil {
+		t.Fatal(err)
+	}
 	for {
-		_, err := e.k.Client.CoreV1().Nodes().Get(wctx, got[0].ID, metav1.GetOptions{})
+		_, err := e.k.Client.CoreV1().Nodes().Get(wctx, got[1].ID, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			break
 		}
 		select {
 		case <-wctx.Done():
-			t.Fatalf("node %s still there after its reclaim (%v)", got[0].ID, err)
+			t.Fatalf("node %s still there after its Delete (%v)", got[1].ID, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if h := held(t, p); !slices.Equal(h, []string{got[1].ID}) {
-		t.Fatalf("held %v after reclaiming %s, want [%s]", h, got[0].ID, got[1].ID)
+	if h := held(t, p); len(h) != 0 {
+		t.Fatalf("held %v after deleting every node", h)
 	}
 }
