@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -70,7 +71,11 @@ func New(cfg Config) (*Provider, error) {
 	case len(cfg.Offers) == 0:
 		return nil, errors.New("karpenter: no offer (instance type, market, price)")
 	}
+	cfg.Offers = slices.Clone(cfg.Offers) // defaults filled in below are ours, not the caller's
 	for i, o := range cfg.Offers {
+		if o.InstanceType == "" {
+			return nil, fmt.Errorf("karpenter: offer %d names no instance type", i)
+		}
 		if o.Market == "" {
 			cfg.Offers[i].Market = cloud.OnDemand
 		}

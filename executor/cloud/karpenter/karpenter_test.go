@@ -315,3 +315,34 @@ func TestReclaim(t *testing.T) {
 		t.Fatalf("held %v after deleting every node", h)
 	}
 }
+
+// New refuses a configuration that would make NodeClaims the CRD rejects or no run owns.
+func TestNewRefuses(t *testing.T) {
+	k := servers.NeedKube(t, kube)
+	dyn, err := dynamic.NewForConfig(k.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := func() karpenter.Config {
+		return karpenter.Config{Dynamic: dyn, Client: k.Client, RunID: "run-1", GPUsPerNode: 8,
+			NodeClass: karpenter.NodeClassRef{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}, Offers: []cloud.Offer{{InstanceType: "p4d.24xlarge"}}}
+	}
+	if _, err := karpenter.New(good()); err != nil {
+		t.Fatalf("a good configuration: %v", err)
+	}
+	for name, change := range map[string]func(c *karpenter.Config){
+		"no run ID":                  func(c *karpenter.Config) { c.RunID = "" },
+		"a run ID not a label value": func(c *karpenter.Config) { c.RunID = "run/1" },
+		"no GPUs":                    func(c *karpenter.Config) { c.GPUsPerNode = 0 },
+		"no node class name":         func(c *karpenter.Config) { c.NodeClass.Name = "" },
+		"no offer":                   func(c *karpenter.Config) { c.Offers = nil },
+		"an offer without a type":    func(c *karpenter.Config) { c.Offers = []cloud.Offer{{Market: cloud.Spot}} },
+		"no client":                  func(c *karpenter.Config) { c.Dynamic = nil },
+	} {
+		c := good()
+		change(&c)
+		if _, err := karpenter.New(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -388,3 +388,28 @@ func TestReleaseAndLostNode(t *testing.T) {
 		t.Fatalf("b after a's release: %v, %v", ids(got), err)
 	}
 }
+
+// New refuses a configuration that no run would own or that claims nothing.
+func TestNewRefuses(t *testing.T) {
+	k := servers.NeedKube(t, kube)
+	good := func() kubepool.Config {
+		return kubepool.Config{Client: k.Client, LeaseNamespace: "leases", RunID: "run-1", GPUsPerNode: 2}
+	}
+	if _, err := kubepool.New(good()); err != nil {
+		t.Fatalf("a good configuration: %v", err)
+	}
+	for name, change := range map[string]func(c *kubepool.Config){
+		"no client":                  func(c *kubepool.Config) { c.Client = nil },
+		"no lease namespace":         func(c *kubepool.Config) { c.LeaseNamespace = "" },
+		"no run ID":                  func(c *kubepool.Config) { c.RunID = "" },
+		"a run ID not a label value": func(c *kubepool.Config) { c.RunID = "run/1" },
+		"no GPUs":                    func(c *kubepool.Config) { c.GPUsPerNode = 0 },
+		"an unknown market":          func(c *kubepool.Config) { c.Market = "reserved" },
+	} {
+		c := good()
+		change(&c)
+		if _, err := kubepool.New(c); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
