@@ -2,11 +2,9 @@ package kubeaccess
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -20,27 +18,9 @@ import (
 func Bind(t testing.TB, k *servers.Kube, ns, sa string, objs []runtime.Object) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := k.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create service account %s: %v", sa, err)
-	}
-	rbac := k.Client.RbacV1()
-	for _, obj := range objs {
-		var err error
-		switch o := obj.(type) {
-		case *rbacv1.Role:
-			_, err = rbac.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.RoleBinding:
-			_, err = rbac.RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRole:
-			_, err = rbac.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		default:
-			err = fmt.Errorf("not an RBAC object: %T", obj)
-		}
-		if err != nil {
-			t.Fatalf("bind %s: %v", sa, err)
-		}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}
+	if err := k.Apply(ctx, append([]runtime.Object{account}, objs...)); err != nil {
+		t.Fatalf("bind %s: %v", sa, err)
 	}
 	token, err := k.Token(ctx, ns, sa)
 	if err != nil {

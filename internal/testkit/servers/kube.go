@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -12,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -23,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,8 +34,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
@@ -545,8 +550,8 @@ func (o *KubeOnce) Stop() {
 	}
 }
 
-// Apply creates the objects (ServiceAccounts and RBAC objects, as `rubberband kube-rbac` prints
-// them), as `kubectl create` would.
+// Apply creates the objects (ServiceAccounts, RBAC objects, Secrets, Services, Namespaces and
+// Deployments), as `kubectl create` would; one that exists already is left alone.
 func (k *Kube) Apply(ctx context.Context, objs []runtime.Object) error {
 	for _, o := range objs {
 		var err error
@@ -561,6 +566,14 @@ func (k *Kube) Apply(ctx context.Context, objs []runtime.Object) error {
 			_, err = k.Client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.ClusterRoleBinding:
 			_, err = k.Client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Secret:
+			_, err = k.Client.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Service:
+			_, err = k.Client.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Namespace:
+			_, err = k.Client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		case *appsv1.Deployment:
+			_, err = k.Client.AppsV1().Deployments(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			err = fmt.Errorf("Apply does not know %T", o)
 		}
@@ -600,4 +613,36 @@ func (k *Kube) startControllers(kcm, sched string) error {
 	}
 	k.extra = append(k.extra, c, s)
 	return nil
+}
+
+// Decode reads a YAML stream of Kubernetes objects (a manifest file) into typed objects.
+func Decode(manifest []byte) ([]runtime.Object, error) {
+	var objs []runtime.Object
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if onlyComments(doc) {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, obj)
+	}
+}
+
+func onlyComments(doc []byte) bool {
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if l := bytes.TrimSpace(line); len(l) > 0 && l[0] != '#' && !bytes.Equal(l, []byte("---")) {
+			return false
+		}
+	}
+	return true
 }
