@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/rubberband-hpo/rubberband/internal/syncio"
 )
 
 // Config is what an Agent needs.
@@ -53,7 +55,6 @@ type Agent struct {
 	cancel context.CancelFunc
 	close  sync.Once
 	pods   cache.SharedIndexInformer
-	logMu  sync.Mutex // serializes the agent's own messages
 
 	mu     sync.Mutex
 	closed bool
@@ -74,6 +75,8 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	// Pods' goroutines write it at once.
+	cfg.Log = &syncio.Writer{W: cfg.Log}
 	if cfg.maxLog == 0 {
 		cfg.maxLog = defaultMaxLog
 	}
@@ -264,43 +267,24 @@ func (a *Agent) nodeGone(obj any) {
 
 // SetReady sets the Node's Ready condition (status subresource).
 func (a *Agent) SetReady(ctx context.Context, name string, ready bool) error {
-	nodes := a.client.CoreV1().Nodes()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.Now()
-		c := readyCondition(ready, now)
-		found := false
+	return a.updateNode(ctx, name, fmt.Sprintf("set ready=%v", ready), true, func(n *corev1.Node) {
+		c := readyCondition(ready, metav1.Now())
 		for i := range n.Status.Conditions {
 			if old := &n.Status.Conditions[i]; old.Type == corev1.NodeReady {
 				if old.Status == c.Status {
 					c.LastTransitionTime = old.LastTransitionTime
 				}
-				*old, found = c, true
+				*old = c
+				return
 			}
 		}
-		if !found {
-			n.Status.Conditions = append(n.Status.Conditions, c)
-		}
-		_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
+		n.Status.Conditions = append(n.Status.Conditions, c)
 	})
-	if err != nil {
-		return fmt.Errorf("kubenode: set node %s ready=%v: %w", name, ready, err)
-	}
-	return nil
 }
 
 // Taint adds a taint to the Node (a reclaim notice); one of the same key and effect is replaced.
 func (a *Agent) Taint(ctx context.Context, name string, t corev1.Taint) error {
-	nodes := a.client.CoreV1().Nodes()
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
+	return a.updateNode(ctx, name, "taint", false, func(n *corev1.Node) {
 		taints := []corev1.Taint{t}
 		for _, old := range n.Spec.Taints {
 			if old.Key != t.Key || old.Effect != t.Effect {
@@ -308,11 +292,27 @@ func (a *Agent) Taint(ctx context.Context, name string, t corev1.Taint) error {
 			}
 		}
 		n.Spec.Taints = taints
-		_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+	})
+}
+
+// updateNode changes the Node (its status subresource when status), again on a conflict.
+func (a *Agent) updateNode(ctx context.Context, name, what string, status bool, change func(*corev1.Node)) error {
+	nodes := a.client.CoreV1().Nodes()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(n)
+		if status {
+			_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		} else {
+			_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("kubenode: taint node %s: %w", name, err)
+		return fmt.Errorf("kubenode: %s node %s: %w", what, name, err)
 	}
 	return nil
 }
@@ -382,7 +382,5 @@ func (a *Agent) deletePod(p *corev1.Pod) {
 }
 
 func (a *Agent) logf(format string, args ...any) {
-	a.logMu.Lock()
-	defer a.logMu.Unlock()
 	fmt.Fprintf(a.cfg.Log, "kubenode: "+format+"\n", args...)
 }

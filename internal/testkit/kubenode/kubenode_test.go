@@ -6,18 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,24 +29,6 @@ var kube *servers.Kube
 
 func TestMain(m *testing.M) { os.Exit(servers.KubeMain(m, &kube)) }
 
-// syncBuffer is the agent's log, written by its goroutines and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	t    *testing.T
 	ctx  context.Context
@@ -55,7 +36,7 @@ type fixture struct {
 	ns   string
 	a    *Agent
 	dir  string
-	log  *syncBuffer
+	log  *syncio.Buffer
 	node string
 }
 
@@ -67,7 +48,7 @@ func setup(t *testing.T, cfg Config) *fixture {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
-	f := &fixture{t: t, ctx: ctx, k: k, ns: k.Namespace(t), dir: t.TempDir(), log: &syncBuffer{}}
+	f := &fixture{t: t, ctx: ctx, k: k, ns: k.Namespace(t), dir: t.TempDir(), log: &syncio.Buffer{}}
 	tlsCfg, err := k.ServingTLS()
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +485,7 @@ func TestNodesGo(t *testing.T) {
 	works := map[string]string{}
 	for _, node := range []string{f.node, other, third} {
 		works[node] = t.TempDir()
-		f.pod("on-"+strings.TrimPrefix(node, f.ns+"-"), node, works[node], /* $$ is Kubernetes' escape of $ */ `echo $$$$ > pid; while :; do sleep 0.05; done`)
+		f.pod("on-"+strings.TrimPrefix(node, f.ns+"-"), node, works[node] /* $$ is Kubernetes' escape of $ */, `echo $$$$ > pid; while :; do sleep 0.05; done`)
 	}
 	pids := map[string]int{}
 	for node, work := range works {
@@ -572,5 +553,3 @@ func TestNodesGo(t *testing.T) {
 	}
 	f.dead(pids[third])
 }
-
-var _ io.Writer = (*syncBuffer)(nil)
