@@ -146,6 +146,8 @@ func Kinds() []Kind {
 		{Name: Nomad, Usage: "NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md",
 			Remote: true, check: checkNomad, open: openNomad},
 		{Name: EC2, Usage: "EC2 instances as Nomad clients: docs/ec2.md", Remote: true, SharesNoDisk: true, OutlivesRun: true, check: checkEC2, open: openEC2},
+		{Name: Kube, Usage: "pods on the Kubernetes cluster of KUBECONFIG (or in-cluster), on a team's node pool or Karpenter's nodes: docs/kubernetes.md",
+			Remote: true, check: checkKube, open: openKube},
 		{Name: Virtual, Usage: "the run in virtual time, drawn from the spec's model: docs/virtual.md", Simulated: true, check: checkNothing, open: openVirtual},
 	}
 }
@@ -163,7 +165,7 @@ func Lookup(name string) (Kind, error) {
 }
 
 // Names lists the backends keep accepts (every one when keep is nil), as a sentence would:
-// "local, nomad, ec2 or virtual".
+// "local, nomad, ec2, kube or virtual".
 func Names(keep func(Kind) bool) string {
 	var names []string
 	for _, k := range Kinds() {

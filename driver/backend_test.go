@@ -24,6 +24,7 @@ func TestRegistry(t *testing.T) {
 		{Local, caps{localTrainers: true}},
 		{Nomad, caps{remote: true}},
 		{EC2, caps{remote: true, sharesNoDisk: true, outlivesRun: true}},
+		{Kube, caps{remote: true}},
 		{Virtual, caps{simulated: true}},
 	}
 	kinds := Kinds()
@@ -55,16 +56,16 @@ func TestRegistry(t *testing.T) {
 // Lookup refuses an unknown name as input, naming every backend; Names and Usage say them as
 // --backend's help and its errors do.
 func TestLookupNamesUsage(t *testing.T) {
-	if _, err := Lookup("virtualbox"); !errors.Is(err, ErrInput) || err.Error() != `--backend "virtualbox" is not a backend (local, nomad, ec2 or virtual)` {
+	if _, err := Lookup("virtualbox"); !errors.Is(err, ErrInput) || err.Error() != `--backend "virtualbox" is not a backend (local, nomad, ec2, kube or virtual)` {
 		t.Errorf("unknown: %v", err)
 	}
 	for _, tc := range []struct {
 		keep func(Kind) bool
 		want string
 	}{
-		{nil, "local, nomad, ec2 or virtual"},
+		{nil, "local, nomad, ec2, kube or virtual"},
 		{func(k Kind) bool { return k.OutlivesRun }, "ec2"},
-		{func(k Kind) bool { return !k.Simulated }, "local, nomad or ec2"},
+		{func(k Kind) bool { return !k.Simulated }, "local, nomad, ec2 or kube"},
 		{func(k Kind) bool { return k.Simulated }, "virtual"},
 		{func(Kind) bool { return false }, ""},
 	} {
@@ -73,7 +74,7 @@ func TestLookupNamesUsage(t *testing.T) {
 		}
 	}
 	const help = "local (processes on this machine), nomad (NOMAD_ADDR's cluster, or a local server started for you; with cluster.nomad, the team's own clients: docs/nomad.md), " +
-		"ec2 (EC2 instances as Nomad clients: docs/ec2.md) or virtual (the run in virtual time, drawn from the spec's model: docs/virtual.md)"
+		"ec2 (EC2 instances as Nomad clients: docs/ec2.md), kube (pods on the Kubernetes cluster of KUBECONFIG (or in-cluster), on a team's node pool or Karpenter's nodes: docs/kubernetes.md) or virtual (the run in virtual time, drawn from the spec's model: docs/virtual.md)"
 	if got := Usage(); got != help {
 		t.Errorf("Usage:\n%s\nwant\n%s", got, help)
 	}

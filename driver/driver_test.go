@@ -161,7 +161,7 @@ func TestCheck(t *testing.T) {
 	for _, tc := range []struct{ backend, want string }{
 		{Nomad, "rents one kind of node"},
 		{EC2, "needs a cluster.ec2 block"},
-		{"virtualbox", `"virtualbox" is not a backend (local, nomad, ec2 or virtual)`},
+		{"virtualbox", `"virtualbox" is not a backend (local, nomad, ec2, kube or virtual)`},
 	} {
 		if err := Check(tc.backend, exp); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.backend, err, tc.want)

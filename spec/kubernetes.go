@@ -1,6 +1,9 @@
 package spec
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // Kubernetes says where a run's nodes and pods are on a Kubernetes cluster (--backend kube): the
 // namespace, and where nodes come from, a team's existing nodes (a node pool chosen by labels) or
@@ -21,6 +24,10 @@ type Kubernetes struct {
 	NodeClass *NodeClassRef `yaml:"node_class"`
 	// ServiceAccount is what the trainers' pods run as (default: default).
 	ServiceAccount string `yaml:"service_account"`
+	// Image is the image a command trainer's pods run: it holds rubberband at /rubberband and
+	// what the trainer needs. Empty: the pods run this driver's own rubberband path, for nodes
+	// that share its files (the tests' node agent). An image trainer's pods run trainer.image.
+	Image string `yaml:"image"`
 	// TrainerSecret names a Secret of the namespace whose keys reach the trainer as environment
 	// variables; its values never enter a pod spec.
 	TrainerSecret string `yaml:"trainer_secret"`
@@ -39,8 +46,11 @@ const (
 	KubeNodesKarpenter = "karpenter"
 )
 
-// MaxKubeSelector bounds the node selector's labels.
-const MaxKubeSelector = 32
+// MaxKubeSelector bounds the node selector's labels; MaxKubeImage an image reference.
+const (
+	MaxKubeSelector = 32
+	MaxKubeImage    = 512
+)
 
 var (
 	// dns1123LabelRE is a namespace's, a Secret's or a ServiceAccount's name at most (DNS-1123
@@ -73,6 +83,9 @@ func (v *validator) kubernetes() {
 		if f.value != "" && !dns1123LabelRE().MatchString(f.value) {
 			v.add("cluster.kubernetes."+f.field, "%q is not a Kubernetes name (lowercase letters, digits and '-', at most 63)", f.value)
 		}
+	}
+	if len(k.Image) > MaxKubeImage || strings.ContainsAny(k.Image, " \t\n") {
+		v.add("cluster.kubernetes.image", "is not an image reference (no spaces, at most %d characters)", MaxKubeImage)
 	}
 	switch k.KubeNodes() {
 	case KubeNodesPool:

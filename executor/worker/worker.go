@@ -193,7 +193,7 @@ func run(ctx context.Context, o Options) (int, error) {
 	}
 	// Saved after a clean exit, and after a stop whatever the exit code: an interrupted gang is
 	// relaunched from what it reached. Not when the gang failed.
-	if o.Rank == 0 && !t.aborted.Load() && (err == nil || t.stopped.Load()) {
+	if o.Rank == 0 && !t.aborted.Load() && (err == nil || t.stopped.Load()) && !abortMarked(ctx, store, o.Gang) {
 		if err := save(context.WithoutCancel(ctx), store, o, dir, t.last); err != nil {
 			return infraExit(1, err)
 		}
@@ -213,6 +213,26 @@ func run(ctx context.Context, o Options) (int, error) {
 		return max(exit.ExitCode(), 1), nil
 	}
 	return 0, nil
+}
+
+// AbortKey is the key in the checkpoint store that marks a gang failed, for runtimes that cannot
+// send AbortSignal (Kubernetes has no API to signal a container): the runtime writes it before
+// it stops the rest of the gang, so that rank 0's worker saves nothing, and deletes it once the
+// gang has ended.
+func AbortKey(gang string) string { return "gangs/" + gang + "/aborted" }
+
+// abortMarked says whether the runtime marked the gang failed (AbortKey). A store that cannot
+// be read says no: the stop is then taken as a stop, as without the mark.
+func abortMarked(ctx context.Context, store checkpoint.Store, gang string) bool {
+	if gang == "" {
+		return false
+	}
+	r, _, err := store.Open(context.WithoutCancel(ctx), AbortKey(gang))
+	if err != nil {
+		return false
+	}
+	r.Close()
+	return true
 }
 
 // restoreGangCheckpoint restores the trial's newest checkpoint into dir, unless gang's own rank 0

@@ -1,0 +1,118 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rubberband-hpo/rubberband/checkpoint/file"
+	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/kubenode"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
+	"github.com/rubberband-hpo/rubberband/trial/builtin"
+)
+
+// kubeCP is the package's control plane (TestMain); each test has a namespace and nodes of its
+// own.
+var kubeCP *servers.Kube
+
+// TestMain makes this test binary the rubberband binary the pods run (Runtime.Self): started as
+// `worker ...` it is the worker wrapper, as `trainer NAME ...` a built-in trainer.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "worker":
+			o, err := worker.ParseArgs(os.Args[2:], os.Stderr)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
+			os.Exit(worker.Run(context.Background(), o))
+		case "trainer":
+			if err := builtin.Main(context.Background(), os.Args[2:], os.Stderr); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+	}
+	os.Exit(servers.KubeMain(m, &kubeCP))
+}
+
+// cluster is a namespace with two agent nodes of two GPUs each, named after it.
+type cluster struct {
+	k     *servers.Kube
+	ns    string
+	agent *kubenode.Agent
+	nodes []cloud.Node
+	self  string
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	k := servers.NeedKube(t, kubeCP)
+	c := &cluster{k: k, ns: k.Namespace(t)}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.self = self
+	tls, err := k.ServingTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.agent, err = kubenode.Start(context.Background(), kubenode.Config{Client: k.Client, TLS: tls, Dir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.agent.Close)
+	for _, n := range []string{"a", "b"} {
+		name := c.ns + "-" + n
+		if _, err := c.agent.AddNode(context.Background(), kubenode.Node{Name: name, GPUs: 2, CapacityType: "spot"}); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, cloud.Node{ID: name, GPUs: 2, Addr: "127.0.0.1", Market: cloud.Spot})
+	}
+	return c
+}
+
+// runtime is a Runtime in the cluster's namespace with its own checkpoint store and logs.
+func (c *cluster) runtime(t *testing.T) (*Runtime, string) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "checkpoints")
+	return &Runtime{Client: c.k.Client, Namespace: c.ns, Experiment: "gangtest", RunID: "r-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")),
+		Self: c.self, StoreEnv: []string{"RB_CHECKPOINTS=file://" + store}, LogDir: filepath.Join(dir, "logs"),
+		Grace: time.Second, PlaceTimeout: 20 * time.Second, Poll: 50 * time.Millisecond}, store
+}
+
+func TestRuntimeContract(t *testing.T) {
+	gangtest.Run(t, func(t *testing.T) gangtest.Env {
+		c := newCluster(t) // nodes of the case's own: one case taints one
+		r, dir := c.runtime(t)
+		store, err := file.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Store = store
+		t.Cleanup(func() {
+			pods, _ := c.k.Client.CoreV1().Pods(c.ns).List(context.Background(), metav1.ListOptions{LabelSelector: LabelRun + "=" + r.RunID})
+			if pods != nil && len(pods.Items) != 0 {
+				t.Errorf("pods left behind: %s", pods.Items[0].Name)
+			}
+		})
+		return gangtest.Env{Runtime: r, Store: store, Nodes: c.nodes, Unplaceable: c.ns + "-z", LogDir: r.LogDir, Grace: r.Grace,
+			Slack: 15 * time.Second,
+			Interrupt: func(node, why string) {
+				c.agent.Taint(context.Background(), node, corev1.Taint{Key: "karpenter.sh/disruption", Value: "disrupted", Effect: corev1.TaintEffectNoSchedule})
+			}}
+	})
+}
