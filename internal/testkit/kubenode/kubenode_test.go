@@ -331,6 +331,17 @@ func TestLogs(t *testing.T) {
 			t.Errorf("logs %+v: %q, %v; want %q", c.opts, b, err, c.want)
 		}
 	}
+
+	// A pod of the same name made anew has no log until it runs.
+	f.deletePod("talk", 0)
+	f.gone("talk")
+	f.pod("talk", f.node, "", "exit 0", func(p *corev1.Pod) {
+		p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}}}}
+	})
+	f.waitPod("talk", "waiting on its secret", func(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) == 1 })
+	if b, err := logs.GetLogs("talk", &corev1.PodLogOptions{}).DoRaw(f.ctx); err == nil {
+		t.Errorf("the new pod's log is the old one's: %q", b)
+	}
 }
 
 // A log stops growing at its cap and says so.

@@ -283,7 +283,7 @@ func (r *podRun) start(c corev1.Container, env []string) (*process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("working dir: %w", err)
 	}
-	lf, err := newLogFile(filepath.Join(a.cfg.Dir, "logs", base, c.Name+".log"), c.Name, a.cfg.maxLog)
+	lf, err := newLogFile(filepath.Join(a.cfg.Dir, "logs", base, c.Name+".log"), c.Name, r.uid, a.cfg.maxLog)
 	if err != nil {
 		return nil, err
 	}
