@@ -60,7 +60,7 @@ type Agent struct {
 	closed bool
 	nodes  map[string]bool       // the nodes this agent runs (and that still exist)
 	runs   map[types.UID]*podRun // pods whose life cycle the agent is running
-	done   map[types.UID]bool    // pods handled to the end, or not the agent's to run
+	done   map[types.UID]bool    // pods handled to the end, or not the agent's to run: whether deleted
 	logs   map[string]*logFile   // "namespace/name" → the latest pod of that name's log
 	procs  int                   // pod processes started and not yet reaped
 	wg     sync.WaitGroup        // the goroutines of runs and immediate deletions
@@ -331,19 +331,18 @@ func (a *Agent) syncPod(p *corev1.Pod) {
 		}
 		return
 	}
-	if a.done[p.UID] {
-		return
-	}
-	a.done[p.UID] = true
+	deleted, seen := a.done[p.UID]
 	switch {
+	case seen && (deleted || p.DeletionTimestamp == nil):
 	case p.DeletionTimestamp != nil:
-		// Never started here: nothing to stop.
+		// Never started here, or its process ended already: nothing to stop.
+		a.done[p.UID] = true
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.deletePod(p) }()
-	case p.Status.Phase != corev1.PodPending:
-		// Started by an agent before this one; its process is gone with it.
+	case seen || p.Status.Phase != corev1.PodPending:
+		// Run to its end, or started by an agent before this one whose process went with it.
+		a.done[p.UID] = false
 	default:
-		delete(a.done, p.UID)
 		r := newPodRun(a, p)
 		a.runs[p.UID] = r
 		a.wg.Add(1)

@@ -197,6 +197,18 @@ func TestPodLifecycle(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", name, p.Status.Reason, reason)
 		}
 	}
+
+	// Deleted while it starts, runs or ends, whichever the agent is at: it goes all the same.
+	for _, name := range []string{"brief", "flawed"} {
+		f.pod(name, f.node, "", "exit 0", func(p *corev1.Pod) {
+			if name == "flawed" {
+				p.Spec.Containers[0].Command = nil
+			}
+		})
+		f.deletePod(name, 30)
+	}
+	f.gone("brief")
+	f.gone("flawed")
 }
 
 // Env from a Secret, a ConfigMap and the pod's fields reaches the process, which inherits
