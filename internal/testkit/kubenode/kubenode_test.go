@@ -527,8 +527,9 @@ func TestNodesGo(t *testing.T) {
 	}
 	if n.Status.Capacity.Name("nvidia.com/gpu", "").Value() != 8 || n.Labels["karpenter.sh/capacity-type"] != "spot" ||
 		n.Labels["node.kubernetes.io/instance-type"] != "p4d.24xlarge" || n.Labels["pool"] != "gpu" ||
-		n.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(f.a.Port()) {
-		t.Errorf("node: labels %v capacity %v endpoints %+v", n.Labels, n.Status.Capacity, n.Status.DaemonEndpoints)
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(f.a.Port()) || len(n.Spec.Taints) != 0 {
+		// No taint: the admission's not-ready one is lifted, as the node is Ready.
+		t.Errorf("node: labels %v capacity %v endpoints %+v taints %v", n.Labels, n.Status.Capacity, n.Status.DaemonEndpoints, n.Spec.Taints)
 	}
 
 	if err := f.a.RemoveNode(f.ctx, f.node); err != nil {
@@ -566,8 +567,18 @@ func TestNodesGo(t *testing.T) {
 	}
 	if !slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
 		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse
-	}) || !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == reclaim.Key }) {
+	}) || !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == reclaim.Key }) ||
+		!slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
 		t.Errorf("node %s: conditions %+v taints %+v", third, n.Status.Conditions, n.Spec.Taints)
+	}
+	if err := f.a.SetReady(f.ctx, third, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, err = nodes.Get(f.ctx, third, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != reclaim.Key {
+		t.Errorf("node %s ready again: taints %+v, want the reclaim notice alone", third, n.Spec.Taints)
 	}
 
 	f.a.Close()
