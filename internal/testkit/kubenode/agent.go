@@ -60,7 +60,7 @@ type Agent struct {
 	closed bool
 	nodes  map[string]bool       // the nodes this agent runs (and that still exist)
 	runs   map[types.UID]*podRun // pods whose life cycle the agent is running
-	done   map[types.UID]bool    // pods handled to the end, or not the agent's to run
+	done   map[types.UID]bool    // pods handled to the end, or not the agent's to run: whether deleted
 	logs   map[string]*logFile   // "namespace/name" → the latest pod of that name's log
 	procs  int                   // pod processes started and not yet reaped
 	wg     sync.WaitGroup        // the goroutines of runs and immediate deletions
@@ -165,6 +165,11 @@ func (a *Agent) AddNode(ctx context.Context, n Node) (*corev1.Node, error) {
 		a.forgetNode(n.Name)
 		return nil, fmt.Errorf("kubenode: create node %s: %w", n.Name, err)
 	}
+	// The API server's TaintNodesByCondition admission taints every new Node not-ready; the node
+	// lifecycle controller, which does not run here, lifts it once the node is Ready.
+	if created, err = a.updateNode(ctx, n.Name, "lift the not-ready taint of", false, notReadyTaint(true)); err != nil {
+		return nil, err
+	}
 	a.logf("node %s registered (%d GPUs, %s)", n.Name, n.GPUs, n.CapacityType)
 	// Pods bound before the node was registered came by before the agent cared.
 	for _, obj := range a.pods.GetStore().List() {
@@ -265,9 +270,14 @@ func (a *Agent) nodeGone(obj any) {
 	}
 }
 
-// SetReady sets the Node's Ready condition (status subresource).
+// SetReady sets the Node's Ready condition (status subresource) and, as the node lifecycle
+// controller would, the node.kubernetes.io/not-ready:NoSchedule taint.
 func (a *Agent) SetReady(ctx context.Context, name string, ready bool) error {
-	return a.updateNode(ctx, name, fmt.Sprintf("set ready=%v", ready), true, func(n *corev1.Node) {
+	what := fmt.Sprintf("set ready=%v", ready)
+	if _, err := a.updateNode(ctx, name, what, false, notReadyTaint(ready)); err != nil {
+		return err
+	}
+	_, err := a.updateNode(ctx, name, what, true, func(n *corev1.Node) {
 		c := readyCondition(ready, metav1.Now())
 		for i := range n.Status.Conditions {
 			if old := &n.Status.Conditions[i]; old.Type == corev1.NodeReady {
@@ -280,11 +290,28 @@ func (a *Agent) SetReady(ctx context.Context, name string, ready bool) error {
 		}
 		n.Status.Conditions = append(n.Status.Conditions, c)
 	})
+	return err
+}
+
+// notReadyTaint lifts the not-ready taint from a ready node, or puts it on one that is not.
+func notReadyTaint(ready bool) func(*corev1.Node) {
+	return func(n *corev1.Node) {
+		taints := n.Spec.Taints[:0:0]
+		for _, t := range n.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady || t.Effect != corev1.TaintEffectNoSchedule {
+				taints = append(taints, t)
+			}
+		}
+		if !ready {
+			taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+		}
+		n.Spec.Taints = taints
+	}
 }
 
 // Taint adds a taint to the Node (a reclaim notice); one of the same key and effect is replaced.
 func (a *Agent) Taint(ctx context.Context, name string, t corev1.Taint) error {
-	return a.updateNode(ctx, name, "taint", false, func(n *corev1.Node) {
+	_, err := a.updateNode(ctx, name, "taint", false, func(n *corev1.Node) {
 		taints := []corev1.Taint{t}
 		for _, old := range n.Spec.Taints {
 			if old.Key != t.Key || old.Effect != t.Effect {
@@ -293,11 +320,13 @@ func (a *Agent) Taint(ctx context.Context, name string, t corev1.Taint) error {
 		}
 		n.Spec.Taints = taints
 	})
+	return err
 }
 
 // updateNode changes the Node (its status subresource when status), again on a conflict.
-func (a *Agent) updateNode(ctx context.Context, name, what string, status bool, change func(*corev1.Node)) error {
+func (a *Agent) updateNode(ctx context.Context, name, what string, status bool, change func(*corev1.Node)) (*corev1.Node, error) {
 	nodes := a.client.CoreV1().Nodes()
+	var updated *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -305,16 +334,16 @@ func (a *Agent) updateNode(ctx context.Context, name, what string, status bool, 
 		}
 		change(n)
 		if status {
-			_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			updated, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		} else {
-			_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+			updated, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("kubenode: %s node %s: %w", what, name, err)
+		return nil, fmt.Errorf("kubenode: %s node %s: %w", what, name, err)
 	}
-	return nil
+	return updated, nil
 }
 
 // syncPod acts on a pod's new state; it runs on the informer's goroutine, so it only starts
@@ -331,19 +360,18 @@ func (a *Agent) syncPod(p *corev1.Pod) {
 		}
 		return
 	}
-	if a.done[p.UID] {
-		return
-	}
-	a.done[p.UID] = true
+	deleted, seen := a.done[p.UID]
 	switch {
+	case seen && (deleted || p.DeletionTimestamp == nil):
 	case p.DeletionTimestamp != nil:
-		// Never started here: nothing to stop.
+		// Never started here, or its process ended already: nothing to stop.
+		a.done[p.UID] = true
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.deletePod(p) }()
-	case p.Status.Phase != corev1.PodPending:
-		// Started by an agent before this one; its process is gone with it.
+	case seen || p.Status.Phase != corev1.PodPending:
+		// Run to its end, or started by an agent before this one whose process went with it.
+		a.done[p.UID] = false
 	default:
-		delete(a.done, p.UID)
 		r := newPodRun(a, p)
 		a.runs[p.UID] = r
 		a.wg.Add(1)

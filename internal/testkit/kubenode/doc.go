@@ -16,7 +16,8 @@
 //     logged) and only PATH and HOME from the agent's environment. Status goes Pending →
 //     Running → Succeeded or Failed through the status subresource; restartPolicy is Never.
 //   - Graceful deletion: SIGTERM to the process group, SIGKILL after the grace period, the
-//     terminated status reported, then the pod deleted for good (grace 0, UID precondition).
+//     terminated status reported, then the pod deleted for good (grace 0, UID precondition). A
+//     pod that never started, or whose process had ended, is deleted at once.
 //   - Logs: stdout and stderr go to one file per pod under Config.Dir, capped at 64 MiB, served
 //     over HTTPS at /containerLogs/{namespace}/{pod}/{container} (follow, tailLines,
 //     limitBytes), the path and query the API server's pods/log proxies to.
@@ -24,7 +25,9 @@
 // What it does not: images. There is no container runtime: a container with an image and no
 // command fails with reason ImageUnsupported, and one with an image and a command runs that
 // command on the host, unconfined, as the test's user. A second container or init containers
-// fail the pod (reason UnsupportedPod). Pods of a machine that vanished (RemoveNode) keep the
+// fail the pod (reason UnsupportedPod). Volumes and volume mounts are ignored, and nothing
+// is injected that a kubelet adds (service links, a service account token): a process in a pod
+// that needs the API gets its credentials through env from a Secret. Pods of a machine that vanished (RemoveNode) keep the
 // status last reported, as no node lifecycle controller runs. timestamps and sinceSeconds in a
 // log request are ignored, and stdout and stderr are one stream.
 package kubenode

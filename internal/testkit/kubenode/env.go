@@ -29,7 +29,6 @@ func (r *podRun) resolveEnv(ctx context.Context, c corev1.Container) ([]string, 
 		}
 		select {
 		case <-r.terminating:
-			r.a.deletePod(r.pod)
 			return nil, false
 		case <-r.killed:
 			return nil, false

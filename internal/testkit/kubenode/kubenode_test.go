@@ -197,6 +197,18 @@ func TestPodLifecycle(t *testing.T) {
 			t.Errorf("%s: reason %q, want %q", name, p.Status.Reason, reason)
 		}
 	}
+
+	// Deleted while it starts, runs or ends, whichever the agent is at: it goes all the same.
+	for _, name := range []string{"brief", "flawed"} {
+		f.pod(name, f.node, "", "exit 0", func(p *corev1.Pod) {
+			if name == "flawed" {
+				p.Spec.Containers[0].Command = nil
+			}
+		})
+		f.deletePod(name, 30)
+	}
+	f.gone("brief")
+	f.gone("flawed")
 }
 
 // Env from a Secret, a ConfigMap and the pod's fields reaches the process, which inherits
@@ -330,6 +342,17 @@ func TestLogs(t *testing.T) {
 		if err != nil || string(b) != c.want {
 			t.Errorf("logs %+v: %q, %v; want %q", c.opts, b, err, c.want)
 		}
+	}
+
+	// A pod of the same name made anew has no log until it runs.
+	f.deletePod("talk", 0)
+	f.gone("talk")
+	f.pod("talk", f.node, "", "exit 0", func(p *corev1.Pod) {
+		p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}}}}
+	})
+	f.waitPod("talk", "waiting on its secret", func(p *corev1.Pod) bool { return len(p.Status.ContainerStatuses) == 1 })
+	if b, err := logs.GetLogs("talk", &corev1.PodLogOptions{}).DoRaw(f.ctx); err == nil {
+		t.Errorf("the new pod's log is the old one's: %q", b)
 	}
 }
 
@@ -504,8 +527,9 @@ func TestNodesGo(t *testing.T) {
 	}
 	if n.Status.Capacity.Name("nvidia.com/gpu", "").Value() != 8 || n.Labels["karpenter.sh/capacity-type"] != "spot" ||
 		n.Labels["node.kubernetes.io/instance-type"] != "p4d.24xlarge" || n.Labels["pool"] != "gpu" ||
-		n.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(f.a.Port()) {
-		t.Errorf("node: labels %v capacity %v endpoints %+v", n.Labels, n.Status.Capacity, n.Status.DaemonEndpoints)
+		n.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(f.a.Port()) || len(n.Spec.Taints) != 0 {
+		// No taint: the admission's not-ready one is lifted, as the node is Ready.
+		t.Errorf("node: labels %v capacity %v endpoints %+v taints %v", n.Labels, n.Status.Capacity, n.Status.DaemonEndpoints, n.Spec.Taints)
 	}
 
 	if err := f.a.RemoveNode(f.ctx, f.node); err != nil {
@@ -543,8 +567,18 @@ func TestNodesGo(t *testing.T) {
 	}
 	if !slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
 		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse
-	}) || !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == reclaim.Key }) {
+	}) || !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == reclaim.Key }) ||
+		!slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
 		t.Errorf("node %s: conditions %+v taints %+v", third, n.Status.Conditions, n.Spec.Taints)
+	}
+	if err := f.a.SetReady(f.ctx, third, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, err = nodes.Get(f.ctx, third, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != reclaim.Key {
+		t.Errorf("node %s ready again: taints %+v, want the reclaim notice alone", third, n.Spec.Taints)
 	}
 
 	f.a.Close()

@@ -9,11 +9,15 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // logFile is a pod's stdout and stderr, one file, bounded; readers follow it until it is done.
 type logFile struct {
 	path, container string
+	uid             types.UID // the pod's: a pod of the same name made anew has no log yet
 	max             int64
 
 	mu      sync.Mutex
@@ -24,7 +28,7 @@ type logFile struct {
 	done    chan struct{} // closed when the process's output ended
 }
 
-func newLogFile(path, container string, max int64) (*logFile, error) {
+func newLogFile(path, container string, uid types.UID, max int64) (*logFile, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
@@ -32,7 +36,7 @@ func newLogFile(path, container string, max int64) (*logFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log file: %w", err)
 	}
-	return &logFile{path: path, container: container, max: max, f: f, changed: make(chan struct{}), done: make(chan struct{})}, nil
+	return &logFile{path: path, container: container, uid: uid, max: max, f: f, changed: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // copyFrom writes the process's output to the file until every writer closed the pipe.
@@ -106,6 +110,11 @@ func (a *Agent) serveLogs(w http.ResponseWriter, req *http.Request) {
 	a.mu.Lock()
 	l := a.logs[ns+"/"+pod]
 	a.mu.Unlock()
+	if l != nil {
+		if obj, ok, _ := a.pods.GetStore().GetByKey(ns + "/" + pod); ok && obj.(*corev1.Pod).UID != l.uid {
+			l = nil
+		}
+	}
 	if l == nil || l.container != container {
 		http.Error(w, fmt.Sprintf("container %q in pod %q is waiting to start", container, pod), http.StatusBadRequest)
 		return

@@ -58,10 +58,16 @@ func (r *podRun) run() {
 	a := r.a
 	defer a.wg.Done()
 	defer func() {
+		// Under the lock that syncPod signals under: a deletion that came after the last look at
+		// r.terminating is seen here, or by syncPod once the run is done.
 		a.mu.Lock()
+		del := closed(r.terminating) && !closed(r.killed)
 		delete(a.runs, r.uid)
-		a.done[r.uid] = true
+		a.done[r.uid] = del
 		a.mu.Unlock()
+		if del {
+			a.deletePod(r.pod)
+		}
 		close(r.finished)
 	}()
 	// Reports outlive Close's cancel only as long as a status update takes.
@@ -81,13 +87,8 @@ func (r *podRun) run() {
 	if !ok {
 		return
 	}
-	select {
-	case <-r.terminating:
-		a.deletePod(r.pod)
+	if closed(r.terminating) || closed(r.killed) {
 		return
-	case <-r.killed:
-		return
-	default:
 	}
 	p, err := r.start(c, env)
 	if err != nil {
@@ -114,12 +115,10 @@ func (r *podRun) run() {
 	})
 	a.logf("pod %s running on %s (pid %d)", r.name(), r.node, p.cmd.Process.Pid)
 
-	graceful := r.wait(p)
-	select {
-	case <-r.killed:
+	r.wait(p)
+	if closed(r.killed) {
 		a.logf("pod %s killed", r.name())
 		return
-	default:
 	}
 	code, reason := p.exitCode(), "Completed"
 	phase := corev1.PodSucceeded
@@ -138,24 +137,29 @@ func (r *podRun) run() {
 		s.ContainerStatuses = []corev1.ContainerStatus{cs}
 	})
 	a.logf("pod %s exited %d", r.name(), code)
-	if graceful {
-		a.deletePod(r.pod)
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
 // wait waits for the process to exit: on graceful deletion it sends SIGTERM, then SIGKILL after
-// the grace period; on kill (or Close) SIGKILL at once. It reports whether the pod was being
-// deleted gracefully.
-func (r *podRun) wait(p *process) (graceful bool) {
+// the grace period; on kill (or Close) SIGKILL at once.
+func (r *podRun) wait(p *process) {
 	defer p.reap()
 	var deadline <-chan time.Time
 	term := r.terminating
 	for {
 		select {
 		case <-p.exited:
-			return graceful
+			return
 		case <-term:
-			graceful, term = true, nil
+			term = nil
 			r.a.logf("pod %s: SIGTERM, grace %v", r.name(), r.grace)
 			p.signal(syscall.SIGTERM)
 			t := time.NewTimer(r.grace)
@@ -168,7 +172,7 @@ func (r *podRun) wait(p *process) (graceful bool) {
 		case <-r.killed:
 			p.signal(syscall.SIGKILL)
 			<-p.exited
-			return graceful
+			return
 		}
 	}
 }
@@ -186,11 +190,6 @@ func (r *podRun) fail(ctx context.Context, reason, msg string) {
 				ExitCode: 128, Reason: reason, Message: msg, StartedAt: now, FinishedAt: now}}))
 		}
 	})
-	select {
-	case <-r.terminating:
-		r.a.deletePod(r.pod)
-	default:
-	}
 }
 
 // waiting reports the container waiting (a kubelet's CreateContainerConfigError), once per reason.
@@ -283,7 +282,7 @@ func (r *podRun) start(c corev1.Container, env []string) (*process, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("working dir: %w", err)
 	}
-	lf, err := newLogFile(filepath.Join(a.cfg.Dir, "logs", base, c.Name+".log"), c.Name, a.cfg.maxLog)
+	lf, err := newLogFile(filepath.Join(a.cfg.Dir, "logs", base, c.Name+".log"), c.Name, r.uid, a.cfg.maxLog)
 	if err != nil {
 		return nil, err
 	}
