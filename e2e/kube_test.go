@@ -17,7 +17,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter/karpentertest"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/kubepool"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/kube/admit"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/kubenode"
@@ -178,10 +182,9 @@ func journalSoFar(state string) []journal.Event {
 }
 
 // A run on a team's node pool through the CLI, with the driver's RBAC exactly kube-rbac's: the
-// pool's spot nodes are claimed by Leases, one of them is reclaimed (Karpenter's disruption
-// taint) in mid-stage and the driver is SIGKILLed after the relaunch; resume finishes the run
-// with the winner of the same plan on the local backend, nothing done twice, only the reclaimed
-// node replaced, and nothing left (pods, Leases, the run's Secret, processes).
+// pool's spot nodes are claimed by Leases; one of them is reclaimed (Karpenter's disruption
+// taint) in mid-stage, and the driver is SIGKILLed after the relaunch (kubeScenario). A node of
+// another pool is never used.
 func TestRunOnKubePool(t *testing.T) {
 	f := newKubeFixture(t, nil, "pool")
 	pool := map[string]string{"rubberband.dev/pool": f.ns}
@@ -192,7 +195,28 @@ func TestRunOnKubePool(t *testing.T) {
 	f.node(t, "other", map[string]string{"rubberband.dev/pool": "other"}, "spot")
 	specFile := f.spec(t, "{namespace: "+f.ns+", node_selector: {rubberband.dev/pool: "+f.ns+"}}",
 		"  market: spot", "  spot_price_per_hour: 4")
-	plan := planFile(t, f.dir, specFile, "8,8,4,2") // two nodes of 4 GPUs in stages 0 and 1
+	all := kubeScenario(t, f, specFile, func(victim string) {
+		if err := f.agent.Taint(context.Background(), victim, corev1.Taint{Key: "karpenter.sh/disruption", Value: "disrupted", Effect: corev1.TaintEffectNoSchedule}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, e := range all {
+		if e.Ev == journal.EvNodeUp && !slices.Contains(members, e.Node.ID) {
+			t.Errorf("node up %s: not a node of the pool %v", e.Node.ID, members)
+		}
+	}
+}
+
+// kubeScenario runs specFile's job on --backend kube through the CLI, under a plan of two nodes
+// of 4 GPUs in stages 0 and 1: once stage 1 has launched, reclaim takes the node of its first
+// launch away; once that node's interruption is journaled and a gang relaunched, the driver is
+// SIGKILLed, and `resume` finishes the run. The run must end with the winner of the same plan on
+// the local backend, nothing done twice, only the reclaimed node interrupted and nothing launched
+// on it afterwards, every node a spot node at the spec's spot price, and nothing left (pods,
+// Leases, the run's Secret, processes). It returns the journal.
+func kubeScenario(t *testing.T, f *kubeFixture, specFile string, reclaim func(victim string)) []journal.Event {
+	t.Helper()
+	plan := planFile(t, f.dir, specFile, "8,8,4,2")
 	local := filepath.Join(f.dir, "local")
 	if _, errOut, code := rbEnv(t, binary, f.env(), "run", specFile, "--plan", plan, "--state", local, "--time-scale", "0.05"); !finishedCode(code) {
 		t.Fatalf("the same plan on the local backend: exit %d\n%s", code, errOut)
@@ -202,20 +226,10 @@ func TestRunOnKubePool(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 
-	// Reclaim a node running a gang of stage 1.
-	evs := waitJournal(t, state, exited, "a launch in stage 1", func(evs []journal.Event) bool {
-		return slices.ContainsFunc(evs, func(e journal.Event) bool { return e.Ev == journal.EvLaunch && e.Stage == 1 })
-	})
-	var victim string
-	for _, e := range evs {
-		if e.Ev == journal.EvLaunch && e.Stage == 1 {
-			victim = e.Nodes[0]
-			break
-		}
-	}
-	if err := f.agent.Taint(context.Background(), victim, corev1.Taint{Key: "karpenter.sh/disruption", Value: "disrupted", Effect: corev1.TaintEffectNoSchedule}); err != nil {
-		t.Fatal(err)
-	}
+	launched1 := func(e journal.Event) bool { return e.Ev == journal.EvLaunch && e.Stage == 1 }
+	evs := waitJournal(t, state, exited, "a launch in stage 1", func(evs []journal.Event) bool { return slices.ContainsFunc(evs, launched1) })
+	victim := evs[slices.IndexFunc(evs, launched1)].Nodes[0]
+	reclaim(victim)
 	interrupted := func(e journal.Event) bool { return e.Ev == journal.EvInterrupt && slices.Contains(e.Nodes, victim) }
 	waitJournal(t, state, exited, "the reclaimed node's interruption and a relaunch", func(evs []journal.Event) bool {
 		i := slices.IndexFunc(evs, interrupted)
@@ -230,27 +244,33 @@ func TestRunOnKubePool(t *testing.T) {
 			finished[fmt.Sprint(e.Stage, e.Trial)] = true
 		}
 	}
-	out, resumeErr, code := rbEnv(t, binary, f.env(), "resume", state, "-o", "json")
-	if !finishedCode(code) {
+	if _, resumeErr, code := rbEnv(t, binary, f.env(), "resume", state, "-o", "json"); !finishedCode(code) {
 		t.Fatalf("resume on kube: exit %d\n%s\n(the killed driver said: %s)", code, resumeErr, errOut)
 	}
-	_ = out
-	after := readJournal(t, state)[len(before):]
-	for _, e := range after {
+	all := readJournal(t, state)
+	defer func() {
+		if t.Failed() {
+			for _, e := range all {
+				switch e.Ev {
+				case journal.EvInterrupt, journal.EvNodeUp, journal.EvNodeOff, journal.EvResume, journal.EvFail, journal.EvStop:
+					t.Logf("%s %s stage %d nodes %v node %v error %q", e.At.Format("15:04:05.000"), e.Ev, e.Stage, e.Nodes, e.Node, e.Error)
+				}
+			}
+		}
+	}()
+	for _, e := range all[len(before):] {
 		if e.Ev == journal.EvLaunch && finished[fmt.Sprint(e.Stage, e.Trial)] {
 			t.Errorf("resume relaunched %s in stage %d, which had finished", e.Trial, e.Stage)
 		}
 	}
-	all := readJournal(t, state)
+	reclaimedAt := firstAt(all, interrupted)
 	for _, e := range all {
 		switch {
-		case e.Ev == journal.EvNodeUp && !slices.Contains(members, e.Node.ID):
-			t.Errorf("node up %s: not a node of the pool %v", e.Node.ID, members)
 		case e.Ev == journal.EvNodeUp && (e.Node.Market != "spot" || e.Node.PricePerHour != 4):
 			t.Errorf("node up %+v: a spot node at the spec's spot price", e.Node)
 		case e.Ev == journal.EvInterrupt && !slices.Equal(e.Nodes, []string{victim}):
 			t.Errorf("interrupted %v: only %s was reclaimed", e.Nodes, victim)
-		case e.Ev == journal.EvLaunch && slices.Contains(e.Nodes, victim) && e.At.After(firstAt(all, interrupted)):
+		case e.Ev == journal.EvLaunch && slices.Contains(e.Nodes, victim) && e.At.After(reclaimedAt):
 			t.Errorf("trial %s launched on the reclaimed node %s after its reclaim", e.Trial, victim)
 		}
 	}
@@ -259,6 +279,7 @@ func TestRunOnKubePool(t *testing.T) {
 		t.Fatalf("kube's best %+v, the local backend's %+v", got.Best, want.Best)
 	}
 	f.clean(t)
+	return all
 }
 
 // firstAt is when the first event ok matches was written (the zero time when none).
@@ -293,4 +314,60 @@ func TestKubeRBACEachRuleNeeded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A run on nodes Karpenter brings up, through the CLI: each node is a NodeClaim for the spec's
+// instance type and capacity type, fulfilled by the harness's controller with an agent node
+// after the spec's start-up latency. One spot node is reclaimed in mid-stage as Karpenter does
+// (its disruption taint, then its NodeClaim and machine gone), and the driver is SIGKILLed after
+// the relaunch (kubeScenario); no NodeClaim is left.
+func TestRunOnKarpenterNodes(t *testing.T) {
+	f := newKubeFixture(t, nil, "karpenter")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := f.k.InstallCRD(ctx, servers.NodeClaimCRD(t)); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(f.k.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fulfil, err := karpentertest.Fulfil(ctx, dyn, f.k.Client, karpentertest.Options{Latency: 500 * time.Millisecond,
+		Register: func(ctx context.Context, name, instanceType, capacityType string, gpus int) error {
+			_, err := f.agent.AddNode(ctx, kubenode.Node{Name: name, InstanceType: instanceType, CapacityType: capacityType, GPUs: gpus})
+			return err
+		},
+		Remove: f.agent.RemoveNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specFile := f.spec(t, "{namespace: "+f.ns+", nodes: karpenter, node_class: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}",
+		"  instance_type: g5.12xlarge", "  market: spot", "  spot_price_per_hour: 4")
+	all := kubeScenario(t, f, specFile, func(victim string) {
+		claims, err := dyn.Resource(karpenter.NodeClaims()).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range claims.Items {
+			if karpenter.NodeName(&claims.Items[i]) == victim {
+				if err := fulfil.Reclaim(ctx, claims.Items[i].GetName()); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		t.Fatalf("no NodeClaim for node %s", victim)
+	})
+	for _, e := range all {
+		if e.Ev == journal.EvNodeUp && e.Node.InstanceType != "g5.12xlarge" {
+			t.Errorf("node up %+v: the spec's instance type", e.Node)
+		}
+	}
+	if left, err := dyn.Resource(karpenter.NodeClaims()).List(ctx, metav1.ListOptions{LabelSelector: kubepool.LabelRun}); err != nil || len(left.Items) != 0 {
+		t.Errorf("NodeClaims left: %d (%v)", len(left.Items), err)
+	}
+	if err := fulfil.Err(); err != nil {
+		t.Errorf("the harness's controller: %v", err)
+	}
+	f.clean(t)
 }

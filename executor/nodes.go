@@ -41,13 +41,24 @@ const maxInterruptions = 10
 
 // lostNodes is which of bracket b's nodes are gone or going, with why (lostOf), as the provider
 // lists them now.
+//
+// Only a node held before the List began can be missing from it: one rented while the List ran
+// (another gang's replacement, a new stage's) is not in its answer, and is not lost. (Seen on
+// Kubernetes, whose pool provider reads every node in List: a replacement claimed meanwhile was
+// journaled as interrupted.)
 func (x *run) lostNodes(ctx context.Context, b int, doomed *gang.InterruptedError) (lostSet, error) {
+	x.mu.Lock()
+	before := map[string]bool{}
+	for _, n := range x.st.Nodes[b] {
+		before[n.ID] = true
+	}
+	x.mu.Unlock()
 	listed, err := x.cfg.Provider.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("run: list nodes: %w", err)
 	}
 	x.mu.Lock()
-	held := slices.Clone(x.st.Nodes[b])
+	held := slices.DeleteFunc(slices.Clone(x.st.Nodes[b]), func(n cloud.Node) bool { return !before[n.ID] })
 	x.mu.Unlock()
 	return lostOf(held, listed, doomed), nil
 }

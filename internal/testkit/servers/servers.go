@@ -17,16 +17,7 @@ import (
 // variable env), skipping the test — failing it under CI — when there is none.
 func Binary(t testing.TB, name, env string) string {
 	t.Helper()
-	if p := os.Getenv(env); p != "" {
-		return p
-	}
-	if root, err := moduleRoot(); err == nil {
-		p := filepath.Join(root, ".tools", "bin", name)
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
+	if p := binaryPath(name, env); p != "" {
 		return p
 	}
 	msg := fmt.Sprintf("no %s binary: run `make deps` (or set %s)", name, env)
