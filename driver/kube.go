@@ -46,7 +46,7 @@ func openKube(ctx context.Context, t target) (*Backend, error) {
 		return nil, err
 	}
 	k := t.exp.Cluster.Kubernetes
-	cfg, namespace, err := kube.Config("")
+	cfg, namespace, err := kube.Config("", "")
 	if err != nil {
 		return nil, inputErr("--backend kube: %v", err)
 	}

@@ -12,12 +12,13 @@ import (
 // inClusterNamespace is where a pod's ServiceAccount namespace is mounted.
 const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// Config finds the cluster as kubectl does: the kubeconfig files KUBECONFIG lists (or
-// ~/.kube/config) and their current context, or context when given; without any, inside a pod,
-// its ServiceAccount's credentials. It returns the client configuration and the namespace of the
-// context (or of the pod; "default" when none says).
-func Config(context string) (*rest.Config, string, error) {
+// Config finds the cluster as kubectl does: the kubeconfig file given, else the files KUBECONFIG
+// lists (or ~/.kube/config), with their current context or context when given; without any,
+// inside a pod, its ServiceAccount's credentials. It returns the client configuration and the
+// namespace of the context (or of the pod; "default" when none says).
+func Config(kubeconfig, context string) (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
 	cfg, err := loader.ClientConfig()
 	if err == nil {
@@ -28,7 +29,7 @@ func Config(context string) (*rest.Config, string, error) {
 		return cfg, ns, nil
 	}
 	if !clientcmd.IsEmptyConfig(err) {
-		return nil, "", fmt.Errorf("kubeconfig (%s): %w", strings.Join(rules.Precedence, ", "), err)
+		return nil, "", fmt.Errorf("kubeconfig (%s): %w", strings.Join(append([]string{kubeconfig}, rules.Precedence...), ", "), err)
 	}
 	cfg, inErr := rest.InClusterConfig()
 	if inErr != nil {

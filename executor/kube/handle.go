@@ -197,9 +197,16 @@ func (h *handle) watch() {
 		}
 		ended := 0
 		for rank, p := range pods {
-			if p == nil {
-				ended++
-				continue
+			if p == nil || (p.DeletionTimestamp != nil && !ending) {
+				// Deleted by someone else (a resumed driver's Reap, an administrator): not
+				// this gang's end as asked for.
+				if failed < 0 && lost < 0 && !stopped && !ending {
+					failed, failure = rank, fmt.Sprintf("rank %d's pod %s was deleted by someone else", rank, h.names[rank])
+				}
+				if p == nil {
+					ended++
+					continue
+				}
 			}
 			if p.Status.Phase == corev1.PodRunning {
 				h.startFollow(rank)
@@ -297,7 +304,7 @@ func (h *handle) forgetDeletedNodes(nodes map[string]string) {
 }
 
 // nodeDeleted is why a node that is gone from the API is gone.
-const nodeDeleted = "was deleted"
+const nodeDeleted = "node deleted"
 
 // nodeGoing says why a node is going or gone for the gang ("" when it is not).
 func (h *handle) nodeGoing(ctx context.Context, name string) string {

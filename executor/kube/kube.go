@@ -95,7 +95,8 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	ports   int
-	secrets bool // the run's Secret is written
+	secrets bool     // the run's Secret is written
+	trainer []string // the keys of TrainerSecret, once read
 }
 
 var (
@@ -116,14 +117,19 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	if len(g.Workers) == 0 {
 		return nil, fmt.Errorf("launch %s: the gang has no workers", g.Trial)
 	}
-	if err := r.fits(ctx, g); err != nil {
+	rank0, err := r.fits(ctx, g)
+	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
 	if err := r.writeSecrets(ctx); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
+	keys, err := r.trainerKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+	}
 	id := r.gangID(g.Trial)
-	pods, err := r.pods(g, id)
+	pods, err := r.pods(g, id, rank0, keys)
 	if err != nil {
 		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
 	}
@@ -132,10 +138,10 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 		if _, err := r.Client.CoreV1().Pods(r.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			h.deleteAll(0)
 			h.waitGone(context.WithoutCancel(ctx))
-			if apierrors.IsForbidden(err) {
-				return nil, fmt.Errorf("launch %s: create pod %s: %w", g.Trial, p.Name, err)
+			if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota") { // RBAC: no retry helps
+				return nil, fmt.Errorf("launch %s: create pod %s on node %s: %w", g.Trial, p.Name, p.Spec.NodeName, err)
 			}
-			return nil, fmt.Errorf("launch %s: create pod %s: %w: %w", g.Trial, p.Name, gang.ErrUnplaceable, err)
+			return nil, fmt.Errorf("launch %s: create pod %s on node %s: %w: %w", g.Trial, p.Name, p.Spec.NodeName, gang.ErrUnplaceable, err)
 		}
 	}
 	if err := h.running(ctx); err != nil {
@@ -154,7 +160,7 @@ func (r *Runtime) gangID(trialID string) string {
 
 // fits says why the gang's nodes cannot take it now: a node unknown, not Ready, cordoned, being
 // reclaimed, or with fewer GPUs free than its workers ask (what other pods on it hold counted).
-func (r *Runtime) fits(ctx context.Context, g gang.Gang) error {
+func (r *Runtime) fits(ctx context.Context, g gang.Gang) (rank0Addr string, err error) {
 	need := map[string]int{}
 	var order []string
 	for _, w := range g.Workers {
@@ -166,21 +172,24 @@ func (r *Runtime) fits(ctx context.Context, g gang.Gang) error {
 	for _, name := range order {
 		n, err := r.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%w: node %s does not exist", gang.ErrUnplaceable, name)
+			return "", fmt.Errorf("%w: node %s does not exist", gang.ErrUnplaceable, name)
 		}
 		if err != nil {
-			return fmt.Errorf("read node %s: %w", name, err)
+			return "", fmt.Errorf("read node %s: %w", name, err)
+		}
+		if name == g.Workers[0].Node.ID {
+			rank0Addr = internalIP(n)
 		}
 		// A node being reclaimed takes the gang: its watch stops it at once, as interrupted.
 		if n.Spec.Unschedulable {
-			return fmt.Errorf("%w: node %s is cordoned", gang.ErrUnplaceable, name)
+			return "", fmt.Errorf("%w: node %s is cordoned", gang.ErrUnplaceable, name)
 		}
 		if need[name] == 0 {
 			continue
 		}
 		pods, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", name).String()})
 		if err != nil {
-			return fmt.Errorf("read the pods on node %s: %w", name, err)
+			return "", fmt.Errorf("read the pods on node %s: %w", name, err)
 		}
 		free := n.Status.Allocatable[GPUResource]
 		left := free.Value()
@@ -190,10 +199,23 @@ func (r *Runtime) fits(ctx context.Context, g gang.Gang) error {
 			}
 		}
 		if int64(need[name]) > left {
-			return fmt.Errorf("%w: node %s has %d GPU(s) free of %d, and the gang's workers there need %d", gang.ErrUnplaceable, name, max(left, 0), free.Value(), need[name])
+			return "", fmt.Errorf("%w: node %s has %d GPU(s) free of %d, and the gang's workers there need %d", gang.ErrUnplaceable, name, max(left, 0), free.Value(), need[name])
 		}
 	}
-	return nil
+	return rank0Addr, nil
+}
+
+// internalIP is a node's address in the cluster: its InternalIP, else its first.
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	if len(n.Status.Addresses) > 0 {
+		return n.Status.Addresses[0].Address
+	}
+	return ""
 }
 
 func podGPUs(p *corev1.Pod) int64 {
@@ -240,7 +262,7 @@ func gone(n *corev1.Node) string {
 }
 
 // pods are the gang's pods, rank by rank.
-func (r *Runtime) pods(g gang.Gang, id string) ([]*corev1.Pod, error) {
+func (r *Runtime) pods(g gang.Gang, id, rank0Addr string, trainerKeys []string) ([]*corev1.Pod, error) {
 	grace := r.grace()
 	kill := int64((grace + SaveMargin).Seconds())
 	port := r.port()
@@ -249,6 +271,9 @@ func (r *Runtime) pods(g gang.Gang, id string) ([]*corev1.Pod, error) {
 	for _, w := range g.Workers {
 		env := w.Env
 		env.MasterPort = port
+		if env.MasterAddr == "" { // rank 0's node's: the pods share their nodes' network
+			env.MasterAddr = rank0Addr
+		}
 		env.CheckpointDir = "" // the wrapper sets it to a folder of the pod
 		// The device plugin gives a container its GPUs as devices 0..n-1.
 		gpus := len(env.GPUs)
@@ -291,7 +316,8 @@ func (r *Runtime) pods(g gang.Gang, id string) ([]*corev1.Pod, error) {
 		for _, k := range declared {
 			envs = append(envs, corev1.EnvVar{Name: k, Value: g.Env[k]})
 		}
-		if len(declared) > 0 { // the wrapper passes these on to the trainer, and no other
+		declared = append(declared, trainerKeys...) // envFrom gives them to the wrapper
+		if len(declared) > 0 {                      // the wrapper passes these on to the trainer, and no other
 			envs = append(envs, corev1.EnvVar{Name: trial.TrainerEnvVar, Value: strings.Join(declared, ",")})
 		}
 		var from []corev1.EnvFromSource
@@ -319,12 +345,46 @@ func (r *Runtime) pods(g gang.Gang, id string) ([]*corev1.Pod, error) {
 				TerminationGracePeriodSeconds: &kill,
 				// Bound by rubberband to a node it holds: whatever taints a pool's GPU nodes carry.
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-				Containers: []corev1.Container{{Name: "trainer", Image: image, Command: append([]string{self, "worker"}, o.Args()...),
+				Containers: []corev1.Container{{Name: "trainer", Image: image, Command: escapeVars(append([]string{self, "worker"}, o.Args()...)),
 					Env: envs, EnvFrom: from, Resources: res}},
 			},
 		})
 	}
 	return out, nil
+}
+
+// escapeVars keeps the kubelet from expanding $(VAR) in a command (a shell script's $(...), its
+// $$): every $ is written $$, which it turns back into $.
+func escapeVars(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, "$", "$$")
+	}
+	return out
+}
+
+// trainerKeys are the keys of TrainerSecret, which the wrapper passes on to the trainer (it
+// passes on only what it is told of), read once.
+func (r *Runtime) trainerKeys(ctx context.Context) ([]string, error) {
+	if r.TrainerSecret == "" {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trainer != nil {
+		return r.trainer, nil
+	}
+	s, err := r.Client.CoreV1().Secrets(r.Namespace).Get(ctx, r.TrainerSecret, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("trainer secret %s/%s: %w", r.Namespace, r.TrainerSecret, err)
+	}
+	keys := []string{}
+	for k := range s.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	r.trainer = keys
+	return keys, nil
 }
 
 // writeSecrets writes the run's Secret once, with the store's credentials.

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,37 +14,19 @@ import (
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
-	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/kubenode"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/selfbin"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
-	"github.com/rubberband-hpo/rubberband/trial/builtin"
 )
 
 // kubeCP is the package's control plane (TestMain); each test has a namespace and nodes of its
 // own.
 var kubeCP *servers.Kube
 
-// TestMain makes this test binary the rubberband binary the pods run (Runtime.Self): started as
-// `worker ...` it is the worker wrapper, as `trainer NAME ...` a built-in trainer.
+// TestMain makes this test binary the rubberband binary the pods run (Runtime.Self: selfbin),
+// and runs the tests with one control plane.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "worker":
-			o, err := worker.ParseArgs(os.Args[2:], os.Stderr)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(2)
-			}
-			o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
-			os.Exit(worker.Run(context.Background(), o))
-		case "trainer":
-			if err := builtin.Main(context.Background(), os.Args[2:], os.Stderr); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			os.Exit(0)
-		}
-	}
+	selfbin.Dispatch("")
 	os.Exit(servers.KubeMain(m, &kubeCP))
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,34 +20,16 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
-	"github.com/rubberband-hpo/rubberband/executor/worker"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/selfbin"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	"github.com/rubberband-hpo/rubberband/trial"
-	"github.com/rubberband-hpo/rubberband/trial/builtin"
 )
 
 // TestMain makes this test binary the rubberband binary the nodes run (Runtime.Self): started
 // as `worker ...` it is the worker (package worker), as `trainer NAME ...` a built-in trainer.
 // The tests need no CLI built.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "worker":
-			o, err := worker.ParseArgs(os.Args[2:], os.Stderr)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(2)
-			}
-			o.WorkDir, o.Stdin, o.Stdout, o.Stderr = os.Getenv("NOMAD_TASK_DIR"), os.Stdin, os.Stdout, os.Stderr
-			os.Exit(worker.Run(context.Background(), o))
-		case "trainer":
-			if err := builtin.Main(context.Background(), os.Args[2:], os.Stderr); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				os.Exit(1)
-			}
-			os.Exit(0)
-		}
-	}
+	selfbin.Dispatch(os.Getenv("NOMAD_TASK_DIR"))
 	os.Exit(m.Run())
 }
 

@@ -59,14 +59,14 @@ func (e Env) counter(trialID string, n, start, target int) gang.Gang {
 	if e.Counter != nil {
 		return e.Counter(trialID, n, start, target)
 	}
-	return e.gang(trialID, n, start, target, counterScript)
+	return e.gang(trialID, n, start, target, CounterScript)
 }
 
-// counterScript trains from the checkpoint's iteration to the target, an iteration every 50 ms,
+// CounterScript trains from the checkpoint's iteration to the target, an iteration every 50 ms,
 // and keeps what it reached when stopped. SIGTERM only marks the stop: an iteration under way is
 // finished, reported and saved whole, so that what it saved is what it reported (a trap that
 // saved at once could save an iteration whose report it never printed).
-const counterScript = `i=$(cat "$RB_CHECKPOINT_DIR/state" 2>/dev/null || echo 0)
+const CounterScript = `i=$(cat "$RB_CHECKPOINT_DIR/state" 2>/dev/null || echo 0)
 stop=
 trap 'stop=1' TERM
 while [ "$i" -lt "$RB_TARGET_ITER" ] && [ -z "$stop" ]; do
