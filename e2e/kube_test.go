@@ -186,6 +186,7 @@ func journalSoFar(state string) []journal.Event {
 // taint) in mid-stage, and the driver is SIGKILLed after the relaunch (kubeScenario). A node of
 // another pool is never used.
 func TestRunOnKubePool(t *testing.T) {
+	t.Parallel()
 	f := newKubeFixture(t, nil, "pool")
 	pool := map[string]string{"rubberband.dev/pool": f.ns}
 	var members []string
@@ -205,6 +206,16 @@ func TestRunOnKubePool(t *testing.T) {
 			t.Errorf("node up %s: not a node of the pool %v", e.Node.ID, members)
 		}
 	}
+	// profile goes through the same backend, on the pool's nodes left.
+	profile := filepath.Join(f.dir, "profile.yaml")
+	if _, errOut, code := rbEnv(t, binary, f.env(), "profile", specFile, "--backend", "kube", "--gpus", "4", "--iters", "2", "--rounds", "1",
+		"--time-scale", "0.05", "--out", profile); code != 0 {
+		t.Fatalf("profile on the pool: exit %d\n%s", code, errOut)
+	}
+	if b, err := os.ReadFile(profile); err != nil || !strings.Contains(string(b), "iter_latency") {
+		t.Fatalf("profile %s: %v", b, err)
+	}
+	f.clean(t)
 }
 
 // kubeScenario runs specFile's job on --backend kube through the CLI, under a plan of two nodes
@@ -293,6 +304,7 @@ func firstAt(evs []journal.Event, ok func(journal.Event) bool) time.Time {
 // The driver needs every rule `rubberband kube-rbac` prints: bound to all of them but one, a
 // run on the pool stops, says which request was forbidden, and leaves no pod running.
 func TestKubeRBACEachRuleNeeded(t *testing.T) {
+	t.Parallel()
 	minio := servers.RunMinIO(t)
 	rules := admit.Rules("pool")
 	for i, r := range rules {
@@ -322,6 +334,7 @@ func TestKubeRBACEachRuleNeeded(t *testing.T) {
 // (its disruption taint, then its NodeClaim and machine gone), and the driver is SIGKILLed after
 // the relaunch (kubeScenario); no NodeClaim is left.
 func TestRunOnKarpenterNodes(t *testing.T) {
+	t.Parallel()
 	f := newKubeFixture(t, nil, "karpenter")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -36,6 +36,7 @@ import (
 // server's pod (--backend local, as the Nomad deployment test does), hostNetwork gives the test
 // the server's address.
 func TestServerDeploymentOnKubernetes(t *testing.T) {
+	t.Parallel()
 	k := kubeCP.Get(t)
 	k.StartControllers(t)
 	winner := cleanWinner(t)

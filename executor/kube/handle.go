@@ -41,7 +41,8 @@ type handle struct {
 	once    sync.Once
 	result  error
 
-	aborted bool // marked failed in the store
+	aborted bool  // marked failed in the store
+	refused error // a request RBAC refused (an infra.Error): the gang is stopped, the run pauses
 
 	mu       sync.Mutex
 	lastIter int
@@ -138,6 +139,11 @@ func (h *handle) startFollow(rank int) {
 		defer h.follow.Done()
 		// Not the launch's context: the stream ends with the pod's process.
 		stream, err := h.r.Client.CoreV1().Pods(h.r.Namespace).GetLogs(h.names[rank], &corev1.PodLogOptions{Follow: true}).Stream(context.Background())
+		if forbidden(err) {
+			h.mu.Lock()
+			h.refused = h.r.forbidden(fmt.Errorf("read the log of pod %s: %w", h.names[rank], err))
+			h.mu.Unlock()
+		}
 		if err != nil {
 			fmt.Fprintf(h.logs[rank], "rubberband: cannot read this worker's output: %v\n", err)
 			if rank == 0 {
@@ -234,6 +240,13 @@ func (h *handle) watch() {
 				}
 			}
 		}
+		h.mu.Lock()
+		refused := h.refused
+		h.mu.Unlock()
+		if refused != nil && !ending {
+			ending = true
+			h.deleteAll(-1)
+		}
 		if !ending && (failed >= 0 || lost >= 0 || infraRank >= 0) {
 			ending = true
 			if lost >= 0 {
@@ -265,6 +278,8 @@ func (h *handle) watch() {
 		h.r.Store.Delete(ctx, worker.AbortKey(h.id))
 	}
 	switch {
+	case h.refused != nil:
+		h.result = h.refused
 	case stopped:
 		h.result = gang.ErrStopped
 	case lost >= 0:

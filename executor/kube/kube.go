@@ -22,6 +22,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
+	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/trial"
 )
 
@@ -119,14 +120,14 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	}
 	rank0, err := r.fits(ctx, g)
 	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, r.forbidden(fmt.Errorf("launch %s: %w", g.Trial, err))
 	}
 	if err := r.writeSecrets(ctx); err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, r.forbidden(fmt.Errorf("launch %s: %w", g.Trial, err))
 	}
 	keys, err := r.trainerKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w", g.Trial, err)
+		return nil, r.forbidden(fmt.Errorf("launch %s: %w", g.Trial, err))
 	}
 	id := r.gangID(g.Trial)
 	pods, err := r.pods(g, id, rank0, keys)
@@ -138,8 +139,8 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 		if _, err := r.Client.CoreV1().Pods(r.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			h.deleteAll(0)
 			h.waitGone(context.WithoutCancel(ctx))
-			if apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota") { // RBAC: no retry helps
-				return nil, fmt.Errorf("launch %s: create pod %s on node %s: %w", g.Trial, p.Name, p.Spec.NodeName, err)
+			if forbidden(err) { // no retry helps: the run pauses and says which permission
+				return nil, r.forbidden(fmt.Errorf("launch %s: create pod %s on node %s: %w", g.Trial, p.Name, p.Spec.NodeName, err))
 			}
 			return nil, fmt.Errorf("launch %s: create pod %s on node %s: %w: %w", g.Trial, p.Name, p.Spec.NodeName, gang.ErrUnplaceable, err)
 		}
@@ -351,6 +352,22 @@ func (r *Runtime) pods(g gang.Gang, id, rank0Addr string, trainerKeys []string) 
 		})
 	}
 	return out, nil
+}
+
+// forbidden says whether err is the API server refusing a request for want of a permission (not
+// a quota, which it also answers 403).
+func forbidden(err error) bool {
+	return apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "exceeded quota")
+}
+
+// forbidden makes a refusal by RBAC an infrastructure fault, which pauses the run (no try of the
+// trial's: it would fail the same way), naming the namespace; other errors are returned as
+// they are.
+func (r *Runtime) forbidden(err error) error {
+	if !forbidden(err) {
+		return err
+	}
+	return &infra.Error{What: infra.Forbidden, Where: "namespace " + r.Namespace, Err: fmt.Errorf("%w (`rubberband kube-rbac` prints the Role the driver needs)", err)}
 }
 
 // escapeVars keeps the kubelet from expanding $(VAR) in a command (a shell script's $(...), its

@@ -22,6 +22,7 @@ const (
 	ReadOnly      = "file system read-only"
 	StoreDown     = "checkpoint store unreachable"
 	JournalBroken = "journal cannot be written"
+	Forbidden     = "forbidden by the cluster's RBAC" // a Kubernetes request the driver's Role does not allow
 )
 
 // Error is an infrastructure fault: What is wrong (one of the words above), Where (a path, a
