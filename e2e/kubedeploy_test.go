@@ -201,3 +201,26 @@ func replaceArg(args []string, flag, value string) []string {
 	}
 	return append(args, flag, value)
 }
+
+// The deployment's RBAC is what `rubberband kube-rbac` prints for the server's ServiceAccount:
+// the two cannot drift apart. kube-rbac needs no profile and no cluster, and its JSON is a List
+// of the same objects.
+func TestKubeRBACPrintsTheDeploymentsRBAC(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile("../examples/deploy/kubernetes/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := rb(t, "kube-rbac", "-n", "rubberband", "--service-account", "rubberband-server")
+	if code != 0 || out != string(want) {
+		t.Fatalf("kube-rbac: exit %d (%s); examples/deploy/kubernetes/rbac.yaml is not its output:\n%s", code, errOut, out)
+	}
+	objs, err := servers.Decode([]byte(out))
+	if err != nil || len(objs) != 5 { // the ServiceAccount, Role and RoleBinding, ClusterRole and binding
+		t.Fatalf("decoded %d objects: %v", len(objs), err)
+	}
+	js, _, code := rb(t, "kube-rbac", "-n", "rubberband", "--service-account", "rubberband-server", "--nodes", "karpenter", "-o", "json")
+	if code != 0 || !strings.Contains(js, `"kind": "List"`) || !strings.Contains(js, `"nodeclaims"`) || strings.Contains(js, `"leases"`) {
+		t.Fatalf("kube-rbac -o json --nodes karpenter:\n%s", js)
+	}
+}

@@ -39,7 +39,7 @@ func iamPolicyCommand() *cli.Command {
 			var exp *spec.Experiment
 			if c.NArg() == 1 {
 				var err error
-				if exp, _, err = loadSpec(c, c.App.ErrWriter); err != nil {
+				if exp, _, err = loadSpec(c, c.App.ErrWriter, spec.ProfileOptional()); err != nil {
 					return err
 				}
 			}

@@ -35,7 +35,7 @@ func kubeRBACCommand() *cli.Command {
 			}
 			a := admit.Access{Namespace: "default", ServiceAccount: c.String("service-account"), Nodes: spec.KubeNodesPool}
 			if c.NArg() == 1 {
-				exp, _, err := loadSpec(c, c.App.ErrWriter)
+				exp, _, err := loadSpec(c, c.App.ErrWriter, spec.ProfileOptional()) // RBAC is the same before a profile
 				if err != nil {
 					return err
 				}

@@ -33,7 +33,10 @@ func Config(kubeconfig, context string) (*rest.Config, string, error) {
 	}
 	cfg, inErr := rest.InClusterConfig()
 	if inErr != nil {
-		return nil, "", fmt.Errorf("no cluster: no kubeconfig (set KUBECONFIG, or write %s) and not in a pod (%v)", strings.Join(rules.Precedence, ", "), inErr)
+		if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+			return nil, "", fmt.Errorf("no cluster: KUBECONFIG=%s names no kubeconfig file, and this is not a pod (%v)", env, inErr)
+		}
+		return nil, "", fmt.Errorf("no cluster: no kubeconfig (set KUBECONFIG, or write %s) and this is not a pod (%v)", strings.Join(rules.Precedence, ", "), inErr)
 	}
 	ns := "default"
 	if b, err := os.ReadFile(inClusterNamespace); err == nil && strings.TrimSpace(string(b)) != "" {
