@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter/karpentertest"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/kubepool"
@@ -149,21 +150,26 @@ func startKubeRun(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes
 // half (or when the run has ended first).
 func waitJournal(t *testing.T, state string, done <-chan struct{}, what string, ok func([]journal.Event) bool) []journal.Event {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if evs := journalSoFar(state); ok(evs) {
-			return evs
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var evs []journal.Event
+	ended := false
+	err := clock.Until(ctx, clock.Wall{}, 50*time.Millisecond, func() bool {
 		select {
 		case <-done:
-			t.Fatalf("the run ended before %s", what)
+			ended = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after 90 s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
+		evs = journalSoFar(state)
+		return ok(evs) || ended
+	})
+	switch {
+	case err != nil:
+		t.Fatalf("no %s after 90 s", what)
+	case !ok(evs):
+		t.Fatalf("the run ended before %s", what)
 	}
+	return evs
 }
 
 // journalSoFar reads the complete lines of a journal being written.

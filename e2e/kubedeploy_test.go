@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/kubenode"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
@@ -118,23 +119,28 @@ func TestServerDeploymentOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	serverPod := func(notNode string) corev1.Pod {
-		deadline := time.Now().Add(90 * time.Second)
-		for time.Now().Before(deadline) {
+		wait, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		var found corev1.Pod
+		err := clock.Until(wait, clock.Wall{}, 100*time.Millisecond, func() bool {
 			pods, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
 			if err != nil {
-				t.Fatal(err)
+				return false
 			}
 			for _, p := range pods.Items {
 				if p.Spec.NodeName != "" && p.Spec.NodeName != notNode && p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
 					if _, err := cl.Runs(ctx); err == nil {
-						return p
+						found = p
+						return true
 					}
 				}
 			}
-			time.Sleep(100 * time.Millisecond)
+			return false
+		})
+		if err != nil {
+			t.Fatalf("no server pod answers (not on %q)", notNode)
 		}
-		t.Fatalf("no server pod answers (not on %q)", notNode)
-		return corev1.Pod{}
+		return found
 	}
 	first := serverPod("")
 	src, err := os.ReadFile(specFile)

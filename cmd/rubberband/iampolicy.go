@@ -5,7 +5,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	rbec2 "github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 func iamPolicyCommand() *cli.Command {
@@ -29,19 +28,13 @@ func iamPolicyCommand() *cli.Command {
 			if err := checkOutput(c); err != nil {
 				return err
 			}
-			if c.NArg() > 1 {
-				return driver.UsageError("iam-policy takes at most one SPEC argument (got %d)", c.NArg())
-			}
 			who := c.String("for")
 			if who != rbec2.ForDriver && who != rbec2.ForInstance {
 				return driver.UsageError("--for %q is neither %s nor %s", who, rbec2.ForDriver, rbec2.ForInstance)
 			}
-			var exp *spec.Experiment
-			if c.NArg() == 1 {
-				var err error
-				if exp, _, err = loadSpec(c, c.App.ErrWriter, spec.ProfileOptional()); err != nil {
-					return err
-				}
+			exp, err := optionalSpec(c)
+			if err != nil {
+				return err
 			}
 			doc, err := rbec2.Policy(who, exp)
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/kube/admit"
 	"github.com/rubberband-hpo/rubberband/internal/format"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 func kubeRBACCommand() *cli.Command {
@@ -30,34 +29,17 @@ func kubeRBACCommand() *cli.Command {
 			if o := c.String("output"); o != "yaml" && o != "json" {
 				return driver.UsageError("--output %q is not a format (yaml or json)", o)
 			}
-			if c.NArg() > 1 {
-				return driver.UsageError("kube-rbac takes at most one SPEC argument (got %d)", c.NArg())
+			exp, err := optionalSpec(c)
+			if err != nil {
+				return err
 			}
-			a := admit.Access{Namespace: "default", ServiceAccount: c.String("service-account"), Nodes: spec.KubeNodesPool}
-			if c.NArg() == 1 {
-				exp, _, err := loadSpec(c, c.App.ErrWriter, spec.ProfileOptional()) // RBAC is the same before a profile
-				if err != nil {
-					return err
-				}
-				if k := exp.Cluster.Kubernetes; k != nil {
-					a.Nodes, a.LeaseNamespace = k.KubeNodes(), k.LeaseNamespace
-					if k.Namespace != "" {
-						a.Namespace = k.Namespace
-					}
-				}
-			}
-			if ns := c.String("namespace"); ns != "" {
-				a.Namespace = ns
-			}
-			if n := c.String("nodes"); n != "" {
-				if n != spec.KubeNodesPool && n != spec.KubeNodesKarpenter {
-					return driver.UsageError("--nodes %q is neither %s nor %s", n, spec.KubeNodesPool, spec.KubeNodesKarpenter)
-				}
-				a.Nodes = n
+			a, err := admit.For(exp, c.String("service-account"), c.String("namespace"), c.String("nodes"))
+			if err != nil {
+				return driver.UsageError("%v", err)
 			}
 			objs := admit.Objects(a)
 			if c.String("output") == "json" {
-				return format.JSON(c.App.Writer, map[string]any{"apiVersion": "v1", "kind": "List", "items": objs})
+				return format.JSON(c.App.Writer, admit.List(objs))
 			}
 			y, err := admit.Manifest(a, objs)
 			if err != nil {

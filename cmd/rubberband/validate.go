@@ -57,6 +57,19 @@ func loadSpec(c *cli.Context, w io.Writer, extra ...spec.Option) (*spec.Experime
 	return loadSpecFile(c.Args().First(), w, append(opts, extra...)...)
 }
 
+// optionalSpec loads the command's SPEC when one is given, its profile not needed (what the
+// cloud's permissions are does not depend on it); nil without one.
+func optionalSpec(c *cli.Context) (*spec.Experiment, error) {
+	if c.NArg() > 1 {
+		return nil, driver.UsageError("%s takes at most one SPEC argument (got %d)", c.Command.Name, c.NArg())
+	}
+	if c.NArg() == 0 {
+		return nil, nil
+	}
+	exp, _, err := loadSpec(c, c.App.ErrWriter, spec.ProfileOptional())
+	return exp, err
+}
+
 // loadSpecFile is loadSpec of the spec at path.
 func loadSpecFile(path string, w io.Writer, opts ...spec.Option) (*spec.Experiment, *spec.Source, error) {
 	exp, src, err := spec.LoadSource(path, opts...)

@@ -196,3 +196,14 @@ type Frozen struct {
 
 // Now is At.
 func (f Frozen) Now() time.Time { return f.At }
+
+// Until asks done every interval, sleeping on c between the asks, until it says yes or ctx ends
+// (ctx's error): how tests and harnesses wait on a real server, which no virtual clock drives.
+func Until(ctx context.Context, c Clock, every time.Duration, done func() bool) error {
+	for !done() {
+		if err := c.Sleep(ctx, every); err != nil {
+			return err
+		}
+	}
+	return nil
+}

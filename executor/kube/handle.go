@@ -98,10 +98,8 @@ func (h *handle) running(ctx context.Context) error {
 		if up == len(h.names) {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if h.r.clock().Sleep(ctx, h.r.poll()) != nil {
 			return fmt.Errorf("%w: %d of %d pods running after %v", gang.ErrUnplaceable, up, len(h.names), h.r.placeTimeout())
-		case <-time.After(h.r.poll()):
 		}
 	}
 }
@@ -195,7 +193,7 @@ func (h *handle) watch() {
 		}
 		pods, err := h.list(ctx)
 		if err != nil {
-			time.Sleep(h.r.poll())
+			h.r.clock().Sleep(ctx, h.r.poll())
 			continue
 		}
 		for _, n := range h.nodes {
@@ -266,7 +264,7 @@ func (h *handle) watch() {
 		if ending {
 			h.forgetDeletedNodes(nodes)
 		}
-		time.Sleep(h.r.poll())
+		h.r.clock().Sleep(ctx, h.r.poll())
 	}
 	h.follow.Wait()
 	close(h.reports)
@@ -363,11 +361,9 @@ func (h *handle) waitGone(ctx context.Context) {
 		if err == nil && left == 0 {
 			return
 		}
-		select {
-		case <-ctx.Done():
+		if h.r.clock().Sleep(ctx, h.r.poll()) != nil {
 			h.r.logf("trial %s: %d pod(s) of gang %s still there: %v", h.trial, left, h.id, err)
 			return
-		case <-time.After(h.r.poll()):
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 	"github.com/rubberband-hpo/rubberband/executor/worker"
@@ -87,8 +88,10 @@ type Runtime struct {
 	Grace time.Duration
 	// PlaceTimeout bounds how long Launch waits for every pod to run (default 2 minutes).
 	PlaceTimeout time.Duration
-	// Poll is how often pods and nodes are read while a gang runs (default 200 ms).
-	Poll time.Duration
+	// Poll is how often pods and nodes are read while a gang runs (default 200 ms), on Clock
+	// (default the wall clock: the cluster runs in real time).
+	Poll  time.Duration
+	Clock clock.Clock
 	// Code is the ID of the run's code bundle in its checkpoint store: each worker runs its
 	// trainer in it, unpacked.
 	Code string
@@ -471,10 +474,8 @@ func (r *Runtime) Reap(ctx context.Context) error {
 		if len(list.Items) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("reap: %d pod(s) of the run still there: %w", len(list.Items), ctx.Err())
-		case <-time.After(r.poll()):
+		if err := r.clock().Sleep(ctx, r.poll()); err != nil {
+			return fmt.Errorf("reap: %d pod(s) of the run still there: %w", len(list.Items), err)
 		}
 	}
 }
@@ -495,6 +496,8 @@ func (r *Runtime) logf(format string, args ...any) {
 }
 
 func (r *Runtime) grace() time.Duration { return cmp.Or(r.Grace, trial.GracePeriod) }
+
+func (r *Runtime) clock() clock.Clock { return clock.Or(r.Clock) }
 
 func (r *Runtime) poll() time.Duration { return cmp.Or(r.Poll, 200*time.Millisecond) }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/karpenter/karpentertest"
@@ -300,16 +301,11 @@ func TestReclaim(t *testing.T) {
 	if err := p.Delete(ctx, []string{got[1].ID}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		_, err := e.k.Client.CoreV1().Nodes().Get(wctx, got[1].ID, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			break
-		}
-		select {
-		case <-wctx.Done():
-			t.Fatalf("node %s still there after its Delete (%v)", got[1].ID, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if clock.Until(wctx, clock.Wall{}, 50*time.Millisecond, func() bool {
+		_, err = e.k.Client.CoreV1().Nodes().Get(wctx, got[1].ID, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) != nil {
+		t.Fatalf("node %s still there after its Delete (%v)", got[1].ID, err)
 	}
 	if h := held(t, p); len(h) != 0 {
 		t.Fatalf("held %v after deleting every node", h)

@@ -1,12 +1,15 @@
 package admit
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // Access is who the driver runs as and where.
@@ -118,4 +121,30 @@ func contains(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// For is the access a run of exp needs, as `rubberband kube-rbac` prints it: the spec's
+// namespaces and nodes (default namespace "default", nodes pool), then namespace and nodes when
+// given (flags). Nodes other than pool and karpenter are an error.
+func For(exp *spec.Experiment, serviceAccount, namespace, nodes string) (Access, error) {
+	a := Access{Namespace: "default", ServiceAccount: serviceAccount, Nodes: spec.KubeNodesPool}
+	if exp != nil && exp.Cluster.Kubernetes != nil {
+		k := exp.Cluster.Kubernetes
+		a.Nodes, a.LeaseNamespace = k.KubeNodes(), k.LeaseNamespace
+		a.Namespace = cmp.Or(k.Namespace, a.Namespace)
+	}
+	a.Namespace = cmp.Or(namespace, a.Namespace)
+	switch nodes {
+	case "":
+	case spec.KubeNodesPool, spec.KubeNodesKarpenter:
+		a.Nodes = nodes
+	default:
+		return Access{}, fmt.Errorf("--nodes %q is neither %s nor %s", nodes, spec.KubeNodesPool, spec.KubeNodesKarpenter)
+	}
+	return a, nil
+}
+
+// List is objs as a Kubernetes List, for -o json (`kubectl apply -f` takes it).
+func List(objs []runtime.Object) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 	corev1 "k8s.io/api/core/v1"
@@ -100,20 +101,23 @@ func (f *fixture) pod(name, node, workDir, script string, mutate ...func(*corev1
 	return created
 }
 
+// until polls done every 50 ms until it says yes or the test's deadline (the error).
+func (f *fixture) until(done func() bool) error {
+	return clock.Until(f.ctx, clock.Wall{}, 50*time.Millisecond, done)
+}
+
 // waitPod polls the pod until ok or the test's deadline.
 func (f *fixture) waitPod(name string, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
 	f.t.Helper()
-	for {
-		p, err := f.k.Client.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
-		if err == nil && ok(p) {
-			return p
-		}
-		select {
-		case <-f.ctx.Done():
-			f.t.Fatalf("pod %s: not %s: last %v %+v", name, what, err, podState(p))
-		case <-time.After(50 * time.Millisecond):
-		}
+	var p *corev1.Pod
+	var err error
+	if f.until(func() bool {
+		p, err = f.k.Client.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+		return err == nil && ok(p)
+	}) != nil {
+		f.t.Fatalf("pod %s: not %s: last %v %+v", name, what, err, podState(p))
 	}
+	return p
 }
 
 func podState(p *corev1.Pod) any {
@@ -130,16 +134,15 @@ func phase(ph corev1.PodPhase) func(*corev1.Pod) bool {
 // waitFile polls for a file the pod's process writes.
 func (f *fixture) waitFile(path string) []byte {
 	f.t.Helper()
-	for {
-		if b, err := os.ReadFile(path); err == nil {
-			return b
-		}
-		select {
-		case <-f.ctx.Done():
-			f.t.Fatalf("no %s", path)
-		case <-time.After(50 * time.Millisecond):
-		}
+	var b []byte
+	if f.until(func() bool {
+		var err error
+		b, err = os.ReadFile(path)
+		return err == nil
+	}) != nil {
+		f.t.Fatalf("no %s", path)
 	}
+	return b
 }
 
 func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
@@ -414,16 +417,12 @@ func (f *fixture) deletePod(name string, grace int64) {
 
 func (f *fixture) gone(name string) {
 	f.t.Helper()
-	for {
-		_, err := f.k.Client.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		select {
-		case <-f.ctx.Done():
-			f.t.Fatalf("pod %s still there: %v", name, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	var err error
+	if f.until(func() bool {
+		_, err = f.k.Client.CoreV1().Pods(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) != nil {
+		f.t.Fatalf("pod %s still there: %v", name, err)
 	}
 }
 
@@ -484,19 +483,12 @@ func (f *fixture) pidOf(work string) int {
 // dead polls until the process is gone (it may stay a zombie until the agent reaps it).
 func (f *fixture) dead(pid int) {
 	f.t.Helper()
-	for {
+	if f.until(func() bool {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		if parts := strings.Fields(string(stat)); len(parts) > 2 && parts[2] == "Z" {
-			return
-		}
-		select {
-		case <-f.ctx.Done():
-			f.t.Fatalf("process %d still running", pid)
-		case <-time.After(50 * time.Millisecond):
-		}
+		parts := strings.Fields(string(stat))
+		return errors.Is(err, os.ErrNotExist) || (len(parts) > 2 && parts[2] == "Z")
+	}) != nil {
+		f.t.Fatalf("process %d still running", pid)
 	}
 }
 
@@ -543,12 +535,8 @@ func TestNodesGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.dead(pids[other])
-	for f.a.Processes() != 1 {
-		select {
-		case <-f.ctx.Done():
-			t.Fatalf("Processes() = %d, want the third node's 1", f.a.Processes())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if f.until(func() bool { return f.a.Processes() == 1 }) != nil {
+		t.Fatalf("Processes() = %d, want the third node's 1", f.a.Processes())
 	}
 	if err := syscall.Kill(pids[third], 0); err != nil {
 		t.Errorf("the third node's pod died with the others: %v", err)

@@ -40,6 +40,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 // Kube is a real Kubernetes control plane: etcd and kube-apiserver, built by `make deps` from the
@@ -505,22 +507,23 @@ func (k *Kube) InstallCRD(ctx context.Context, path string) error {
 	if _, err := crds.Create(ctx, &obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("install %s: %w", obj.GetName(), err)
 	}
-	for {
+	err = clock.Until(ctx, clock.Wall{}, 50*time.Millisecond, func() bool {
 		got, err := crds.Get(ctx, obj.GetName(), metav1.GetOptions{})
-		if err == nil {
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-			for _, c := range conds {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-					return nil
-				}
+		if err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return true
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("CRD %s not established: %w", obj.GetName(), ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not established: %w", obj.GetName(), err)
 	}
+	return nil
 }
 
 // KubeOnce is a control plane a test package starts for its first test that needs one and

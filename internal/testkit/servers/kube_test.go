@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 )
 
 // The control plane serves the admin, enforces RBAC on a ServiceAccount's token, writes a
@@ -85,15 +87,11 @@ func TestKubeControllers(t *testing.T) {
 	if _, err := k.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		pods, err := k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err == nil && len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == node.Name {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no pod of the Deployment bound to %s: %v %v", node.Name, pods, err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	var pods *corev1.PodList
+	if clock.Until(ctx, clock.Wall{}, 100*time.Millisecond, func() bool {
+		pods, err = k.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 1 && pods.Items[0].Spec.NodeName == node.Name
+	}) != nil {
+		t.Fatalf("no pod of the Deployment bound to %s: %v %v", node.Name, pods, err)
 	}
 }
