@@ -46,6 +46,9 @@ func openKube(ctx context.Context, t target) (*Backend, error) {
 		return nil, err
 	}
 	k := t.exp.Cluster.Kubernetes
+	if err := servedKube(k, t.served); err != nil {
+		return nil, err
+	}
 	cfg, namespace, err := kube.Config("", "")
 	if err != nil {
 		return nil, inputErr("--backend kube: %v", err)
@@ -113,6 +116,23 @@ func openKube(ctx context.Context, t target) (*Backend, error) {
 		LogDir: filepath.Join(t.dir, rundir.LogsDir), LogMax: t.logMax, Log: t.log}
 	closeRuntime := func() { rt.Close(context.WithoutCancel(ctx)) }
 	return &Backend{Provider: provider, Runtime: rt, close: []func(){closeRuntime}}, nil
+}
+
+// servedKube refuses, for a server's run, what would let one team's spec reach past its run: a
+// namespace or lease namespace of its choosing (another team's pods, Secrets, Leases), and a
+// trainer_secret (which Secret of the server's namespace is handed to the trainer is the
+// server's to say, not a spec's). A server's runs go to the server's own namespace.
+func servedKube(k *spec.Kubernetes, served bool) error {
+	if !served {
+		return nil
+	}
+	for _, f := range []struct{ field, value string }{{"namespace", k.Namespace}, {"lease_namespace", k.LeaseNamespace}, {"trainer_secret", k.TrainerSecret}} {
+		if f.value != "" {
+			return inputErr("cluster.kubernetes.%s: a server's runs go to the server's own namespace, with its credentials; a spec sent to a server may not choose its %s (%q)",
+				f.field, strings.ReplaceAll(f.field, "_", " "), f.value)
+		}
+	}
+	return nil
 }
 
 // checkKubeQuotas refuses a plan whose peak GPUs one of the namespace's ResourceQuotas cannot
