@@ -131,8 +131,10 @@ func (f *kubeFixture) clean(t *testing.T) {
 	}
 }
 
-// startRun starts `rubberband run` in the background, its output in files beside the state.
-func startKubeRun(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+// startKubeRun starts the CLI with args in the background, its standard error kept (read it
+// once it has exited). exited is closed once it has ended: the one Wait is startKubeRun's (two
+// would race).
+func startKubeRun(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = ".."
@@ -142,8 +144,10 @@ func startKubeRun(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd, &errOut
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	return cmd, &errOut, done
 }
 
 // waitJournal polls the run's journal until ok says so, or fails the test after a minute and a
@@ -239,9 +243,7 @@ func kubeScenario(t *testing.T, f *kubeFixture, specFile string, reclaim func(vi
 		t.Fatalf("the same plan on the local backend: exit %d\n%s", code, errOut)
 	}
 	state := filepath.Join(f.dir, "state")
-	cmd, errOut := startKubeRun(t, f.env(), "run", specFile, "--plan", plan, "--backend", "kube", "--state", state, "--time-scale", "0.1")
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	cmd, errOut, exited := startKubeRun(t, f.env(), "run", specFile, "--plan", plan, "--backend", "kube", "--state", state, "--time-scale", "0.1")
 
 	launched1 := func(e journal.Event) bool { return e.Ev == journal.EvLaunch && e.Stage == 1 }
 	evs := waitJournal(t, state, exited, "a launch in stage 1", func(evs []journal.Event) bool { return slices.ContainsFunc(evs, launched1) })

@@ -474,6 +474,16 @@ func (r *Runtime) Reap(ctx context.Context) error {
 		if len(list.Items) == 0 {
 			return nil
 		}
+		// A pod whose node is gone has no kubelet left to end it: deleted at once, as the pod
+		// garbage collector does (a resumed run once waited on one for ever).
+		zero := int64(0)
+		for _, p := range list.Items {
+			if _, err := r.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+					return fmt.Errorf("reap %s of deleted node %s: %w", p.Name, p.Spec.NodeName, err)
+				}
+			}
+		}
 		if err := r.clock().Sleep(ctx, r.poll()); err != nil {
 			return fmt.Errorf("reap: %d pod(s) of the run still there: %w", len(list.Items), err)
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/kubenode"
@@ -96,4 +97,32 @@ func TestRuntimeContract(t *testing.T) {
 				c.agent.Taint(context.Background(), node, corev1.Taint{Key: "karpenter.sh/disruption", Value: "disrupted", Effect: corev1.TaintEffectNoSchedule})
 			}}
 	})
+}
+
+// A pod left by a dead driver on a node that is gone since (a reclaimed spot node) has no kubelet
+// to end it: Reap deletes it at once, as the pod garbage collector would, instead of waiting for
+// ever.
+func TestReapPodOfDeletedNode(t *testing.T) {
+	c := newCluster(t)
+	r, _ := c.runtime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "left", Labels: map[string]string{LabelRun: r.RunID}},
+		Spec: corev1.PodSpec{NodeName: c.nodes[0].ID, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "trainer", Image: "x", Command: []string{"sleep", "600"}}}}}
+	if _, err := c.k.Client.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := clock.Until(ctx, clock.Wall{}, 50*time.Millisecond, func() bool { return c.agent.Processes() == 1 }); err != nil {
+		t.Fatal("the pod never ran")
+	}
+	if err := c.agent.RemoveNode(ctx, c.nodes[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Reap(ctx); err != nil {
+		t.Fatalf("reap with a pod of a deleted node: %v", err)
+	}
+	if _, err := c.k.Client.CoreV1().Pods(c.ns).Get(ctx, "left", metav1.GetOptions{}); err == nil {
+		t.Fatal("the pod of the deleted node is still there")
+	}
 }
