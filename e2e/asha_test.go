@@ -181,11 +181,11 @@ func TestASHAOnNomad(t *testing.T) {
 	// side, and the order of results with them): the promotions are then the same on both.
 	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "--time-scale", "0.05", "--no-replan")
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); !ranToEnd(err) {
 		t.Fatalf("run on nomad: %v\n%s", err, out)
 	}
 	local := filepath.Join(dir, "local")
-	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", local, "--time-scale", "0.02", "--no-replan"); code != 0 {
+	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", local, "--time-scale", "0.02", "--no-replan"); !finishedCode(code) {
 		t.Fatal(errOut)
 	}
 	onNomad, onLocal := readRunReport(t, state), readRunReport(t, local)

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,6 +108,15 @@ func TestDeadlineMissedExits5(t *testing.T) {
 // finishedCode says a run's exit code is a finished run's: 0 in time, exitDeadlineMissed past its
 // deadline (for tests of something else, on jobs that may finish late).
 func finishedCode(code int) bool { return code == 0 || code == exitDeadlineMissed }
+
+// ranToEnd is finishedCode for a CLI process's error: the run finished, within its deadline or
+// past it. A test of a backend in real time asks this, not for exit 0: on a loaded machine (CI's
+// two cores, the suite's runs side by side) a run may finish past the deadline its plan met at
+// p50, and its result stands; the deadline is what `make fidelity` measures.
+func ranToEnd(err error) bool {
+	var exit *exec.ExitError
+	return err == nil || errors.As(err, &exit) && exit.ExitCode() == exitDeadlineMissed
+}
 
 // copyRun copies a run's state directory's files (not its logs) to dst.
 func copyRun(t *testing.T, src, dst string) {

@@ -201,7 +201,7 @@ func runEC2(t *testing.T, sim *ec2sim.Server, env []string, args ...string) runs
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Run(); !ranToEnd(err) {
 		t.Fatalf("run on ec2: %v\n%s\nconsoles:\n%s", err, stderr.String(), consoles(sim))
 	}
 	t.Logf("ec2 run: %s", time.Since(start).Round(time.Millisecond))
@@ -473,7 +473,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	if len(doomed) != 2 {
 		t.Fatalf("interrupted %v, want the two instances of stage 0", doomed)
 	}
-	if err := driver.Wait(); err != nil {
+	if err := driver.Wait(); !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
 	}
 	t.Logf("driver:\n%s", driver.Stdout)
@@ -523,7 +523,7 @@ func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	plan := planFile(t, dir, specFile, "4,4,2")
 	out, errOut, code := rbEnv(t, binary, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.05")
-	if code != 0 {
+	if !finishedCode(code) {
 		t.Fatalf("run: exit %d\n%s\n%s", code, errOut, out)
 	}
 	insts := sim.Instances()
@@ -582,7 +582,7 @@ func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
 		rented = append(rented, in.ID)
 	}
 	out, errOut, code := rbEnv(t, binary, env, "resume", state)
-	if code != 0 {
+	if !finishedCode(code) {
 		t.Fatalf("resume: exit %d\n%s\n%s\nconsoles:\n%s", code, errOut, out, consoles(sim))
 	}
 	if !strings.Contains(errOut, "this driver takes it over") {
@@ -787,7 +787,7 @@ func TestEC2HedgedStage(t *testing.T) {
 	if len(markets) != 2 || doomed == "" {
 		t.Fatalf("instances by market %v at stage 0: want one on demand and one on spot", markets)
 	}
-	if err := driver.Wait(); err != nil {
+	if err := driver.Wait(); !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
 	}
 	rep := readRunReport(t, state)

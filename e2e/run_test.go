@@ -183,7 +183,7 @@ func TestRunReusesTrainerProcesses(t *testing.T) {
 	var reports []runstate.Report
 	for _, spec := range []string{plain, reuse} {
 		state := filepath.Join(dir, "state-"+filepath.Base(spec))
-		if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); code != 0 {
+		if _, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02"); !finishedCode(code) {
 			t.Fatalf("run %s: exit %d: %s", filepath.Base(spec), code, errOut)
 		}
 		reports = append(reports, readRunReport(t, state))
@@ -237,7 +237,7 @@ func TestRunWorkerKilledIsRetried(t *testing.T) {
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "RB_SYNTH_CRASH=b0-t0003@1", "RB_SYNTH_CRASH_DIR="+t.TempDir())
 	out, err := cmd.Output()
-	if err != nil {
+	if !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	var fails, launches, doneAfter int
@@ -270,7 +270,7 @@ func TestResumeAfterDriverKilled(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	whole := filepath.Join(tmp, "whole")
-	if _, errOut, code := rb(t, "run", "e2e/testdata/synthetic.yaml", "--state", whole, "--time-scale", "0.02"); code != 0 {
+	if _, errOut, code := rb(t, "run", "e2e/testdata/synthetic.yaml", "--state", whole, "--time-scale", "0.02"); !finishedCode(code) {
 		t.Fatalf("uninterrupted run: %s", errOut)
 	}
 	state := filepath.Join(tmp, "killed")
@@ -355,7 +355,7 @@ func TestRunHyperband(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	out, errOut, code := rb(t, "run", "e2e/testdata/hyperband.yaml", "--state", state, "--time-scale", "0.02", "-o", "json")
-	if code != 0 {
+	if !finishedCode(code) {
 		t.Fatalf("run exit %d: %s", code, errOut)
 	}
 	var rep runstate.Report
@@ -443,7 +443,7 @@ func TestRunTrialGivesUp(t *testing.T) {
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "RB_SYNTH_CRASH=b0-t0005@1")
 	out, err := cmd.Output()
-	if err != nil {
+	if !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	var rep runstate.Report
@@ -496,7 +496,7 @@ func TestRunOnNomad(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
+	if !ranToEnd(err) {
 		t.Fatalf("run on nomad: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
 	var rep runstate.Report
@@ -504,7 +504,7 @@ func TestRunOnNomad(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := filepath.Join(dir, "local")
-	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
+	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); !finishedCode(code) {
 		t.Fatal(errOut)
 	}
 	want := readRunReport(t, local)
@@ -558,7 +558,7 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 		t.Fatalf("no second node in %s", b)
 	}
 	syscall.Kill(-victim.PID, syscall.SIGKILL)
-	if err := cmd.Wait(); err != nil {
+	if err := cmd.Wait(); !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	var rep runstate.Report
@@ -578,7 +578,7 @@ func TestRunOnNomadNodeLost(t *testing.T) {
 		t.Fatalf("lost %v, replaced %v, finished %v\n%s", lost, replaced, rep.Finished, stderr.String())
 	}
 	local := filepath.Join(dir, "local")
-	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
+	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); !finishedCode(code) {
 		t.Fatal(errOut)
 	}
 	if want := readRunReport(t, local); rep.Best.Trial != want.Best.Trial {
@@ -713,7 +713,7 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Run(); !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	var rep runstate.Report
@@ -881,7 +881,7 @@ func TestRunLogFormatJSON(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(t.TempDir(), "state")
 	_, errOut, code := rb(t, "run", "e2e/testdata/synthetic.yaml", "--state", state, "--time-scale", "0.02", "--log-format", "json")
-	if code != 0 {
+	if !finishedCode(code) {
 		t.Fatalf("run exit %d: %s", code, errOut)
 	}
 	var rf rundir.RunFile
@@ -935,7 +935,7 @@ func TestRunServesMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", want, text)
 		}
 	}
-	if err := driver.Wait(); err != nil {
+	if err := driver.Wait(); !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s", err, driver.Stdout)
 	}
 	if !strings.Contains(fmt.Sprint(driver.Stdout), "metrics at http://"+addr+"/metrics") {

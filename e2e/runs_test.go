@@ -114,11 +114,11 @@ func TestListStatusLogs(t *testing.T) {
 	root := t.TempDir()
 	env := []string{"RUBBERBAND_ROOT=" + root}
 	const synthetic = "e2e/testdata/synthetic.yaml"
-	if _, errOut, code := rbEnv(t, binary, env, "run", synthetic, "--time-scale", "0.02"); code != 0 {
+	if _, errOut, code := rbEnv(t, binary, env, "run", synthetic, "--time-scale", "0.02"); !finishedCode(code) {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
 	// The same spec again: a new run beside the first, not a refusal.
-	if _, errOut, code := rbEnv(t, binary, env, "run", synthetic, "--time-scale", "0.02"); code != 0 {
+	if _, errOut, code := rbEnv(t, binary, env, "run", synthetic, "--time-scale", "0.02"); !finishedCode(code) {
 		t.Fatalf("second run: exit %d: %s", code, errOut)
 	}
 	// A run whose every trial fails, and one whose driver is killed.
@@ -233,7 +233,7 @@ func TestFollowARun(t *testing.T) {
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := run.Wait(); err != nil {
+	if err := run.Wait(); !ranToEnd(err) {
 		t.Fatalf("run: %v", err)
 	}
 	for name, c := range map[string]*exec.Cmd{"logs -f": logs, "status -w": watch} {
