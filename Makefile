@@ -26,12 +26,12 @@ deps:
 
 # Every test, with the race detector; no test times anything against the wall clock (the run
 # path's end-to-end claims hold in virtual time, `make fidelity` measures real runs), so packages
-# run side by side, and the CLI's end-to-end tests (e2e) four at a time (-parallel 4: they mostly wait
+# run side by side, and the CLI's end-to-end tests (e2e) six at a time (-parallel 6: they mostly wait
 # on trainers that sleep). The slowest 15 tests and packages are listed at the end, to keep the
 # budget (15 minutes on 2 cores) in sight.
 test: deps
 	$(GO) vet ./...
-	set -o pipefail; $(GO) test -race -count=1 -parallel 4 -timeout 30m -json ./... | $(GO) run ./cmd/testreport -slowest 15
+	set -o pipefail; $(GO) test -race -count=1 -parallel 6 -timeout 30m -json ./... | $(GO) run ./cmd/testreport -slowest 15
 
 # Opt-in, not part of `make test`: the PyTorch DDP trainer (examples/trainers/pytorch), unchanged,
 # through `rubberband profile` and `rubberband run` on the local backend, on CPU with gloo; a trial

@@ -138,6 +138,7 @@ func whatifASHA(t *testing.T) {
 // sequence, and the winner, are the local backend's (the synthetic metrics depend only on the
 // parameters); each journal passes the rule's audit.
 func TestASHAOnNomad(t *testing.T) {
+	t.Parallel()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	dir := t.TempDir()
 	specFile, src := syntheticSpec(t, dir, "synthetic-asha.yaml")

@@ -126,6 +126,7 @@ func follow(ctx context.Context, seen *nomadSeen, prefix string, list func(*noma
 // instances' directories (consoles, Nomad clients' data, task directories). The run's security
 // group is gone at the end, and the IAM policy allows every call.
 func TestEC2InstanceProfileKeepsDriverKeys(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := startEC2Fixture(t, dir, true)
 	key, secret, token := f.minio.TemporaryKeys(t) // the driver's own, distinct from MinIO's (which the instances' role gets)

@@ -133,6 +133,7 @@ func startEC2Fixture(t testing.TB, dir string, profile bool) ec2Fixture {
 // end, and each carried the run's tag and sat in the run's own security group (beside the
 // spec's), which is deleted after them; the IAM policy allows every call.
 func TestEC2Backend(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	state := filepath.Join(dir, "state")
@@ -314,6 +315,7 @@ func TestEC2BackendUsage(t *testing.T) {
 // `rubberband cancel` of a running ec2 run: the driver stops its gangs, terminates every
 // instance it rented and deletes the run's security group once they are gone.
 func TestEC2Cancel(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	state := filepath.Join(dir, "state")
@@ -389,6 +391,7 @@ func callTagged(c ec2sim.Call, key, value string) bool {
 // cluster.ec2.watchdog each instance's agent stops its Nomad client and powers the instance
 // off, which (shutdown behaviour terminate) terminates it, with nobody calling EC2.
 func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	src, _ := os.ReadFile(specFile)
@@ -450,6 +453,7 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 // reached, the winner is the local backend's, the report lists the interruptions, and every
 // instance is terminated at the end.
 func TestEC2SpotInterruptions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	longerTrials(t, specFile, "  max_nodes: 2\n  market: spot\n")
@@ -517,6 +521,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 // finishes there, its nodes are journaled with the zone they were rented in, and the driver says
 // why it went elsewhere.
 func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	sim.FailCapacity(ec2sim.DefaultRegion+"a", "InsufficientInstanceCapacity", 1000)
@@ -559,6 +564,7 @@ func TestEC2CapacityFallsOverToTheNextZone(t *testing.T) {
 // and takes it over, repeats the journaled request under the same client tokens and gets the same
 // instances back. No instance is rented twice, none is left running, and the run finishes.
 func TestEC2ResumeAfterKillMidRunInstances(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	sim.StallRunInstances(time.Minute, time.Minute)
@@ -692,6 +698,7 @@ func measuredNodeStart(t testing.TB, prof []byte) (scale, init string) {
 // the p3 ones; the run finishes with the local backend's winner, and every instance is
 // terminated at the end.
 func TestEC2ChangesInstanceType(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	src, _ := os.ReadFile(specFile)
@@ -766,6 +773,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 // instance), the on-demand instance is never touched, the run ends with the local backend's
 // winner, and every instance is terminated.
 func TestEC2HedgedStage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sim, specFile, env := ec2Env(t, dir)
 	longerTrials(t, specFile, "  max_nodes: 4\n  markets: [on-demand, spot]\n  spot: {discount: 0.7, interruptions_per_hour: 5}\n")

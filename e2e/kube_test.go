@@ -196,7 +196,7 @@ func journalSoFar(state string) []journal.Event {
 // taint) in mid-stage, and the driver is SIGKILLed after the relaunch (kubeScenario). A node of
 // another pool is never used.
 func TestRunOnKubePool(t *testing.T) {
-	// Not parallel: beside the suite's other real-time runs, on 2 cores, those missed deadlines.
+	t.Parallel()
 	f := newKubeFixture(t, nil, "pool")
 	pool := map[string]string{"rubberband.dev/pool": f.ns}
 	var members []string
@@ -342,7 +342,7 @@ func TestKubeRBACEachRuleNeeded(t *testing.T) {
 // (its disruption taint, then its NodeClaim and machine gone), and the driver is SIGKILLed after
 // the relaunch (kubeScenario); no NodeClaim is left.
 func TestRunOnKarpenterNodes(t *testing.T) {
-	// Not parallel: beside the suite's other real-time runs, on 2 cores, those missed deadlines.
+	t.Parallel()
 	f := newKubeFixture(t, nil, "karpenter")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -39,6 +39,7 @@ func teamSpec(t *testing.T, dir string) string {
 // run finishes on the matching ones only, leaves every agent running and no claim behind;
 // `profile` works on the same clients.
 func TestRunOnTeamNomadCluster(t *testing.T) {
+	t.Parallel()
 	n := servers.StartNomad(t)
 	ml := map[string]string{"team": "ml", "gpus": "4"}
 	names := map[string]string{} // node ID -> agent name

@@ -195,6 +195,7 @@ d.cancel()
 // runs train.py in it. Before, raw_exec ran python3 train.py in the task's own folder, where
 // there is no train.py.
 func TestRunScriptOnNomadWithMinIO(t *testing.T) {
+	t.Parallel()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
 	minio := servers.StartMinIO(t)
 	file := scriptFolder(t, "")
