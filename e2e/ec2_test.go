@@ -77,9 +77,9 @@ func ec2Env(t testing.TB, dir string) (*ec2sim.Server, string, []string) {
 	return f.sim, f.spec, f.env
 }
 
-// ec2Fixture is what an EC2 test runs against: the fake, MinIO (its credentials are the
-// test process's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), the spec and the driver's
-// environment.
+// ec2Fixture is what an EC2 test runs against: the fake, MinIO, the spec and the driver's
+// environment (MinIO's keys in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which the fake
+// takes too: not the test process's, so that EC2 tests run side by side).
 type ec2Fixture struct {
 	sim   *ec2sim.Server
 	minio *servers.MinIO
@@ -92,7 +92,7 @@ type ec2Fixture struct {
 func startEC2Fixture(t testing.TB, dir string, profile bool) ec2Fixture {
 	t.Helper()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
-	minio := servers.StartMinIO(t) // its credentials are the test's: the driver's and the nodes'
+	minio := servers.RunMinIO(t) // its keys go to the driver in env, to the nodes as below
 	dataDir := filepath.Join(dir, "nodes")
 	cfg := ec2sim.Config{BootDelay: time.Second, Env: []string{"PATH=" + filepath.Dir(binary) + ":" + filepath.Dir(nomadBin) + ":/usr/bin:/bin"}}
 	if profile {
@@ -118,7 +118,8 @@ func startEC2Fixture(t testing.TB, dir string, profile bool) ec2Fixture {
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, nil, 0o644)
 	env := []string{"RB_NOMAD_BIN=" + nomadBin, "NOMAD_ADDR=", "RB_EC2_AGENT_BIN=" + binary, "RB_EC2_NOMAD_BIN=" + nomadBin,
-		"RB_EC2_DATA_DIR=" + dataDir, "AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty}
+		"RB_EC2_DATA_DIR=" + dataDir, "AWS_CONFIG_FILE=" + empty, "AWS_SHARED_CREDENTIALS_FILE=" + empty,
+		"AWS_ACCESS_KEY_ID=" + minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minio.Secret}
 	for k, v := range sim.ClientEnv() {
 		if k != "AWS_ACCESS_KEY_ID" && k != "AWS_SECRET_ACCESS_KEY" { // the fake takes any key: MinIO's serve both
 			env = append(env, k+"="+v)

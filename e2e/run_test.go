@@ -681,7 +681,7 @@ func TestRunImageOnNomadWithMinIO(t *testing.T) {
 		}
 		t.Skip("no docker engine")
 	}
-	minio := servers.StartMinIO(t)
+	minio := servers.RunMinIO(t)
 	dir := t.TempDir()
 	// The image: a static binary FROM scratch, as `make image` builds it; here the race detector's
 	// build, linked statically: its packages are those of the test's own CLI, so only the link is
@@ -714,7 +714,7 @@ checkpoints: {url: s3://checkpoints/e2e-image, endpoint: %s, insecure: true}
 	state := filepath.Join(dir, "state")
 	// The plan is kept (--no-replan): the migrations it makes are under test.
 	cmd := exec.Command(binary, "run", specFile, "--plan", plan, "--backend", "nomad", "--state", state, "-o", "json", "--no-replan")
-	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=")
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=", "AWS_ACCESS_KEY_ID="+minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+minio.Secret)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); !ranToEnd(err) {

@@ -197,7 +197,7 @@ d.cancel()
 func TestRunScriptOnNomadWithMinIO(t *testing.T) {
 	t.Parallel()
 	nomadBin := servers.Binary(t, "nomad", "RB_NOMAD_BIN")
-	minio := servers.StartMinIO(t)
+	minio := servers.RunMinIO(t)
 	file := scriptFolder(t, "")
 	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
@@ -212,10 +212,11 @@ func TestRunScriptOnNomadWithMinIO(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	cmd := exec.Command(binary, "run", file, "--backend", "nomad", "--state", state, "--time-scale", "0.05", "-o", "json")
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=", "AWS_SHARED_CREDENTIALS_FILE="+creds)
+	cmd.Env = append(os.Environ(), "RB_NOMAD_BIN="+nomadBin, "NOMAD_ADDR=", "AWS_SHARED_CREDENTIALS_FILE="+creds,
+		"AWS_ACCESS_KEY_ID="+minio.AccessKey, "AWS_SECRET_ACCESS_KEY="+minio.Secret)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Run(); !ranToEnd(err) {
 		t.Fatalf("run on nomad: %v\n%s", err, stderr.String())
 	}
 	if !strings.Contains(stdout.String(), `"best"`) {
