@@ -183,7 +183,7 @@ func TestEC2Backend(t *testing.T) {
 	checkRunGroups(t, sim, rf.RunID)
 	checkPolicy(t, sim)
 	local := filepath.Join(dir, "local")
-	if _, errOut, code := rb(t, "run", specFile, "--state", local, "--time-scale", "0.02"); code != 0 {
+	if _, errOut, code := rbEnv(t, binary, env, "run", specFile, "--state", local, "--time-scale", "0.02"); !finishedCode(code) {
 		t.Fatal(errOut)
 	}
 	want := readRunReport(t, local)
@@ -265,10 +265,11 @@ func checkInterruptions(t *testing.T, events []journal.Event) (map[string]bool, 
 }
 
 // sameWinnerAsLocal runs spec's plan on the local backend, on-demand and uninterrupted, in
-// state, and fails the test unless the run reported in rep finished with its winner.
-func sameWinnerAsLocal(t *testing.T, rep runstate.Report, specFile, plan, state string) {
+// state (with env: the store's keys), and fails the test unless the run reported in rep
+// finished with its winner.
+func sameWinnerAsLocal(t *testing.T, env []string, rep runstate.Report, specFile, plan, state string) {
 	t.Helper()
-	if _, errOut, code := rb(t, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.01"); code != 0 {
+	if _, errOut, code := rbEnv(t, binary, env, "run", specFile, "--plan", plan, "--state", state, "--time-scale", "0.01"); !finishedCode(code) {
 		t.Fatal(errOut)
 	}
 	want := readRunReport(t, state)
@@ -513,7 +514,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 		}
 	}
 	checkRunGroups(t, sim, runIDOf(t, state))
-	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
+	sameWinnerAsLocal(t, env, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("%d instance(s) rented, %d interrupted (%d tries relaunched from their checkpoints: %v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s",
 		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
@@ -762,7 +763,7 @@ func TestEC2ChangesInstanceType(t *testing.T) {
 		}
 	}
 	checkRunGroups(t, sim, runIDOf(t, state))
-	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
+	sameWinnerAsLocal(t, env, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("nodes rented by type and market: %v; cost realized $%.4f, predicted $%.4f", rented, rep.Realized.Cost, rep.Predicted.Cost)
 }
 
@@ -838,7 +839,7 @@ func TestEC2HedgedStage(t *testing.T) {
 		}
 	}
 	checkRunGroups(t, sim, runIDOf(t, state))
-	sameWinnerAsLocal(t, rep, specFile, plan, filepath.Join(dir, "local"))
+	sameWinnerAsLocal(t, env, rep, specFile, plan, filepath.Join(dir, "local"))
 	t.Logf("%d instance(s) rented (%v), %s interrupted (%d tries relaunched); cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
 		len(sim.Instances()), markets, doomed, interruptedTries, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
 }

@@ -167,11 +167,19 @@ func waitJournal(t *testing.T, state string, done <-chan struct{}, what string, 
 		evs = journalSoFar(state)
 		return ok(evs) || ended
 	})
+	var tail strings.Builder
+	for _, e := range evs[max(len(evs)-40, 0):] {
+		node := ""
+		if e.Node != nil {
+			node = e.Node.ID
+		}
+		fmt.Fprintf(&tail, "  %s %s stage %d trial %s nodes %v node %s %s\n", e.At.Format("15:04:05.000"), e.Ev, e.Stage, e.Trial, e.Nodes, node, e.Error)
+	}
 	switch {
 	case err != nil:
-		t.Fatalf("no %s after 90 s", what)
+		t.Fatalf("no %s after 90 s; the journal's last records:\n%s", what, tail.String())
 	case !ok(evs):
-		t.Fatalf("the run ended before %s", what)
+		t.Fatalf("the run ended before %s; the journal's last records:\n%s", what, tail.String())
 	}
 	return evs
 }
@@ -244,6 +252,13 @@ func kubeScenario(t *testing.T, f *kubeFixture, specFile string, reclaim func(vi
 	}
 	state := filepath.Join(f.dir, "state")
 	cmd, errOut, exited := startKubeRun(t, f.env(), "run", specFile, "--plan", plan, "--backend", "kube", "--state", state, "--time-scale", "0.1")
+	t.Cleanup(func() {
+		if t.Failed() {
+			cmd.Process.Kill()
+			<-exited // its standard error is written no more
+			t.Logf("the first driver's standard error:\n%s", errOut.String())
+		}
+	})
 
 	launched1 := func(e journal.Event) bool { return e.Ev == journal.EvLaunch && e.Stage == 1 }
 	evs := waitJournal(t, state, exited, "a launch in stage 1", func(evs []journal.Event) bool { return slices.ContainsFunc(evs, launched1) })

@@ -48,7 +48,7 @@ func TestLocalSpotInterruptionsEmulated(t *testing.T) {
 	if !said {
 		t.Errorf("no interruption says it came from a notice: %+v", rep.Interruptions)
 	}
-	sameWinnerAsLocal(t, rep, onDemand, plan, filepath.Join(dir, "on-demand"))
+	sameWinnerAsLocal(t, nil, rep, onDemand, plan, filepath.Join(dir, "on-demand"))
 	t.Logf("%d node(s) interrupted, %d tries relaunched from their checkpoints (%v); cost realized $%.4f, predicted $%.4f (%+.1f%%); JCT realized %.1f s, predicted %.1f s (%+.1f%%)",
 		len(journaled), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost),
 		rep.Realized.JCT, rep.Predicted.JCT, format.Pct(rep.Realized.JCT, rep.Predicted.JCT))
@@ -389,7 +389,7 @@ func TestLocalHedgedStages(t *testing.T) {
 	}
 	plain := filepath.Join(dir, "plain")
 	os.Mkdir(plain, 0o755)
-	sameWinnerAsLocal(t, rep, onDemand, planFile(t, plain, onDemand, "16,8,4,2"), filepath.Join(dir, "on-demand"))
+	sameWinnerAsLocal(t, nil, rep, onDemand, planFile(t, plain, onDemand, "16,8,4,2"), filepath.Join(dir, "on-demand"))
 	t.Logf("%d node(s) in the on-demand tier; %d spot node(s) interrupted, %d tries relaunched; cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
 		odTier, len(journaled), tries, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
 }
