@@ -74,7 +74,9 @@ func (h *handle) Wait() error                  { <-h.done; return h.result }
 func (h *handle) Stop() { h.once.Do(func() { close(h.stop) }) }
 
 // running waits until every pod runs (following each one's log from then on), bounded by the
-// runtime's PlaceTimeout; a pod that ends or fails first fails the launch.
+// runtime's PlaceTimeout; a pod that ends or fails first fails the launch. A pod deleted, or whose
+// node is deleted or going (a spot node reclaimed between the check of the nodes and the pods'
+// start), makes the gang unplaceable at once: no kubelet would ever run it.
 func (h *handle) running(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.r.placeTimeout())
 	defer cancel()
@@ -87,6 +89,11 @@ func (h *handle) running(ctx context.Context) error {
 		for rank, p := range pods {
 			switch {
 			case p == nil:
+				return fmt.Errorf("%w: rank %d's pod %s was deleted before it ran", gang.ErrUnplaceable, rank, h.names[rank])
+			case p.Status.Phase == corev1.PodPending:
+				if why := h.nodeGoing(ctx, h.nodes[rank]); why != "" {
+					return fmt.Errorf("%w: node %s of rank %d's pod %s: %s, before the pod ran", gang.ErrUnplaceable, h.nodes[rank], rank, h.names[rank], why)
+				}
 			case p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded:
 				h.startFollow(rank)
 				up++

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,11 +10,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
+	"github.com/rubberband-hpo/rubberband/executor/gang"
 	"github.com/rubberband-hpo/rubberband/executor/gang/gangtest"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/kubenode"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/selfbin"
@@ -124,5 +127,62 @@ func TestReapPodOfDeletedNode(t *testing.T) {
 	}
 	if _, err := c.k.Client.CoreV1().Pods(c.ns).Get(ctx, "left", metav1.GetOptions{}); err == nil {
 		t.Fatal("the pod of the deleted node is still there")
+	}
+}
+
+// A node deleted while a gang's pod waits on it to start (a spot node reclaimed between Launch's
+// check of its nodes and the pod's start) makes the launch unplaceable at once, naming the node,
+// and leaves no pod: on main Launch waited the whole PlaceTimeout for a pod no kubelet would run,
+// and a run on Karpenter's nodes stood still behind it.
+func TestLaunchOnANodeDeletedBeforeThePodRan(t *testing.T) {
+	c := newCluster(t)
+	r, _ := c.runtime(t)
+	r.PlaceTimeout = 5 * time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// A node no agent serves: Ready, with GPUs, but its pods never start.
+	name := c.ns + "-nokubelet"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	node, err := c.k.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.k.Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	gpus := resource.MustParse("2")
+	node.Status = corev1.NodeStatus{Capacity: corev1.ResourceList{"nvidia.com/gpu": gpus}, Allocatable: corev1.ResourceList{"nvidia.com/gpu": gpus},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}},
+		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}}
+	if _, err := c.k.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g := gangOf("b0-t0001", []cloud.Node{{ID: name, GPUs: 2, Addr: "127.0.0.1"}}, 1, 0, 3, "")
+	launched := make(chan error, 1)
+	go func() {
+		h, err := r.Launch(ctx, g)
+		if err == nil {
+			h.Stop()
+			h.Wait()
+		}
+		launched <- err
+	}()
+	if err := clock.Until(ctx, clock.Wall{}, 50*time.Millisecond, func() bool {
+		pods, err := c.k.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 1
+	}); err != nil {
+		t.Fatal("no pod was created")
+	}
+	if err := c.k.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-launched:
+		if !errors.Is(err, gang.ErrUnplaceable) || !strings.Contains(err.Error(), name) {
+			t.Fatalf("launch: %v; want unplaceable, naming node %s", err, name)
+		}
+	case <-ctx.Done():
+		t.Fatal("Launch still waits a minute after its node was deleted")
+	}
+	if pods, err := c.k.Client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{}); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods left: %d (%v)", len(pods.Items), err)
 	}
 }
