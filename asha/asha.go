@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/rubberband-hpo/rubberband/pareto"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -44,6 +45,15 @@ type rung struct {
 	promoted   sorted  // their results at this rung, best first
 	rank       int     // the best unpromoted result's rank among promoted ones, when ranked
 	ranked     bool
+	// points are a multi-objective ladder's results (ReportPoint), in the order reported: each
+	// result's loss above is its place in pareto.Order of them, set again at every result.
+	points []scoredPoint
+}
+
+// scoredPoint is one result of a multi-objective ladder.
+type scoredPoint struct {
+	order, trial int
+	point        pareto.Point
 }
 
 type result struct {
@@ -81,7 +91,7 @@ func (l *Ladder) Reset() {
 	for b := range l.levels {
 		for k := range l.levels[b] {
 			lv := &l.levels[b][k]
-			*lv = rung{unpromoted: lv.unpromoted[:0]}
+			*lv = rung{unpromoted: lv.unpromoted[:0], points: lv.points[:0]}
 		}
 	}
 }
@@ -386,13 +396,66 @@ func (l *Ladder) Report(trial int, loss float64) error {
 	if !ok {
 		return fmt.Errorf("asha: trial %d reported with no job in flight", trial)
 	}
-	l.inFlight.del(trial)
 	lv := &l.levels[j.Bracket][j.Rung]
+	if len(lv.points) > 0 {
+		return fmt.Errorf("asha: trial %d: a loss among points at bracket %d rung %d", trial, j.Bracket, j.Rung)
+	}
+	l.inFlight.del(trial)
 	lv.n++
 	lv.unpromoted.push(result{loss: loss, order: l.reported, trial: trial})
 	lv.ranked = false
 	l.reported++
 	return nil
+}
+
+// ReportPoint records the result a job in flight reached at its rung when several objectives
+// or constraints rank results (MO-ASHA, Schmucker et al. 2021): the rung's results are ordered by
+// pareto.Order (feasible first, then non-dominated rank, then crowding; ties by the order they
+// were reported in), and each result's loss becomes its place in that order, so that promotion,
+// Best and Promotable apply the paper's rule to it unchanged. A ladder takes points or losses,
+// never both.
+func (l *Ladder) ReportPoint(trial int, p pareto.Point) error {
+	j, ok := l.inFlight.get(trial)
+	if !ok {
+		return fmt.Errorf("asha: trial %d reported with no job in flight", trial)
+	}
+	lv := &l.levels[j.Bracket][j.Rung]
+	if lv.n != len(lv.points) {
+		return fmt.Errorf("asha: trial %d: a point among losses at bracket %d rung %d", trial, j.Bracket, j.Rung)
+	}
+	l.inFlight.del(trial)
+	lv.points = append(lv.points, scoredPoint{order: l.reported, trial: trial, point: p})
+	lv.n++
+	l.reported++
+	lv.rerank()
+	return nil
+}
+
+// rerank gives each of a multi-objective rung's results its place in pareto.Order as its loss,
+// and lays its unpromoted and promoted results out anew by it.
+func (r *rung) rerank() {
+	points := make([]pareto.Point, len(r.points))
+	for i, p := range r.points {
+		points[i] = p.point
+	}
+	place := make([]float64, len(points))
+	for at, i := range pareto.Order(points) {
+		place[i] = float64(at)
+	}
+	promoted := make(map[int]bool, r.promoted.len())
+	for _, res := range r.promoted.all() {
+		promoted[res.trial] = true
+	}
+	r.unpromoted, r.promoted = r.unpromoted[:0], sorted{}
+	for i, p := range r.points {
+		res := result{loss: place[i], order: p.order, trial: p.trial}
+		if promoted[p.trial] {
+			r.promoted.insert(res)
+		} else {
+			r.unpromoted.push(res)
+		}
+	}
+	r.ranked = false
 }
 
 // Drop ends a job in flight without a result (the trial failed for good): its rung does not count

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/pareto"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -191,6 +192,7 @@ type brute struct {
 	started  int
 	order    int
 	inFlight int
+	points   map[int]pareto.Point // by order: a multi-objective ladder's results (reportPoint)
 }
 
 func newBrute(cfg spec.ASHA) *brute {
@@ -202,8 +204,7 @@ func (b *brute) next() (Job, bool) {
 	for br := range b.cfg.Brackets {
 		rungs := b.cfg.Rungs(br)
 		for k := len(rungs) - 2; k >= 0; k-- {
-			rs := slices.Clone(b.results[[2]int{br, k}])
-			slices.SortFunc(rs, less)
+			rs := b.sorted(br, k)
 			var pick *result
 			for i := range len(rs) / b.cfg.Eta {
 				if !b.promoted[[3]int{br, k, rs[i].trial}] {
@@ -227,11 +228,10 @@ func (b *brute) next() (Job, bool) {
 				continue
 			}
 			for k := len(rungs) - 2; k >= 0 && !found; k-- {
-				rs := slices.Clone(b.results[[2]int{br, k}])
+				rs := b.sorted(br, k)
 				if len(rs) == 0 {
 					continue
 				}
-				slices.SortFunc(rs, less)
 				for _, r := range rs {
 					if !b.promoted[[3]int{br, k, r.trial}] {
 						best, found = Job{Trial: r.trial, Bracket: br, Rung: k + 1, From: rungs[k], To: rungs[k+1]}, true
@@ -258,6 +258,33 @@ func (b *brute) next() (Job, bool) {
 	b.inFlight++
 	br := t % b.cfg.Brackets
 	return Job{Trial: t, Bracket: br, Rung: 0, To: b.cfg.Rungs(br)[0], New: true}, true
+}
+
+// sorted is rung k of bracket br's results, best first: by loss, or by pareto.Order of their
+// points (ties: reported first).
+func (b *brute) sorted(br, k int) []result {
+	rs := slices.Clone(b.results[[2]int{br, k}])
+	if b.points == nil {
+		slices.SortFunc(rs, less)
+		return rs
+	}
+	points := make([]pareto.Point, len(rs)) // rs are in the order reported
+	for i, r := range rs {
+		points[i] = b.points[r.order]
+	}
+	out := make([]result, 0, len(rs))
+	for _, i := range pareto.Order(points) {
+		out = append(out, rs[i])
+	}
+	return out
+}
+
+func (b *brute) reportPoint(j Job, p pareto.Point) {
+	if b.points == nil {
+		b.points = map[int]pareto.Point{}
+	}
+	b.points[b.order] = p
+	b.report(j, 0)
 }
 
 func (b *brute) report(j Job, loss float64) {
@@ -495,5 +522,64 @@ func TestSaveRestoreLargeLadder(t *testing.T) {
 		}
 		l.Report(a.Trial, 0.5)
 		back.Report(b.Trial, 0.5)
+	}
+}
+
+// With several objectives and constraints (ReportPoint), the ladder hands out what the rule read
+// literally does with each rung sorted by pareto.Order (feasible first, then front, then
+// crowding; ties reported first), on random two-objective results with ties and violations,
+// and a ladder saved and restored at random points goes on deciding the same.
+func TestMultiObjectiveAgreesWithBruteForce(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 150 {
+		cfg := spec.ASHA{Trials: 1 + r.IntN(40), MinIters: 1, MaxIters: 27, Eta: 2 + r.IntN(3), Brackets: 1 + r.IntN(2)}
+		cfg.Brackets = min(cfg.Brackets, cfg.MaxBrackets())
+		l, ref := New(cfg), newBrute(cfg)
+		slots := 1 + r.IntN(6)
+		var running []Job
+		for {
+			for len(running) < slots {
+				j, ok := l.Next()
+				want, wok := ref.next()
+				if ok != wok || (ok && j != want) {
+					t.Fatalf("round %d: next %+v %v, brute force %+v %v", round, j, ok, want, wok)
+				}
+				if !ok {
+					break
+				}
+				running = append(running, j)
+			}
+			if len(running) == 0 {
+				break
+			}
+			i := r.IntN(len(running))
+			j := running[i]
+			running = slices.Delete(running, i, i+1)
+			p := pareto.Point{Losses: []float64{float64(r.IntN(6)), float64(r.IntN(6))}} // ties happen
+			if r.IntN(5) == 0 {
+				p.Violation = float64(1 + r.IntN(3))
+			}
+			if err := l.ReportPoint(j.Trial, p); err != nil {
+				t.Fatal(err)
+			}
+			ref.reportPoint(j, p)
+			if r.IntN(10) == 0 {
+				back, ok := Restore(cfg, l.Save())
+				if !ok {
+					t.Fatalf("round %d: restore refused its own save", round)
+				}
+				l = back
+			}
+		}
+		if !l.Done() {
+			t.Fatalf("round %d: not done", round)
+		}
+	}
+	l := New(spec.ASHA{Trials: 2, MinIters: 1, MaxIters: 3, Eta: 2, Brackets: 1})
+	a, _ := l.Next()
+	b, _ := l.Next()
+	l.ReportPoint(a.Trial, pareto.Point{Losses: []float64{1, 2}})
+	if err := l.Report(b.Trial, 1); err == nil {
+		t.Error("a loss among points was taken")
 	}
 }

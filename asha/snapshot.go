@@ -1,6 +1,7 @@
 package asha
 
 import (
+	"github.com/rubberband-hpo/rubberband/pareto"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -25,6 +26,15 @@ type SavedRung struct {
 	PromotedBlocks []int
 	Rank           int
 	Ranked         bool
+	// Points are a multi-objective rung's results (Ladder.ReportPoint), in the order reported.
+	Points []SavedPoint
+}
+
+// SavedPoint is one result of a multi-objective rung.
+type SavedPoint struct {
+	Order, Trial int
+	Losses       []float64
+	Violation    float64
 }
 
 // SavedResult is one result at a rung.
@@ -51,6 +61,9 @@ func (l *Ladder) Save() Saved {
 				}
 			}
 			s.Levels[b][k] = SavedRung{N: r.n, Unpromoted: saveResults(r.unpromoted), Promoted: promoted, PromotedBlocks: blocks, Rank: r.rank, Ranked: r.ranked}
+			for _, p := range r.points {
+				s.Levels[b][k].Points = append(s.Levels[b][k].Points, SavedPoint{p.order, p.trial, p.point.Losses, p.point.Violation})
+			}
 		}
 	}
 	return s
@@ -69,6 +82,9 @@ func Restore(cfg spec.ASHA, s Saved) (*Ladder, bool) {
 		}
 		for k, r := range s.Levels[b] {
 			lv := rung{n: r.N, unpromoted: restoreResults(r.Unpromoted), rank: r.Rank, ranked: r.Ranked}
+			for _, p := range r.Points {
+				lv.points = append(lv.points, scoredPoint{p.Order, p.Trial, pareto.Point{Losses: p.Losses, Violation: p.Violation}})
+			}
 			promoted := restoreResults(r.Promoted)
 			if !lv.promoted.restore(promoted, r.PromotedBlocks) {
 				for _, p := range promoted {

@@ -467,6 +467,16 @@ func (x *run) drawParams(id string) spec.Config {
 	return x.fitted.Draw(x.st.Drawn(), search.TrialRand(exp.SamplerSeed(), index))
 }
 
+// point is a multi-objective spec's result of trial at stage k as a sampler learns from it; a
+// stage the trial failed ranks last in every objective (and infeasible, under constraints).
+// Called with x.mu held.
+func (x *run) point(trial string, k int) ([]float64, float64) {
+	if p, ok := x.st.PointOf(trial, k); ok {
+		return p.Losses, p.Violation
+	}
+	return search.Losses(x.cfg.Experiment, nil)
+}
+
 // history is every result journaled, as drawParams learns from them, in sampling order, and the
 // warm start's. Called with x.mu held.
 func (x *run) history() []search.Observation {
@@ -487,8 +497,11 @@ func (x *run) history() []search.Observation {
 				if !done {
 					metric = math.NaN()
 				}
-				history = append(history, search.Observation{Params: t.Params, Budget: stages[k].EndIter(),
-					Loss: search.Loss(metric, exp.Objective.Mode), Trial: tid})
+				o := search.Observation{Params: t.Params, Budget: stages[k].EndIter(), Loss: search.Loss(metric, exp.Objective.Mode), Trial: tid}
+				if exp.MultiObjective() {
+					o.Losses, o.Violation = x.point(tid, k)
+				}
+				history = append(history, o)
 			}
 		}
 	}

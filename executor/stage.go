@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -443,6 +445,21 @@ func (x *run) finish(b, k int, o outcome) error {
 	} else {
 		metric = nil
 		fmt.Fprintf(x.log, "trial %s stage %d reported no %q: it ranks last\n", o.trial, k+1, x.cfg.Experiment.Objective.Metric)
+	}
+	if slices.Contains(x.cfg.Experiment.Metrics(), spec.CostMetric) {
+		// The meter's dollars, journaled with the result: a replay ranks by the same figure.
+		at := o.exitedAt
+		if at.IsZero() {
+			at = x.clk.Now()
+		}
+		x.mu.Lock()
+		cost := x.st.TrialCost(o.trial, at)
+		x.mu.Unlock()
+		o.metrics = maps.Clone(o.metrics)
+		if o.metrics == nil {
+			o.metrics = map[string]float64{}
+		}
+		o.metrics[spec.CostMetric] = cost
 	}
 	// Group-committed: the checkpoint is saved already with this report beside it, so a driver or
 	// machine that dies before this line is durable costs a relaunch that re-reports the result

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
@@ -127,6 +129,9 @@ func WriteBest(w io.Writer, best *BestTrial, asJSON bool) error {
 	if asJSON {
 		return format.JSON(w, best)
 	}
+	if len(best.Objectives) > 0 {
+		return writePareto(w, best)
+	}
 	fmt.Fprintf(w, "# %s, run %s: trial %s, %s %g at iteration %d\n", best.Experiment, best.RunID, best.Trial, best.Metric, best.Value, best.Iter)
 	b, err := yaml.Marshal(best.Params)
 	if err != nil {
@@ -134,4 +139,67 @@ func WriteBest(w io.Writer, best *BestTrial, asJSON bool) error {
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// writePareto writes a multi-objective run's Pareto front as a table: each configuration's
+// objectives (an arrow says which way is better), constrained metrics and parameters, in
+// promotion's order, with how to pick one.
+func writePareto(w io.Writer, best *BestTrial) error {
+	fmt.Fprintf(w, "%s, run %s: the Pareto front, %d configuration(s) at iteration %d\n", best.Experiment, best.RunID, len(best.Pareto), paretoIter(best))
+	if len(best.Pareto) == 0 {
+		fmt.Fprintln(w, "no feasible configuration yet: none satisfies the spec's constraints")
+		return nil
+	}
+	var metrics, params []string
+	cols := []string{"TRIAL"}
+	for _, o := range best.Objectives {
+		metrics = append(metrics, o.Metric)
+		cols = append(cols, strings.ToUpper(o.Metric)+map[string]string{"max": " ↑", "min": " ↓"}[o.Mode])
+	}
+	var constrained []string // the constrained metrics that are no objective, by name
+	for _, m := range best.Pareto {
+		for name := range m.Metrics {
+			if !slices.Contains(metrics, name) && !slices.Contains(constrained, name) {
+				constrained = append(constrained, name)
+			}
+		}
+		for name := range m.Params {
+			if !slices.Contains(params, name) {
+				params = append(params, name)
+			}
+		}
+	}
+	slices.Sort(constrained)
+	slices.Sort(params)
+	for _, name := range constrained {
+		metrics = append(metrics, name)
+		cols = append(cols, strings.ToUpper(name))
+	}
+	cols = append(cols, params...)
+	tab := format.NewTable(w, cols...)
+	for _, m := range best.Pareto {
+		row := []any{m.Trial}
+		for _, name := range metrics {
+			if v, ok := m.Metrics[name]; ok {
+				row = append(row, fmt.Sprintf("%.4g", v))
+			} else {
+				row = append(row, "-")
+			}
+		}
+		for _, p := range params {
+			row = append(row, fmt.Sprint(m.Params[p]))
+		}
+		tab.Row(row...)
+	}
+	tab.Flush()
+	fmt.Fprintf(w, "\nbest --pick %s prints one configuration ready to reuse; -o json gives each one's curve\n", best.Objectives[0].Metric)
+	return nil
+}
+
+// paretoIter is the iteration the front's results are at.
+func paretoIter(best *BestTrial) int {
+	if len(best.Pareto) > 0 {
+		return best.Pareto[0].Iter
+	}
+	return best.Iter
 }

@@ -26,6 +26,9 @@ func WriteTable(w io.Writer, st *State, res *runstate.Result, status string) {
 		params, _ := json.Marshal(res.Best.Params)
 		fmt.Fprintf(w, "best trial %s: %s %.4f with %s\n\n", res.Best.Trial, st.Exp.Objective.Metric, res.Best.Metric, params)
 	}
+	if st.Exp.MultiObjective() {
+		writeFront(w, st, res.Pareto)
+	}
 	if st.ASHA != nil {
 		writeASHA(w, res)
 	} else {
@@ -235,4 +238,31 @@ func WriteTrials(w io.Writer, st *State, res *runstate.Result) {
 		tw.Row(t.ID, brackets[t.Bracket].Name, fmt.Sprintf("%d/%d", t.Stages, len(brackets[t.Bracket].Stages)), state, t.Iter, m, node)
 	}
 	tw.Flush()
+}
+
+// frontShown is how many of a Pareto front the report lists; best lists it all.
+const frontShown = 10
+
+// writeFront lists a multi-objective run's Pareto front in a line per configuration: its
+// objectives and constrained metrics, in the spec's order.
+func writeFront(w io.Writer, st *State, front []runstate.ParetoTrial) {
+	if len(front) == 0 {
+		fmt.Fprintf(w, "Pareto front: no feasible result yet\n\n")
+		return
+	}
+	fmt.Fprintf(w, "Pareto front: %d configuration(s) at iteration %d (best lists them all with their parameters)\n", len(front), front[0].Iter)
+	for i, p := range front {
+		if i == frontShown {
+			fmt.Fprintf(w, "  … %d more\n", len(front)-frontShown)
+			break
+		}
+		var parts []string
+		for _, m := range st.Exp.Metrics() {
+			if v, ok := p.Metrics[m]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.4g", m, v))
+			}
+		}
+		fmt.Fprintf(w, "  %s  %s\n", p.Trial, strings.Join(parts, "  "))
+	}
+	fmt.Fprintln(w)
 }

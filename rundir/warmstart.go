@@ -107,7 +107,15 @@ func (f *obsFold) apply(e journal.Event) bool {
 		if e.Ev == journal.EvDone && e.Metric != nil {
 			metric = *e.Metric
 		}
-		f.out = append(f.out, search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, f.exp.Objective.Mode)})
+		o := search.Observation{Params: c, Budget: stages[e.Stage].EndIter(), Loss: search.Loss(metric, f.exp.Objective.Mode)}
+		if f.exp.MultiObjective() { // this spec's objectives, of what that run's trainers reported
+			var reported map[string]float64
+			if e.Ev == journal.EvDone {
+				reported = e.Metrics
+			}
+			o.Losses, o.Violation = search.Losses(f.exp, reported)
+		}
+		f.out = append(f.out, o)
 		return true
 	}
 	return false

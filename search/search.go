@@ -18,6 +18,10 @@ type Observation struct {
 	// Trial, where set, names the configuration for as long as the sampler lives: a TPE that
 	// draws again encodes it once (a trial's configuration never changes). Not persisted.
 	Trial string `json:"-"`
+	// Losses and Violation are a multi-objective spec's result (Losses: one per objective, as
+	// search.Losses gives them; nil with one objective, where Loss is the result).
+	Losses    []float64
+	Violation float64
 }
 
 // Loss turns an objective value into a loss: the objective negated when mode is max; NaN (no

@@ -292,9 +292,7 @@ func (e *Experiment) applyDefaults(cat InstanceCatalog) Problems {
 	if e.Trainer.Resources.MemoryMB == 0 && !e.unknown("trainer.resources.memory_mb") {
 		e.Trainer.Resources.MemoryMB = 512
 	}
-	if e.Objective.Mode == "" && !e.unknown("objective.mode") {
-		e.Objective.Mode = "max"
-	}
+	e.objectiveDefaults()
 	if e.Planner.Name == "" && !e.unknown("planner.name") {
 		e.Planner.Name = PlannerGreedy
 	}
@@ -390,4 +388,29 @@ func (e *Experiment) CheckWorkdir(specPath string) error {
 // spec names trainer.workdir.
 func (e *Experiment) ShipsCode() bool {
 	return e.Trainer.Image == "" || e.Has("trainer.workdir")
+}
+
+// objectiveDefaults fills in each objective's mode (max, but min for cost_usd: dollars are never
+// wanted more) and makes Objectives and Objective agree: objective: alone is the one objective;
+// with objectives:, Objective is their first. Both written is validate's to refuse.
+func (e *Experiment) objectiveDefaults() {
+	defaultMode := func(o *Objective, path string) {
+		if o.Mode == "" && !e.unknown(path+".mode") {
+			o.Mode = "max"
+			if o.Metric == CostMetric {
+				o.Mode = "min"
+			}
+		}
+	}
+	if !e.Has("objectives") {
+		defaultMode(&e.Objective, "objective")
+		e.Objectives = []Objective{e.Objective}
+		return
+	}
+	for i := range e.Objectives {
+		defaultMode(&e.Objectives[i], fmt.Sprintf("objectives[%d]", i))
+	}
+	if !e.Has("objective") && len(e.Objectives) > 0 {
+		e.Objective = e.Objectives[0]
+	}
 }

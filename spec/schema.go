@@ -148,7 +148,12 @@ func fieldRules(cat InstanceCatalog) map[string]map[string]any {
 	// A count, or "grid": the grid sampler's size (minimum binds numbers, pattern strings).
 	trialsOrGrid := map[string]any{"type": []string{"integer", "string"}, "minimum": 1, "maximum": MaxTrials, "pattern": "^grid$"}
 	return map[string]map[string]any{
-		"Experiment":                         {"required": []string{"name", "objective", "algorithm", "cluster"}}, // profile: measured by `rubberband profile`, which adds it
+		// profile: measured by `rubberband profile`, which adds it. objective or objectives, not both.
+		"Experiment": {"required": []string{"name", "algorithm", "cluster"},
+			"oneOf": []map[string]any{{"required": []string{"objective"}}, {"required": []string{"objectives"}}}},
+		"Experiment.objectives":              {"minItems": 1, "maxItems": MaxObjectives},
+		"Experiment.constraints":             {"maxItems": MaxConstraints},
+		"Constraint":                         {"required": []string{"metric"}, "minProperties": 2, "maxProperties": 2},
 		"Experiment.name":                    {"type": "string", "pattern": nameRE().String()},
 		"Objective":                          {"required": []string{"metric"}},
 		"Objective.mode":                     oneOfStrings("max", "min"),
@@ -260,7 +265,9 @@ func fieldDocs() map[string]string {
 		"Experiment.name":         "The experiment's name: lowercase letters, digits and '-'.",
 		"Experiment.deadline":     "When the job must end, as a Go duration (20m, 1h30m); plan needs it or --deadline.",
 		"Experiment.seed":         "Seeds search-space sampling and the simulator (default 0).",
-		"Experiment.objective":    "The metric that ranks trials at each sync.",
+		"Experiment.objective":    "The metric that ranks trials at each sync (or objectives, for several).",
+		"Experiment.objectives":   "Several metrics to rank by: trials are promoted by Pareto dominance then crowding (MO-ASHA's rule), and best prints the Pareto front. cost_usd is the trial's own metered dollars.",
+		"Experiment.constraints":  "Bounds a configuration must keep within ({metric, max} or {metric, min}): feasible results rank before every infeasible one.",
 		"Experiment.algorithm":    "Exactly one of sha, hyperband, asha or stages.",
 		"Experiment.search_space": "The parameters to tune, by name.",
 		"Experiment.trainer":      "The program each trial runs (used by run).",
@@ -271,6 +278,10 @@ func fieldDocs() map[string]string {
 
 		"Objective.metric": "The metric the trainer reports, such as val_accuracy.",
 		"Objective.mode":   "Whether a higher (max, the default) or lower (min) metric is better.",
+
+		"Constraint.metric": "A metric the trainer reports, or cost_usd (the trial's metered dollars).",
+		"Constraint.max":    "The largest value that satisfies the constraint.",
+		"Constraint.min":    "The smallest value that satisfies the constraint.",
 
 		"Algorithm.sha":       "Successive Halving: trials start with min_iters iterations; 1/eta of them go on at each sync, up to max_iters.",
 		"Algorithm.hyperband": "Hyperband: several SHA brackets run at once on one elastic cluster.",

@@ -1,16 +1,24 @@
 package spec
 
 import (
+	"math"
 	"slices"
 	"time"
 )
 
 // Experiment is a decoded, defaulted spec. Field paths in errors use the yaml names.
 type Experiment struct {
-	Name        string           `yaml:"name"`
-	Deadline    Duration         `yaml:"deadline"`
-	Seed        int64            `yaml:"seed"`
-	Objective   Objective        `yaml:"objective"`
+	Name     string   `yaml:"name"`
+	Deadline Duration `yaml:"deadline"`
+	Seed     int64    `yaml:"seed"`
+	// Objective is the objective of a single-objective spec, and the first of Objectives
+	// otherwise: what a winner means where one number is asked for (progress, fidelity tables).
+	Objective Objective `yaml:"objective"`
+	// Objectives is every objective, in the spec's order (Objective alone when the spec wrote
+	// objective:). Two or more make promotion rank by Pareto dominance.
+	Objectives []Objective `yaml:"objectives"`
+	// Constraints a configuration must satisfy: feasible ones rank first.
+	Constraints []Constraint     `yaml:"constraints"`
 	Algorithm   Algorithm        `yaml:"algorithm"`
 	SearchSpace map[string]Param `yaml:"search_space"`
 	Trainer     Trainer          `yaml:"trainer"`
@@ -40,6 +48,53 @@ type Experiment struct {
 type Objective struct {
 	Metric string `yaml:"metric"`
 	Mode   string `yaml:"mode"` // max | min
+}
+
+// CostMetric is the built-in metric a spec may rank or constrain by without a trainer reporting
+// it: the trial's metered dollars up to the iteration its result is for, from the run's own meter
+// (the GPU-seconds of each of its tries at its nodes' prices), so that planning and billing agree.
+const CostMetric = "cost_usd"
+
+// Constraint bounds a metric: a configuration satisfies it when the metric is at most Max (or at
+// least Min). Exactly one bound is given.
+type Constraint struct {
+	Metric string   `yaml:"metric"`
+	Max    *float64 `yaml:"max"`
+	Min    *float64 `yaml:"min"`
+}
+
+// Violation is how far value lies outside c's bound (0 inside it; +Inf when value is NaN: a
+// metric never reported satisfies nothing).
+func (c Constraint) Violation(value float64) float64 {
+	switch {
+	case math.IsNaN(value):
+		return math.Inf(1)
+	case c.Max != nil:
+		return max(value-*c.Max, 0)
+	case c.Min != nil:
+		return max(*c.Min-value, 0)
+	}
+	return 0
+}
+
+// MultiObjective reports whether results rank by Pareto dominance and feasibility (two or more
+// objectives, or any constraint) rather than by the one objective.
+func (e *Experiment) MultiObjective() bool { return len(e.Objectives) > 1 || len(e.Constraints) > 0 }
+
+// Metrics is every metric the spec ranks or constrains by, each once, objectives first.
+func (e *Experiment) Metrics() []string {
+	var out []string
+	for _, o := range e.Objectives {
+		if !slices.Contains(out, o.Metric) {
+			out = append(out, o.Metric)
+		}
+	}
+	for _, c := range e.Constraints {
+		if !slices.Contains(out, c.Metric) {
+			out = append(out, c.Metric)
+		}
+	}
+	return out
 }
 
 // Algorithm is exactly one of SHA, Hyperband or explicit Stages.

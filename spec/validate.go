@@ -102,12 +102,7 @@ func (e *Experiment) validate(noProfileOK bool) Problems {
 	if e.Deadline < 0 || e.Deadline > MaxDeadline {
 		v.add("deadline", "%s is out of range (0 to one year)", e.Deadline.D())
 	}
-	if e.Objective.Metric == "" {
-		v.add("objective.metric", "is required (the metric the trainer reports, such as val_accuracy)")
-	}
-	if e.Objective.Mode != "max" && e.Objective.Mode != "min" {
-		v.add("objective.mode", "%q is not a mode (max or min)", e.Objective.Mode)
-	}
+	v.objectives()
 	v.algorithm()
 	v.searchSpace()
 	v.conditions()
@@ -519,4 +514,63 @@ func (v *validator) planner() {
 // trainers that load a spec at every start (a launch of the synthetic trainer).
 func lazyRegexp(pattern string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+}
+
+// MaxObjectives and MaxConstraints bound a spec's lists: promotion sorts a rung's results by
+// dominance, whose cost grows with both.
+const (
+	MaxObjectives  = 8
+	MaxConstraints = 32
+)
+
+// objectives checks objective or objectives (one of them), and constraints.
+func (v *validator) objectives() {
+	e := v.e
+	list, path := e.Objectives, func(i int) string { return fmt.Sprintf("objectives[%d]", i) }
+	switch {
+	case e.Has("objective") && e.Has("objectives"):
+		v.add("objectives", "and objective are both given: objective for one metric, objectives for several")
+		return
+	case !e.Has("objectives"):
+		list, path = []Objective{e.Objective}, func(int) string { return "objective" }
+	case len(list) == 0:
+		v.add("objectives", "is empty: list the metrics to rank by, such as [{metric: val_accuracy, mode: max}, {metric: cost_usd}]")
+		return
+	case len(list) > MaxObjectives:
+		v.add("objectives", "lists %d objectives (at most %d)", len(list), MaxObjectives)
+		return
+	}
+	seen := map[string]int{}
+	for i, o := range list {
+		p := path(i)
+		switch {
+		case o.Metric == "":
+			v.add(p+".metric", "is required (the metric the trainer reports, such as val_accuracy, or %s)", CostMetric)
+		case o.Mode != "max" && o.Mode != "min":
+			v.add(p+".mode", "%q is not a mode (max or min)", o.Mode)
+		case o.Metric == CostMetric && o.Mode != "min":
+			v.add(p+".mode", "%s is the trial's cost in dollars: its mode is min", CostMetric)
+		}
+		if j, dup := seen[o.Metric]; dup && o.Metric != "" {
+			v.add(p+".metric", "%q is already objective %d", o.Metric, j)
+		}
+		seen[o.Metric] = i
+	}
+	if len(e.Constraints) > MaxConstraints {
+		v.add("constraints", "lists %d constraints (at most %d)", len(e.Constraints), MaxConstraints)
+		return
+	}
+	for i, c := range e.Constraints {
+		p := fmt.Sprintf("constraints[%d]", i)
+		switch {
+		case c.Metric == "":
+			v.add(p+".metric", "is required (a metric the trainer reports, or %s)", CostMetric)
+		case (c.Max == nil) == (c.Min == nil):
+			v.add(p, "needs exactly one of max and min (the bound the metric must keep within)")
+		case c.Max != nil && (math.IsNaN(*c.Max) || math.IsInf(*c.Max, 0)):
+			v.add(p+".max", "is not a finite number")
+		case c.Min != nil && (math.IsNaN(*c.Min) || math.IsInf(*c.Min, 0)):
+			v.add(p+".min", "is not a finite number")
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/driver"
-	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/server/client"
 	"github.com/urfave/cli/v2"
 )
@@ -158,5 +157,5 @@ func bestRemote(c *cli.Context, cl *client.Client) error {
 	if err != nil {
 		return err
 	}
-	return rundir.WriteBest(c.App.Writer, b, c.String("output") == "json")
+	return writeBest(c, b)
 }

@@ -144,6 +144,8 @@ type savedTrial struct {
 	GPUs     int
 	Fresh    bool
 	Cold     bool
+	Cost     float64
+	Points   map[int]Scored
 }
 
 type savedWindow struct{ Start, End time.Time }
@@ -347,7 +349,7 @@ func (s *State) save() (savedState, error) {
 		}
 		v.Trials = append(v.Trials, savedTrial{ID: t.id, Bracket: t.bracket, Pos: t.pos, Params: params, State: t.State, Done: t.Done,
 			Metrics: t.metrics, Iter: t.Iter, Failed: t.Failed, Nodes: t.Nodes, Seen: t.seen, SeenIter: t.seenIter,
-			GPUs: t.gpus, Fresh: t.fresh, Cold: t.cold})
+			GPUs: t.gpus, Fresh: t.fresh, Cold: t.cold, Cost: t.cost, Points: t.points})
 	}
 	for k, w := range s.StageAt {
 		v.StageAt[k] = savedWindow{w.Start, w.end}
@@ -408,7 +410,8 @@ func (s *State) restore(v savedState) error {
 	s.Trials = make(map[string]*trialRun, len(v.Trials))
 	for _, t := range v.Trials {
 		r := &trialRun{id: t.ID, bracket: t.Bracket, pos: t.Pos, State: t.State, Done: orMap(t.Done), metrics: t.Metrics, Iter: t.Iter,
-			Failed: orMap(t.Failed), Nodes: t.Nodes, seen: t.Seen, seenIter: t.SeenIter, gpus: t.GPUs, fresh: t.Fresh, cold: t.Cold}
+			Failed: orMap(t.Failed), Nodes: t.Nodes, seen: t.Seen, seenIter: t.SeenIter, gpus: t.GPUs, fresh: t.Fresh, cold: t.Cold,
+			cost: t.Cost, points: t.Points}
 		if t.Params != nil {
 			if err := json.Unmarshal(t.Params, &r.Params); err != nil {
 				return fmt.Errorf("trial %s: %w", t.ID, err)

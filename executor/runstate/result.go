@@ -43,6 +43,18 @@ type Outcome struct {
 	Phases []PhaseResult `json:"phases,omitempty"`
 	// DeadlineS is the run's deadline as its spec says now (spec seconds from the start; 0: none).
 	DeadlineS float64 `json:"deadline_s,omitempty"`
+	// Pareto is a multi-objective run's Pareto front (State.Pareto): Best is one of them, the
+	// first by promotion's order.
+	Pareto []ParetoTrial `json:"pareto,omitempty"`
+}
+
+// ParetoTrial is a configuration on a multi-objective run's Pareto front, with its result at the
+// highest iteration results reached: the spec's objectives and constrained metrics.
+type ParetoTrial struct {
+	Trial   string             `json:"trial"`
+	Params  spec.Config        `json:"params"`
+	Iter    int                `json:"iter"`
+	Metrics map[string]float64 `json:"metrics"`
 }
 
 // PhaseResult is one phase of an ASHA run's GPU schedule: its GPUs, when it began and how long
@@ -223,6 +235,7 @@ func (s *State) Result(now time.Time) *Result {
 	res := &Result{Outcome: Outcome{Experiment: s.exp.Name, RunID: s.RunID, Finished: true, Cancelled: s.Cancelled,
 		DeadlineS: s.exp.Deadline.D().Seconds()}, Stopped: s.stopped}
 	end := s.Start
+	var tops []TrialStage // a multi-objective run's brackets' tops, ranked together below
 	for b, br := range s.Brackets {
 		bres := BracketResult{Name: br.Name}
 		for k, st := range br.Stages {
@@ -274,10 +287,19 @@ func (s *State) Result(now time.Time) *Result {
 		if keep := s.Synced[StageKey{b, last}]; len(keep) > 0 && s.ASHA == nil {
 			t := s.Trials[keep[0]]
 			m := t.Done[last]
-			if !math.IsNaN(m) && (res.Best == nil || s.better(m, res.Best.Metric)) {
+			if s.exp.MultiObjective() {
+				tops = append(tops, TrialStage{Trial: t.id, Stage: last})
+			} else if !math.IsNaN(m) && (res.Best == nil || s.better(m, res.Best.Metric)) {
 				res.Best = &BestTrial{Trial: t.id, Params: t.Params, Metric: m}
 			}
 		}
+	}
+	if len(tops) > 0 {
+		t := s.Trials[s.orderPoints(tops)[0].Trial]
+		res.Best = &BestTrial{Trial: t.id, Params: t.Params, Metric: t.Done[tops[0].Stage]}
+	}
+	if s.exp.MultiObjective() {
+		res.Pareto = s.Pareto()
 	}
 	for b := range s.Brackets {
 		for _, id := range s.Order[b] {

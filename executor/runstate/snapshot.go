@@ -132,6 +132,9 @@ func (s *State) closeLaunch(trial string, at time.Time, how LaunchOutcome) {
 		l := &s.LaunchLog[i]
 		s.tallyOf(StageKey{l.Bracket, l.Stage}).running--
 		s.LaunchLog[i].End, s.LaunchLog[i].Outcome = at, how
+		if t, ok := s.Trials[trial]; ok {
+			t.cost += s.launchCost(l.GPUs, l.Nodes, l.Start, at)
+		}
 		delete(s.OpenLaunch, trial)
 	}
 }

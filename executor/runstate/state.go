@@ -152,9 +152,13 @@ type trialRun struct {
 	State   trial.State
 	Done    map[int]float64 // stage -> objective metric (NaN when the trainer never reported it)
 	metrics map[string]float64
-	Iter    int
-	Failed  map[int]bool
-	Nodes   []string // where its last launch ran
+	// cost is what its ended launches cost (launchCost); points its results for a
+	// multi-objective spec, by stage (notePoint).
+	cost   float64
+	points map[int]Scored
+	Iter   int
+	Failed map[int]bool
+	Nodes  []string // where its last launch ran
 	// seen is when the trial last launched or reported, at iteration seenIter on gpus GPUs;
 	// fresh until its launch's first report: what the evidence is taken from.
 	seen     time.Time
@@ -371,12 +375,17 @@ func (s *State) Apply(e journal.Event) {
 		s.noteResult(t, e.Stage)
 		t.Done[e.Stage] = metricOrNaN(e.Metric)
 		t.metrics = e.Metrics
+		s.notePoint(t, e.Stage, e.Metrics)
 		s.setIter(t, e.Iter)
 		s.move(t, trial.Reached)
 		s.launched(e)
 		s.waveEnded[key] = true
 		if a := s.ASHA; a != nil {
-			s.noteLadder(a.Ladder.Report(a.Index[e.Trial], search.Loss(t.Done[e.Stage], s.exp.Objective.Mode)))
+			if p, ok := t.points[e.Stage]; ok {
+				s.noteLadder(a.Ladder.ReportPoint(a.Index[e.Trial], p.Point))
+			} else {
+				s.noteLadder(a.Ladder.Report(a.Index[e.Trial], search.Loss(t.Done[e.Stage], s.exp.Objective.Mode)))
+			}
 			a.rungEnd[key] = e.At
 		}
 	case journal.EvFail:
@@ -705,6 +714,9 @@ func (s *State) Rank(b, k int) []string {
 			ok = append(ok, id)
 		}
 	}
+	if s.exp.MultiObjective() {
+		return s.rankPoints(ok, k)
+	}
 	sort.SliceStable(ok, func(i, j int) bool {
 		mi, mj := s.Trials[ok[i]].Done[k], s.Trials[ok[j]].Done[k]
 		switch {
@@ -717,6 +729,21 @@ func (s *State) Rank(b, k int) []string {
 		}
 	})
 	return ok
+}
+
+// rankPoints orders a multi-objective spec's trials with results at stage k by pareto.Order
+// (orderPoints), ties by trial ID.
+func (s *State) rankPoints(trials []string, k int) []string {
+	slices.Sort(trials)
+	results := make([]TrialStage, len(trials))
+	for i, id := range trials {
+		results[i] = TrialStage{Trial: id, Stage: k}
+	}
+	out := make([]string, 0, len(trials))
+	for _, r := range s.orderPoints(results) {
+		out = append(out, r.Trial)
+	}
+	return out
 }
 
 func (s *State) better(a, b float64) bool {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/asha"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/pareto"
 	"github.com/rubberband-hpo/rubberband/search"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
@@ -37,7 +38,12 @@ func VerifyASHA(exp *spec.Experiment, events []journal.Event) (best string, err 
 				return "", fmt.Errorf("verify asha: record %d promotes %s to bracket %d rung %d; the rule hands out %s", i+1, e.Trial, e.Bracket, e.Stage, want)
 			}
 		case journal.EvDone:
-			if err := l.Report(index[e.Trial], search.Loss(metricOrNaN(e.Metric), exp.Objective.Mode)); err != nil {
+			report := func() error { return l.Report(index[e.Trial], search.Loss(metricOrNaN(e.Metric), exp.Objective.Mode)) }
+			if exp.MultiObjective() {
+				losses, violation := search.Losses(exp, e.Metrics)
+				report = func() error { return l.ReportPoint(index[e.Trial], pareto.Point{Losses: losses, Violation: violation}) }
+			}
+			if err := report(); err != nil {
 				return "", fmt.Errorf("verify asha: record %d: %w", i+1, err)
 			}
 		case journal.EvFail:

@@ -40,6 +40,7 @@ type worldGang struct {
 	target   int
 	curve    func(iter int) float64 // the synthetic trainer's reports
 	metric   string
+	params   map[string]any // its configuration: what Side metrics are reported of
 	offer    *sim.Offer
 	world    int // GPUs
 	slowdown float64
@@ -83,7 +84,7 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 		w.breach("trial %s launched with %s, first with %s", g.Trial, key, first)
 	}
 	gg := &worldGang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
-		metric: w.exp.Objective.Metric}
+		metric: w.exp.Objective.Metric, params: env.Params}
 	gg.curve = synthetic.LearningCurve(w.exp, w.bench, env.Params)
 	seen := map[string]int{}
 	for _, wk := range g.Workers {
@@ -195,7 +196,7 @@ func (w *World) iterate(g *worldGang) {
 		return
 	}
 	g.iter = next
-	rep := trial.Report{Iter: g.iter, Metrics: map[string]float64{g.metric: g.curve(g.iter)}, At: w.clk.Now()}
+	rep := trial.Report{Iter: g.iter, Metrics: synthetic.Reported(w.exp, g.metric, g.params, g.curve(g.iter)), At: w.clk.Now()}
 	g.last = &rep
 	if g.h != nil {
 		g.h.reports <- rep

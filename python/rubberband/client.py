@@ -426,6 +426,23 @@ class Run:
         """The best trial: its parameters (params), metric, value, iteration and curve."""
         return self._client._request("GET", self._path("/best"))
 
+    def pareto(self):
+        """A run of several objectives' Pareto front (empty for one objective): a pandas
+        DataFrame when pandas is installed (one row a configuration: trial, iter, its
+        objectives and constrained metrics, its parameters), else a list of dicts; each
+        configuration's curve is in best()["pareto"]."""
+        rows = []
+        for m in self.best().get("pareto") or []:
+            row = {"trial": m.get("trial"), "iter": m.get("iter")}
+            row.update(m.get("metrics") or {})
+            row.update(m.get("params") or {})
+            rows.append(row)
+        try:
+            import pandas
+        except ImportError:
+            return rows
+        return pandas.DataFrame(rows)
+
     def report(self, text=False):
         """Realized against predicted, stage by stage, and what the search found: a dict, as
         `rubberband report -o json` prints it; with text=True the text `rubberband report`

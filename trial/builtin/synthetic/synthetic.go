@@ -149,7 +149,7 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 		if o.Noise > 0 && run.Rank == 0 {
 			fmt.Println(strings.Repeat("x", o.Noise))
 		}
-		run.Report(it, map[string]float64{o.Metric: curve(it)})
+		run.Report(it, Reported(o.Spec, o.Metric, params, curve(it)))
 	}
 	return save(run, run.TargetIter)
 }
@@ -206,6 +206,31 @@ func LearningCurve(exp *spec.Experiment, bench *objective.Objective, params map[
 		maxIter = max(maxIter, b.Stages[len(b.Stages)-1].EndIter())
 	}
 	return func(iter int) float64 { return bench.Value(params, iter, maxIter) }
+}
+
+// Reported is what a trial with params reports with value as its metric: that, and every other
+// metric the spec ranks or constrains by (spec.Experiment.Metrics, but cost_usd, which the run
+// meters) as Side gives it.
+func Reported(exp *spec.Experiment, metric string, params map[string]any, value float64) map[string]float64 {
+	out := map[string]float64{metric: value}
+	if !exp.MultiObjective() { // the common case, at every report of 10^5 trials in virtual time
+		return out
+	}
+	for _, name := range exp.Metrics() {
+		if _, ok := out[name]; !ok && name != spec.CostMetric {
+			out[name] = Side(name, params, value)
+		}
+	}
+	return out
+}
+
+// Side is a second metric of a trial whose objective is at value: one that grows with it, as a
+// bigger model is both better and slower (100·value⁴), plus the trial's own offset of up to 5,
+// so that maximising the objective and minimising this one conflict and their Pareto front holds
+// more than one configuration.
+func Side(name string, params map[string]any, value float64) float64 {
+	b, _ := json.Marshal(params)
+	return 100*math.Pow(value, 4) + 5*float64(hash(name+string(b))%1_000_000)/1_000_000
 }
 
 // Curve is the metric after iter iterations: it rises towards quality.
