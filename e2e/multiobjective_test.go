@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +26,8 @@ import (
 func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 	t.Parallel()
 	spec := "executor/virtual/testdata/multiobjective-sha.yaml"
-	state := filepath.Join(t.TempDir(), "state")
+	root := t.TempDir()
+	state := filepath.Join(root, "mo")
 	out, errOut, code := rb(t, "run", spec, "--backend", "virtual", "--state", state)
 	if !finishedCode(code) || !strings.Contains(out, "Pareto front: ") {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
@@ -70,6 +73,26 @@ func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 	report, _, _ := rb(t, "report", state)
 	if !strings.Contains(report, "Pareto front: ") || !strings.Contains(report, top.Trial) {
 		t.Errorf("report:\n%s", report)
+	}
+	// The dashboard draws the front: the two objectives against each other, the parallel
+	// coordinates, and the front's table linking each member's log.
+	url := startUI(t, nil, "--root", root, "--addr", "127.0.0.1:0")
+	base, _, _ := strings.Cut(url, "?")
+	resp, err := http.Get(base + "runs/mo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`id="pareto-scatter"`, `id="pareto-parallel"`, `id="pareto-front"`, "latency_ms (min) against val_accuracy (max)"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the run's page has no %s", want)
+		}
+	}
+	for _, m := range best.Pareto {
+		if !strings.Contains(string(page), "/runs/mo/trials/"+m.Trial+"/log") {
+			t.Errorf("the page's front does not link %s's log", m.Trial)
+		}
 	}
 }
 

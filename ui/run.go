@@ -29,7 +29,7 @@ import (
 )
 
 // sections of the run page that a stream re-renders, each a template "sec-NAME".
-var runSections = []string{"header", "progress", "gantt", "charts", "curves", "search", "trials"}
+var runSections = []string{"header", "progress", "gantt", "charts", "curves", "search", "pareto", "trials"}
 
 // hub follows one run's journal for its pages: it reads what was appended (journal.Tail), replays
 // it (rundir.ViewOf: the same state `status` shows) and re-renders the live sections once for
@@ -215,6 +215,7 @@ type runPage struct {
 	Planned, Realized        chart
 	Cost, Time, Curves       chart
 	Search                   searchSection
+	Pareto                   *paretoSection // a multi-objective run's
 	// Trials are one page of the trial table: TrialOffset to TrialEnd of TrialsTotal;
 	// PrevOffset and NextOffset are the pages beside it (-1: none).
 	Trials                             []trialRow
@@ -513,6 +514,7 @@ func (h *hub) build() *runPage {
 		curves = append(curves, series{X: cv.X, Y: cv.Y, Marks: cv.Marks, Colour: trialColour(trialIndex(names, cv.Trial)), Title: cv.Trial, Thin: true})
 	}
 	p.Search = buildSearch(v, h.pf.search.Summary(v, h.pf.curves), p.Metric)
+	p.Pareto = buildPareto(st.Exp, v.Res)
 	if cv, ok := h.pf.curves.Curve(p.Search.BestTrial); ok { // drawn again on top, thick: the winner
 		curves = append(curves, series{Name: "best: " + cv.Trial, X: cv.X, Y: cv.Y, Colour: "#d62728", Title: cv.Trial + " (best)"})
 	}
