@@ -40,6 +40,9 @@ func loss(v float64) float64 {
 // first holds those no point dominates, each next those only points of earlier fronts dominate.
 // Indices in each front are ascending.
 func Fronts(points [][]float64) [][]int {
+	if len(points) > 0 && len(points[0]) == 2 {
+		return fronts2(points)
+	}
 	n := len(points)
 	dominated := make([][]int, n) // dominated[i]: the points i dominates
 	count := make([]int, n)       // how many points dominate i
@@ -74,6 +77,43 @@ func Fronts(points [][]float64) [][]int {
 		}
 		slices.Sort(next)
 		front = next
+	}
+	return fronts
+}
+
+// fronts2 is Fronts of two objectives in O(n log n + n·fronts): the points by the first loss
+// (then the second), each goes to the first front none of whose members dominates it. A
+// member dominates it when its second loss is lower, or equal with a lower first loss; the
+// front's member of the lowest second loss so far (its last) is the one to ask.
+func fronts2(points [][]float64) [][]int {
+	at := make([]int, len(points))
+	for i := range at {
+		at[i] = i
+	}
+	slices.SortFunc(at, func(a, b int) int {
+		return cmp.Or(cmp.Compare(loss(points[a][0]), loss(points[b][0])), cmp.Compare(loss(points[a][1]), loss(points[b][1])), cmp.Compare(a, b))
+	})
+	var fronts [][]int
+	var last []int // each front's member of the lowest second loss
+	for _, i := range at {
+		x, y := loss(points[i][0]), loss(points[i][1])
+		k := 0
+		for ; k < len(fronts); k++ {
+			lx, ly := loss(points[last[k]][0]), loss(points[last[k]][1])
+			if !(ly < y || ly == y && lx < x) {
+				break
+			}
+		}
+		if k == len(fronts) {
+			fronts, last = append(fronts, nil), append(last, i)
+		}
+		fronts[k] = append(fronts[k], i)
+		if ly := loss(points[last[k]][1]); y < ly || y == ly && x < loss(points[last[k]][0]) {
+			last[k] = i
+		}
+	}
+	for _, f := range fronts {
+		slices.Sort(f)
 	}
 	return fronts
 }

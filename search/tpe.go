@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/rubberband-hpo/rubberband/pareto"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -184,6 +185,7 @@ type model struct {
 // median regret); pooling every budget ended farther on curves (0.011 against 0.0027), and
 // Optuna's order farther on all three.
 func (t *TPE) fit(history []Observation) *model {
+	history = paretoRanked(history)
 	budget, n := t.Budget(history)
 	if n == 0 {
 		return nil
@@ -495,4 +497,36 @@ func truncNormal(r *rand.Rand, mean, sd float64) float64 {
 		}
 	}
 	return min(max(mean, 0), 1)
+}
+
+// paretoRanked is history with each result of several objectives or constraints ranked by
+// dominance: its Loss becomes its place among the results at its budget in pareto.Order
+// (feasible first, then non-dominated front, then crowding), so that the split of good and bad
+// below is MOTPE's by non-domination (Ozaki et al., 2020 and 2022, who break the last front's
+// ties by hypervolume contribution where this takes crowding, as promotion does) with Optuna's
+// feasible-first for constraints; the rest of TPE ranks by Loss, unchanged. A history of one
+// objective without constraints is returned as it is.
+func paretoRanked(history []Observation) []Observation {
+	if !slices.ContainsFunc(history, func(o Observation) bool { return len(o.Losses) > 1 || o.Violation != 0 }) {
+		return history
+	}
+	byBudget := map[int][]int{}
+	for i, o := range history {
+		byBudget[o.Budget] = append(byBudget[o.Budget], i)
+	}
+	out := slices.Clone(history)
+	for _, at := range byBudget {
+		points := make([]pareto.Point, len(at))
+		for k, i := range at {
+			o := history[i]
+			points[k] = pareto.Point{Losses: o.Losses, Violation: o.Violation}
+			if len(o.Losses) == 0 {
+				points[k].Losses = []float64{o.Loss}
+			}
+		}
+		for place, k := range pareto.Order(points) {
+			out[at[k]].Loss = float64(place)
+		}
+	}
+	return out
 }
