@@ -19,7 +19,7 @@ import (
 )
 
 // A job of two objectives and a cost constraint through the CLI (the virtual backend): report
-// lists the Pareto front, best prints it as a table with an arrow for each objective's way,
+// lists the Pareto front and each parameter's importance for each objective, best prints it as a table with an arrow for each objective's way,
 // best -o json gives each member's metrics and curve, and best --pick names one configuration
 // ready to reuse: the front's most accurate for val_accuracy, its cheapest in latency for
 // latency_ms. A pick of no objective is a usage error naming the objectives.
@@ -71,7 +71,7 @@ func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 		t.Errorf("best --pick params: exit %d: %s", code, errOut)
 	}
 	report, _, _ := rb(t, "report", state)
-	if !strings.Contains(report, "Pareto front: ") || !strings.Contains(report, top.Trial) {
+	if !strings.Contains(report, "Pareto front: ") || !strings.Contains(report, top.Trial) || !strings.Contains(report, "PARAMETER  VAL_ACCURACY  LATENCY_MS") {
 		t.Errorf("report:\n%s", report)
 	}
 	// The dashboard draws the front: the two objectives against each other, the parallel

@@ -22,6 +22,15 @@ type SearchSummary struct {
 	Importances []search.Importance `json:"importances"`
 	// Points are the results at Budget: each trial's configuration and objective.
 	Points []SearchPoint `json:"-"`
+	// ByObjective is a multi-objective run's importances for each objective in turn (those
+	// above are its first objective's).
+	ByObjective []ObjectiveImportances `json:"importances_by_objective,omitempty"`
+}
+
+// ObjectiveImportances is each parameter's importance for one objective.
+type ObjectiveImportances struct {
+	Metric      string              `json:"metric"`
+	Importances []search.Importance `json:"importances"`
 }
 
 // SearchPoint is one result at the summary's budget.
@@ -104,6 +113,18 @@ func (f *SearchFold) measure() *SearchSummary {
 		}
 	}
 	s.Importances = search.Importances(f.exp.SearchSpace, at)
+	if len(f.exp.Objectives) > 1 {
+		for i, o := range f.exp.Objectives {
+			var each []search.Observation
+			for _, ob := range at {
+				if i < len(ob.Losses) && !math.IsInf(ob.Losses[i], 0) {
+					ob.Loss = ob.Losses[i]
+					each = append(each, ob)
+				}
+			}
+			s.ByObjective = append(s.ByObjective, ObjectiveImportances{Metric: o.Metric, Importances: search.Importances(f.exp.SearchSpace, each)})
+		}
+	}
 	return s
 }
 
@@ -118,6 +139,27 @@ func WriteSearch(w io.Writer, s *SearchSummary) {
 		fmt.Fprintf(w, "best trial's %s by iteration: %s\n\n", b.Metric, strings.Join(pts, " "))
 	}
 	if len(s.Importances) == 0 || s.Importances[0].Results < 2 {
+		return
+	}
+	if len(s.ByObjective) > 0 { // a column per objective
+		fmt.Fprintf(w, "parameter importance (variance of each objective each parameter explains alone, at %d iterations, %d results):\n", s.Budget, s.Importances[0].Results)
+		cols := []string{"PARAMETER"}
+		share := map[string][]string{}
+		for _, o := range s.ByObjective {
+			cols = append(cols, strings.ToUpper(o.Metric))
+			for _, imp := range o.Importances {
+				share[imp.Param] = append(share[imp.Param], fmt.Sprintf("%.1f%%", 100*imp.Share))
+			}
+		}
+		tw := format.NewTable(w, cols...)
+		for _, imp := range s.ByObjective[0].Importances {
+			row := []any{imp.Param}
+			for _, v := range share[imp.Param] {
+				row = append(row, v)
+			}
+			tw.Row(row...)
+		}
+		tw.Flush()
 		return
 	}
 	fmt.Fprintf(w, "parameter importance (variance of the objective each parameter explains alone, at %d iterations, %d results):\n", s.Budget, s.Importances[0].Results)
