@@ -74,9 +74,10 @@ func (h *handle) Wait() error                  { <-h.done; return h.result }
 func (h *handle) Stop() { h.once.Do(func() { close(h.stop) }) }
 
 // running waits until every pod runs (following each one's log from then on), bounded by the
-// runtime's PlaceTimeout; a pod that ends or fails first fails the launch. A pod deleted, or whose
-// node is deleted or going (a spot node reclaimed between the check of the nodes and the pods'
-// start), makes the gang unplaceable at once: no kubelet would ever run it.
+// runtime's PlaceTimeout; a pod that ends or fails first fails the launch. A pod deleted makes the
+// gang unplaceable at once, and one whose node is deleted or going (a spot node reclaimed between
+// the check of the nodes and the pods' start) interrupted, naming the node (*gang.InterruptedError,
+// as its Wait would): no kubelet would ever run it, or the node is lost to it.
 func (h *handle) running(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.r.placeTimeout())
 	defer cancel()
@@ -92,7 +93,7 @@ func (h *handle) running(ctx context.Context) error {
 				return fmt.Errorf("%w: rank %d's pod %s was deleted before it ran", gang.ErrUnplaceable, rank, h.names[rank])
 			case p.Status.Phase == corev1.PodPending:
 				if why := h.nodeGoing(ctx, h.nodes[rank]); why != "" {
-					return fmt.Errorf("%w: node %s of rank %d's pod %s: %s, before the pod ran", gang.ErrUnplaceable, h.nodes[rank], rank, h.names[rank], why)
+					return fmt.Errorf("rank %d's pod %s: %w", rank, h.names[rank], &gang.InterruptedError{Node: h.nodes[rank], Reason: why + ", before the pod ran"})
 				}
 			case p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded:
 				h.startFollow(rank)

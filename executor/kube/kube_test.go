@@ -131,7 +131,7 @@ func TestReapPodOfDeletedNode(t *testing.T) {
 }
 
 // A node deleted while a gang's pod waits on it to start (a spot node reclaimed between Launch's
-// check of its nodes and the pod's start) makes the launch unplaceable at once, naming the node,
+// check of its nodes and the pod's start) makes the launch interrupted at once, naming the node,
 // and leaves no pod: on main Launch waited the whole PlaceTimeout for a pod no kubelet would run,
 // and a run on Karpenter's nodes stood still behind it.
 func TestLaunchOnANodeDeletedBeforeThePodRan(t *testing.T) {
@@ -176,8 +176,9 @@ func TestLaunchOnANodeDeletedBeforeThePodRan(t *testing.T) {
 	}
 	select {
 	case err := <-launched:
-		if !errors.Is(err, gang.ErrUnplaceable) || !strings.Contains(err.Error(), name) {
-			t.Fatalf("launch: %v; want unplaceable, naming node %s", err, name)
+		var in *gang.InterruptedError
+		if !errors.As(err, &in) || in.Node != name {
+			t.Fatalf("launch: %v; want an *gang.InterruptedError naming node %s", err, name)
 		}
 	case <-ctx.Done():
 		t.Fatal("Launch still waits a minute after its node was deleted")
