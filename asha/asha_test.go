@@ -140,31 +140,13 @@ func TestAgreesWithBruteForce(t *testing.T) {
 	for round := range 200 {
 		cfg := spec.ASHA{Trials: 1 + r.IntN(60), MinIters: 1, MaxIters: 27, Eta: 2 + r.IntN(3), Brackets: 1 + r.IntN(2)}
 		cfg.Brackets = min(cfg.Brackets, cfg.MaxBrackets())
-		l, ref := New(cfg), newBrute(cfg)
-		slots := 1 + r.IntN(8)
-		var running []Job
-		for {
-			for len(running) < slots {
-				j, ok := l.Next()
-				want, wok := ref.next()
-				if ok != wok || (ok && j != want) {
-					t.Fatalf("round %d: next %+v %v, brute force %+v %v", round, j, ok, want, wok)
-				}
-				if !ok {
-					break
-				}
-				running = append(running, j)
-			}
-			if len(running) == 0 {
-				break
-			}
-			i := r.IntN(len(running))
-			j := running[i]
-			running = slices.Delete(running, i, i+1)
+		ref := newBrute(cfg)
+		l := againstBrute(t, round, New(cfg), ref, r, 1+r.IntN(8), func(l *Ladder, j Job) *Ladder {
 			loss := float64(r.IntN(20)) // ties happen
 			l.Report(j.Trial, loss)
 			ref.report(j, loss)
-		}
+			return l
+		})
 		if !l.Done() {
 			t.Fatalf("round %d: not done", round)
 		}
@@ -180,6 +162,34 @@ func TestAgreesWithBruteForce(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// againstBrute runs l and the brute force ref side by side on slots slots, the jobs ending in
+// a random order: every decision must agree. report takes a job's result (to both) and returns
+// the ladder to go on with.
+func againstBrute(t *testing.T, round int, l *Ladder, ref *brute, r *rand.Rand, slots int, report func(*Ladder, Job) *Ladder) *Ladder {
+	t.Helper()
+	var running []Job
+	for {
+		for len(running) < slots {
+			j, ok := l.Next()
+			want, wok := ref.next()
+			if ok != wok || (ok && j != want) {
+				t.Fatalf("round %d: next %+v %v, brute force %+v %v", round, j, ok, want, wok)
+			}
+			if !ok {
+				break
+			}
+			running = append(running, j)
+		}
+		if len(running) == 0 {
+			return l
+		}
+		i := r.IntN(len(running))
+		j := running[i]
+		running = slices.Delete(running, i, i+1)
+		l = report(l, j)
 	}
 }
 
@@ -534,27 +544,8 @@ func TestMultiObjectiveAgreesWithBruteForce(t *testing.T) {
 	for round := range 150 {
 		cfg := spec.ASHA{Trials: 1 + r.IntN(40), MinIters: 1, MaxIters: 27, Eta: 2 + r.IntN(3), Brackets: 1 + r.IntN(2)}
 		cfg.Brackets = min(cfg.Brackets, cfg.MaxBrackets())
-		l, ref := New(cfg), newBrute(cfg)
-		slots := 1 + r.IntN(6)
-		var running []Job
-		for {
-			for len(running) < slots {
-				j, ok := l.Next()
-				want, wok := ref.next()
-				if ok != wok || (ok && j != want) {
-					t.Fatalf("round %d: next %+v %v, brute force %+v %v", round, j, ok, want, wok)
-				}
-				if !ok {
-					break
-				}
-				running = append(running, j)
-			}
-			if len(running) == 0 {
-				break
-			}
-			i := r.IntN(len(running))
-			j := running[i]
-			running = slices.Delete(running, i, i+1)
+		ref := newBrute(cfg)
+		l := againstBrute(t, round, New(cfg), ref, r, 1+r.IntN(6), func(l *Ladder, j Job) *Ladder {
 			p := pareto.Point{Losses: []float64{float64(r.IntN(6)), float64(r.IntN(6))}} // ties happen
 			if r.IntN(5) == 0 {
 				p.Violation = float64(1 + r.IntN(3))
@@ -568,9 +559,10 @@ func TestMultiObjectiveAgreesWithBruteForce(t *testing.T) {
 				if !ok {
 					t.Fatalf("round %d: restore refused its own save", round)
 				}
-				l = back
+				return back
 			}
-		}
+			return l
+		})
 		if !l.Done() {
 			t.Fatalf("round %d: not done", round)
 		}

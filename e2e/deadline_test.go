@@ -92,17 +92,27 @@ func TestDeadlineMissedExits5(t *testing.T) {
 	if !strings.Contains(status, "DEADLINE: the forecast misses the deadline 40.0s") {
 		t.Errorf("status of the run at risk:\n%s", status)
 	}
-	url := startUI(t, nil, "--root", dir, "--addr", "127.0.0.1:0")
+	page := dashboardPage(t, dir, "cut")
+	if !strings.Contains(page, `id="deadline-warning"`) || !strings.Contains(page, "the forecast misses the deadline 40.0s") {
+		t.Errorf("the dashboard's page of the run at risk has no deadline warning")
+	}
+}
+
+// dashboardPage serves the runs under root with `rubberband ui` and reads the page of run.
+func dashboardPage(t *testing.T, root, run string) string {
+	t.Helper()
+	url := startUI(t, nil, "--root", root, "--addr", "127.0.0.1:0")
 	base, _, _ := strings.Cut(url, "?")
-	resp, err := http.Get(base + "runs/cut")
+	resp, err := http.Get(base + "runs/" + run)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !bytes.Contains(page, []byte(`id="deadline-warning"`)) || !bytes.Contains(page, []byte("the forecast misses the deadline 40.0s")) {
-		t.Errorf("the dashboard's page of the run at risk has no deadline warning (%d)", resp.StatusCode)
+	if resp.StatusCode != 200 {
+		t.Fatalf("the dashboard's page of %s: %d\n%s", run, resp.StatusCode, page)
 	}
+	return string(page)
 }
 
 // finishedCode says a run's exit code is a finished run's: 0 in time, exitDeadlineMissed past its

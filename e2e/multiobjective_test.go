@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,21 +74,14 @@ func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 	}
 	// The dashboard draws the front: the two objectives against each other, the parallel
 	// coordinates, and the front's table linking each member's log.
-	url := startUI(t, nil, "--root", root, "--addr", "127.0.0.1:0")
-	base, _, _ := strings.Cut(url, "?")
-	resp, err := http.Get(base + "runs/mo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	page := dashboardPage(t, root, "mo")
 	for _, want := range []string{`id="pareto-scatter"`, `id="pareto-parallel"`, `id="pareto-front"`, "latency_ms (min) against val_accuracy (max)"} {
-		if !strings.Contains(string(page), want) {
+		if !strings.Contains(page, want) {
 			t.Errorf("the run's page has no %s", want)
 		}
 	}
 	for _, m := range best.Pareto {
-		if !strings.Contains(string(page), "/runs/mo/trials/"+m.Trial+"/log") {
+		if !strings.Contains(page, "/runs/mo/trials/"+m.Trial+"/log") {
 			t.Errorf("the page's front does not link %s's log", m.Trial)
 		}
 	}
