@@ -104,3 +104,15 @@ constraints:
 		t.Errorf("no objective: %v", err)
 	}
 }
+
+// validate's summary says what ranks the results of several objectives.
+func TestSummaryNamesTheObjectives(t *testing.T) {
+	src := strings.Replace(validBase, "objective: {metric: m}\n", "objectives: [{metric: acc}, {metric: cost_usd}]\nconstraints: [{metric: size, max: 3}]\n", 1)
+	e, err := Parse("a.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Summary(); !strings.HasSuffix(got, "; Pareto front of acc (max), cost_usd (min) under 1 constraint") {
+		t.Errorf("summary %q", got)
+	}
+}

@@ -44,8 +44,19 @@ func (e *Experiment) Summary() string {
 	for name := range e.SearchSpace {
 		params = append(params, name)
 	}
-	return fmt.Sprintf("%s: %s, %s, %s, %s, %s; %s, %s with %s at %s/h %s, up to %s",
+	line := fmt.Sprintf("%s: %s, %s, %s, %s, %s; %s, %s with %s at %s/h %s, up to %s",
 		e.Name, alg, format.Plural(len(brackets), "bracket"), format.Plural(stages, stage), format.Plural(trials, "trial"), format.Plural(len(params), "parameter"),
 		deadline, node, format.Plural(e.Cluster.GPUsPerNode, "GPU"), format.Money(e.Cluster.HourlyPrice()), strings.ReplaceAll(e.Cluster.Market, "-", " "),
 		format.Plural(e.Cluster.MaxNodes, "node"))
+	if e.MultiObjective() { // what ranks results, when it is more than one metric
+		var objs []string
+		for _, o := range e.Objectives {
+			objs = append(objs, o.Metric+" ("+o.Mode+")")
+		}
+		line += "; Pareto front of " + strings.Join(objs, ", ")
+		if n := len(e.Constraints); n > 0 {
+			line += " under " + format.Plural(n, "constraint")
+		}
+	}
+	return line
 }
