@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sort"
 )
 
 // Point is a result: one loss per objective, and by how much it misses its constraints in all
@@ -43,6 +44,11 @@ func Fronts(points [][]float64) [][]int {
 	if len(points) > 0 && len(points[0]) == 2 {
 		return fronts2(points)
 	}
+	return debFronts(points)
+}
+
+// debFronts is Fronts by Deb et al.'s fast non-dominated sort: O(n²) dominance tests.
+func debFronts(points [][]float64) [][]int {
 	n := len(points)
 	dominated := make([][]int, n) // dominated[i]: the points i dominates
 	count := make([]int, n)       // how many points dominate i
@@ -81,7 +87,7 @@ func Fronts(points [][]float64) [][]int {
 	return fronts
 }
 
-// fronts2 is Fronts of two objectives in O(n log n + n·fronts): the points by the first loss
+// fronts2 is Fronts of two objectives in O(n log n) (Jensen, 2003): the points by the first loss
 // (then the second), each goes to the first front none of whose members dominates it. A
 // member dominates it when its second loss is lower, or equal with a lower first loss; the
 // front's member of the lowest second loss so far (its last) is the one to ask.
@@ -97,13 +103,13 @@ func fronts2(points [][]float64) [][]int {
 	var last []int // each front's member of the lowest second loss
 	for _, i := range at {
 		x, y := loss(points[i][0]), loss(points[i][1])
-		k := 0
-		for ; k < len(fronts); k++ {
+		// The fronts' lasts have non-decreasing second losses (each front's members were
+		// dominated by the one before's last when they came, and a last only falls): the
+		// fronts that dominate the point are a prefix, found by bisection.
+		k := sort.Search(len(fronts), func(k int) bool {
 			lx, ly := loss(points[last[k]][0]), loss(points[last[k]][1])
-			if !(ly < y || ly == y && lx < x) {
-				break
-			}
-		}
+			return !(ly < y || ly == y && lx < x)
+		})
 		if k == len(fronts) {
 			fronts, last = append(fronts, nil), append(last, i)
 		}

@@ -197,3 +197,21 @@ func BenchmarkHypervolume(b *testing.B) {
 		Hypervolume(points, []float64{1000, 1000, 1000})
 	}
 }
+
+// The two-objective sort (by bisection over the fronts) gives Deb's fronts exactly, ties and
+// equal points included.
+func TestFronts2IsDebs(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for round := range 2000 {
+		points := randomPoints(r, r.IntN(60), 2, 2+r.IntN(10))
+		a, b := fronts2(points), debFronts(points)
+		if len(a) != len(b) {
+			t.Fatalf("round %d: %d fronts, Deb's %d", round, len(a), len(b))
+		}
+		for k := range a {
+			if !slices.Equal(a[k], b[k]) {
+				t.Fatalf("round %d, front %d: %v, Deb's %v", round, k, a[k], b[k])
+			}
+		}
+	}
+}
