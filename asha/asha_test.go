@@ -575,3 +575,21 @@ func TestMultiObjectiveAgreesWithBruteForce(t *testing.T) {
 		t.Error("a loss among points was taken")
 	}
 }
+
+// BenchmarkMultiObjectiveLadder3k runs a ladder of 3,000 trials on two objectives to its end,
+// one slot: every result re-ranks its rung (ReportPoint), the cost of several objectives in ASHA.
+func BenchmarkMultiObjectiveLadder3k(b *testing.B) {
+	cfg := spec.ASHA{Trials: 3_000, MinIters: 1, MaxIters: 81, Eta: 3, Brackets: 1}
+	for b.Loop() {
+		r := rand.New(rand.NewPCG(1, 2))
+		l := New(cfg)
+		for {
+			j, ok := l.Next()
+			if !ok {
+				break
+			}
+			x := r.Float64()
+			l.ReportPoint(j.Trial, pareto.Point{Losses: []float64{x, 1 - x*x + 0.1*r.Float64()}})
+		}
+	}
+}
