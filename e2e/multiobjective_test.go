@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/rundir"
-	"github.com/rubberband-hpo/rubberband/server"
-	"github.com/rubberband-hpo/rubberband/server/client"
-	"github.com/rubberband-hpo/rubberband/server/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -95,18 +91,11 @@ func TestParetoThroughTheServer(t *testing.T) {
 	root := t.TempDir()
 	srv, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{"ml": nil})
 	cl := cls["ml"]
-	ctx := context.Background()
 	spec := strings.NewReplacer("name: tiny", "name: front", "objective: {metric: score, mode: max}",
 		"objectives: [{metric: score, mode: max}, {metric: latency_ms, mode: min}]",
 		"{sha: {trials: 2, min_iters: 1, max_iters: 2, eta: 2}}", "{stages: [{trials: 8, iters: 1}, {trials: 5, iters: 2}]}",
 		"e2e/testdata/synthetic.yaml", "e2e/testdata/synthetic-mo.yaml").Replace(tinySpec)
-	run, _, err := cl.Submit(ctx, server.Submission{Spec: spec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() }); end.State != store.Finished {
-		t.Fatalf("the run: %+v\n%s", end, srv.log)
-	}
+	run := submitFinished(t, srv, cl, spec)
 	dir := filepath.Join(root, "teams", "ml", run.ID)
 	remote := []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + cl.Token}
 	for _, args := range [][]string{{"best"}, {"best", "--pick", "latency_ms"}, {"best", "-o", "json"}} {

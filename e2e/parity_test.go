@@ -13,6 +13,20 @@ import (
 	"github.com/rubberband-hpo/rubberband/server/store"
 )
 
+// submitFinished submits spec to the server as cl's user and waits until the run has finished
+// (the test fails on any other end).
+func submitFinished(t *testing.T, srv *serverProc, cl *client.Client, spec string) client.Run {
+	t.Helper()
+	run, _, err := cl.Submit(context.Background(), server.Submission{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() }); end.State != store.Finished {
+		t.Fatalf("the run: %+v\n%s", end, srv.log)
+	}
+	return run
+}
+
 // statePath is where a status or report table says the run's state is: on this machine a
 // folder, on a server the run's folder under its root.
 var statePath = regexp.MustCompile(`state in \S+`)
@@ -27,13 +41,7 @@ func TestServerPrintsWhatLocalPrints(t *testing.T) {
 	srv, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{"ml": nil})
 	cl := cls["ml"]
 	ctx := context.Background()
-	run, _, err := cl.Submit(ctx, server.Submission{Spec: strings.Replace(tinySpec, "name: tiny", "name: parity", 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if end := waitRun(t, cl, run.ID, "ended", func(r client.Run) bool { return r.State.Ended() }); end.State != store.Finished {
-		t.Fatalf("the run: %+v\n%s", end, srv.log)
-	}
+	run := submitFinished(t, srv, cl, strings.Replace(tinySpec, "name: tiny", "name: parity", 1))
 	dir := filepath.Join(root, "teams", "ml", run.ID)
 	remote := []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + cl.Token}
 	// Each command here and there, side by side (a race build's CLI takes a second to exit).
