@@ -89,7 +89,7 @@ func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 func TestParetoThroughTheServer(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	srv, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{"ml": nil})
+	srv, cls := teamServer(t, []string{"--root", root}, nil, map[string][]string{"ml": nil, "other": nil})
 	cl := cls["ml"]
 	spec := strings.NewReplacer("name: tiny", "name: front", "objective: {metric: score, mode: max}",
 		"objectives: [{metric: score, mode: max}, {metric: latency_ms, mode: min}]",
@@ -103,6 +103,13 @@ func TestParetoThroughTheServer(t *testing.T) {
 		there, errOut2, code2 := rbEnv(t, binary, remote, append(args, "front")...)
 		if code != 0 || code2 != 0 || here != there {
 			t.Errorf("%v: here (exit %d) %s%s\non the server (exit %d) %s%s", args, code, here, errOut, code2, there, errOut2)
+		}
+	}
+	// Another team reaches none of it: not by the run's ID, not by its name.
+	other := []string{"RUBBERBAND_SERVER=" + srv.base, "RUBBERBAND_TOKEN=" + cls["other"].Token}
+	for _, ref := range []string{run.ID, "front"} {
+		if out, errOut, code := rbEnv(t, binary, other, "best", ref, "-o", "json"); code == 0 || strings.Contains(out+errOut, "pareto") {
+			t.Errorf("team other's best %s: exit %d\n%s%s", ref, code, out, errOut)
 		}
 	}
 	js, _, _ := rb(t, "best", dir, "-o", "json")
