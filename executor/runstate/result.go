@@ -295,8 +295,9 @@ func (s *State) Result(now time.Time) *Result {
 		}
 	}
 	if len(tops) > 0 {
-		t := s.Trials[s.orderPoints(tops)[0].Trial]
-		res.Best = &BestTrial{Trial: t.id, Params: t.Params, Metric: t.Done[tops[0].Stage]}
+		first := s.orderPoints(tops)[0] // brackets end at stages of their own (Hyperband)
+		t := s.Trials[first.Trial]
+		res.Best = &BestTrial{Trial: t.id, Params: t.Params, Metric: t.Done[first.Stage]}
 	}
 	if s.exp.MultiObjective() {
 		res.Pareto = s.Pareto()

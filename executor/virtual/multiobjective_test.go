@@ -177,3 +177,36 @@ func TestMultiObjectiveASHA(t *testing.T) {
 		}
 	}
 }
+
+// With Hyperband's brackets, which end at stages of their own, the best of several objectives
+// carries its own result: the objective it reported at its bracket's last stage.
+func TestMultiObjectiveHyperbandBestIsItsOwnResult(t *testing.T) {
+	src, err := os.ReadFile("testdata/multiobjective-sha.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(src), "{stages: [{trials: 27, iters: 1}, {trials: 9, iters: 2}, {trials: 5, iters: 6}]}", "{hyperband: {min_iters: 1, max_iters: 9, eta: 3}}", 1)
+	file := filepath.Join(t.TempDir(), "hb.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(text, "max: 0.09", "max: 10", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp, alloc, _ := plan(t, file)
+	path := filepath.Join(t.TempDir(), "journal.jsonl")
+	out, err := virtual.Run(context.Background(), virtual.Config{Experiment: exp, Alloc: alloc, Journal: path, RunID: "hb"})
+	if err != nil || !out.Result.Finished || out.Result.Best == nil {
+		t.Fatalf("run: %v", err)
+	}
+	events, err := journal.ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, last := out.Result.Best, -1.0
+	for _, e := range events {
+		if e.Ev == journal.EvDone && e.Trial == best.Trial {
+			last = e.Metrics["val_accuracy"]
+		}
+	}
+	if best.Metric != last {
+		t.Fatalf("best %s with val_accuracy %v; its last result says %v", best.Trial, best.Metric, last)
+	}
+}
