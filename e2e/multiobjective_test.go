@@ -69,7 +69,8 @@ func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 		t.Errorf("report:\n%s", report)
 	}
 	// The dashboard draws the front: the two objectives against each other, the parallel
-	// coordinates, and the front's table linking each member's log.
+	// coordinates, and the front's table linking each member's learning curve (drawn in the
+	// curves chart, its path the link's target) and log.
 	page := dashboardPage(t, root, "mo")
 	for _, want := range []string{`id="pareto-scatter"`, `id="pareto-parallel"`, `id="pareto-front"`, "latency_ms (min) against val_accuracy (max)"} {
 		if !strings.Contains(page, want) {
@@ -79,6 +80,9 @@ func TestMultiObjectiveThroughTheCLI(t *testing.T) {
 	for _, m := range best.Pareto {
 		if !strings.Contains(page, "/runs/mo/trials/"+m.Trial+"/log") {
 			t.Errorf("the page's front does not link %s's log", m.Trial)
+		}
+		if !strings.Contains(page, `href="#curve-`+m.Trial+`"`) || !strings.Contains(page, `<path id="curve-`+m.Trial+`"`) {
+			t.Errorf("the page's front does not link %s's learning curve, or the chart lacks it", m.Trial)
 		}
 	}
 }

@@ -15,7 +15,8 @@ import (
 // paretoSection is a multi-objective run's Pareto front on its page: the two first objectives
 // against each other (every result at the front's iteration, the front's in colour and the
 // dominated ones faded), every objective and constrained metric side by side (parallel
-// coordinates, better up), and the front's configurations, each linked to its trial's log.
+// coordinates, better up), and the front's configurations, each linked to its learning curve
+// (drawn in the curves chart in the front's colour) and its trial's log.
 type paretoSection struct {
 	Iter              int
 	Metrics           []string
@@ -24,7 +25,9 @@ type paretoSection struct {
 }
 
 type frontRow struct {
-	Trial  string
+	Trial string
+	// Curve is the anchor of its learning curve in the curves chart (none before it reported).
+	Curve  string
 	Values []string
 	Params string
 }

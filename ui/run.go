@@ -515,6 +515,21 @@ func (h *hub) build() *runPage {
 	}
 	p.Search = buildSearch(v, h.pf.search.Summary(v, h.pf.curves), p.Metric)
 	p.Pareto = buildPareto(st.Exp, v.Res)
+	if p.Pareto != nil { // the front's curves, drawn over the others, each a link's target
+		for i := range p.Pareto.Front {
+			row := &p.Pareto.Front[i]
+			cv, ok := h.pf.curves.Curve(row.Trial)
+			if !ok {
+				continue
+			}
+			row.Curve = curveAnchor(row.Trial)
+			sr := series{X: cv.X, Y: cv.Y, Colour: frontColour, Title: cv.Trial + " (Pareto front)", Anchor: row.Curve}
+			if i == 0 {
+				sr.Name = "Pareto front"
+			}
+			curves = append(curves, sr)
+		}
+	}
 	if cv, ok := h.pf.curves.Curve(p.Search.BestTrial); ok { // drawn again on top, thick: the winner
 		curves = append(curves, series{Name: "best: " + cv.Trial, X: cv.X, Y: cv.Y, Colour: "#d62728", Title: cv.Trial + " (best)"})
 	}
@@ -536,6 +551,9 @@ func (h *hub) build() *runPage {
 	}
 	return p
 }
+
+// curveAnchor is the id of a trial's learning curve on its run's page.
+func curveAnchor(trial string) string { return "curve-" + trial }
 
 func trialIndex(names []string, id string) int {
 	for i, n := range names {

@@ -38,6 +38,7 @@ type line struct {
 }
 
 type path struct {
+	ID                  string // an anchor a link can point at (#ID), or none
 	D                   string
 	Stroke, Fill, Class string
 	Title               string
@@ -201,6 +202,8 @@ type series struct {
 	Marks  []int
 	Title  string
 	Thin   bool
+	// Anchor, when set, is the drawn line's id: a link to #Anchor points at it.
+	Anchor string
 	// Dots draws the points alone (a scatter), each titled by Labels[i] when given.
 	Dots   bool
 	Labels []string
@@ -292,7 +295,7 @@ func lineChart(id, title string, ss []series, vmarks, hmarks []mark, xFormat, yF
 			t = s.Name
 		}
 		if d.Len() > 0 {
-			c.Paths = append(c.Paths, path{D: d.String(), Stroke: col, Fill: "none", Class: class, Title: t})
+			c.Paths = append(c.Paths, path{ID: s.Anchor, D: d.String(), Stroke: col, Fill: "none", Class: class, Title: t})
 		}
 		for _, j := range s.Marks {
 			c.Dots = append(c.Dots, dot{X: a.x(s.X[j]), Y: a.y(s.Y[j]), R: 3, Fill: col, Class: "mark", Title: t + ": promoted"})
