@@ -146,3 +146,26 @@ func TestASHAValidation(t *testing.T) {
 		t.Fatalf("%+v", b)
 	}
 }
+
+// tpe fits one density per parameter with one objective and a joint one with several, unless
+// the spec says which.
+func TestMultivariateDefaultsWithObjectives(t *testing.T) {
+	two := "objectives: [{metric: m}, {metric: cost_usd}]"
+	for _, c := range []struct {
+		objective, sampler string
+		want               bool
+	}{
+		{"objective: {metric: m}", "sampler: {name: tpe}", false},
+		{two, "sampler: {name: tpe}", true},
+		{two, "sampler: {name: tpe, multivariate: false}", false},
+		{"objective: {metric: m}", "sampler: {name: tpe, multivariate: true}", true},
+	} {
+		e, err := Parse("s.yaml", []byte(strings.Replace(validBase, "objective: {metric: m}", c.objective, 1)+c.sampler+"\n"), nil)
+		if err != nil {
+			t.Fatalf("%s, %s: %v", c.objective, c.sampler, err)
+		}
+		if e.Sampler.Multivariate != c.want {
+			t.Errorf("%s, %s: multivariate %v", c.objective, c.sampler, e.Sampler.Multivariate)
+		}
+	}
+}

@@ -319,7 +319,7 @@ func fieldDocs() map[string]string {
 		"Sampler.startup_trials":   "tpe: trials drawn at random before any model is used (default 0: random until a budget has min_points results).",
 		"Sampler.top_fraction":     "tpe: the share of a budget's results that make up the good density (default 0.15).",
 		"Sampler.bandwidth_factor": "tpe: how much wider the good density is when candidates are drawn from it (default 3).",
-		"Sampler.multivariate":     "tpe: one joint density over all parameters, as BOHB (default false: one density per parameter, as Optuna's TPE, which searched better on search-bench).",
+		"Sampler.multivariate":     "tpe: one joint density over all parameters, as BOHB (default false with one objective: one density per parameter, as Optuna's TPE, which searched better on search-bench; true with several objectives, which searched better there).",
 		"Sampler.warm_start":       "tpe: earlier runs under the root (names or IDs) whose results the model learns from first; the parameters they share with this space count, the rest are ignored (validate says which).",
 		"Sampler.min_bandwidth":    "tpe: the smallest bandwidth, on parameters scaled to [0, 1] (default 0.001).",
 
