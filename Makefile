@@ -89,7 +89,8 @@ clean:
 # How good the search is: random, sobol and tpe (with BOHB's random fraction 1/3, and with 0.1)
 # over 20 seeds on each benchmark objective, 16 Hyperband rounds, in virtual time, beside Optuna's
 # TPE with its Hyperband pruner on the same objective and total iterations (Debian's
-# python3-optuna, installed once by scripts/optuna.sh). Tables on stdout, charts in .bench/.
+# python3-optuna, installed once by scripts/optuna.sh); two-objective benchmarks beside its
+# multi-objective TPE and NSGA-II. Tables on stdout, charts in .bench/.
 search-bench: build
 	./scripts/optuna.sh
 	$(BIN) search-bench --samplers 'random,sobol,tpe,tpe, random_fraction: 0.333' --seeds 20 --rounds 16 \
@@ -97,3 +98,8 @@ search-bench: build
 	# digits trains the MLP for real (about 10 ms an epoch): four rounds, not sixteen.
 	$(BIN) search-bench --objectives digits --samplers 'random,sobol,tpe' --seeds 20 --rounds 4 \
 		--optuna .bench --optuna-script scripts/optuna_bench.py --plots .bench
+	# Two objectives: hypervolume against Optuna's multi-objective TPE and NSGA-II.
+	$(BIN) search-bench --objectives zdt1,curves-latency --samplers 'random,sobol,tpe' --seeds 20 --rounds 16 \
+		--optuna .bench --optuna-script scripts/optuna_bench.py --plots .bench
+	# cost_usd as an objective: as good a configuration, cheaper to train?
+	$(BIN) search-bench cost --seeds 10 --rounds 16

@@ -19,6 +19,12 @@ fixed by (configuration, iter), from numpy's PCG64 seeded by a hash, not Go's ge
 network really trained, is not mirrored: `rubberband search-bench objective digits` (--evaluator)
 trains it exactly as rubberband's runs do and answers each report.
 
+With a benchmark of two objectives (zdt1, curves-latency), Optuna's pruners refusing several
+objectives, it runs its multi-objective TPESampler and NSGAIISampler (seeded, defaults), every
+trial trained to --max-iters until the budget is spent, and writes each run's trajectory of
+[iters_spent, hypervolume regret] (the true front's hypervolume minus that of the front of the
+trials' reports, measured by their noise-free losses) under "runs", each run naming its sampler.
+
 Needs Debian's python3-optuna (apt-get install python3-optuna), hence /usr/bin/python3.
 
     /usr/bin/python3 scripts/optuna_bench.py --objective curves --min-iters 1 --max-iters 27 \\
@@ -274,6 +280,80 @@ def digits(evaluator):
     return o
 
 
+# Benchmarks of several objectives (all minimised), mirroring trial/builtin/objective/multi.go.
+# A front is measured by its hypervolume from the reference point; its regret is the true front's
+# hypervolume minus its own.
+class Multi(Objective):
+    def __init__(self, name, space, metrics, losses, finals, reference, max_hv, opt_point):
+        super().__init__(name, space, 0.0, lambda c, it, mx: losses(c, it, mx)[0],
+                         lambda c: finals(c)[0], opt_point)
+        self.metrics, self.losses, self.finals = metrics, losses, finals
+        self.reference, self.max_hv = reference, max_hv
+
+    def regret(self, finals):
+        return self.max_hv - hypervolume2(finals, self.reference)
+
+
+def hypervolume2(points, ref):
+    """The area the two-objective points dominate up to ref (pareto.Hypervolume's sweep)."""
+    inside = sorted(p for p in points if p[0] < ref[0] and p[1] < ref[1])
+    area, lowest = 0.0, ref[1]
+    for f1, f2 in inside:
+        if f2 < lowest:
+            area += (ref[0] - f1) * (lowest - f2)
+            lowest = f2
+    return area
+
+
+def dominates(a, b):
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def _zdt1_f(c, z):
+    shift = 0.2 * (1 - z)
+    g = 1 + 9 * sum(abs(c["x%d" % i] - shift) for i in range(2, 7)) / 5
+    f1 = c["x1"]
+    return [f1, g * (1 - math.sqrt(f1 / g))]
+
+
+# zdt1: ZDT1 on six variables with a fidelity (x2..x6 measured from 0.2(1-z)), reference (11, 11).
+def zdt1():
+    return Multi(
+        "zdt1",
+        [Param("x%d" % i, "uniform", 0.0, 1.0) for i in range(1, 7)],
+        ["f1", "f2"],
+        lambda c, it, mx: _zdt1_f(c, fidelity(it, mx)),
+        lambda c: _zdt1_f(c, 1.0),
+        [11.0, 11.0],
+        121 - 1.0 / 3,
+        {"x1": 0.25, "x2": 0.0, "x3": 0.0, "x4": 0.0, "x5": 0.0, "x6": 0.0},
+    )
+
+
+# curves-latency: curves' loss against the latency of the model's depth, 1 + layers ms, from (1, 10).
+def curves_latency():
+    c = curves()
+    lowest = c.optimum
+    ref = [1.0, 10.0]
+    front = [[lowest + 0.01 * (l - 4) ** 2, 1.0 + l] for l in (1, 2, 3, 4)]
+    return Multi(
+        "curves-latency",
+        c.space,
+        ["loss", "latency_ms"],
+        lambda cfg, it, mx: [c.value(cfg, it, mx), 1.0 + cfg["layers"]],
+        lambda cfg: [c.final(cfg), 1.0 + cfg["layers"]],
+        ref,
+        hypervolume2(front, ref),
+        c.opt_point,
+    )
+
+
+MULTI = {"zdt1": zdt1, "curves-latency": curves_latency}
+MULTI_SAMPLERS = {
+    "optuna-motpe": lambda seed: optuna.samplers.TPESampler(seed=seed),
+    "optuna-nsga2": lambda seed: optuna.samplers.NSGAIISampler(seed=seed),
+}
+
 OBJECTIVES = {"branin": branin, "hartmann6": hartmann6, "curves": curves}
 EVALUATED = {"digits": digits}
 
@@ -286,6 +366,13 @@ def self_check():
         # Value at full fidelity is Final (plus noise for curves, at most a few 0.005 sigmas).
         assert abs(o.value(o.opt_point, 27, 27) - got) <= 0.05, o.name
         assert o.value(o.opt_point, 5, 27) == o.value(o.opt_point, 5, 27), o.name
+    # The true fronts reach their hypervolume: zdt1's sampled densely, curves-latency's four points.
+    z = zdt1()
+    dense = [z.finals({"x1": i / 4000, "x2": 0, "x3": 0, "x4": 0, "x5": 0, "x6": 0}) for i in range(4001)]
+    assert 0 <= z.regret(dense) < 1e-3, z.regret(dense)
+    c = curves_latency()
+    best = [c.finals(dict(c.opt_point, layers=l, dropout=0.1 * l)) for l in (1, 2, 3, 4)]
+    assert abs(c.regret(best)) < 1e-9, c.regret(best)
 
 
 def run_seed(obj, seed, min_iters, max_iters, eta, budget):
@@ -333,6 +420,32 @@ def run_seed(obj, seed, min_iters, max_iters, eta, budget):
     return {"seed": seed, "trajectory": traj, "iters": spent, "trials": trials}
 
 
+def run_seed_multi(obj, sampler_name, seed, max_iters, budget):
+    """Optuna's multi-objective sampler, every trial trained to max_iters (its pruners refuse
+    several objectives), until the budget is spent. After each trial, the regret of the front of
+    the trials' reported losses, measured by their noise-free losses."""
+    study = optuna.create_study(directions=["minimize"] * len(obj.metrics),
+                                sampler=MULTI_SAMPLERS[sampler_name](seed))
+    spent, trials, traj = 0, 0, []
+    front = []  # (reported losses, final losses) of the non-dominated trials
+    while spent < budget:
+        trial = study.ask()
+        trials += 1
+        cfg = obj.suggest(trial)
+        iters = min(max_iters, budget - spent)
+        spent += iters
+        if iters < max_iters:  # cut short by the budget: no result
+            study.tell(trial, state=TrialState.FAIL)
+            break
+        losses = obj.losses(cfg, max_iters, max_iters)
+        study.tell(trial, losses)
+        if not any(dominates(f[0], losses) for f in front):
+            front = [f for f in front if not dominates(losses, f[0])]
+            front.append((losses, obj.finals(cfg)))
+        traj.append([spent, obj.regret([f[1] for f in front])])
+    return {"seed": seed, "sampler": sampler_name, "trajectory": traj, "iters": spent, "trials": trials}
+
+
 def quartiles(xs):
     xs = sorted(xs)
     if len(xs) < 2:
@@ -343,7 +456,7 @@ def quartiles(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--objective", required=True, choices=sorted(list(OBJECTIVES) + list(EVALUATED)))
+    ap.add_argument("--objective", required=True, choices=sorted(list(OBJECTIVES) + list(EVALUATED) + list(MULTI)))
     ap.add_argument("--min-iters", type=int, default=1)
     ap.add_argument("--max-iters", type=int, default=27)
     ap.add_argument("--eta", type=int, default=3)
@@ -358,6 +471,8 @@ def main():
 
     self_check()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if a.objective in MULTI:
+        return main_multi(a, MULTI[a.objective]())
     if a.objective in EVALUATED:
         obj = EVALUATED[a.objective](Evaluator(a.evaluator, a.objective))
     else:
@@ -391,6 +506,31 @@ def main():
     print("%s optuna-tpe+hyperband: %d seeds, budget %d iters: final regret median %.6g "
           "(quartiles %.6g, %.6g), %.1fs" % (obj.name, len(finals), a.budget_iters, med, q1, q3,
                                               time.time() - t_all), file=sys.stderr)
+
+
+def main_multi(a, obj):
+    """Each of Optuna's multi-objective samplers over the seeds, into one file."""
+    runs = []
+    t_all = time.time()
+    for name in MULTI_SAMPLERS:
+        finals = []
+        for s in range(a.first_seed, a.first_seed + a.seeds):
+            t0 = time.time()
+            run = run_seed_multi(obj, name, s, a.max_iters, a.budget_iters)
+            final = run["trajectory"][-1][1] if run["trajectory"] else math.nan
+            finals.append(final)
+            runs.append(run)
+            print("%s %s seed %d: %d trials, %d iters, final hypervolume regret %.6g (%.1fs)" %
+                  (obj.name, name, s, run["trials"], run["iters"], final, time.time() - t0), file=sys.stderr)
+        q1, med, q3 = quartiles(finals)
+        print("%s %s: %d seeds, budget %d iters: final hypervolume regret median %.6g (quartiles %.6g, %.6g)" %
+              (obj.name, name, len(finals), a.budget_iters, med, q1, q3), file=sys.stderr)
+    out = {"objective": obj.name, "optimum": obj.max_hv, "sampler": "optuna", "measure": "hypervolume regret",
+           "min_iters": a.min_iters, "max_iters": a.max_iters, "eta": a.eta,
+           "budget_iters": a.budget_iters, "runs": runs}
+    with open(a.out, "w") as f:
+        json.dump(out, f)
+    print("%s: %.1fs" % (obj.name, time.time() - t_all), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,7 @@ type worldGang struct {
 	from     int      // the checkpoint's iteration it started from
 	iter     int      // iterations done
 	target   int
-	curve    func(iter int) float64 // the synthetic trainer's reports
-	metric   string
-	params   map[string]any // its configuration: what Side metrics are reported of
+	reports  func(iter int) map[string]float64 // the synthetic trainer's reports
 	offer    *sim.Offer
 	world    int // GPUs
 	slowdown float64
@@ -83,9 +81,8 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	} else if first != string(key) {
 		w.breach("trial %s launched with %s, first with %s", g.Trial, key, first)
 	}
-	gg := &worldGang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1,
-		metric: w.exp.Objective.Metric, params: env.Params}
-	gg.curve = synthetic.LearningCurve(w.exp, w.bench, env.Params)
+	gg := &worldGang{epoch: r.epoch, trial: g.Trial, target: env.TargetIter, world: len(g.Workers), slowdown: 1}
+	gg.reports = synthetic.Reports(w.exp, w.bench, w.exp.Objective.Metric, env.Params)
 	seen := map[string]int{}
 	for _, wk := range g.Workers {
 		n, held := w.nodes[wk.Node.ID]
@@ -130,7 +127,8 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	gg.offer = gg.nodes[0].offer
 	it := gg.offer.IterLatency(gg.world)
 	slow := synthetic.Options{NodeSlowdown: gg.slowdown, Slowdown: w.slowdown, SlowdownFromIter: w.slowFrom}
-	gg.draws = func() float64 { return it.Sample(rng) * slow.LatencyFactor(gg.iter+1) }
+	own := synthetic.IterTime(w.bench, env.Params)
+	gg.draws = func() float64 { return it.Sample(rng) * own * slow.LatencyFactor(gg.iter+1) }
 	startup := gg.offer.LaunchSample(rng)*gg.slowdown + w.firstStageLag(gg, env.StartIter)
 	w.nextGang++
 	gg.id = w.nextGang
@@ -196,7 +194,7 @@ func (w *World) iterate(g *worldGang) {
 		return
 	}
 	g.iter = next
-	rep := trial.Report{Iter: g.iter, Metrics: synthetic.Reported(w.exp, g.metric, g.params, g.curve(g.iter)), At: w.clk.Now()}
+	rep := trial.Report{Iter: g.iter, Metrics: g.reports(g.iter), At: w.clk.Now()}
 	g.last = &rep
 	if g.h != nil {
 		g.h.reports <- rep

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/pareto"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -29,7 +30,17 @@ type Case struct {
 	// Rounds rounds).
 	Algorithm string
 	Rounds    int
+	// Rank is what the job ranks by: the benchmark's own objectives (RankOwn), its first loss
+	// alone (RankFirst), or its first loss and each trial's cost_usd (RankCost).
+	Rank string
 }
+
+// What a Case ranks by.
+const (
+	RankOwn   = ""
+	RankFirst = "first"
+	RankCost  = "cost"
+)
 
 func (c Case) String() string {
 	if c.Algorithm == "hyperband" {
@@ -84,7 +95,28 @@ func Spec(c Case, sampler string, seed int) (string, error) {
 		return "", fmt.Errorf("bench: algorithm %q (sha or hyperband)", c.Algorithm)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "name: bench-%s\ndeadline: 1000h\nseed: %d\nobjective: {metric: loss, mode: min}\nalgorithm: {%s}\n", c.Objective, seed, alg)
+	objectives := "objective: {metric: loss, mode: min}"
+	first := "loss"
+	if o.Multi != nil {
+		first = o.Multi.Metrics[0]
+	}
+	switch c.Rank {
+	case RankFirst:
+		objectives = "objective: {metric: " + first + ", mode: min}"
+	case RankCost:
+		objectives = "objectives: [{metric: " + first + ", mode: min}, {metric: " + spec.CostMetric + ", mode: min}]"
+	case RankOwn:
+	default:
+		return "", fmt.Errorf("bench: rank %q (%q, %q or %q)", c.Rank, RankOwn, RankFirst, RankCost)
+	}
+	if o.Multi != nil && c.Rank == RankOwn {
+		var list []string
+		for _, m := range o.Multi.Metrics {
+			list = append(list, "{metric: "+m+", mode: min}")
+		}
+		objectives = "objectives: [" + strings.Join(list, ", ") + "]"
+	}
+	fmt.Fprintf(&b, "name: bench-%s\ndeadline: 1000h\nseed: %d\n%s\nalgorithm: {%s}\n", c.Objective, seed, objectives, alg)
 	fmt.Fprintf(&b, "sampler: {name: %s}\nsearch_space:\n", sampler)
 	for _, name := range spec.ParamOrder(o.Space) {
 		b.WriteString("  " + name + ": " + paramYAML(o.Space[name]) + "\n")
@@ -219,6 +251,7 @@ func (p *Prepared) Run(ctx context.Context, sampler string, seed int, dir string
 	atBudget := map[int]best{}
 	top := 0
 	var iters, dollars float64
+	front := frontAt{} // several objectives: each budget's results
 	observe := func(e journal.Event) {
 		switch e.Ev {
 		case journal.EvTrial, journal.EvLaunch:
@@ -233,6 +266,12 @@ func (p *Prepared) Run(ctx context.Context, sampler string, seed int, dir string
 				return
 			}
 			budget := st.EndIter()
+			if o.Multi != nil {
+				top = max(top, budget)
+				front.add(budget, e.Metrics, o.Multi.Metrics, params[e.Trial])
+				tr.Points = append(tr.Points, Point{Iters: iters, Dollars: dollars, Regret: front.regret(top, o)})
+				return
+			}
 			if b, ok := atBudget[budget]; !ok || *e.Metric < b.loss {
 				atBudget[budget] = best{*e.Metric, params[e.Trial]}
 			}
@@ -249,6 +288,43 @@ func (p *Prepared) Run(ctx context.Context, sampler string, seed int, dir string
 		return tr, fmt.Errorf("bench: %s %s seed %d did not finish", p.Case, sampler, seed)
 	}
 	return tr, nil
+}
+
+// frontAt keeps, per budget, the losses each trial reported there and its configuration.
+type frontAt map[int]*results
+
+type results struct {
+	losses  [][]float64
+	configs []spec.Config
+}
+
+func (f frontAt) add(budget int, metrics map[string]float64, names []string, c spec.Config) {
+	r := f[budget]
+	if r == nil {
+		r = &results{}
+		f[budget] = r
+	}
+	losses := make([]float64, len(names))
+	for i, n := range names {
+		v, ok := metrics[n]
+		if !ok {
+			v = math.NaN() // never reported: the worst
+		}
+		losses[i] = v
+	}
+	r.losses, r.configs = append(r.losses, losses), append(r.configs, c)
+}
+
+// regret measures the run's answer so far, as the single-objective incumbent is chosen: the
+// front of the results at the largest budget reached (by what they reported), by the
+// hypervolume its configurations' noise-free losses lack.
+func (f frontAt) regret(top int, o objective.Objective) float64 {
+	r := f[top]
+	var finals [][]float64
+	for _, i := range pareto.Front(r.losses) {
+		finals = append(finals, o.Multi.Finals(r.configs[i]))
+	}
+	return o.Multi.Regret(finals)
 }
 
 // RunAll runs seeds 0..seeds-1 of every sampler on a case, as many at once as there are

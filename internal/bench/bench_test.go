@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -128,5 +129,60 @@ func TestSplitSamplers(t *testing.T) {
 	want := []string{"random", "sobol", "tpe, random_fraction: 0.1, candidates: 8", "tpe"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q", got)
+	}
+}
+
+// A benchmark of several objectives is searched as one: its job ranks by every loss, each
+// trainer reports them all, and the run's hypervolume regret is never below 0, falls as the run
+// finds configurations at the top budget, and is the same run every time.
+func TestMultiObjectiveTrajectories(t *testing.T) {
+	for _, name := range objective.MultiFunctions() {
+		c := Case{Objective: name, Algorithm: "hyperband", Rounds: 2}
+		exp, err := parse(c, "tpe", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := objective.Lookup(name)
+		if got := exp.Metrics(); !exp.MultiObjective() || !reflect.DeepEqual(got, o.Multi.Metrics) {
+			t.Fatalf("%s: the job ranks by %v, not the benchmark's %v", name, got, o.Multi.Metrics)
+		}
+		p, err := Prepare(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := p.Run(context.Background(), "tpe", 1, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := p.Run(context.Background(), "tpe", 1, t.TempDir())
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: one seed, two trajectories", name)
+		}
+		for _, pt := range a.Points {
+			if pt.Regret < -1e-9 || math.IsNaN(pt.Regret) || pt.Regret > o.Multi.MaxHypervolume {
+				t.Fatalf("%s: hypervolume regret %v of %v", name, pt.Regret, o.Multi.MaxHypervolume)
+			}
+		}
+		if first, last := a.Points[0].Regret, a.Final(); !(last < first) || last >= o.Multi.MaxHypervolume {
+			t.Fatalf("%s: hypervolume regret from %v to %v", name, first, last)
+		}
+	}
+}
+
+// Optuna's file of several samplers' runs gives each run its own sampler's name.
+func TestLoadOptunaOfSeveralSamplers(t *testing.T) {
+	path := t.TempDir() + "/o.json"
+	if err := os.WriteFile(path, []byte(`{"objective": "zdt1", "sampler": "optuna", "budget_iters": 100, "runs": [
+		{"seed": 0, "sampler": "optuna-motpe", "trajectory": [[27, 5], [54, 4]]},
+		{"seed": 0, "sampler": "optuna-nsga2", "trajectory": [[27, 6]]},
+		{"seed": 1, "trajectory": [[27, 7]]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trajs, err := ReadOptuna(path, "zdt1", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trajs) != 3 || trajs[0].Sampler != "optuna-motpe" || trajs[1].Sampler != "optuna-nsga2" || trajs[2].Sampler != "optuna" || trajs[0].Final() != 4 {
+		t.Fatalf("%+v", trajs)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 )
 
 // comparePoints is how many budgets a comparison reports each sampler's regret at.
@@ -28,5 +30,9 @@ func Measure(ctx context.Context, c Case, samplers []string, seeds int, optuna *
 		}
 		trajs = append(trajs, more...)
 	}
-	return Compare(c.String(), p.Iters, seeds, trajs, comparePoints), trajs, nil
+	r := Compare(c.String(), p.Iters, seeds, trajs, comparePoints)
+	if o, _ := objective.Lookup(c.Objective); o.Multi != nil {
+		r.MaxHypervolume = o.Multi.MaxHypervolume
+	}
+	return r, trajs, nil
 }

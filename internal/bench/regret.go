@@ -29,5 +29,9 @@ func Regret(file string, r Result, trajs []Trajectory) error {
 		}
 		series = append(series, sr)
 	}
-	return charts.Band(file, r.Case+": regret by GPU dollars spent", fmt.Sprintf("GPU dollars spent ($%.4f an iteration)", perIter), "regret (loss above the optimum)", series, nil)
+	title, xLabel := r.Case+": regret by GPU dollars spent", fmt.Sprintf("GPU dollars spent ($%.4f an iteration)", perIter)
+	if r.MaxHypervolume > 0 { // fronts' regrets span decades: the ends differ where a linear axis shows nothing
+		return charts.BandLogY(file, title, xLabel, "hypervolume regret (true front's minus found), log scale", series)
+	}
+	return charts.Band(file, title, xLabel, r.Measure(), series, nil)
 }

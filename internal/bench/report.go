@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,6 +86,7 @@ func LoadOptuna(path string) (objectiveName string, budget int, trajs []Trajecto
 		Sampler   string `json:"sampler"`
 		Budget    int    `json:"budget_iters"`
 		Runs      []struct {
+			Sampler    string       `json:"sampler"` // when the file holds several
 			Seed       int          `json:"seed"`
 			Trajectory [][2]float64 `json:"trajectory"`
 		} `json:"runs"`
@@ -96,7 +98,7 @@ func LoadOptuna(path string) (objectiveName string, budget int, trajs []Trajecto
 		f.Sampler = "optuna"
 	}
 	for _, r := range f.Runs {
-		t := Trajectory{Sampler: f.Sampler, Seed: r.Seed}
+		t := Trajectory{Sampler: cmp.Or(r.Sampler, f.Sampler), Seed: r.Seed}
 		for _, p := range r.Trajectory {
 			t.Points = append(t.Points, Point{Iters: p[0], Dollars: math.NaN(), Regret: p[1]})
 		}
@@ -114,6 +116,18 @@ type Result struct {
 	// ToReachRandom is, per sampler, the share of the budget after which its median regret is
 	// at most random's final median (+Inf: never; JSON null).
 	ToReachRandom map[string]*float64 `json:"to_reach_random"`
+	// MaxHypervolume, for a benchmark of several objectives, is the true front's hypervolume:
+	// regret is then what a run's front lacks of it (0: one objective, regret is loss above the
+	// optimum).
+	MaxHypervolume float64 `json:"max_hypervolume,omitempty"`
+}
+
+// Measure names what the regret is.
+func (r Result) Measure() string {
+	if r.MaxHypervolume > 0 {
+		return "hypervolume regret (the true front's hypervolume minus the front found)"
+	}
+	return "regret (loss above the optimum)"
 }
 
 // Compare summarizes a case's trajectories at n evenly spaced budgets.
@@ -141,15 +155,22 @@ func Compare(name string, iters, seeds int, trajs []Trajectory, n int) Result {
 // WriteTable prints a case: median regret [quartiles] at a quarter, half, three quarters and all
 // of the budget, and the share of the budget each sampler needs to reach random's final median.
 func (r Result) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "%s: %d iterations a run, %d seeds; regret: median [q1, q3]\n", r.Case, r.Iters, r.Seeds)
+	fmt.Fprintf(w, "%s: %d iterations a run, %d seeds; %s: median [q1, q3]\n", r.Case, r.Iters, r.Seeds, r.Measure())
 	tw := tabwriter.NewWriter(w, 2, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "sampler\t25%\t50%\t75%\t100% of the budget\treaches random's final at")
+	hv := ""
+	if r.MaxHypervolume > 0 {
+		hv = fmt.Sprintf("\thypervolume at the end (of %.4g)", r.MaxHypervolume)
+	}
+	fmt.Fprintln(tw, "sampler\t25%\t50%\t75%\t100% of the budget"+hv+"\treaches random's final at")
 	n := len(r.Summaries[0].Iters)
 	for _, s := range r.Summaries {
 		fmt.Fprintf(tw, "%s", s.Sampler)
 		for _, q := range []int{n/4 - 1, n/2 - 1, 3*n/4 - 1, n - 1} {
 			q = max(q, 0)
 			fmt.Fprintf(tw, "\t%s [%s, %s]", num(s.P50[q]), num(s.P25[q]), num(s.P75[q]))
+		}
+		if r.MaxHypervolume > 0 {
+			fmt.Fprintf(tw, "\t%s", num(r.MaxHypervolume-s.P50[n-1]))
 		}
 		reach := "never"
 		if share := r.ToReachRandom[s.Sampler]; share != nil {

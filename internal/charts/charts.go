@@ -44,6 +44,43 @@ type Series struct {
 
 // Band draws one line per series with its shaded band; ticks, when given, label the x values.
 func Band(file, title, xLabel, yLabel string, series []Series, ticks []plot.Tick) error {
+	return band(file, title, xLabel, yLabel, series, ticks, false)
+}
+
+// BandLogY is Band on a logarithmic y axis, for values that span decades (a regret); values
+// at or below 0 are drawn at the axis' floor, a tenth of the smallest positive one.
+func BandLogY(file, title, xLabel, yLabel string, series []Series) error {
+	floor := math.Inf(1)
+	for _, s := range series {
+		for _, vs := range [][]float64{s.P50, s.Lo, s.Hi} {
+			for _, v := range vs {
+				if v > 0 {
+					floor = math.Min(floor, v/10)
+				}
+			}
+		}
+	}
+	if math.IsInf(floor, 1) {
+		floor = 1
+	}
+	clamped := make([]Series, len(series))
+	for i, s := range series {
+		c := s
+		c.P50, c.Lo, c.Hi = atLeast(s.P50, floor), atLeast(s.Lo, floor), atLeast(s.Hi, floor)
+		clamped[i] = c
+	}
+	return band(file, title, xLabel, yLabel, clamped, nil, true)
+}
+
+func atLeast(vs []float64, floor float64) []float64 {
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		out[i] = math.Max(v, floor)
+	}
+	return out
+}
+
+func band(file, title, xLabel, yLabel string, series []Series, ticks []plot.Tick, logY bool) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xLabel
@@ -59,7 +96,13 @@ func Band(file, title, xLabel, yLabel string, series []Series, ticks []plot.Tick
 			top, bottom = math.Max(top, s.Hi[j]), math.Min(bottom, s.Lo[j])
 		}
 	}
-	if !math.IsInf(top, 0) { // headroom above the data for the legend, so it covers no line
+	switch {
+	case math.IsInf(top, 0):
+	case logY: // headroom in decades
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Min = bottom / 1.5
+		p.Y.Max = top * math.Pow(top/p.Y.Min, 0.06*float64(len(series)))
+	default: // headroom above the data for the legend, so it covers no line
 		p.Y.Min = math.Max(0, bottom-0.05*(top-bottom))
 		p.Y.Max = top + 0.12*(top-p.Y.Min)*float64(len(series))
 	}

@@ -21,11 +21,18 @@ type Objective struct {
 	Value func(c spec.Config, iter, maxIter int) float64
 	// Final is the noise-free loss at full fidelity: what regret is measured on.
 	Final func(c spec.Config) float64
+	// Multi, for a benchmark with several objectives, names and measures them (Value and Final
+	// are then the first, Optimum its lowest on the true front); nil for one.
+	Multi *Multi
+	// IterTime, where set, is how long an iteration of a configuration takes relative to the
+	// job's profile (its trials then cost unalike); nil: alike.
+	IterTime func(c spec.Config) float64
 }
 
-// Names lists the benchmarks: the functions, and digits, a network really trained.
+// Names lists the benchmarks: the functions, digits, a network really trained, and those with
+// several objectives.
 func Names() []string {
-	return append(Functions(), "digits")
+	return append(append(Functions(), "digits"), MultiFunctions()...)
 }
 
 // Functions lists the benchmarks that are formulas: cheap to evaluate a million times.
@@ -46,6 +53,10 @@ func Lookup(name string) (Objective, error) {
 		return curves(), nil
 	case "digits":
 		return digits(), nil
+	case "zdt1":
+		return zdt1(), nil
+	case "curves-latency":
+		return curvesLatency(), nil
 	}
 	return Objective{}, fmt.Errorf("objective: no benchmark %q (%v)", name, Names())
 }

@@ -106,8 +106,9 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 	if err != nil {
 		return err
 	}
-	curve := LearningCurve(o.Spec, bench, params)
+	reports := Reports(o.Spec, bench, o.Metric, params)
 	iterLatency := m.IterLatency(max(run.WorldSize, 1))
+	own := IterTime(bench, params)
 	// The noise is the trial's own, and another in a run of another seed (whose trials have other
 	// parameters): runs of one job under several seeds are independent draws.
 	key, _ := json.Marshal(params)
@@ -143,13 +144,13 @@ func Main(ctx context.Context, run *rbtrain.Run, o Options) error {
 				return ctx.Err()
 			}
 		}
-		if err := sleep(iterLatency.Sample(r) * o.LatencyFactor(it) * o.TimeScale); err != nil {
+		if err := sleep(iterLatency.Sample(r) * own * o.LatencyFactor(it) * o.TimeScale); err != nil {
 			return save(run, it-1)
 		}
 		if o.Noise > 0 && run.Rank == 0 {
 			fmt.Println(strings.Repeat("x", o.Noise))
 		}
-		run.Report(it, Reported(o.Spec, o.Metric, params, curve(it)))
+		run.Report(it, reports(it))
 	}
 	return save(run, run.TargetIter)
 }
@@ -193,35 +194,62 @@ func Objective(env func(string) string) (*objective.Objective, error) {
 	return &o, nil
 }
 
-// LearningCurve is what a trial with params reports after each iteration: the benchmark
-// objective's loss (Objective) at fidelity iter/R, R the experiment's largest iteration count,
-// or without one (nil) the hashed curve (Curve of Quality).
-func LearningCurve(exp *spec.Experiment, bench *objective.Objective, params map[string]any) func(iter int) float64 {
-	if bench == nil {
+// Reports is what a trial with params reports after each iteration, metric being the spec's
+// first objective. With a benchmark objective (bench), its losses at fidelity iter/R, R the
+// experiment's largest iteration count: the first as metric, or, for a benchmark of several
+// objectives, each under its own name. Without one (nil), the hashed curve (Curve of Quality).
+// Either way, every other metric the spec ranks or constrains by (spec.Experiment.Metrics, but
+// cost_usd, which the run meters) is reported as Side gives it.
+func Reports(exp *spec.Experiment, bench *objective.Objective, metric string, params map[string]any) func(iter int) map[string]float64 {
+	var values func(iter int) map[string]float64
+	switch {
+	case bench == nil:
 		q := Quality(params)
-		return func(iter int) float64 { return Curve(q, iter) }
-	}
-	maxIter := 0
-	for _, b := range exp.Algorithm.Brackets() {
-		maxIter = max(maxIter, b.Stages[len(b.Stages)-1].EndIter())
-	}
-	return func(iter int) float64 { return bench.Value(params, iter, maxIter) }
-}
-
-// Reported is what a trial with params reports with value as its metric: that, and every other
-// metric the spec ranks or constrains by (spec.Experiment.Metrics, but cost_usd, which the run
-// meters) as Side gives it.
-func Reported(exp *spec.Experiment, metric string, params map[string]any, value float64) map[string]float64 {
-	out := map[string]float64{metric: value}
-	if !exp.MultiObjective() { // the common case, at every report of 10^5 trials in virtual time
-		return out
-	}
-	for _, name := range exp.Metrics() {
-		if _, ok := out[name]; !ok && name != spec.CostMetric {
-			out[name] = Side(name, params, value)
+		values = func(iter int) map[string]float64 { return map[string]float64{metric: Curve(q, iter)} }
+	case bench.Multi != nil:
+		maxIter := maxIters(exp)
+		values = func(iter int) map[string]float64 {
+			out := make(map[string]float64, len(bench.Multi.Metrics))
+			for i, v := range bench.Multi.Losses(params, iter, maxIter) {
+				out[bench.Multi.Metrics[i]] = v
+			}
+			return out
+		}
+	default:
+		maxIter := maxIters(exp)
+		values = func(iter int) map[string]float64 {
+			return map[string]float64{metric: bench.Value(params, iter, maxIter)}
 		}
 	}
-	return out
+	if !exp.MultiObjective() { // the common case, at every report of 10^5 trials in virtual time
+		return values
+	}
+	return func(iter int) map[string]float64 {
+		out := values(iter)
+		for _, name := range exp.Metrics() {
+			if _, ok := out[name]; !ok && name != spec.CostMetric {
+				out[name] = Side(name, params, out[metric])
+			}
+		}
+		return out
+	}
+}
+
+// IterTime is what a trial with params multiplies its profile's iteration latency by: the
+// benchmark's IterTime where it has one (a configuration that trains faster), else 1.
+func IterTime(bench *objective.Objective, params map[string]any) float64 {
+	if bench == nil || bench.IterTime == nil {
+		return 1
+	}
+	return bench.IterTime(params)
+}
+
+func maxIters(exp *spec.Experiment) int {
+	n := 0
+	for _, b := range exp.Algorithm.Brackets() {
+		n = max(n, b.Stages[len(b.Stages)-1].EndIter())
+	}
+	return n
 }
 
 // Side is a second metric of a trial whose objective is at value: one that grows with it, as a

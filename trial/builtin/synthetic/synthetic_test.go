@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 	"github.com/rubberband-hpo/rubberband/trial/rbtrain"
 )
 
@@ -74,5 +75,37 @@ profile: {iter_latency: {1: {mean: 0.045}}}
 		if perIter > 45+7.5 {
 			b.Fatalf("20 iterations of 45 ms took %.1f ms each: the reports' 15 ms stretch them", perIter)
 		}
+	}
+}
+
+// A benchmark's reports: one loss under the spec's metric, a benchmark of several objectives
+// every loss under its own name, and without one the hashed curve; a metric the spec ranks by
+// that neither gives is the Side metric of the first objective.
+func TestReports(t *testing.T) {
+	parse := func(objectives string) *spec.Experiment {
+		src := "name: r\ndeadline: 1h\n" + objectives + "\nalgorithm: {sha: {trials: 9, min_iters: 1, max_iters: 9, eta: 3}}\n" +
+			"search_space: {x1: {type: uniform, min: 0, max: 1}}\ntrainer: {command: [x]}\n" +
+			"cluster: {gpus_per_node: 1, price_per_hour: 1}\nprofile: {iter_latency: {1: {mean: 1, std: 0}}}\n"
+		exp, err := spec.Parse("r.yaml", []byte(src), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exp
+	}
+	params := map[string]any{"x1": 0.3, "x2": 0.1, "x3": 0.2, "x4": 0.0, "x5": 0.5, "x6": 1.0}
+	zdt, _ := objective.Lookup("zdt1")
+	exp := parse("objectives: [{metric: f1, mode: min}, {metric: f2, mode: min}, {metric: size, mode: min}]")
+	got := Reports(exp, &zdt, "f1", params)(3)
+	want := zdt.Multi.Losses(params, 3, 9)
+	if got["f1"] != want[0] || got["f2"] != want[1] || got["size"] != Side("size", params, want[0]) || len(got) != 3 {
+		t.Fatalf("zdt1 reports %v; its losses at 3 of 9 are %v", got, want)
+	}
+	branin, _ := objective.Lookup("branin")
+	one := parse("objective: {metric: loss, mode: min}")
+	if got := Reports(one, &branin, "loss", params)(9); len(got) != 1 || got["loss"] != branin.Value(params, 9, 9) {
+		t.Fatalf("branin reports %v", got)
+	}
+	if got := Reports(one, nil, "loss", params)(4); len(got) != 1 || got["loss"] != Curve(Quality(params), 4) {
+		t.Fatalf("the hashed curve reports %v", got)
 	}
 }
