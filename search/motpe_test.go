@@ -111,6 +111,24 @@ func BenchmarkMOTPEDraw1000(b *testing.B) {
 	}
 }
 
+// BenchmarkMOTPEDrawMultivariate1000 is BenchmarkMOTPEDraw1000 with one joint density, the
+// default with several objectives.
+func BenchmarkMOTPEDrawMultivariate1000(b *testing.B) {
+	var history []Observation
+	for i := range 1000 {
+		c := spec.SampleConfig(zdtSpace, TrialRand(2, i))
+		l := zdt1(c)
+		history = append(history, Observation{Params: c, Budget: 1, Loss: l[0], Losses: l})
+	}
+	opt := tpeOptions(3)
+	opt.Multivariate = true
+	sampler := NewTPE(zdtSpace, opt)
+	r := rand.New(rand.NewPCG(3, 4))
+	for b.Loop() {
+		sampler.Draw(1000, history, r)
+	}
+}
+
 // BenchmarkTPEDraw1000 is BenchmarkMOTPEDraw1000 with the first loss alone: what the ranking by
 // dominance adds.
 func BenchmarkTPEDraw1000(b *testing.B) {
