@@ -97,14 +97,24 @@ func TestMOTPEIsDeterministic(t *testing.T) {
 }
 
 // BenchmarkMOTPEDraw1000 fits on 1,000 two-objective results and draws (issue 41: under 10 ms).
-func BenchmarkMOTPEDraw1000(b *testing.B) {
+func BenchmarkMOTPEDraw1000(b *testing.B) { benchmarkDraw(b, true, false) }
+
+// benchmarkDraw times tpe's draw after 1,000 zdt1 results: both losses (several) or the first,
+// with one joint density (multivariate) or one per parameter.
+func benchmarkDraw(b *testing.B, several, multivariate bool) {
 	var history []Observation
 	for i := range 1000 {
 		c := spec.SampleConfig(zdtSpace, TrialRand(2, i))
 		l := zdt1(c)
-		history = append(history, Observation{Params: c, Budget: 1, Loss: l[0], Losses: l})
+		o := Observation{Params: c, Budget: 1, Loss: l[0]}
+		if several {
+			o.Losses = l
+		}
+		history = append(history, o)
 	}
-	sampler := NewTPE(zdtSpace, tpeOptions(3))
+	opt := tpeOptions(3)
+	opt.Multivariate = multivariate
+	sampler := NewTPE(zdtSpace, opt)
 	r := rand.New(rand.NewPCG(3, 4))
 	for b.Loop() {
 		sampler.Draw(1000, history, r)
@@ -113,33 +123,8 @@ func BenchmarkMOTPEDraw1000(b *testing.B) {
 
 // BenchmarkMOTPEDrawMultivariate1000 is BenchmarkMOTPEDraw1000 with one joint density, the
 // default with several objectives.
-func BenchmarkMOTPEDrawMultivariate1000(b *testing.B) {
-	var history []Observation
-	for i := range 1000 {
-		c := spec.SampleConfig(zdtSpace, TrialRand(2, i))
-		l := zdt1(c)
-		history = append(history, Observation{Params: c, Budget: 1, Loss: l[0], Losses: l})
-	}
-	opt := tpeOptions(3)
-	opt.Multivariate = true
-	sampler := NewTPE(zdtSpace, opt)
-	r := rand.New(rand.NewPCG(3, 4))
-	for b.Loop() {
-		sampler.Draw(1000, history, r)
-	}
-}
+func BenchmarkMOTPEDrawMultivariate1000(b *testing.B) { benchmarkDraw(b, true, true) }
 
 // BenchmarkTPEDraw1000 is BenchmarkMOTPEDraw1000 with the first loss alone: what the ranking by
 // dominance adds.
-func BenchmarkTPEDraw1000(b *testing.B) {
-	var history []Observation
-	for i := range 1000 {
-		c := spec.SampleConfig(zdtSpace, TrialRand(2, i))
-		history = append(history, Observation{Params: c, Budget: 1, Loss: zdt1(c)[0]})
-	}
-	sampler := NewTPE(zdtSpace, tpeOptions(3))
-	r := rand.New(rand.NewPCG(3, 4))
-	for b.Loop() {
-		sampler.Draw(1000, history, r)
-	}
-}
+func BenchmarkTPEDraw1000(b *testing.B) { benchmarkDraw(b, false, false) }
