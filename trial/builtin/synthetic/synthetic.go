@@ -197,7 +197,8 @@ func Objective(env func(string) string) (*objective.Objective, error) {
 // Reports is what a trial with params reports after each iteration, metric being the spec's
 // first objective. With a benchmark objective (bench), its losses at fidelity iter/R, R the
 // experiment's largest iteration count: the first as metric, or, for a benchmark of several
-// objectives, each under its own name. Without one (nil), the hashed curve (Curve of Quality).
+// objectives, each under its own name (and the first as metric too when the spec names it
+// otherwise). Without one (nil), the hashed curve (Curve of Quality).
 // Either way, every other metric the spec ranks or constrains by (spec.Experiment.Metrics, but
 // cost_usd, which the run meters) is reported as Side gives it.
 func Reports(exp *spec.Experiment, bench *objective.Objective, metric string, params map[string]any) func(iter int) map[string]float64 {
@@ -210,8 +211,12 @@ func Reports(exp *spec.Experiment, bench *objective.Objective, metric string, pa
 		maxIter := maxIters(exp)
 		values = func(iter int) map[string]float64 {
 			out := make(map[string]float64, len(bench.Multi.Metrics))
-			for i, v := range bench.Multi.Losses(params, iter, maxIter) {
+			losses := bench.Multi.Losses(params, iter, maxIter)
+			for i, v := range losses {
 				out[bench.Multi.Metrics[i]] = v
+			}
+			if _, ok := out[metric]; !ok { // a spec that calls the first loss otherwise
+				out[metric] = losses[0]
 			}
 			return out
 		}

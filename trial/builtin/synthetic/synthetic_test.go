@@ -100,6 +100,9 @@ func TestReports(t *testing.T) {
 	if got["f1"] != want[0] || got["f2"] != want[1] || got["size"] != Side("size", params, want[0]) || len(got) != 3 {
 		t.Fatalf("zdt1 reports %v; its losses at 3 of 9 are %v", got, want)
 	}
+	if got := Reports(parse("objective: {metric: score, mode: min}"), &zdt, "score", params)(9); got["score"] != zdt.Multi.Losses(params, 9, 9)[0] || len(got) != 3 {
+		t.Fatalf("zdt1 under a spec ranking by score reports %v", got)
+	}
 	branin, _ := objective.Lookup("branin")
 	one := parse("objective: {metric: loss, mode: min}")
 	if got := Reports(one, &branin, "loss", params)(9); len(got) != 1 || got["loss"] != branin.Value(params, 9, 9) {
