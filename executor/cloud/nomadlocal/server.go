@@ -61,9 +61,9 @@ type ServerOptions struct {
 // token. A directory that ran a server before gets it back: the running one when it still
 // answers (its driver died, the server did not), else a new one on the same address and ports
 // from the same data, so that the client agents and jobs of the earlier server carry on.
-// Otherwise its ports come from FreePort. It returns once the server has elected itself leader
-// and its ACLs are bootstrapped, within two minutes; ctx bounds the wait, not the server's life,
-// which ends with Stop.
+// Otherwise its ports come from FreePort. It returns once the server has elected itself leader,
+// its ACLs are bootstrapped and it takes Variables (its keyring made), within two minutes; ctx
+// bounds the wait, not the server's life, which ends with Stop.
 func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nomad server: %w", err)
@@ -150,6 +150,10 @@ func startServerOn(ctx context.Context, o ServerOptions, st serverState) (*Serve
 				s.Stop()
 				return nil, err
 			}
+			if err := s.waitKeyring(ctx, deadline); err != nil {
+				s.Stop()
+				return nil, err
+			}
 			return s, nil
 		}
 		if !alive(s.pid) {
@@ -231,6 +235,35 @@ func (s *Server) bootstrapACL(ctx context.Context) error {
 		// Right after its election a server may not yet take writes.
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("nomad server: ACL bootstrap: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// keyringProbe is the Variable waitKeyring writes and deletes.
+const keyringProbe = "rubberband/keyring-ready"
+
+// waitKeyring waits, until deadline, for the new server to take Variables: its leader makes the
+// keyring's first key after its election, and until then a Variable's write fails ("keyring has
+// not been initialized yet"), which is how a gang's secrets reach its job. On a loaded machine
+// that took long enough for every launch of a run's first stage to spend its tries on it.
+func (s *Server) waitKeyring(ctx context.Context, deadline time.Time) error {
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := (&nomad.WriteOptions{}).WithContext(ctx)
+	for {
+		_, _, err := c.Variables().Create(&nomad.Variable{Path: keyringProbe, Items: nomad.VariableItems{"ready": "1"}}, w)
+		if err == nil {
+			if _, err := c.Variables().Delete(keyringProbe, w); err != nil {
+				return fmt.Errorf("nomad server: delete %s: %w", keyringProbe, err)
+			}
+			return nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("nomad server: its keyring never took a Variable (see %s): %w", s.Log, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

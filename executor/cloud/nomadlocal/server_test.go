@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	nomad "github.com/hashicorp/nomad/api"
+
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/internal/testkit/servers"
 )
@@ -47,6 +49,16 @@ func TestStartServer(t *testing.T) {
 	if tok, _, err := c.ACLTokens().Self(nil); err != nil || tok.Type != "management" {
 		s.Stop()
 		t.Fatalf("the fleet's token: %+v, %v", tok, err)
+	}
+	// It takes a Variable at once (a gang's secrets are one): its keyring is made, and the
+	// probe that waited for it is gone.
+	if _, _, err := c.Variables().Create(&nomad.Variable{Path: "test/first", Items: nomad.VariableItems{"k": "v"}}, nil); err != nil {
+		s.Stop()
+		t.Fatalf("a Variable right after StartServer: %v", err)
+	}
+	if vars, _, err := c.Variables().PrefixList("rubberband/", nil); err != nil || len(vars) != 0 {
+		s.Stop()
+		t.Fatalf("variables under rubberband/: %v (%v)", vars, err)
 	}
 	for _, f := range []string{"server.hcl", "server.log", "data"} {
 		if _, err := os.Stat(filepath.Join(dir, "server", f)); err != nil {
