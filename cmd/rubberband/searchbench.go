@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/rubberband-hpo/rubberband/driver"
@@ -83,7 +81,7 @@ func searchBenchCostCommand() *cli.Command {
 			if err := suite.Check(); err != nil {
 				return driver.UsageError("%v", err)
 			}
-			within, relative, err := parseWithin(c.String("within"))
+			within, relative, err := bench.ParseWithin(c.String("within"))
 			if err != nil {
 				return driver.UsageError("%v", err)
 			}
@@ -110,19 +108,6 @@ func searchBenchCostCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// parseWithin reads --within: a loss difference ("0.01") or a share of the best's loss ("1%").
-func parseWithin(s string) (within float64, relative bool, err error) {
-	num, relative := strings.CutSuffix(strings.TrimSpace(s), "%")
-	within, err = strconv.ParseFloat(num, 64)
-	if err != nil || !(within >= 0) || math.IsInf(within, 0) {
-		return 0, false, fmt.Errorf("--within %q: a loss difference (0.01) or a share of the best's loss (1%%), at least 0", s)
-	}
-	if relative {
-		within /= 100
-	}
-	return within, relative, nil
 }
 
 func searchBenchAction(c *cli.Context) error {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
@@ -167,4 +169,17 @@ func maxIters(brackets []spec.Bracket) int {
 		n = max(n, b.Stages[len(b.Stages)-1].EndIter())
 	}
 	return n
+}
+
+// ParseWithin reads --within: a loss difference ("0.01") or a share of the best's loss ("1%").
+func ParseWithin(s string) (within float64, relative bool, err error) {
+	num, relative := strings.CutSuffix(strings.TrimSpace(s), "%")
+	within, err = strconv.ParseFloat(num, 64)
+	if err != nil || !(within >= 0) || math.IsInf(within, 0) {
+		return 0, false, fmt.Errorf("--within %q: a loss difference (0.01) or a share of the best's loss (1%%), at least 0", s)
+	}
+	if relative {
+		within /= 100
+	}
+	return within, relative, nil
 }
