@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,7 +137,7 @@ func Parse(file string, data []byte, read ReadFunc, opts ...Option) (*Experiment
 		exp.markFailed(p)
 	}
 	probs := d.probs
-	probs = append(probs, exp.loadProfile(read)...)
+	probs = append(probs, exp.loadProfile(read, o.profileOptional)...)
 	probs = append(probs, exp.applyDefaults(o.catalog)...)
 	probs = append(probs, exp.validate(true)...)
 	if len(probs) == 0 {
@@ -157,17 +158,19 @@ func Parse(file string, data []byte, read ReadFunc, opts ...Option) (*Experiment
 }
 
 // loadProfile replaces profile: {file: F} with the profile decoded from F, and each candidate
-// instance type's likewise.
-func (e *Experiment) loadProfile(read ReadFunc) Problems {
-	probs := e.loadProfileAt("profile", &e.Profile, read)
+// instance type's likewise. A file that does not exist yet is the one `rubberband profile` is
+// about to write: no problem when the profile is optional (its fields then unknown), and
+// otherwise a problem that says to measure it.
+func (e *Experiment) loadProfile(read ReadFunc, optional bool) Problems {
+	probs := e.loadProfileAt("profile", &e.Profile, read, optional)
 	for i := range e.Cluster.InstanceTypes {
-		probs = append(probs, e.loadProfileAt(candidatePath(i)+".profile", &e.Cluster.InstanceTypes[i].Profile, read)...)
+		probs = append(probs, e.loadProfileAt(candidatePath(i)+".profile", &e.Cluster.InstanceTypes[i].Profile, read, optional)...)
 	}
 	return probs
 }
 
 // loadProfileAt replaces the profile at path (written as {file: F}) with the one decoded from F.
-func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc) Problems {
+func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc, optional bool) Problems {
 	if prof.File == "" {
 		return nil
 	}
@@ -182,6 +185,15 @@ func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc) Pr
 		return Problems{{File: e.File, Line: line, Path: path + ".file", Msg: "profile files cannot be read here"}}
 	}
 	data, err := read(prof.File)
+	if errors.Is(err, fs.ErrNotExist) {
+		e.markFailed(path)
+		if optional {
+			e.nameProfileFile(path, prof.File)
+			return nil
+		}
+		return Problems{{File: e.File, Line: line, Path: path + ".file",
+			Msg: fmt.Sprintf("%s does not exist yet: measure the trainer with `rubberband profile %s`, which writes it", prof.File, e.File)}}
+	}
 	if err != nil {
 		e.markFailed(path)
 		return Problems{{File: e.File, Line: line, Path: path + ".file", Msg: fmt.Sprintf("cannot read profile: %v", err)}}
@@ -213,13 +225,18 @@ func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc) Pr
 	for k := range d.failed {
 		e.markFailed(path + "." + k)
 	}
-	if e.profileFiles == nil {
-		e.profileFiles = map[string]string{}
-	}
-	e.profileFiles[path] = prof.File
+	e.nameProfileFile(path, prof.File)
 	p.File = prof.File
 	*prof = p
 	return d.probs
+}
+
+// nameProfileFile records that the profile at path is file's (ProfileFile, ProfileFiles).
+func (e *Experiment) nameProfileFile(path, file string) {
+	if e.profileFiles == nil {
+		e.profileFiles = map[string]string{}
+	}
+	e.profileFiles[path] = file
 }
 
 // applyDefaults fills fields the spec left out: first from the instance catalog, then the

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -54,5 +55,29 @@ func TestSchemaAcceptsSpecWithoutProfile(t *testing.T) {
 		"trainer: {command: [python3, train.py]}\ncluster: {instance_type: g4dn.xlarge}\n"
 	if err := compileSchema(t, Schema()).Validate(yamlToJSON(t, []byte(noProfile))); err != nil {
 		t.Error(err)
+	}
+}
+
+// A spec that names a profile file not written yet is what `rubberband profile` writes into: with
+// ProfileOptional it parses and names the file (on main: "cannot read profile: ... no such file",
+// so a user who wrote profile: {file: F} first could never measure F); without, the one problem
+// says to measure it, at the field's line.
+func TestProfileFileNotYetMeasured(t *testing.T) {
+	const named = "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
+		"trainer: {command: [python3, train.py]}\ncluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {file: measured.yaml}\n"
+	read := func(string) ([]byte, error) { return nil, &fs.PathError{Op: "open", Path: "measured.yaml", Err: fs.ErrNotExist} }
+	exp, err := Parse("job.yaml", []byte(named), read, ProfileOptional())
+	if err != nil || exp.ProfileFile() != "measured.yaml" {
+		t.Fatalf("ProfileOptional: %v, profile file %q", err, exp.ProfileFile())
+	}
+	_, err = Parse("job.yaml", []byte(named), read)
+	probs := problems(t, err)
+	if len(probs) != 1 || probs[0].Path != "profile.file" || probs[0].Line != 6 || !strings.Contains(probs[0].Msg, "rubberband profile job.yaml") {
+		t.Fatalf("needed: %v", probs)
+	}
+	// Another error reading it stays one, either way.
+	denied := func(string) ([]byte, error) { return nil, fs.ErrPermission }
+	if _, err := Parse("job.yaml", []byte(named), denied, ProfileOptional()); err == nil {
+		t.Fatal("an unreadable profile file was accepted")
 	}
 }

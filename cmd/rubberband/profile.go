@@ -19,7 +19,7 @@ func profileCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "gpus", Value: "1,2,4", Usage: "GPU counts to measure"},
 			&cli.IntFlag{Name: "iters", Value: 5, Usage: "iterations per measurement (at least 2)"},
-			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (the start-up is their median)"},
+			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measured rounds per GPU count after a warm-up (every launch's start-up is kept: the profile gives their spread)"},
 			&cli.StringFlag{Name: "out", DefaultText: "the file the spec's profile names; for a spec without a profile, SPEC's name with .profile.yaml, named in the spec", Usage: "profile `FILE` to write (use it as profile: {file: ...})"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "divide what is measured by this (for the synthetic trainer's RB_TIME_SCALE)"},
 			&cli.IntFlag{Name: "first-wave", DefaultText: "the first stage's trials, as far as max_nodes' GPUs go", Usage: "on the local backend, how many gangs the cold round launches at once to measure first_stage_lag (the first stage's widest wave)"},

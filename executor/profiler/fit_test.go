@@ -82,6 +82,13 @@ func TestSummarizeOverheadAndLag(t *testing.T) {
 		if !near(pt.Mean, 0.5) || !near(pt.Startup, 0.4) || !near(pt.Overhead, 0.02) || !near(pt.Lag, c.lag) {
 			t.Fatalf("%s: mean %v, start-up %v, overhead %v, lag %v; want 0.5, 0.4, 0.02, %v", c.name, pt.Mean, pt.Startup, pt.Overhead, pt.Lag, c.lag)
 		}
+		// every launch kept, in round order
+		allNear := func(got, want []float64) bool {
+			return slices.EqualFunc(got, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-6 })
+		}
+		if !allNear(pt.Startups, []float64{0.3, 0.5, 0.4}) || !allNear(pt.Overheads, []float64{0.01, 0.03, 0.02}) || !allNear(pt.Lags, []float64{c.lag}) {
+			t.Fatalf("%s: start-ups %v, overheads %v, lags %v", c.name, pt.Startups, pt.Overheads, pt.Lags)
+		}
 	}
 }
 

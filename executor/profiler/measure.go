@@ -27,8 +27,8 @@ type gangRun struct {
 // more than launching one). The first round, on fresh nodes (cold: as many gangs as fit on them,
 // at once), pays one-time costs later launches do not, as a job's first wave does: what its
 // start-ups take beyond the measured rounds' is the first-stage lag. The next rounds are
-// measured: iteration times pooled over them; the start-up and the run path's overhead the
-// median of the rounds'.
+// measured: iteration times pooled over them; the start-up and the run path's overhead of every
+// launch kept.
 func measure(ctx context.Context, clk clock.Clock, rt gang.Runtime, nodes, cold []cloud.Node, gs gang.GangSpec, g int, scale float64, rounds int) (Point, error) {
 	round := func(tag string, nodes []cloud.Node) (time.Time, []gangRun) {
 		byID := make(map[string]cloud.Node, len(nodes))
@@ -79,31 +79,41 @@ func measure(ctx context.Context, clk clock.Clock, rt gang.Runtime, nodes, cold 
 }
 
 // summarize turns the cold round's runs and the measured rounds' into a profile point: the
-// iterations pooled over the measured rounds, the start-up and overhead the median of theirs,
-// and the lag what the cold round's start-ups took beyond that start-up, at least 0. Each run
-// carries its round's start.
+// iterations pooled over the measured rounds; every measured launch's start-up and overhead
+// (Startups, Overheads), a slow round's too, since the slowest launch is what ends a stage; every
+// cold launch's lag, what its start-up took beyond the measured launches' mean, at least 0
+// (Lags); and for the log, their medians (Startup, Overhead) and the cold round's mean lag. Each
+// run carries its round's start.
 func summarize(cold []gangRun, measured [][]gangRun, scale float64) (Point, error) {
 	var all []gangRun
-	var startups, overheads []float64
 	for _, runs := range measured {
-		pt, err := fit(time.Time{}, runs, scale)
-		if err != nil {
-			return Point{}, err
-		}
-		startups, overheads = append(startups, pt.Startup), append(overheads, pt.Overhead)
 		all = append(all, runs...)
 	}
 	pt, err := fit(time.Time{}, all, scale)
 	if err != nil {
 		return Point{}, err
 	}
-	pt.Startup, pt.Overhead = median(startups), median(overheads)
+	pt.Startups, pt.Overheads = launchTimes(time.Time{}, all, pt.Mean, scale)
+	pt.Startup, pt.Overhead = median(pt.Startups), median(pt.Overheads)
 	first, err := fit(time.Time{}, cold, scale)
 	if err != nil {
 		return Point{}, err
 	}
-	pt.Lag = max(0, first.Startup-pt.Startup)
+	coldStartups, _ := launchTimes(time.Time{}, cold, first.Mean, scale)
+	base := mean(pt.Startups)
+	for _, s := range coldStartups {
+		pt.Lags = append(pt.Lags, max(0, s-base))
+	}
+	pt.Lag = max(0, mean(coldStartups)-base)
 	return pt, nil
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(max(len(xs), 1))
 }
 
 func median(xs []float64) float64 {
@@ -176,19 +186,29 @@ func fit(start time.Time, runs []gangRun, scale float64) (Point, error) {
 	if len(d) > 1 {
 		pt.Std = math.Sqrt(pt.Std / float64(len(d)-1))
 	}
+	startups, overheads := launchTimes(start, runs, pt.Mean, scale)
+	pt.Startup, pt.Overhead = mean(startups), mean(overheads)
+	return pt, nil
+}
+
+// launchTimes is, run by run, what a TRAIN run took beyond its iterations of meanIter seconds
+// (the start-up: before its first report less one iteration, plus after its last report until
+// its exit was seen; at least 0) and the run path's overhead after it (until its checkpoint was
+// saved), in spec seconds. A run's start is its round's, or start when it carries none.
+func launchTimes(start time.Time, runs []gangRun, meanIter, scale float64) (startups, overheads []float64) {
 	for _, r := range runs {
 		from := start
 		if !r.start.IsZero() {
 			from = r.start
 		}
-		head := r.at[0].Sub(from).Seconds()/scale - pt.Mean
+		head := r.at[0].Sub(from).Seconds()/scale - meanIter
 		tail := r.exited.Sub(r.at[len(r.at)-1]).Seconds() / scale
-		pt.Startup += max(0, head+tail)
+		startups = append(startups, max(0, head+tail))
+		overhead := 0.0
 		if !r.saved.IsZero() {
-			pt.Overhead += max(0, r.saved.Sub(r.exited).Seconds()/scale)
+			overhead = max(0, r.saved.Sub(r.exited).Seconds()/scale)
 		}
+		overheads = append(overheads, overhead)
 	}
-	pt.Startup /= float64(len(runs))
-	pt.Overhead /= float64(len(runs))
-	return pt, nil
+	return startups, overheads
 }

@@ -28,8 +28,8 @@ type Config struct {
 	// TimeScale divides what is measured (a trainer told to sleep TimeScale times its profile).
 	TimeScale float64
 	// Rounds is how many rounds of gangs are measured per GPU count after the warm-up (default
-	// 3); the start-up is the median of the rounds', so that one round slowed by something else
-	// on the machine does not skew every prediction made from the profile.
+	// 3); every launch of every round is kept (Point.Startups), so that the profile gives the
+	// spread of start-ups, whose slowest ends every stage, and not only their middle.
 	Rounds int
 	// FirstWave, when above 1 and without a Provider, is how many trials the cold round launches
 	// at once on its virtual node, as a job's first wave does (default: one, as the measured
@@ -46,14 +46,18 @@ type Config struct {
 
 // Point is what one GPU count measured, in spec seconds.
 type Point struct {
-	GPUs    int
-	Mean    float64 // seconds per iteration
-	Std     float64 // their sample standard deviation
-	Startup float64 // what a TRAIN run takes beyond its iterations
-	// Overhead is what the run path takes after the trainer exits (its checkpoint saved), per
-	// launch; Lag how much longer the cold round's start-ups took than Startup: the first-stage
-	// lag.
-	Overhead, Lag float64
+	GPUs int
+	Mean float64 // seconds per iteration
+	Std  float64 // their sample standard deviation
+	// Startups are what each measured TRAIN run took beyond its iterations, launch by launch
+	// over every round; Overheads what the run path took after each trainer exited (its
+	// checkpoint saved); Lags how much longer each of the cold round's start-ups took than the
+	// measured ones' mean: the first-stage lag. The profile file gives them as empirical
+	// distributions.
+	Startups, Overheads, Lags []float64
+	// Startup and Overhead are the medians of Startups and Overheads, Lag the cold round's mean
+	// lag: what the log says of a GPU count.
+	Startup, Overhead, Lag float64
 }
 
 // Profile is what Run measured.

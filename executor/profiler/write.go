@@ -10,17 +10,17 @@ import (
 
 // Write writes the profile in the format of a spec's profile file (profile: {file: ...}): the
 // notes, the seconds per iteration at each GPU count, the start-up, the launch overhead and the
-// first-stage lag each as the empirical distribution of what the GPU counts measured (the last
-// two left out when all 0, their default), and the node start-up, when measured, as comments
+// first-stage lag each as the empirical distribution of every launch the GPU counts measured
+// (the last two left out when all 0, their default), and the node start-up, when measured, as comments
 // (it belongs to the cluster, not to the profile): one line per cluster field, its value ready
 // to paste.
 func (p *Profile) Write(w io.Writer, notes string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "notes: %s\niter_latency:\n", notes)
-	startups, overheads, lags := make([]float64, len(p.Points)), make([]float64, len(p.Points)), make([]float64, len(p.Points))
-	for i, pt := range p.Points {
+	var startups, overheads, lags []float64
+	for _, pt := range p.Points {
 		fmt.Fprintf(&b, "  %d: {mean: %.6g, std: %.6g}\n", pt.GPUs, pt.Mean, pt.Std)
-		startups[i], overheads[i], lags[i] = pt.Startup, pt.Overhead, pt.Lag
+		startups, overheads, lags = append(startups, orOne(pt.Startups, pt.Startup)...), append(overheads, orOne(pt.Overheads, pt.Overhead)...), append(lags, orOne(pt.Lags, pt.Lag)...)
 	}
 	fmt.Fprintf(&b, "startup_latency: {dist: empirical, samples: [%s]}\n", Seconds(startups))
 	for _, d := range []struct {
@@ -53,4 +53,12 @@ func Seconds(xs []float64) string {
 		s[i] = strconv.FormatFloat(x, 'f', 3, 64)
 	}
 	return strings.Join(s, ", ")
+}
+
+// orOne is a point's launches, or its one summary where it carries none (a point made by hand).
+func orOne(xs []float64, x float64) []float64 {
+	if len(xs) > 0 {
+		return xs
+	}
+	return []float64{x}
 }

@@ -85,3 +85,24 @@ func TestWriteOverheadAndLag(t *testing.T) {
 		t.Fatalf("read back overhead %+v, lag %+v", o, l)
 	}
 }
+
+// Every measured launch is written, GPU count after GPU count, not one summary per count: the
+// profile's start-ups keep their spread.
+func TestWriteEveryLaunch(t *testing.T) {
+	prof := &profiler.Profile{Points: []profiler.Point{
+		{GPUs: 1, Mean: 0.5, Startup: 1, Startups: []float64{0.9, 1, 2.5}, Overheads: []float64{0.01, 0.02, 0.03}, Lags: []float64{0.4, 0}},
+		{GPUs: 2, Mean: 0.3, Startup: 1.1, Startups: []float64{1.1, 1.2}, Overheads: []float64{0.01, 0.01}, Lags: []float64{0.2}}}}
+	var b strings.Builder
+	if err := prof.Write(&b, "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"startup_latency: {dist: empirical, samples: [0.900, 1.000, 2.500, 1.100, 1.200]}\n",
+		"launch_overhead: {dist: empirical, samples: [0.010, 0.020, 0.030, 0.010, 0.010]}\n",
+		"first_stage_lag: {dist: empirical, samples: [0.400, 0.000, 0.200]}\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Fatalf("want %q in\n%s", want, b.String())
+		}
+	}
+}
