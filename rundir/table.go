@@ -33,10 +33,14 @@ func WriteTable(w io.Writer, st *State, res *runstate.Result, status string) {
 		writeASHA(w, res)
 	} else {
 		var buf bytes.Buffer
-		tw := format.NewTable(&buf, "BRACKET", "STAGE", "TRIALS", "ITERS", "GPUS", "NODES", "DONE", "FAILED", "PRED TIME", "TIME", "PRED COST", "COST")
+		tw := format.NewTable(&buf, "BRACKET", "STAGE", "TRIALS", "ITERS", "GPUS", "NODES", "DONE", "FAILED", "PRED TIME", "TIME", "ΔTIME", "PRED COST", "COST", "ΔCOST")
 		for _, s := range rep.Stages {
+			dTime, dCost := "-", "-"
+			if t, c, ok := s.Off(); ok {
+				dTime, dCost = fmt.Sprintf("%+.1f%%", t), fmt.Sprintf("%+.1f%%", c)
+			}
 			tw.Row(s.Bracket, s.Stage+1, s.Realized.Trials, s.Realized.Iters, s.Realized.GPUs, s.Realized.Nodes, s.Realized.Done, s.Realized.Failed,
-				format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), format.Money(s.Predicted.Cost), format.Money(s.Realized.Cost))
+				format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), dTime, format.Money(s.Predicted.Cost), format.Money(s.Realized.Cost), dCost)
 		}
 		tw.Flush()
 		w.Write(buf.Bytes())

@@ -1,6 +1,7 @@
 package runstate
 
 import (
+	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/planner"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
@@ -38,6 +39,17 @@ type StageReport struct {
 	Stage     int             `json:"stage"`
 	Predicted sim.StageResult `json:"predicted,omitzero"`
 	Realized  StageResult     `json:"realized"`
+}
+
+// Off is how far, in percent, what a stage took and cost came out from its prediction; ok is
+// false for a stage without a prediction or not finished (part of a stage is not set against
+// the whole of its prediction).
+func (s StageReport) Off() (time, cost float64, ok bool) {
+	p, r := s.Predicted, s.Realized
+	if p.Duration <= 0 || r.Duration <= 0 || r.Done+r.Failed < r.Trials {
+		return 0, 0, false
+	}
+	return format.Pct(r.Duration, p.Duration), format.Pct(r.Cost, p.Cost), true
 }
 
 // Compare joins the plan's per-stage predictions with the run's realized stages, stage by stage

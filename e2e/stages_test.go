@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rubberband-hpo/rubberband/internal/format"
+)
+
+// measuredSpec is what a user plans with: the job of truth (a spec in testdata whose synthetic
+// trainer sleeps as its profile says) with its profile measured by `rubberband profile` on the
+// local backend at the time scale its runs will take, in place of the profile it gives. It
+// returns the job's spec and the profile file.
+func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string) (job, profile string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", truth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trainer := filepath.Join(dir, "truth-"+truth)
+	if err := os.WriteFile(trainer, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The job: the trainer reads the truth; the profile is the measured file's. A profile
+	// block is one line or the indented lines under it.
+	var lines []string
+	inProfile := false
+	for _, l := range strings.Split(string(src), "\n") {
+		if inProfile && strings.HasPrefix(l, " ") {
+			continue
+		}
+		inProfile = false
+		if strings.HasPrefix(l, "profile:") {
+			inProfile = true
+			l = "profile: {file: measured.yaml}"
+		}
+		lines = append(lines, strings.ReplaceAll(l, "--spec, "+truth+"]", "--spec, "+trainer+"]"))
+	}
+	job = filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(job, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := rbTimed(t, "profile", job, "--gpus", gpus, "--iters", "6", "--rounds", "5", "--time-scale", fmt.Sprint(scale)); code != 0 {
+		t.Fatalf("profile: %s", errOut)
+	}
+	return job, filepath.Join(dir, "measured.yaml")
+}
+
+// Fidelity stage by stage: a Hyperband job (e2e/testdata/hyperband.yaml: three brackets at once,
+// six stages) profiled with `rubberband profile` and run on local processes at a tenth of real
+// time, the plan kept, for three seeds: every stage's time and cost beside its prediction. The
+// goal is 5% a stage and 2% in total; the benchmark allows 10% and 4% for a loaded machine and
+// prints what it measured (make fidelity). RB_FIDELITY_SEEDS runs other seeds.
+func BenchmarkFidelityStages(b *testing.B) { fidelityStages(b) }
+
+func fidelityStages(t testing.TB) {
+	const scale = 0.1
+	dir := t.TempDir()
+	job, profile := measuredSpec(t, dir, "hyperband.yaml", scale, "1,2")
+	prof, _ := os.ReadFile(profile)
+	fmt.Printf("\nthe profile measured:\n%s", prof)
+	seeds := []string{"1", "2", "3"}
+	if s := os.Getenv("RB_FIDELITY_SEEDS"); s != "" {
+		seeds = strings.Split(s, ",")
+	}
+	tab := fidelityTable("stages: e2e/testdata/hyperband.yaml profiled, then run on local processes at time scale 0.1, the plan kept",
+		"SEED", "BRACKET", "STAGE", "PRED TIME", "TIME", "ΔTIME", "PRED COST", "COST", "ΔCOST")
+	defer tab.Flush()
+	worstTime, worstCost := 0.0, 0.0
+	for _, seed := range seeds {
+		state := filepath.Join(dir, "state-"+seed)
+		if _, errOut, code := rbTimed(t, "run", job, "--state", state, "--time-scale", fmt.Sprint(scale), "--seed", seed, "--no-replan"); code != 0 {
+			t.Fatalf("seed %s: %s", seed, errOut)
+		}
+		r := readRunReport(t, state)
+		for _, s := range r.Stages {
+			dt, dc, ok := s.Off()
+			if !ok {
+				t.Fatalf("seed %s: stage %s/%d has no prediction or did not finish: %+v", seed, s.Bracket, s.Stage, s)
+			}
+			worstTime, worstCost = max(worstTime, math.Abs(dt)), max(worstCost, math.Abs(dc))
+			tab.Row(seed, s.Bracket, s.Stage+1, format.Clock(s.Predicted.Duration), format.Clock(s.Realized.Duration), fmt.Sprintf("%+.1f%%", dt),
+				fmt.Sprintf("$%.4f", s.Predicted.Cost), fmt.Sprintf("$%.4f", s.Realized.Cost), fmt.Sprintf("%+.1f%%", dc))
+			if math.Abs(dt) > 10 || math.Abs(dc) > 10 {
+				t.Errorf("seed %s, %s stage %d: %+.1f%% in time, %+.1f%% in cost off its prediction", seed, s.Bracket, s.Stage+1, dt, dc)
+			}
+		}
+		dj, dc := format.Pct(r.Realized.JCT, r.Predicted.JCT), format.Pct(r.Realized.Cost, r.Predicted.Cost)
+		tab.Row(seed, "all", "", format.Clock(r.Predicted.JCT), format.Clock(r.Realized.JCT), fmt.Sprintf("%+.1f%%", dj),
+			fmt.Sprintf("$%.4f", r.Predicted.Cost), fmt.Sprintf("$%.4f", r.Realized.Cost), fmt.Sprintf("%+.1f%%", dc))
+		if math.Abs(dj) > 4 || math.Abs(dc) > 4 {
+			t.Errorf("seed %s: %+.1f%% in time, %+.1f%% in cost off the prediction in total", seed, dj, dc)
+		}
+	}
+	tab.Flush()
+	fmt.Printf("the worst stage: %.1f%% in time, %.1f%% in cost (goal 5%%)\n", worstTime, worstCost)
+}
