@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor/profiler"
@@ -46,8 +47,12 @@ func Profile(ctx context.Context, p Profiling, log io.Writer) ([]byte, error) {
 	}
 	cfg := profiler.Config{Experiment: scratch, Runtime: backend.Runtime, Provider: backend.Provider, GPUs: p.GPUs, Iters: p.Iters, TimeScale: p.TimeScale,
 		Rounds: p.Rounds, Measured: func(p profiler.Point) {
-			fmt.Fprintf(log, "%s: %.4f s per iteration (std %.4f), start-up %.3f s, launch overhead %.3f s, first-stage lag %.3f s\n",
-				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, p.Overhead, p.Lag)
+			contention := ""
+			if p.Queued > 0 {
+				contention = fmt.Sprintf(", %d launches at once each %.3f s after the last", p.Queued, p.Contention)
+			}
+			fmt.Fprintf(log, "%s: %.4f s per iteration (std %.4f), start-up %.3f s (median of %d launches, the slowest %.3f s), launch overhead %.3f s, first-stage lag %.3f s%s\n",
+				format.Plural(p.GPUs, "GPU"), p.Mean, p.Std, p.Startup, len(p.Startups), slices.Max(append([]float64{p.Startup}, p.Startups...)), p.Overhead, p.Lag, contention)
 		}}
 	if backend.Kind.LocalTrainers {
 		cfg.FirstWave = profiler.FirstWave(exp)

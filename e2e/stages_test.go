@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,9 +14,15 @@ import (
 
 // measuredSpec is what a user plans with: the job of truth (a spec in testdata whose synthetic
 // trainer sleeps as its profile says) with its profile measured by `rubberband profile` on the
-// local backend at the time scale its runs will take, in place of the profile it gives. It
-// returns the job's spec and the profile file.
-func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string) (job, profile string) {
+// local backend at the time scale its runs will take (rounds of launches of iters iterations at
+// each of the GPU counts), in place of the
+// profile it gives. With truthIters the trainer is profiled quiet (its iterations each its
+// mean: a start-up is measured through its first iteration, whose noise a few launches do not
+// average out) and the profile's iteration latencies are the truth's (a noisy trainer's mean
+// takes thousands of iterations to measure within a point): what is measured then is what the
+// machine adds to a launch, and the job runs the noisy trainer. It returns the job's spec and
+// the profile file.
+func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string, rounds, iters int, truthIters bool) (job, profile string) {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("testdata", truth))
 	if err != nil {
@@ -28,8 +35,14 @@ func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string) (
 	// The job: the trainer reads the truth; the profile is the measured file's. A profile
 	// block is one line or the indented lines under it.
 	var lines []string
-	inProfile := false
+	inProfile, iterLine := false, ""
 	for _, l := range strings.Split(string(src), "\n") {
+		if i := strings.Index(l, "iter_latency: {"); inProfile && i >= 0 || strings.HasPrefix(l, "profile:") && i >= 0 {
+			iterLine = l[i:]
+			if strings.HasPrefix(l, "profile:") { // inline: profile: {iter_latency: {...}, ...}
+				iterLine = strings.TrimSuffix(iterLine[:strings.Index(iterLine, "}},")+2], ",")
+			}
+		}
 		if inProfile && strings.HasPrefix(l, " ") {
 			continue
 		}
@@ -41,17 +54,56 @@ func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string) (
 		lines = append(lines, strings.ReplaceAll(l, "--spec, "+truth+"]", "--spec, "+trainer+"]"))
 	}
 	job = filepath.Join(dir, "job.yaml")
-	if err := os.WriteFile(job, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+	jobText := strings.Join(lines, "\n")
+	profiled := jobText
+	if truthIters { // profile a quiet twin of the trainer
+		quiet := filepath.Join(dir, "quiet-"+truth)
+		noise := regexp.MustCompile(`\{dist: (normal|lognormal), mean: ([0-9.]+), std: [0-9.]+\}`)
+		if err := os.WriteFile(quiet, []byte(noise.ReplaceAllString(string(src), "{value: $2}")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		profiled = strings.ReplaceAll(jobText, trainer, quiet)
+	}
+	if err := os.WriteFile(job, []byte(profiled), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := rbTimed(t, "profile", job, "--gpus", gpus, "--iters", "6", "--rounds", "5", "--time-scale", fmt.Sprint(scale)); code != 0 {
+	if _, errOut, code := rbTimed(t, "profile", job, "--gpus", gpus, "--iters", fmt.Sprint(iters), "--rounds", fmt.Sprint(rounds), "--time-scale", fmt.Sprint(scale)); code != 0 {
 		t.Fatalf("profile: %s", errOut)
 	}
-	return job, filepath.Join(dir, "measured.yaml")
+	profile = filepath.Join(dir, "measured.yaml")
+	if err := os.WriteFile(job, []byte(jobText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if truthIters {
+		if iterLine == "" {
+			t.Fatalf("no iter_latency line in %s", truth)
+		}
+		b, err := os.ReadFile(profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		skipping := false
+		for _, l := range strings.Split(string(b), "\n") {
+			if skipping && strings.HasPrefix(l, " ") {
+				continue
+			}
+			skipping = false
+			if strings.HasPrefix(l, "iter_latency:") {
+				skipping, l = true, iterLine+"  # the truth's, not measured"
+			}
+			out = append(out, l)
+		}
+		if err := os.WriteFile(profile, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return job, profile
 }
 
 // Fidelity stage by stage: a Hyperband job (e2e/testdata/hyperband.yaml: three brackets at once,
-// six stages) profiled with `rubberband profile` and run on local processes at a tenth of real
+// six stages) profiled with `rubberband profile` (12 iterations a launch: its iterations' mean
+// within about a point) and run on local processes at a tenth of real
 // time, the plan kept, for three seeds: every stage's time and cost beside its prediction. The
 // goal is 5% a stage and 2% in total; the benchmark allows 10% and 4% for a loaded machine and
 // prints what it measured (make fidelity). RB_FIDELITY_SEEDS runs other seeds.
@@ -60,7 +112,7 @@ func BenchmarkFidelityStages(b *testing.B) { fidelityStages(b) }
 func fidelityStages(t testing.TB) {
 	const scale = 0.1
 	dir := t.TempDir()
-	job, profile := measuredSpec(t, dir, "hyperband.yaml", scale, "1,2")
+	job, profile := measuredSpec(t, dir, "hyperband.yaml", scale, "1,2", 5, 12, false)
 	prof, _ := os.ReadFile(profile)
 	fmt.Printf("\nthe profile measured:\n%s", prof)
 	seeds := []string{"1", "2", "3"}

@@ -43,6 +43,9 @@ type Node struct {
 	Slot    int  `json:"slot"`  // TRAIN: the GPU slot or gang it runs on; INIT/DATA: the new node
 	GPUs    int  `json:"gpus"`  // TRAIN: GPUs of the trial
 	Iters   int  `json:"iters"` // TRAIN: iterations to run
+	// Queue is, for a TRAIN node of a stage's first wave, how many of the wave's launches start
+	// before it: it starts Queue times the offer's Contention late.
+	Queue int `json:"queue,omitempty"`
 	// Offer is the index in Model.Offers of the instance type and market the node runs on.
 	Offer int   `json:"offer,omitempty"`
 	Preds []int `json:"preds"`
@@ -85,11 +88,11 @@ func (g *DAG) addTrain(o, b, k int, s spec.Stage, a StageAlloc, preds []int, lag
 	slots := min(a.GPUs, s.Trials)
 	var last []int
 	for t := range s.Trials {
-		p := preds
+		p, queue := preds, t
 		if t >= slots {
-			p = []int{last[t-slots]}
+			p, queue = []int{last[t-slots]}, 0 // launched alone, as a slot frees
 		}
-		last = append(last, g.add(Node{Kind: Train, Bracket: b, Stage: k, Trial: t, Slot: t % slots, GPUs: gpt, Iters: s.Iters, Offer: o, Preds: p}))
+		last = append(last, g.add(Node{Kind: Train, Bracket: b, Stage: k, Trial: t, Slot: t % slots, GPUs: gpt, Iters: s.Iters, Queue: queue, Offer: o, Preds: p}))
 	}
 	return g.add(Node{Kind: Sync, Bracket: b, Stage: k, Trial: -1, Preds: last[max(0, len(last)-slots):]})
 }
@@ -138,7 +141,7 @@ func (m *Offer) latency(n *Node, r *rand.Rand) float64 {
 	case Data:
 		return m.DataLatency
 	case Train:
-		return m.LaunchSample(r) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
+		return m.LaunchSample(r) + m.Contention*float64(n.Queue) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
 	case FirstStageLag:
 		return m.FirstLag.Sample(r)
 	default:

@@ -153,3 +153,62 @@ func TestFirstWaveIsNotASlowerTrainer(t *testing.T) {
 		}
 	}
 }
+
+// Start-up contention, worked by hand on the job above without overhead or lag: each stage's
+// first wave launches its two trials at once and the second starts 0.25 s after the first.
+// Stage 1: chains of 2 + 2 + 2 + 2 = 8 s and 0.25 + 8 = 8.25 s: after the scale-up, 12.25 s.
+// Stage 2: 5 s and 5.25 s: JCT 17.5 s; the node from 3 s to 17.5 s, billed 15 s: $0.015. The later trial of
+// each chain launches alone, as a slot frees, and waits for nobody.
+func TestStartupContentionByHand(t *testing.T) {
+	const alg = "{stages: [{trials: 4, iters: 2}, {trials: 2, iters: 3}]}"
+	const cluster = "{gpus_per_node: 2, price_per_hour: 3.6, billing: {minimum: 0s}, scale_latency: {value: 3s}, init_latency: {value: 1s}, max_nodes: 1}"
+	const profile = "{iter_latency: {1: {value: 1}, 2: {value: 0.6}}, startup_latency: {value: 2s}, startup_contention: 0.25s}"
+	for _, exact := range []bool{false, true} {
+		s := job(t, alg, cluster, profile, 3, 1)
+		if exact {
+			s.DrawTrialByTrial()
+		}
+		res, err := s.Simulate(s.Model().Elastic([][]int{{2, 2}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(res.JCT.Mean, 17.5, 1e-9) || !near(res.Cost.Mean, 0.015, 1e-12) || !near(res.Brackets[0].Stages[0].Duration, 12.25, 1e-9) {
+			t.Fatalf("trial by trial %v: JCT %v, cost %v, first stage %v; by hand 17.5, 0.015, 12.25", exact, res.JCT.Mean, res.Cost.Mean, res.Brackets[0].Stages[0].Duration)
+		}
+	}
+	exp, m := parseJob(t, alg, cluster, profile)
+	g, err := BuildDAG(m, exp.Algorithm.Brackets(), m.Elastic([][]int{{2, 2}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range g.Nodes {
+		if want := map[bool]int{true: n.Trial, false: 0}[n.Stage == 0 && n.Trial < 2 || n.Stage == 1]; n.Kind == Train && n.Queue != want {
+			t.Errorf("stage %d trial %d queues behind %d launches, want %d", n.Stage+1, n.Trial, n.Queue, want)
+		}
+	}
+}
+
+// By chains, contention is drawn as if every chain started as late as the last (an upper bound):
+// on a noisy stage of long chains the two ways agree within that bound, and contention lengthens
+// the stage by at most the last chain's wait.
+func TestStartupContentionByChainsIsBounded(t *testing.T) {
+	const alg = "{stages: [{trials: 8, iters: 40}]}"
+	const cluster = "{gpus_per_node: 8, price_per_hour: 3.6, billing: {minimum: 0s}, scale_latency: {value: 3s}, max_nodes: 1}"
+	const noisy = "{iter_latency: {1: {mean: 1, std: 0.3}}, startup_latency: {value: 2s}"
+	mean := func(profile string, exact bool) float64 {
+		s := job(t, alg, cluster, profile, 4000, 1)
+		if exact {
+			s.DrawTrialByTrial()
+		}
+		res, err := s.Simulate(s.Model().Elastic([][]int{{8}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.JCT.Mean
+	}
+	const wait = 7 * 0.5 // the last of 8 launches at once
+	calm, chains, exact := mean(noisy+"}", true), mean(noisy+", startup_contention: 0.5}", false), mean(noisy+", startup_contention: 0.5}", true)
+	if !(exact > calm+0.5 && exact <= calm+wait+0.05) || !(chains >= exact-0.05 && chains <= exact+wait+0.05) {
+		t.Fatalf("mean JCT %.3f without contention, %.3f with (trial by trial), %.3f by chains; the last launch waits %.1f s", calm, exact, chains, wait)
+	}
+}

@@ -50,12 +50,16 @@ func stageByChains(o *Offer, st spec.Stage, a StageAlloc) (draw func(logShort, l
 		return nil, false
 	}
 	meanLong, sdLong, _ := chainNormal(o, st, gpt, m+1) // longer: the limit holds too
+	// The chains' first trials launch at once and queue (Offer.Contention): chain j starts j
+	// contentions late. The slowest chain is drawn as if every chain started as late as the
+	// last: an upper bound, by at most (chains-1) contentions, and exact without contention.
+	queued := o.Contention * float64(long+short-1)
 	return func(logShort, logLong float64) float64 {
 		end := maxOfNormals(logShort, mean, sd, short)
 		if long > 0 {
 			end = max(end, maxOfNormals(logLong, meanLong, sdLong, long))
 		}
-		return end
+		return end + queued
 	}, true
 }
 

@@ -175,10 +175,10 @@ func (e *Experiment) loadProfileAt(path string, prof *Profile, read ReadFunc, op
 		return nil
 	}
 	line := e.Line(path + ".file")
-	if e.Has(path+".iter_latency") || e.Has(path+".startup_latency") || e.Has(path+".launch_overhead") || e.Has(path+".first_stage_lag") {
+	if e.Has(path+".iter_latency") || e.Has(path+".startup_latency") || e.Has(path+".launch_overhead") || e.Has(path+".first_stage_lag") || e.Has(path+".startup_contention") {
 		e.markFailed(path + ".file")
 		return Problems{{File: e.File, Line: line, Path: path + ".file",
-			Msg: "a profile is either a file or inline, not both (remove iter_latency/startup_latency/launch_overhead/first_stage_lag or file)"}}
+			Msg: "a profile is either a file or inline, not both (remove iter_latency/startup_latency/launch_overhead/first_stage_lag/startup_contention or file)"}}
 	}
 	if read == nil {
 		e.markFailed(path) // unknown, not missing

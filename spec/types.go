@@ -274,6 +274,11 @@ type Profile struct {
 	// widest wave of launches all start at once, on fresh nodes, and pay for it once. Optional
 	// (0).
 	FirstStageLag Dist `yaml:"first_stage_lag"`
+	// StartupContention is how much later each of several launches at once starts than the one
+	// before it (they queue for the machine: the last of k waits (k-1) times it), in seconds:
+	// what six trainers starting together on one card pay that one alone does not. It applies to
+	// the trials a stage launches at once (its first wave), each stage on its own. Optional (0).
+	StartupContention Seconds `yaml:"startup_contention"`
 	// SlowNodes are persistent stragglers: a share of nodes that run slower for their life.
 	SlowNodes SlowNodes `yaml:"slow_nodes"`
 	// Notes records where the numbers come from.

@@ -74,7 +74,7 @@ func TestSummarizeOverheadAndLag(t *testing.T) {
 		cold gangRun
 		lag  float64
 	}{{"cold", run(0, 1.7, 0.1, 0.05), 0.9}, {"warm", run(0, 0.6, 0.1, 0.01), 0}} {
-		pt, err := summarize([]gangRun{c.cold}, measured, 1)
+		pt, err := summarize([]gangRun{c.cold}, measured, nil, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +92,41 @@ func TestSummarizeOverheadAndLag(t *testing.T) {
 	}
 }
 
+// summarize with a contended round: the measured rounds launch one gang each (start-ups 0.4 s),
+// the warm contended round four at once, queued 0.2 s apart (0.4, 0.6, 0.8 and 1 s: 0.3 s more
+// on average, (4-1) x 0.2 / 2), and the cold round four at once 1 s later still: the contention
+// is 0.2 s and each cold launch's lag is measured against the contended round's mean (0.7 s),
+// not against the lone launches' (which would count the queue twice, as lag and contention).
+func TestSummarizeContention(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	sec := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	run := func(start, startup float64) gangRun { // an iteration every 0.5 s, no tail
+		first := start + startup + 0.5
+		at := []time.Time{sec(first), sec(first + 0.5), sec(first + 1)}
+		return gangRun{start: sec(start), at: at, exited: at[2], saved: at[2]}
+	}
+	measured := [][]gangRun{{run(10, 0.4)}, {run(20, 0.4)}, {run(30, 0.4)}}
+	var contended, cold []gangRun
+	for i := range 4 {
+		contended = append(contended, run(40, 0.4+0.2*float64(i)))
+		cold = append(cold, run(0, 1.4+0.2*float64(i)))
+	}
+	pt, err := summarize(cold, measured, contended, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lags := []float64{0.7, 0.9, 1.1, 1.3}
+	if math.Abs(pt.Contention-0.2) > 1e-6 || pt.Queued != 4 || math.Abs(pt.Startup-0.4) > 1e-6 ||
+		!slices.EqualFunc(pt.Lags, lags, func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }) {
+		t.Fatalf("contention %v over %d, start-up %v, lags %v; want 0.2 over 4, 0.4, %v", pt.Contention, pt.Queued, pt.Startup, pt.Lags, lags)
+	}
+	// No wider round: no contention measured, the lag against the lone launches.
+	pt, err = summarize(cold, measured, nil, 1)
+	if err != nil || pt.Queued != 0 || pt.Contention != 0 || math.Abs(pt.Lags[0]-1) > 1e-6 {
+		t.Fatalf("without a contended round: contention %v over %d, lags %v (%v)", pt.Contention, pt.Queued, pt.Lags, err)
+	}
+}
+
 // splitStart: each node's scale runs from the request to its RunningAt, its init from there to
 // the Create's return (when its trials can start); a RunningAt outside the Create (unknown, or a
 // replayed request's LaunchTime of before it) is clamped into it; spec seconds.
@@ -103,5 +138,27 @@ func TestSplitStart(t *testing.T) {
 	want := []nodeStart{{10, 5}, {11, 4}, {0, 15}, {0, 15}, {15, 0}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("split %v, want %v", got, want)
+	}
+}
+
+// deconvolve keeps the samples' mean and leaves them the variance that is not the noise's: 1 and
+// 3 (variance 2) with noise of variance 1.5 become 1.5 and 2.5 (variance 0.5); noise that explains
+// all of it leaves the mean alone; nothing goes below 0.
+func TestDeconvolve(t *testing.T) {
+	for _, c := range []struct {
+		xs    []float64
+		noise float64
+		want  []float64
+	}{
+		{[]float64{1, 3}, 1.5, []float64{1.5, 2.5}},
+		{[]float64{1, 3}, 0, []float64{1, 3}},
+		{[]float64{1, 3}, 2, []float64{2, 2}},
+		{[]float64{1, 3}, 9, []float64{2, 2}},
+		{[]float64{-3, 1}, 0, []float64{0, 1}},
+		{[]float64{0.7}, 0.1, []float64{0.7}},
+	} {
+		if got := deconvolve(c.xs, c.noise); !slices.EqualFunc(got, c.want, func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }) {
+			t.Errorf("deconvolve(%v, %v) = %v, want %v", c.xs, c.noise, got, c.want)
+		}
 	}
 }

@@ -73,18 +73,34 @@ func measure(ctx context.Context, clk clock.Clock, rt gang.Runtime, nodes, cold 
 	for k := range coldRuns {
 		coldRuns[k].start = coldStart
 	}
-	pt, err := summarize(coldRuns, measured, scale)
+	// As many launches at once as the cold round, on nodes now warm: what they take beyond the
+	// measured rounds' is contention, what the cold ones take beyond them the first-stage lag.
+	var contended []gangRun
+	if len(coldRuns) > len(measured[0]) {
+		start, runs := round("contended-", cold)
+		if err := firstErr(runs); err != nil {
+			return Point{}, err
+		}
+		for k := range runs {
+			runs[k].start = start
+		}
+		contended = runs
+	}
+	pt, err := summarize(coldRuns, measured, contended, scale)
 	pt.GPUs = g
 	return pt, err
 }
 
-// summarize turns the cold round's runs and the measured rounds' into a profile point: the
-// iterations pooled over the measured rounds; every measured launch's start-up and overhead
-// (Startups, Overheads), a slow round's too, since the slowest launch is what ends a stage; every
-// cold launch's lag, what its start-up took beyond the measured launches' mean, at least 0
-// (Lags); and for the log, their medians (Startup, Overhead) and the cold round's mean lag. Each
-// run carries its round's start.
-func summarize(cold []gangRun, measured [][]gangRun, scale float64) (Point, error) {
+// summarize turns the cold round's runs, the measured rounds' and the contended round's (nil
+// when the cold round was no wider than a measured one) into a profile point: the iterations
+// pooled over the measured rounds; every measured launch's start-up and overhead (Startups,
+// Overheads), a slow round's too, since the slowest launch is what ends a stage; the contention,
+// from how much longer the contended round's start-ups took than the measured ones (k launches
+// at once queue 0, c, ..., (k-1)c: on average (k-1)c/2 more); every cold launch's lag, what its
+// start-up took beyond the warm launches' mean at its width (the contended round's, or the
+// measured rounds'), at least 0 (Lags); and for the log, the medians of the first two (Startup,
+// Overhead) and the cold round's mean lag. Each run carries its round's start.
+func summarize(cold []gangRun, measured [][]gangRun, contended []gangRun, scale float64) (Point, error) {
 	var all []gangRun
 	for _, runs := range measured {
 		all = append(all, runs...)
@@ -93,19 +109,52 @@ func summarize(cold []gangRun, measured [][]gangRun, scale float64) (Point, erro
 	if err != nil {
 		return Point{}, err
 	}
-	pt.Startups, pt.Overheads = launchTimes(time.Time{}, all, pt.Mean, scale)
+	// Each launch's start-up is measured through its first iteration, whose own noise (the
+	// intervals' variance) it carries: the samples are drawn in to the spread that is the
+	// start-ups' own, or a noisy trainer's start-up would take on its iterations' spread, which
+	// the model already draws.
+	noise := pt.Std * pt.Std
+	raw, overheads := launchTimes(time.Time{}, all, pt.Mean, scale)
+	pt.Startups, pt.Overheads = deconvolve(raw, noise), overheads
 	pt.Startup, pt.Overhead = median(pt.Startups), median(pt.Overheads)
-	first, err := fit(time.Time{}, cold, scale)
-	if err != nil {
-		return Point{}, err
+	coldStartups, _ := launchTimes(time.Time{}, cold, pt.Mean, scale)
+	base := mean(raw)
+	if side := len(measured[0]); len(contended) > side {
+		warm, _ := launchTimes(time.Time{}, contended, pt.Mean, scale)
+		pt.Contention = 2 * max(0, mean(warm)-base) / float64(len(contended)-side)
+		pt.Queued = len(contended)
+		base = mean(warm)
 	}
-	coldStartups, _ := launchTimes(time.Time{}, cold, first.Mean, scale)
-	base := mean(pt.Startups)
-	for _, s := range coldStartups {
-		pt.Lags = append(pt.Lags, max(0, s-base))
+	lags := make([]float64, len(coldStartups))
+	for i, s := range coldStartups {
+		lags[i] = s - base
 	}
+	pt.Lags = deconvolve(lags, noise)
 	pt.Lag = max(0, mean(coldStartups)-base)
 	return pt, nil
+}
+
+// deconvolve draws samples measured with independent noise of variance noise in towards their
+// mean, so that their variance is what is left of theirs without the noise (none, when the
+// noise explains it all), and keeps them at least 0: an empirical distribution of what was
+// measured through the noise.
+func deconvolve(xs []float64, noise float64) []float64 {
+	m, v := mean(xs), 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	if len(xs) > 1 {
+		v /= float64(len(xs) - 1)
+	}
+	k := 0.0
+	if v > noise {
+		k = math.Sqrt((v - noise) / v)
+	}
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = max(0, m+k*(x-m))
+	}
+	return out
 }
 
 func mean(xs []float64) float64 {
@@ -187,13 +236,16 @@ func fit(start time.Time, runs []gangRun, scale float64) (Point, error) {
 		pt.Std = math.Sqrt(pt.Std / float64(len(d)-1))
 	}
 	startups, overheads := launchTimes(start, runs, pt.Mean, scale)
+	for i := range startups {
+		startups[i] = max(0, startups[i])
+	}
 	pt.Startup, pt.Overhead = mean(startups), mean(overheads)
 	return pt, nil
 }
 
 // launchTimes is, run by run, what a TRAIN run took beyond its iterations of meanIter seconds
 // (the start-up: before its first report less one iteration, plus after its last report until
-// its exit was seen; at least 0) and the run path's overhead after it (until its checkpoint was
+// its exit was seen; below 0 when its first iteration was quick) and the run path's overhead after it (until its checkpoint was
 // saved), in spec seconds. A run's start is its round's, or start when it carries none.
 func launchTimes(start time.Time, runs []gangRun, meanIter, scale float64) (startups, overheads []float64) {
 	for _, r := range runs {
@@ -203,7 +255,7 @@ func launchTimes(start time.Time, runs []gangRun, meanIter, scale float64) (star
 		}
 		head := r.at[0].Sub(from).Seconds()/scale - meanIter
 		tail := r.exited.Sub(r.at[len(r.at)-1]).Seconds() / scale
-		startups = append(startups, max(0, head+tail))
+		startups = append(startups, head+tail)
 		overhead := 0.0
 		if !r.saved.IsZero() {
 			overhead = max(0, r.saved.Sub(r.exited).Seconds()/scale)

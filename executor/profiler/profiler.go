@@ -58,6 +58,11 @@ type Point struct {
 	// Startup and Overhead are the medians of Startups and Overheads, Lag the cold round's mean
 	// lag: what the log says of a GPU count.
 	Startup, Overhead, Lag float64
+	// Contention is how much later each of Queued launches at once started than the one before
+	// it (profile.startup_contention), measured when the cold round launched more at once than
+	// a measured round (Queued 0 otherwise).
+	Contention float64
+	Queued     int
 }
 
 // Profile is what Run measured.

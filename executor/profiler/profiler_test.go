@@ -112,7 +112,8 @@ func TestRunOnAVirtualNode(t *testing.T) {
 
 // Without a provider, the cold round launches FirstWave gangs at once, as a job's first wave
 // does, as far as the cluster's GPUs go (max_nodes of gpus_per_node: 8 here): 5 gangs at 1 GPU, 2
-// at 4; the measured rounds one each.
+// at 4; the measured rounds one each; then as many as the cold round once more, warm, for the
+// contention.
 func TestColdRoundIsAsWideAsTheFirstWave(t *testing.T) {
 	exp := experiment()
 	exp.Cluster.MaxNodes = 2
@@ -120,14 +121,17 @@ func TestColdRoundIsAsWideAsTheFirstWave(t *testing.T) {
 	if _, err := profiler.Run(context.Background(), profiler.Config{Experiment: exp, Runtime: rt, GPUs: []int{1, 4}, Iters: 2, TimeScale: 1, Rounds: 1, FirstWave: 5}); err != nil {
 		t.Fatal(err)
 	}
-	cold := map[int]int{}
+	cold, contended := map[int]int{}, map[int]int{}
 	for _, g := range rt.Launches {
 		if strings.Contains(g.Trial, "warmup") {
 			cold[len(g.Workers)]++
 		}
+		if strings.Contains(g.Trial, "contended") {
+			contended[len(g.Workers)]++
+		}
 	}
-	if want := map[int]int{1: 5, 4: 2}; len(rt.Launches) != 9 || !reflect.DeepEqual(cold, want) {
-		t.Fatalf("%d launches, cold ones by gang size %v, want %v", len(rt.Launches), cold, want)
+	if want := map[int]int{1: 5, 4: 2}; len(rt.Launches) != 16 || !reflect.DeepEqual(cold, want) || !reflect.DeepEqual(contended, want) {
+		t.Fatalf("%d launches, cold ones by gang size %v, contended %v, want %v each", len(rt.Launches), cold, contended, want)
 	}
 }
 

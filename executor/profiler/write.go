@@ -31,6 +31,9 @@ func (p *Profile) Write(w io.Writer, notes string) error {
 			fmt.Fprintf(&b, "%s: {dist: empirical, samples: [%s]}\n", d.field, Seconds(d.xs))
 		}
 	}
+	if c, ok := p.contention(); ok && c > 0 {
+		fmt.Fprintf(&b, "startup_contention: %.4fs  # each launch of several at once starts this much after the one before it\n", c)
+	}
 	if len(p.NodeScale) > 0 {
 		fmt.Fprintf(&b, "# node start-up measured, for the cluster (the cost meter bills a node from running):\n")
 		fmt.Fprintf(&b, "# %s: {dist: empirical, samples: [%s]}  # request to running, not billed\n", ScaleLatencyField, Seconds(p.NodeScale))
@@ -38,6 +41,20 @@ func (p *Profile) Write(w io.Writer, notes string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// contention is the mean of the points' measured contentions; ok is false when none measured it.
+func (p *Profile) contention() (c float64, ok bool) {
+	n := 0
+	for _, pt := range p.Points {
+		if pt.Queued > 0 {
+			c, n = c+pt.Contention, n+1
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return c / float64(n), true
 }
 
 // The cluster fields that the node start-up comments of a profile file are for.

@@ -91,18 +91,28 @@ func TestWriteOverheadAndLag(t *testing.T) {
 func TestWriteEveryLaunch(t *testing.T) {
 	prof := &profiler.Profile{Points: []profiler.Point{
 		{GPUs: 1, Mean: 0.5, Startup: 1, Startups: []float64{0.9, 1, 2.5}, Overheads: []float64{0.01, 0.02, 0.03}, Lags: []float64{0.4, 0}},
-		{GPUs: 2, Mean: 0.3, Startup: 1.1, Startups: []float64{1.1, 1.2}, Overheads: []float64{0.01, 0.01}, Lags: []float64{0.2}}}}
+		{GPUs: 2, Mean: 0.3, Startup: 1.1, Startups: []float64{1.1, 1.2}, Overheads: []float64{0.01, 0.01}, Lags: []float64{0.2}, Contention: 0.03, Queued: 4},
+		{GPUs: 4, Mean: 0.2, Startup: 1.1, Contention: 0.01, Queued: 2}}}
 	var b strings.Builder
 	if err := prof.Write(&b, "by hand"); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"startup_latency: {dist: empirical, samples: [0.900, 1.000, 2.500, 1.100, 1.200]}\n",
-		"launch_overhead: {dist: empirical, samples: [0.010, 0.020, 0.030, 0.010, 0.010]}\n",
-		"first_stage_lag: {dist: empirical, samples: [0.400, 0.000, 0.200]}\n",
+		"startup_latency: {dist: empirical, samples: [0.900, 1.000, 2.500, 1.100, 1.200, 1.100]}\n",
+		"launch_overhead: {dist: empirical, samples: [0.010, 0.020, 0.030, 0.010, 0.010, 0.000]}\n",
+		"first_stage_lag: {dist: empirical, samples: [0.400, 0.000, 0.200, 0.000]}\n",
+		"startup_contention: 0.0200s", // the mean of the counts that measured it
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Fatalf("want %q in\n%s", want, b.String())
 		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "profile.yaml"), []byte(b.String()), 0o644)
+	specFile := filepath.Join(dir, "spec.yaml")
+	os.WriteFile(specFile, []byte("name: p\nobjective: {metric: m}\nalgorithm: {stages: [{trials: 1, iters: 1}]}\n"+
+		"cluster: {gpus_per_node: 4, price_per_hour: 1}\nprofile: {file: profile.yaml}\n"), 0o644)
+	if exp, err := spec.Load(specFile); err != nil || float64(exp.Profile.StartupContention) != 0.02 {
+		t.Fatalf("read back: %v, contention %v", err, exp)
 	}
 }
