@@ -187,11 +187,11 @@ type ashaRun struct {
 	rented               int       // nodes rented (not held at the start): each pays DATA's cost
 	pace                 float64   // the model's own error this sample (Uncertainty): training takes pace times as long
 	lag                  float64   // the first-stage lag of this sample's first wave; 0 once a job has ended
+	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
 	// burstAt is when the last launch began and burst how many began then: a launch of several
 	// at once queues behind those before it (Offer.Contention).
 	burstAt float64
 	burst   int
-	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
 
 	// Indexes that keep each event's cost from growing with the nodes: an event changes one
 	// node, yet a scan of them all on every event made planning quadratic in the trials.

@@ -65,7 +65,9 @@ func TestSchemaAcceptsSpecWithoutProfile(t *testing.T) {
 func TestProfileFileNotYetMeasured(t *testing.T) {
 	const named = "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
 		"trainer: {command: [python3, train.py]}\ncluster: {gpus_per_node: 2, price_per_hour: 1}\nprofile: {file: measured.yaml}\n"
-	read := func(string) ([]byte, error) { return nil, &fs.PathError{Op: "open", Path: "measured.yaml", Err: fs.ErrNotExist} }
+	read := func(string) ([]byte, error) {
+		return nil, &fs.PathError{Op: "open", Path: "measured.yaml", Err: fs.ErrNotExist}
+	}
 	exp, err := Parse("job.yaml", []byte(named), read, ProfileOptional())
 	if err != nil || exp.ProfileFile() != "measured.yaml" {
 		t.Fatalf("ProfileOptional: %v, profile file %q", err, exp.ProfileFile())
