@@ -284,7 +284,7 @@ func openBackend(ctx context.Context, k Kind, t target) (*Backend, error) {
 	if k.Remote {
 		// Remote workers and nodes stop by themselves without this heartbeat.
 		beat, stop := context.WithCancel(context.WithoutCancel(ctx))
-		go heartbeat.Beat(beat, store, t.runID, heartbeat.Every, func(err error) { fmt.Fprintln(t.log, err) })
+		go heartbeat.Beat(beat, nil, store, t.runID, heartbeat.Every, func(err error) { fmt.Fprintln(t.log, err) })
 		b.close = append(b.close, stop)
 	}
 	return b, nil

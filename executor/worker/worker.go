@@ -372,7 +372,7 @@ func (t *trainer) watch(ctx context.Context, o Options, store checkpoint.Store) 
 	}
 	if o.RunID != "" {
 		go func() {
-			if err := heartbeat.Watch(ctx, store, o.RunID, o.HeartbeatTimeout, min(o.HeartbeatTimeout/4, heartbeat.Every)); err != nil && ctx.Err() == nil {
+			if err := heartbeat.Watch(ctx, nil, store, o.RunID, o.HeartbeatTimeout, min(o.HeartbeatTimeout/4, heartbeat.Every)); err != nil && ctx.Err() == nil {
 				t.stop(false, err)
 			}
 		}()

@@ -140,7 +140,7 @@ func Supervise(ctx context.Context, o Options, argv []string, log io.Writer) err
 	defer stopWatch()
 	stale := make(chan error, 1)
 	go func() {
-		stale <- heartbeat.Watch(watch, o.Heartbeat, o.RunID, o.Watchdog, min(o.Watchdog/4, heartbeat.Every))
+		stale <- heartbeat.Watch(watch, nil, o.Heartbeat, o.RunID, o.Watchdog, min(o.Watchdog/4, heartbeat.Every))
 	}()
 	var why string
 	select {

@@ -46,7 +46,7 @@ func TestWatchdogShutsDownWithoutHeartbeat(t *testing.T) {
 	}
 	argv, shutdown := fakeNomad(t, dir, "exec sleep 300")
 	beat, stopBeat := context.WithCancel(t.Context())
-	go heartbeat.Beat(beat, store, "r1", 50*time.Millisecond, nil)
+	go heartbeat.Beat(beat, nil, store, "r1", 50*time.Millisecond, nil)
 	var log bytes.Buffer
 	done := make(chan error, 1)
 	start := time.Now()
