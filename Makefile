@@ -46,8 +46,10 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -skip 'Fidelity|Soak' -benchmem ./...
 
 # Fidelity, measured: real runs on local processes, Nomad and the EC2 wire fake at compressed
-# time, realized against predicted, calibration over 20 runs and spot over 5, each printed as a
-# table (about 25 minutes; best on a quiet machine, since load is what it would measure).
+# time, realized against predicted (a Hyperband job stage by stage, profiled first), calibration
+# of the deadline's miss rate over 100 profiled runs (RB_CALIBRATION_RUNS) and spot over 5, each
+# printed as a table (about 50 minutes; best on a quiet machine, since load is what it would
+# measure).
 fidelity: deps
 	$(GO) test -run '^$$' -bench 'Fidelity' -benchtime 1x -timeout 90m ./e2e
 
