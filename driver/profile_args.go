@@ -40,8 +40,13 @@ func ProfilingOf(p Profiling, gpus string, firstWaveSet bool) (Profiling, error)
 // with opts), so that plan and run use it as they are. It says the name the spec now gives, ""
 // when it had a profile already.
 func SaveProfile(exp *spec.Experiment, out string, prof []byte, keepAbs bool, opts ...spec.Option) (string, error) {
+	// The folder the spec names may not exist yet; a write that fails still gives back what
+	// was measured, minutes of it, rather than losing it.
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", fmt.Errorf("write profile: %w; what was measured:\n%s", err, prof)
+	}
 	if err := os.WriteFile(out, prof, 0o644); err != nil {
-		return "", fmt.Errorf("write profile: %w", err)
+		return "", fmt.Errorf("write profile: %w; what was measured:\n%s", err, prof)
 	}
 	if !exp.MissingProfile() {
 		return "", nil

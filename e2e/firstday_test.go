@@ -191,6 +191,23 @@ func TestProfileWithoutAProfile(t *testing.T) {
 	if after, _ := os.Stat(filepath.Join(dir, "job.profile.yaml")); !after.ModTime().After(before.ModTime()) && after.Size() == before.Size() {
 		t.Error("the profile was not measured again")
 	}
+	// A spec that names a profile file not written yet (on main profile refused it, "cannot read
+	// profile: ... no such file"): plan says to measure it, profile writes it there (its folder
+	// made), plan plans.
+	named := filepath.Join(dir, "named.yaml")
+	if err := os.WriteFile(named, []byte(text+"profile: {file: measured/named.yaml}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := rb(t, "plan", named); code != 2 || !strings.Contains(errOut, "named.yaml:9: profile.file: measured/named.yaml does not exist yet") ||
+		!strings.Contains(errOut, "rubberband profile "+named) {
+		t.Errorf("plan before profiling: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := rb(t, "profile", named, "--gpus", "1,2", "--iters", "2", "--rounds", "1"); code != 0 || !strings.Contains(errOut, "wrote "+filepath.Join(dir, "measured", "named.yaml")) {
+		t.Fatalf("profile into the named file: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := rb(t, "plan", named); code != 0 {
+		t.Errorf("plan after profiling: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // `init SCRIPT`, as a user types it first: from the folder above, among two scripts, the spec
