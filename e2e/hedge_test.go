@@ -12,6 +12,7 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/paperspec"
 	"github.com/rubberband-hpo/rubberband/planner"
 )
 
@@ -20,28 +21,8 @@ import (
 // and returns its path.
 func hedgedTable2(t testing.TB, dir string, q float64) string {
 	t.Helper()
-	src, err := os.ReadFile("../examples/paper/table2-spot.yaml")
+	path, err := paperspec.HedgedTable2("..", dir, q)
 	if err != nil {
-		t.Fatal(err)
-	}
-	profiles, err := filepath.Abs("../examples/paper/profiles")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(src)
-	for _, r := range [][2]string{
-		{"\n  market: spot\n", "\n  markets: [on-demand, spot]\n"},
-		{"interruptions_per_hour: 0.1", "interruptions_per_hour: 5"},
-		{"file: profiles/", "file: " + profiles + "/"},
-		{"deadline_quantile: 0.5", fmt.Sprint("deadline_quantile: ", q)},
-	} {
-		if !strings.Contains(text, r[0]) {
-			t.Fatalf("the example no longer says %q", r[0])
-		}
-		text = strings.Replace(text, r[0], r[1], 1)
-	}
-	path := filepath.Join(dir, "table2-hedged.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

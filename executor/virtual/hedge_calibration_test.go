@@ -3,46 +3,13 @@ package virtual_test
 import (
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
+	"github.com/rubberband-hpo/rubberband/internal/testkit/paperspec"
 	"github.com/rubberband-hpo/rubberband/sim"
 )
-
-// hedgedTable2 writes the paper's Table 2 job on spot and on-demand nodes, spot interrupted 5
-// times a node-hour, planned at quantile q (cluster.hedge: the planner may split a stage's nodes
-// between the markets), and returns its path.
-func hedgedTable2(t testing.TB, q string) string {
-	t.Helper()
-	src, err := os.ReadFile("../../examples/paper/table2-spot.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	profiles, err := filepath.Abs("../../examples/paper/profiles")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(src)
-	for _, r := range [][2]string{
-		{"\n  market: spot\n", "\n  markets: [on-demand, spot]\n"},
-		{"interruptions_per_hour: 0.1", "interruptions_per_hour: 5"},
-		{"file: profiles/", "file: " + profiles + "/"},
-		{"deadline_quantile: 0.5", "deadline_quantile: " + q},
-	} {
-		if !strings.Contains(text, r[0]) {
-			t.Fatalf("the example no longer says %q", r[0])
-		}
-		text = strings.Replace(text, r[0], r[1], 1)
-	}
-	path := filepath.Join(t.TempDir(), "table2-hedged.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // Hedged calibration in virtual time: the hedged Table 2 plan at p90 (spot at 5 interruptions a
 // node-hour, some stages split between the markets) runs through the unchanged executor, each
@@ -55,7 +22,11 @@ func TestHedgedCalibrationInVirtualTime(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("RB_CALIBRATION_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
-	exp, alloc, _ := plan(t, hedgedTable2(t, "0.9"))
+	spec, err := paperspec.HedgedTable2("../..", t.TempDir(), 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, alloc, _ := plan(t, spec)
 	hedged := false
 	for _, st := range alloc[0] {
 		hedged = hedged || st.OnDemand > 0 && st.OnDemand < st.Nodes
