@@ -39,3 +39,31 @@ func TestLaunchOverheadAndFirstStageLag(t *testing.T) {
 		t.Fatalf("a lag beside a profile file: %v", err)
 	}
 }
+
+// startup_contention is optional seconds (0 left out), a number or a duration; below 0 or not a
+// duration is a problem at its line, with the others at theirs; beside a profile file, a
+// problem (it belongs in it).
+func TestStartupContention(t *testing.T) {
+	head := "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
+		"cluster: {gpus_per_node: 2, price_per_hour: 1}\n"
+	for text, want := range map[string]Seconds{"": 0, "  startup_contention: 0.02\n": 0.02, "  startup_contention: 25ms\n": 0.025} {
+		exp, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n"+text), nil)
+		if err != nil || exp.Profile.StartupContention != want {
+			t.Fatalf("%q: %v, contention %v", text, err, exp.Profile.StartupContention)
+		}
+	}
+	_, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  startup_contention: -0.5\n  launch_overhead: {value: -1}\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "a.yaml:7: profile.startup_contention: -0.5 s is out of range") ||
+		!strings.Contains(err.Error(), "a.yaml:8: profile.launch_overhead.value") {
+		t.Fatalf("want both problems with their lines, got %v", err)
+	}
+	if _, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  startup_contention: soon\n"), nil); err == nil || !strings.Contains(err.Error(), "a.yaml:7: profile.startup_contention") {
+		t.Fatalf("not a duration: %v", err)
+	}
+	dir := t.TempDir()
+	must(t, os.WriteFile(dir+"/prof.yaml", []byte("iter_latency: {1: {mean: 1}}\n"), 0o644))
+	must(t, os.WriteFile(dir+"/s.yaml", []byte(head+"profile: {file: prof.yaml, startup_contention: 1s}\n"), 0o644))
+	if _, err := Load(dir + "/s.yaml"); err == nil || !strings.Contains(err.Error(), "either a file or inline") {
+		t.Fatalf("contention beside a profile file: %v", err)
+	}
+}
