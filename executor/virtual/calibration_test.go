@@ -23,14 +23,7 @@ func TestCalibrationInVirtualTime(t *testing.T) {
 		runs = 200
 	}
 	exp, alloc, _ := plan(t, "testdata/calibration.yaml")
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred, err := sim.New(m, exp.Algorithm.Brackets(), 20000, 99).Simulate(alloc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pred := predict(t, exp, alloc)
 	deadline := exp.Deadline.Seconds()
 	missed, jct, cost, _ := realize(t, runs, deadline, func(i int) virtual.Config {
 		return virtual.Config{Experiment: exp, Alloc: alloc, Seed: int64(1000 + i), RunID: "calibration"}
@@ -79,6 +72,20 @@ func TestSpotCalibrationInVirtualTime(t *testing.T) {
 	if math.Abs(jct/pred.JCT.Mean-1) > 0.05 || math.Abs(cost/pred.Cost.Mean-1) > 0.05 || math.Abs(perRun/expected-1) > 0.1 {
 		t.Fatalf("realized JCT %.1f s, cost $%.4f, %.3f nodes lost a run; predicted %.1f s, $%.4f, %.3f", jct, cost, perRun, pred.JCT.Mean, pred.Cost.Mean, expected)
 	}
+}
+
+// predict is the simulator's prediction of alloc, from many more samples than a planner draws.
+func predict(t *testing.T, exp *spec.Experiment, alloc sim.Alloc) sim.Result {
+	t.Helper()
+	m, err := sim.NewModel(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred, err := sim.New(m, exp.Algorithm.Brackets(), 20000, 99).Simulate(alloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pred
 }
 
 // realize runs the configurations config(0..runs-1) in virtual time, each to its end with a

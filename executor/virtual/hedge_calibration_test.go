@@ -34,14 +34,7 @@ func TestHedgedCalibrationInVirtualTime(t *testing.T) {
 	if !hedged {
 		t.Fatalf("the plan %v hedges no stage", alloc)
 	}
-	m, err := sim.NewModel(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred, err := sim.New(m, exp.Algorithm.Brackets(), 20000, 99).Simulate(alloc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pred := predict(t, exp, alloc)
 	deadline := exp.Deadline.Seconds()
 	missed, jct, cost, lost := realize(t, runs, deadline, func(i int) virtual.Config {
 		return virtual.Config{Experiment: exp, Alloc: alloc, Seed: int64(1000 + i), RunID: "hedged-calibration"}
