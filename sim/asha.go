@@ -184,14 +184,11 @@ type ashaRun struct {
 	pushed               int // events so far: the order of simultaneous ones
 	busy                 int // GPUs running a job
 	interruptions        int
-	rented               int       // nodes rented (not held at the start): each pays DATA's cost
-	pace                 float64   // the model's own error this sample (Uncertainty): training takes pace times as long
-	lag                  float64   // the first-stage lag of this sample's first wave; 0 once a job has ended
-	rec                  *Schedule // when set, the sample's spans (ScheduleASHA)
-	// burstAt is when the last launch began and burst how many began then: a launch of several
-	// at once queues behind those before it (Offer.Contention).
-	burstAt float64
-	burst   int
+	rented               int            // nodes rented (not held at the start): each pays DATA's cost
+	pace                 float64        // the model's own error this sample (Uncertainty): training takes pace times as long
+	lag                  float64        // the first-stage lag of this sample's first wave; 0 once a job has ended
+	rec                  *Schedule      // when set, the sample's spans (ScheduleASHA)
+	burst                Burst[float64] // the launches at one moment, which queue (Offer.Contention)
 
 	// Indexes that keep each event's cost from growing with the nodes: an event changes one
 	// node, yet a scan of them all on every event made planning quadratic in the trials.
@@ -556,12 +553,7 @@ func (s *ashaRun) fill() {
 func (s *ashaRun) launch(j ashaLaunch, n int) {
 	node := s.nodes[n]
 	j.node, j.began = n, s.now
-	if s.burst > 0 && s.now == s.burstAt {
-		s.burst++
-	} else {
-		s.burstAt, s.burst = s.now, 1
-	}
-	j.startup += s.m.Contention * float64(s.burst-1)
+	j.startup += s.m.Contention * float64(s.burst.Place(s.now))
 	if s.rec != nil {
 		j.gpu = slices.Index(node.gpus, false)
 		node.gpus[j.gpu] = true

@@ -261,3 +261,20 @@ func (m *Offer) GPUPricePerSecond() float64 {
 
 // NodesFor is how many nodes hold g GPUs.
 func (m *Offer) NodesFor(g int) int { return (g + m.GPUsPerNode - 1) / m.GPUsPerNode }
+
+// Burst counts the launches that begin at one moment, so that each queues behind those before
+// it (Offer.Contention): the simulator's ASHA and the virtual world place their launches with
+// it, as the DAG's first waves are placed (Node.Queue). The zero Burst has seen no launch.
+type Burst[T comparable] struct {
+	at T
+	n  int
+}
+
+// Place says how many launches began at now before this one, and counts it.
+func (b *Burst[T]) Place(now T) int {
+	if b.n == 0 || b.at != now {
+		b.at, b.n = now, 0
+	}
+	b.n++
+	return b.n - 1
+}

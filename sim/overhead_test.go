@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/spec"
@@ -210,5 +211,15 @@ func TestStartupContentionByChainsIsBounded(t *testing.T) {
 	calm, chains, exact := mean(noisy+"}", true), mean(noisy+", startup_contention: 0.5}", false), mean(noisy+", startup_contention: 0.5}", true)
 	if !(exact > calm+0.5 && exact <= calm+wait+0.05) || !(chains >= exact-0.05 && chains <= exact+wait+0.05) {
 		t.Fatalf("mean JCT %.3f without contention, %.3f with (trial by trial), %.3f by chains; the last launch waits %.1f s", calm, exact, chains, wait)
+	}
+}
+
+// Burst places launches at one moment one behind another, and starts again at the next moment,
+// the zero moment included.
+func TestBurst(t *testing.T) {
+	var b Burst[float64]
+	got := []int{b.Place(0), b.Place(0), b.Place(0), b.Place(2.5), b.Place(2.5), b.Place(3)}
+	if want := []int{0, 1, 2, 0, 1, 0}; !slices.Equal(got, want) {
+		t.Fatalf("placed %v, want %v", got, want)
 	}
 }

@@ -245,8 +245,8 @@ func fit(start time.Time, runs []gangRun, scale float64) (Point, error) {
 
 // launchTimes is, run by run, what a TRAIN run took beyond its iterations of meanIter seconds
 // (the start-up: before its first report less one iteration, plus after its last report until
-// its exit was seen; below 0 when its first iteration was quick) and the run path's overhead after it (until its checkpoint was
-// saved), in spec seconds. A run's start is its round's, or start when it carries none.
+// its exit was seen; below 0 when its first iteration was quick) and the run path's overhead
+// after it (until its checkpoint was saved), in spec seconds. A run's start is its round's, or start when it carries none.
 func launchTimes(start time.Time, runs []gangRun, meanIter, scale float64) (startups, overheads []float64) {
 	for _, r := range runs {
 		from := start

@@ -129,7 +129,7 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	slow := synthetic.Options{NodeSlowdown: gg.slowdown, Slowdown: w.slowdown, SlowdownFromIter: w.slowFrom}
 	own := synthetic.IterTime(w.bench, env.Params)
 	gg.draws = func() float64 { return it.Sample(rng) * own * slow.LatencyFactor(gg.iter+1) }
-	startup := gg.offer.LaunchSample(rng)*gg.slowdown + w.firstStageLag(gg, env.StartIter) + gg.offer.Contention*float64(w.queued())
+	startup := gg.offer.LaunchSample(rng)*gg.slowdown + w.firstStageLag(gg, env.StartIter) + gg.offer.Contention*float64(w.burst.Place(w.clk.Now()))
 	w.nextGang++
 	gg.id = w.nextGang
 	for _, at := range gg.gpus {
@@ -168,15 +168,6 @@ func (w *World) firstStageLag(g *worldGang, from int) float64 {
 		w.lag = &lag
 	}
 	return *w.lag
-}
-
-// queued is how many launches began at this moment before the one beginning now; w.mu is held.
-func (w *World) queued() int {
-	if now := w.clk.Now(); w.burst == 0 || !now.Equal(w.burstAt) {
-		w.burstAt, w.burst = now, 0
-	}
-	w.burst++
-	return w.burst - 1
 }
 
 // schedule sets the gang's next iteration to end in seconds; w.mu is held.

@@ -67,10 +67,9 @@ type World struct {
 	// wave, which gets going late by one draw of the first-stage lag (profile.first_stage_lag).
 	waveEnded bool
 	lag       *float64
-	// burstAt is when the last launch began and burst how many began then: a launch of several
-	// at once queues behind those before it (profile.startup_contention), as the model has it.
-	burstAt time.Time
-	burst   int
+	// burst counts the launches at one moment: each queues behind those before it
+	// (profile.startup_contention), as the model has it.
+	burst sim.Burst[time.Time]
 }
 
 // node is one rented machine.
