@@ -321,11 +321,12 @@ func openLocal(ctx context.Context, t target) (*Backend, error) {
 	var spot *local.SpotEmulation
 	var more []local.Kind // every other instance type and market the spec offers
 	for i, o := range m.Offers {
-		// Spot nodes are interrupted as the plan expects: the notice stops their gangs. Every
-		// spot offer follows the one spot block.
+		// Spot nodes are interrupted as the plan expects: the driver hears of the notice and
+		// trains through it, and the node's gangs stop (saving) when it goes. Every spot offer
+		// follows the one spot block.
 		if o.Spot != nil && spot == nil {
 			spot = &local.SpotEmulation{Model: o.Spot, Notice: t.exp.Cluster.Spot.Notice.D(), Seed: uint64(t.exp.Seed),
-				Notify: func(node, notice string) { fmt.Fprintln(t.log, notice); runtime.InterruptNode(node, notice) }}
+				Notify: func(_, notice string) { fmt.Fprintln(t.log, notice) }, Stop: runtime.InterruptNode}
 		}
 		if i > 0 {
 			more = append(more, local.Kind{Offer: offerOf(t.exp, o), GPUsPerNode: o.GPUsPerNode, Scale: o.Scale, Init: o.Init, Data: o.DataLatency,

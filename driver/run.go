@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/local"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/metrics"
 	"github.com/rubberband-hpo/rubberband/executor/process"
@@ -21,6 +22,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
+
+// The local provider passes its emulated spot notices on: the executor trains through them.
+var _ executor.Noticer = (*local.Provider)(nil)
 
 // Lock takes the state directory's lock for this driver's life. A lock a live driver holds is
 // an error matching ErrInput that names it; a dead driver's lock is taken over, and log says so.

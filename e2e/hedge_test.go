@@ -21,7 +21,7 @@ import (
 // and returns its path.
 func hedgedTable2(t testing.TB, dir string, q float64) string {
 	t.Helper()
-	path, err := paperspec.HedgedTable2("..", dir, q)
+	path, err := paperspec.HedgedTable2("..", dir, q, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,6 +115,9 @@ type run struct {
 	pausing atomic.Bool
 	// saved is where the journal stood at the last snapshot written, and that snapshot's size.
 	saved struct{ at, size int64 }
+	// stages holds the event queue of each bracket's running stage loop (under mu): where a
+	// notice for one of its nodes goes.
+	stages map[int]*clock.Queue[stageEvent]
 }
 
 func (cfg *Config) defaults() {
@@ -152,7 +155,7 @@ func newRun(cfg Config) (*run, error) {
 			return nil, err
 		}
 	}
-	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log}
+	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log, stages: map[int]*clock.Queue[stageEvent]{}}
 	for _, e := range cfg.Past {
 		x.st.Apply(e)
 		if cfg.Observe != nil {
@@ -181,6 +184,7 @@ func Run(ctx context.Context, cfg Config) (*runstate.Result, error) {
 	if err := x.begin(ctx); err != nil {
 		return x.fail(ctx, err)
 	}
+	defer x.listenForNotices(ctx)()
 	if x.st.ASHA != nil {
 		if err := x.runASHA(ctx); err != nil {
 			return x.fail(ctx, err)

@@ -189,16 +189,32 @@ type jobSource interface {
 func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done func(k int)) (placement.Placement, error) {
 	view := &bracketView{x: x, b: b}
 	events := clock.NewQueue[stageEvent](x.clk)
+	m.restartOnNotice = x.cfg.Experiment.Cluster.Spot.OnNotice == spec.OnNoticeRestart
+	x.mu.Lock()
+	x.stages[b] = events // the bracket's nodes' notices come here now
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		delete(x.stages, b)
+		x.mu.Unlock()
+	}()
 	handles := map[int]gang.Handle{}
-	wait := ctx       // until the stage is cancelled; then without, to see its gangs end
-	var stopped error // why the source stopped the loop
+	atReport := map[int]*atomic.Bool{} // each launch's flag: tell the stage of its next report
+	wait := ctx                        // until the stage is cancelled; then without, to see its gangs end
+	var stopped error                  // why the source stopped the loop
 	acts := m.begin(view)
 	for {
 		var next []stageEvent // what an action learnt at once, decided on before anything else
 		for _, a := range acts {
 			switch a.kind {
 			case acLaunch:
-				x.launch(ctx, b, a, m.gpt, events)
+				flag := new(atomic.Bool)
+				atReport[a.launch] = flag
+				x.launch(ctx, b, a, m.gpt, events, flag)
+			case acStopAtReport:
+				if f := atReport[a.launch]; f != nil {
+					f.Store(true)
+				}
 			case acStop:
 				if h := handles[a.launch]; h != nil {
 					h.Stop()
@@ -297,6 +313,7 @@ func (x *run) runJobs(ctx context.Context, b int, m *stage, src jobSource, done 
 			handles[e.launch] = e.handle
 		case evEnded:
 			delete(handles, e.launch)
+			delete(atReport, e.launch)
 		}
 		acts = m.step(view, e)
 		for _, n := range next { // an answer to acCheckNodes or acWant, or a fault
@@ -357,7 +374,7 @@ func (x *run) budget(st spec.Stage, alloc sim.StageAlloc, gpus int) time.Duratio
 // stage decided in), then starts and follows its gang in an actor of its own, which tells the
 // stage loop started, exited and ended; a gang still running after its budget is the stage's to
 // stop (evTimeout).
-func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clock.Queue[stageEvent]) {
+func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clock.Queue[stageEvent], atReport *atomic.Bool) {
 	k, st, budget := a.job.k, a.job.st, a.job.budget
 	x.mu.Lock()
 	t := x.st.Trials[a.trial]
@@ -404,6 +421,9 @@ func (x *run) launch(ctx context.Context, b int, a action, gpus int, events *clo
 			}
 			o.metrics, o.iter = r.Metrics, r.Iter
 			x.record(journal.Event{Ev: journal.EvReport, At: r.At, Bracket: a.bracket, Stage: k, Trial: a.trial, Iter: r.Iter, Metrics: r.Metrics}, false) // when printed
+			if atReport.CompareAndSwap(true, false) {
+				events.Put(stageEvent{kind: evReported, launch: a.launch, o: outcome{iter: r.Iter}})
+			}
 		}
 		clock.Recv(follow, x.clk, h.Exited())
 		o.exitedAt = x.clk.Now()

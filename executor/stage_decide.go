@@ -34,6 +34,8 @@ const (
 	evTimeout                   // launch n ran past its budget
 	evWork                      // the source answered acWant: jobs, the parallelism and nodes to keep now, exhausted
 	evFault                     // the loop met an infrastructure fault (err: the journal's disk is full): pause
+	evNotice                    // node is being interrupted (why): it goes a notice later
+	evReported                  // launch n reported (its checkpoint is there), as acStopAtReport asked
 )
 
 // stageEvent is one event of a stage.
@@ -51,6 +53,7 @@ type stageEvent struct {
 	parallel  int
 	keep      int
 	exhausted bool
+	node, why string // evNotice
 }
 
 // job is one trial's work in a stage loop: train it through stage k's iterations st (for ASHA,
@@ -79,19 +82,20 @@ type outcome struct {
 type actionKind int
 
 const (
-	acLaunch     actionKind = iota // journal trial's launch (try) on slots, start and follow its gang
-	acStop                         // stop launch n's gang (its checkpoint is saved)
-	acTimeout                      // journal that launch n of trial ran past its budget
-	acCheckNodes                   // ask the provider which nodes are gone after launch n failed
-	acForget                       // journal the loss of nodes (they stop billing)
-	acRelease                      // release nodes journaled as lost that no gang uses any more
-	acFail                         // journal a failed try of trial (retry: whether it is queued again)
-	acDone                         // journal that trial reached the stage's target
-	acReplace                      // rent replacement nodes
-	acLog                          // say something
-	acWant                         // ask the source for more jobs (free: the gangs that could start now)
-	acRetire                       // release nodes the loop no longer needs (nodes): no gang runs on them
-	acEnd                          // the stage is over: err nil, or why it failed
+	acLaunch       actionKind = iota // journal trial's launch (try) on slots, start and follow its gang
+	acStop                           // stop launch n's gang (its checkpoint is saved)
+	acTimeout                        // journal that launch n of trial ran past its budget
+	acCheckNodes                     // ask the provider which nodes are gone after launch n failed
+	acForget                         // journal the loss of nodes (they stop billing)
+	acRelease                        // release nodes journaled as lost that no gang uses any more
+	acFail                           // journal a failed try of trial (retry: whether it is queued again)
+	acDone                           // journal that trial reached the stage's target
+	acReplace                        // rent replacement nodes
+	acLog                            // say something
+	acWant                           // ask the source for more jobs (free: the gangs that could start now)
+	acRetire                         // release nodes the loop no longer needs (nodes): no gang runs on them
+	acEnd                            // the stage is over: err nil, or why it failed
+	acStopAtReport                   // say when launch n next reports (evReported)
 )
 
 // action is one thing to do.
@@ -183,6 +187,19 @@ type stage struct {
 	// tiers is a hedged stage's (sim.StageAlloc.OnDemand, Proteus' reliability tiers); nil for
 	// one market.
 	tiers *tiers
+
+	// doomed holds the launches training through their node's notice (launch -> node): stopped
+	// once a replacement is up, to relaunch from their checkpoints, unless they end first.
+	doomed map[int]string
+	// moving holds the launches stopped to move off a doomed node: until they end, nothing else
+	// is launched, so that the room they move to stays theirs.
+	moving map[int]bool
+	// stopAtReport holds the doomed launches to stop at their next report, once their
+	// replacement is up: stopped then, they lose no part of an iteration.
+	stopAtReport map[int]bool
+	// restartOnNotice (cluster.spot.on_notice restart) keeps a doomed gang training until its
+	// node goes, in case it gets done: stopped, it would lose the launch's work.
+	restartOnNotice bool
 }
 
 // tiers is what a hedged stage's decisions know beyond an unhedged one's: which of its trials
@@ -210,7 +227,7 @@ func newStage(b, gpt, parallel, keep int, timeScale float64, maxRetries int, job
 	s := &stage{b: b, gpt: gpt, parallel: parallel, keep: keep, timeScale: timeScale, maxRetries: maxRetries,
 		jobs: map[string]job{}, last: last, occupied: map[string]int{}, use: placement.NewOccupancy(), launches: map[int]string{}, started: map[int]bool{}, stopOnStart: map[int]bool{},
 		timedOut: map[int]bool{}, trialNode: map[string][]string{}, draining: map[string]bool{}, retiring: map[string]bool{},
-		more: more, ask: more}
+		doomed: map[int]string{}, moving: map[int]bool{}, stopAtReport: map[int]bool{}, more: more, ask: more}
 	s.add(jobs)
 	return s
 }
@@ -270,6 +287,9 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		delete(s.launches, e.launch)
 		delete(s.started, e.launch)
 		delete(s.timedOut, e.launch)
+		delete(s.doomed, e.launch)
+		delete(s.moving, e.launch)
+		delete(s.stopAtReport, e.launch)
 		out = append(out, s.drain(false)...)
 		out = append(out, s.retire()...)
 		if s.cancelled {
@@ -309,6 +329,21 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		}
 		if s.again {
 			out = append(out, s.replace())
+		}
+		out = append(out, s.moveDoomed()...)
+	case evNotice:
+		if !s.cancelled {
+			out = append(out, s.notice(v, e)...)
+		}
+	case evReported:
+		if t := s.launches[e.launch]; s.stopAtReport[e.launch] && e.o.iter >= s.jobs[t].st.EndIter() {
+			delete(s.stopAtReport, e.launch) // done: it ends by itself
+		}
+		if s.stopAtReport[e.launch] {
+			delete(s.stopAtReport, e.launch)
+			s.moving[e.launch] = true
+			out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: checkpointed on its doomed node: stopping its gang to relaunch it on the replacement\n", s.launches[e.launch])},
+				action{kind: acStop, trial: s.launches[e.launch], launch: e.launch})
 		}
 	case evFault:
 		if fault, ok := infra.Is(e.err); ok {
@@ -390,9 +425,12 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 		retry = interrupts+1 <= maxInterruptions
 	}
 	out = append(out, action{kind: acFail, trial: o.trial, k: k, bracket: b, o: o, cause: e.cause, interrupted: interrupted, retry: retry})
-	if retry && interrupted && s.tiers != nil {
-		// Its relaunch comes first: the standby room is for it, not for a trial not begun.
-		s.tiers.lostNode[o.trial] = true
+	if retry && interrupted {
+		// Its relaunch comes first: the replacement (or the standby room) is for it, not for a
+		// trial not begun, as the model has an interrupted gang go on on its own slot.
+		if s.tiers != nil {
+			s.tiers.lostNode[o.trial] = true
+		}
 		s.queue = append([]string{o.trial}, s.queue...)
 	} else if retry {
 		s.queue = append(s.queue, o.trial)
@@ -419,12 +457,120 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 	return out
 }
 
+// notice acts on node e.node's interruption notice (sim.Spot.Notice): the node is journaled
+// as being interrupted (it bills until released) and takes no new gang; a gang launched there a
+// moment ago is stopped as soon as it starts; the gangs running there train on (doomed) while a
+// replacement is asked for now, and move to it once it is up (moveDoomed), unless they end
+// first or the node goes (then they are relaunched as after any lost node). A hedged stage with
+// free on-demand room for them moves them there at their next checkpoint instead, as after a
+// loss. A node noticed with nothing on it is released now, and replaced only while the stage has
+// work waiting.
+func (s *stage) notice(v stageView, e stageEvent) []action {
+	if !s.holds(e.node) {
+		return nil // not this stage's, or lost already
+	}
+	lost := lostSet{e.node: {why: e.why, held: true}}
+	out := []action{{kind: acForget, lost: lost}}
+	s.draining[e.node] = true
+	delete(s.retiring, e.node)
+	var doomed []string
+	used := false // a gang holds GPUs there: the stage needs a replacement
+	for _, t := range s.sortedOccupied() {
+		n := s.occupied[t]
+		if !onAny(s.last[t], lost) {
+			continue
+		}
+		used = true
+		if !s.started[n] {
+			s.stopOnStart[n] = true
+			continue
+		}
+		doomed = append(doomed, t)
+	}
+	var left []cloud.Node
+	for _, n := range v.nodes() {
+		if n.ID != e.node {
+			left = append(left, n)
+		}
+	}
+	s.refresh(left, lost)
+	if len(doomed) > 0 && s.tiers != nil && s.tiers.moveFirst && s.roomOnDemand(doomed) {
+		for _, t := range doomed {
+			n := s.occupied[t]
+			if !s.restartOnNotice {
+				s.stopAtReport[n] = true
+				out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: its node %s is being interrupted: stopping its gang at its next checkpoint to move it to free on-demand room\n", t, e.node)},
+					action{kind: acStopAtReport, trial: t, launch: n})
+			}
+		}
+		s.tiers.short = true // replaced once a gang finds no room, as after a loss
+		return append(out, s.drain(false)...)
+	}
+	for _, t := range doomed {
+		s.doomed[s.occupied[t]] = e.node
+	}
+	if len(doomed) > 0 {
+		out = append(out, action{kind: acLog, text: fmt.Sprintf("trial(s) %s: node %s is being interrupted (%s): training on until its replacement is up or it goes\n", strings.Join(doomed, ", "), e.node, e.why)})
+	}
+	out = append(out, s.drain(false)...)
+	if used || len(s.queue) > 0 || s.more || len(s.doomed) > 0 {
+		out = append(out, s.restore()...)
+	}
+	return out
+}
+
+// roomOnDemand says whether free on-demand GPUs hold every one of trials' gangs, beside the
+// gangs running (placement.MoveToOnDemand, one after the other).
+func (s *stage) roomOnDemand(trials []string) bool {
+	p := placement.Placement{}
+	for t := range s.occupied {
+		p[t] = s.last[t]
+	}
+	for _, t := range trials {
+		var ok bool
+		if p, ok = placement.MoveToOnDemand(s.nodes, s.tiers.od, p, t, s.gpt); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// moveDoomed stops the gangs training through their node's notice once a replacement is up,
+// the longest doomed first, as many as the free GPUs hold (the others go on until the next
+// replacement, as each node's own replacement does in the model), each at its next report (its
+// checkpoint: stopped between two, it would lose the iteration under way); each is relaunched
+// first (lose), on the room it stopped for. With restartOnNotice they train on until their node
+// goes.
+func (s *stage) moveDoomed() []action {
+	if len(s.doomed) == 0 || s.restartOnNotice {
+		return nil
+	}
+	var out []action
+	for _, n := range slices.Sorted(maps.Keys(s.doomed)) {
+		t := s.launches[n]
+		room := t + "\x00moving"
+		s.use.Release(t, s.last[t]) // it leaves its GPUs on the nodes kept too
+		slots, ok := s.use.Place(placement.Request{Trial: room, GPUs: s.gpt}, nil)
+		s.use.Hold(t, s.last[t])
+		if !ok {
+			break
+		}
+		s.use.Hold(room, slots) // held until every gang that fits is picked
+		defer s.use.Release(room, slots)
+		out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: a replacement for its node %s is up: stopping its gang at its next checkpoint to relaunch it there\n", t, s.doomed[n])},
+			action{kind: acStopAtReport, trial: t, launch: n})
+		s.stopAtReport[n] = true
+		delete(s.doomed, n)
+	}
+	return out
+}
+
 // fill launches queued trials while GPUs allow, then says whether the stage is over.
 func (s *stage) fill(v stageView, out []action) []action {
 	if s.over {
 		return out
 	}
-	for !s.cancelled && len(s.queue) > 0 && len(s.occupied) < s.parallel {
+	for !s.cancelled && len(s.moving) == 0 && len(s.queue) > 0 && len(s.occupied) < s.parallel {
 		id := s.queue[0]
 		slots, placed, moved := s.placeNext(id)
 		if !placed {
@@ -458,6 +604,9 @@ func (s *stage) fill(v stageView, out []action) []action {
 	}
 	if len(s.launches) == 0 && !s.replacing && !s.asking {
 		switch {
+		case len(s.queue) > 0 && !s.cancelled && len(s.nodes)+len(s.retiring) < s.keep:
+			// Nodes noticed idle were not replaced, and a gang lost since needs their room.
+			return append(out, s.restore()...)
 		case len(s.queue) > 0 && !s.cancelled:
 			j := s.jobs[s.queue[0]]
 			return append(out, s.end(fmt.Errorf("run: bracket %d stage %d: a gang of %d GPUs does not fit on %d nodes", s.b, j.k+1, s.gpt, len(s.nodes))))

@@ -79,18 +79,27 @@ func planHedge(t testing.TB, exp *spec.Experiment, name string, evalSamples int)
 	return f
 }
 
-// Issue 25's figures at 5 interruptions an hour, p90 (the deadline 20 minutes): no plan all on
-// spot meets the deadline; the hedged plan does, holds hedged stages, and, on 1,000 fresh
-// draws, still meets it at p90 (P(miss) at most 10%, with 2 points for planning on 100 draws)
-// for at most 0.78 of the best on-demand plan's cost. Issue 25 asks 0.75: the model reaches
-// 0.775 (docs/model.md, "Hedged stages"; planning on 1,000 draws finds the same plan).
+// Issue 25's figures at 5 interruptions an hour, p90 (the deadline 20 minutes), where a notice
+// ends its node's gangs at once (notice 0: no runtime passes it on): no plan all on spot meets
+// the deadline; the hedged plan does, holds hedged stages, and, on 1,000 fresh draws, still meets
+// it at p90 (P(miss) at most 10%, with 5 points for planning on 100 draws) for less than the
+// best on-demand plan's cost. (Issue 25 asked 0.75 of it; the model reached 0.775 while it kept
+// the iteration under way at an interruption. A trainer's checkpoint is an iteration's end, and
+// the first stage's trials are one iteration long: a cut loses the whole launch, and the hedged
+// plan costs 0.92 to 0.95 of the on-demand one.)
+//
+// With EC2's 2-minute notice, trained through (issue 42), the plan the planners find costs at
+// most 0.75 of the on-demand plan's and meets the deadline at p90 on 1,000 fresh draws; it is all
+// on spot: training through the notice takes the replacement's latency off most interruptions.
 func TestHedgedTable2SpotAtFivePerHour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans table2-spot three times and predicts on 1,000 draws")
 	}
 	for _, name := range []string{spec.PlannerGreedy, spec.PlannerOptimal} {
-		t.Run(name, func(t *testing.T) {
-			f := planHedge(t, table2Hedge(t, 5, 0.9), name, 1000)
+		t.Run(name+", notice ends the gangs", func(t *testing.T) {
+			exp := table2Hedge(t, 5, 0.9)
+			exp.Cluster.Spot.Notice = 0
+			f := planHedge(t, exp, name, 1000)
 			if f.spot.Feasible {
 				t.Errorf("a plan all on spot meets the deadline: %v", f.spot.Best.Alloc)
 			}
@@ -100,8 +109,20 @@ func TestHedgedTable2SpotAtFivePerHour(t *testing.T) {
 			ratio := f.hedgedCost / f.onDemandCost
 			t.Logf("%s: hedged %v: $%.2f, P(miss) %.1f%% on 1,000 draws; on demand $%.2f (P(miss) %.1f%%): %.3f of its cost; fastest all-spot p90 %.0f s",
 				name, f.hedged.Best.Alloc, f.hedgedCost, 100*f.hedgedMiss, f.onDemandCost, 100*f.onDemandMiss, ratio, f.spot.Best.JCT)
-			if f.hedgedMiss > 0.12 || ratio > 0.78 {
+			if f.hedgedMiss > 0.15 || ratio >= 1 {
 				t.Errorf("hedged plan: P(miss) %.3f, %.3f of the on-demand plan's cost", f.hedgedMiss, ratio)
+			}
+		})
+		t.Run(name+", trained through", func(t *testing.T) {
+			f := planHedge(t, table2Hedge(t, 5, 0.9), name, 1000)
+			if !f.hedged.Feasible || !f.onDemand.Feasible {
+				t.Fatalf("plan %v (feasible %v), on demand feasible %v", f.hedged.Best.Alloc, f.hedged.Feasible, f.onDemand.Feasible)
+			}
+			ratio := f.hedgedCost / f.onDemandCost
+			t.Logf("%s: %v: $%.2f, P(miss) %.1f%% on 1,000 draws; on demand $%.2f (P(miss) %.1f%%): %.3f of its cost",
+				name, f.hedged.Best.Alloc, f.hedgedCost, 100*f.hedgedMiss, f.onDemandCost, 100*f.onDemandMiss, ratio)
+			if f.hedgedMiss > 0.12 || ratio > 0.75 {
+				t.Errorf("plan: P(miss) %.3f, %.3f of the on-demand plan's cost", f.hedgedMiss, ratio)
 			}
 		})
 	}

@@ -210,6 +210,10 @@ type ashaNode struct {
 	busy     int
 	draining bool // released once its last job ends
 	released bool
+	// doomed says the node had its spot notice (Spot.Notice): it takes no job, and its jobs
+	// train on until its replacement is ready or it goes.
+	doomed   bool
+	replaces int    // the doomed node it replaces, -1: none
 	gpus     []bool // which GPUs run a job, when recording
 }
 
@@ -223,11 +227,13 @@ type ashaLaunch struct {
 	ended                bool    // done, or interrupted
 }
 
-// What an event is: a node ready for jobs, a job done, a node interrupted (spot).
+// What an event is: a node ready for jobs, a job done, a node interrupted (spot: its notice),
+// a doomed node gone (its notice ran out).
 const (
 	ashaReady = iota
 	ashaDone
 	ashaInterrupt
+	ashaGone
 )
 
 type ashaEvent struct {
@@ -329,6 +335,9 @@ func (s *ashaRun) run(start *ASHAStart) {
 		case ashaReady:
 			n.up = !n.released
 			s.index(n)
+			if d := n.replaces; d >= 0 && !s.m.Spot.Restart {
+				s.evict(s.nodes[d]) // its replacement is up: the doomed node's jobs move
+			}
 		case ashaDone:
 			j := &s.jobs[e.job]
 			if j.ended {
@@ -345,10 +354,12 @@ func (s *ashaRun) run(start *ASHAStart) {
 			}
 			s.shrink()
 		case ashaInterrupt:
-			if n.released {
+			if n.released || n.doomed {
 				continue
 			}
 			s.interrupt(e.node)
+		case ashaGone:
+			s.evict(n)
 		}
 		s.fill()
 		if s.ladder.Done() {
@@ -376,7 +387,7 @@ func (s *ashaRun) resumeFrom(start *ASHAStart) {
 		return v
 	})
 	for range start.Nodes {
-		s.addNode(&ashaNode{slow: 1, up: true})
+		s.addNode(&ashaNode{slow: 1, up: true, replaces: -1})
 	}
 	if n := s.m.NodesFor(s.cap()) - start.Nodes; n > 0 {
 		scale := s.m.Scale.Sample(s.r)
@@ -413,7 +424,7 @@ func (s *ashaRun) stop(k int) {
 // INIT_INSTANCE and DATA, a straggler with the model's odds, and interrupted when the spot model
 // draws it.
 func (s *ashaRun) rent(now, scale float64) {
-	n := &ashaNode{running: now + scale, slow: 1}
+	n := &ashaNode{running: now + scale, slow: 1, replaces: -1}
 	n.ready = n.running + s.m.Init.Sample(s.r) + s.m.DataLatency
 	if s.rec != nil {
 		s.rec.Spans = append(s.rec.Spans, Span{Row: len(s.nodes), Start: now, End: n.ready, GPUs: s.m.GPUsPerNode, Provision: true})
@@ -447,12 +458,44 @@ func (s *ashaRun) addNode(n *ashaNode) {
 	}
 }
 
-// interrupt takes node i away now: its jobs go back to be relaunched first (from a checkpoint
-// of what they had trained, or from their rung's start with Restart), and a replacement is
-// rented while the phase holds more nodes than are left.
+// interrupt gives node i its notice: a replacement is rented while the phase holds more nodes
+// than are left, and the node's jobs go back to be relaunched first (from a checkpoint of what
+// they had trained, or from their rung's start with Restart): at once without a notice; with
+// one (Spot.Notice), the node takes no more jobs and its jobs train on until the replacement is
+// ready or the node goes (with Restart: until it goes, in case they get done).
 func (s *ashaRun) interrupt(i int) {
 	s.interruptions++
 	n := s.nodes[i]
+	if notice := s.m.Spot.Notice; notice > 0 {
+		if !n.draining {
+			n.draining = true
+			s.live--
+		}
+		n.doomed = true
+		s.index(n)
+		if n.busy == 0 {
+			s.release(n)
+		} else {
+			s.push(s.now+notice, ashaGone, i, -1)
+		}
+		if s.live < s.m.NodesFor(s.cap()) {
+			s.rent(s.now, s.m.Scale.Sample(s.r))
+			s.nodes[len(s.nodes)-1].replaces = i
+		}
+		return
+	}
+	s.evict(n)
+	if s.live < s.m.NodesFor(s.cap()) {
+		s.rent(s.now, s.m.Scale.Sample(s.r))
+	}
+}
+
+// evict takes node n away now: its jobs go back to be relaunched first, from a checkpoint of
+// what they had trained (from their rung's start with Restart).
+func (s *ashaRun) evict(n *ashaNode) {
+	if n.released {
+		return
+	}
 	for _, k := range slices.Clone(n.jobs) { // oldest first, as a scan of every job met them
 		j := &s.jobs[k]
 		s.stop(k)
@@ -466,9 +509,6 @@ func (s *ashaRun) interrupt(i int) {
 		s.resume = append(s.resume, ashaLaunch{trial: j.trial, bracket: j.bracket, rung: j.rung, work: left})
 	}
 	s.release(n)
-	if s.live < s.m.NodesFor(s.cap()) {
-		s.rent(s.now, s.m.Scale.Sample(s.r))
-	}
 }
 
 // advance moves the clock, counting the GPU time held idle: a node's GPUs count over the whole

@@ -32,10 +32,11 @@ func ashaFingerprint(out ASHAOutcome) uint64 {
 // nodes start and stop, nodes released only when the phase holds fewer) and the ladder's
 // blocked promoted list change no decision: on jobs that exercise each (shrinking phases,
 // brackets, stragglers, spot interruptions with and without checkpoints, scale and init
-// latencies, a re-plan's start) every number is bit for bit what the plain scans gave. The
-// fingerprints were taken from the simulator before it had the indexes (commit add95e9).
+// latencies, a re-plan's start; spot notices that end the jobs at once) every number is bit for
+// bit what the plain scans gave. The fingerprints were taken from the simulator before it had
+// the indexes (commit add95e9).
 func TestASHAGoldenFingerprints(t *testing.T) {
-	const spotCluster = "{gpus_per_node: 4, price_per_hour: 12, scale_latency: {value: 60s}, init_latency: {value: 30s}, max_nodes: 8, market: spot, spot: {price_per_hour: 4, interruptions_per_hour: 2%s}}"
+	const spotCluster = "{gpus_per_node: 4, price_per_hour: 12, scale_latency: {value: 60s}, init_latency: {value: 30s}, max_nodes: 8, market: spot, spot: {price_per_hour: 4, interruptions_per_hour: 2, notice: 0s%s}}"
 	const slowProfile = "{iter_latency: {1: {mean: 10, std: 2}}, startup_latency: {value: 5s}, slow_nodes: {share: 0.2, factor: 2}}"
 	for _, tc := range []struct {
 		name, algorithm, cluster, profile string

@@ -157,6 +157,11 @@ func TestASHAShrinkingSchedule(t *testing.T) {
 //     interruption and is ready 20 s later, so it trains 75 s past a 5 s start-up: rung 1 again
 //     (140-195 s), then rung 2's 300 s as 25 + 75 + 75 + 75 + 50: node 2 runs 120-220, 3 230-330,
 //     4 340-440, 5 450-550, 6 560-640 s. JCT 640 s, 580 node-seconds: $0.580.
+//   - The same, training through a notice of 2 minutes: each node's jobs train on until its
+//     replacement is ready, 30 s after the notice. Rung 1 (105 s) trains 30 s of its 50 on node 1
+//     (to 140 s), the rest on node 2 (140-165 s); rung 2's 300 s as 80 + 105 + 105 + 10: node 2
+//     runs 120-250, 3 230-360, 4 340-470, 5 450-485 s (billed the minute). JCT 485 s, 580
+//     node-seconds: the same cost, 155 s sooner.
 func TestASHAStragglersAndSpotByHand(t *testing.T) {
 	const cluster = "{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}%s}"
 	for _, tc := range []struct {
@@ -164,7 +169,8 @@ func TestASHAStragglersAndSpotByHand(t *testing.T) {
 		jct, cost              float64
 	}{
 		{"stragglers", "", "{iter_latency: {1: {dist: constant, value: 10}}, startup_latency: {value: 5s}, slow_nodes: {share: 1, factor: 2}}", 900, 0.890},
-		{"spot", ", market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}}", ashaProfile, 640, 0.580},
+		{"spot", ", market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}, notice: 0s}", ashaProfile, 640, 0.580},
+		{"spot, through the notice", ", market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}, notice: 2m}", ashaProfile, 485, 0.580},
 	} {
 		m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}", fmt.Sprintf(cluster, tc.cluster), tc.profile)
 		out, err := m.SimulateASHA(cfg, ASHAPlan{GPUs: []int{1}}, 3, 1)
@@ -227,7 +233,7 @@ func TestASHACompact(t *testing.T) {
 // five launches of a 5 s start-up each (325 s of spans), the last ending the job at 640 s.
 func TestScheduleASHA(t *testing.T) {
 	m, cfg := ashaJob(t, "{trials: 5, min_iters: 1, max_iters: 36, eta: 6}",
-		"{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}, market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}}}", ashaProfile)
+		"{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 10s}, init_latency: {value: 20s}, market: spot, spot: {price_per_hour: 3.6, lifetimes: {dist: constant, value: 100}, notice: 0s}}", ashaProfile)
 	sc, err := m.ScheduleASHA(cfg, ASHAPlan{GPUs: []int{1}}, 1)
 	if err != nil {
 		t.Fatal(err)

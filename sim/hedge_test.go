@@ -13,7 +13,7 @@ import (
 // $3.60/h ($0.001/s), spot at $1.80/h ($0.0005/s) whose instances live exactly %s (from the
 // stage's start; a replacement's from the end of its SCALE), SCALE 20 s and INIT_INSTANCE 10 s
 // (a replacement takes R = 30 s), no minimum charge.
-const hedgeByHandCluster = "{gpus_per_node: 1, price_per_hour: 3.6, markets: [on-demand, spot], spot: {price_per_hour: 1.8, lifetimes: {value: %s}}," +
+const hedgeByHandCluster = "{gpus_per_node: 1, price_per_hour: 3.6, markets: [on-demand, spot], spot: {price_per_hour: 1.8, lifetimes: {value: %s}, notice: 0s}," +
 	" scale_latency: {value: 20s}, init_latency: {value: 10s}, billing: {minimum: 0s}}"
 
 // hedgeByHand simulates one stage on a hedged allocation (GPUs, nodes and on-demand nodes, on
@@ -224,5 +224,22 @@ func TestHedgeBreakdownAddsUpPerSample(t *testing.T) {
 				t.Error("no interruption in any sample: the test tests nothing")
 			}
 		})
+	}
+}
+
+// A hedged stage trains through the notice where no on-demand room is free
+// (TestHedgeMoveToOnDemandByHand's stage with a notice of 5 s). The spot node's notice comes at
+// 20 s, the on-demand slot busy until 31 s: the replacement is asked for at once, and trial 1
+// trains on until its node goes at 25 s, then relaunches on the replacement at 50 s: 1 s of
+// start-up and the 6 iterations left, done at 57 s (the replacement lives to 60 s): JCT 87 s,
+// one interruption. Billed: 67 s on demand; on spot 20-55 s and the replacement 70-87 s (52 s).
+func TestHedgeTrainThroughByHand(t *testing.T) {
+	s := job(t, "{stages: [{trials: 2, iters: 30}]}", strings.Replace(fmt.Sprintf(hedgeByHandCluster, "20s"), "notice: 0s", "notice: 5s", 1), spotByHandProfile, 4, 1)
+	res, err := s.Simulate(Alloc{{{GPUs: 2, Nodes: 2, OnDemand: 1, Market: "spot"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Brackets[0].Stages[0]; res.JCT.Mean != 87 || math.Abs(res.Cost.Mean-(0.067+0.026)) > 1e-12 || st.Interruptions != 1 {
+		t.Errorf("JCT %v s, cost $%v, %v interruptions; by hand 87 s, $0.093, 1", res.JCT.Mean, res.Cost.Mean, st.Interruptions)
 	}
 }

@@ -64,6 +64,7 @@ type Offer struct {
 	// restart is cluster.spot.on_notice restart, kept for a spot offer whose spec names no
 	// interruptions (Spot nil) until a run sees some (Posterior).
 	restart bool
+	notice  float64 // cluster.spot.notice (seconds), kept alike
 
 	points []int        // measured GPU counts, ascending
 	iter   map[int]Dist // iteration latency at each measured count
@@ -132,8 +133,9 @@ func newOffer(c spec.Cluster, so spec.Offer) (*Offer, error) {
 	}
 	o.Contention = float64(prof.StartupContention)
 	o.restart = so.Market == spec.MarketSpot && c.Spot.OnNotice == spec.OnNoticeRestart
+	o.notice = c.Spot.Notice.D().Seconds()
 	if sp := c.Spot; so.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {
-		o.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart}
+		o.Spot = &Spot{Rate: sp.InterruptionsPerHour / 3600, Restart: sp.OnNotice == spec.OnNoticeRestart, Notice: sp.Notice.D().Seconds()}
 		if sp.Lifetimes != nil {
 			if o.Spot.Lifetimes, err = NewDist(*sp.Lifetimes); err != nil {
 				return nil, fmt.Errorf("cluster.spot.lifetimes: %w", err)

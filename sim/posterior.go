@@ -127,7 +127,7 @@ func (m *Model) Posterior(ev Evidence) *Model {
 		if obs := ev.Interruptions[i]; obs.N > 0 && o.Market == spec.MarketSpot {
 			prior := o.Spot
 			if prior == nil { // the spec names no interruptions: a rate of 0 until some are seen
-				prior = &Spot{Restart: o.restart}
+				prior = &Spot{Restart: o.restart, Notice: o.notice}
 			}
 			if c.Spot = prior.moved(obs); c.Spot.Rate == 0 && c.Spot.Lifetimes == nil {
 				c.Spot = o.Spot

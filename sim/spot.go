@@ -17,10 +17,22 @@ import (
 // ended is found lost by the next gang launched there: later in the stage (a replacement still
 // starting), or at the next stage's start if that stage keeps it (then its first gangs wait for
 // a replacement); one the next stage releases delays nothing.
+//
+// With a Notice, the executor hears of an interruption when it is given (the runtimes pass a
+// node's notice on) and trains through it: the replacement is asked for at the notice, the doomed
+// node takes no new gang, and its gangs train on until the replacement is up or the node goes,
+// whichever comes first, then relaunch from their checkpoints (on the replacement, or at once on
+// free on-demand room in a hedged stage); a gang that ends within that time is not relaunched.
+// The doomed node bills until its gangs stop. A node noticed with no gang running but one to come
+// is replaced at once, the coming gang waiting only for what is left of the replacement's latency.
+// Without one (0) the notice ends the node's gangs at once.
 type Spot struct {
 	Rate      float64 // interruptions per node-second; 0 when Lifetimes is set
 	Lifetimes Dist    // a node's time to its interruption; nil when Rate is used
 	Restart   bool    // an interrupted launch loses its work (no checkpoint within the notice)
+	// Notice is how long (seconds) a node runs on after its interruption notice
+	// (cluster.spot.notice: EC2's 120, GCP's and Azure's 30); 0: the notice ends its gangs.
+	Notice float64
 }
 
 // maxInterruptions bounds the interruptions drawn for one sample of a stage: past it the
@@ -111,6 +123,7 @@ type spotLayout struct {
 	// A relaunch's start and start-up, by TRAIN node: set in this call of interrupt where
 	// relaunched is gen.
 	began, startup []float64
+	iter           []float64 // a relaunched TRAIN node's iteration time (iterTime)
 	relaunched     []uint32
 	gen            uint32
 	first, next    []float64 // when each node is first interrupted (firstInterruptions); next
@@ -133,7 +146,7 @@ type spotLayout struct {
 // spot ones, as many as there are on-demand nodes to spare; a gang's worth of standby room
 // counts as an empty on-demand slot.
 func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
-	l := &spotLayout{onNode: make([][]int, nodes), onDemand: onDemand, began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)),
+	l := &spotLayout{onNode: make([][]int, nodes), onDemand: onDemand, began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)), iter: make([]float64, len(g.Nodes)),
 		relaunched: make([]uint32, len(g.Nodes)), first: make([]float64, nodes), next: make([]float64, nodes)}
 	for i, n := range g.Nodes {
 		if n.Kind != Train {
@@ -179,6 +192,29 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
 		l.goneAt = make([]float64, nodes)
 	}
 	return l
+}
+
+// iterTime is TRAIN node i's iteration time: its training (work seconds, after the start-up)
+// over its iterations, as its first launch has it (a relaunch trains the rest at that pace).
+func (l *spotLayout) iterTime(g *DAG, i int, work float64) float64 {
+	if l.relaunched[i] == l.gen {
+		return l.iter[i]
+	}
+	l.iter[i] = work / float64(max(g.Nodes[i].Iters, 1))
+	return l.iter[i]
+}
+
+// boundary is the checkpoint (an iteration's end) of a launch that trains from `from` at one
+// iteration every it seconds: the first at or after t (up), else the last at or before it.
+func (l *spotLayout) boundary(from, it, t float64, up bool) float64 {
+	if it <= 0 || t <= from {
+		return max(t, from)
+	}
+	k := (t - from) / it
+	if up {
+		return from + math.Ceil(k-1e-9)*it
+	}
+	return from + math.Floor(k+1e-9)*it
 }
 
 // firstInterruptions draws, for one sample of a stage, when each of its nodes is first
@@ -261,6 +297,8 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 		next[lost] = 0
 	}
 	out := interruptions{calm: end}
+	foundLost := lost        // gone already: its gangs cannot train on
+	var releasedAt []float64 // when nodes noticed idle were released
 	for out.count < maxInterruptions {
 		n := 0
 		for i := range next {
@@ -274,7 +312,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 		}
 		// The executor learns of the loss from a gang on the node: one running now, else the
 		// next one launched there (a replacement still starting); with none left in the stage
-		// the node is lost idle, for the next stage to find.
+		// the node is lost idle, for the next stage to find. With a notice it learns at once.
 		running, wake := false, math.Inf(1)
 		for _, j := range onNode[n] {
 			for _, i := range slots[j] {
@@ -288,11 +326,47 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				}
 			}
 		}
+		notice := m.Spot.Notice
 		if !running {
-			if math.IsInf(wake, 1) && n < idleBits {
-				out.idle |= 1 << n
+			switch {
+			case notice > 0 && math.IsInf(wake, 1):
+				// Noticed idle: released now, billed no more to the SYNC (unless its gangs moved
+				// away already: gone since then).
+				if n < idleBits {
+					out.idle |= 1 << n
+				}
+				if l.goneAt == nil || math.IsNaN(l.goneAt[n]) {
+					releasedAt = append(releasedAt, t)
+				}
+				next[n] = math.Inf(1)
+			case notice > 0 && l.chains == nil:
+				// Noticed before its next gang: replaced now, the gang waiting only for what is
+				// left of the replacement's latency.
+				scale := m.Scale.Sample(r)
+				ready := t + scale + m.Init.Sample(r) + m.DataLatency
+				for _, j := range onNode[n] {
+					for c, i := range slots[j] {
+						if b := began(i); t < b {
+							if shift := ready - b; shift > 0 {
+								for _, k := range slots[j][c:] {
+									finish[k] += shift
+									end = max(end, finish[k])
+								}
+								l.began[i], l.startup[i], l.relaunched[i] = ready, startup(i), l.gen
+							}
+							break
+						}
+					}
+				}
+				out.count++
+				out.unbilled += scale
+				next[n] = t + scale + m.Spot.UntilInterrupted(r)
+			default:
+				if math.IsInf(wake, 1) && n < idleBits {
+					out.idle |= 1 << n
+				}
+				next[n] = wake
 			}
-			next[n] = wake
 			continue
 		}
 		// The replacement's latency, drawn when a gang first waits for it (an unhedged stage
@@ -302,15 +376,19 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			scale = m.Scale.Sample(r)
 			replace, replaced = scale+m.Init.Sample(r)+m.DataLatency, true
 		}
+		held := 0.0 // how long past the notice the doomed node bills: until its gangs stopped
 		for _, j := range onNode[n] {
 			for c, i := range slots[j] {
 				b := began(i)
 				if t < b || t >= finish[i] {
 					continue
 				}
-				// The relaunch starts up again, then trains what is left: all of the launch's
-				// work with Restart (the checkpoint is the one it began from), else what it had
-				// not done (a start-up cut short is done again whole).
+				// The gang trains on through the notice until its room is there (free on-demand
+				// room at once, else the replacement) or the node goes; then it relaunches: it
+				// starts up again and trains what is left, all of the launch's work with Restart
+				// (the checkpoint is the one it began from; it trains to the node's end, in case
+				// it gets done), else what it had not done since its last checkpoint (a start-up
+				// cut short is done again whole).
 				to, wait := j, 0.0
 				if od := freeSlot(t); od >= 0 {
 					to = od
@@ -321,21 +399,52 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 					}
 					wait = replace
 				}
-				s := m.LaunchSample(r)
-				trained := max(0, t-b-startup(i))
-				left := finish[i] - max(t, b+startup(i))
-				if m.Spot.Restart {
-					left += trained
+				// The gang stops at its first checkpoint (an iteration's end) once its room is
+				// there, if that comes before the node goes; else the node takes it, and the
+				// iteration under way is lost. A node found lost at the stage's start is gone.
+				goes := t
+				if notice > 0 && n != foundLost {
+					goes = t + notice
 				}
-				shift := t + wait + s + left - finish[i]
-				added := s + left - (finish[i] - t) // launch time: what per-function billing charges
+				b, su := began(i), startup(i)
+				it := l.iterTime(g, i, latency[i]-su)
+				stopAt := l.boundary(b+su, it, max(t+wait, b+su), true)
+				if m.Spot.Restart || stopAt >= goes {
+					stopAt = goes
+				}
+				if finish[i] <= max(stopAt, t) {
+					// Done on the doomed node: the slot's later trials go on where it goes.
+					held = max(held, finish[i]-t)
+					if later := slots[j][c+1:]; len(later) > 0 {
+						if to != j {
+							slots[to] = append(slots[to], later...)
+							slots[j] = slots[j][:c+1]
+						} else if shift := t + wait - finish[i]; shift > 0 {
+							for _, k := range later {
+								finish[k] += shift
+								end = max(end, finish[k])
+							}
+						}
+					}
+					break
+				}
+				held = max(held, stopAt-t)
+				s := m.LaunchSample(r)
+				from := l.boundary(b+su, it, stopAt, false) // trained to its last checkpoint
+				left := finish[i] - max(from, b+su)
+				if m.Spot.Restart {
+					left = finish[i] - (b + su)
+				}
+				relaunch := max(stopAt, t+wait)
+				shift := relaunch + s + left - finish[i]
+				added := s + left - (finish[i] - stopAt) // launch time: what per-function billing charges
 				latency[i] += added
 				out.gpuSeconds += float64(g.Nodes[i].GPUs) * added
 				for _, k := range slots[j][c:] { // the later ones begin as they end: shift alike
 					finish[k] += shift
 					end = max(end, finish[k])
 				}
-				l.began[i], l.startup[i], l.relaunched[i] = t+wait, s, l.gen
+				l.began[i], l.startup[i], l.relaunched[i] = relaunch, s, l.gen
 				if to != j { // the gang and the slot's later trials move to the on-demand slot
 					slots[to] = append(slots[to], slots[j][c:]...)
 					slots[j] = slots[j][:c]
@@ -344,11 +453,12 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			}
 		}
 		if !replaced {
-			// Every gang it ran moved: the node is not replaced, nor billed from now on (found
-			// lost at once). Taken again at once, it is found lost by the next gang launched
-			// there, or lost idle.
+			// Every gang it ran moved (or got done on it): the node is not replaced, nor billed
+			// from the moment its gangs stopped (found lost then). Taken again then, it is found
+			// lost by the next gang launched there, or lost idle.
 			out.moved++
-			l.goneAt[n] = t
+			l.goneAt[n] = t + held
+			next[n] = t + held // looked at again once its gangs left it
 			continue
 		}
 		if l.goneAt != nil && !math.IsNaN(l.goneAt[n]) { // gone since then, replaced now
@@ -356,10 +466,19 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			l.goneAt[n] = math.NaN()
 		}
 		out.count++
-		out.unbilled += scale
+		out.unbilled += scale - held
+		// The stage waits for the replacement asked for, even when the gangs it was for got
+		// done on the doomed node (the executor's stage ends once its requests are answered).
+		end = max(end, t+replace)
+		if n == foundLost {
+			foundLost = -1
+		}
 		// The replacement can be interrupted from the end of its SCALE on: before it is ready,
 		// its first gang finds it lost.
 		next[n] = t + scale + m.Spot.UntilInterrupted(r)
+	}
+	for _, at := range releasedAt {
+		out.unbilled += end - at
 	}
 	for _, at := range l.goneAt { // gone until the SYNC
 		if !math.IsNaN(at) && end > at {

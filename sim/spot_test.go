@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +22,7 @@ func TestSpotInterruptionsWorkedByHand(t *testing.T) {
 		lambda, S, W, R, scale, init, first = 0.01, 10.0, 100.0, 30.0, 20.0, 10.0, 30.0
 		samples                             = 40000
 	)
-	cluster := "{gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, interruptions_per_hour: 36, on_notice: %s}," +
+	cluster := "{gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, interruptions_per_hour: 36, on_notice: %s, notice: 0s}," +
 		" scale_latency: {value: 20s}, init_latency: {value: 10s}, billing: {minimum: 0s}}"
 	profile := "{iter_latency: {1: {dist: constant, value: 1}}, startup_latency: {value: 10s}}"
 	q := math.Exp(-lambda * init)
@@ -34,10 +35,11 @@ func TestSpotInterruptionsWorkedByHand(t *testing.T) {
 	restartT := (1/lambda+D)*math.Expm1(lambda*(S+W)) + lostFirst*D
 	// Checkpointing within the notice: a start-up is redone whole when cut (a restart of
 	// length S, A = (1/λ + D)(e^{λS} - 1) on average with e^{λS} - 1 interruptions); the work is
-	// cut λW times on average, each costing D and a start-up again.
+	// cut λW times on average, each costing D, a start-up again and the iteration under way
+	// (the checkpoint is the last iteration's end): half of one, 0.5 s, on average.
 	a := (1/lambda + D) * math.Expm1(lambda*S)
 	checkpointK := (math.Expm1(lambda*S)*(1+lambda*W)+lambda*W)/q + lostFirst/q
-	checkpointT := a + W + lambda*W*(D+a) + lostFirst*D
+	checkpointT := a + W + lambda*W*(D+a+0.5) + lostFirst*D
 	for _, tc := range []struct {
 		onNotice string
 		jct, k   float64
@@ -76,7 +78,7 @@ func TestSpotOnlyWhereAsked(t *testing.T) {
 	base := "{gpus_per_node: 1, price_per_hour: 3.6, scale_latency: {value: 20s}, init_latency: {value: 10s}%s}"
 	plain := job(t, "{stages: [{trials: 2, iters: 100}]}", fmt.Sprintf(base, ""), profile, 2000, 3)
 	rate0 := job(t, "{stages: [{trials: 2, iters: 100}]}", fmt.Sprintf(base, ", market: spot, spot: {price_per_hour: 3.6}"), profile, 2000, 3)
-	spot := job(t, "{stages: [{trials: 2, iters: 100}]}", fmt.Sprintf(base, ", market: spot, spot: {price_per_hour: 3.6, interruptions_per_hour: 36}"), profile, 2000, 3)
+	spot := job(t, "{stages: [{trials: 2, iters: 100}]}", fmt.Sprintf(base, ", market: spot, spot: {price_per_hour: 3.6, interruptions_per_hour: 36, notice: 0s}"), profile, 2000, 3)
 	alloc := [][]int{{2}}
 	p, _ := plain.Simulate(plain.Model().Elastic(alloc))
 	z, _ := rate0.Simulate(rate0.Model().Elastic(alloc))
@@ -117,7 +119,7 @@ func TestSlowNodesBarrierWorkedByHand(t *testing.T) {
 // instances that live exactly 20 s (lifetimes: constant; a node's starts afresh with each stage,
 // a new node's at the end of its SCALE), a start-up of 1 s and iterations of 1 s.
 const (
-	spotByHandCluster = "{gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, lifetimes: {value: %s}}," +
+	spotByHandCluster = "{gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, lifetimes: {value: %s}, notice: 0s}," +
 		" scale_latency: {value: 20s}, init_latency: {value: 10s}, billing: {minimum: 0s}}"
 	spotByHandProfile = "{iter_latency: {1: {dist: constant, value: 1}}, startup_latency: {value: 1s}}"
 )
@@ -210,5 +212,66 @@ func TestSpotRateZeroChangesNothing(t *testing.T) {
 				t.Errorf("%s, %s: spot at rate 0 predicts %+v, on-demand %+v", c.name, name, got.Brackets, want.Brackets)
 			}
 		}
+	}
+}
+
+// Training through the notice, worked out by hand on spotByHand's cluster (a replacement takes
+// R = 30 s, SCALE 20 s of it) with a notice. One trial of 50 iterations on one node, ready at
+// 30 s (billed from 20 s): its gang would be done at 51 s from the stage's start; the node's
+// life ends at 20 s, and the replacement is asked for then, ready at 50 s.
+//
+//   - notice 40 s: the gang trains on until the replacement is up (50 s), then relaunches
+//     there: 1 s of start-up and the 1 iteration left, done at 52 s: JCT 82 s. The doomed node
+//     bills until its gang stopped (20 s to 80 s), the replacement from the end of its SCALE
+//     (70 s to 82 s): 72 s. Without the notice the gang would have stopped at 20 s and been
+//     done at 50 + 1 + 31 = 82 s from the stage's start (JCT 112 s).
+//   - notice 5 s, lives of 30 s: the node goes at 35 s, the gang with it (its checkpoint saved);
+//     relaunched on the replacement (asked for at 30 s) at 60 s: 1 + 16 s, done at 77 s: JCT
+//     107 s; billed 20-65 s and 80-107 s.
+//   - 15 iterations, lives of 10 s, notice 40 s: the gang is done at 16 s on the doomed node,
+//     before its replacement is up, which the stage still waits for (40 s): JCT 70 s; billed
+//     20-46 s and 60-70 s.
+func TestTrainThroughTheNoticeByHand(t *testing.T) {
+	for _, tc := range []struct {
+		name, life, notice, stages string
+		jct, billed                float64
+	}{
+		{"replacement first", "20s", "40s", "[{trials: 1, iters: 50}]", 82, 72},
+		{"node goes first", "30s", "5s", "[{trials: 1, iters: 50}]", 107, 72},
+		{"done within the notice", "10s", "40s", "[{trials: 1, iters: 15}]", 70, 36},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := job(t, "{stages: "+tc.stages+"}", strings.Replace(fmt.Sprintf(spotByHandCluster, tc.life), "notice: 0s", "notice: "+tc.notice, 1), spotByHandProfile, 4, 1)
+			res, err := s.Simulate(s.Model().Elastic([][]int{{1}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := res.Brackets[0].Stages[0]
+			if res.JCT.Mean != tc.jct || res.JCT.Std != 0 || math.Abs(res.Cost.Mean-tc.billed*0.001) > 1e-12 || st.Interruptions != 1 {
+				t.Errorf("JCT %v s (std %v), cost $%v, %v interruptions; by hand %v s, $%v, 1", res.JCT.Mean, res.JCT.Std, res.Cost.Mean, st.Interruptions, tc.jct, tc.billed*0.001)
+			}
+		})
+	}
+}
+
+// A node noticed idle is released at its notice (TestSpotLostIdleByHand's "kept" stages with a
+// notice of 40 s). Stage 1: at 20 s both nodes' lives end. Node 0's second gang (12-24 s) trains
+// on and is done at 24 s on the doomed node; its replacement, asked for at 20 s, is up at 50 s,
+// when the stage ends (80 s). Node 1, idle, goes at 20 s. Stage 2 finds node 1 lost at its start
+// and waits for a replacement: 30 + 6 s, JCT 116 s; node 0's replacement, idle since 86 s, is
+// noticed at 100 s (its life starts again with the stage) and released. Billed: node 0 20-54 s,
+// its replacement 70-100 s, node 1 20-50 s, its replacement 100-116 s: 110 s at $0.001.
+func TestNoticedIdleByHand(t *testing.T) {
+	s := job(t, "{stages: [{trials: 3, iters: 11}, {trials: 2, iters: 5}]}", strings.Replace(fmt.Sprintf(spotByHandCluster, "20s"), "notice: 0s", "notice: 40s", 1), spotByHandProfile, 4, 1)
+	res, err := s.Simulate(s.Model().Elastic([][]int{{2, 2}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, st := range res.Brackets[0].Stages {
+		got = append(got, st.Interruptions)
+	}
+	if res.JCT.Mean != 116 || math.Abs(res.Cost.Mean-0.110) > 1e-12 || fmt.Sprint(got) != "[1 1]" {
+		t.Errorf("JCT %v s, cost $%v, interruptions %v; by hand 116 s, $0.110, [1 1]", res.JCT.Mean, res.Cost.Mean, got)
 	}
 }

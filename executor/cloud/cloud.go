@@ -121,3 +121,10 @@ type Provider interface {
 	// List returns the nodes held now.
 	List(ctx context.Context) ([]Node, error)
 }
+
+// Notice is a node's interruption notice (a spot instance's): the node goes Notice later
+// (cluster.spot.notice), and its gangs with it, their checkpoints saved.
+type Notice struct {
+	Node   string
+	Reason string // what the provider said, for the log and the journal
+}

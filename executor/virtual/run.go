@@ -18,6 +18,9 @@ import (
 	"github.com/rubberband-hpo/rubberband/trial/builtin/objective"
 )
 
+// The world's providers pass spot notices on: the executor trains through them.
+var _ executor.Noticer = (*Provider)(nil)
+
 // Config is one run in virtual time.
 type Config struct {
 	Experiment *spec.Experiment

@@ -70,6 +70,8 @@ type World struct {
 	// burst counts the launches at one moment: each queues behind those before it
 	// (profile.startup_contention), as the model has it.
 	burst sim.Burst[time.Time]
+	// notices holds each driver's queue of spot notices (by epoch), once it listens.
+	notices map[int]*clock.Queue[cloud.Notice]
 }
 
 // node is one rented machine.
@@ -109,7 +111,7 @@ func NewWorld(c *clock.Sim, exp *spec.Experiment, seed int64, faults *Faults) (*
 	w := &World{clk: c, exp: exp, model: m, seed: uint64(seed), notice: exp.Cluster.Spot.Notice.D(), faults: faults,
 		nodes: map[string]*node{}, rented: map[string]*node{}, tokens: map[string]*request{}, gangs: map[int]*worldGang{}, gangsOf: map[gangKey]int{}, tries: map[string]int{},
 		kept: map[string]trial.Report{}, injected: map[string]bool{}, severed: map[int]bool{}, trained: map[string]int{},
-		params: map[string]string{}}
+		params: map[string]string{}, notices: map[int]*clock.Queue[cloud.Notice]{}}
 	env := func(k string) string { return exp.Trainer.Env[k] }
 	w.slowdown, w.slowFrom = synthetic.SlowdownFrom(env)
 	if w.bench, err = synthetic.Objective(env); err != nil {
@@ -158,6 +160,24 @@ type Provider struct {
 }
 
 var _ cloud.Provider = (*Provider)(nil)
+
+// NextNotice is the next spot notice the world gives one of its nodes from the first call on
+// (executor.Noticer), while the spec's notice is above 0; a driver cut off hears of none.
+func (p *Provider) NextNotice(ctx context.Context) (cloud.Notice, error) {
+	w := p.w
+	w.mu.Lock()
+	q := w.notices[p.epoch]
+	if q == nil && !w.severed[p.epoch] {
+		q = clock.NewQueue[cloud.Notice](w.clk)
+		w.notices[p.epoch] = q
+	}
+	w.mu.Unlock()
+	if q == nil {
+		<-ctx.Done()
+		return cloud.Notice{}, ErrSevered
+	}
+	return q.Get(ctx)
+}
 
 // offerFor is the model's offer a request asks for (empty fields: the cluster's own).
 func (w *World) offerFor(req cloud.Request) (*sim.Offer, error) {
@@ -292,9 +312,11 @@ func (w *World) runningLocked(n *node) {
 	}
 }
 
-// Interrupt gives node id its notice, as the spot market does when the model draws it: the
-// gangs on it are stopped (their checkpoints saved, unless the spec's on_notice is restart) and
-// end interrupted; the node is gone a notice later unless the driver released it first.
+// Interrupt gives node id its notice, as the spot market does when the model draws it; the node
+// is gone a notice later unless the driver released it first. The drivers listening
+// (NextNotice) hear of it at once, and the gangs on it train on until the node goes, then end
+// interrupted, their checkpoints saved (unless the spec's on_notice is restart). With a notice of
+// 0 the gangs end at once.
 func (w *World) Interrupt(id, why string) { w.interrupt(id, why) }
 
 func (w *World) interrupt(id, why string) {
@@ -309,13 +331,23 @@ func (w *World) interrupt(id, why string) {
 	}
 	n.notice = why
 	save := w.exp.Cluster.Spot.OnNotice != spec.OnNoticeRestart
-	for _, gid := range w.gangsOn(n) {
-		g := w.gangs[gid]
-		w.end(g, &interrupted{node: id, why: why}, save)
+	stop := func() {
+		for _, gid := range w.gangsOn(n) {
+			w.end(w.gangs[gid], &interrupted{node: id, why: why}, save)
+		}
+	}
+	if w.notice <= 0 {
+		stop()
+	}
+	for epoch, q := range w.notices {
+		if !w.severed[epoch] {
+			q.Put(cloud.Notice{Node: id, Reason: why})
+		}
 	}
 	n.timers = append(n.timers, w.clk.AfterFunc(w.notice, func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
+		stop()
 		w.takeAway(id, "interrupted: its notice ran out")
 	}))
 }

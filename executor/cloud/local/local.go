@@ -36,6 +36,8 @@ type Provider struct {
 	rng    *rand.Rand
 	state  state
 	timers map[string]clock.Timer // pending emulated interruptions, by node
+	// notices are the emulated spot notices given, for the driver (NextNotice).
+	notices *clock.Queue[cloud.Notice]
 }
 
 type state struct {
@@ -102,6 +104,7 @@ func New(cfg Config) (*Provider, error) {
 	own := Kind{Offer: cfg.Offer, GPUsPerNode: cfg.GPUsPerNode, Scale: cfg.Scale, Init: cfg.Init, Data: cfg.Data, Slow: cfg.Slow}
 	p := &Provider{clk: clock.Or(cfg.Clock), file: cfg.StateFile, kinds: append([]Kind{own}, cfg.More...), timeScale: cfg.TimeScale,
 		rng: cfg.Rand, state: state{Nodes: map[string]cloud.Node{}}, spot: cfg.Spot}
+	p.notices = clock.NewQueue[cloud.Notice](p.clk)
 	b, err := os.ReadFile(cfg.StateFile)
 	if err == nil {
 		if err := json.Unmarshal(b, &p.state); err != nil {

@@ -96,19 +96,32 @@ func TestEmulatedSpotInterruptions(t *testing.T) {
 		node string
 		at   time.Time
 	}
+	var stops, passed []notice // when the nodes' gangs were stopped; the notices NextNotice passed on
 	run := func(market cloud.Market, seed uint64, wait time.Duration) (notices []notice, nodes []cloud.Node, p *Provider) {
 		s := clock.NewSim(epoch)
 		cfg := config(t, s)
 		cfg.Offer.Market = market
 		// 60 s on average (0.6 s at this time scale), a notice of 20 s (0.2 s).
 		cfg.Spot = &SpotEmulation{Model: &sim.Spot{Rate: 1.0 / 60}, Notice: 20 * time.Second, Seed: seed,
-			Notify: func(node, _ string) { notices = append(notices, notice{node, s.Now()}) }}
+			Notify: func(node, _ string) { notices = append(notices, notice{node, s.Now()}) },
+			Stop:   func(node, _ string) { stops = append(stops, notice{node, s.Now()}) }}
 		p, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close() })
 		within(t, s, func(ctx context.Context) {
+			listen, stop := context.WithCancel(ctx)
+			defer stop()
+			s.Go("notices", func() {
+				for {
+					n, err := p.NextNotice(listen)
+					if err != nil {
+						return
+					}
+					passed = append(passed, notice{n.Node, s.Now()})
+				}
+			})
 			var err error
 			if nodes, err = p.Create(ctx, cloud.Request{Count: 3}); err != nil {
 				t.Fatal(err)
@@ -131,6 +144,13 @@ func TestEmulatedSpotInterruptions(t *testing.T) {
 	}
 	if held, _ := p.List(t.Context()); len(held) != 0 {
 		t.Fatalf("nodes %v still held a notice after their interruption", held)
+	}
+	// The driver hears of each notice as it is given (NextNotice), and the node's gangs are
+	// stopped when it goes, a notice (0.2 s here) later: they train through it.
+	for i, n := range notices {
+		if i >= len(passed) || passed[i] != n || i >= len(stops) || stops[i].node != n.node || stops[i].at.Sub(n.at) != 200*time.Millisecond {
+			t.Fatalf("notices %v, passed on %v, gangs stopped %v: want each passed on at once and its gangs stopped 0.2 s later", notices, passed, stops)
+		}
 	}
 	// The same seed draws the same lives: the nodes are interrupted in the same order.
 	again, _, _ := run(cloud.Spot, 7, 8*time.Second)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,10 +13,11 @@ import (
 )
 
 // SpotEmulation interrupts the provider's spot nodes as EC2 would, for runs and tests on one
-// machine: each node lives as long as the simulator's spot model draws (spec seconds); then
-// Notify hears of it (the runtime sends the node's workers SIGTERM, as the on-node wrapper does
-// on EC2's notice), and Notice spec time later the node is gone (List no longer has it), unless
-// the driver released it first.
+// machine: each node lives as long as the simulator's spot model draws (spec seconds); then its
+// notice is given (Notify hears of it, and NextNotice hands it to the driver), and Notice spec
+// time later the node goes: Stop ends its gangs, saving (the runtime sends its workers SIGTERM,
+// as the on-node wrapper does when EC2 takes the instance), and List no longer has it, unless the
+// driver released it first. With a Notice of 0 the notice stops the gangs at once.
 type SpotEmulation struct {
 	Model  *sim.Spot     // the interruption rate or lifetimes, as the plan was made with
 	Notice time.Duration // spec time from the notice to the node's end
@@ -24,6 +26,13 @@ type SpotEmulation struct {
 	Seed uint64
 	// Notify is told of each notice: the node and what the notice says.
 	Notify func(node, notice string)
+	// Stop ends the gangs on a node that goes, their checkpoints saved.
+	Stop func(node, why string)
+}
+
+// NextNotice is the next emulated spot notice (executor.Noticer).
+func (p *Provider) NextNotice(ctx context.Context) (cloud.Notice, error) {
+	return p.notices.Get(ctx)
 }
 
 // watchSpot schedules node n's interruption, when the provider emulates them. Callers hold p.mu.
@@ -51,9 +60,28 @@ func (p *Provider) watchSpot(n cloud.Node, index int) {
 		if sp.Notify != nil {
 			sp.Notify(n.ID, notice)
 		}
+		stop := func() {
+			if sp.Stop != nil {
+				sp.Stop(n.ID, notice)
+			}
+		}
+		if sp.Notice <= 0 {
+			stop()
+		} else {
+			p.notices.Put(cloud.Notice{Node: n.ID, Reason: notice})
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.timers[n.ID] = p.clk.AfterFunc(time.Duration(float64(sp.Notice)*p.timeScale), func() {
+			p.mu.Lock()
+			_, held := p.state.Nodes[n.ID]
+			p.mu.Unlock()
+			if !held {
+				return
+			}
+			if sp.Notice > 0 {
+				stop() // its gangs go with it, saving
+			}
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if _, held := p.state.Nodes[n.ID]; held {

@@ -1,6 +1,7 @@
 package paperspec
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,9 @@ import (
 // HedgedTable2 writes, into dir, the paper's Table 2 job (examples/paper/table2-spot.yaml under
 // root, the repository's top) on spot and on-demand nodes, spot interrupted 5 times a node-hour,
 // planned at deadline quantile q (cluster.hedge: the planner may split a stage's nodes between
-// the markets), and returns its path. It fails when the example no longer says what it changes.
-func HedgedTable2(root, dir string, q float64) (string, error) {
+// the markets), with the spot notice given ("": the example's, EC2's 2 minutes), and returns its
+// path. It fails when the example no longer says what it changes.
+func HedgedTable2(root, dir string, q float64, notice string) (string, error) {
 	src, err := os.ReadFile(filepath.Join(root, "examples/paper/table2-spot.yaml"))
 	if err != nil {
 		return "", err
@@ -26,6 +28,7 @@ func HedgedTable2(root, dir string, q float64) (string, error) {
 		{"interruptions_per_hour: 0.1", "interruptions_per_hour: 5"},
 		{"file: profiles/", "file: " + profiles + "/"},
 		{"deadline_quantile: 0.5", fmt.Sprint("deadline_quantile: ", q)},
+		{"notice: 2m", "notice: " + cmp.Or(notice, "2m")},
 	} {
 		if !strings.Contains(text, r[0]) {
 			return "", fmt.Errorf("the example no longer says %q", r[0])
