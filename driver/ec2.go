@@ -13,12 +13,16 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/rubberband-hpo/rubberband/executor"
 	"github.com/rubberband-hpo/rubberband/executor/cloud"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
+	"github.com/rubberband-hpo/rubberband/executor/spotnotice"
+	"github.com/rubberband-hpo/rubberband/executor/worker"
 	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
+	"github.com/rubberband-hpo/rubberband/trial"
 )
 
 // Environment of the driver that names paths on the AMI (docs/ec2.md); the defaults are
@@ -161,9 +165,29 @@ func openEC2(ctx context.Context, t target) (*Backend, error) {
 		fmt.Fprintln(t.log, warning)
 	}
 	rt.Secrets = secrets
+	// Trained through, a notice leaves a trainer its grace and the time to save; both are spec
+	// time, compressed with the run's.
+	rt.NoticeLead = time.Duration(float64(trial.GracePeriod+worker.NoticeLead) * t.timeScale)
+	// A spot instance's notice is seen on it, by its workers: they give it to the driver through
+	// the run's store (spotnotice), and the run trains through it.
+	notices, err := t.checkpoints().Open(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	src := &spotnotice.Source{Store: notices, RunID: t.runID, Log: t.log}
 	// Closed last first: the group once the executor has released the run's instances.
-	return &Backend{Provider: provider, Runtime: rt, close: []func(){stop, closeGroup}}, nil
+	return &Backend{Provider: noticed{provider, src}, Runtime: rt, close: []func(){stop, closeGroup}}, nil
 }
+
+// noticed is a provider whose nodes' spot notices come from elsewhere (their workers, through
+// the run's store): the executor hears of them (executor.Noticer) as from a provider that
+// passes them on itself.
+type noticed struct {
+	cloud.Provider
+	*spotnotice.Source
+}
+
+var _ executor.Noticer = noticed{}
 
 // deleteGroup deletes the run's security group when the run's instances are gone, and says
 // why not when some are left (kept nodes, a driver stopping to be resumed): cleanup or the

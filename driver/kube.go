@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,9 @@ func openKube(ctx context.Context, t target) (*Backend, error) {
 		return nil, err
 	}
 	price := kubePrices(t.exp, m)
+	if w := kubeNoticeWarning(t.exp, m); w != "" {
+		fmt.Fprintln(t.log, w)
+	}
 	var provider cloud.Provider
 	switch k.KubeNodes() {
 	case spec.KubeNodesKarpenter:
@@ -202,4 +206,16 @@ func kubeSecrets(exp *spec.Experiment, served bool) []string {
 		}
 	}
 	return out
+}
+
+// kubeNoticeWarning says when a plan counts on training through spot notices that Kubernetes
+// does not give: a reclaimed node is drained at once (Karpenter's interruption handling, the
+// node termination handler), its gangs stopped at the taint.
+func kubeNoticeWarning(exp *spec.Experiment, m *sim.Model) string {
+	notice := exp.Cluster.Spot.Notice
+	if notice <= 0 || !slices.ContainsFunc(m.Offers, func(o *sim.Offer) bool { return o.Spot != nil }) {
+		return ""
+	}
+	return fmt.Sprintf("kube: a spot node is drained as soon as it is reclaimed, but the plan counts on training through a %s notice (cluster.spot.notice): "+
+		"its interruptions will cost more than predicted; plan with `notice: 0s` on Kubernetes", notice.D())
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rubberband-hpo/rubberband/sim"
 	"github.com/rubberband-hpo/rubberband/spec"
 )
 
@@ -26,6 +27,33 @@ func TestServedKubeRunStaysInTheServersNamespace(t *testing.T) {
 		}
 		if err := servedKube(&k, false); err != nil {
 			t.Errorf("%+v run locally: %v", k, err)
+		}
+	}
+}
+
+// A plan that counts on training through spot notices is warned of on Kubernetes, which drains a
+// reclaimed node at once; not with `notice: 0s`, nor without spot nodes.
+func TestKubeWarnsOfNoticesItDoesNotGive(t *testing.T) {
+	for _, tc := range []struct {
+		edit string
+		warn bool
+	}{{"", true}, {"notice: 0s", false}, {"market: on-demand", false}} {
+		exp, err := spec.Load("../examples/paper/table2-spot.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch tc.edit {
+		case "notice: 0s":
+			exp.Cluster.Spot.Notice = 0
+		case "market: on-demand":
+			exp.Cluster.Market = spec.MarketOnDemand
+		}
+		m, err := sim.NewModel(exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := kubeNoticeWarning(exp, m); (w != "") != tc.warn || tc.warn && !strings.Contains(w, "notice: 0s") {
+			t.Errorf("%q: warning %q, want one: %v", tc.edit, w, tc.warn)
 		}
 	}
 }

@@ -519,6 +519,69 @@ func TestEC2SpotInterruptions(t *testing.T) {
 		len(insts), len(doomed), interruptedTries, resumed, rep.Realized.Cost, rep.Predicted.Cost, format.Pct(rep.Realized.Cost, rep.Predicted.Cost), rep.Realized.JCT, rep.Predicted.JCT)
 }
 
+// The same job trains through the notice: each instance's IMDS serves a notice of 12 s (two
+// spec minutes at time scale 0.1), the workers there give it to the driver through the run's
+// store and train on (until 4 s, the grace and the time to save, before EC2 acts); the driver
+// journals each node as being interrupted (still billing), asks for a replacement at once and
+// launches nothing more there. Each gang there either gets done on its doomed node or moves to the
+// replacement at its next checkpoint: nothing is lost, the winner is the local backend's, and
+// every instance is terminated at the end.
+func TestEC2TrainsThroughTheNotice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sim, specFile, env := ec2Env(t, dir)
+	longerTrials(t, specFile, "  max_nodes: 2\n  market: spot\n")
+	state := filepath.Join(dir, "state")
+	plan := planFile(t, dir, specFile, "4,2")
+	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.1")
+	waitStageReports(t, state, 4)
+	var doomed []string
+	for _, in := range sim.Instances() {
+		if in.State == ec2sim.StateRunning {
+			if err := sim.Interrupt(in.ID, 12*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			doomed = append(doomed, in.ID)
+		}
+	}
+	if err := driver.Wait(); !ranToEnd(err) {
+		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
+	}
+	if said := fmt.Sprint(driver.Stdout); !strings.Contains(said, "training on until its replacement is up or it goes") {
+		t.Errorf("the driver did not say it trains through the notice:\n%s", said)
+	}
+	events, err := journal.ReadJournal(filepath.Join(state, rundir.Journal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	draining := map[string]bool{}
+	for _, e := range events {
+		if e.Ev == journal.EvInterrupt && e.Draining {
+			for _, n := range e.Nodes {
+				draining[n] = true
+			}
+		}
+	}
+	for _, id := range doomed {
+		if !draining[id] {
+			t.Errorf("%s's notice is not journaled as an interruption it trains through (draining): %v", id, draining)
+		}
+	}
+	_, tries, resumed := checkInterruptions(t, events) // nothing lost, whatever moved
+	rep := readRunReport(t, state)
+	if rep.Stages[0].Realized.Done != 4 || rep.Stages[0].Realized.Retries != 0 {
+		t.Fatalf("stage 0 %+v", rep.Stages[0].Realized)
+	}
+	for _, in := range sim.Instances() {
+		if in.State != ec2sim.StateTerminated {
+			t.Errorf("%s is %s after the run", in.ID, in.State)
+		}
+	}
+	sameWinnerAsLocal(t, env, rep, specFile, plan, filepath.Join(dir, "local"))
+	t.Logf("%d doomed; %d tries moved to a replacement (%v), the rest done on their doomed nodes; cost realized $%.4f, predicted $%.4f; JCT realized %.1f s, predicted %.1f s",
+		len(doomed), tries, resumed, rep.Realized.Cost, rep.Predicted.Cost, rep.Realized.JCT, rep.Predicted.JCT)
+}
+
 // No capacity in the first zone: every request falls over to the next subnet's zone, the run
 // finishes there, its nodes are journaled with the zone they were rented in, and the driver says
 // why it went elsewhere.

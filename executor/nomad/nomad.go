@@ -69,6 +69,10 @@ type Runtime struct {
 	// Grace is how long a stopped trainer has after SIGTERM before SIGKILL (default
 	// trial.GracePeriod).
 	Grace time.Duration
+	// NoticeLead is how long before a spot instance goes its workers stop their trainers when
+	// they train through its notice (default the grace and worker.NoticeLead): in compressed
+	// time, that times the time scale.
+	NoticeLead time.Duration
 	// Poll is how often allocation states are read (default 100 ms).
 	Poll time.Duration
 	// PlaceTimeout bounds how long Launch waits for the gang's nodes to have room for all of it
@@ -244,6 +248,9 @@ func (r *Runtime) poll() time.Duration {
 // watchdogs (the driver's heartbeat, the launch's deadline, a spot node's notice).
 func (r *Runtime) workerOptions(g gang.Gang, grace time.Duration, gang string, rank int, node cloud.Node, trainer []string) worker.Options {
 	o := worker.Options{Trial: g.Trial, Rank: rank, Gang: gang, Grace: grace, SpotNotices: node.Market == cloud.Spot, Command: trainer, Code: r.Code}
+	if o.SpotNotices {
+		o.Node, o.Lead = node.ID, r.NoticeLead // its notice goes to the driver under this ID (spotnotice)
+	}
 	if r.RunID != "" {
 		o.RunID, o.HeartbeatTimeout = r.RunID, cmp.Or(r.HeartbeatTimeout, heartbeat.DefaultTimeout)
 	}

@@ -29,6 +29,12 @@ func (o Options) Args() []string {
 	if o.SpotNotices {
 		args = append(args, "--spot-notices")
 	}
+	if o.Node != "" {
+		args = append(args, "--node", o.Node)
+	}
+	if o.Lead > 0 {
+		args = append(args, "--notice-lead", o.Lead.String())
+	}
 	if o.SpotPoll > 0 {
 		args = append(args, "--spot-poll", o.SpotPoll.String())
 	}
@@ -55,7 +61,9 @@ func ParseArgs(args []string, w io.Writer) (Options, error) {
 	fs.StringVar(&o.RunID, "run", "", "the run's ID: watch its driver's heartbeat in the checkpoint store")
 	fs.DurationVar(&o.HeartbeatTimeout, "heartbeat-timeout", 0, "stop the trainer after this long without a heartbeat from the driver (default heartbeat.DefaultTimeout)")
 	fs.DurationVar(&o.Timeout, "timeout", 0, "stop the trainer after this long (the launch's deadline; 0: none)")
-	fs.BoolVar(&o.SpotNotices, "spot-notices", false, "watch this EC2 spot instance's IMDSv2 for an interruption notice, and stop the trainer (saving its checkpoint) when one comes")
+	fs.BoolVar(&o.SpotNotices, "spot-notices", false, "watch this EC2 spot instance's IMDSv2 for an interruption notice, and stop the trainer (saving its checkpoint) when one comes (with --run and --node: shortly before EC2 acts, the driver told)")
+	fs.StringVar(&o.Node, "node", "", "the node's ID as the driver knows it: with --run, a spot notice is given to the driver, and the trainer trains through it")
+	fs.DurationVar(&o.Lead, "notice-lead", 0, "training through a notice, stop the trainer this long before EC2 acts (default the grace and 30s)")
 	fs.DurationVar(&o.SpotPoll, "spot-poll", 0, "how often IMDS is asked for a notice (default 1s; AWS gives two minutes' notice)")
 	fs.StringVar(&o.Code, "code", "", "the ID of the trainer's code bundle: fetched from the checkpoint store (once per node), unpacked, and the trainer run in it")
 	if err := fs.Parse(args); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
+	"github.com/rubberband-hpo/rubberband/executor/spotnotice"
 	"github.com/rubberband-hpo/rubberband/internal/infra"
 	"github.com/rubberband-hpo/rubberband/internal/syncio"
 	"github.com/rubberband-hpo/rubberband/trial"
@@ -89,8 +90,13 @@ type Options struct {
 	HeartbeatTimeout time.Duration
 	Timeout          time.Duration // the launch's deadline; 0: none
 	// SpotNotices has the worker watch IMDSv2 (at IMDSEndpoint; the SDK's default if empty)
-	// every SpotPoll (1 s if 0) for an interruption notice.
+	// every SpotPoll (1 s if 0) for an interruption notice. With RunID and Node it gives the
+	// notice to the driver (spotnotice) and trains on through it until Lead before EC2 acts
+	// (Grace + NoticeLead if 0; the driver moves the gang first, once a replacement is up);
+	// otherwise it stops the trainer at once.
 	SpotNotices  bool
+	Node         string // the node's ID as the driver knows it (the instance ID)
+	Lead         time.Duration
 	SpotPoll     time.Duration
 	IMDSEndpoint string
 	Command      []string // the trainer
@@ -381,10 +387,37 @@ func (t *trainer) watch(ctx context.Context, o Options, store checkpoint.Store) 
 		say := func(s string) { fmt.Fprintf(o.Stderr, "rubberband: %s\n", s) }
 		go func() {
 			n, err := nodeagent.WatchSpot(ctx, o.IMDSEndpoint, o.SpotPoll, say, say)
-			if err == nil {
-				t.interrupted.Store(true)
-				t.stop(false, errors.New(n.String()))
+			if err != nil {
+				return
 			}
+			if on := trainOn(n, time.Now(), cmp.Or(o.Lead, t.grace+NoticeLead)); on > 0 && o.RunID != "" && o.Node != "" {
+				if err := spotnotice.Give(ctx, store, o.RunID, o.Node, n.String()); err != nil {
+					say(fmt.Sprintf("%v: stopping the trainer now", err))
+				} else {
+					say(fmt.Sprintf("%s: the driver is told; training on for %s, until it moves the gang", n, on.Round(time.Second)))
+					select {
+					case <-time.After(on):
+					case <-ctx.Done():
+						return
+					}
+				}
+			}
+			t.interrupted.Store(true)
+			t.stop(false, errors.New(n.String()))
 		}()
 	}
+}
+
+// NoticeLead is how long before EC2 acts on a spot notice a worker that trains through it stops
+// its trainer, beyond the trainer's grace: the time to save and upload the checkpoint.
+const NoticeLead = 30 * time.Second
+
+// trainOn is how long a trainer given notice n at now trains on: until lead before EC2 acts; 0
+// when that is past or the notice says no time.
+func trainOn(n nodeagent.Notice, now time.Time, lead time.Duration) time.Duration {
+	at, err := time.Parse(time.RFC3339, n.Time)
+	if err != nil {
+		return 0
+	}
+	return max(0, at.Sub(now)-lead)
 }

@@ -3,10 +3,14 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,8 @@ import (
 	"github.com/rubberband-hpo/rubberband/checkpoint"
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
 	"github.com/rubberband-hpo/rubberband/checkpoint/open"
+	"github.com/rubberband-hpo/rubberband/executor/cloud/ec2/nodeagent"
+	"github.com/rubberband-hpo/rubberband/executor/spotnotice"
 )
 
 // runWorker runs a worker of trial t1 in process with a shell script as its trainer, its store
@@ -106,7 +112,7 @@ func restored(t *testing.T, root string) string {
 // ErrUsage.
 func TestArgs(t *testing.T) {
 	o := Options{Trial: "b0-t0001", Rank: 2, Gang: "rb-r1-b0-t0001-3", Grace: 10 * time.Second, RunID: "r1", HeartbeatTimeout: time.Minute,
-		Timeout: 5 * time.Minute, SpotNotices: true, SpotPoll: 2 * time.Second, Command: []string{"python", "train.py", "--lr", "0.1"}}
+		Timeout: 5 * time.Minute, SpotNotices: true, Node: "i-0abc", Lead: 3 * time.Second, SpotPoll: 2 * time.Second, Command: []string{"python", "train.py", "--lr", "0.1"}}
 	got, err := ParseArgs(o.Args(), io.Discard)
 	if err != nil || !reflect.DeepEqual(got, o) {
 		t.Fatalf("round trip: %+v, %v\nwant %+v", got, err, o)
@@ -115,5 +121,49 @@ func TestArgs(t *testing.T) {
 		if _, err := ParseArgs(args, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)
 		}
+	}
+}
+
+// A worker on a spot node told of its interruption with a run and a node to give it for trains
+// through the notice: the driver is told (the notice's object in the store), the trainer trains
+// on, and it is stopped, its checkpoint saved, its grace and NoticeLead before EC2 acts; the
+// exit says the node is going. A notice already past stops it at once.
+func TestTrainsThroughTheNotice(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "checkpoints")
+	t.Setenv("RB_TARGET_ITER", "9")
+	const grace = 200 * time.Millisecond
+	acts := time.Now().Add(grace + NoticeLead + time.Second) // it trains on about a second
+	imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
+			w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", r.Header.Get("X-Aws-Ec2-Metadata-Token-Ttl-Seconds"))
+			w.Write([]byte("token"))
+		case r.URL.Path == "/latest/meta-data/spot/instance-action":
+			fmt.Fprintf(w, `{"action":"terminate","time":%q}`, acts.UTC().Format(time.RFC3339Nano))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer imds.Close()
+	o := Options{Rank: 0, RunID: "r1", Node: "i-0abc", SpotNotices: true, SpotPoll: 10 * time.Millisecond, IMDSEndpoint: imds.URL, Grace: grace}
+	// The trainer counts, a state every 0.1 s, and checkpoints (its state file) as it goes.
+	code, out := runWorker(t, store, o, `i=0; while true; do i=$((i+1)); echo $i > "$RB_CHECKPOINT_DIR/state"; sleep 0.1; done`)
+	if code != ExitInterrupted || !strings.Contains(out, "the driver is told") {
+		t.Fatalf("exit %d, want %d (interrupted), the driver told:\n%s", code, ExitInterrupted, out)
+	}
+	st, _ := file.New(store)
+	r, _, err := st.Open(context.Background(), spotnotice.Prefix("r1")+"i-0abc")
+	if err != nil {
+		t.Fatalf("the notice given to the driver: %v", err)
+	}
+	r.Close()
+	if n, _ := strconv.Atoi(restored(t, store)); n < 3 {
+		t.Fatalf("saved state %d: the trainer did not train on through the notice", n)
+	}
+	if on := trainOn(nodeagent.Notice{Time: time.Now().Add(-time.Second).Format(time.RFC3339)}, time.Now(), grace+NoticeLead); on != 0 {
+		t.Fatalf("a notice already past trains on for %s", on)
+	}
+	if on := trainOn(nodeagent.Notice{Time: "soon"}, time.Now(), grace+NoticeLead); on != 0 {
+		t.Fatalf("a notice without a time trains on for %s", on)
 	}
 }
