@@ -448,29 +448,25 @@ func TestEC2WatchdogEndsInstancesOfADeadDriver(t *testing.T) {
 	t.Logf("%d instance(s) terminated themselves %s after the driver was killed (watchdog 30 s, a beat every 10 s)", len(insts), took.Round(time.Second))
 }
 
-// A spot job on the fake EC2 whose two instances are interrupted mid-stage: each instance's
-// IMDS serves the notice, the workers there stop their trainers (which save), the driver
-// journals the interruptions, terminates the doomed instances, rents replacements and relaunches
-// the gangs from their checkpoints. Nothing is lost: every trial continues from the iteration it
-// reached, the winner is the local backend's, the report lists the interruptions, and every
-// instance is terminated at the end.
-func TestEC2SpotInterruptions(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	sim, specFile, env := ec2Env(t, dir)
+// interruptedEC2Run runs the spot job of the tests below on the fake EC2 (stage 0 on two spot
+// instances, one trial a GPU, at time scale 0.1: an iteration of 4 s is 0.4 s, a trial of stage 0
+// trains for 4 s), gives both instances a notice of notice (wall time) once stage 0 has
+// reported, and waits for the run's end: what the tests check it by.
+func interruptedEC2Run(t *testing.T, notice time.Duration) (sim *ec2sim.Server, dir, specFile string, env []string, state, plan string, doomed []string, driver *exec.Cmd) {
+	t.Helper()
+	dir = t.TempDir()
+	sim, specFile, env = ec2Env(t, dir)
 	longerTrials(t, specFile, "  max_nodes: 2\n  market: spot\n")
-	state := filepath.Join(dir, "state")
-	plan := planFile(t, dir, specFile, "4,2") // stage 0 on two instances, one trial per GPU
-	const scale = 0.1                         // an iteration of 4 s is 0.4 s: a trial of stage 0 trains for 4 s
-	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", fmt.Sprint(scale))
+	state = filepath.Join(dir, "state")
+	plan = planFile(t, dir, specFile, "4,2")
+	driver = startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.1")
 	waitStageReports(t, state, 4)
-	var doomed []string
 	for _, in := range sim.Instances() {
 		if in.State == ec2sim.StateRunning {
 			if in.Market != ec2sim.MarketSpot {
 				t.Fatalf("%s was rented %s, not spot", in.ID, in.Market)
 			}
-			if err := sim.Interrupt(in.ID, 4*time.Second); err != nil {
+			if err := sim.Interrupt(in.ID, notice); err != nil {
 				t.Fatal(err)
 			}
 			doomed = append(doomed, in.ID)
@@ -482,6 +478,18 @@ func TestEC2SpotInterruptions(t *testing.T) {
 	if err := driver.Wait(); !ranToEnd(err) {
 		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
 	}
+	return sim, dir, specFile, env, state, plan, doomed, driver
+}
+
+// A spot job on the fake EC2 whose two instances are interrupted mid-stage: each instance's
+// IMDS serves the notice, the workers there stop their trainers (which save), the driver
+// journals the interruptions, terminates the doomed instances, rents replacements and relaunches
+// the gangs from their checkpoints. Nothing is lost: every trial continues from the iteration it
+// reached, the winner is the local backend's, the report lists the interruptions, and every
+// instance is terminated at the end.
+func TestEC2SpotInterruptions(t *testing.T) {
+	t.Parallel()
+	sim, dir, specFile, env, state, plan, doomed, driver := interruptedEC2Run(t, 4*time.Second)
 	t.Logf("driver:\n%s", driver.Stdout)
 	rep := readRunReport(t, state)
 
@@ -528,25 +536,7 @@ func TestEC2SpotInterruptions(t *testing.T) {
 // every instance is terminated at the end.
 func TestEC2TrainsThroughTheNotice(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sim, specFile, env := ec2Env(t, dir)
-	longerTrials(t, specFile, "  max_nodes: 2\n  market: spot\n")
-	state := filepath.Join(dir, "state")
-	plan := planFile(t, dir, specFile, "4,2")
-	driver := startRun(t, env, "run", specFile, "--plan", plan, "--backend", "ec2", "--state", state, "--time-scale", "0.1")
-	waitStageReports(t, state, 4)
-	var doomed []string
-	for _, in := range sim.Instances() {
-		if in.State == ec2sim.StateRunning {
-			if err := sim.Interrupt(in.ID, 12*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			doomed = append(doomed, in.ID)
-		}
-	}
-	if err := driver.Wait(); !ranToEnd(err) {
-		t.Fatalf("run: %v\n%s\nconsoles:\n%s", err, driver.Stdout, consoles(sim))
-	}
+	sim, dir, specFile, env, state, plan, doomed, driver := interruptedEC2Run(t, 12*time.Second)
 	if said := fmt.Sprint(driver.Stdout); !strings.Contains(said, "training on until its replacement is up or it goes") {
 		t.Errorf("the driver did not say it trains through the notice:\n%s", said)
 	}

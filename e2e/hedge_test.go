@@ -17,11 +17,12 @@ import (
 )
 
 // hedgedTable2 writes examples/paper/table2-spot.yaml offering both markets at 5 interruptions
-// per node-hour (a market where hedging pays), planned at the deadline's quantile q, into dir,
-// and returns its path.
-func hedgedTable2(t testing.TB, dir string, q float64) string {
+// per node-hour, planned at the deadline's quantile q, with the spot notice given ("": EC2's 2
+// minutes, trained through: the plan is all on spot; "15s", shorter than a replacement: hedging
+// pays), into dir, and returns its path.
+func hedgedTable2(t testing.TB, dir string, q float64, notice string) string {
 	t.Helper()
-	path, err := paperspec.HedgedTable2("..", dir, q, "")
+	path, err := paperspec.HedgedTable2("..", dir, q, notice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func hedgedTable2(t testing.TB, dir string, q float64) string {
 func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	spec := hedgedTable2(t, dir, 0.5)
+	spec := hedgedTable2(t, dir, 0.5, "15s")
 	planned := filepath.Join(dir, "plan.json")
 	out, errOut, code := rb(t, "plan", spec, "-o", "json", "--out", planned)
 	var plan planner.Report
@@ -143,7 +144,7 @@ func BenchmarkHedgedTable2Local(b *testing.B) {
 func hedgedRuns(b *testing.B, where string, runs int, args ...string) {
 	const deadline = 20 * 60.0
 	dir := b.TempDir()
-	spec := hedgedTable2(b, dir, 0.9)
+	spec := hedgedTable2(b, dir, 0.9, "")
 	// The local backend runs the synthetic trainer (it sleeps as the profile says); the virtual
 	// one draws the same from the model.
 	f, err := os.OpenFile(spec, os.O_APPEND|os.O_WRONLY, 0)

@@ -425,11 +425,16 @@ func TestProfileMeasuresTheTrainer(t *testing.T) {
 		}
 	}
 	// The run path's overhead (a checkpoint saved: milliseconds, 5x at this time scale) and the
-	// first wave's lag (16 processes at once) come with it, if any; each a few seconds at most.
-	for _, d := range []specpkg.Dist{exp.Profile.LaunchOverhead, exp.Profile.FirstStageLag} {
-		for _, s := range d.Samples {
-			if float64(s) < 0 || float64(s) > 5 {
-				t.Errorf("overhead or lag measured %.2f s\n%s", float64(s), src)
+	// first wave's lag (16 processes at once) come with it, if any: a few seconds at most, the
+	// lag more on a loaded machine (7.5 s seen under `make test` on two cores).
+	for _, d := range []struct {
+		name  string
+		dist  specpkg.Dist
+		bound float64
+	}{{"overhead", exp.Profile.LaunchOverhead, 5}, {"first-stage lag", exp.Profile.FirstStageLag, 15}} {
+		for _, s := range d.dist.Samples {
+			if float64(s) < 0 || float64(s) > d.bound {
+				t.Errorf("%s measured %.2f s\n%s", d.name, float64(s), src)
 			}
 		}
 	}

@@ -462,9 +462,9 @@ func (s *stage) lose(v stageView, e stageEvent) []action {
 // moment ago is stopped as soon as it starts; the gangs running there train on (doomed) while a
 // replacement is asked for now, and move to it once it is up (moveDoomed), unless they end
 // first or the node goes (then they are relaunched as after any lost node). A hedged stage with
-// free on-demand room for them moves them there at their next checkpoint instead, as after a
-// loss. A node noticed with nothing on it is released now, and replaced only while the stage has
-// work waiting.
+// free room for them (the on-demand standby room, or spare spot nodes) moves them there at their
+// next checkpoint instead, as after a loss. A node noticed with nothing on it is released now,
+// and replaced only while the stage has work waiting.
 func (s *stage) notice(v stageView, e stageEvent) []action {
 	if !s.holds(e.node) {
 		return nil // not this stage's, or lost already
@@ -494,7 +494,7 @@ func (s *stage) notice(v stageView, e stageEvent) []action {
 		}
 	}
 	s.refresh(left, lost)
-	if len(doomed) > 0 && s.tiers != nil && s.tiers.moveFirst && s.roomOnDemand(doomed) {
+	if len(doomed) > 0 && s.tiers != nil && s.tiers.moveFirst && s.fit(doomed) == len(doomed) {
 		for _, t := range doomed {
 			n := s.occupied[t]
 			if !s.restartOnNotice {
@@ -519,24 +519,32 @@ func (s *stage) notice(v stageView, e stageEvent) []action {
 	return out
 }
 
-// roomOnDemand says whether free on-demand GPUs hold every one of trials' gangs, beside the
-// gangs running (placement.MoveToOnDemand, one after the other).
-func (s *stage) roomOnDemand(trials []string) bool {
-	p := placement.Placement{}
-	for t := range s.occupied {
-		p[t] = s.last[t]
-	}
-	for _, t := range trials {
-		var ok bool
-		if p, ok = placement.MoveToOnDemand(s.nodes, s.tiers.od, p, t, s.gpt); !ok {
-			return false
+// fit is how many of trials' running gangs, in order, the free GPUs hold beside the others
+// (each leaving its own GPUs, those on nodes kept too): on-demand or spot, as the model counts
+// spare spot nodes as standby room (its relaunch is placed as any, the on-demand room first).
+func (s *stage) fit(trials []string) int {
+	held := placement.Placement{} // room held for the gangs before, until all are counted
+	defer func() {
+		for room, slots := range held {
+			s.use.Release(room, slots)
 		}
+	}()
+	for i, t := range trials {
+		room := t + "\x00moving"
+		s.use.Release(t, s.last[t])
+		slots, ok := s.use.Place(placement.Request{Trial: room, GPUs: s.gpt}, nil)
+		s.use.Hold(t, s.last[t])
+		if !ok {
+			return i
+		}
+		s.use.Hold(room, slots)
+		held[room] = slots
 	}
-	return true
+	return len(trials)
 }
 
 // moveDoomed stops the gangs training through their node's notice once a replacement is up,
-// the longest doomed first, as many as the free GPUs hold (the others go on until the next
+// the earliest launched first, as many as the free GPUs hold (the others go on until the next
 // replacement, as each node's own replacement does in the model), each at its next report (its
 // checkpoint: stopped between two, it would lose the iteration under way); each is relaunched
 // first (lose), on the room it stopped for. With restartOnNotice they train on until their node
@@ -545,20 +553,15 @@ func (s *stage) moveDoomed() []action {
 	if len(s.doomed) == 0 || s.restartOnNotice {
 		return nil
 	}
+	launches := slices.Sorted(maps.Keys(s.doomed))
+	trials := make([]string, len(launches))
+	for i, n := range launches {
+		trials[i] = s.launches[n]
+	}
 	var out []action
-	for _, n := range slices.Sorted(maps.Keys(s.doomed)) {
-		t := s.launches[n]
-		room := t + "\x00moving"
-		s.use.Release(t, s.last[t]) // it leaves its GPUs on the nodes kept too
-		slots, ok := s.use.Place(placement.Request{Trial: room, GPUs: s.gpt}, nil)
-		s.use.Hold(t, s.last[t])
-		if !ok {
-			break
-		}
-		s.use.Hold(room, slots) // held until every gang that fits is picked
-		defer s.use.Release(room, slots)
-		out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: a replacement for its node %s is up: stopping its gang at its next checkpoint to relaunch it there\n", t, s.doomed[n])},
-			action{kind: acStopAtReport, trial: t, launch: n})
+	for i, n := range launches[:s.fit(trials)] {
+		out = append(out, action{kind: acLog, text: fmt.Sprintf("trial %s: a replacement for its node %s is up: stopping its gang at its next checkpoint to relaunch it there\n", trials[i], s.doomed[n])},
+			action{kind: acStopAtReport, trial: trials[i], launch: n})
 		s.stopAtReport[n] = true
 		delete(s.doomed, n)
 	}

@@ -3,10 +3,12 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/sim/meter"
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // hedgeByHandCluster is spotByHand's cluster with both markets: one GPU per node, on demand at
@@ -241,5 +243,32 @@ func TestHedgeTrainThroughByHand(t *testing.T) {
 	}
 	if st := res.Brackets[0].Stages[0]; res.JCT.Mean != 87 || math.Abs(res.Cost.Mean-(0.067+0.026)) > 1e-12 || st.Interruptions != 1 {
 		t.Errorf("JCT %v s, cost $%v, %v interruptions; by hand 87 s, $0.093, 1", res.JCT.Mean, res.Cost.Mean, st.Interruptions)
+	}
+}
+
+// Spare spot nodes are standby room too, after the on-demand room (laid out by hand: a hedged
+// stage of 2 trials of 30 iterations on 4 nodes, node 0 on demand and spare, the slots on spot
+// nodes 1 and 2, node 3 spot and spare). Node 1 is interrupted at 20 s: its gang moves to the
+// on-demand room (1 s of start-up and its 11 iterations left: done at 32 s). Node 2 at 25 s:
+// the on-demand room is taken, node 3's is free: its gang moves there (done at 25 + 1 + 6 =
+// 32 s) instead of waiting 30 s for a replacement (62 s). Nothing is replaced.
+func TestSpareSpotNodesAreStandbyRoom(t *testing.T) {
+	_, m := parseJob(t, "{stages: [{trials: 2, iters: 30}]}", fmt.Sprintf(hedgeByHandCluster, "1h"), spotByHandProfile)
+	a := StageAlloc{GPUs: 2, Nodes: 4, OnDemand: 1, Market: "spot"}
+	oi, ok := m.OfferIndex(a)
+	if !ok {
+		t.Fatal("no spot offer")
+	}
+	o := m.Offers[oi]
+	g := &DAG{}
+	g.addTrain(oi, 0, 0, spec.Stage{Trials: 2, Iters: 30}, a, nil, false)
+	finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+	r := rand.New(rand.NewPCG(1, 2))
+	end := g.CriticalPath(m, r, finish, latency)
+	l := o.newSpotLayout(g, a.Nodes, 1, a.OnDemand)
+	copy(l.first, []float64{math.Inf(1), 20, 25, math.Inf(1)})
+	got, hit := o.interrupt(l, g, r, end, finish, latency, -1)
+	if end != 31 || got != 32 || hit.count != 0 || hit.moved != 2 {
+		t.Fatalf("stage end %v (calm %v), %d replaced, %d moved; by hand 32 (31), 0, 2", got, end, hit.count, hit.moved)
 	}
 }

@@ -134,6 +134,12 @@ type spotLayout struct {
 	onDemand int
 	chains   [][]int
 	odSlots  []int // the slots wholly on the on-demand nodes, the standby room's included
+	// spotSlots are the chains on spot nodes, each with its nodes (spotNodes): the slots', then
+	// the standby room's on the spot tier (a gang's worth of a spot node the slots leave spare).
+	// One whose trials are done is room too, as the executor uses any free GPUs, when no
+	// on-demand room is free; it is interrupted as any spot node.
+	spotSlots []int
+	spotNodes [][]int
 	// goneAt is, for each spot node lost with every gang it ran moved (no replacement), when;
 	// NaN for the others.
 	goneAt []float64
@@ -171,11 +177,15 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
 	}
 	for j := range l.slots {
 		first, last := m.slotNodes(j, gpt, nodes-standby)
+		var on []int
 		for n := first; n <= last; n++ {
 			l.onNode[at(n)] = append(l.onNode[at(n)], j)
+			on = append(on, at(n))
 		}
 		if at(last) < onDemand {
 			l.odSlots = append(l.odSlots, j)
+		} else if onDemand > 0 {
+			l.spotSlots, l.spotNodes = append(l.spotSlots, j), append(l.spotNodes, on)
 		}
 	}
 	if onDemand > 0 {
@@ -188,7 +198,22 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
 		for j := range room {
 			l.odSlots = append(l.odSlots, len(l.slots)+j)
 		}
-		l.chains = make([][]int, len(l.slots)+room)
+		chains := len(l.slots) + room
+		span := max(1, (gpt+gpn-1)/gpn) // nodes a gang spans
+		per := max(1, gpn/gpt)          // gangs a node holds
+		needed := (len(l.slots)*gpt + gpn - 1) / gpn
+		for n := needed + standby; n+span <= nodes; n += span {
+			for range per {
+				var on []int
+				for x := n; x < n+span; x++ {
+					l.onNode[x] = append(l.onNode[x], chains)
+					on = append(on, x)
+				}
+				l.spotSlots, l.spotNodes = append(l.spotSlots, chains), append(l.spotNodes, on)
+				chains++
+			}
+		}
+		l.chains = make([][]int, chains)
 		l.goneAt = make([]float64, nodes)
 	}
 	return l
@@ -261,9 +286,21 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			l.goneAt[n] = math.NaN()
 		}
 	}
-	// freeSlot is an on-demand slot whose trials are all done at t, or -1.
+	// freeSlot is an on-demand slot whose trials are all done at t, else such a slot of the
+	// spot nodes not lost, or -1.
 	freeSlot := func(t float64) int {
 		for _, j := range l.odSlots {
+			if c := slots[j]; len(c) == 0 || finish[c[len(c)-1]] <= t {
+				return j
+			}
+		}
+	spot:
+		for k, j := range l.spotSlots {
+			for _, x := range l.spotNodes[k] {
+				if !math.IsNaN(l.goneAt[x]) || l.next[x] <= t {
+					continue spot // lost, or about to be
+				}
+			}
 			if c := slots[j]; len(c) == 0 || finish[c[len(c)-1]] <= t {
 				return j
 			}
@@ -335,8 +372,11 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				if n < idleBits {
 					out.idle |= 1 << n
 				}
-				if l.goneAt == nil || math.IsNaN(l.goneAt[n]) {
+				switch {
+				case l.goneAt == nil:
 					releasedAt = append(releasedAt, t)
+				case math.IsNaN(l.goneAt[n]):
+					l.goneAt[n] = t // gone: no gang moves there
 				}
 				next[n] = math.Inf(1)
 			case notice > 0 && l.chains == nil:

@@ -17,10 +17,11 @@ import (
 // prediction and the share of runs that miss the deadline within the 99.9% binomial interval of
 // the predicted P(miss). Under two notices, both trained through: 15 s, shorter than a
 // replacement's 30 s (the gangs train until their node goes; the plan hedges stages), and EC2's
-// 2 minutes (the gangs train until the replacement is up; the plan is all on spot). 300 runs
-// each; RB_CALIBRATION_RUNS runs another number.
+// 2 minutes (the gangs train until the replacement is up; the plan is all on spot). 200 runs
+// each; RB_CALIBRATION_RUNS runs another number (at 1,000: 50 missed against 7.1% predicted and
+// 89 against 10.3%).
 func TestHedgedCalibrationInVirtualTime(t *testing.T) {
-	runs := 300
+	runs := 200
 	if n, err := strconv.Atoi(os.Getenv("RB_CALIBRATION_RUNS")); err == nil && n > 0 {
 		runs = n
 	}
