@@ -111,9 +111,9 @@ func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 	}
 }
 
-// BenchmarkHedgedTable2 measures the hedged plan of examples/paper/table2-spot.yaml with both
-// markets at 5 interruptions per node-hour in virtual time, the plan kept (hedgedRuns says
-// what it reports). Run it with
+// BenchmarkHedgedTable2 measures the plan of examples/paper/table2-spot.yaml with both markets
+// at 5 interruptions per node-hour (trained through EC2's 2-minute notice, it is all on spot) in
+// virtual time, the plan kept (hedgedRuns says what it reports). Run it with
 //
 //	go test ./e2e -run '^$' -bench 'BenchmarkHedgedTable2$' -benchtime 1x
 func BenchmarkHedgedTable2(b *testing.B) {

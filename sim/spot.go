@@ -8,24 +8,24 @@ import (
 // Spot models spot interruptions (cluster.market spot). Each node is interrupted as a Poisson
 // process of Rate per second, or, with Lifetimes, after a lifetime drawn afresh when the node
 // starts its part of a stage (at the stage's start for a node up already; at the end of its
-// SCALE for a new one, a replacement included). The executor learns of a loss from the node's
-// gangs: at once when a gang runs there (the notice stops it), else at the next launch there.
-// So an interrupted node is replaced (a new SCALE, INIT_INSTANCE and DATA) when it is found
-// lost: the gangs it ran restart on the replacement (a start-up again) and lose nothing when the
-// trainer checkpoints within the notice, or, with Restart, the launch's work so far. A node lost
-// while provisioning, waiting for the rest of a scale-up, or idle after its gangs of a stage
-// ended is found lost by the next gang launched there: later in the stage (a replacement still
-// starting), or at the next stage's start if that stage keeps it (then its first gangs wait for
-// a replacement); one the next stage releases delays nothing.
+// SCALE for a new one, a replacement included).
 //
 // With a Notice, the executor hears of an interruption when it is given (the runtimes pass a
-// node's notice on) and trains through it: the replacement is asked for at the notice, the doomed
-// node takes no new gang, and its gangs train on until the replacement is up or the node goes,
-// whichever comes first, then relaunch from their checkpoints (on the replacement, or at once on
-// free on-demand room in a hedged stage); a gang that ends within that time is not relaunched.
-// The doomed node bills until its gangs stop. A node noticed with no gang running but one to come
-// is replaced at once, the coming gang waiting only for what is left of the replacement's latency.
-// Without one (0) the notice ends the node's gangs at once.
+// node's notice on) and trains through it: the replacement (a new SCALE, INIT_INSTANCE and DATA)
+// is asked for at the notice, the doomed node takes no new gang, and its gangs train on until
+// their room is there (the replacement, or free room in a hedged stage) or the node goes, then
+// relaunch from their checkpoints (a start-up again): at their next checkpoint, losing nothing,
+// or, when the node goes first, losing the iteration under way; with Restart, the launch's work
+// so far. A gang that ends within that time is not relaunched. The doomed node bills until its
+// gangs stop. A node noticed with no gang running but one to come is replaced at once, the
+// coming gang waiting only for what is left of the replacement's latency; one with none left is
+// released. Without a notice (0) the executor learns of a loss from the node's gangs: at once when
+// a gang runs there (the notice stops it, the iteration under way lost), else at the next launch
+// there (a replacement still starting), when the node is replaced.
+//
+// Either way, a node lost while provisioning, waiting for the rest of a scale-up, or between two
+// stages is found lost at the next stage's start if that stage keeps it (then its first gangs
+// wait for a replacement); one the next stage releases delays nothing.
 type Spot struct {
 	Rate      float64 // interruptions per node-second; 0 when Lifetimes is set
 	Lifetimes Dist    // a node's time to its interruption; nil when Rate is used
@@ -257,18 +257,21 @@ func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
 // interrupt lays spot interruptions over one sample of a stage's TRAIN nodes (g as addTrain
 // built it, finish and latency as CriticalPath drew them, end their latest finish; the nodes
 // first interrupted when firstInterruptions drew, the rest from r), in place: a gang hit at
-// time t ends later by the replacement's latency, a new start-up and, with Restart, the work it
-// had done since it began; the gangs after it on its slot move with it. A slot's gang runs on
-// the nodes that hold its GPUs (GPU x on node x / GPUsPerNode, as placement packs them). A node
-// interrupted while none of its gangs runs is found lost by the next one launched there, and
-// hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is -1,
-// is found lost at the stage's start (lost while provisioning, or idle before).
+// time t trains on through the notice (Spot.Notice; none: it stops at once) until its
+// replacement is up or its node goes, then starts up again and trains what it had left since
+// its last checkpoint (with Restart, all of its launch's work); the gangs after it on its slot
+// move with it. A slot's gang runs on the nodes that hold its GPUs (GPU x on node x /
+// GPUsPerNode, as placement packs them). A node interrupted while none of its gangs runs is
+// replaced at once with a notice; without one it is found lost by the next gang launched there,
+// and hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is
+// -1, is found lost at the stage's start (lost while provisioning, or idle before): gone already.
 //
 // In a hedged stage (l.onDemand) the first nodes are on demand and never interrupted. A gang hit
 // on a spot node moves, with its slot's later trials, to an on-demand slot whose trials are all
-// done, when there is one: it restarts there at once (a start-up, and with Restart its lost
-// work) instead of after a replacement's latency. A spot node whose running gangs all moved is
-// not replaced, nor billed from then on (found lost at once): the next gang launched there, if
+// done, else to such a spot slot (spare spot nodes' included) on a node not lost, when there is
+// one: it restarts there at its next checkpoint (a start-up, and with Restart its lost work)
+// instead of after a replacement's latency. A spot node whose running gangs all moved is not
+// replaced, nor billed once they stopped (found lost then): the next gang launched there, if
 // any, finds it lost and waits for a replacement.
 //
 // It returns the stage's new end (its SYNC) and what the interruptions cost.
