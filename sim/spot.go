@@ -140,8 +140,8 @@ type spotLayout struct {
 	// on-demand room is free; it is interrupted as any spot node.
 	spotSlots []int
 	spotNodes [][]int
-	// goneAt is, for each spot node lost with every gang it ran moved (no replacement), when;
-	// NaN for the others.
+	// goneAt is, for each spot node gone without a replacement (every gang it ran moved, or
+	// noticed idle and released), when; NaN for the others. It bills no more from then.
 	goneAt []float64
 }
 
@@ -214,8 +214,8 @@ func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
 			}
 		}
 		l.chains = make([][]int, chains)
-		l.goneAt = make([]float64, nodes)
 	}
+	l.goneAt = make([]float64, nodes)
 	return l
 }
 
@@ -231,7 +231,7 @@ func (l *spotLayout) iterTime(g *DAG, i int, work float64) float64 {
 
 // boundary is the checkpoint (an iteration's end) of a launch that trains from `from` at one
 // iteration every it seconds: the first at or after t (up), else the last at or before it.
-func (l *spotLayout) boundary(from, it, t float64, up bool) float64 {
+func boundary(from, it, t float64, up bool) float64 {
 	if it <= 0 || t <= from {
 		return max(t, from)
 	}
@@ -285,9 +285,9 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			}
 		}
 		slots = l.chains
-		for n := range l.goneAt {
-			l.goneAt[n] = math.NaN()
-		}
+	}
+	for n := range l.goneAt {
+		l.goneAt[n] = math.NaN()
 	}
 	// freeSlot is an on-demand slot whose trials are all done at t, else such a slot of the
 	// spot nodes not lost, or -1.
@@ -337,8 +337,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 		next[lost] = 0
 	}
 	out := interruptions{calm: end}
-	foundLost := lost        // gone already: its gangs cannot train on
-	var releasedAt []float64 // when nodes noticed idle were released
+	foundLost := lost // gone already: its gangs cannot train on
 	for out.count < maxInterruptions {
 		n := 0
 		for i := range next {
@@ -375,11 +374,8 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				if n < idleBits {
 					out.idle |= 1 << n
 				}
-				switch {
-				case l.goneAt == nil:
-					releasedAt = append(releasedAt, t)
-				case math.IsNaN(l.goneAt[n]):
-					l.goneAt[n] = t // gone: no gang moves there
+				if math.IsNaN(l.goneAt[n]) {
+					l.goneAt[n] = t // released: no gang moves there
 				}
 				next[n] = math.Inf(1)
 			case notice > 0 && l.chains == nil:
@@ -451,7 +447,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				}
 				b, su := began(i), startup(i)
 				it := l.iterTime(g, i, latency[i]-su)
-				stopAt := l.boundary(b+su, it, max(t+wait, b+su), true)
+				stopAt := boundary(b+su, it, max(t+wait, b+su), true)
 				if m.Spot.Restart || stopAt >= goes {
 					stopAt = goes
 				}
@@ -473,7 +469,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				}
 				held = max(held, stopAt-t)
 				s := m.LaunchSample(r)
-				from := l.boundary(b+su, it, stopAt, false) // trained to its last checkpoint
+				from := boundary(b+su, it, stopAt, false) // trained to its last checkpoint
 				left := finish[i] - max(from, b+su)
 				if m.Spot.Restart {
 					left = finish[i] - (b + su)
@@ -504,7 +500,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 			next[n] = t + held // looked at again once its gangs left it
 			continue
 		}
-		if l.goneAt != nil && !math.IsNaN(l.goneAt[n]) { // gone since then, replaced now
+		if !math.IsNaN(l.goneAt[n]) { // gone since then, replaced now
 			out.unbilled += t - l.goneAt[n]
 			l.goneAt[n] = math.NaN()
 		}
@@ -519,9 +515,6 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 		// The replacement can be interrupted from the end of its SCALE on: before it is ready,
 		// its first gang finds it lost.
 		next[n] = t + scale + m.Spot.UntilInterrupted(r)
-	}
-	for _, at := range releasedAt {
-		out.unbilled += end - at
 	}
 	for _, at := range l.goneAt { // gone until the SYNC
 		if !math.IsNaN(at) && end > at {

@@ -32,11 +32,18 @@ func TestLaunchOverheadAndFirstStageLag(t *testing.T) {
 		!strings.Contains(err.Error(), `a.yaml:8: profile.first_stage_lag.dist: "weibull" is not a distribution`) {
 		t.Fatalf("want both problems with their lines, got %v", err)
 	}
+	refusedBesideProfileFile(t, head, "first_stage_lag: {value: 1s}")
+}
+
+// refusedBesideProfileFile checks that a spec (head, then a profile naming a file) refuses the
+// profile field given beside the file: it belongs in it.
+func refusedBesideProfileFile(t *testing.T, head, field string) {
+	t.Helper()
 	dir := t.TempDir()
 	must(t, os.WriteFile(dir+"/prof.yaml", []byte("iter_latency: {1: {mean: 1}}\n"), 0o644))
-	must(t, os.WriteFile(dir+"/s.yaml", []byte(head+"profile: {file: prof.yaml, first_stage_lag: {value: 1s}}\n"), 0o644))
+	must(t, os.WriteFile(dir+"/s.yaml", []byte(head+"profile: {file: prof.yaml, "+field+"}\n"), 0o644))
 	if _, err := Load(dir + "/s.yaml"); err == nil || !strings.Contains(err.Error(), "either a file or inline") {
-		t.Fatalf("a lag beside a profile file: %v", err)
+		t.Fatalf("%s beside a profile file: %v", field, err)
 	}
 }
 
@@ -60,10 +67,5 @@ func TestStartupContention(t *testing.T) {
 	if _, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  startup_contention: soon\n"), nil); err == nil || !strings.Contains(err.Error(), "a.yaml:7: profile.startup_contention") {
 		t.Fatalf("not a duration: %v", err)
 	}
-	dir := t.TempDir()
-	must(t, os.WriteFile(dir+"/prof.yaml", []byte("iter_latency: {1: {mean: 1}}\n"), 0o644))
-	must(t, os.WriteFile(dir+"/s.yaml", []byte(head+"profile: {file: prof.yaml, startup_contention: 1s}\n"), 0o644))
-	if _, err := Load(dir + "/s.yaml"); err == nil || !strings.Contains(err.Error(), "either a file or inline") {
-		t.Fatalf("contention beside a profile file: %v", err)
-	}
+	refusedBesideProfileFile(t, head, "startup_contention: 1s")
 }
