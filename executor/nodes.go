@@ -114,23 +114,36 @@ func (x *run) shrinkTo(ctx context.Context, b, n int, last placement.Placement) 
 }
 
 // scale is scaleTo, creating nodes when create. A request a dead driver left open is repeated
-// first; what is still missing once it is answered is asked for anew (neAnswered).
+// first; what is still missing once it is answered is asked for anew (neAnswered). Scales of a
+// bracket may run at once (a replacement asked for while another is out): each decides and
+// sends its requests, and journals their answers, holding renting, and counts the nodes of
+// the others' requests out as coming.
 func (x *run) scale(ctx context.Context, b, n int, last placement.Placement, create bool) (placement.Placement, error) {
 	o := x.offers()
-	acts := decideNodes(o, x.nodeView(), nodeEvent{kind: neScale, bracket: b, count: n, create: create, last: last})
+	e := nodeEvent{kind: neScale, bracket: b, count: n, create: create, last: last}
 	asked := map[int]bool{}
 	for {
-		rented := false
+		x.renting.Get(context.WithoutCancel(ctx)) // held briefly: a cancelled scale still releases
+		acts := decideNodes(o, x.nodeView(), e)
+		var asks []nodeAsk
 		for _, a := range acts {
 			if a.kind == naAsk {
-				rented = true
+				asks = append(asks, a.ask)
 				asked[a.ask.pool] = asked[a.ask.pool] || !a.ask.repeat
 			}
 		}
-		if err := x.actNodes(ctx, acts, last); err != nil || !rented {
+		err := x.actNodes(ctx, acts, last)
+		if err == nil && len(asks) > 0 {
+			err = x.send(b, asks)
+		}
+		x.renting.Put(struct{}{})
+		if err != nil || len(asks) == 0 {
 			return last, err
 		}
-		acts = decideNodes(o, x.nodeView(), nodeEvent{kind: neAnswered, bracket: b, count: n, create: create, asked: asked})
+		if err := x.await(ctx, b, asks); err != nil {
+			return last, err
+		}
+		e = nodeEvent{kind: neAnswered, bracket: b, count: n, create: create, asked: maps.Clone(asked)}
 	}
 }
 
@@ -145,7 +158,14 @@ func (x *run) nodeView() nodeView {
 	defer x.mu.Unlock()
 	v := nodeView{brackets: make([]bracketNodes, len(x.st.Nodes)), odTier: maps.Clone(x.st.ODTier)}
 	for b := range x.st.Nodes {
-		bn := bracketNodes{held: slices.Clone(x.st.Nodes[b]), draining: slices.Clone(x.st.Draining[b]), open: maps.Clone(x.st.Open[b])}
+		bn := bracketNodes{held: slices.Clone(x.st.Nodes[b]), draining: slices.Clone(x.st.Draining[b]), open: maps.Clone(x.st.Open[b]),
+			coming: map[string]int{}, flying: map[string]bool{}}
+		for token, f := range x.flying {
+			if f.bracket == b {
+				bn.coming[f.market] += f.count
+				bn.flying[token] = true
+			}
+		}
 		if b < len(x.st.Brackets) {
 			bn.want, bn.own = x.wantNow(b), x.offerNow(b)
 			bn.stage, bn.staged = x.stageNow(b)
@@ -155,13 +175,11 @@ func (x *run) nodeView() nodeView {
 	return v
 }
 
-// actNodes does what decideNodes said, in order, the requests for new nodes (naAsk) together at
-// the end: the provider is asked first, then the journal written (here and in rent only). The
-// first error ends it; a best-effort release's is said instead. Releases forget the placements
-// of last on their nodes.
+// actNodes does what decideNodes said, in order, but the requests for new nodes (naAsk: scale
+// sends them, then awaits them): the provider is asked first, then the journal written (here
+// and in send and await only). The first error ends it; a best-effort release's is said
+// instead. Releases forget the placements of last on their nodes.
 func (x *run) actNodes(ctx context.Context, acts []nodeAction, last placement.Placement) error {
-	var asks []nodeAsk
-	b := 0
 	for _, a := range acts {
 		switch a.kind {
 		case naLog:
@@ -176,14 +194,9 @@ func (x *run) actNodes(ctx context.Context, acts []nodeAction, last placement.Pl
 			if err := x.release(ctx, a, last); err != nil {
 				return err
 			}
-		case naAsk:
-			asks, b = append(asks, a.ask), a.bracket
 		}
 	}
-	if len(asks) == 0 {
-		return nil
-	}
-	return x.rent(ctx, b, asks)
+	return nil
 }
 
 // release does a naRelease: billing stops when the release is asked for, not when the node is
@@ -227,16 +240,37 @@ func (x *run) release(ctx context.Context, a nodeAction, last placement.Placemen
 	return nil
 }
 
-// rent does a scale's requests for bracket b: each new one journaled (its token made) before it
-// is sent, all sent at once, then the fresh nodes they rented journaled, each request's answer
-// after its nodes (a driver that dies before the answer repeats the request, which is safe).
-func (x *run) rent(ctx context.Context, b int, asks []nodeAsk) error {
+// send journals a scale's requests for bracket b, each new one before it is sent (its token made
+// here; a driver that dies before the answer repeats the request, which is safe), and marks them
+// out (flying), in place. The caller holds renting.
+func (x *run) send(b int, asks []nodeAsk) error {
 	for j := range asks {
 		if err := x.journalRequest(b, &asks[j]); err != nil {
 			return err
 		}
 	}
+	x.mu.Lock()
+	for _, a := range asks {
+		x.flying[a.token] = flight{bracket: b, count: a.count, market: a.market}
+	}
+	x.mu.Unlock()
+	return nil
+}
+
+// await sends the requests send journaled, all at once, then journals the fresh nodes they
+// rented, each request's answer after its nodes, holding renting (a scale deciding meanwhile
+// sees each node either coming or held, never both or neither).
+func (x *run) await(ctx context.Context, b int, asks []nodeAsk) error {
 	answers := x.createAll(ctx, b, asks)
+	x.renting.Get(context.WithoutCancel(ctx)) // what was rented is journaled, cancelled or not
+	defer x.renting.Put(struct{}{})
+	defer func() {
+		x.mu.Lock()
+		for _, a := range asks {
+			delete(x.flying, a.token)
+		}
+		x.mu.Unlock()
+	}()
 	var firstErr error
 	for j, a := range asks {
 		created := answers[j].fresh

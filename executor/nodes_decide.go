@@ -35,6 +35,10 @@ type bracketNodes struct {
 	stage    sim.StageAlloc
 	staged   bool              // stage is its current stage's plan (false once synced, and for ASHA)
 	open     map[string]string // requests no answer was journaled for: token by market asked
+	// coming is the nodes this driver's requests out will bring, by market asked; flying says
+	// which tokens those requests are under (not to be repeated: they are out).
+	coming map[string]int
+	flying map[string]bool
 }
 
 // nodeEventKind is what happened to the run's nodes, or what it asks of them.
@@ -174,20 +178,25 @@ func (o offers) scale(v nodeView, e nodeEvent) []nodeAction {
 	return append(out, o.asks(e.bracket, bn, pools, mine, nil)...)
 }
 
-// asks is the requests that bring each pool to its count, given the nodes mine counts in it. A
-// request a dead driver left open is repeated first, in the market it asked: it hands back what
-// it rented then, less what the journal knows already; whatever is still missing is asked for
-// anew, once per scale (asked). A hedged stage's markets are asked at once, as the simulator
-// starts a stage's new nodes together.
+// asks is the requests that bring each pool to its count, given the nodes mine counts in it and
+// those this driver's requests out will bring (coming: a replacement asked for while another is
+// out asks only for what is missing beside it). A request a dead driver left open is repeated
+// first, in the market it asked: it hands back what it rented then, less what the journal knows
+// already; whatever is still missing is asked for anew, once per scale (asked). A hedged stage's
+// markets are asked at once, as the simulator starts a stage's new nodes together.
 func (o offers) asks(b int, bn bracketNodes, pools []nodePool, mine [][]cloud.Node, asked map[int]bool) []nodeAction {
 	var out []nodeAction
 	for i, p := range pools {
 		market := o.requestMarket(p.offer, bn.own)
 		token, repeat := bn.open[market]
-		if len(mine[i]) >= p.count || (asked[i] && !repeat) {
+		if bn.flying[token] {
+			token, repeat = "", false // out now, its nodes coming
+		}
+		have := len(mine[i]) + bn.coming[market]
+		if have >= p.count || (asked[i] && !repeat) {
 			continue
 		}
-		out = append(out, nodeAction{kind: naAsk, bracket: b, ask: nodeAsk{pool: i, count: p.count - len(mine[i]), market: market, token: token, repeat: repeat}})
+		out = append(out, nodeAction{kind: naAsk, bracket: b, ask: nodeAsk{pool: i, count: p.count - have, market: market, token: token, repeat: repeat}})
 	}
 	return out
 }

@@ -115,6 +115,25 @@ profile: {iter_latency: {1: {mean: 1}}}
 			want: []string{"ask b0 pool 0: 2 in the stage's market, repeat b0-r2"},
 		},
 		{
+			name: "a request of this driver's out: its nodes are coming, only the rest is asked for, anew",
+			view: nodeView{brackets: []bracketNodes{func() bracketNodes {
+				bn := onSpot(s1)
+				bn.open, bn.coming, bn.flying = map[string]string{"": "b0-r2"}, map[string]int{"": 1}, map[string]bool{"b0-r2": true}
+				return bn
+			}()}},
+			e:    nodeEvent{kind: neScale, count: 3, create: true},
+			want: []string{"ask b0 pool 0: 1 in the stage's market, new"},
+		},
+		{
+			name: "requests out bring every node missing: nothing is asked",
+			view: nodeView{brackets: []bracketNodes{func() bracketNodes {
+				bn := onSpot(s1)
+				bn.open, bn.coming, bn.flying = map[string]string{"": "b0-r3"}, map[string]int{"": 2}, map[string]bool{"b0-r2": true, "b0-r3": true}
+				return bn
+			}()}},
+			e: nodeEvent{kind: neScale, count: 3, create: true},
+		},
+		{
 			name: "answered: a pool asked anew once is not asked again",
 			view: nodeView{brackets: []bracketNodes{onSpot(s1)}},
 			e:    nodeEvent{kind: neAnswered, count: 3, create: true, asked: map[int]bool{0: true}},

@@ -106,3 +106,39 @@ func TestTrainThroughTheNotice(t *testing.T) {
 		}
 	}
 }
+
+// Each notice asks for its node's replacement at once, beside a request still out (the run
+// counts that one's nodes as coming), as the model rents each at its own notice; the stage ends
+// only once every request out was answered. Two nodes, two trials: both nodes noticed, one after
+// the other; both gangs get done on their doomed nodes.
+func TestEachNoticeAsksAtOnce(t *testing.T) {
+	v := &ghostView{held: []cloud.Node{{ID: "a", GPUs: 1}, {ID: "b", GPUs: 1}}}
+	st := spec.Stage{Trials: 2, Iters: 10}
+	s := newStage(0, 1, 2, 2, 1, 3, []job{{trial: "t1", st: st}, {trial: "t2", st: st}}, nil, false)
+	var launches []action
+	for _, a := range s.begin(v) {
+		if a.kind == acLaunch {
+			launches = append(launches, a)
+			s.step(v, stageEvent{kind: evStarted, launch: a.launch})
+		}
+	}
+	for i, node := range []string{"a", "b"} {
+		acts := s.step(v, stageEvent{kind: evNotice, node: node, why: "spot interruption notice (test)"})
+		if r, ok := find(acts, acReplace); !ok || r.count != 2 {
+			t.Fatalf("notice %d (node %s), a request out: %v, want a request for the stage's 2 nodes at once", i+1, node, kinds(acts))
+		}
+	}
+	for _, l := range launches {
+		s.step(v, stageEvent{kind: evExited, launch: l.launch})
+		acts := s.step(v, stageEvent{kind: evEnded, launch: l.launch, o: outcome{iter: 10, started: true}})
+		if _, ok := find(acts, acEnd); ok {
+			t.Fatalf("gang %s done with two requests out: %v, want the stage to wait for them", l.trial, kinds(acts))
+		}
+	}
+	if _, ok := find(s.step(v, stageEvent{kind: evReplaced}), acEnd); ok {
+		t.Fatalf("one request answered of two: the stage ended")
+	}
+	if _, ok := find(s.step(v, stageEvent{kind: evReplaced}), acEnd); !ok {
+		t.Fatalf("both requests answered: the stage did not end")
+	}
+}

@@ -118,6 +118,19 @@ type run struct {
 	// stages holds the event queue of each bracket's running stage loop (under mu): where a
 	// notice for one of its nodes goes.
 	stages map[int]*clock.Queue[stageEvent]
+	// renting holds one token: a scale holds it while it decides and journals its requests,
+	// and while it journals their answers, so that scales at once (a replacement asked for
+	// while another is out) count each other's nodes as coming (flying) and never ask twice. A
+	// clock queue, not a mutex: a scale waiting for it is seen by virtual time as waiting.
+	renting *clock.Queue[struct{}]
+	// flying holds this driver's requests sent and not answered (under mu): token -> request.
+	flying map[string]flight
+}
+
+// flight is a request for nodes out: count nodes of bracket's, in market (as journaled).
+type flight struct {
+	bracket, count int
+	market         string
 }
 
 func (cfg *Config) defaults() {
@@ -155,7 +168,9 @@ func newRun(cfg Config) (*run, error) {
 			return nil, err
 		}
 	}
-	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log, stages: map[int]*clock.Queue[stageEvent]{}}
+	x := &run{cfg: cfg, clk: cfg.Clock, model: st.Model, st: st, log: cfg.Log, stages: map[int]*clock.Queue[stageEvent]{},
+		renting: clock.NewQueue[struct{}](cfg.Clock), flying: map[string]flight{}}
+	x.renting.Put(struct{}{})
 	for _, e := range cfg.Past {
 		x.st.Apply(e)
 		if cfg.Observe != nil {

@@ -176,9 +176,11 @@ type stage struct {
 	asking      bool                // an acWant is out
 	cancelled   bool
 	fault       *infra.Error // the infrastructure fault that paused the stage (it is cancelled too)
-	replacing   bool         // a replacement request is out
-	again       bool         // more nodes were lost while it was: ask again after it
-	over        bool
+	// replacing counts the requests for replacements out: each node lost or noticed asks at
+	// once, beside those out (the run counts their nodes as coming), as the model rents each
+	// replacement at its own notice.
+	replacing int
+	over      bool
 	// fresh says nodes are what refresh made of the view's nodes at generation seenGen: a step
 	// need not ask for them again (a walk of every node and every placement, at every event).
 	fresh   bool
@@ -320,15 +322,12 @@ func (s *stage) step(v stageView, e stageEvent) []action {
 		}
 		out = append(out, s.lose(v, e)...)
 	case evReplaced:
-		s.replacing = false
+		s.replacing--
 		if s.cancelled {
 			break // its error is the cancellation's
 		}
 		if e.err != nil {
 			return append(out, s.end(e.err))
-		}
-		if s.again {
-			out = append(out, s.replace())
 		}
 		out = append(out, s.moveDoomed()...)
 	case evNotice:
@@ -605,7 +604,7 @@ func (s *stage) fill(v stageView, out []action) []action {
 		s.asking = true
 		return append(out, action{kind: acWant, free: s.parallel - len(s.occupied) - len(s.queue)})
 	}
-	if len(s.launches) == 0 && !s.replacing && !s.asking {
+	if len(s.launches) == 0 && s.replacing == 0 && !s.asking {
 		switch {
 		case len(s.queue) > 0 && !s.cancelled && len(s.nodes)+len(s.retiring) < s.keep:
 			// Nodes noticed idle were not replaced, and a gang lost since needs their room.
@@ -865,19 +864,12 @@ func (s *stage) end(err error) action {
 	return action{kind: acEnd, err: err, nodes: s.drainAll()}
 }
 
-// restore asks for nodes up to keep: now, or once the request out has been answered.
+// restore asks for nodes up to keep, beside those retiring (still held until their gangs end),
+// now: the nodes of the requests out count as coming (run.scale), so it asks only for those
+// missing since.
 func (s *stage) restore() []action {
-	if s.replacing {
-		s.again = true
-		return nil
-	}
-	return []action{s.replace()}
-}
-
-// replace asks for nodes up to keep, beside those retiring (still held until their gangs end).
-func (s *stage) replace() action {
-	s.replacing, s.again = true, false
-	return action{kind: acReplace, count: s.keep + len(s.retiring)}
+	s.replacing++
+	return []action{{kind: acReplace, count: s.keep + len(s.retiring)}}
 }
 
 // judge says why a launch that ended is not done, or nil when it reached the stage's target.

@@ -143,6 +143,20 @@ type spotLayout struct {
 	// goneAt is, for each spot node gone without a replacement (every gang it ran moved, or
 	// noticed idle and released), when; NaN for the others. It bills no more from then.
 	goneAt []float64
+	// doomed is, by TRAIN node, how its launch cut by a notice trains on (set in this call of
+	// interrupt where doomedGen is gen): a gang on several nodes trains on through a second
+	// node's notice until that node's replacement is up too.
+	doomed    []doomedLaunch
+	doomedGen []uint32
+}
+
+// doomedLaunch is a launch training through a notice: it trains from base at one iteration
+// every it seconds, would have been done at orig, and stops at stop (its first checkpoint once
+// its room is there, at room, unless a node goes first, at goes), from its last checkpoint
+// (from); added is what the cut added to its launch time.
+type doomedLaunch struct {
+	base, it, orig, room, goes, stop, from, added float64
+	noticed                                       int // its nodes noticed so far: each bills until it stops
 }
 
 // newSpotLayout lays a stage's slots on its nodes as placement packs them: GPU x on node
@@ -153,7 +167,8 @@ type spotLayout struct {
 // counts as an empty on-demand slot.
 func (m *Offer) newSpotLayout(g *DAG, nodes, gpt, onDemand int) *spotLayout {
 	l := &spotLayout{onNode: make([][]int, nodes), onDemand: onDemand, began: make([]float64, len(g.Nodes)), startup: make([]float64, len(g.Nodes)), iter: make([]float64, len(g.Nodes)),
-		relaunched: make([]uint32, len(g.Nodes)), first: make([]float64, nodes), next: make([]float64, nodes)}
+		relaunched: make([]uint32, len(g.Nodes)), first: make([]float64, nodes), next: make([]float64, nodes),
+		doomed: make([]doomedLaunch, len(g.Nodes)), doomedGen: make([]uint32, len(g.Nodes))}
 	for i, n := range g.Nodes {
 		if n.Kind != Train {
 			continue
@@ -261,7 +276,8 @@ func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
 // replacement is up or its node goes, then starts up again and trains what it had left since
 // its last checkpoint (with Restart, all of its launch's work); the gangs after it on its slot
 // move with it. A slot's gang runs on the nodes that hold its GPUs (GPU x on node x /
-// GPUsPerNode, as placement packs them). A node interrupted while none of its gangs runs is
+// GPUsPerNode, as placement packs them); one of them noticed while the gang trains on through
+// another's notice keeps it training until that replacement is up too (doomedLaunch). A node interrupted while none of its gangs runs is
 // replaced at once with a notice; without one it is found lost by the next gang launched there,
 // and hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is
 // -1, is found lost at the stage's start (lost while provisioning, or idle before): gone already.
@@ -317,6 +333,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 	launch, _ := m.Launch()
 	if l.gen++; l.gen == 0 {
 		clear(l.relaunched)
+		clear(l.doomedGen)
 		l.gen = 1
 	}
 	began := func(i int) float64 {
@@ -337,7 +354,20 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 		next[lost] = 0
 	}
 	out := interruptions{calm: end}
-	foundLost := lost // gone already: its gangs cannot train on
+	// A gang may end sooner than an interruption had it (training on through a second notice,
+	// it got done): the stage's end is then found again, from its waits and its gangs (shrunk).
+	shrunk, waits := false, 0.0
+	lastTrain := func() float64 { // the latest finish of the stage's gangs
+		last := 0.0
+		for _, c := range slots {
+			for _, i := range c {
+				last = max(last, finish[i])
+			}
+		}
+		return last
+	}
+	afterTrain := end - lastTrain() // what the stage's end adds to its gangs'
+	foundLost := lost               // gone already: its gangs cannot train on
 	for out.count < maxInterruptions {
 		n := 0
 		for i := range next {
@@ -383,10 +413,48 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				// left of the replacement's latency.
 				scale := m.Scale.Sample(r)
 				ready := t + scale + m.Init.Sample(r) + m.DataLatency
+				held := 0.0 // how long past the notice it bills: until a gang training on through another node's notice stops
 				for _, j := range onNode[n] {
 					for c, i := range slots[j] {
 						if b := began(i); t < b {
-							if shift := ready - b; shift > 0 {
+							if d := &l.doomed[i]; l.doomedGen[i] == l.gen && t < d.stop {
+								// The gang's launch still trains here, through another node's notice:
+								// it trains on until this replacement is up too (or a node goes).
+								stop := boundary(d.base, d.it, max(d.room, ready), true)
+								goes := min(d.goes, t+notice)
+								if m.Spot.Restart || stop >= goes {
+									stop = goes
+								}
+								done, added := d.orig, -d.added // done on the doomed nodes
+								if d.orig > stop {
+									from := boundary(d.base, d.it, stop, false)
+									if m.Spot.Restart {
+										from = d.base
+									}
+									relaunch := max(stop, d.room, ready)
+									done = relaunch + l.startup[i] + d.orig - max(from, d.base)
+									added = stop - d.stop - (max(from, d.base) - max(d.from, d.base))
+									l.began[i] = relaunch
+									d.from = from
+								}
+								if d.orig <= stop {
+									l.relaunched[i] = 0 // its launch is the one cut, done after all
+									stop = d.orig
+								}
+								latency[i] += added
+								d.added += added
+								out.gpuSeconds += float64(g.Nodes[i].GPUs) * added
+								shift := done - finish[i] // the later ones begin as it ends: shift alike
+								shrunk = shrunk || shift < 0
+								for _, k := range slots[j][c:] {
+									finish[k] += shift
+									end = max(end, finish[k])
+								}
+								out.unbilled -= float64(d.noticed) * (stop - d.stop) // its nodes noticed before bill until it stops too
+								d.room, d.goes, d.stop = max(d.room, ready), goes, stop
+								d.noticed++
+								held = max(held, stop-t)
+							} else if shift := ready - b; shift > 0 {
 								for _, k := range slots[j][c:] {
 									finish[k] += shift
 									end = max(end, finish[k])
@@ -398,7 +466,8 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 					}
 				}
 				out.count++
-				out.unbilled += scale
+				out.unbilled += scale - held
+				end, waits = max(end, ready), max(waits, ready)
 				next[n] = t + scale + m.Spot.UntilInterrupted(r)
 			default:
 				if math.IsInf(wake, 1) && n < idleBits {
@@ -484,6 +553,7 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 					end = max(end, finish[k])
 				}
 				l.began[i], l.startup[i], l.relaunched[i] = relaunch, s, l.gen
+				l.doomed[i], l.doomedGen[i] = doomedLaunch{base: b + su, it: it, orig: finish[i] - shift, room: t + wait, goes: goes, stop: stopAt, from: from, added: added, noticed: 1}, l.gen
 				if to != j { // the gang and the slot's later trials move to the on-demand slot
 					slots[to] = append(slots[to], slots[j][c:]...)
 					slots[j] = slots[j][:c]
@@ -508,13 +578,16 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 		out.unbilled += scale - held
 		// The stage waits for the replacement asked for, even when the gangs it was for got
 		// done on the doomed node (the executor's stage ends once its requests are answered).
-		end = max(end, t+replace)
+		end, waits = max(end, t+replace), max(waits, t+replace)
 		if n == foundLost {
 			foundLost = -1
 		}
 		// The replacement can be interrupted from the end of its SCALE on: before it is ready,
 		// its first gang finds it lost.
 		next[n] = t + scale + m.Spot.UntilInterrupted(r)
+	}
+	if shrunk {
+		end = max(waits, lastTrain()+afterTrain)
 	}
 	for _, at := range l.goneAt { // gone until the SYNC
 		if !math.IsNaN(at) && end > at {

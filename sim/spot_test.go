@@ -3,8 +3,11 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // One trial of constant length on one spot node, interrupted at 36 an hour (λ = 0.01/s), worked
@@ -273,5 +276,44 @@ func TestNoticedIdleByHand(t *testing.T) {
 	}
 	if res.JCT.Mean != 116 || math.Abs(res.Cost.Mean-0.110) > 1e-12 || fmt.Sprint(got) != "[1 1]" {
 		t.Errorf("JCT %v s, cost $%v, interruptions %v; by hand 116 s, $0.110, [1 1]", res.JCT.Mean, res.Cost.Mean, got)
+	}
+}
+
+// A gang on two nodes trains on through both nodes' notices (laid out by hand: one trial of 80
+// iterations of 1 s on two one-GPU nodes, spotByHand's cluster with notices of 40 s; the gang
+// starts up for 1 s at 0 and would be done at 81 s). Node 0's notice comes at 20 s: its
+// replacement is up at 50 s. Node 1's at 25 s, while the gang still trains on both: its
+// replacement is up at 55 s, and only then is there room for the whole gang, so the gang trains
+// on until its checkpoint at 55 s (54 iterations), both doomed nodes billing until then, and is
+// done on the replacements at 55 + 1 + 26 = 82 s. Stopped at 50 s to wait for node 1's
+// replacement it would have been done at 87 s. Billed past the notices, less the replacements'
+// SCALE: node 0 35 s, node 1 30 s (unbilled: 2 x 20 - 65 = -25 s). With 50 iterations the gang
+// is done at 51 s on the doomed nodes, and the stage ends once node 1's replacement is up
+// (55 s); billed past the notices node 0 31 s, node 1 26 s (unbilled 40 - 57 = -17 s).
+func TestGangTrainsThroughTwoNoticesByHand(t *testing.T) {
+	for _, tc := range []struct {
+		iters               int
+		calm, end, unbilled float64
+	}{{80, 81, 82, -25}, {50, 51, 55, -17}} {
+		st := spec.Stage{Trials: 1, Iters: tc.iters}
+		_, m := parseJob(t, fmt.Sprintf("{stages: [{trials: 1, iters: %d}]}", tc.iters), strings.Replace(fmt.Sprintf(spotByHandCluster, "1h"), "notice: 0s", "notice: 40s", 1),
+			"{iter_latency: {1: {dist: constant, value: 1}, 2: {dist: constant, value: 1}}, startup_latency: {value: 1s}}")
+		a := StageAlloc{GPUs: 2, Nodes: 2, Market: "spot"}
+		oi, ok := m.OfferIndex(a)
+		if !ok {
+			t.Fatal("no spot offer")
+		}
+		o := m.Offers[oi]
+		g := &DAG{}
+		g.addTrain(oi, 0, 0, st, a, nil, false)
+		finish, latency := make([]float64, len(g.Nodes)), make([]float64, len(g.Nodes))
+		r := rand.New(rand.NewPCG(1, 2))
+		end := g.CriticalPath(m, r, finish, latency)
+		l := o.newSpotLayout(g, a.Nodes, 2, 0)
+		copy(l.first, []float64{20, 25})
+		got, hit := o.interrupt(l, g, r, end, finish, latency, -1)
+		if end != tc.calm || got != tc.end || hit.count != 2 || hit.unbilled != tc.unbilled {
+			t.Errorf("%d iterations: stage end %v (calm %v), %d replaced, %v s unbilled; by hand %v (%v), 2, %v", tc.iters, got, end, hit.count, hit.unbilled, tc.end, tc.calm, tc.unbilled)
+		}
 	}
 }

@@ -63,7 +63,10 @@ type State struct {
 	counts      Counts
 	Requests    map[int]int // node requests journaled per bracket
 	// Open holds, per bracket and market asked ("": its stage's own; a hedged stage asks for its
-	// on-demand nodes apart), the token of a request no answer was journaled for.
+	// on-demand nodes apart), the token of a request no answer was journaled for: the last one,
+	// where requests overlap (a replacement asked for while another is out). A resumed driver
+	// repeats that one; nodes an earlier one rented and no record names are released by
+	// reconcile as nodes no bracket knows, journaled as billed until then.
 	Open map[int]map[string]string
 	// ODTier holds the nodes rented for a hedged stage's on-demand tier (node_up's Tier).
 	ODTier    map[string]bool
