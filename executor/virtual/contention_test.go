@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
-	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // Start-up contention as the executor meets it: on constant latencies the unchanged executor in
@@ -31,14 +29,7 @@ search_space: {lr: {type: loguniform, min: 1.0e-5, max: 1}}
 cluster: {gpus_per_node: 2, price_per_hour: 3.6, billing: {minimum: 0s}, scale_latency: {value: 3s}, init_latency: {value: 1s}, max_nodes: 1}
 profile: {iter_latency: {1: {value: 1}, 2: {value: 0.6}}, startup_latency: {value: 2s}, startup_contention: `+c.contention+`}
 `), 0o644)
-		exp, err := spec.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := sim.For(exp)
-		if err != nil {
-			t.Fatal(err)
-		}
+		exp, s := load(t, path)
 		alloc := s.Model().Elastic([][]int{{2, 2}})
 		pred, err := s.Simulate(alloc)
 		if err != nil {

@@ -11,8 +11,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/virtual"
-	"github.com/rubberband-hpo/rubberband/sim"
-	"github.com/rubberband-hpo/rubberband/spec"
 )
 
 // Each notice asks for its node's replacement at once, beside a request still out, as the model
@@ -44,14 +42,7 @@ search_space: {lr: {type: loguniform, min: 1.0e-5, max: 1}}
 cluster: {gpus_per_node: 1, price_per_hour: 3.6, market: spot, spot: {price_per_hour: 3.6, interruptions_per_hour: 0.000001, notice: 40s}, billing: {minimum: 0s}, scale_latency: {value: 20s}, init_latency: {value: 10s}}
 profile: {iter_latency: {1: {dist: constant, value: 1}, 2: {dist: constant, value: 1}}, startup_latency: {value: 1s}}
 `, trials)), 0o644)
-	exp, err := spec.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sim.For(exp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, s := load(t, path)
 	alloc := s.Model().Elastic([][]int{{2}})
 	var asked []float64
 	start := time.Time{}

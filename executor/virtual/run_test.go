@@ -19,6 +19,17 @@ import (
 // plan loads a spec and plans it as `rubberband plan` does.
 func plan(t testing.TB, path string) (*spec.Experiment, sim.Alloc, *sim.Simulator) {
 	t.Helper()
+	exp, s := load(t, path)
+	_, res, err := planner.Plan(context.Background(), exp, s, nil)
+	if err != nil || res.Best.Alloc == nil {
+		t.Fatalf("plan %s: %v", path, err)
+	}
+	return exp, res.Best.Alloc, s
+}
+
+// load loads a spec and its simulator.
+func load(t testing.TB, path string) (*spec.Experiment, *sim.Simulator) {
+	t.Helper()
 	exp, err := spec.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -27,11 +38,7 @@ func plan(t testing.TB, path string) (*spec.Experiment, sim.Alloc, *sim.Simulato
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := planner.Plan(context.Background(), exp, s, nil)
-	if err != nil || res.Best.Alloc == nil {
-		t.Fatalf("plan %s: %v", path, err)
-	}
-	return exp, res.Best.Alloc, s
+	return exp, s
 }
 
 // The paper's Table 2 job runs through the unchanged executor in virtual time: it finishes, its
