@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rubberband-hpo/rubberband/driver"
 	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/rundir"
@@ -187,8 +188,11 @@ func TestDamagedJournalIsAnError(t *testing.T) {
 	if now, _ := os.ReadFile(path); !bytes.Equal(now, damaged) {
 		t.Fatal("the damaged journal was changed")
 	}
+	// The resumed run's clock counts the wall time since the run began, 50 spec seconds a second
+	// at this time scale: on a loaded machine it ends past the deadline (exit 5, its result
+	// standing), which is not what this test is about.
 	_, errOut, code := rb(t, "resume", state, "--repair-journal")
-	if code != 0 || !strings.Contains(errOut, "first 39 records") {
+	if (code != 0 && code != driver.ExitDeadlineMissed) || !strings.Contains(errOut, "first 39 records") {
 		t.Fatalf("resume --repair-journal: exit %d: %s", code, errOut)
 	}
 	if got := readRunReport(t, state); got.Best == nil || got.Best.Trial != want.Best.Trial || got.Best.Metric != want.Best.Metric {
