@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/cloud/nomadlocal"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 )
@@ -44,6 +45,8 @@ type Options struct {
 	// Shutdown is the command that powers the instance off (default DefaultShutdown); with
 	// shutdown behaviour terminate, EC2 then terminates it.
 	Shutdown []string
+	// Clock is the watchdog's (nil: the wall clock).
+	Clock clock.Clock
 }
 
 // DefaultShutdown powers the instance off.
@@ -140,7 +143,7 @@ func Supervise(ctx context.Context, o Options, argv []string, log io.Writer) err
 	defer stopWatch()
 	stale := make(chan error, 1)
 	go func() {
-		stale <- heartbeat.Watch(watch, nil, o.Heartbeat, o.RunID, o.Watchdog, min(o.Watchdog/4, heartbeat.Every))
+		stale <- heartbeat.Watch(watch, o.Clock, o.Heartbeat, o.RunID, o.Watchdog, min(o.Watchdog/4, heartbeat.Every))
 	}()
 	var why string
 	select {

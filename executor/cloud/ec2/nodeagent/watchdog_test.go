@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/checkpoint/file"
+	"github.com/rubberband-hpo/rubberband/executor/clock"
 	"github.com/rubberband-hpo/rubberband/executor/heartbeat"
 )
 
@@ -36,10 +38,41 @@ func agentAlive(t *testing.T, dir string) bool {
 	return err == nil && syscall.Kill(pid, 0) == nil
 }
 
+// steppedClock is the watchdog's time, moved by the test: each Sleep waits for a step, which
+// moves Now on by what it slept.
+type steppedClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step chan struct{}
+}
+
+var _ clock.Clock = (*steppedClock)(nil)
+
+func (c *steppedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *steppedClock) Sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-c.step:
+		c.mu.Lock()
+		c.now = c.now.Add(d)
+		c.mu.Unlock()
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *steppedClock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
+func (c *steppedClock) Go(_ string, f func())                           { go f() }
+
 // While the driver beats the instance lives; once the beat stops for the watchdog's time, the
-// agent stops Nomad and powers the instance off. The agent's own process and the store are
-// real, so the times are wall time: a watchdog of 2 s against beats every 50 ms leaves a
-// machine under make test's load (a file store's writes taking half a second) its margin.
+// agent stops Nomad and powers the instance off. The agent's process and the store are real; the
+// watchdog's clock is stepped by the test, a poll (a quarter of the watchdog) a step, the driver's
+// beat written before each step while it beats.
 func TestWatchdogShutsDownWithoutHeartbeat(t *testing.T) {
 	dir := t.TempDir()
 	store, err := file.New(filepath.Join(dir, "store"))
@@ -47,26 +80,42 @@ func TestWatchdogShutsDownWithoutHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv, shutdown := fakeNomad(t, dir, "exec sleep 300")
-	beat, stopBeat := context.WithCancel(t.Context())
-	go heartbeat.Beat(beat, nil, store, "r1", 50*time.Millisecond, nil)
+	const watchdog, poll = time.Second, 250 * time.Millisecond
+	clk := &steppedClock{now: time.Unix(0, 0), step: make(chan struct{})}
 	var log bytes.Buffer
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() {
-		done <- Supervise(t.Context(), Options{Heartbeat: store, RunID: "r1", Watchdog: 2 * time.Second, Shutdown: shutdown}, argv, &log)
+		done <- Supervise(t.Context(), Options{Heartbeat: store, RunID: "r1", Watchdog: watchdog, Shutdown: shutdown, Clock: clk}, argv, &log)
 	}()
-	select {
-	case err := <-done:
-		t.Fatalf("the agent gave up while the driver beat: %v\n%s", err, log.String())
-	case <-time.After(3 * time.Second):
+	for deadline := time.Now().Add(10 * time.Second); !agentAlive(t, dir); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the fake agent never started")
+		}
+	}
+	for n := range 5 * int(watchdog/poll) { // five watchdogs' time, beating
+		if _, err := store.Put(t.Context(), heartbeat.Key("r1"), strings.NewReader(strconv.Itoa(n))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case clk.step <- struct{}{}:
+		case err := <-done:
+			t.Fatalf("the agent gave up while the driver beat (step %d): %v\n%s", n, err, log.String())
+		}
 	}
 	if shutDown(dir) || !agentAlive(t, dir) {
 		t.Fatal("the instance was shut down while its driver beat")
 	}
-	stopBeat()
-	stopped := time.Now()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	steps := 0 // the beat stops
+	for stepping := true; stepping; {
+		select {
+		case clk.step <- struct{}{}:
+			steps++
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			stepping = false
+		}
 	}
 	if !shutDown(dir) {
 		t.Fatal("no shutdown after the heartbeat stopped")
@@ -74,13 +123,13 @@ func TestWatchdogShutsDownWithoutHeartbeat(t *testing.T) {
 	if agentAlive(t, dir) {
 		t.Fatal("the Nomad agent outlived the shutdown")
 	}
-	if took := time.Since(stopped); took < 1600*time.Millisecond || took > 10*time.Second {
-		t.Fatalf("shut down %s after the last beat, watchdog 2s", took)
+	// The beat last seen at most a poll before it stopped: the watchdog's time, give or take it.
+	if took := time.Duration(steps) * poll; took < watchdog-poll || took > watchdog+poll {
+		t.Fatalf("shut down %s of the watchdog's clock after the last beat, watchdog %s", took, watchdog)
 	}
 	if !strings.Contains(log.String(), "no heartbeat from the driver of run r1") {
 		t.Fatalf("log does not say why:\n%s", log.String())
 	}
-	t.Logf("lived %s, shut down %s after the beat stopped", time.Since(start).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
 }
 
 // A node whose Nomad agent died cannot run anything: it powers off rather than bill.
