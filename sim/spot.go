@@ -257,6 +257,26 @@ func boundary(from, it, t float64, up bool) float64 {
 	return from + math.Floor(k+1e-9)*it
 }
 
+// trainThrough is where a launch that trains from base at one iteration every it seconds, and
+// would be done at orig, stops training through a notice: at its first checkpoint once its room
+// is there (at room), unless a node goes first (at goes; then the iteration under way is lost);
+// with restart it trains until the node goes, in case it gets done, and keeps nothing. It returns
+// when it stops and the point its relaunch trains from (its last checkpoint), or orig twice and
+// done when it got done first.
+func trainThrough(base, it, orig, room, goes float64, restart bool) (stop, from float64, done bool) {
+	stop = boundary(base, it, max(room, base), true)
+	if restart || stop >= goes {
+		stop = goes
+	}
+	if orig <= stop {
+		return orig, orig, true
+	}
+	if restart {
+		return stop, base, false
+	}
+	return stop, max(boundary(base, it, stop, false), base), false
+}
+
 // firstInterruptions draws, for one sample of a stage, when each of its nodes is first
 // interrupted (from the stage's start): interrupt's draws, which the versions of the sample
 // share (common random numbers).
@@ -277,8 +297,9 @@ func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
 // its last checkpoint (with Restart, all of its launch's work); the gangs after it on its slot
 // move with it. A slot's gang runs on the nodes that hold its GPUs (GPU x on node x /
 // GPUsPerNode, as placement packs them); one of them noticed while the gang trains on through
-// another's notice keeps it training until that replacement is up too (doomedLaunch). A node interrupted while none of its gangs runs is
-// replaced at once with a notice; without one it is found lost by the next gang launched there,
+// another's notice keeps it training until that replacement is up too (doomedLaunch). A node
+// interrupted while none of its gangs runs is replaced at once with a notice; without one it
+// is found lost by the next gang launched there,
 // and hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is
 // -1, is found lost at the stage's start (lost while provisioning, or idle before): gone already.
 //
@@ -420,26 +441,17 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 							if d := &l.doomed[i]; l.doomedGen[i] == l.gen && t < d.stop {
 								// The gang's launch still trains here, through another node's notice:
 								// it trains on until this replacement is up too (or a node goes).
-								stop := boundary(d.base, d.it, max(d.room, ready), true)
 								goes := min(d.goes, t+notice)
-								if m.Spot.Restart || stop >= goes {
-									stop = goes
-								}
+								stop, from, doneFirst := trainThrough(d.base, d.it, d.orig, max(d.room, ready), goes, m.Spot.Restart)
 								done, added := d.orig, -d.added // done on the doomed nodes
-								if d.orig > stop {
-									from := boundary(d.base, d.it, stop, false)
-									if m.Spot.Restart {
-										from = d.base
-									}
+								if doneFirst {
+									l.relaunched[i] = 0 // its launch is the one cut, done after all
+								} else {
 									relaunch := max(stop, d.room, ready)
-									done = relaunch + l.startup[i] + d.orig - max(from, d.base)
-									added = stop - d.stop - (max(from, d.base) - max(d.from, d.base))
+									done = relaunch + l.startup[i] + d.orig - from
+									added = stop - d.stop - (from - d.from)
 									l.began[i] = relaunch
 									d.from = from
-								}
-								if d.orig <= stop {
-									l.relaunched[i] = 0 // its launch is the one cut, done after all
-									stop = d.orig
 								}
 								latency[i] += added
 								d.added += added
@@ -516,13 +528,10 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 				}
 				b, su := began(i), startup(i)
 				it := l.iterTime(g, i, latency[i]-su)
-				stopAt := boundary(b+su, it, max(t+wait, b+su), true)
-				if m.Spot.Restart || stopAt >= goes {
-					stopAt = goes
-				}
-				if finish[i] <= max(stopAt, t) {
+				stopAt, from, done := trainThrough(b+su, it, finish[i], t+wait, goes, m.Spot.Restart)
+				held = max(held, stopAt-t)
+				if done {
 					// Done on the doomed node: the slot's later trials go on where it goes.
-					held = max(held, finish[i]-t)
 					if later := slots[j][c+1:]; len(later) > 0 {
 						if to != j {
 							slots[to] = append(slots[to], later...)
@@ -536,13 +545,8 @@ func (m *Offer) interrupt(l *spotLayout, g *DAG, r *rand.Rand, end float64, fini
 					}
 					break
 				}
-				held = max(held, stopAt-t)
 				s := m.LaunchSample(r)
-				from := boundary(b+su, it, stopAt, false) // trained to its last checkpoint
-				left := finish[i] - max(from, b+su)
-				if m.Spot.Restart {
-					left = finish[i] - (b + su)
-				}
+				left := finish[i] - from // what it had not done since its last checkpoint
 				relaunch := max(stopAt, t+wait)
 				shift := relaunch + s + left - finish[i]
 				added := s + left - (finish[i] - stopAt) // launch time: what per-function billing charges
