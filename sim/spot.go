@@ -299,9 +299,9 @@ func (m *Offer) firstInterruptions(l *spotLayout, r *rand.Rand) {
 // GPUsPerNode, as placement packs them); one of them noticed while the gang trains on through
 // another's notice keeps it training until that replacement is up too (doomedLaunch). A node
 // interrupted while none of its gangs runs is replaced at once with a notice; without one it
-// is found lost by the next gang launched there,
-// and hit then; with none left, it is lost idle (interruptions.idle). Node lost, unless it is
-// -1, is found lost at the stage's start (lost while provisioning, or idle before): gone already.
+// is found lost by the next gang launched there, and hit then; with none left, it is lost idle
+// (interruptions.idle). Node lost, unless it is -1, is found lost at the stage's start (lost
+// while provisioning, or idle before): gone already.
 //
 // In a hedged stage (l.onDemand) the first nodes are on demand and never interrupted. A gang hit
 // on a spot node moves, with its slot's later trials, to an on-demand slot whose trials are all
