@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rubberband-hpo/rubberband/executor"
@@ -200,6 +201,10 @@ func stopped(ctx context.Context, st *rundir.State, log io.Writer, keepNodes boo
 	}
 	var overBudget *executor.BudgetError
 	var paused *executor.PausedError
+	var broken *runstate.BrokenTrainerError
+	if errors.As(err, &broken) {
+		showTrialLogTail(ctx, dir, broken.Trials[0], log)
+	}
 	switch {
 	case errors.As(err, &paused):
 		return fmt.Errorf("%w; `rubberband resume %s` carries on once it is mended", err, dir)
@@ -211,6 +216,28 @@ func stopped(ctx context.Context, st *rundir.State, log io.Writer, keepNodes boo
 		return fmt.Errorf("interrupted; %s; `rubberband resume %s` carries on", kept, dir)
 	}
 	return fmt.Errorf("run: %w (%s; state kept in %s)", err, kept, dir)
+}
+
+// brokenLogLines is how much of a broken trainer's first failed trial's log a stopped run shows:
+// its last words are usually the reason (a traceback, a missing file), and a user who reads
+// them needs no second command.
+const brokenLogLines = 12
+
+// showTrialLogTail writes the last lines of a trial's log to log, each cut to a terminal's width
+// or two; a log not written is passed over in silence (the error names `rubberband logs`).
+func showTrialLogTail(ctx context.Context, dir, trial string, log io.Writer) {
+	path, err := rundir.TrialLogOf(dir, trial)
+	if err != nil {
+		return
+	}
+	var tail strings.Builder
+	if rundir.PrintLog(ctx, dir, path, brokenLogLines, false, &tail) != nil || strings.TrimSpace(tail.String()) == "" {
+		return
+	}
+	fmt.Fprintf(log, "the last lines of trial %s's log:\n", trial)
+	for _, line := range strings.Split(strings.TrimRight(tail.String(), "\n"), "\n") {
+		fmt.Fprintf(log, "  | %s\n", format.Shorten(line, 240))
+	}
 }
 
 // serveMetrics serves m at addr/metrics and says where; the function it returns stops serving.

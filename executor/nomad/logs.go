@@ -134,34 +134,112 @@ func (h *handle) read(a *nomad.AllocationListStub, stream string, use func(io.Re
 }
 
 // stream reads one of a task's logs from its start; with follow it goes on as the log grows,
-// until ctx ends.
+// until ctx ends (followLog).
 func (h *handle) stream(ctx context.Context, a *nomad.AllocationListStub, stream string, follow bool) io.Reader {
 	alloc := &nomad.Allocation{ID: a.ID, NodeID: a.NodeID}
-	frames, errs := h.r.Client.AllocFS().Logs(alloc, follow, "trainer", stream, "start", 0, ctx.Done(), (&nomad.QueryOptions{}).WithContext(ctx))
+	open := func(offset int64) (<-chan *nomad.StreamFrame, <-chan error) {
+		return h.r.Client.AllocFS().Logs(alloc, follow, "trainer", stream, "start", offset, ctx.Done(), (&nomad.QueryOptions{}).WithContext(ctx))
+	}
 	pr, pw := io.Pipe()
 	go func() {
 		defer pw.Close()
-		if !copyFrames(ctx, pw, frames, errs) {
+		if !follow {
+			frames, errs := open(0)
+			copyFrames(ctx, pw, frames, errs)
 			return
 		}
-		// Stopped early: let the API's reader end, as it may be blocked handing over a frame.
-		for {
-			select {
-			case _, ok := <-frames:
-				if !ok {
-					return
-				}
-			case <-errs:
-				return
-			}
-		}
+		followLog(ctx, pw, open, h.r.poll(), func(err error) {
+			h.r.logf("trial %s: reading rank %d's %s (allocation %s): %v; reading on from where it stopped", h.trial, rankOf(a), stream, a.ID, err)
+		})
 	}()
 	return pr
 }
 
-// copyFrames writes the frames' data to w until the stream ends, or until ctx ends (passing on
-// what is buffered already); it reports whether it stopped before the stream's end.
-func copyFrames(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFrame, errs <-chan error) (early bool) {
+// openLog opens a task's log from offset bytes after its start (Nomad's AllocFS.Logs).
+type openLog func(offset int64) (<-chan *nomad.StreamFrame, <-chan error)
+
+// followLog writes a followed log to w until ctx ends. A stream that ends sooner is opened again
+// from the byte it reached, after pause: Nomad refuses a task's log until the client has marked
+// the task started, which on a loaded machine came after the allocation was seen running, and
+// a connection may drop; a report stream that ended there left its gang training, nothing
+// reported, until its budget ran out (every Nomad test of one CI run). broke hears the first
+// error, once.
+func followLog(ctx context.Context, w io.Writer, open openLog, pause time.Duration, broke func(error)) {
+	cw := &countWriter{w: w}
+	said := false
+	for {
+		frames, errs := open(cw.n)
+		early, err := copyFrames(ctx, cw, frames, errs)
+		if early || ctx.Err() != nil {
+			return
+		}
+		if err != nil && !said {
+			said = true
+			broke(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+	}
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// copyFrames writes the frames' data to w until the stream ends (with the error that ended it,
+// if any), or until ctx ends (passing on what is buffered already) or w fails: then it reports
+// early, having let the API's reader end, as it may be blocked handing over a frame.
+func copyFrames(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFrame, errs <-chan error) (early bool, err error) {
+	if early, err = copyUntil(ctx, w, frames, errs); early {
+		for {
+			select {
+			case _, ok := <-frames:
+				if !ok {
+					return true, nil
+				}
+			case <-errs:
+				return true, nil
+			}
+		}
+	}
+	return false, err
+}
+
+func copyUntil(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFrame, errs <-chan error) (early bool, err error) {
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return false, nil
+			}
+			if f != nil {
+				if _, err := w.Write(f.Data); err != nil {
+					return true, nil
+				}
+			}
+		case err := <-errs: // the API's reader may have handed over frames before it failed
+			flushFrames(w, frames)
+			return false, err
+		case <-ctx.Done():
+			return flushFrames(w, frames), nil
+		}
+	}
+}
+
+// flushFrames writes the frames already handed over; it reports whether the stream is still
+// open.
+func flushFrames(w io.Writer, frames <-chan *nomad.StreamFrame) (open bool) {
 	for {
 		select {
 		case f, ok := <-frames:
@@ -169,26 +247,10 @@ func copyFrames(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFra
 				return false
 			}
 			if f != nil {
-				if _, err := w.Write(f.Data); err != nil {
-					return true
-				}
+				w.Write(f.Data)
 			}
-		case <-errs:
-			return false
-		case <-ctx.Done():
-			for {
-				select {
-				case f, ok := <-frames:
-					if !ok {
-						return false
-					}
-					if f != nil {
-						w.Write(f.Data)
-					}
-				default:
-					return true
-				}
-			}
+		default:
+			return true
 		}
 	}
 }
