@@ -305,9 +305,16 @@ func (s *Server) drive(ctx context.Context, r store.Run) {
 	go func() {
 		defer cancel()
 		end, err := s.cfg.Supervisor.Drive(dctx, s.runDir(r.Team, r.ID), mirrorKey(r.Team, r.ID))
-		s.mu.Lock()
-		delete(s.drivers, r.ID)
-		s.mu.Unlock()
+		// The run stays this driver's until its end is recorded: a step between would find it
+		// running and undriven and start a second driver, whose start ends the sandbox's
+		// processes (endSandbox), the trainers of the run's resume among them.
+		defer func() {
+			s.mu.Lock()
+			if s.drivers[r.ID] == d {
+				delete(s.drivers, r.ID)
+			}
+			s.mu.Unlock()
+		}()
 		if err != nil && dctx.Err() != nil {
 			return // stopped: the next server to hold the lease drives it
 		}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rubberband-hpo/rubberband/server/store"
+	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
+)
+
+// chargeHook is a store that calls hook once, at the first ChargeRun of run id after armed is
+// set: in ended, before the run's end is recorded.
+type chargeHook struct {
+	store.Store
+	mu    sync.Mutex
+	armed bool
+	hook  func()
+}
+
+func (c *chargeHook) ChargeRun(ctx context.Context, id string, cost float64, month string) (float64, error) {
+	c.mu.Lock()
+	hook := c.hook
+	if !c.armed {
+		hook = nil
+	}
+	c.armed = false
+	c.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return c.Store.ChargeRun(ctx, id, cost, month)
+}
+
+// A step that comes while a run's driver has ended but before its end is recorded (the run
+// still running in the store) must not start a second driver: the second one's start ends the
+// sandbox's processes, and once the run is resumed they are its new driver's trainers (a try
+// "signal: killed" 46 ms after its launch, in TestServerPausesOnFullDisk under load).
+func TestNoSecondDriverBeforeTheEndIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CreateTeam(ctx, store.Team{Name: "ml", StoragePrefixes: []string{"file://" + filepath.Join(dir, "ckpt")}}); err != nil {
+		t.Fatal(err)
+	}
+	// The driver: it counts its starts and dies at once (the run ends interrupted, after one
+	// restart).
+	starts := filepath.Join(dir, "starts")
+	script := filepath.Join(dir, "driver.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$@\" >> "+starts+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hooked := &chargeHook{Store: db}
+	sup := &Supervisor{Binary: script, MaxRestarts: 1, Backoff: time.Millisecond}
+	s := New(Config{Store: hooked, Root: filepath.Join(dir, "root"), Backend: "local", Holder: "test", Supervisor: sup})
+	src, err := os.ReadFile("../e2e/testdata/synthetic.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := string(src) + "checkpoints: {url: 'file://" + filepath.Join(dir, "ckpt") + "'}\n"
+	run, _, err := s.Submit(ctx, store.User{Name: "alice", Team: "ml"}, Submission{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepped := make(chan error, 1)
+	hooked.hook = func() { stepped <- s.step(ctx) }
+	hooked.armed = true // the first charge is ended's: step holds no lease yet, charges nothing
+	if err := s.step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stepped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the driver never ended")
+	}
+	// Wait until no driver is left, then count the drivers started.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		n := len(s.drivers)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("drivers still running after a minute")
+		}
+	}
+	b, _ := os.ReadFile(starts)
+	if n := strings.Count(string(b), "\n"); n != 2 { // the first start and its one restart
+		t.Fatalf("%d driver starts, want 2 (one driver, restarted once):\n%s", n, b)
+	}
+	if r, err := db.Run(ctx, run.ID); err != nil || !r.State.Ended() {
+		t.Fatalf("the run: %+v, %v", r, err)
+	}
+}
