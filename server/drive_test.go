@@ -13,6 +13,21 @@ import (
 	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
 )
 
+// teamML is a SQLite store in dir with team ml, whose checkpoints may go to dir/ckpt.
+func teamML(t *testing.T, dir string) *sqlstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(dir, "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.CreateTeam(ctx, store.Team{Name: "ml", StoragePrefixes: []string{"file://" + filepath.Join(dir, "ckpt")}}); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // chargeHook is a store that calls hook once, at the first ChargeRun of run id after armed is
 // set: in ended, before the run's end is recorded.
 type chargeHook struct {
@@ -43,14 +58,7 @@ func (c *chargeHook) ChargeRun(ctx context.Context, id string, cost float64, mon
 func TestNoSecondDriverBeforeTheEndIsRecorded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.CreateTeam(ctx, store.Team{Name: "ml", StoragePrefixes: []string{"file://" + filepath.Join(dir, "ckpt")}}); err != nil {
-		t.Fatal(err)
-	}
+	db := teamML(t, dir)
 	// The driver: it counts its starts and dies at once (the run ends interrupted, after one
 	// restart).
 	starts := filepath.Join(dir, "starts")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 	"github.com/rubberband-hpo/rubberband/server/store"
-	"github.com/rubberband-hpo/rubberband/server/store/sqlstore"
 )
 
 // failingMirror fails every call, as a database that is down would.
@@ -26,14 +25,7 @@ func (failingMirror) List(context.Context, string) ([]mirror.File, error) { retu
 func TestMirroredServer(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(dir, "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.CreateTeam(ctx, store.Team{Name: "ml", StoragePrefixes: []string{"file://" + filepath.Join(dir, "ckpt")}}); err != nil {
-		t.Fatal(err)
-	}
+	st := teamML(t, dir)
 	m := &mirror.Dir{Root: filepath.Join(dir, "mirror")}
 	sup := &Supervisor{Binary: "/bin/false", Mirror: &Mirror{Store: m, At: "dir:" + m.Root}}
 	s := New(Config{Store: st, Root: filepath.Join(dir, "root"), Backend: "local", Holder: "test", Supervisor: sup})
