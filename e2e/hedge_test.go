@@ -118,30 +118,35 @@ func TestHedgedPlanRunsInVirtualTime(t *testing.T) {
 //	go test ./e2e -run '^$' -bench 'BenchmarkHedgedTable2$' -benchtime 1x
 func BenchmarkHedgedTable2(b *testing.B) {
 	for range b.N {
-		hedgedRuns(b, "virtual time", 20, "--backend", "virtual")
+		hedgedRuns(b, "virtual time", 1, 20, "--backend", "virtual")
 	}
 }
 
 // BenchmarkHedgedTable2Local is BenchmarkHedgedTable2 on the local backend: the synthetic
 // trainer's processes, at compressed time (RB_TIME_SCALE wall seconds per spec second, 0.2 by
-// default: a run of 20 minutes takes 4), RB_BENCH_RUNS runs (20 by default). A launch's process
-// start is not compressed: below 0.1 it weighs on the first stage's 32 launches at once.
+// default: a run of 20 minutes takes 4), RB_BENCH_RUNS runs (20 by default) from seed
+// RB_BENCH_FIRST_SEED (1: a long count may be run in parts). A launch's process start is not
+// compressed: below 0.1 it weighs on the first stage's 32 launches at once.
 func BenchmarkHedgedTable2Local(b *testing.B) {
 	scale := cmp.Or(os.Getenv("RB_TIME_SCALE"), "0.2")
 	runs, err := strconv.Atoi(cmp.Or(os.Getenv("RB_BENCH_RUNS"), "20"))
 	if err != nil || runs < 1 {
 		b.Fatalf("RB_BENCH_RUNS=%q: want a count of runs", os.Getenv("RB_BENCH_RUNS"))
 	}
+	first, err := strconv.Atoi(cmp.Or(os.Getenv("RB_BENCH_FIRST_SEED"), "1"))
+	if err != nil {
+		b.Fatalf("RB_BENCH_FIRST_SEED=%q: want a seed", os.Getenv("RB_BENCH_FIRST_SEED"))
+	}
 	for range b.N {
-		hedgedRuns(b, "local backend at time scale "+scale, runs, "--time-scale", scale)
+		hedgedRuns(b, "local backend at time scale "+scale, first, runs, "--time-scale", scale)
 	}
 }
 
-// hedgedRuns plans hedgedTable2 at p90 and runs the plan, kept, under seeds 1 to runs with
+// hedgedRuns plans hedgedTable2 at p90 and runs the plan, kept, under runs seeds from first with
 // args: it reports the mean realized cost against the predicted under the first 5 seeds, the
 // runs that miss the deadline against the predicted P(miss), the mean JCT, and each stage's
 // mean duration realized and predicted.
-func hedgedRuns(b *testing.B, where string, runs int, args ...string) {
+func hedgedRuns(b *testing.B, where string, first, runs int, args ...string) {
 	const deadline = 20 * 60.0
 	dir := b.TempDir()
 	spec := hedgedTable2(b, dir, 0.9, "")
@@ -162,7 +167,7 @@ func hedgedRuns(b *testing.B, where string, runs int, args ...string) {
 	missed, costRuns := 0, min(runs, 5)
 	var predicted, realized, jct float64
 	var stageReal, stagePred []float64 // mean durations by stage, over the runs
-	for seed := 1; seed <= runs; seed++ {
+	for seed := first; seed < first+runs; seed++ {
 		state := filepath.Join(dir, fmt.Sprint("state-", seed))
 		run := append([]string{"run", spec, "--plan", planned, "--seed", fmt.Sprint(seed), "--state", state, "--no-replan"}, args...)
 		if _, errOut, code := rbTimed(b, run...); !finishedCode(code) { // exit 5: finished past the deadline, a miss
@@ -180,13 +185,13 @@ func hedgedRuns(b *testing.B, where string, runs int, args ...string) {
 		if r.Realized.JCT > deadline {
 			missed++
 		}
-		if seed <= costRuns {
+		if seed < first+costRuns {
 			predicted += r.Predicted.Cost
 			realized += r.Realized.Cost
 		}
 	}
-	b.Logf("hedged table2 at 5 interruptions/h, %s: mean cost over seeds 1-%d $%.3f realized, $%.3f predicted (%+.1f%%); P(miss) %d of %d seeds, predicted %.0f%%",
-		where, costRuns, realized/float64(costRuns), predicted/float64(costRuns), 100*(realized-predicted)/predicted, missed, runs, 100*plan.Predicted.DeadlineMissProb)
+	b.Logf("hedged table2 at 5 interruptions/h, %s: mean cost over seeds %d-%d $%.3f realized, $%.3f predicted (%+.1f%%); P(miss) %d of %d seeds from %d, predicted %.0f%%",
+		where, first, first+costRuns-1, realized/float64(costRuns), predicted/float64(costRuns), 100*(realized-predicted)/predicted, missed, runs, first, 100*plan.Predicted.DeadlineMissProb)
 	b.Logf("mean JCT over the %d seeds %.1f s realized, %.1f s predicted", runs, jct, plan.Predicted.JCT.Mean)
 	for i := range stageReal {
 		b.Logf("stage %d: mean duration %.1f s realized, %.1f s predicted", i+1, stageReal[i], stagePred[i])
