@@ -160,10 +160,10 @@ type openLog func(offset int64) (<-chan *nomad.StreamFrame, <-chan error)
 
 // followLog writes a followed log to w until ctx ends. A stream that ends sooner is opened again
 // from the byte it reached, after pause: Nomad refuses a task's log until the client has marked
-// the task started, which on a loaded machine came after the allocation was seen running, and
-// a connection may drop; a report stream that ended there left its gang training, nothing
-// reported, until its budget ran out (every Nomad test of one CI run). broke hears the first
-// error, once.
+// the task started, which under make test's load came after the allocation was seen running,
+// and a connection may drop; a report stream that ended there left its gang training, nothing
+// reported, until its budget ran out (likely what failed every Nomad test of one CI run). broke
+// hears the first error, once.
 func followLog(ctx context.Context, w io.Writer, open openLog, pause time.Duration, broke func(error)) {
 	cw := &countWriter{w: w}
 	said := false
