@@ -20,6 +20,7 @@ import (
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
 	"github.com/rubberband-hpo/rubberband/internal/format"
 	"github.com/rubberband-hpo/rubberband/internal/logcap"
+	"github.com/rubberband-hpo/rubberband/internal/term"
 	"github.com/rubberband-hpo/rubberband/rundir"
 	"github.com/rubberband-hpo/rubberband/rundir/mirror"
 )
@@ -224,14 +225,15 @@ func stopped(ctx context.Context, st *rundir.State, log io.Writer, keepNodes boo
 const brokenLogLines = 12
 
 // showTrialLogTail writes the last lines of a trial's log to log, each cut to a terminal's width
-// or two; a log not written is passed over in silence (the error names `rubberband logs`).
+// or two and without terminal escapes (a trainer's output must not drive the user's terminal);
+// a log not written is passed over in silence (the error names `rubberband logs`).
 func showTrialLogTail(ctx context.Context, dir, trial string, log io.Writer) {
 	path, err := rundir.TrialLogOf(dir, trial)
 	if err != nil {
 		return
 	}
 	var tail strings.Builder
-	if rundir.PrintLog(ctx, dir, path, brokenLogLines, false, &tail) != nil || strings.TrimSpace(tail.String()) == "" {
+	if rundir.PrintLog(ctx, dir, path, brokenLogLines, false, term.NewSanitizer(&tail)) != nil || strings.TrimSpace(tail.String()) == "" {
 		return
 	}
 	fmt.Fprintf(log, "the last lines of trial %s's log:\n", trial)

@@ -237,15 +237,16 @@ func TestFailedRunReleasesItsNodes(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	spec := trialSpec(t, tmp, func(s string) string {
-		return strings.Replace(s, "trainer: {command: [rubberband, trainer, synthetic", "trainer: {command: [sh, -c, 'echo no module named torch >&2; exit 3', synthetic", 1)
+		return strings.Replace(s, "trainer: {command: [rubberband, trainer, synthetic", "trainer: {command: [sh, -c, 'printf \"\\033[2Jno module named torch\\n\" >&2; exit 3', synthetic", 1)
 	})
 	state := filepath.Join(tmp, "state")
 	_, errOut, code := rb(t, "run", spec, "--state", state, "--time-scale", "0.02")
 	if code != 1 || !strings.Contains(errOut, "all failed the same way") || !strings.Contains(errOut, "rubberband logs ") || !strings.Contains(errOut, "nodes are released") {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
-	// The first trial's last words are shown with the error: no second command to find them.
-	if !regexp.MustCompile(`the last lines of trial b0-t\d+'s log:\n(  \| .*\n)*  \| no module named torch\n`).MatchString(errOut) {
+	// The first trial's last words are shown with the error, without the terminal escape (clear
+	// the screen) it printed: no second command to find them.
+	if strings.Contains(errOut, "\x1b") || !regexp.MustCompile(`the last lines of trial b0-t\d+'s log:\n(  \| .*\n)*  \| no module named torch\n`).MatchString(errOut) {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
 	if n := heldNodes(t, state); n != 0 {
