@@ -27,6 +27,22 @@ func fakeNomad(t *testing.T, dir, body string) (argv, shutdown []string) {
 	return []string{nomad, "agent"}, []string{"touch", filepath.Join(dir, "shut-down")}
 }
 
+// sleepingNomad is a fakeNomad that sleeps; started returns once it runs (it opens a FIFO the
+// test reads: no wall-clock wait).
+func sleepingNomad(t *testing.T, dir string) (argv, shutdown []string, started func()) {
+	t.Helper()
+	fifo := filepath.Join(dir, "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	argv, shutdown = fakeNomad(t, dir, "echo > "+fifo+"\nexec sleep 300")
+	return argv, shutdown, func() {
+		if _, err := os.ReadFile(fifo); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func shutDown(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "shut-down"))
 	return err == nil
@@ -79,7 +95,7 @@ func TestWatchdogShutsDownWithoutHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv, shutdown := fakeNomad(t, dir, "exec sleep 300")
+	argv, shutdown, started := sleepingNomad(t, dir)
 	const watchdog, poll = time.Second, 250 * time.Millisecond
 	clk := &steppedClock{now: time.Unix(0, 0), step: make(chan struct{})}
 	var log bytes.Buffer
@@ -87,11 +103,7 @@ func TestWatchdogShutsDownWithoutHeartbeat(t *testing.T) {
 	go func() {
 		done <- Supervise(t.Context(), Options{Heartbeat: store, RunID: "r1", Watchdog: watchdog, Shutdown: shutdown, Clock: clk}, argv, &log)
 	}()
-	for deadline := time.Now().Add(10 * time.Second); !agentAlive(t, dir); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the fake agent never started")
-		}
-	}
+	started()
 	for n := range 5 * int(watchdog/poll) { // five watchdogs' time, beating
 		if _, err := store.Put(t.Context(), heartbeat.Key("r1"), strings.NewReader(strconv.Itoa(n))); err != nil {
 			t.Fatal(err)
@@ -151,17 +163,13 @@ func TestWatchdogShutsDownWhenNomadExits(t *testing.T) {
 func TestWatchdogStopsWithTheInstance(t *testing.T) {
 	dir := t.TempDir()
 	store, _ := file.New(filepath.Join(dir, "store"))
-	argv, shutdown := fakeNomad(t, dir, "exec sleep 300")
+	argv, shutdown, started := sleepingNomad(t, dir)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- Supervise(ctx, Options{Heartbeat: store, RunID: "r1", Watchdog: time.Hour, Shutdown: shutdown}, argv, &bytes.Buffer{})
 	}()
-	for deadline := time.Now().Add(5 * time.Second); !agentAlive(t, dir); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the fake agent never started")
-		}
-	}
+	started()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Supervise = %v, want the context's end", err)
