@@ -155,8 +155,8 @@ func (h *handle) stream(ctx context.Context, a *nomad.AllocationListStub, stream
 	return pr
 }
 
-// openLog opens a task's log from offset bytes after its start (Nomad's AllocFS.Logs).
-type openLog func(offset int64) (<-chan *nomad.StreamFrame, <-chan error)
+// taskLog opens a task's log from offset bytes after its start (Nomad's AllocFS.Logs).
+type taskLog func(offset int64) (<-chan *nomad.StreamFrame, <-chan error)
 
 // followLog writes a followed log to w until ctx ends. A stream that ends sooner is opened again
 // from the byte it reached, after pause: Nomad refuses a task's log until the client has marked
@@ -164,7 +164,7 @@ type openLog func(offset int64) (<-chan *nomad.StreamFrame, <-chan error)
 // and a connection may drop; a report stream that ended there left its gang training, nothing
 // reported, until its budget ran out (likely what failed every Nomad test of one CI run). broke
 // hears the first error, once.
-func followLog(ctx context.Context, w io.Writer, open openLog, pause time.Duration, broke func(error)) {
+func followLog(ctx context.Context, w io.Writer, open taskLog, pause time.Duration, broke func(error)) {
 	cw := &countWriter{w: w}
 	said := false
 	for {
@@ -216,6 +216,7 @@ func copyFrames(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFra
 	return false, err
 }
 
+// copyUntil is copyFrames but for letting the API's reader end.
 func copyUntil(ctx context.Context, w io.Writer, frames <-chan *nomad.StreamFrame, errs <-chan error) (early bool, err error) {
 	for {
 		select {
