@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+
+	"github.com/rubberband-hpo/rubberband/internal/term"
 )
 
 // lastLineMax bounds the line a failure quotes: enough for "ModuleNotFoundError: No module
@@ -46,7 +48,7 @@ func (l *lastLine) add(p []byte) {
 	}
 }
 
-// String is the line, printable (control characters and escapes dropped), or "".
+// String is the line, printable (escape sequences dropped whole, then control characters), or "".
 func (l *lastLine) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -54,10 +56,12 @@ func (l *lastLine) String() string {
 	if len(bytes.TrimSpace(l.partial)) > 0 { // it died mid-line
 		line = l.partial
 	}
+	var clean bytes.Buffer
+	term.NewSanitizer(&clean).Write(line) // a bytes.Buffer takes every write
 	return strings.TrimSpace(strings.Map(func(r rune) rune {
 		if !unicode.IsPrint(r) {
 			return -1
 		}
 		return r
-	}, string(bytes.ToValidUTF8(line, nil))))
+	}, string(bytes.ToValidUTF8(clean.Bytes(), nil))))
 }

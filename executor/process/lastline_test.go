@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// The line a failure quotes is the last non-blank one, whole across writes, bounded, printable;
-// a trainer that died mid-line is quoted by that line.
+// The line a failure quotes is the last non-blank one, whole across writes, bounded, printable
+// (a terminal sequence dropped whole, not its escape byte alone); a trainer that died mid-line is
+// quoted by that line.
 func TestLastLine(t *testing.T) {
 	for _, tc := range []struct {
 		writes []string
@@ -16,7 +17,8 @@ func TestLastLine(t *testing.T) {
 		{[]string{"Traceback:\n  File x\nModuleNotFoundError: torch\n\n  \n"}, "ModuleNotFoundError: torch"},
 		{[]string{"Module", "NotFound", "Error: torch\n"}, "ModuleNotFoundError: torch"},
 		{[]string{"done\n", "dying mid-li"}, "dying mid-li"},
-		{[]string{"\x1b[31mred\x1b[0m\n"}, "[31mred[0m"},
+		{[]string{"\x1b[31mred\x1b[0m\n"}, "red"},
+		{[]string{"\x1b[2J\x1b[H\x1b]0;pwned\x07no module named torch\r\n"}, "no module named torch"},
 		{[]string{strings.Repeat("x", 10_000) + "\n"}, strings.Repeat("x", lastLineMax)},
 	} {
 		var l lastLine
