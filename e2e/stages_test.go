@@ -58,8 +58,7 @@ func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string, r
 	profiled := jobText
 	if truthIters { // profile a quiet twin of the trainer
 		quiet := filepath.Join(dir, "quiet-"+truth)
-		noise := regexp.MustCompile(`\{dist: (normal|lognormal), mean: ([0-9.]+), std: [0-9.]+\}`)
-		if err := os.WriteFile(quiet, []byte(noise.ReplaceAllString(string(src), "{value: $2}")), 0o644); err != nil {
+		if err := os.WriteFile(quiet, []byte(quietLatencies(string(src))), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		profiled = strings.ReplaceAll(jobText, trainer, quiet)
@@ -78,27 +77,41 @@ func measuredSpec(t testing.TB, dir, truth string, scale float64, gpus string, r
 		if iterLine == "" {
 			t.Fatalf("no iter_latency line in %s", truth)
 		}
-		b, err := os.ReadFile(profile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		skipping := false
-		for _, l := range strings.Split(string(b), "\n") {
-			if skipping && strings.HasPrefix(l, " ") {
-				continue
-			}
-			skipping = false
-			if strings.HasPrefix(l, "iter_latency:") {
-				skipping, l = true, iterLine+"  # the truth's, not measured"
-			}
-			out = append(out, l)
-		}
-		if err := os.WriteFile(profile, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		withIterLatency(t, profile, iterLine)
 	}
 	return job, profile
+}
+
+// quietLatencies is a profile's or spec's text with every noisy latency (normal or lognormal,
+// written with its dist or without) made its mean: a quiet twin of the trainer of truth.
+func quietLatencies(text string) string {
+	noise := regexp.MustCompile(`\{(?:dist: (?:normal|lognormal), )?mean: ([0-9.]+), std: [0-9.]+\}`)
+	return noise.ReplaceAllString(text, "{value: $1}")
+}
+
+// withIterLatency rewrites the profile file measured with the truth's iter_latency (a line, or a
+// block and its indented lines) in place of the one measured.
+func withIterLatency(t testing.TB, profile, iterLatency string) {
+	t.Helper()
+	b, err := os.ReadFile(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	skipping := false
+	for _, l := range strings.Split(string(b), "\n") {
+		if skipping && strings.HasPrefix(l, " ") {
+			continue
+		}
+		skipping = false
+		if strings.HasPrefix(l, "iter_latency:") {
+			skipping, l = true, "# iter_latency: the truth's, not measured\n"+strings.TrimRight(iterLatency, "\n")
+		}
+		out = append(out, l)
+	}
+	if err := os.WriteFile(profile, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Fidelity stage by stage: a Hyperband job (e2e/testdata/hyperband.yaml: three brackets at once,

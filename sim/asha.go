@@ -593,7 +593,7 @@ func (s *ashaRun) fill() {
 func (s *ashaRun) launch(j ashaLaunch, n int) {
 	node := s.nodes[n]
 	j.node, j.began = n, s.now
-	j.startup += s.m.Contention * float64(s.burst.Place(s.now))
+	j.startup += s.m.Contention.At(1) * float64(s.burst.Place(s.now)) // a job a GPU
 	if s.rec != nil {
 		j.gpu = slices.Index(node.gpus, false)
 		node.gpus[j.gpu] = true

@@ -141,7 +141,7 @@ func (m *Offer) latency(n *Node, r *rand.Rand) float64 {
 	case Data:
 		return m.DataLatency
 	case Train:
-		return m.LaunchSample(r) + m.Contention*float64(n.Queue) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
+		return m.LaunchSample(r) + m.Contention.At(n.GPUs)*float64(n.Queue) + SampleSum(m.IterLatency(n.GPUs), n.Iters, r)
 	case FirstStageLag:
 		return m.FirstLag.Sample(r)
 	default:

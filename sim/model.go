@@ -50,9 +50,9 @@ type Offer struct {
 	// (profile.first_stage_lag). Both are Constant(0) unless the profile says otherwise.
 	Overhead, FirstLag Dist
 	// Contention is how much later each launch of several at once starts than the one before
-	// it (profile.startup_contention): a stage's first wave, launched together, pays 0, c, 2c,
-	// ... in launch order.
-	Contention float64
+	// it (profile.startup_contention, by the launches' GPUs: At): a stage's first wave, launched
+	// together, pays 0, c, 2c, ... in launch order.
+	Contention spec.Contention
 	// DataLatency is how long a new node takes to download the dataset.
 	DataLatency float64
 	// SlowShare of the nodes are persistent stragglers: every trial on one takes SlowFactor
@@ -131,7 +131,7 @@ func newOffer(c spec.Cluster, so spec.Offer) (*Offer, error) {
 	if o.FirstLag, err = NewDist(prof.FirstStageLag); err != nil {
 		return nil, fmt.Errorf("profile.first_stage_lag: %w", err)
 	}
-	o.Contention = float64(prof.StartupContention)
+	o.Contention = prof.StartupContention
 	o.restart = so.Market == spec.MarketSpot && c.Spot.OnNotice == spec.OnNoticeRestart
 	o.notice = c.Spot.Notice.D().Seconds()
 	if sp := c.Spot; so.Market == spec.MarketSpot && (sp.InterruptionsPerHour > 0 || sp.Lifetimes != nil) {

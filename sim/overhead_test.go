@@ -164,17 +164,21 @@ func TestStartupContentionByHand(t *testing.T) {
 	const alg = "{stages: [{trials: 4, iters: 2}, {trials: 2, iters: 3}]}"
 	const cluster = "{gpus_per_node: 2, price_per_hour: 3.6, billing: {minimum: 0s}, scale_latency: {value: 3s}, init_latency: {value: 1s}, max_nodes: 1}"
 	const profile = "{iter_latency: {1: {value: 1}, 2: {value: 0.6}}, startup_latency: {value: 2s}, startup_contention: 0.25s}"
-	for _, exact := range []bool{false, true} {
-		s := job(t, alg, cluster, profile, 3, 1)
-		if exact {
-			s.DrawTrialByTrial()
-		}
-		res, err := s.Simulate(s.Model().Elastic([][]int{{2, 2}}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !near(res.JCT.Mean, 17.5, 1e-9) || !near(res.Cost.Mean, 0.015, 1e-12) || !near(res.Brackets[0].Stages[0].Duration, 12.25, 1e-9) {
-			t.Fatalf("trial by trial %v: JCT %v, cost %v, first stage %v; by hand 17.5, 0.015, 12.25", exact, res.JCT.Mean, res.Cost.Mean, res.Brackets[0].Stages[0].Duration)
+	// By GPU count, the launches' own: a trial a GPU here, so the 2-GPU count's 9 s is not paid.
+	const byGPUs = "{iter_latency: {1: {value: 1}, 2: {value: 0.6}}, startup_latency: {value: 2s}, startup_contention: {1: 0.25s, 2: 9s}}"
+	for _, prof := range []string{profile, byGPUs} {
+		for _, exact := range []bool{false, true} {
+			s := job(t, alg, cluster, prof, 3, 1)
+			if exact {
+				s.DrawTrialByTrial()
+			}
+			res, err := s.Simulate(s.Model().Elastic([][]int{{2, 2}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !near(res.JCT.Mean, 17.5, 1e-9) || !near(res.Cost.Mean, 0.015, 1e-12) || !near(res.Brackets[0].Stages[0].Duration, 12.25, 1e-9) {
+				t.Fatalf("%s, trial by trial %v: JCT %v, cost %v, first stage %v; by hand 17.5, 0.015, 12.25", prof, exact, res.JCT.Mean, res.Cost.Mean, res.Brackets[0].Stages[0].Duration)
+			}
 		}
 	}
 	exp, m := parseJob(t, alg, cluster, profile)
@@ -208,9 +212,12 @@ func TestStartupContentionByChainsIsBounded(t *testing.T) {
 		return res.JCT.Mean
 	}
 	const wait = 7 * 0.5 // the last of 8 launches at once
-	calm, chains, exact := mean(noisy+"}", true), mean(noisy+", startup_contention: 0.5}", false), mean(noisy+", startup_contention: 0.5}", true)
-	if !(exact > calm+0.5 && exact <= calm+wait+0.05) || !(chains >= exact-0.05 && chains <= exact+wait+0.05) {
-		t.Fatalf("mean JCT %.3f without contention, %.3f with (trial by trial), %.3f by chains; the last launch waits %.1f s", calm, exact, chains, wait)
+	// By GPU count, a trial's own one GPU's.
+	for _, contention := range []string{"0.5", "{1: 0.5, 8: 20}"} {
+		calm, chains, exact := mean(noisy+"}", true), mean(noisy+", startup_contention: "+contention+"}", false), mean(noisy+", startup_contention: "+contention+"}", true)
+		if !(exact > calm+0.5 && exact <= calm+wait+0.05) || !(chains >= exact-0.05 && chains <= exact+wait+0.05) {
+			t.Fatalf("contention %s: mean JCT %.3f without contention, %.3f with (trial by trial), %.3f by chains; the last launch waits %.1f s", contention, calm, exact, chains, wait)
+		}
 	}
 }
 

@@ -53,7 +53,7 @@ func stageByChains(o *Offer, st spec.Stage, a StageAlloc) (draw func(logShort, l
 	// The chains' first trials launch at once and queue (Offer.Contention): chain j starts j
 	// contentions late. The slowest chain is drawn as if every chain started as late as the
 	// last: an upper bound, by at most (chains-1) contentions, and exact without contention.
-	queued := o.Contention * float64(long+short-1)
+	queued := o.Contention.At(gpt) * float64(long+short-1)
 	return func(logShort, logLong float64) float64 {
 		end := maxOfNormals(logShort, mean, sd, short)
 		if long > 0 {

@@ -128,6 +128,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, line int) {
 		case *Seconds:
 			d.seconds(n, p, path, line)
 			return
+		case *Contention:
+			if n.Kind == yaml.MappingNode { // by GPU count
+				d.decodeMap(n, reflect.ValueOf(&p.ByGPUs).Elem(), path, line)
+			} else {
+				d.seconds(n, &p.All, path, line)
+			}
+			return
 		case *Duration:
 			d.duration(n, p, path, line)
 			return

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -47,19 +48,39 @@ func refusedBesideProfileFile(t *testing.T, head, field string) {
 	}
 }
 
-// startup_contention is optional seconds (0 left out), a number or a duration; below 0 or not a
-// duration is a problem at its line, with the others at theirs; beside a profile file, a
-// problem (it belongs in it).
+// startup_contention is optional seconds (0 left out), a number or a duration, or such seconds
+// by GPU count (linear between the counts and from 0 at 0 GPUs, along the last two beyond them);
+// below 0, not a duration or not a GPU count is a problem at its line, with the others at theirs;
+// beside a profile file, a problem (it belongs in it).
 func TestStartupContention(t *testing.T) {
 	head := "name: x\nobjective: {metric: m}\nalgorithm: {sha: {trials: 4, min_iters: 1, max_iters: 4, eta: 2}}\n" +
 		"cluster: {gpus_per_node: 2, price_per_hour: 1}\n"
-	for text, want := range map[string]Seconds{"": 0, "  startup_contention: 0.02\n": 0.02, "  startup_contention: 25ms\n": 0.025} {
+	for text, want := range map[string][5]float64{ // at 1, 2, 3, 4 and 8 GPUs
+		"":                                 {},
+		"  startup_contention: 0.02\n":     {0.02, 0.02, 0.02, 0.02, 0.02},
+		"  startup_contention: 25ms\n":     {0.025, 0.025, 0.025, 0.025, 0.025},
+		"  startup_contention: {2: 0.4}\n": {0.2, 0.4, 0.6, 0.8, 1.6},
+		"  startup_contention: {2: 0.4, 4: 800ms}\n": {0.2, 0.4, 0.6, 0.8, 1.6},
+		"  startup_contention: {1: 0.3, 2: 0.1}\n":   {0.3, 0.1, 0, 0, 0},
+	} {
 		exp, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n"+text), nil)
-		if err != nil || exp.Profile.StartupContention != want {
-			t.Fatalf("%q: %v, contention %v", text, err, exp.Profile.StartupContention)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		c := exp.Profile.StartupContention
+		for i, g := range []int{1, 2, 3, 4, 8} {
+			if math.Abs(c.At(g)-want[i]) > 1e-12 {
+				t.Fatalf("%q: %v s at %d GPUs, want %v", text, c.At(g), g, want[i])
+			}
 		}
 	}
-	_, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  startup_contention: -0.5\n  launch_overhead: {value: -1}\n"), nil)
+	_, err := Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  startup_contention: {0: 1, 2: -1, x: 1}\n"), nil)
+	for _, want := range []string{"a.yaml:7: profile.startup_contention.0: 0 is not a GPU count", "a.yaml:7: profile.startup_contention.2: -1 s is out of range", `a.yaml:7: profile.startup_contention.x: key "x" is not a whole number`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("want %q, got %v", want, err)
+		}
+	}
+	_, err = Parse("a.yaml", []byte(head+"profile:\n  iter_latency: {1: {mean: 1}}\n  startup_contention: -0.5\n  launch_overhead: {value: -1}\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "a.yaml:7: profile.startup_contention: -0.5 s is out of range") ||
 		!strings.Contains(err.Error(), "a.yaml:8: profile.launch_overhead.value") {
 		t.Fatalf("want both problems with their lines, got %v", err)

@@ -58,6 +58,10 @@ func (g schemaGen) of(t reflect.Type) map[string]any {
 			map[string]any{"type": "number", "minimum": 0, "maximum": maxLatency},
 			map[string]any{"type": "string", "pattern": goDuration},
 		}}
+	case reflect.TypeFor[Contention]():
+		seconds := g.of(reflect.TypeFor[Seconds]())
+		return map[string]any{"oneOf": []any{seconds, map[string]any{"type": "object", "additionalProperties": false,
+			"patternProperties": map[string]any{"^[0-9]+$": seconds}}}}
 	case reflect.TypeFor[Duration]():
 		// A bare 0 is the one duration time.ParseDuration takes without a unit.
 		return map[string]any{"oneOf": []any{
@@ -410,7 +414,7 @@ func fieldDocs() map[string]string {
 		"Profile.startup_latency":    "Seconds per training launch before its first iteration (restore, connect).",
 		"Profile.launch_overhead":    "Seconds each training launch costs the run path beyond its start-up and iterations (checkpoint saved, the launch placed and journaled), added to every trial of every stage (default 0; `rubberband profile` measures it).",
 		"Profile.first_stage_lag":    "Seconds by which the job's first stage starts late, once: its first wave of launches starts all at once on fresh nodes (default 0; `rubberband profile` measures it).",
-		"Profile.startup_contention": "Seconds by which each of several launches at once starts later than the one before it (the last of k waits k-1 times this), for the trials a stage launches together (default 0; `rubberband profile` measures it).",
+		"Profile.startup_contention": "Seconds by which each of several launches at once starts later than the one before it (the last of k waits k-1 times this), for the trials a stage launches together: one for every launch, or by the launches' GPU count, as `rubberband profile` writes it (default 0).",
 		"Profile.notes":              "Where the numbers come from.",
 		"Experiment.budget":          "What the job may cost: plan and run refuse a plan over it, and a run re-plans (or stops) when its forecast goes over it.",
 		"Budget.max_cost_usd":        "The most the job may cost, in dollars (0 to 10,000,000; 0: no cap): a plan whose predicted mean cost is over it is refused (exit 3).",

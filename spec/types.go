@@ -3,6 +3,7 @@ package spec
 import (
 	"math"
 	"slices"
+	"sort"
 	"time"
 )
 
@@ -277,8 +278,9 @@ type Profile struct {
 	// StartupContention is how much later each of several launches at once starts than the one
 	// before it (they queue for the machine: the last of k waits (k-1) times it), in seconds:
 	// what six trainers starting together on one card pay that one alone does not. It applies to
-	// the trials a stage launches at once (its first wave), each stage on its own. Optional (0).
-	StartupContention Seconds `yaml:"startup_contention"`
+	// the trials a stage launches at once (its first wave), each stage on its own. One for every
+	// launch, or by the launch's GPU count. Optional (0).
+	StartupContention Contention `yaml:"startup_contention"`
 	// SlowNodes are persistent stragglers: a share of nodes that run slower for their life.
 	SlowNodes SlowNodes `yaml:"slow_nodes"`
 	// Notes records where the numbers come from.
@@ -341,6 +343,37 @@ func Constant(d time.Duration) Dist {
 
 // Seconds is a latency in seconds, written in YAML as a number of seconds or a Go duration.
 type Seconds float64
+
+// Contention is profile.startup_contention: seconds, one for every launch (a number or a
+// duration), or by the launches' GPU count (a mapping, as `rubberband profile` writes it: a
+// launch starts a worker a GPU, and on the local backend 32 launches of 4 GPUs queued twice as
+// long each as 32 of 2).
+type Contention struct {
+	All    Seconds
+	ByGPUs map[int]Seconds
+}
+
+// At is the contention of launches of gpus GPUs each: All, or ByGPUs' value at gpus, linear
+// between the counts given (and from 0 at 0 GPUs: one count alone is a cost a worker), beyond the
+// largest along the last two counts' line, never below 0.
+func (c Contention) At(gpus int) float64 {
+	if len(c.ByGPUs) == 0 {
+		return float64(c.All)
+	}
+	if s, ok := c.ByGPUs[gpus]; ok {
+		return float64(s)
+	}
+	counts := []int{0}
+	for g := range c.ByGPUs {
+		counts = append(counts, g)
+	}
+	slices.Sort(counts)
+	at := func(g int) float64 { return float64(c.ByGPUs[g]) } // 0 at 0
+	i := min(max(sort.SearchInts(counts, gpus), 1), len(counts)-1)
+	lo, hi := counts[i-1], counts[i]
+	w := float64(gpus-lo) / float64(hi-lo)
+	return max(0, at(lo)+w*(at(hi)-at(lo)))
+}
 
 // Duration is a Go duration, written in YAML as a string such as "20m".
 type Duration time.Duration

@@ -479,8 +479,17 @@ func (v *validator) profileAt(at string, p Profile) {
 	v.dist(at+".startup_latency", p.StartupLatency)
 	v.dist(at+".launch_overhead", p.LaunchOverhead)
 	v.dist(at+".first_stage_lag", p.FirstStageLag)
-	if c := float64(p.StartupContention); !(c >= 0 && c <= maxLatency) {
+	if c := float64(p.StartupContention.All); !(c >= 0 && c <= maxLatency) {
 		v.add(at+".startup_contention", "%v s is out of range (0 to one year)", c)
+	}
+	for _, g := range sortedKeys(p.StartupContention.ByGPUs) {
+		path := fmt.Sprintf("%s.startup_contention.%d", at, g)
+		if g < 1 || g > 1<<20 {
+			v.add(path, "%d is not a GPU count (1 or more)", g)
+		}
+		if c := float64(p.StartupContention.ByGPUs[g]); !(c >= 0 && c <= maxLatency) {
+			v.add(path, "%v s is out of range (0 to one year)", c)
+		}
 	}
 	if sn := p.SlowNodes; !(sn.Share >= 0 && sn.Share <= 1) {
 		v.add(at+".slow_nodes.share", "%v is out of range (0 to 1: the share of nodes that are slow)", sn.Share)

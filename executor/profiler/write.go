@@ -31,8 +31,8 @@ func (p *Profile) Write(w io.Writer, notes string) error {
 			fmt.Fprintf(&b, "%s: {dist: empirical, samples: [%s]}\n", d.field, Seconds(d.xs))
 		}
 	}
-	if c, ok := p.contention(); ok && c > 0 {
-		fmt.Fprintf(&b, "startup_contention: %.4fs  # each launch of several at once starts this much after the one before it\n", c)
+	if c := p.contention(); c != "" {
+		fmt.Fprintf(&b, "startup_contention: {%s}  # by GPUs a launch: each of several at once starts this much after the one before it\n", c)
 	}
 	if len(p.NodeScale) > 0 {
 		fmt.Fprintf(&b, "# node start-up measured, for the cluster (the cost meter bills a node from running):\n")
@@ -43,18 +43,21 @@ func (p *Profile) Write(w io.Writer, notes string) error {
 	return err
 }
 
-// contention is the mean of the points' measured contentions; ok is false when none measured it.
-func (p *Profile) contention() (c float64, ok bool) {
-	n := 0
+// contention is the points' measured contentions by GPU count ("2: 0.4200s, 4: 0.8100s"), or ""
+// when none measured any above 0. They are not pooled: a launch starts a worker a GPU, and a wide
+// launch queues longer than a narrow one (the model interpolates between the counts).
+func (p *Profile) contention() string {
+	var by []string
+	some := false
 	for _, pt := range p.Points {
 		if pt.Queued > 0 {
-			c, n = c+pt.Contention, n+1
+			by, some = append(by, fmt.Sprintf("%d: %.4fs", pt.GPUs, pt.Contention)), some || pt.Contention > 0
 		}
 	}
-	if n == 0 {
-		return 0, false
+	if !some {
+		return ""
 	}
-	return c / float64(n), true
+	return strings.Join(by, ", ")
 }
 
 // The cluster fields that the node start-up comments of a profile file are for.

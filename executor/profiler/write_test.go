@@ -101,7 +101,7 @@ func TestWriteEveryLaunch(t *testing.T) {
 		"startup_latency: {dist: empirical, samples: [0.900, 1.000, 2.500, 1.100, 1.200, 1.100]}\n",
 		"launch_overhead: {dist: empirical, samples: [0.010, 0.020, 0.030, 0.010, 0.010, 0.000]}\n",
 		"first_stage_lag: {dist: empirical, samples: [0.400, 0.000, 0.200, 0.000]}\n",
-		"startup_contention: 0.0200s", // the mean of the counts that measured it
+		"startup_contention: {2: 0.0300s, 4: 0.0100s}", // each count that measured it, not pooled
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Fatalf("want %q in\n%s", want, b.String())
@@ -112,7 +112,11 @@ func TestWriteEveryLaunch(t *testing.T) {
 	specFile := filepath.Join(dir, "spec.yaml")
 	os.WriteFile(specFile, []byte("name: p\nobjective: {metric: m}\nalgorithm: {stages: [{trials: 1, iters: 1}]}\n"+
 		"cluster: {gpus_per_node: 4, price_per_hour: 1}\nprofile: {file: profile.yaml}\n"), 0o644)
-	if exp, err := spec.Load(specFile); err != nil || float64(exp.Profile.StartupContention) != 0.02 {
-		t.Fatalf("read back: %v, contention %v", err, exp)
+	exp, err := spec.Load(specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := exp.Profile.StartupContention; c.At(2) != 0.03 || c.At(4) != 0.01 || c.At(1) != 0.015 || c.At(3) != 0.02 {
+		t.Fatalf("read back contention %+v: at 1, 2, 3, 4 GPUs %v %v %v %v", c, c.At(1), c.At(2), c.At(3), c.At(4))
 	}
 }

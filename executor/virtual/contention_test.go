@@ -14,12 +14,13 @@ import (
 // the virtual world, whose launches at one moment queue behind each other (0.25 s apiece),
 // realizes stage by stage what the simulator predicts, and 0.25 s more than without contention
 // in every stage of two launches at once (the hand-worked job of sim's
-// TestStartupContentionByHand: 12.25 s and 5.25 s).
+// TestStartupContentionByHand: 12.25 s and 5.25 s); given by GPU count, the launches' own (one
+// GPU each here: a wider count's 5 s must not be paid).
 func TestStartupContentionAsTheModelHasIt(t *testing.T) {
 	for _, c := range []struct {
 		contention string
 		stages     []float64
-	}{{"0s", []float64{12, 5}}, {"0.25s", []float64{12.25, 5.25}}} {
+	}{{"0s", []float64{12, 5}}, {"0.25s", []float64{12.25, 5.25}}, {"{1: 0.25s, 2: 5s}", []float64{12.25, 5.25}}} {
 		path := filepath.Join(t.TempDir(), "contention.yaml")
 		os.WriteFile(path, []byte(`name: contention
 deadline: 1h

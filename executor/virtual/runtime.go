@@ -129,7 +129,7 @@ func (r *Runtime) Launch(ctx context.Context, g gang.Gang) (gang.Handle, error) 
 	slow := synthetic.Options{NodeSlowdown: gg.slowdown, Slowdown: w.slowdown, SlowdownFromIter: w.slowFrom}
 	own := synthetic.IterTime(w.bench, env.Params)
 	gg.draws = func() float64 { return it.Sample(rng) * own * slow.LatencyFactor(gg.iter+1) }
-	startup := gg.offer.LaunchSample(rng)*gg.slowdown + w.firstStageLag(gg, env.StartIter) + gg.offer.Contention*float64(w.burst.Place(w.clk.Now()))
+	startup := gg.offer.LaunchSample(rng)*gg.slowdown + w.firstStageLag(gg, env.StartIter) + gg.offer.Contention.At(gg.world)*float64(w.burst.Place(w.clk.Now()))
 	w.nextGang++
 	gg.id = w.nextGang
 	for _, at := range gg.gpus {
