@@ -3,7 +3,6 @@ package spec
 import (
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -363,14 +362,26 @@ func (c Contention) At(gpus int) float64 {
 	if s, ok := c.ByGPUs[gpus]; ok {
 		return float64(s)
 	}
-	counts := []int{0}
+	// The counts either side of gpus (0 below the smallest); beyond the largest, the two largest.
+	// One pass, no allocation: the simulator asks at every launch it draws.
+	lo, hi, top, next := 0, 0, 0, 0
 	for g := range c.ByGPUs {
-		counts = append(counts, g)
+		if g < gpus && g > lo {
+			lo = g
+		}
+		if g > gpus && (hi == 0 || g < hi) {
+			hi = g
+		}
+		if g > top {
+			top, next = g, top
+		} else if g > next {
+			next = g
+		}
 	}
-	slices.Sort(counts)
+	if hi == 0 {
+		lo, hi = next, top
+	}
 	at := func(g int) float64 { return float64(c.ByGPUs[g]) } // 0 at 0
-	i := min(max(sort.SearchInts(counts, gpus), 1), len(counts)-1)
-	lo, hi := counts[i-1], counts[i]
 	w := float64(gpus-lo) / float64(hi-lo)
 	return max(0, at(lo)+w*(at(hi)-at(lo)))
 }
