@@ -22,10 +22,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
 from rubberband import trainer  # noqa: E402
 
-DATA = os.path.join(HERE, "..", "..", "..", "trial", "builtin", "digits", "digits.csv.gz")
+# The data: beside this script (copied out of the repository with it), or where the repository
+# keeps it.
+DATA = next((p for p in (os.path.join(HERE, "digits.csv.gz"),
+                         os.path.join(HERE, "..", "..", "..", "trial", "builtin", "digits", "digits.csv.gz"))
+             if os.path.exists(p)), None)
 
 
 def load():
+    if DATA is None:
+        sys.exit("digits.csv.gz is neither beside %s nor in the repository it came from: copy "
+                 "trial/builtin/digits/digits.csv.gz of the repository beside it" % __file__)
     with gzip.open(DATA, "rt") as f:
         rows = [list(map(int, r)) for r in csv.reader(f)]
     random.Random(42).shuffle(rows)
