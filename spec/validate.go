@@ -406,18 +406,27 @@ func (v *validator) cluster() {
 // maxLatency bounds any latency a distribution may produce: a year, far beyond any deadline.
 const maxLatency = 365 * 24 * 3600
 
+// latency says whether x, written at path, is a latency (0 to a year), and the problem if not.
+func (v *validator) latency(path string, x Seconds) bool {
+	if f := float64(x); f < 0 || f > maxLatency || math.IsNaN(f) {
+		v.add(path, "%v s is out of range (0 to one year)", f)
+		return false
+	}
+	return true
+}
+
+// gpuCount says the problem with g, a GPU count written as a key at path, if it is not one.
+func (v *validator) gpuCount(path string, g int) {
+	if g < 1 || g > 1<<20 {
+		v.add(path, "%d is not a GPU count (1 or more)", g)
+	}
+}
+
 func (v *validator) dist(path string, d Dist) {
 	if v.e.unknown(path + ".dist") { // the other fields cannot be judged without the kind
 		return
 	}
-	bad := func(field string, x Seconds) bool {
-		f := float64(x)
-		if f < 0 || f > maxLatency || math.IsNaN(f) {
-			v.add(path+"."+field, "%v s is out of range (0 to one year)", f)
-			return true
-		}
-		return false
-	}
+	bad := func(field string, x Seconds) bool { return !v.latency(path+"."+field, x) }
 	unused := func(fields ...string) {
 		for _, f := range fields {
 			if v.e.Has(path + "." + f) {
@@ -465,9 +474,7 @@ func (v *validator) profileAt(at string, p Profile) {
 	}
 	for _, g := range sortedKeys(p.IterLatency) {
 		path := fmt.Sprintf("%s.iter_latency.%d", at, g)
-		if g < 1 || g > 1<<20 {
-			v.add(path, "%d is not a GPU count (1 or more)", g)
-		}
+		v.gpuCount(path, g)
 		d := p.IterLatency[g]
 		v.dist(path, d)
 		if d.Kind == DistNormal || d.Kind == DistLogNormal {
@@ -479,17 +486,11 @@ func (v *validator) profileAt(at string, p Profile) {
 	v.dist(at+".startup_latency", p.StartupLatency)
 	v.dist(at+".launch_overhead", p.LaunchOverhead)
 	v.dist(at+".first_stage_lag", p.FirstStageLag)
-	if c := float64(p.StartupContention.All); !(c >= 0 && c <= maxLatency) {
-		v.add(at+".startup_contention", "%v s is out of range (0 to one year)", c)
-	}
+	v.latency(at+".startup_contention", p.StartupContention.All)
 	for _, g := range sortedKeys(p.StartupContention.ByGPUs) {
 		path := fmt.Sprintf("%s.startup_contention.%d", at, g)
-		if g < 1 || g > 1<<20 {
-			v.add(path, "%d is not a GPU count (1 or more)", g)
-		}
-		if c := float64(p.StartupContention.ByGPUs[g]); !(c >= 0 && c <= maxLatency) {
-			v.add(path, "%v s is out of range (0 to one year)", c)
-		}
+		v.gpuCount(path, g)
+		v.latency(path, p.StartupContention.ByGPUs[g])
 	}
 	if sn := p.SlowNodes; !(sn.Share >= 0 && sn.Share <= 1) {
 		v.add(at+".slow_nodes.share", "%v is out of range (0 to 1: the share of nodes that are slow)", sn.Share)
