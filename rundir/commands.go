@@ -5,21 +5,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
+	"github.com/rubberband-hpo/rubberband/executor/journal"
 	"github.com/rubberband-hpo/rubberband/executor/runstate"
-	"github.com/rubberband-hpo/rubberband/internal/format"
 )
 
-// WriteEnd writes how a run ended as `run` and `resume` print it: its report (runstate.Compare)
-// as JSON, or its tables (WriteTable: its best trial, its stages predicted beside realized, the
-// totals); the report says whether it missed its deadline.
+// WriteEnd writes how a run ended as `run` and `resume` print it, here as on a server: what
+// `report` prints of the result res (Replayed.WriteReport: its tables and what its search found,
+// or as JSON); and returns its report (runstate.Compare), which says whether it missed its
+// deadline.
 func WriteEnd(w io.Writer, st *State, res *runstate.Result, asJSON bool) (runstate.Report, error) {
 	rep := runstate.Compare(st.Plan, res)
-	if !asJSON {
-		WriteTable(w, st, res, EndStatus(res))
-		return rep, nil
+	events, err := journal.ReadJournal(filepath.Join(st.Dir, Journal))
+	if err != nil {
+		return rep, err
 	}
-	return rep, format.JSON(w, rep)
+	return rep, replayed(st, res, events).WriteReport(w, asJSON)
 }
 
 // StatusNow draws the run's status once (RenderStatus of a fresh View), and says whether a

@@ -9,13 +9,17 @@ import (
 	"testing"
 )
 
-// A finished run's end is written as run prints it, its status is drawn with no driver holding it, its best is its result's, and its
+// A finished run's end is written as run prints it (what report prints: the same as a server's
+// run prints), its status is drawn with no driver holding it, its best is its result's, and its
 // report is written with its pictures in a folder made for them.
 func TestStatusBestReportNow(t *testing.T) {
 	st, res, table := finishedRun(t, quickstart(t, 1), nil)
-	var end bytes.Buffer
-	if rep, err := WriteEnd(&end, st, res, false); err != nil || rep.DeadlineMissed || end.String() != table {
-		t.Errorf("end: missed %v, %v\n%s", rep.DeadlineMissed, err, end.String())
+	var end, report bytes.Buffer
+	if err := Report(st, &report, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := WriteEnd(&end, st, res, false); err != nil || rep.DeadlineMissed || end.String() != report.String() || !strings.HasPrefix(end.String(), table) {
+		t.Errorf("end: missed %v, %v\n%s\nwant what report prints:\n%s", rep.DeadlineMissed, err, end.String(), report.String())
 	}
 	end.Reset()
 	if rep, err := WriteEnd(&end, st, res, true); err != nil || !json.Valid(end.Bytes()) || !strings.Contains(end.String(), "\n  \"") || rep.Realized.JCT != res.Realized.JCT {

@@ -99,7 +99,12 @@ func Replay(st *State) (*Replayed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Replayed{State: st, Res: res, Events: events, Search: Search(&View{State: st, Res: res, Events: events})}, nil
+	return replayed(st, res, events), nil
+}
+
+// replayed is the run in st whose journal's events came to res.
+func replayed(st *State, res *runstate.Result, events []journal.Event) *Replayed {
+	return &Replayed{State: st, Res: res, Events: events, Search: Search(&View{State: st, Res: res, Events: events})}
 }
 
 // ReportJSON is `report -o json`: realized against predicted, and what the search found.
